@@ -1,0 +1,81 @@
+//! The error every subcommand returns: the cause chain, how bad it is, and a hint.
+
+use std::fmt;
+
+/// How a failed run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitKind {
+    /// The work failed (exit 1).
+    Failure,
+    /// The arguments or configuration are wrong (exit 2).
+    Usage,
+}
+
+/// A failed subcommand.
+#[derive(Debug)]
+pub struct AppError {
+    /// Usage or failure.
+    pub kind: ExitKind,
+    /// What went wrong, with its causes.
+    pub error: anyhow::Error,
+    /// What the user can do, if anything.
+    pub hint: Option<String>,
+}
+
+impl AppError {
+    /// A failure of the work.
+    pub fn failure(error: impl Into<anyhow::Error>, hint: Option<String>) -> Self {
+        Self {
+            kind: ExitKind::Failure,
+            error: error.into(),
+            hint,
+        }
+    }
+
+    /// A wrong argument or setting.
+    pub fn usage(error: impl Into<anyhow::Error>, hint: Option<String>) -> Self {
+        Self {
+            kind: ExitKind::Usage,
+            error: error.into(),
+            hint,
+        }
+    }
+
+    /// The process exit code.
+    pub fn exit_code(&self) -> u8 {
+        match self.kind {
+            ExitKind::Failure => 1,
+            ExitKind::Usage => 2,
+        }
+    }
+
+    /// The top message and each distinct cause below it, once.
+    pub fn lines(&self) -> (String, Vec<String>) {
+        let mut chain = self.error.chain().map(ToString::to_string);
+        let top = chain.next().unwrap_or_default();
+        let mut causes: Vec<String> = Vec::new();
+        for cause in chain {
+            // Some libraries repeat their source's text in their own message; print it once.
+            if !top.contains(&cause) && !causes.iter().any(|c| c.contains(&cause)) {
+                causes.push(cause);
+            }
+        }
+        (top, causes)
+    }
+}
+
+impl fmt::Display for AppError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#}", self.error)
+    }
+}
+
+impl From<crate::iso::IsoError> for AppError {
+    fn from(err: crate::iso::IsoError) -> Self {
+        let hint = err.hint();
+        match err.is_usage() {
+            true => Self::usage(err, hint),
+            false => Self::failure(err, hint),
+        }
+    }
+}

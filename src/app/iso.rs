@@ -1,0 +1,63 @@
+//! `cks-iso iso DIR -o FILE.iso`: author an ISO from a directory.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use indicatif::HumanBytes;
+
+use super::AppError;
+use crate::cli::IsoArgs;
+use crate::env;
+use crate::iso::{self, IsoSpec, VolumeId};
+use crate::ui::Ui;
+
+/// Writes the ISO and prints its path on stdout.
+pub fn run(args: IsoArgs, ui: &Ui) -> Result<(), AppError> {
+    let volume_id = VolumeId::parse(&args.volume_id)?;
+    let epoch = epoch(args.source_date_epoch)?;
+    let progress = ui.bytes("writing ISO");
+    let written = iso::author(
+        &args.dir,
+        &args.output,
+        &IsoSpec { volume_id, epoch },
+        progress.as_ref(),
+    )?;
+    if let Some((first, stored)) = written.joliet_renamed.first() {
+        for (name, stored) in &written.joliet_renamed {
+            tracing::debug!("Joliet name of {name} is {stored}");
+        }
+        tracing::warn!(
+            "Joliet, read by Windows tools, cannot keep {} name(s) exact (e.g. {first} → {stored}); \
+             Rock Ridge, which Linux nodes read, keeps every name",
+            written.joliet_renamed.len()
+        );
+    }
+    tracing::info!(
+        "wrote {} ({}, {} files, {} directories, volume ID {})",
+        written.path.display(),
+        HumanBytes(written.size),
+        written.counts.files,
+        written.counts.dirs,
+        args.volume_id,
+    );
+    println!("{}", written.path.display());
+    Ok(())
+}
+
+/// The build's epoch: the flag, else `SOURCE_DATE_EPOCH`, else now.
+pub(crate) fn epoch(flag: Option<i64>) -> Result<i64, AppError> {
+    if let Some(epoch) = flag {
+        return Ok(epoch);
+    }
+    if let Some(value) = env::SOURCE_DATE_EPOCH.get() {
+        return value.trim().parse().map_err(|_| {
+            AppError::usage(
+                anyhow::anyhow!("SOURCE_DATE_EPOCH={value:?} is not a whole number of seconds"),
+                Some("set it to seconds since 1970-01-01 UTC, e.g. $(git log -1 --format=%ct)".into()),
+            )
+        });
+    }
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Ok(i64::try_from(now).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,186 @@
+//! Files that appear complete or not at all, even when the process is interrupted.
+//!
+//! The upstream script left half-written files that the next build picked up. Every output of
+//! cks-iso (an ISO, a downloaded file, a cached blob) is first written to a temporary file beside
+//! its final name, and renamed over it only when complete and verified. A temporary file is
+//! removed when its [`AtomicFile`] is dropped without [`AtomicFile::commit`], and also when the
+//! process receives SIGINT, SIGTERM or SIGHUP: [`remove_on_signal`] installs a handler that deletes
+//! every pending temporary path before exiting with status 130.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+/// Exit status after an interrupt, as shells report SIGINT.
+pub const INTERRUPTED_EXIT: i32 = 130;
+
+fn pending() -> &'static Mutex<BTreeSet<PathBuf>> {
+    static PENDING: OnceLock<Mutex<BTreeSet<PathBuf>>> = OnceLock::new();
+    PENDING.get_or_init(Default::default)
+}
+
+fn lock() -> std::sync::MutexGuard<'static, BTreeSet<PathBuf>> {
+    pending().lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Installs the signal handler that removes pending temporary paths. Call once, early in `main`.
+pub fn remove_on_signal() -> Result<(), ctrlc::Error> {
+    ctrlc::set_handler(|| {
+        let paths = std::mem::take(&mut *lock());
+        for path in paths.iter().rev() {
+            remove_path(path);
+        }
+        eprintln!("interrupted: removed {} temporary path(s)", paths.len());
+        std::process::exit(INTERRUPTED_EXIT);
+    })
+}
+
+fn remove_path(path: &Path) {
+    let _ = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(_) => Ok(()),
+    };
+}
+
+/// A path removed on drop and on interrupt, unless released. For temporary directories too.
+#[derive(Debug)]
+pub struct Pending {
+    path: Option<PathBuf>,
+}
+
+impl Pending {
+    /// Starts tracking `path`, which the caller is about to create.
+    pub fn track(path: PathBuf) -> Self {
+        lock().insert(path.clone());
+        Self { path: Some(path) }
+    }
+
+    /// The tracked path.
+    pub fn path(&self) -> &Path {
+        self.path.as_deref().expect("tracked until released")
+    }
+
+    /// Stops tracking, leaving the path where it is.
+    pub fn release(mut self) -> PathBuf {
+        let path = self.path.take().expect("tracked until released");
+        lock().remove(&path);
+        path
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(path) = self.path.take() {
+            remove_path(&path);
+            lock().remove(&path);
+        }
+    }
+}
+
+/// A file being written under a temporary name next to `target`.
+#[derive(Debug)]
+pub struct AtomicFile {
+    file: File,
+    temp: Pending,
+    target: PathBuf,
+}
+
+impl AtomicFile {
+    /// Creates `.<name>.<random>.partial` in the directory of `target`, private to this process.
+    pub fn create(target: &Path) -> io::Result<Self> {
+        let dir = match target.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let name = target
+            .file_name()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+        let mut prefix = std::ffi::OsString::from(".");
+        prefix.push(name);
+        prefix.push(".");
+        // Hold the lock while the file comes to exist, so an interrupt cannot fall in between.
+        let mut guard = lock();
+        let temp = tempfile::Builder::new()
+            .prefix(&prefix)
+            .suffix(".partial")
+            .tempfile_in(dir)?;
+        let (file, path) = temp.keep().map_err(|err| err.error)?;
+        guard.insert(path.clone());
+        drop(guard);
+        Ok(Self {
+            file,
+            temp: Pending { path: Some(path) },
+            target: target.to_owned(),
+        })
+    }
+
+    /// The open temporary file.
+    pub fn file(&mut self) -> &mut File {
+        &mut self.file
+    }
+
+    /// The temporary file's path.
+    pub fn temp_path(&self) -> &Path {
+        self.temp.path()
+    }
+
+    /// Where the file goes on commit.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Sets the mode the file will have once committed.
+    pub fn set_mode(&self, mode: u32) -> io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        self.file
+            .set_permissions(std::fs::Permissions::from_mode(mode))
+    }
+
+    /// Flushes the data to disk and renames the file to its target.
+    pub fn commit(self) -> io::Result<PathBuf> {
+        self.file.sync_all()?;
+        std::fs::rename(self.temp.path(), &self.target)?;
+        self.temp.release();
+        Ok(self.target)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn dropped_file_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut out = AtomicFile::create(&dir.path().join("a.iso")).unwrap();
+        out.file().write_all(b"half").unwrap();
+        assert_eq!(names(dir.path()).len(), 1);
+        drop(out);
+        assert!(names(dir.path()).is_empty());
+        assert!(lock().is_empty() || !lock().iter().any(|p| p.starts_with(dir.path())));
+    }
+
+    #[test]
+    fn committed_file_has_only_its_final_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut out = AtomicFile::create(&dir.path().join("a.iso")).unwrap();
+        out.file().write_all(b"whole").unwrap();
+        out.set_mode(0o644).unwrap();
+        let path = out.commit().unwrap();
+        assert_eq!(names(dir.path()), ["a.iso"]);
+        assert_eq!(std::fs::read(path).unwrap(), b"whole");
+    }
+}

@@ -1,0 +1,57 @@
+//! Every environment variable cks-iso reads, in one place, so the README's table and the code
+//! cannot drift apart. Other modules call the accessors here instead of `std::env::var`.
+
+use std::ffi::OsString;
+
+/// An environment variable cks-iso reads, with what it does.
+#[derive(Debug, Clone, Copy)]
+pub struct Var {
+    /// Its name.
+    pub name: &'static str,
+    /// One line for the README and `--help`.
+    pub about: &'static str,
+}
+
+/// Seconds since the epoch that date every entry of the ISO (reproducible builds).
+pub const SOURCE_DATE_EPOCH: Var = Var {
+    name: "SOURCE_DATE_EPOCH",
+    about: "dates the ISO and every entry in it; the same tree and epoch give a byte-identical ISO",
+};
+
+/// Disables colour when set to anything non-empty (<https://no-color.org>).
+pub const NO_COLOR: Var = Var {
+    name: "NO_COLOR",
+    about: "disables coloured output when set and not empty",
+};
+
+/// A `tracing` filter for the log lines on stderr, overriding `-q`/`-v`.
+pub const CKS_ISO_LOG: Var = Var {
+    name: "CKS_ISO_LOG",
+    about: "log filter for stderr, e.g. `debug` or `cks_iso::iso=trace`; overrides -q/-v",
+};
+
+/// Every variable above, in the order the README lists them.
+pub const ALL: &[Var] = &[SOURCE_DATE_EPOCH, NO_COLOR, CKS_ISO_LOG];
+
+impl Var {
+    /// The value, if set (also when empty).
+    pub fn get_os(&self) -> Option<OsString> {
+        std::env::var_os(self.name)
+    }
+
+    /// The value, if set, not empty and valid UTF-8.
+    pub fn get(&self) -> Option<String> {
+        std::env::var(self.name).ok().filter(|v| !v.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn readme_lists_every_environment_variable() {
+        let readme = include_str!("../README.md");
+        for var in super::ALL {
+            assert!(readme.contains(&format!("`{}`", var.name)), "{} missing from README", var.name);
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! Why an ISO could not be written, naming the culprit, with a hint where the user can act.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Errors of [`crate::iso::author`].
+#[derive(Debug, thiserror::Error)]
+pub enum IsoError {
+    /// The source directory is missing or cannot be read.
+    #[error("cannot read the source directory {}", path.display())]
+    Source {
+        /// The directory given.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: io::Error,
+    },
+    /// The source is not a directory.
+    #[error("the source {} is not a directory", path.display())]
+    SourceNotDir {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// A file or directory in the source cannot be read.
+    #[error("cannot read {}", path.display())]
+    Unreadable {
+        /// The entry.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: io::Error,
+    },
+    /// A device node, FIFO or socket: nothing a CKS node could use.
+    #[error("{} is a device, FIFO or socket; only files, directories and symlinks go into the ISO", path.display())]
+    Unsupported {
+        /// The entry.
+        path: PathBuf,
+    },
+    /// The tree library refused an entry.
+    #[error("cannot add {} to the image", path.display())]
+    Tree {
+        /// The entry.
+        path: PathBuf,
+        /// The library's reason.
+        #[source]
+        source: hadris_fs::PathError,
+    },
+    /// The volume ID is not what ECMA-119 or `blkid` would accept.
+    #[error("invalid volume ID {id:?}: {reason}")]
+    InvalidVolumeId {
+        /// The ID given.
+        id: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The epoch cannot be represented.
+    #[error("the epoch {epoch} is out of range")]
+    Epoch {
+        /// Seconds since 1970.
+        epoch: i64,
+    },
+    /// Laying out the image failed.
+    #[error("cannot lay out the image")]
+    Plan(#[source] hadris_fs::PathError),
+    /// The output directory is missing, not a directory, or not writable.
+    #[error("cannot write into the output directory {}", dir.display())]
+    OutputDir {
+        /// The directory.
+        dir: PathBuf,
+        /// What the system said.
+        #[source]
+        source: io::Error,
+    },
+    /// The output file system is full, or would be.
+    #[error("no space left on the device for {}: the image needs {needed} bytes, {available} are free", path.display())]
+    NoSpace {
+        /// The ISO being written.
+        path: PathBuf,
+        /// Bytes the image needs.
+        needed: u64,
+        /// Bytes that were free.
+        available: u64,
+    },
+    /// Writing the image failed.
+    #[error("cannot write {}", path.display())]
+    Write {
+        /// The ISO being written.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+const ENOSPC: i32 = 28;
+
+impl IsoError {
+    pub(crate) fn write(path: &Path, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Write {
+            path: path.to_owned(),
+            source: Box::new(source),
+        }
+    }
+
+    /// Maps a failure of the writer, naming the source file whose content failed, if any.
+    pub(crate) fn from_write(output: &Path, err: hadris_fs::PathError) -> Self {
+        if err.raw_os_error() == Some(ENOSPC) {
+            return Self::NoSpace {
+                path: output.to_owned(),
+                needed: 0,
+                available: 0,
+            };
+        }
+        match err.host_path() {
+            Some(host) if host != output => Self::Unreadable {
+                path: host.to_owned(),
+                source: io::Error::other(err),
+            },
+            _ => Self::write(output, err),
+        }
+    }
+
+    /// Whether the user gave a wrong argument (exit code 2) rather than the run failing.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, Self::InvalidVolumeId { .. } | Self::Epoch { .. })
+    }
+
+    /// What the user can do about it.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            Self::Source { .. } | Self::SourceNotDir { .. } => {
+                "pass the directory whose contents become the ISO root".into()
+            }
+            Self::Unreadable { .. } => {
+                "make the file readable by the user running cks-iso, or remove it from the tree".into()
+            }
+            Self::Unsupported { .. } => "remove it from the source tree".into(),
+            Self::InvalidVolumeId { .. } => format!(
+                "CloudStack nodes look for the label {:?}; leave --volume-id unset to use it",
+                super::volume_id::DEFAULT
+            ),
+            Self::Epoch { .. } => "SOURCE_DATE_EPOCH is seconds since 1970-01-01 UTC".into(),
+            Self::OutputDir { .. } => {
+                "create the output directory, or choose one you can write to".into()
+            }
+            Self::NoSpace { .. } => "free some space or write the ISO to another file system".into(),
+            Self::Tree { .. } | Self::Plan(_) | Self::Write { .. } => return None,
+        })
+    }
+}

@@ -1,0 +1,138 @@
+//! The ISO 9660 writer: a host directory in, a CKS-readable ISO out, with no external tools.
+//!
+//! Upstream ran `mkisofs` on a `mktemp -d` staging dir and shipped 0700 roots and, with xorriso's
+//! defaults, the volume ID `ISOIMAGE` that nodes never find. This module writes the image with
+//! [`hadris_iso`] so the contract (`spec/iso-contract.md` §1–2) holds by construction:
+//!
+//! - ISO 9660 level 3 (files of 4 GiB and more take several extents), Rock Ridge (names byte-exact,
+//!   modes, owners, symlinks) and Joliet (names may be shortened there: a warning, never an error);
+//! - directories 0755, files 0644 or 0755 when executable in the source, owner 0:0 (see [`tree`]);
+//! - every date is the build's epoch, so the same tree and epoch give the same bytes;
+//! - file data is streamed in 64 KiB chunks, so memory does not grow with file size;
+//! - the image is written under a temporary name in the output directory and renamed when
+//!   complete ([`crate::atomic`]), so a failure or Ctrl-C leaves neither an ISO nor a temp file.
+//!
+//! No network, no clock: the caller passes the epoch.
+
+mod device;
+mod error;
+pub mod tree;
+mod volume_id;
+
+use std::path::{Path, PathBuf};
+
+use hadris_fs::DateTime;
+use hadris_iso::{IsoId, IsoLevel, IsoOptions, NameCase, Preserve};
+
+use crate::atomic::AtomicFile;
+use crate::progress::Progress;
+pub use error::IsoError;
+pub use tree::Counts;
+pub use volume_id::{DEFAULT as DEFAULT_VOLUME_ID, VolumeId};
+
+/// What the image looks like, apart from its files.
+#[derive(Debug, Clone)]
+pub struct IsoSpec {
+    /// The label nodes search for.
+    pub volume_id: VolumeId,
+    /// Seconds since the Unix epoch that date the volume and every entry.
+    pub epoch: i64,
+}
+
+/// A finished image.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// Where the ISO now is.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub size: u64,
+    /// What went into it.
+    pub counts: Counts,
+    /// Names that Joliet could not keep as they are, with what it stored instead. Rock Ridge,
+    /// which Linux reads, keeps every name exact.
+    pub joliet_renamed: Vec<(String, String)>,
+}
+
+fn options(spec: &IsoSpec) -> Result<IsoOptions, IsoError> {
+    let time = DateTime::new(spec.epoch, 0).map_err(|_| IsoError::Epoch { epoch: spec.epoch })?;
+    Ok(IsoOptions::default()
+        .with_id(IsoId::Volume, spec.volume_id.as_str())
+        .with_id(IsoId::Application, concat!("CKS-ISO ", env!("CARGO_PKG_VERSION")))
+        .with_level(IsoLevel::L3)
+        .with_name_case(NameCase::Upper)
+        .with_rock_ridge()
+        .with_joliet()
+        .with_preserve(Preserve::all())
+        .with_time(time))
+}
+
+/// Writes the directory `source` as an ISO at `output`.
+pub fn author(
+    source: &Path,
+    output: &Path,
+    spec: &IsoSpec,
+    progress: &dyn Progress,
+) -> Result<Written, IsoError> {
+    let options = options(spec)?;
+    let time = options.time();
+    let (tree, counts) = tree::read(source, time)?;
+    let report = hadris_iso::plan(&tree, &options).map_err(IsoError::Plan)?;
+    let size = report.size();
+    let joliet_renamed = joliet_renames(report.warnings());
+
+    let dir = output_dir(output)?;
+    device::check_space(&dir, output, size)?;
+    let mut out = AtomicFile::create(output).map_err(|source| IsoError::OutputDir {
+        dir: dir.clone(),
+        source,
+    })?;
+    out.set_mode(0o644).map_err(|source| IsoError::write(output, source))?;
+    progress.start(size);
+    let file = out
+        .file()
+        .try_clone()
+        .map_err(|source| IsoError::write(output, source))?;
+    let device = device::Counting::new(file, progress).map_err(|e| IsoError::write(output, e))?;
+    hadris_iso::sync::write(device, &tree, &options)
+        .map_err(|source| IsoError::from_write(output, source))?;
+    progress.finish();
+    let path = out
+        .commit()
+        .map_err(|source| IsoError::write(output, source))?;
+    Ok(Written {
+        path,
+        size,
+        counts,
+        joliet_renamed,
+    })
+}
+
+/// The directory the ISO goes to, which must exist and be a directory.
+fn output_dir(output: &Path) -> Result<PathBuf, IsoError> {
+    let dir = match output.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    match std::fs::metadata(&dir) {
+        Ok(meta) if meta.is_dir() => Ok(dir),
+        Ok(_) => Err(IsoError::OutputDir {
+            dir,
+            source: std::io::Error::from(std::io::ErrorKind::NotADirectory),
+        }),
+        Err(source) => Err(IsoError::OutputDir { dir, source }),
+    }
+}
+
+/// Paths whose Joliet name was cut or changed. Primary-tree (8.3-style) names are always mapped
+/// and are not reported.
+fn joliet_renames(warnings: &[hadris_fs::Warning]) -> Vec<(String, String)> {
+    let text = |b: Option<&[u8]>| String::from_utf8_lossy(b.unwrap_or_default()).into_owned();
+    let mut names: Vec<(String, String)> = warnings
+        .iter()
+        .filter(|w| w.message().contains("Joliet"))
+        .map(|w| (text(w.path()), text(w.stored_as())))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}

@@ -1,0 +1,17 @@
+//! cks-iso: builds the CloudStack Kubernetes Service binaries ISO without root, daemon or mkisofs.
+//!
+//! The flow is `cli` (parse) → `app` (one function per subcommand, the only place that wires
+//! modules) → library modules that each own one concern:
+//!
+//! - [`iso`]: authors the ISO 9660 image (Rock Ridge + Joliet) from a directory; no network.
+//! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
+//! - [`env`]: every environment variable the tool reads.
+//! - [`ui`] and [`progress`]: logs and progress on stderr, data on stdout.
+
+pub mod app;
+pub mod atomic;
+pub mod cli;
+pub mod env;
+pub mod iso;
+pub mod progress;
+pub mod ui;

@@ -1,0 +1,30 @@
+//! The `cks-iso` binary: parse, dispatch, and pick the exit code, in one place.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use cks_iso::{app, atomic, cli::Cli, ui::Ui};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return ExitCode::from(if err.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let g = &cli.global;
+    let ui = Ui::new(g.quiet, g.verbose, g.color, g.no_progress);
+    ui.init_logging();
+    if let Err(err) = atomic::remove_on_signal() {
+        tracing::warn!("cannot install the Ctrl-C handler: {err}; an interrupt may leave temp files");
+    }
+    match app::run(cli, &ui) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            let (top, causes) = err.lines();
+            ui.error(&top, &causes, err.hint.as_deref());
+            ExitCode::from(err.exit_code())
+        }
+    }
+}
