@@ -80,7 +80,7 @@ impl Walk {
     fn tree_error(&self, host: &Path, source: hadris_fs::PathError) -> IsoError {
         IsoError::Tree {
             path: host.to_owned(),
-            source,
+            source: Box::new(source),
         }
     }
 
@@ -117,9 +117,12 @@ impl Walk {
             self.counts.dirs += 1;
             Node::dir().with_attrs(self.attrs(DIR_MODE))
         } else if kind.is_file() {
-            let content = hadris_fs::host::file(path).map_err(|source| IsoError::Unreadable {
+            let content = hadris_fs::host::file(path).map_err(|err| IsoError::Unreadable {
                 path: path.to_owned(),
-                source: std::io::Error::other(source),
+                source: match err.raw_os_error() {
+                    Some(code) => std::io::Error::from_raw_os_error(code),
+                    None => std::io::Error::other(err),
+                },
             })?;
             self.counts.files += 1;
             self.counts.bytes += content.len();

@@ -1,0 +1,208 @@
+//! Test support shared by the integration tests: the binary under test, the real tools that judge
+//! its output, and generated input trees.
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The `cks-iso` binary cargo built for this test run.
+pub fn cks_iso() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cks-iso"));
+    cmd.env_remove("SOURCE_DATE_EPOCH")
+        .env_remove("CKS_ISO_LOG")
+        .env("NO_COLOR", "1");
+    cmd
+}
+
+/// Fails the test (never skips) when a tool the test needs is missing.
+pub fn require(tool: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(found, "`{tool}` is not installed: run `make deps` first");
+}
+
+/// Runs `cmd`, panicking with its output when it fails.
+pub fn run(cmd: &mut Command) -> Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e} (run `make deps`)"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed with {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs a tool by name with arguments and returns its stdout and stderr as text.
+pub fn tool<I, S>(name: &str, args: I) -> (String, String)
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    require(name);
+    let out = run(Command::new(name).args(args));
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Whether the tests run as root (containerd needs it; permission tests drop to `nobody`).
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// A fake 64-hex digest, as in `cilium:v1.16.6@sha256:<hex>.tar`.
+pub const DIGEST: &str = "6e3ef1d2e5cb9f5a1e2b1b0b2b9b3f0f6f5a4c3d2e1f0a9b8c7d6e5f4a3b2c1d";
+
+/// Writes a tree named like a real CKS ISO into `root` (mode 0700, as `mktemp -d` makes it) and
+/// returns its relative file paths with their expected ISO modes.
+pub fn cks_tree(root: &Path) -> Vec<(String, u32)> {
+    let files: Vec<(String, u32, Vec<u8>)> = vec![
+        ("k8s/kubeadm".into(), 0o755, elf_like(b"kubeadm", 70_000)),
+        ("k8s/kubelet".into(), 0o755, elf_like(b"kubelet", 90_000)),
+        ("k8s/kubectl".into(), 0o755, elf_like(b"kubectl", 50_000)),
+        ("cni/cni-plugins-amd64.tgz".into(), 0o644, noise(1, 40_000)),
+        (
+            "cri-tools/crictl-linux-amd64.tar.gz".into(),
+            0o644,
+            noise(2, 30_000),
+        ),
+        (
+            "docker/kube-apiserver:v1.33.1.tar".into(),
+            0o644,
+            noise(3, 120_000),
+        ),
+        ("docker/pause:3.10.tar".into(), 0o644, noise(4, 5_000)),
+        (
+            format!("docker/cilium:v1.16.6@sha256:{DIGEST}.tar"),
+            0o644,
+            noise(5, 9_000),
+        ),
+        ("docker/coredns:v1.12.0.tar".into(), 0o644, Vec::new()),
+        (
+            "versions.txt".into(),
+            0o644,
+            b"kubernetes v1.33.1\narch amd64\n".to_vec(),
+        ),
+        (
+            "kubelet.service".into(),
+            0o644,
+            b"[Service]\nExecStart=/opt/bin/kubelet\n".to_vec(),
+        ),
+        (
+            "10-kubeadm.conf".into(),
+            0o644,
+            b"[Service]\nExecStart=/opt/bin/kubelet $KUBELET_KUBECONFIG_ARGS\n".to_vec(),
+        ),
+        (
+            "network.yaml".into(),
+            0o644,
+            b"apiVersion: v1\nkind: ConfigMap\n".to_vec(),
+        ),
+        (
+            "dashboard.yaml".into(),
+            0o644,
+            b"apiVersion: v1\nkind: Namespace\n".to_vec(),
+        ),
+        (
+            "autoscaler.yaml".into(),
+            0o644,
+            b"args:\n  - --nodes=<min>:<max>:<cluster-id>\n".to_vec(),
+        ),
+        (
+            "provider.yaml".into(),
+            0o644,
+            b"image: apache/cloudstack-kubernetes-provider:v1.2.0\n".to_vec(),
+        ),
+        (
+            format!("names/{}", "n".repeat(200)),
+            0o644,
+            b"200-byte name\n".to_vec(),
+        ),
+        ("names/a.b.c.d.e.f.tar.gz".into(), 0o644, b"dots\n".to_vec()),
+        ("names/MixedCase.Yaml".into(), 0o644, b"case\n".to_vec()),
+    ];
+    fs::create_dir_all(root).unwrap();
+    for (rel, mode, data) in &files {
+        let path = root.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, data).unwrap();
+        // Executables as a release tarball has them (0775); data files group-writable as some
+        // umasks leave them: the ISO must normalise both.
+        let host_mode = if *mode == 0o755 { 0o775 } else { 0o664 };
+        fs::set_permissions(&path, fs::Permissions::from_mode(host_mode)).unwrap();
+    }
+    std::os::unix::fs::symlink("kubeadm", root.join("k8s/kubeadm-link")).unwrap();
+    fs::set_permissions(root.join("names"), fs::Permissions::from_mode(0o700)).unwrap();
+    fs::set_permissions(root, fs::Permissions::from_mode(0o700)).unwrap();
+    files
+        .into_iter()
+        .map(|(rel, mode, _)| (rel, mode))
+        .collect()
+}
+
+/// Bytes that start like an ELF file, for names that should look like binaries.
+pub fn elf_like(tag: &[u8], len: usize) -> Vec<u8> {
+    let mut data = b"\x7fELF\x02\x01\x01".to_vec();
+    data.extend_from_slice(tag);
+    data.extend(noise(len as u64, len));
+    data.truncate(len);
+    data
+}
+
+/// Deterministic incompressible bytes.
+pub fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8
+        })
+        .collect()
+}
+
+/// Every entry name in `dir`, sorted.
+pub fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Builds an ISO of `src` at `out` with a fixed epoch, panicking on failure.
+pub fn build_iso(src: &Path, out: &Path) -> Output {
+    run(cks_iso()
+        .args(["iso", "--source-date-epoch", "1700000000", "-o"])
+        .arg(out)
+        .arg(src))
+}
+
+/// A fresh temporary directory that `nobody` can enter, for tests that drop privileges.
+pub fn open_tempdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// A path inside `dir`.
+pub fn at(dir: &Path, rel: &str) -> PathBuf {
+    dir.join(rel)
+}
+
+/// A temp path as `&str`, for argument lists (temp paths are UTF-8).
+pub fn p(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 temp path")
+}
