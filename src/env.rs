@@ -51,7 +51,11 @@ mod tests {
     fn readme_lists_every_environment_variable() {
         let readme = include_str!("../README.md");
         for var in super::ALL {
-            assert!(readme.contains(&format!("`{}`", var.name)), "{} missing from README", var.name);
+            assert!(
+                readme.contains(&format!("`{}`", var.name)),
+                "{} missing from README",
+                var.name
+            );
         }
     }
 }

@@ -12,6 +12,9 @@ pub mod app;
 pub mod atomic;
 pub mod cli;
 pub mod env;
+// `IsoError` carries hadris' `PathError` by value (clippy::result_large_err); boxing it is a
+// change of the iso module's API, left to its owner.
+#[allow(clippy::result_large_err)]
 pub mod iso;
 pub mod progress;
 pub mod ui;

@@ -95,7 +95,10 @@ pub enum IsoError {
 const ENOSPC: i32 = 28;
 
 impl IsoError {
-    pub(crate) fn write(path: &Path, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+    pub(crate) fn write(
+        path: &Path,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
         Self::Write {
             path: path.to_owned(),
             source: Box::new(source),
@@ -132,7 +135,8 @@ impl IsoError {
                 "pass the directory whose contents become the ISO root".into()
             }
             Self::Unreadable { .. } => {
-                "make the file readable by the user running cks-iso, or remove it from the tree".into()
+                "make the file readable by the user running cks-iso, or remove it from the tree"
+                    .into()
             }
             Self::Unsupported { .. } => "remove it from the source tree".into(),
             Self::InvalidVolumeId { .. } => format!(
@@ -143,7 +147,9 @@ impl IsoError {
             Self::OutputDir { .. } => {
                 "create the output directory, or choose one you can write to".into()
             }
-            Self::NoSpace { .. } => "free some space or write the ISO to another file system".into(),
+            Self::NoSpace { .. } => {
+                "free some space or write the ISO to another file system".into()
+            }
             Self::Tree { .. } | Self::Plan(_) | Self::Write { .. } => return None,
         })
     }
