@@ -13,6 +13,9 @@ use super::pktline::{self, Packet, Reader};
 
 const ADVERTISEMENT: &str = "application/x-git-upload-pack-advertisement";
 const REQUEST: &str = "application/x-git-upload-pack-request";
+/// A v0 advertisement of a big repository (GitHub adds every `refs/pull/*`) is a few MiB; more
+/// than this is not a git server answering a listing.
+const MAX_REPLY: usize = 64 << 20;
 
 /// One ref as `git ls-remote` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,8 +109,18 @@ async fn send(
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(|v| v.split(';').next().unwrap_or(v).trim().to_owned());
-    let body = resp.bytes().await.map_err(http)?;
-    Ok((content_type, body.to_vec()))
+    let mut resp = resp;
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(http)? {
+        if body.len() + chunk.len() > MAX_REPLY {
+            return Err(ResolveError::Protocol {
+                url: url.to_owned(),
+                reason: format!("the reply exceeds {} MiB", MAX_REPLY >> 20),
+            });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((content_type, body))
 }
 
 fn filter(refs: Vec<GitRef>, prefix: &str) -> Vec<GitRef> {
@@ -168,11 +181,16 @@ impl From<pktline::PktLineError> for ParseError {
     }
 }
 
+/// A packet as a line of text; an `ERR` packet becomes the server's message as an error.
 fn text<'a>(packet: &Packet<'a>) -> Result<Option<&'a str>, ParseError> {
-    packet
+    let line = packet
         .line()
         .transpose()
-        .map_err(|_| ParseError::Content("a line is not UTF-8".into()))
+        .map_err(|_| ParseError::Content("a line is not UTF-8".into()))?;
+    match line.and_then(|l| l.strip_prefix("ERR ")) {
+        Some(message) => Err(ParseError::Content(format!("the server said: {message}"))),
+        None => Ok(line),
+    }
 }
 
 /// Reads a discovery reply, with or without the `# service=git-upload-pack` preamble.
@@ -378,6 +396,15 @@ mod tests {
         ));
         let orphan = format!("{B} refs/tags/t1^{{}}\n");
         assert!(parse_discovery(&pkts(&[Some(&orphan), None])).is_err());
+    }
+
+    #[test]
+    fn err_packets_carry_the_servers_message() {
+        let err = parse_discovery(&pkts(&[Some("ERR access denied\n")])).unwrap_err();
+        assert!(
+            matches!(&err, ParseError::Content(m) if m.contains("access denied")),
+            "{err:?}"
+        );
     }
 
     #[test]

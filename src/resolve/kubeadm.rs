@@ -81,9 +81,9 @@ pub fn registry(version: &KubeVersion) -> &'static str {
     if switched { REGISTRY } else { OLD_REGISTRY }
 }
 
-/// The URL path of kubeadm's constants file at the release tag, below a repository's raw root.
-pub fn constants_path_at(version: &KubeVersion) -> String {
-    format!("v{version}/{CONSTANTS_PATH}")
+/// kubeadm's constants file at the release tag (a download mirror rewrites the prefix).
+pub fn constants_url(version: &KubeVersion) -> String {
+    format!("https://raw.githubusercontent.com/kubernetes/kubernetes/v{version}/{CONSTANTS_PATH}")
 }
 
 /// The list `kubeadm config images list --kubernetes-version v<version>` prints, in its order.
@@ -197,6 +197,14 @@ mod tests {
         ] {
             assert_eq!(registry(&v(version)), want, "{version}");
         }
+    }
+
+    #[test]
+    fn constants_url_names_the_release_tag() {
+        assert_eq!(
+            constants_url(&v("1.33.1")),
+            "https://raw.githubusercontent.com/kubernetes/kubernetes/v1.33.1/cmd/kubeadm/app/constants/constants.go"
+        );
     }
 
     #[test]

@@ -17,6 +17,10 @@ pub const FIRST_MINOR: u64 = 20;
 pub const DEFAULT_CCM_TAG: &str = "v1.2.0";
 /// Tags of `kubernetes/autoscaler` that name a cluster-autoscaler release start with this.
 pub const AUTOSCALER_TAG_PREFIX: &str = "cluster-autoscaler-";
+/// The ref prefix to list (`ls-refs` `ref-prefix`, and the client-side filter).
+pub const AUTOSCALER_REF_PREFIX: &str = "refs/tags/cluster-autoscaler-";
+/// The repository whose tags are listed (a git mirror rewrites the prefix).
+pub const AUTOSCALER_REPO: &str = "https://github.com/kubernetes/autoscaler";
 
 /// A Kubernetes release such as `v1.33.1`, `1.33.1`, `v1.34.0-rc.1` or `v1.33.1+vendor.2`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +56,8 @@ impl FromStr for KubeVersion {
         let bad = || ResolveError::BadVersion {
             value: s.to_owned(),
         };
-        let rest = s.strip_prefix('v').unwrap_or(s);
+        let trimmed = s.trim();
+        let rest = trimmed.strip_prefix('v').unwrap_or(trimmed);
         let (rest, build) = split_once_opt(rest, '+');
         let (core, pre) = split_once_opt(rest, '-');
         let (major, minor, patch) = parse_triple(core).ok_or_else(bad)?;
@@ -303,6 +308,7 @@ mod tests {
     #[test]
     fn kubernetes_versions_parse_with_or_without_v() {
         assert_eq!(v("v1.33.1"), v("1.33.1"));
+        assert_eq!(v(" v1.33.1\n"), v("1.33.1"));
         assert_eq!(v("1.33.1").release(), (1, 33, 1));
         let rc = v("v1.34.0-rc.1");
         assert_eq!(rc.pre.as_deref(), Some("rc.1"));
