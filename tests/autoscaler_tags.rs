@@ -133,6 +133,23 @@ async fn discovery_with_and_without_the_service_preamble() {
 }
 
 #[tokio::test]
+async fn refs_are_filtered_on_the_client_when_the_server_ignores_ref_prefix() {
+    let repo = autoscaler_repo();
+    let server = GitServer::start(repo.project_root(), Mode::IgnoresRefPrefix);
+    // A trailing slash on the repository URL is tolerated too.
+    let url = format!("{}/", server.url(&repo));
+    let listing = ls_remote(&client(), &url, PREFIX).await.unwrap();
+    assert_eq!(listing.protocol, Protocol::V2);
+    assert!(
+        listing.refs.iter().all(|r| r.name.starts_with(PREFIX)),
+        "{:?}",
+        listing.refs
+    );
+    assert_eq!(listing.refs.len(), 15);
+    assert_picks(&listing);
+}
+
+#[tokio::test]
 async fn listing_is_filtered_and_peeled_the_same_over_v0_and_v2() {
     let repo = autoscaler_repo();
     let v2 = list(&GitServer::start(repo.project_root(), Mode::Backend), &repo).await;

@@ -128,6 +128,8 @@ pub enum Mode {
     PreambleAlways,
     /// v0 only, and the advertisement without the preamble.
     V0NoPreamble,
+    /// v2, but `ref-prefix` arguments are dropped before git sees them, as a server may do.
+    IgnoresRefPrefix,
     /// A plain web server: 200 text/plain for everything.
     Dumb,
 }
@@ -249,7 +251,6 @@ fn cgi(root: &Path, mode: Mode, seen: &Seen, content_type: Option<&str>, body: &
         .env("REQUEST_METHOD", &seen.method)
         .env("PATH_INFO", path)
         .env("QUERY_STRING", query)
-        .env("CONTENT_LENGTH", body.len().to_string())
         .env("CONTENT_TYPE", content_type.unwrap_or_default())
         .env("REMOTE_ADDR", "127.0.0.1")
         .stdin(Stdio::piped())
@@ -259,13 +260,15 @@ fn cgi(root: &Path, mode: Mode, seen: &Seen, content_type: Option<&str>, body: &
     if let (true, Some(proto)) = (speaks_v2, &seen.git_protocol) {
         cmd.env("HTTP_GIT_PROTOCOL", proto);
     }
+    let body = match mode {
+        Mode::IgnoresRefPrefix => without_ref_prefix(body),
+        _ => body.to_vec(),
+    };
+    cmd.env("CONTENT_LENGTH", body.len().to_string());
     let mut child = cmd.spawn().expect("spawn git http-backend");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body)
-        .expect("write CGI body");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&body).expect("write CGI body");
+    drop(stdin);
     let out = child.wait_with_output().expect("wait for git http-backend");
     let mut reply = parse_cgi(&out.stdout);
     if path.ends_with("/info/refs") && reply.status == 200 {
@@ -277,6 +280,22 @@ fn cgi(root: &Path, mode: Mode, seen: &Seen, content_type: Option<&str>, body: &
         }
     }
     reply
+}
+
+/// A request body with its `ref-prefix` pkt-lines removed (lengths are 4 hex digits, `0000`–`0002`
+/// are the special packets).
+fn without_ref_prefix(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut rest = body;
+    while rest.len() >= 4 {
+        let len = usize::from_str_radix(std::str::from_utf8(&rest[..4]).unwrap(), 16).unwrap();
+        let end = len.max(4);
+        if !rest[4..end].starts_with(b"ref-prefix ") {
+            out.extend_from_slice(&rest[..end]);
+        }
+        rest = &rest[end..];
+    }
+    out
 }
 
 /// Splits a CGI reply into `Status`, headers and body.
