@@ -30,8 +30,26 @@ pub const CKS_ISO_LOG: Var = Var {
     about: "log filter for stderr, e.g. `debug` or `cks_iso::iso=trace`; overrides -q/-v",
 };
 
+/// Pins the cluster-autoscaler release instead of the newest one of the ISO's minor.
+pub const AUTOSCALER_VERSION: Var = Var {
+    name: "AUTOSCALER_VERSION",
+    about: "cluster-autoscaler release to bundle, e.g. `1.33.4` or `v1.33.4`; default: newest of the ISO's minor",
+};
+
+/// Picks the CloudStack CCM tag instead of the default.
+pub const CCM_VERSION: Var = Var {
+    name: "CCM_VERSION",
+    about: "CloudStack CCM tag, e.g. `v1.3.0-rc1` (the `v` is optional); default `v1.2.0`",
+};
+
 /// Every variable above, in the order the README lists them.
-pub const ALL: &[Var] = &[SOURCE_DATE_EPOCH, NO_COLOR, CKS_ISO_LOG];
+pub const ALL: &[Var] = &[
+    SOURCE_DATE_EPOCH,
+    NO_COLOR,
+    CKS_ISO_LOG,
+    AUTOSCALER_VERSION,
+    CCM_VERSION,
+];
 
 impl Var {
     /// The value, if set (also when empty).

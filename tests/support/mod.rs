@@ -1,6 +1,8 @@
 //! Test support shared by the integration tests: the binary under test, the real tools that judge
 //! its output, and generated input trees.
-#![allow(dead_code)]
+#![allow(dead_code)] // Each test crate uses a different part of the support.
+
+pub mod git;
 
 use std::ffi::OsStr;
 use std::fs;

@@ -1,0 +1,155 @@
+//! Why a version, pin or listing could not be resolved, with a hint where the user can act.
+
+use super::pktline::PktLineError;
+use crate::env;
+
+/// Errors of [`crate::resolve`].
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// Not a Kubernetes version.
+    #[error("{value:?} is not a Kubernetes version like v1.33.1")]
+    BadVersion {
+        /// What was given.
+        value: String,
+    },
+    /// The CloudStack autoscaler example does not exist for this Kubernetes.
+    #[error(
+        "Kubernetes {version} is too old: the CloudStack autoscaler example exists from 1.20 on"
+    )]
+    TooOld {
+        /// The version given.
+        version: String,
+    },
+    /// `AUTOSCALER_VERSION` is not `X.Y.Z`.
+    #[error(
+        "AUTOSCALER_VERSION={value:?} is not an autoscaler release like 1.33.4 (1.20.0 or later)"
+    )]
+    BadAutoscalerPin {
+        /// What was given.
+        value: String,
+    },
+    /// The pinned autoscaler release has no tag upstream.
+    #[error("there is no tag cluster-autoscaler-{version} upstream")]
+    UnknownAutoscalerRelease {
+        /// The pin.
+        version: String,
+        /// The newest release of the same minor, if any.
+        newest: Option<String>,
+    },
+    /// No `cluster-autoscaler-<minor>.Z` release exists yet.
+    #[error("no cluster-autoscaler release for Kubernetes {minor} upstream")]
+    NoAutoscalerRelease {
+        /// `major.minor` of the ISO.
+        minor: String,
+        /// The newest release of any minor, if any.
+        newest: Option<String>,
+    },
+    /// `CCM_VERSION` is not a tag.
+    #[error("CCM_VERSION={value:?} is not a tag like v1.2.0")]
+    BadCcmTag {
+        /// What was given.
+        value: String,
+    },
+    /// The server could not be reached or the body could not be read.
+    #[error("cannot list tags of {url}")]
+    Http {
+        /// The URL requested.
+        url: String,
+        /// The transport's reason.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The server answered with an error status.
+    #[error("{url} answered HTTP {status}")]
+    Status {
+        /// The URL requested.
+        url: String,
+        /// The status.
+        status: reqwest::StatusCode,
+    },
+    /// The server answered but not as a smart git server.
+    #[error("{url} is not a smart git HTTP server: {reason}")]
+    NotSmart {
+        /// The URL requested.
+        url: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The reply broke the git protocol.
+    #[error("{url} sent an invalid git reply: {reason}")]
+    Protocol {
+        /// The URL requested.
+        url: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The reply was not valid pkt-line.
+    #[error("{url} sent an invalid git reply")]
+    PktLine {
+        /// The URL requested.
+        url: String,
+        /// The framing error.
+        #[source]
+        source: PktLineError,
+    },
+    /// kubeadm's constants source lacks a value.
+    #[error("kubeadm constants for Kubernetes 1.{minor}: {what} not found")]
+    Constants {
+        /// The Kubernetes minor.
+        minor: u64,
+        /// The missing constant.
+        what: &'static str,
+    },
+}
+
+impl ResolveError {
+    /// Whether the user gave a wrong value (exit code 2) rather than the run failing.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            Self::BadVersion { .. }
+                | Self::TooOld { .. }
+                | Self::BadAutoscalerPin { .. }
+                | Self::UnknownAutoscalerRelease { .. }
+                | Self::BadCcmTag { .. }
+        )
+    }
+
+    /// What the user can do about it.
+    pub fn hint(&self) -> Option<String> {
+        let pin = env::AUTOSCALER_VERSION.name;
+        Some(match self {
+            Self::BadVersion { .. } => "give a release such as v1.33.1 or 1.33.1".into(),
+            Self::TooOld { .. } => "build an ISO for Kubernetes 1.20 or later".into(),
+            Self::BadAutoscalerPin { .. } => format!("set {pin} to a release such as 1.33.4"),
+            Self::UnknownAutoscalerRelease { newest, .. } => match newest {
+                Some(n) => format!("the newest release of that minor is {n}; set {pin}={n}"),
+                None => format!("unset {pin} to use the newest release of the ISO's minor"),
+            },
+            Self::NoAutoscalerRelease { newest, .. } => match newest {
+                Some(n) => format!("set {pin} to an existing release, e.g. {pin}={n}"),
+                None => format!("set {pin} to an existing cluster-autoscaler release"),
+            },
+            Self::BadCcmTag { .. } => format!(
+                "set {} to a tag of apache/cloudstack-kubernetes-provider such as v1.2.0",
+                env::CCM_VERSION.name
+            ),
+            Self::Http { .. } => {
+                "check the network or point the git URL at a reachable mirror".into()
+            }
+            Self::Status { status, .. } if status.as_u16() == 404 => {
+                "check the repository URL or its mirror".into()
+            }
+            Self::NotSmart { .. } => {
+                "the server must speak git's smart HTTP protocol (git http-backend, GitHub, a \
+                 git mirror); a dumb file server is not enough"
+                    .into()
+            }
+            Self::Constants { .. } => {
+                "the constants file may have changed shape; the embedded table covers known releases"
+                    .into()
+            }
+            Self::Status { .. } | Self::Protocol { .. } | Self::PktLine { .. } => return None,
+        })
+    }
+}
