@@ -5,9 +5,9 @@ use std::fs::File;
 use std::io;
 use std::path::Path;
 
+use hadris_io::{Error, ErrorType};
 use hadris_storage::host::FileDevice;
 use hadris_storage::sync::BlockDevice;
-use hadris_io::{Error, ErrorType};
 use hadris_storage::{BlockIndex, BlockSize};
 
 use super::IsoError;

@@ -41,9 +41,9 @@ pub enum IsoError {
     Tree {
         /// The entry.
         path: PathBuf,
-        /// The library's reason.
+        /// The library's reason (boxed: it is large, and errors travel by value).
         #[source]
-        source: hadris_fs::PathError,
+        source: Box<hadris_fs::PathError>,
     },
     /// The volume ID is not what ECMA-119 or `blkid` would accept.
     #[error("invalid volume ID {id:?}: {reason}")]
@@ -61,7 +61,7 @@ pub enum IsoError {
     },
     /// Laying out the image failed.
     #[error("cannot lay out the image")]
-    Plan(#[source] hadris_fs::PathError),
+    Plan(#[source] Box<hadris_fs::PathError>),
     /// The output directory is missing, not a directory, or not writable.
     #[error("cannot write into the output directory {}", dir.display())]
     OutputDir {
@@ -95,7 +95,10 @@ pub enum IsoError {
 const ENOSPC: i32 = 28;
 
 impl IsoError {
-    pub(crate) fn write(path: &Path, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+    pub(crate) fn write(
+        path: &Path,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
         Self::Write {
             path: path.to_owned(),
             source: Box::new(source),
@@ -132,7 +135,8 @@ impl IsoError {
                 "pass the directory whose contents become the ISO root".into()
             }
             Self::Unreadable { .. } => {
-                "make the file readable by the user running cks-iso, or remove it from the tree".into()
+                "make the file readable by the user running cks-iso, or remove it from the tree"
+                    .into()
             }
             Self::Unsupported { .. } => "remove it from the source tree".into(),
             Self::InvalidVolumeId { .. } => format!(
@@ -143,7 +147,9 @@ impl IsoError {
             Self::OutputDir { .. } => {
                 "create the output directory, or choose one you can write to".into()
             }
-            Self::NoSpace { .. } => "free some space or write the ISO to another file system".into(),
+            Self::NoSpace { .. } => {
+                "free some space or write the ISO to another file system".into()
+            }
             Self::Tree { .. } | Self::Plan(_) | Self::Write { .. } => return None,
         })
     }

@@ -57,7 +57,10 @@ fn options(spec: &IsoSpec) -> Result<IsoOptions, IsoError> {
     let time = DateTime::new(spec.epoch, 0).map_err(|_| IsoError::Epoch { epoch: spec.epoch })?;
     Ok(IsoOptions::default()
         .with_id(IsoId::Volume, spec.volume_id.as_str())
-        .with_id(IsoId::Application, concat!("CKS-ISO ", env!("CARGO_PKG_VERSION")))
+        .with_id(
+            IsoId::Application,
+            concat!("CKS-ISO ", env!("CARGO_PKG_VERSION")),
+        )
         .with_level(IsoLevel::L3)
         .with_name_case(NameCase::Upper)
         .with_rock_ridge()
@@ -76,7 +79,7 @@ pub fn author(
     let options = options(spec)?;
     let time = options.time();
     let (tree, counts) = tree::read(source, time)?;
-    let report = hadris_iso::plan(&tree, &options).map_err(IsoError::Plan)?;
+    let report = hadris_iso::plan(&tree, &options).map_err(|e| IsoError::Plan(Box::new(e)))?;
     let size = report.size();
     let joliet_renamed = joliet_renames(report.warnings());
 
@@ -86,7 +89,8 @@ pub fn author(
         dir: dir.clone(),
         source,
     })?;
-    out.set_mode(0o644).map_err(|source| IsoError::write(output, source))?;
+    out.set_mode(0o644)
+        .map_err(|source| IsoError::write(output, source))?;
     progress.start(size);
     let file = out
         .file()

@@ -80,7 +80,7 @@ impl Walk {
     fn tree_error(&self, host: &Path, source: hadris_fs::PathError) -> IsoError {
         IsoError::Tree {
             path: host.to_owned(),
-            source,
+            source: Box::new(source),
         }
     }
 
