@@ -30,8 +30,26 @@ pub const CKS_ISO_LOG: Var = Var {
     about: "log filter for stderr, e.g. `debug` or `cks_iso::iso=trace`; overrides -q/-v",
 };
 
+/// Where the blob cache lives (`$XDG_CACHE_HOME/cks-iso`), per the XDG base directory spec.
+pub const XDG_CACHE_HOME: Var = Var {
+    name: "XDG_CACHE_HOME",
+    about: "the blob cache is `$XDG_CACHE_HOME/cks-iso` (an absolute path), else `~/.cache/cks-iso`",
+};
+
+/// The user's home, for the default cache directory when `XDG_CACHE_HOME` is unset.
+pub const HOME: Var = Var {
+    name: "HOME",
+    about: "the default blob cache is `$HOME/.cache/cks-iso` when `XDG_CACHE_HOME` is unset",
+};
+
 /// Every variable above, in the order the README lists them.
-pub const ALL: &[Var] = &[SOURCE_DATE_EPOCH, NO_COLOR, CKS_ISO_LOG];
+pub const ALL: &[Var] = &[
+    SOURCE_DATE_EPOCH,
+    NO_COLOR,
+    CKS_ISO_LOG,
+    XDG_CACHE_HOME,
+    HOME,
+];
 
 impl Var {
     /// The value, if set (also when empty).
@@ -51,7 +69,11 @@ mod tests {
     fn readme_lists_every_environment_variable() {
         let readme = include_str!("../README.md");
         for var in super::ALL {
-            assert!(readme.contains(&format!("`{}`", var.name)), "{} missing from README", var.name);
+            assert!(
+                readme.contains(&format!("`{}`", var.name)),
+                "{} missing from README",
+                var.name
+            );
         }
     }
 }

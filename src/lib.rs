@@ -6,12 +6,14 @@
 //! - [`iso`]: authors the ISO 9660 image (Rock Ridge + Joliet) from a directory; no network.
 //! - [`image`]: the one image abstraction (references, digests, manifests, platform choice) that
 //!   every source yields and every writer takes; no network.
+//! - [`cache`]: the content-addressed blob store that only ever holds verified blobs.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
 //! - [`env`]: every environment variable the tool reads.
 //! - [`ui`] and [`progress`]: logs and progress on stderr, data on stdout.
 
 pub mod app;
 pub mod atomic;
+pub mod cache;
 pub mod cli;
 pub mod env;
 pub mod image;
