@@ -7,11 +7,13 @@
 //! - [`image`]: the one image abstraction (references, digests, manifests, platform choice) that
 //!   every source yields and every writer takes; no network.
 //! - [`cache`]: the content-addressed blob store that only ever holds verified blobs.
+//! - [`archive`]: writes one image as an archive `ctr import`, `docker load` and skopeo read.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
 //! - [`env`]: every environment variable the tool reads.
 //! - [`ui`] and [`progress`]: logs and progress on stderr, data on stdout.
 
 pub mod app;
+pub mod archive;
 pub mod atomic;
 pub mod cache;
 pub mod cli;
