@@ -22,7 +22,9 @@ fn pending() -> &'static Mutex<BTreeSet<PathBuf>> {
 }
 
 fn lock() -> std::sync::MutexGuard<'static, BTreeSet<PathBuf>> {
-    pending().lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    pending()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Installs the signal handler that removes pending temporary paths. Call once, early in `main`.

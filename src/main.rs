@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use cks_iso::{app, atomic, cli::Cli, ui::Ui};
+use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -17,7 +17,9 @@ fn main() -> ExitCode {
     let ui = Ui::new(g.quiet, g.verbose, g.color, g.no_progress);
     ui.init_logging();
     if let Err(err) = atomic::remove_on_signal() {
-        tracing::warn!("cannot install the Ctrl-C handler: {err}; an interrupt may leave temp files");
+        tracing::warn!(
+            "cannot install the Ctrl-C handler: {err}; an interrupt may leave temp files"
+        );
     }
     match app::run(cli, &ui) {
         Ok(()) => ExitCode::SUCCESS,

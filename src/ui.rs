@@ -173,7 +173,12 @@ impl Progress for Lines {
         if s.last.elapsed() >= LINE_EVERY {
             s.last = Instant::now();
             let pct = (s.done * 100).checked_div(s.total).unwrap_or(0);
-            eprintln!("{}: {} of {} ({pct}%)", self.what, HumanBytes(s.done), HumanBytes(s.total));
+            eprintln!(
+                "{}: {} of {} ({pct}%)",
+                self.what,
+                HumanBytes(s.done),
+                HumanBytes(s.total)
+            );
         }
     }
 }
