@@ -72,9 +72,10 @@ pub fn write(
     Ok(Written { path, size })
 }
 
-/// A blob to put in the archive: in memory (already read and verified) or to stream.
+/// A blob to put in the archive: in memory (already read and verified) or to stream; with what
+/// to call it in errors.
 enum Blob<'a> {
-    Bytes(&'a [u8]),
+    Bytes(&'static str, &'a [u8]),
     Stream(String),
 }
 
@@ -86,11 +87,15 @@ pub fn write_to(
     out: impl Write,
     mtime: u64,
 ) -> Result<(), ArchiveError> {
+    let top = match image.top.media_type.is_index() {
+        true => "index",
+        false => "manifest",
+    };
     let mut blobs: Vec<(Descriptor, Blob)> = vec![
-        (image.top.descriptor(), Blob::Bytes(&image.top.bytes)),
+        (image.top.descriptor(), Blob::Bytes(top, &image.top.bytes)),
         (
             image.manifest.descriptor(),
-            Blob::Bytes(&image.manifest.bytes),
+            Blob::Bytes("manifest", &image.manifest.bytes),
         ),
         (image.config.clone(), Blob::Stream("config".into())),
     ];
@@ -116,8 +121,8 @@ pub fn write_to(
         let path = layout::blob_path(&desc.digest);
         let header = header(&path, EntryType::Regular, 0o644, desc.size, mtime).map_err(io_err)?;
         match blob {
-            Blob::Bytes(bytes) => {
-                verify::bytes(&name, desc, bytes)?;
+            Blob::Bytes(what, bytes) => {
+                verify::bytes(&name, what, desc, bytes)?;
                 tar.append(&header, *bytes).map_err(io_err)?;
             }
             Blob::Stream(what) => {

@@ -7,13 +7,13 @@ use crate::image::{Descriptor, Digest, Hashing};
 
 /// Checks bytes already in memory (manifests, read and verified once when the image was loaded,
 /// checked again because `Image` fields are public).
-pub fn bytes(image: &str, desc: &Descriptor, bytes: &[u8]) -> Result<(), ArchiveError> {
+pub fn bytes(image: &str, blob: &str, desc: &Descriptor, bytes: &[u8]) -> Result<(), ArchiveError> {
     let actual = Digest::of(bytes);
     match actual == desc.digest && bytes.len() as u64 == desc.size {
         true => Ok(()),
         false => Err(ArchiveError::Mismatch {
             image: image.to_owned(),
-            blob: "manifest".into(),
+            blob: blob.to_owned(),
             expected: desc.digest.clone(),
             actual,
             expected_size: desc.size,
@@ -97,5 +97,55 @@ impl<R: Read> Read for Verifying<'_, R> {
             ));
         }
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Copies `content` into a tar as the blob `b"hello"` claims to be, like the writer does.
+    fn copy(content: impl Read) -> Result<(), ArchiveError> {
+        let desc = Descriptor::new("layer", Digest::of(b"hello"), 5);
+        let mut header = tar::Header::new_ustar();
+        header.set_size(desc.size);
+        header.set_cksum();
+        let mut tar = tar::Builder::new(Vec::new());
+        let mut reader = Verifying::new(content, &desc);
+        let result = tar.append(&header, &mut reader);
+        reader.check(result, "img", "layer 1 of 1")
+    }
+
+    #[test]
+    fn exact_blob_passes() {
+        copy(&b"hello"[..]).unwrap();
+    }
+
+    #[test]
+    fn longer_shorter_or_different_blobs_are_refused_with_their_real_digest() {
+        for wrong in [&b"hello!"[..], b"hell", b"jello"] {
+            match copy(wrong).unwrap_err() {
+                ArchiveError::Mismatch {
+                    actual,
+                    actual_size,
+                    ..
+                } => {
+                    assert_eq!(actual, Digest::of(wrong));
+                    assert_eq!(actual_size, wrong.len() as u64);
+                }
+                other => panic!("{other}"),
+            }
+        }
+    }
+
+    #[test]
+    fn failing_source_is_a_source_error() {
+        struct Broken;
+        impl Read for Broken {
+            fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+                Err(io::Error::other("disk says no"))
+            }
+        }
+        assert!(matches!(copy(Broken), Err(ArchiveError::Source { .. })));
     }
 }
