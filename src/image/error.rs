@@ -136,7 +136,8 @@ impl ImageError {
                 "use a tag or image published for linux/{wanted}, or build the ISO for another arch"
             ),
             Self::DigestMismatch { .. } => {
-                "the stored copy is corrupt; remove it (or the cache entry) and fetch it again"
+                "the content is not what its digest names: remove the cached copy and fetch it \
+                 again, or correct a pinned @sha256: digest"
                     .into()
             }
             Self::Malformed { .. }
