@@ -60,9 +60,3 @@ pub fn manifest_json(image: &Image) -> Vec<u8> {
     };
     serde_json::to_vec(&[entry]).expect("plain structs serialise")
 }
-
-impl Serialize for MediaType {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}

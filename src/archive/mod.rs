@@ -79,19 +79,14 @@ enum Blob<'a> {
     Stream(String),
 }
 
-/// Writes the archive of `image` to `out`. An [`ArchiveError::Output`] from here has an empty
-/// path; [`write`] fills it in.
-pub fn write_to(
-    image: &Image,
-    source: &dyn BlobSource,
-    out: impl Write,
-    mtime: u64,
-) -> Result<(), ArchiveError> {
+/// The blobs of the archive, each once, in archive (digest) order. The first of duplicates is
+/// kept, so a single-platform image's manifest, which is also its top, is called `manifest`.
+fn blobs(image: &Image) -> Vec<(Descriptor, Blob<'_>)> {
     let top = match image.top.media_type.is_index() {
         true => "index",
         false => "manifest",
     };
-    let mut blobs: Vec<(Descriptor, Blob)> = vec![
+    let mut blobs = vec![
         (image.top.descriptor(), Blob::Bytes(top, &image.top.bytes)),
         (
             image.manifest.descriptor(),
@@ -106,7 +101,18 @@ pub fn write_to(
     }
     blobs.sort_by(|a, b| a.0.digest.cmp(&b.0.digest));
     blobs.dedup_by(|a, b| a.0.digest == b.0.digest);
+    blobs
+}
 
+/// Writes the archive of `image` to `out`. An [`ArchiveError::Output`] from here has an empty
+/// path; [`write`] fills it in.
+pub fn write_to(
+    image: &Image,
+    source: &dyn BlobSource,
+    out: impl Write,
+    mtime: u64,
+) -> Result<(), ArchiveError> {
+    let blobs = blobs(image);
     let name = image.reference.to_string();
     let mut tar = tar::Builder::new(out);
     let io_err = |source| ArchiveError::Output {
@@ -181,16 +187,8 @@ impl ArchiveError {
 
 /// The digests an archive of `image` contains, in archive order (for tests and reports).
 pub fn blob_digests(image: &Image) -> Vec<Digest> {
-    let mut digests: Vec<Digest> = [
-        &image.top.digest,
-        &image.manifest.digest,
-        &image.config.digest,
-    ]
-    .into_iter()
-    .chain(image.layers.iter().map(|l| &l.digest))
-    .cloned()
-    .collect();
-    digests.sort();
-    digests.dedup();
-    digests
+    blobs(image)
+        .into_iter()
+        .map(|(desc, _)| desc.digest)
+        .collect()
 }

@@ -93,6 +93,12 @@ impl fmt::Display for MediaType {
     }
 }
 
+impl Serialize for MediaType {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
 /// A typed, sized, content-addressed pointer to a blob (OCI descriptor).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
