@@ -42,6 +42,18 @@ pub const CCM_VERSION: Var = Var {
     about: "CloudStack CCM tag, e.g. `v1.3.0-rc1` (the `v` is optional); default `v1.2.0`",
 };
 
+/// Where the blob cache lives (`$XDG_CACHE_HOME/cks-iso`), per the XDG base directory spec.
+pub const XDG_CACHE_HOME: Var = Var {
+    name: "XDG_CACHE_HOME",
+    about: "the blob cache is `$XDG_CACHE_HOME/cks-iso` (an absolute path), else `~/.cache/cks-iso`",
+};
+
+/// The user's home, for the default cache directory when `XDG_CACHE_HOME` is unset.
+pub const HOME: Var = Var {
+    name: "HOME",
+    about: "the default blob cache is `$HOME/.cache/cks-iso` when `XDG_CACHE_HOME` is unset",
+};
+
 /// Every variable above, in the order the README lists them.
 pub const ALL: &[Var] = &[
     SOURCE_DATE_EPOCH,
@@ -49,6 +61,8 @@ pub const ALL: &[Var] = &[
     CKS_ISO_LOG,
     AUTOSCALER_VERSION,
     CCM_VERSION,
+    XDG_CACHE_HOME,
+    HOME,
 ];
 
 impl Var {

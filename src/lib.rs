@@ -6,17 +6,21 @@
 //! - [`iso`]: authors the ISO 9660 image (Rock Ridge + Joliet) from a directory; no network.
 //! - [`resolve`]: which autoscaler, CCM and kubeadm images a Kubernetes version needs; git tag
 //!   listing over smart HTTP.
+//! - [`image`]: the one image abstraction (references, digests, manifests, platform choice) that
+//!   every source yields and every writer takes; no network.
+//! - [`cache`]: the content-addressed blob store that only ever holds verified blobs.
+//! - [`archive`]: writes one image as an archive `ctr import`, `docker load` and skopeo read.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
 //! - [`env`]: every environment variable the tool reads.
 //! - [`ui`] and [`progress`]: logs and progress on stderr, data on stdout.
 
 pub mod app;
+pub mod archive;
 pub mod atomic;
+pub mod cache;
 pub mod cli;
 pub mod env;
-// `IsoError` carries hadris' `PathError` by value (clippy::result_large_err); boxing it is a
-// change of the iso module's API, left to its owner.
-#[allow(clippy::result_large_err)]
+pub mod image;
 pub mod iso;
 pub mod progress;
 pub mod resolve;

@@ -41,7 +41,7 @@ pub enum IsoError {
     Tree {
         /// The entry.
         path: PathBuf,
-        /// The library's reason.
+        /// The library's reason (boxed: it is large, and errors travel by value).
         #[source]
         source: Box<hadris_fs::PathError>,
     },

@@ -2,7 +2,9 @@
 //! its output, and generated input trees.
 #![allow(dead_code)] // Each test crate uses a different part of the support.
 
+pub mod containerd;
 pub mod git;
+pub mod world;
 
 use std::ffi::OsStr;
 use std::fs;
@@ -41,6 +43,12 @@ pub fn run(cmd: &mut Command) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// Runs `program args…` (checked with [`require`] first), failing the test with its output.
+pub fn run_tool(program: &str, args: &[&str]) -> Output {
+    require(program);
+    run(Command::new(program).args(args))
 }
 
 /// Runs a tool by name with arguments and returns its stdout and stderr as text.

@@ -1,0 +1,66 @@
+//! Why an image archive could not be written, naming the image, the blob and both digests.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::image::Digest;
+
+/// Errors of [`crate::archive`].
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    /// The archive file could not be created or written.
+    #[error("cannot write the archive {}", path.display())]
+    Output {
+        /// The archive.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: io::Error,
+    },
+    /// A blob could not be opened or read from its source.
+    #[error("{image}: cannot read {blob} {digest}")]
+    Source {
+        /// The full reference.
+        image: String,
+        /// Which blob (`config`, `layer 2 of 5`, …).
+        blob: String,
+        /// Its digest.
+        digest: Digest,
+        /// What the source said.
+        #[source]
+        source: io::Error,
+    },
+    /// A blob's content does not match its digest or size; the archive was not written.
+    #[error(
+        "{image}: {blob} should be {expected} ({expected_size} bytes) but its content hashes to \
+         {actual} ({actual_size} bytes)"
+    )]
+    Mismatch {
+        /// The full reference.
+        image: String,
+        /// Which blob.
+        blob: String,
+        /// The digest the manifest names it by.
+        expected: Digest,
+        /// The digest of what the source gave.
+        actual: Digest,
+        /// The size the manifest gives.
+        expected_size: u64,
+        /// The bytes the source gave.
+        actual_size: u64,
+    },
+}
+
+impl ArchiveError {
+    /// What the user can do about it.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            Self::Output { .. } => "check that the output directory exists and is writable".into(),
+            Self::Mismatch { .. } => {
+                "the stored blob is corrupt; remove it from the cache and pull the image again"
+                    .into()
+            }
+            Self::Source { .. } => return None,
+        })
+    }
+}

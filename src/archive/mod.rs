@@ -1,0 +1,194 @@
+//! Image archives: one image for one platform as a tar that `ctr import`, `docker load`,
+//! `podman load` and skopeo all read (contract §5). No network.
+//!
+//! Layout, the combination `ctr images export` and `docker save` (Docker ≥ 25) write, with the
+//! entries in this fixed (byte-sorted) order:
+//!
+//! ```text
+//! blobs/                     directory, 0755
+//! blobs/sha256/              directory, 0755
+//! blobs/sha256/<hex>         0644: the index (if any), the platform's manifest, its config and
+//!                            its compressed layers exactly as stored; nothing of other platforms
+//! index.json                 0644: one descriptor of the digest the reference resolved to,
+//!                            annotated io.containerd.image.name=<full name> and
+//!                            org.opencontainers.image.ref.name=<tag | tag@digest | @digest>
+//! manifest.json              0644: [{"Config":…,"RepoTags":["<host/path:tag>"],"Layers":[…]}]
+//! oci-layout                 0644: {"imageLayoutVersion":"1.0.0"}
+//! ```
+//!
+//! Because `index.json` points at the registry's own index, `ctr import` keeps the registry's
+//! digest, so manifests that pin images by digest resolve on an air-gapped node.
+//!
+//! Every tar header is fixed: ustar, uid/gid 0, no user or group names, the given mtime. The same
+//! image and mtime give the same bytes. Blobs are streamed from a [`BlobSource`] through a hasher
+//! in one pass (each is read once and memory does not grow with its size); a blob whose digest or
+//! size differs from its descriptor aborts the archive. The file is written through
+//! [`AtomicFile`], so a failed or interrupted write leaves nothing behind.
+
+mod error;
+mod layout;
+pub mod naming;
+mod verify;
+
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use tar::{EntryType, Header};
+
+use crate::atomic::AtomicFile;
+use crate::image::{BlobSource, Descriptor, Digest, Image};
+pub use error::ArchiveError;
+pub use layout::{IMAGE_NAME, REF_NAME};
+pub use naming::{Naming, Renamed, assign as assign_names, plain_name};
+
+/// A finished archive.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// Where it is.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// Writes `image` as an archive at `path`, reading blobs from `source`, every entry dated `mtime`.
+pub fn write(
+    image: &Image,
+    source: &dyn BlobSource,
+    path: &Path,
+    mtime: u64,
+) -> Result<Written, ArchiveError> {
+    let output = |source| ArchiveError::Output {
+        path: path.to_owned(),
+        source,
+    };
+    let mut out = AtomicFile::create(path).map_err(output)?;
+    out.set_mode(0o644).map_err(output)?;
+    let mut buffered = BufWriter::new(out.file());
+    write_to(image, source, &mut buffered, mtime).map_err(|e| e.at(path))?;
+    buffered.flush().map_err(output)?;
+    drop(buffered);
+    let size = out.file().metadata().map_err(output)?.len();
+    let path = out.commit().map_err(output)?;
+    Ok(Written { path, size })
+}
+
+/// A blob to put in the archive: in memory (already read and verified) or to stream; with what
+/// to call it in errors.
+enum Blob<'a> {
+    Bytes(&'static str, &'a [u8]),
+    Stream(String),
+}
+
+/// The blobs of the archive, each once, in archive (digest) order. The first of duplicates is
+/// kept, so a single-platform image's manifest, which is also its top, is called `manifest`.
+fn blobs(image: &Image) -> Vec<(Descriptor, Blob<'_>)> {
+    let top = match image.top.media_type.is_index() {
+        true => "index",
+        false => "manifest",
+    };
+    let mut blobs = vec![
+        (image.top.descriptor(), Blob::Bytes(top, &image.top.bytes)),
+        (
+            image.manifest.descriptor(),
+            Blob::Bytes("manifest", &image.manifest.bytes),
+        ),
+        (image.config.clone(), Blob::Stream("config".into())),
+    ];
+    let count = image.layers.len();
+    for (i, layer) in image.layers.iter().enumerate() {
+        let what = format!("layer {} of {count}", i + 1);
+        blobs.push((layer.clone(), Blob::Stream(what)));
+    }
+    blobs.sort_by(|a, b| a.0.digest.cmp(&b.0.digest));
+    blobs.dedup_by(|a, b| a.0.digest == b.0.digest);
+    blobs
+}
+
+/// Writes the archive of `image` to `out`. An [`ArchiveError::Output`] from here has an empty
+/// path; [`write`] fills it in.
+pub fn write_to(
+    image: &Image,
+    source: &dyn BlobSource,
+    out: impl Write,
+    mtime: u64,
+) -> Result<(), ArchiveError> {
+    let blobs = blobs(image);
+    let name = image.reference.to_string();
+    let mut tar = tar::Builder::new(out);
+    let io_err = |source| ArchiveError::Output {
+        path: PathBuf::new(),
+        source,
+    };
+    for dir in ["blobs/", "blobs/sha256/"] {
+        let header = header(dir, EntryType::Directory, 0o755, 0, mtime).map_err(io_err)?;
+        tar.append(&header, io::empty()).map_err(io_err)?;
+    }
+    for (desc, blob) in &blobs {
+        let path = layout::blob_path(&desc.digest);
+        let header = header(&path, EntryType::Regular, 0o644, desc.size, mtime).map_err(io_err)?;
+        match blob {
+            Blob::Bytes(what, bytes) => {
+                verify::bytes(&name, what, desc, bytes)?;
+                tar.append(&header, *bytes).map_err(io_err)?;
+            }
+            Blob::Stream(what) => {
+                let reader = source
+                    .open(&desc.digest)
+                    .map_err(|source| ArchiveError::Source {
+                        image: name.clone(),
+                        blob: what.clone(),
+                        digest: desc.digest.clone(),
+                        source,
+                    })?;
+                let mut reader = verify::Verifying::new(reader, desc);
+                let result = tar.append(&header, &mut reader);
+                reader.check(result, &name, what)?;
+            }
+        }
+    }
+    let files = [
+        ("index.json", layout::index_json(image)),
+        ("manifest.json", layout::manifest_json(image)),
+        ("oci-layout", layout::oci_layout()),
+    ];
+    for (path, bytes) in files {
+        let header = header(path, EntryType::Regular, 0o644, bytes.len() as u64, mtime);
+        tar.append(&header.map_err(io_err)?, &bytes[..])
+            .map_err(io_err)?;
+    }
+    tar.into_inner().map_err(io_err)?.flush().map_err(io_err)
+}
+
+/// A ustar header with every field fixed but name, type, mode and size.
+fn header(path: &str, kind: EntryType, mode: u32, size: u64, mtime: u64) -> io::Result<Header> {
+    let mut header = Header::new_ustar();
+    header.set_path(path)?;
+    header.set_entry_type(kind);
+    header.set_mode(mode);
+    header.set_size(size);
+    header.set_mtime(mtime);
+    header.set_uid(0);
+    header.set_gid(0);
+    header.set_cksum();
+    Ok(header)
+}
+
+impl ArchiveError {
+    fn at(self, path: &Path) -> Self {
+        match self {
+            Self::Output { source, .. } => Self::Output {
+                path: path.to_owned(),
+                source,
+            },
+            other => other,
+        }
+    }
+}
+
+/// The digests an archive of `image` contains, in archive order (for tests and reports).
+pub fn blob_digests(image: &Image) -> Vec<Digest> {
+    blobs(image)
+        .into_iter()
+        .map(|(desc, _)| desc.digest)
+        .collect()
+}

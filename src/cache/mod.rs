@@ -1,0 +1,171 @@
+//! The content-addressed blob cache: every blob is stored under the digest it was verified
+//! against, so a file found there can be trusted by its name alone.
+//!
+//! Upstream let containerd hold the content and raced its garbage collector. Here blobs (layers,
+//! configs, and manifests and indexes too) live in a plain directory shared by all builds:
+//!
+//! ```text
+//! <root>/                          default $XDG_CACHE_HOME/cks-iso, else ~/.cache/cks-iso
+//!   blobs/sha256/<64 hex>          the blob's exact bytes, mode 0644
+//!   blobs/sha256/.<hex>.<random>.partial   a blob being written (removed on failure or Ctrl-C)
+//! ```
+//!
+//! [`Cache::put`] streams a reader into a temporary file beside the final name while hashing it
+//! and renames it only when the digest (and the size, when known) match; otherwise the temporary
+//! file is removed and the error names the expected and the actual digest. Memory does not grow
+//! with blob size. Files under their final name are never rewritten. No network.
+
+mod error;
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::atomic::AtomicFile;
+use crate::env;
+use crate::image::{BlobSource, Digest, Hashing};
+pub use error::CacheError;
+
+/// The directory under the cache root that holds sha256 blobs.
+const BLOBS: &str = "blobs/sha256";
+
+/// A blob cache rooted at a directory.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    root: PathBuf,
+}
+
+impl Cache {
+    /// A cache at `root`; directories are created when the first blob is stored.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// `$XDG_CACHE_HOME/cks-iso` when that is an absolute path, else `$HOME/.cache/cks-iso`.
+    pub fn default_root() -> Result<PathBuf, CacheError> {
+        root_from(env::XDG_CACHE_HOME.get_os(), env::HOME.get_os()).ok_or(CacheError::NoRoot)
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where the blob `digest` is (or would be) stored.
+    pub fn blob_path(&self, digest: &Digest) -> PathBuf {
+        self.root.join(BLOBS).join(digest.hex())
+    }
+
+    /// Whether the blob is present (and so was verified when stored).
+    pub fn contains(&self, digest: &Digest) -> bool {
+        self.blob_path(digest).is_file()
+    }
+
+    /// Stores what `reader` yields as the blob `digest`, verifying digest and, when given, size.
+    /// Returns the size. A blob already present is kept and `reader` is not read.
+    pub fn put(
+        &self,
+        digest: &Digest,
+        size: Option<u64>,
+        reader: impl Read,
+    ) -> Result<u64, CacheError> {
+        let target = self.blob_path(digest);
+        if let Ok(meta) = std::fs::metadata(&target) {
+            return Ok(meta.len());
+        }
+        let dir = self.root.join(BLOBS);
+        std::fs::create_dir_all(&dir).map_err(|source| CacheError::io(&dir, source))?;
+        let mut out = AtomicFile::create(&target).map_err(|source| CacheError::io(&dir, source))?;
+        let temp = out.temp_path().to_owned();
+        // One byte more than announced is enough to know the source is too long.
+        let limit = size.map_or(u64::MAX, |s| s.saturating_add(1));
+        let mut hashing = Hashing::new(reader.take(limit));
+        let mut writer = BufWriter::new(out.file());
+        copy(&mut hashing, &mut writer, digest, &temp)?;
+        writer
+            .flush()
+            .map_err(|source| CacheError::io(&temp, source))?;
+        drop(writer);
+        let actual = hashing.digest();
+        let actual_size = hashing.count();
+        if actual != *digest || size.is_some_and(|s| s != actual_size) {
+            return Err(CacheError::Mismatch {
+                expected: digest.clone(),
+                actual,
+                expected_size: size,
+                actual_size,
+            });
+        }
+        out.set_mode(0o644)
+            .map_err(|source| CacheError::io(&temp, source))?;
+        out.commit()
+            .map_err(|source| CacheError::io(&target, source))?;
+        Ok(actual_size)
+    }
+
+    /// Stores `bytes` (a manifest, an index, a config) under their own digest.
+    pub fn put_bytes(&self, bytes: &[u8]) -> Result<Digest, CacheError> {
+        let digest = Digest::of(bytes);
+        self.put(&digest, Some(bytes.len() as u64), bytes)?;
+        Ok(digest)
+    }
+
+    /// Opens a stored blob for reading.
+    pub fn open(&self, digest: &Digest) -> Result<File, CacheError> {
+        let path = self.blob_path(digest);
+        File::open(&path).map_err(|source| match source.kind() {
+            io::ErrorKind::NotFound => CacheError::NotFound {
+                digest: digest.clone(),
+                root: self.root.clone(),
+            },
+            _ => CacheError::io(&path, source),
+        })
+    }
+}
+
+/// The XDG rule: a relative `XDG_CACHE_HOME` is ignored.
+fn root_from(xdg: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
+    let absolute = |value: Option<OsString>| value.map(PathBuf::from).filter(|p| p.is_absolute());
+    absolute(xdg)
+        .or_else(|| absolute(home).map(|home| home.join(".cache")))
+        .map(|base| base.join("cks-iso"))
+}
+
+/// Copies `from` into `to`, telling a failing source from a failing disk.
+fn copy(
+    from: &mut impl Read,
+    to: &mut impl Write,
+    digest: &Digest,
+    temp: &Path,
+) -> Result<(), CacheError> {
+    let mut buf = vec![0; 64 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(source) => {
+                return Err(CacheError::Source {
+                    digest: digest.clone(),
+                    source,
+                });
+            }
+        };
+        to.write_all(&buf[..n])
+            .map_err(|source| CacheError::io(temp, source))?;
+    }
+}
+
+impl BlobSource for Cache {
+    fn open(&self, digest: &Digest) -> io::Result<Box<dyn Read + Send + '_>> {
+        match Cache::open(self, digest) {
+            Ok(file) => Ok(Box::new(file)),
+            Err(CacheError::Io { source, .. }) => Err(source),
+            Err(other) => Err(io::Error::new(io::ErrorKind::NotFound, other)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

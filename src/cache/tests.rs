@@ -1,0 +1,108 @@
+use std::io::Read;
+
+use super::*;
+
+fn files(cache: &Cache) -> Vec<String> {
+    let dir = cache.root().join(BLOBS);
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn verified_blob_is_stored_under_its_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::new(dir.path());
+    let digest = Digest::of(b"layer");
+    assert!(!cache.contains(&digest));
+    assert_eq!(cache.put(&digest, Some(5), &b"layer"[..]).unwrap(), 5);
+    assert!(cache.contains(&digest));
+    assert_eq!(files(&cache), [digest.hex()]);
+    let mut back = String::new();
+    cache
+        .open(&digest)
+        .unwrap()
+        .read_to_string(&mut back)
+        .unwrap();
+    assert_eq!(back, "layer");
+    assert_eq!(cache.put_bytes(b"layer").unwrap(), digest);
+}
+
+#[test]
+fn wrong_content_names_both_digests_and_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::new(dir.path());
+    let expected = Digest::of(b"layer");
+    let err = cache.put(&expected, None, &b"layeR"[..]).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains(&expected.to_string()), "{text}");
+    assert!(text.contains(&Digest::of(b"layeR").to_string()), "{text}");
+    assert!(files(&cache).is_empty(), "{:?}", files(&cache));
+    assert!(!cache.contains(&expected));
+}
+
+#[test]
+fn wrong_size_is_refused_even_when_the_prefix_matches() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::new(dir.path());
+    let expected = Digest::of(b"lay");
+    let err = cache.put(&expected, Some(3), &b"layer"[..]).unwrap_err();
+    assert!(
+        matches!(err, CacheError::Mismatch { actual_size: 4, .. }),
+        "{err}"
+    );
+    let err = cache.put(&expected, Some(4), &b"lay"[..]).unwrap_err();
+    assert!(
+        matches!(err, CacheError::Mismatch { actual_size: 3, .. }),
+        "{err}"
+    );
+    assert!(files(&cache).is_empty());
+}
+
+#[test]
+fn failing_source_leaves_no_file() {
+    struct Broken;
+    impl Read for Broken {
+        fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+            Err(io::Error::other("connection reset"))
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::new(dir.path());
+    let err = cache.put(&Digest::of(b"x"), None, Broken).unwrap_err();
+    assert!(matches!(err, CacheError::Source { .. }), "{err}");
+    assert!(files(&cache).is_empty());
+}
+
+#[test]
+fn missing_blob_is_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::new(dir.path());
+    let err = cache.open(&Digest::of(b"x")).unwrap_err();
+    assert!(matches!(err, CacheError::NotFound { .. }), "{err}");
+    let err = BlobSource::open(&cache, &Digest::of(b"x")).err().unwrap();
+    assert_eq!(err.kind(), io::ErrorKind::NotFound);
+}
+
+#[test]
+fn default_root_follows_xdg_then_home() {
+    let root = |x: Option<&str>, h: Option<&str>| root_from(x.map(Into::into), h.map(Into::into));
+    assert_eq!(
+        root(Some("/x"), Some("/h")),
+        Some(PathBuf::from("/x/cks-iso"))
+    );
+    assert_eq!(
+        root(Some("rel"), Some("/h")),
+        Some(PathBuf::from("/h/.cache/cks-iso"))
+    );
+    assert_eq!(
+        root(None, Some("/h")),
+        Some(PathBuf::from("/h/.cache/cks-iso"))
+    );
+    assert_eq!(root(None, None), None);
+}
