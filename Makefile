@@ -27,10 +27,10 @@ build:
 
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --locked --all-targets -- -D warnings
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 
 test: deps lint
-	$(CARGO) test --locked
+	$(CARGO) test --locked --workspace
 
 demo: deps build
 	./scripts/demo.sh

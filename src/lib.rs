@@ -10,6 +10,7 @@
 //!   every source yields and every writer takes; no network.
 //! - [`cache`]: the content-addressed blob store that only ever holds verified blobs.
 //! - [`archive`]: writes one image as an archive `ctr import`, `docker load` and skopeo read.
+//! - [`fetch`]: HTTP with retries, timeouts, TLS roots, mirrors, resumable verified downloads.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
 //! - [`env`]: every environment variable the tool reads.
 //! - [`ui`] and [`progress`]: logs and progress on stderr, data on stdout.
@@ -20,6 +21,7 @@ pub mod atomic;
 pub mod cache;
 pub mod cli;
 pub mod env;
+pub mod fetch;
 pub mod image;
 pub mod iso;
 pub mod progress;

@@ -8,7 +8,7 @@ mod support;
 use cks_iso::resolve::git::{Listing, Protocol, ls_remote};
 use cks_iso::resolve::version::{AUTOSCALER_REF_PREFIX, KubeVersion, choose_autoscaler};
 use cks_iso::resolve::{AutoscalerChoice, ResolveError};
-use support::git::{GitServer, Mode, Repo, Tag};
+use cks_iso_testworld::git::{GitServer, Mode, Repo, Tag};
 
 const PREFIX: &str = AUTOSCALER_REF_PREFIX;
 

@@ -3,7 +3,6 @@
 #![allow(dead_code)] // Each test crate uses a different part of the support.
 
 pub mod containerd;
-pub mod git;
 pub mod world;
 
 use std::ffi::OsStr;

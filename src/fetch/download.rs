@@ -1,0 +1,198 @@
+//! One GET into a [`Sink`], with retries, resume and a completeness check.
+
+use reqwest::header::{CONTENT_RANGE, HeaderMap, RANGE};
+use reqwest::{Client, Response, StatusCode};
+
+use super::FetchError;
+use super::retry::{self, RetryPolicy};
+use super::sink::{MemSink, Sink};
+use crate::progress::Progress;
+
+/// What a finished transfer looked like.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// The URL after redirects.
+    pub final_url: String,
+    /// The `Content-Type` of the last response, if any.
+    pub content_type: Option<String>,
+    /// Bytes in the sink.
+    pub len: u64,
+    /// Attempts it took.
+    pub attempts: u32,
+}
+
+/// A configured downloader: the client, the retry policy and where progress goes.
+#[derive(Clone, Copy)]
+pub struct Download<'a> {
+    /// The shared client.
+    pub client: &'a Client,
+    /// How to retry.
+    pub retry: RetryPolicy,
+    /// Receives transferred bytes.
+    pub progress: &'a dyn Progress,
+}
+
+/// How one attempt ended, when it did not finish the transfer.
+enum Failed {
+    /// Worth another try, after the server's `Retry-After` if it sent one.
+    Retry(Option<std::time::Duration>, FetchError),
+    /// Final.
+    Fatal(FetchError),
+}
+
+impl Download<'_> {
+    /// GETs `url` with `headers` into `sink`, resuming with `Range` after an interrupted body.
+    pub async fn to_sink(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        sink: &mut dyn Sink,
+    ) -> Result<Fetched, FetchError> {
+        let mut attempt = 1;
+        loop {
+            let before = sink.written();
+            match self.attempt(url, headers, sink, attempt).await {
+                Ok(fetched) => return Ok(fetched),
+                Err(Failed::Fatal(err)) => return Err(err),
+                Err(Failed::Retry(wait, err)) => {
+                    // A transfer that moved forward earns its retries back: a long download
+                    // through a flaky link finishes, and each attempt makes progress.
+                    if sink.written() > before {
+                        attempt = 1;
+                    }
+                    if attempt >= self.retry.attempts {
+                        return Err(err);
+                    }
+                    let delay = self.retry.delay(attempt, wait);
+                    tracing::debug!("{err}; retrying in {delay:?} (attempt {})", attempt + 1);
+                    tokio::time::sleep(delay).await;
+                    attempt += 1;
+                }
+            }
+        }
+    }
+
+    async fn attempt(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        sink: &mut dyn Sink,
+        attempt: u32,
+    ) -> Result<Fetched, Failed> {
+        let offset = sink.written();
+        let mut request = self.client.get(url).headers(headers.clone());
+        if offset > 0 {
+            request = request.header(RANGE, format!("bytes={offset}-"));
+        }
+        let transport = |source: reqwest::Error| {
+            if retry::is_certificate_error(&source) {
+                return Failed::Fatal(FetchError::Certificate {
+                    url: url.to_owned(),
+                    source,
+                });
+            }
+            let retryable = retry::retryable_error(&source);
+            let err = FetchError::Transport {
+                url: url.to_owned(),
+                attempts: attempt,
+                source,
+            };
+            if retryable {
+                Failed::Retry(None, err)
+            } else {
+                Failed::Fatal(err)
+            }
+        };
+        let mut response = request.send().await.map_err(transport)?;
+        let status = response.status();
+        if !status.is_success() {
+            let err = FetchError::Status {
+                url: url.to_owned(),
+                status: status.as_u16(),
+                attempts: attempt,
+            };
+            return Err(match retry::retryable_status(status) {
+                true => Failed::Retry(retry::retry_after(response.headers()), err),
+                false => Failed::Fatal(err),
+            });
+        }
+        let io = |source| {
+            Failed::Fatal(FetchError::Io {
+                path: url.into(),
+                source,
+            })
+        };
+        if offset > 0 && !resumes_at(&response, offset) {
+            // The server sent the whole body (200) or another range: start over.
+            sink.restart().map_err(io)?;
+            self.progress.advance(0);
+        }
+        let expected_total = total_len(&response, sink.written());
+        while let Some(chunk) = response.chunk().await.map_err(transport)? {
+            sink.write(&chunk).map_err(|source| match source.kind() {
+                std::io::ErrorKind::FileTooLarge => Failed::Fatal(FetchError::TooLarge {
+                    url: url.to_owned(),
+                    limit: sink.written(),
+                }),
+                _ => io(source),
+            })?;
+            self.progress.advance(chunk.len() as u64);
+        }
+        if let Some(total) = expected_total
+            && sink.written() != total
+        {
+            // A body cut short without a transport error: resume where it stopped.
+            return Err(Failed::Retry(
+                None,
+                FetchError::Status {
+                    url: url.to_owned(),
+                    status: StatusCode::PARTIAL_CONTENT.as_u16(),
+                    attempts: attempt,
+                },
+            ));
+        }
+        Ok(Fetched {
+            final_url: response.url().to_string(),
+            content_type: response
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+            len: sink.written(),
+            attempts: attempt,
+        })
+    }
+}
+
+/// Whether a response continues our partial body at `offset`.
+fn resumes_at(response: &Response, offset: u64) -> bool {
+    response.status() == StatusCode::PARTIAL_CONTENT
+        && response
+            .headers()
+            .get(CONTENT_RANGE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("bytes "))
+            .and_then(|v| v.split('-').next())
+            .and_then(|start| start.parse::<u64>().ok())
+            == Some(offset)
+}
+
+/// The length the sink should have once this response's body is in, when the server said.
+fn total_len(response: &Response, already: u64) -> Option<u64> {
+    response.content_length().map(|len| already + len)
+}
+
+/// GETs a small body (manifest, checksum file, token) into memory, capped at `limit` bytes.
+pub async fn get_bytes(
+    download: &Download<'_>,
+    url: &str,
+    headers: &HeaderMap,
+    limit: u64,
+) -> Result<(Vec<u8>, Fetched), FetchError> {
+    let mut sink = MemSink {
+        buf: Vec::new(),
+        limit,
+    };
+    let fetched = download.to_sink(url, headers, &mut sink).await?;
+    Ok((sink.buf, fetched))
+}

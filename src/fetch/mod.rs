@@ -1,0 +1,25 @@
+//! HTTP for everything cks-iso downloads: the one place with retries, timeouts, TLS roots, proxies,
+//! mirrors and resumable, verified transfers.
+//!
+//! Upstream's `curl` without `-f` saved 404 pages as binaries, and a multi-URL `curl` reported only
+//! the last file's status. Here every request is one file, any HTTP error status is an error naming
+//! the URL, transient failures (connection errors, 408, 429, 5xx) are retried with exponential
+//! backoff and jitter (honouring `Retry-After`), an interrupted body resumes with `Range`, and the
+//! bytes are hashed while they are written: a file gets its final name only once verified.
+//!
+//! The registry client (`registry`) and upstream downloads share this layer; `archive`, `iso` and
+//! `plan` never touch the network.
+
+mod client;
+mod download;
+mod error;
+mod mirror;
+mod retry;
+mod sink;
+
+pub use client::{HttpConfig, build_client};
+pub use download::{Download, Fetched, get_bytes};
+pub use error::FetchError;
+pub use mirror::{Mirror, Mirrors};
+pub use retry::RetryPolicy;
+pub use sink::{FileSink, Sha256Hex, Sink};

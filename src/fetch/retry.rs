@@ -1,0 +1,144 @@
+//! When and how long to wait before trying a request again.
+
+use std::time::{Duration, SystemTime};
+
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, RETRY_AFTER};
+
+/// Bounded exponential backoff with full jitter.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included (1 = no retry).
+    pub attempts: u32,
+    /// Delay before the first retry (before jitter).
+    pub base: Duration,
+    /// Longest delay between attempts, also for `Retry-After`.
+    pub max: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            attempts: 5,
+            base: Duration::from_millis(500),
+            max: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before attempt `attempt + 1` (attempt counts from 1): the server's `Retry-After`
+    /// when it gave one, else `base * 2^(attempt-1)` with jitter, capped at `max`.
+    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(wait) = retry_after {
+            return wait.min(self.max);
+        }
+        let exp = self
+            .base
+            .saturating_mul(
+                1u32.checked_shl(attempt.saturating_sub(1))
+                    .unwrap_or(u32::MAX),
+            )
+            .min(self.max);
+        // Half fixed, half random: spreads retries of concurrent transfers without ever waiting 0.
+        let half = exp / 2;
+        half + half.mul_f64(fastrand::f64())
+    }
+}
+
+/// Whether a response status is worth another try.
+pub fn retryable_status(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 408 | 429 | 500 | 502 | 503 | 504)
+}
+
+/// Whether a transport error is worth another try (connection refused/reset, timeouts, a body
+/// cut short), as opposed to a permanent one (bad certificate, invalid URL, too many redirects).
+pub fn retryable_error(err: &reqwest::Error) -> bool {
+    if err.is_redirect() || err.is_builder() {
+        return false;
+    }
+    if is_certificate_error(err) {
+        return false;
+    }
+    err.is_timeout() || err.is_connect() || err.is_request() || err.is_body() || err.is_decode()
+}
+
+/// Whether the error chain is a TLS certificate failure, which no retry fixes.
+pub fn is_certificate_error(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = cur {
+        let text = e.to_string();
+        if text.contains("certificate") || text.contains("UnknownIssuer") {
+            return true;
+        }
+        cur = e.source();
+    }
+    false
+}
+
+/// The `Retry-After` header as a duration: delta-seconds or an HTTP date.
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(when.duration_since(SystemTime::now()).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    #[test]
+    fn backoff_grows_exponentially_within_jitter_and_cap() {
+        let p = RetryPolicy {
+            attempts: 10,
+            base: Duration::from_millis(100),
+            max: Duration::from_secs(1),
+        };
+        for (attempt, full) in [(1, 100), (2, 200), (3, 400), (4, 800), (5, 1000), (9, 1000)] {
+            let d = p.delay(attempt, None).as_millis() as u64;
+            assert!(d >= full / 2 && d <= full, "attempt {attempt}: {d} ms");
+        }
+    }
+
+    #[test]
+    fn retry_after_is_honoured_but_capped() {
+        let p = RetryPolicy::default();
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(2))),
+            Duration::from_secs(2)
+        );
+        assert_eq!(p.delay(1, Some(Duration::from_secs(3600))), p.max);
+    }
+
+    #[test]
+    fn retry_after_parses_seconds_and_dates() {
+        let mut h = HeaderMap::new();
+        h.insert(RETRY_AFTER, HeaderValue::from_static("7"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
+        h.insert(
+            RETRY_AFTER,
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(
+            retry_after(&h),
+            Some(Duration::ZERO),
+            "a date in the past means now"
+        );
+        h.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn only_transient_statuses_are_retried() {
+        for s in [408, 429, 500, 502, 503, 504] {
+            assert!(retryable_status(StatusCode::from_u16(s).unwrap()), "{s}");
+        }
+        for s in [400, 401, 403, 404, 410, 501] {
+            assert!(!retryable_status(StatusCode::from_u16(s).unwrap()), "{s}");
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Where downloaded bytes go: written and hashed in one pass, so nothing is read twice.
+
+use std::io::{self, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest as _, Sha256};
+
+use crate::atomic::AtomicFile;
+
+/// A destination for a streamed body that can start over when a server ignores `Range`.
+pub trait Sink: Send {
+    /// Appends `chunk`.
+    fn write(&mut self, chunk: &[u8]) -> io::Result<()>;
+    /// Bytes written so far (where a resumed request starts).
+    fn written(&self) -> u64;
+    /// Drops everything written, to take a full body again.
+    fn restart(&mut self) -> io::Result<()>;
+}
+
+/// A lowercase hex sha256.
+pub type Sha256Hex = String;
+
+/// A file under a temporary name in its final directory, hashed as it is written.
+#[derive(Debug)]
+pub struct FileSink {
+    file: AtomicFile,
+    hasher: Sha256,
+    written: u64,
+}
+
+impl FileSink {
+    /// Starts a file that will become `target` on [`FileSink::commit`].
+    pub fn create(target: &Path) -> io::Result<Self> {
+        Ok(Self {
+            file: AtomicFile::create(target)?,
+            hasher: Sha256::new(),
+            written: 0,
+        })
+    }
+
+    /// The temporary file, for content checks before commit.
+    pub fn temp_path(&self) -> &Path {
+        self.file.temp_path()
+    }
+
+    /// The final name.
+    pub fn target(&self) -> &Path {
+        self.file.target()
+    }
+
+    /// The sha256 of what was written.
+    pub fn sha256(&self) -> Sha256Hex {
+        hex::encode(self.hasher.clone().finalize())
+    }
+
+    /// Sets the mode the file will have.
+    pub fn set_mode(&self, mode: u32) -> io::Result<()> {
+        self.file.set_mode(mode)
+    }
+
+    /// Flushes and gives the file its final name.
+    pub fn commit(mut self) -> io::Result<PathBuf> {
+        self.file.file().flush()?;
+        self.file.commit()
+    }
+}
+
+impl Sink for FileSink {
+    fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
+        self.file.file().write_all(chunk)?;
+        self.hasher.update(chunk);
+        self.written += chunk.len() as u64;
+        Ok(())
+    }
+
+    fn written(&self) -> u64 {
+        self.written
+    }
+
+    fn restart(&mut self) -> io::Result<()> {
+        let file = self.file.file();
+        file.set_len(0)?;
+        file.rewind()?;
+        self.hasher = Sha256::new();
+        self.written = 0;
+        Ok(())
+    }
+}
+
+/// A small body held in memory, refused past `limit` bytes.
+#[derive(Debug)]
+pub(crate) struct MemSink {
+    pub(crate) buf: Vec<u8>,
+    pub(crate) limit: u64,
+}
+
+impl Sink for MemSink {
+    fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
+        if self.buf.len() as u64 + chunk.len() as u64 > self.limit {
+            return Err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                "body over the size limit",
+            ));
+        }
+        self.buf.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    fn written(&self) -> u64 {
+        self.buf.len() as u64
+    }
+
+    fn restart(&mut self) -> io::Result<()> {
+        self.buf.clear();
+        Ok(())
+    }
+}

@@ -1,0 +1,10 @@
+//! The local upstream world: stand-ins for every upstream cks-iso talks to, built from real server
+//! software on loopback, for the tests and for `make demo` (see `spec/test-world.md`).
+//!
+//! It is deliberately independent of the `cks-iso` crate: it generates and serves content with its
+//! own small code, so the tests judge cks-iso against an oracle that does not share its bugs.
+//!
+//! - [`git`]: `git http-backend` serving a bare repository with autoscaler-shaped tags (the
+//!   stand-in for `git ls-remote https://github.com/kubernetes/autoscaler`).
+
+pub mod git;
