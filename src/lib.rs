@@ -11,6 +11,8 @@
 //! - [`cache`]: the content-addressed blob store that only ever holds verified blobs.
 //! - [`archive`]: writes one image as an archive `ctr import`, `docker load` and skopeo read.
 //! - [`fetch`]: HTTP with retries, timeouts, TLS roots, mirrors, resumable verified downloads.
+//! - [`manifest`]: manifests edited as text (image pins, pull policy, extra RBAC), read as YAML.
+//! - [`versions`]: `versions.txt`, written into the ISO and read back by `verify`.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
 //! - [`env`]: every environment variable the tool reads.
 //! - [`ui`] and [`progress`]: logs and progress on stderr, data on stdout.
@@ -24,6 +26,8 @@ pub mod env;
 pub mod fetch;
 pub mod image;
 pub mod iso;
+pub mod manifest;
 pub mod progress;
 pub mod resolve;
 pub mod ui;
+pub mod versions;

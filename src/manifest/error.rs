@@ -1,0 +1,73 @@
+//! Why a manifest cannot be used as it is.
+
+/// Errors of the manifest checks and edits; `name` is the manifest's role or file name.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// The text is not YAML.
+    #[error("{name} is not valid YAML")]
+    Yaml {
+        /// The manifest.
+        name: String,
+        /// The parser's message, with line and column.
+        #[source]
+        source: Box<serde_saphyr::Error>,
+    },
+    /// The body is an HTML page (an error page served with 200), not a manifest.
+    #[error("{name} is an HTML page, not a Kubernetes manifest")]
+    Html {
+        /// The manifest.
+        name: String,
+    },
+    /// A document is not a mapping (for example a bare string).
+    #[error("{name}: document {index} is not a Kubernetes object")]
+    NotObject {
+        /// The manifest.
+        name: String,
+        /// 1-based document number.
+        index: usize,
+    },
+    /// A pinned manifest must have exactly one `image:` line.
+    #[error(
+        "{name} has {count} `image:` lines where exactly one is expected{}",
+        lines_note(lines)
+    )]
+    ImageCount {
+        /// The manifest.
+        name: String,
+        /// How many it has.
+        count: usize,
+        /// Their 1-based line numbers.
+        lines: Vec<usize>,
+    },
+}
+
+fn lines_note(lines: &[usize]) -> String {
+    match lines.is_empty() {
+        true => String::new(),
+        false => format!(
+            " (lines {})",
+            lines
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+impl ManifestError {
+    /// What the user can do.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            Self::Html { .. } => {
+                "the server answered with a web page: check the URL or the mirror".into()
+            }
+            Self::ImageCount { .. } => {
+                "the upstream manifest changed shape; pin another version, or report it so the pin rule can follow".into()
+            }
+            Self::Yaml { .. } | Self::NotObject { .. } => {
+                "check that the URL or file is the manifest itself, not a listing or an error page".into()
+            }
+        })
+    }
+}

@@ -1,0 +1,266 @@
+//! `versions.txt`: what an ISO holds, written at its root and parsed back by `cks-iso verify`.
+//!
+//! Format (contract §6), one record a line, `#` starts a comment, stable order:
+//!
+//! ```text
+//! kubernetes v1.33.1
+//! arch amd64
+//! cni-plugins v1.6.2
+//! crictl v1.33.0
+//! etcd v3.5.21                      (only when etcd was requested)
+//! autoscaler 1.33.6
+//! ccm v1.2.0
+//! csi-driver v3.0.0                 (only when the CSI manifests are bundled)
+//! file <path> sha256:<hex> <source URL or builtin:…>
+//! image <full name> sha256:<hex> docker/<archive>.tar
+//! ```
+//!
+//! It is not a `.yaml` file, so node scripts that copy `*.yaml` from the ISO ignore it, and it is
+//! never in `docker/`, where every file is imported as an image.
+
+use std::fmt::Write as _;
+
+/// One downloaded or generated file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileRecord {
+    /// Path in the ISO, e.g. `k8s/kubeadm`.
+    pub path: String,
+    /// Lowercase hex sha256 of the content.
+    pub sha256: String,
+    /// Where it came from: the upstream URL (not the mirror) or `builtin:<what>`.
+    pub source: String,
+}
+
+/// One bundled image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageRecord {
+    /// Fully qualified name, e.g. `registry.k8s.io/pause:3.10`.
+    pub name: String,
+    /// The digest the reference resolved to (`sha256:<hex>`).
+    pub digest: String,
+    /// Path of its archive in the ISO, e.g. `docker/pause:3.10.tar`.
+    pub archive: String,
+}
+
+/// Everything `versions.txt` says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Versions {
+    /// `v1.33.1`.
+    pub kubernetes: String,
+    /// `amd64` or `arm64`.
+    pub arch: String,
+    /// `v1.6.2`.
+    pub cni_plugins: String,
+    /// `v1.33.0`.
+    pub crictl: String,
+    /// `v3.5.21`, when etcd was requested.
+    pub etcd: Option<String>,
+    /// `1.33.6` (no `v`, as the release tag names it).
+    pub autoscaler: String,
+    /// `v1.2.0`.
+    pub ccm: String,
+    /// `v3.0.0`, when the CSI manifests are bundled.
+    pub csi_driver: Option<String>,
+    /// Files, in ISO path order.
+    pub files: Vec<FileRecord>,
+    /// Images, in name order.
+    pub images: Vec<ImageRecord>,
+}
+
+/// A line of `versions.txt` that cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("versions.txt line {line}: {reason}")]
+pub struct VersionsError {
+    /// 1-based line number (0 for the file as a whole).
+    pub line: usize,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl Versions {
+    /// The file's text, deterministic for the same content.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# CKS binaries ISO contents, written by cks-iso {}",
+            env!("CARGO_PKG_VERSION")
+        );
+        let mut kv = |k: &str, v: &str| {
+            let _ = writeln!(out, "{k} {v}");
+        };
+        kv("kubernetes", &self.kubernetes);
+        kv("arch", &self.arch);
+        kv("cni-plugins", &self.cni_plugins);
+        kv("crictl", &self.crictl);
+        if let Some(etcd) = &self.etcd {
+            kv("etcd", etcd);
+        }
+        kv("autoscaler", &self.autoscaler);
+        kv("ccm", &self.ccm);
+        if let Some(csi) = &self.csi_driver {
+            kv("csi-driver", csi);
+        }
+        let mut files = self.files.clone();
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        for f in &files {
+            let _ = writeln!(out, "file {} sha256:{} {}", f.path, f.sha256, f.source);
+        }
+        let mut images = self.images.clone();
+        images.sort_by(|a, b| a.name.cmp(&b.name));
+        for i in &images {
+            let _ = writeln!(out, "image {} {} {}", i.name, i.digest, i.archive);
+        }
+        out
+    }
+
+    /// Reads the text back, refusing unknown or malformed records.
+    pub fn parse(text: &str) -> Result<Self, VersionsError> {
+        let mut v = Versions::default();
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let content = raw.split('#').next().unwrap_or("").trim();
+            if content.is_empty() {
+                continue;
+            }
+            let bad = |reason: &str| VersionsError {
+                line,
+                reason: format!("{reason}: {raw:?}"),
+            };
+            let fields: Vec<&str> = content.split_whitespace().collect();
+            let one = |fields: &[&str]| match fields {
+                [_, value] => Ok(value.to_string()),
+                _ => Err(bad("expected `<key> <value>`")),
+            };
+            match fields[0] {
+                "kubernetes" => v.kubernetes = one(&fields)?,
+                "arch" => v.arch = one(&fields)?,
+                "cni-plugins" => v.cni_plugins = one(&fields)?,
+                "crictl" => v.crictl = one(&fields)?,
+                "etcd" => v.etcd = Some(one(&fields)?),
+                "autoscaler" => v.autoscaler = one(&fields)?,
+                "ccm" => v.ccm = one(&fields)?,
+                "csi-driver" => v.csi_driver = Some(one(&fields)?),
+                "file" => match fields[..] {
+                    [_, path, digest, source] => v.files.push(FileRecord {
+                        path: path.to_owned(),
+                        sha256: hex_of(digest).ok_or_else(|| bad("expected sha256:<64 hex>"))?,
+                        source: source.to_owned(),
+                    }),
+                    _ => return Err(bad("expected `file <path> sha256:<hex> <source>`")),
+                },
+                "image" => match fields[..] {
+                    [_, name, digest, archive] => {
+                        hex_of(digest).ok_or_else(|| bad("expected sha256:<64 hex>"))?;
+                        v.images.push(ImageRecord {
+                            name: name.to_owned(),
+                            digest: digest.to_owned(),
+                            archive: archive.to_owned(),
+                        })
+                    }
+                    _ => return Err(bad("expected `image <name> sha256:<hex> <archive>`")),
+                },
+                _ => return Err(bad("unknown record")),
+            }
+        }
+        for (key, value) in [("kubernetes", &v.kubernetes), ("arch", &v.arch)] {
+            if value.is_empty() {
+                return Err(VersionsError {
+                    line: 0,
+                    reason: format!("no `{key}` record"),
+                });
+            }
+        }
+        Ok(v)
+    }
+}
+
+fn hex_of(digest: &str) -> Option<String> {
+    let hex = digest.strip_prefix("sha256:")?;
+    (hex.len() == 64
+        && hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    .then(|| hex.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Versions {
+        Versions {
+            kubernetes: "v1.33.1".into(),
+            arch: "arm64".into(),
+            cni_plugins: "v1.6.2".into(),
+            crictl: "v1.33.0".into(),
+            etcd: Some("v3.5.21".into()),
+            autoscaler: "1.33.6".into(),
+            ccm: "v1.2.0".into(),
+            csi_driver: Some("v3.0.0".into()),
+            files: vec![
+                FileRecord {
+                    path: "k8s/kubelet".into(),
+                    sha256: "b".repeat(64),
+                    source: "https://dl.k8s.io/release/v1.33.1/bin/linux/arm64/kubelet".into(),
+                },
+                FileRecord {
+                    path: "k8s/kubeadm".into(),
+                    sha256: "a".repeat(64),
+                    source: "https://dl.k8s.io/release/v1.33.1/bin/linux/arm64/kubeadm".into(),
+                },
+            ],
+            images: vec![ImageRecord {
+                name: "registry.k8s.io/pause:3.10".into(),
+                digest: format!("sha256:{}", "c".repeat(64)),
+                archive: "docker/pause:3.10.tar".into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn renders_the_contract_format_in_stable_order() {
+        let text = sample().render();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            lines[..8],
+            [
+                "kubernetes v1.33.1",
+                "arch arm64",
+                "cni-plugins v1.6.2",
+                "crictl v1.33.0",
+                "etcd v3.5.21",
+                "autoscaler 1.33.6",
+                "ccm v1.2.0",
+                "csi-driver v3.0.0"
+            ]
+        );
+        assert!(lines[8].starts_with("file k8s/kubeadm sha256:aaaa"));
+        assert!(lines[10].starts_with("image registry.k8s.io/pause:3.10 sha256:cccc"));
+    }
+
+    #[test]
+    fn parses_back_what_it_renders() {
+        let mut v = sample();
+        let parsed = Versions::parse(&v.render()).unwrap();
+        v.files.sort_by(|a, b| a.path.cmp(&b.path));
+        assert_eq!(parsed, v);
+        v.etcd = None;
+        assert!(!v.render().contains("etcd"), "etcd only when requested");
+    }
+
+    #[test]
+    fn malformed_lines_are_named() {
+        let err =
+            Versions::parse("kubernetes v1\narch amd64\nfile k8s/kubeadm md5:00 x\n").unwrap_err();
+        assert_eq!(err.line, 3);
+        let err = Versions::parse("kubernetes v1\nflavour vanilla\n").unwrap_err();
+        assert!(err.to_string().contains("unknown record"));
+        assert!(
+            Versions::parse("arch amd64\n")
+                .unwrap_err()
+                .to_string()
+                .contains("kubernetes")
+        );
+    }
+}
