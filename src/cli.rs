@@ -40,6 +40,8 @@ pub struct Global {
 pub enum Command {
     /// Author an ISO 9660 image (Rock Ridge + Joliet) from a directory, CKS-ready.
     Iso(IsoArgs),
+    /// Check finished ISOs against the CKS contract; lists every violation, exits 1 if any.
+    Verify(VerifyArgs),
 }
 
 /// `cks-iso iso`.
@@ -56,4 +58,18 @@ pub struct IsoArgs {
     /// Seconds since 1970 that date every entry [default: $SOURCE_DATE_EPOCH, else now].
     #[arg(long, value_name = "N")]
     pub source_date_epoch: Option<i64>,
+}
+
+/// `cks-iso verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The ISOs to check.
+    #[arg(required = true, value_name = "ISO")]
+    pub isos: Vec<PathBuf>,
+    /// The volume ID nodes search for.
+    #[arg(long, value_name = "ID", default_value = crate::iso::DEFAULT_VOLUME_ID)]
+    pub volume_id: String,
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }

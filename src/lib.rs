@@ -13,6 +13,7 @@
 //! - [`fetch`]: HTTP with retries, timeouts, TLS roots, mirrors, resumable verified downloads.
 //! - [`manifest`]: manifests edited as text (image pins, pull policy, extra RBAC), read as YAML.
 //! - [`versions`]: `versions.txt`, written into the ISO and read back by `verify`.
+//! - [`verify`]: checks a finished ISO against the CKS contract with the project's own reader.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
 //! - [`env`]: every environment variable the tool reads.
 //! - [`ui`] and [`progress`]: logs and progress on stderr, data on stdout.
@@ -30,4 +31,5 @@ pub mod manifest;
 pub mod progress;
 pub mod resolve;
 pub mod ui;
+pub mod verify;
 pub mod versions;

@@ -79,3 +79,12 @@ impl From<crate::iso::IsoError> for AppError {
         }
     }
 }
+
+impl From<crate::iso::read::ReadError> for AppError {
+    fn from(err: crate::iso::read::ReadError) -> Self {
+        Self::failure(
+            err,
+            Some("is it an ISO 9660 image? `isoinfo -d -i FILE` tells".into()),
+        )
+    }
+}

@@ -26,6 +26,7 @@
 //! [`AtomicFile`], so a failed or interrupted write leaves nothing behind.
 
 mod error;
+mod inspect;
 mod layout;
 pub mod naming;
 mod verify;
@@ -38,6 +39,7 @@ use tar::{EntryType, Header};
 use crate::atomic::AtomicFile;
 use crate::image::{BlobSource, Descriptor, Digest, Image};
 pub use error::ArchiveError;
+pub use inspect::{Inspected, inspect};
 pub use layout::{IMAGE_NAME, REF_NAME};
 pub use naming::{Naming, Renamed, assign as assign_names, plain_name};
 

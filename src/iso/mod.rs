@@ -16,6 +16,7 @@
 
 mod device;
 mod error;
+pub mod read;
 pub mod tree;
 mod volume_id;
 

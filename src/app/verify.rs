@@ -1,0 +1,65 @@
+//! `cks-iso verify ISO...`: check finished ISOs, print every violation, exit 1 if there is one.
+
+use serde_json::json;
+
+use super::AppError;
+use crate::cli::VerifyArgs;
+use crate::verify::{self, Expect};
+
+/// Verifies each ISO; stdout gets one line per violation (or per good ISO), or JSON.
+pub fn run(args: VerifyArgs) -> Result<(), AppError> {
+    let expect = Expect {
+        volume_id: args.volume_id,
+    };
+    let mut reports = Vec::new();
+    for iso in &args.isos {
+        reports.push(verify::verify(iso, &expect)?);
+    }
+    let bad: usize = reports.iter().map(|r| r.violations.len()).sum();
+    if args.json {
+        let value: Vec<_> = reports
+            .iter()
+            .map(|r| {
+                json!({
+                    "iso": r.iso,
+                    "ok": r.violations.is_empty(),
+                    "arch": r.arch,
+                    "files": r.files,
+                    "images": r.images,
+                    "violations": r.violations.iter()
+                        .map(|v| json!({"path": v.path, "problem": v.problem}))
+                        .collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).expect("JSON of plain values")
+        );
+    } else {
+        for r in &reports {
+            let iso = r.iso.display();
+            if r.violations.is_empty() {
+                let arch = r.arch.as_deref().unwrap_or("?");
+                println!(
+                    "ok {iso} ({arch}, {} files and {} image archives checked)",
+                    r.files, r.images
+                );
+            }
+            for v in &r.violations {
+                match v.path.is_empty() {
+                    true => println!("{iso}: {}", v.problem),
+                    false => println!("{iso}: {}: {}", v.path, v.problem),
+                }
+            }
+        }
+    }
+    if bad > 0 {
+        let isos = reports.iter().filter(|r| !r.violations.is_empty()).count();
+        return Err(AppError::failure(
+            anyhow::anyhow!("{bad} contract violation(s) in {isos} ISO(s)"),
+            Some("each line above names the path and the rule; see spec/iso-contract.md".into()),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,421 @@
+//! The rules, one function each, all reporting into the same list.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::path::Path;
+
+use hadris_fs::FileType;
+use sha2::{Digest as _, Sha256};
+
+use super::{Expect, Report, Violation};
+use crate::archive;
+use crate::image::{Arch, Reference};
+use crate::iso::read::{Entry, IsoReader, ReadError};
+use crate::manifest;
+use crate::versions::Versions;
+
+const TEXT_LIMIT: u64 = 16 * 1024 * 1024;
+const K8S_BINARIES: [&str; 3] = ["k8s/kubeadm", "k8s/kubelet", "k8s/kubectl"];
+const REQUIRED: [&str; 9] = [
+    "k8s/kubeadm",
+    "k8s/kubelet",
+    "k8s/kubectl",
+    "kubelet.service",
+    "10-kubeadm.conf",
+    "versions.txt",
+    "dashboard.yaml",
+    "autoscaler.yaml",
+    "provider.yaml",
+];
+
+struct Ctx<'a> {
+    reader: &'a IsoReader,
+    entries: BTreeMap<String, Entry>,
+    report: &'a mut Report,
+}
+
+impl Ctx<'_> {
+    fn violation(&mut self, path: &str, problem: impl Into<String>) {
+        self.report.violations.push(Violation {
+            path: path.to_owned(),
+            problem: problem.into(),
+        });
+    }
+
+    fn text(&mut self, path: &str) -> Option<String> {
+        match self.reader.read_small(path, TEXT_LIMIT) {
+            Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+            Err(e) => {
+                self.violation(path, e.reason);
+                None
+            }
+        }
+    }
+}
+
+pub(super) fn run(
+    reader: &IsoReader,
+    iso: &Path,
+    expect: &Expect,
+    report: &mut Report,
+) -> Result<(), ReadError> {
+    let entries = reader
+        .entries()?
+        .into_iter()
+        .map(|e| (e.path.clone(), e))
+        .collect();
+    let mut cx = Ctx {
+        reader,
+        entries,
+        report,
+    };
+    if reader.volume_id() != expect.volume_id {
+        let found = reader.volume_id().to_owned();
+        cx.violation(
+            "",
+            format!(
+                "volume ID is {found:?}; nodes look for {:?}",
+                expect.volume_id
+            ),
+        );
+    }
+    modes(&mut cx);
+    layout(&mut cx);
+    let versions = versions(&mut cx, iso);
+    let arch = versions.as_ref().and_then(|v| Arch::parse(&v.arch).ok());
+    let bundled = images(&mut cx, versions.as_ref(), arch);
+    yamls(&mut cx, &bundled);
+    units(&mut cx);
+    Ok(())
+}
+
+/// Directories 0755, files 0644 (the k8s binaries may be 0755), owner 0:0.
+fn modes(cx: &mut Ctx) {
+    let entries: Vec<Entry> = cx.entries.values().cloned().collect();
+    for e in entries {
+        let ok = match e.kind {
+            FileType::Dir => e.mode == 0o755,
+            FileType::File => {
+                e.mode == 0o644 || (e.mode == 0o755 && K8S_BINARIES.contains(&e.path.as_str()))
+            }
+            FileType::Symlink => true,
+            _ => {
+                cx.violation(&e.path, "device, FIFO or socket in the ISO");
+                continue;
+            }
+        };
+        if !ok {
+            cx.violation(
+                &e.path,
+                format!("mode {:04o}; directories must be 0755, files 0644", e.mode),
+            );
+        }
+        match e.owner {
+            Some((0, 0)) => {}
+            Some((u, g)) => cx.violation(&e.path, format!("owner {u}:{g}, not 0:0")),
+            None => cx.violation(&e.path, "no Rock Ridge owner (is Rock Ridge missing?)"),
+        }
+    }
+}
+
+fn matching(cx: &Ctx, dir: &str, prefix: &str, suffix: &str) -> Vec<String> {
+    cx.entries
+        .values()
+        .filter(|e| e.kind == FileType::File)
+        .filter_map(|e| e.path.strip_prefix(dir).map(|name| (e, name)))
+        .filter(|(_, name)| {
+            !name.contains('/') && name.starts_with(prefix) && name.ends_with(suffix)
+        })
+        .map(|(e, _)| e.path.clone())
+        .collect()
+}
+
+/// Required files, the node scripts' exactly-one globs, CSI both-or-neither, `docker/` contents.
+fn layout(cx: &mut Ctx) {
+    for path in REQUIRED {
+        if cx
+            .entries
+            .get(path)
+            .is_none_or(|e| e.kind != FileType::File)
+        {
+            cx.violation(path, "missing");
+        }
+    }
+    for (dir, prefix, suffix, glob) in [
+        ("cni/", "cni-plugins-", "64.tgz", "cni/cni-plugins-*64.tgz"),
+        (
+            "cri-tools/",
+            "crictl-linux-",
+            "64.tar.gz",
+            "cri-tools/crictl-linux-*64.tar.gz",
+        ),
+    ] {
+        let found = matching(cx, dir, prefix, suffix);
+        if found.len() != 1 {
+            cx.violation(
+                dir.trim_end_matches('/'),
+                format!(
+                    "{glob} matches {} files, not exactly one: {found:?}",
+                    found.len()
+                ),
+            );
+        }
+    }
+    let csi = ["snapshot-crds.yaml", "manifest.yaml"].map(|p| cx.entries.contains_key(p));
+    if csi[0] != csi[1] {
+        cx.violation(
+            "",
+            "the CSI manifests snapshot-crds.yaml and manifest.yaml must be bundled together",
+        );
+    }
+    let docker: Vec<Entry> = cx
+        .entries
+        .values()
+        .filter(|e| e.path.starts_with("docker/"))
+        .cloned()
+        .collect();
+    for e in docker {
+        if e.kind != FileType::File || !e.path.ends_with(".tar") || e.path[7..].contains('/') {
+            cx.violation(&e.path, "docker/ must hold image archives (*.tar) and nothing else: every file there is imported");
+        }
+    }
+}
+
+fn sha256_of(reader: &IsoReader, path: &str) -> Result<String, String> {
+    let mut file = reader.open_file(path).map_err(|e| e.reason)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = file.read(&mut buf).map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Ok(hex::encode(hasher.finalize()));
+        }
+        hasher.update(&buf[..n]);
+    }
+}
+
+/// `versions.txt` parses, names the ISO's architecture, and its file hashes match.
+fn versions(cx: &mut Ctx, iso: &Path) -> Option<Versions> {
+    let text = cx.text("versions.txt")?;
+    let versions = match Versions::parse(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            cx.violation("versions.txt", e.to_string());
+            return None;
+        }
+    };
+    cx.report.arch = Some(versions.arch.clone());
+    let name = iso
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let machine = match versions.arch.as_str() {
+        "amd64" => Some("x86_64"),
+        "arm64" => Some("aarch64"),
+        _ => None,
+    };
+    match machine {
+        None => cx.violation("versions.txt", format!("unknown arch {:?}", versions.arch)),
+        Some(m) if name.ends_with("-x86_64.iso") || name.ends_with("-aarch64.iso") => {
+            if !name.ends_with(&format!("-{m}.iso")) {
+                cx.violation(
+                    "",
+                    format!(
+                        "the file name says another architecture than versions.txt ({})",
+                        versions.arch
+                    ),
+                );
+            }
+        }
+        Some(_) => {}
+    }
+    for file in &versions.files {
+        cx.report.files += 1;
+        match sha256_of(cx.reader, &file.path) {
+            Ok(actual) if actual == file.sha256 => {}
+            Ok(actual) => cx.violation(
+                &file.path,
+                format!("sha256 is {actual}, versions.txt says {}", file.sha256),
+            ),
+            Err(e) => cx.violation(
+                &file.path,
+                format!("listed in versions.txt but unreadable: {e}"),
+            ),
+        }
+    }
+    Some(versions)
+}
+
+/// Every archive in `docker/` is well-formed for the ISO's platform and matches its
+/// `versions.txt` line; returns the bundled image names.
+fn images(cx: &mut Ctx, versions: Option<&Versions>, arch: Option<Arch>) -> BTreeSet<String> {
+    let archives: Vec<String> = matching(cx, "docker/", "", ".tar");
+    let mut bundled = BTreeSet::new();
+    let Some(versions) = versions else {
+        return bundled;
+    };
+    if versions.images.len() != archives.len() {
+        cx.violation(
+            "versions.txt",
+            format!(
+                "{} image lines but {} archives in docker/",
+                versions.images.len(),
+                archives.len()
+            ),
+        );
+    }
+    let by_archive: BTreeMap<&str, _> = versions
+        .images
+        .iter()
+        .map(|i| (i.archive.as_str(), i))
+        .collect();
+    let mut pause = 0;
+    for path in &archives {
+        let Some(record) = by_archive.get(path.as_str()) else {
+            cx.violation(path, "no image line in versions.txt");
+            continue;
+        };
+        let Some(arch) = arch else { continue };
+        let inspected = cx
+            .reader
+            .open_file(path)
+            .map_err(|e| e.reason)
+            .and_then(|f| archive::inspect(f, arch));
+        cx.report.images += 1;
+        match inspected {
+            Err(problem) => cx.violation(path, problem),
+            Ok(i) => {
+                if i.name.as_deref() != Some(record.name.as_str()) {
+                    cx.violation(
+                        path,
+                        format!("names {:?}, versions.txt says {}", i.name, record.name),
+                    );
+                }
+                if i.digest.to_string() != record.digest {
+                    cx.violation(
+                        path,
+                        format!("digest {}, versions.txt says {}", i.digest, record.digest),
+                    );
+                }
+            }
+        }
+        bundled.insert(record.name.clone());
+        if Reference::parse(&record.name)
+            .is_ok_and(|r| r.path().rsplit('/').next() == Some("pause"))
+        {
+            pause += 1;
+        }
+    }
+    for record in &versions.images {
+        if !archives.contains(&record.archive) {
+            cx.violation(
+                &record.archive,
+                format!(
+                    "versions.txt lists {} here but the archive is missing",
+                    record.name
+                ),
+            );
+        }
+    }
+    if pause != 1 {
+        cx.violation("docker", format!("{pause} pause images; nodes pick one with `grep pause | sort | tail -1`, so bundle exactly one"));
+    }
+    bundled
+}
+
+/// Root manifests: valid YAML, no joined separators, `IfNotPresent` only, placeholders kept, and
+/// every image they reference bundled.
+fn yamls(cx: &mut Ctx, bundled: &BTreeSet<String>) {
+    let bundled: BTreeSet<String> = bundled
+        .iter()
+        .filter_map(|n| Reference::parse(n).ok().map(|r| r.to_string()))
+        .collect();
+    let roots: Vec<String> = matching(cx, "", "", ".yaml");
+    for path in roots {
+        let Some(text) = cx.text(&path) else { continue };
+        for joined in manifest::find_joined_separators(&text) {
+            cx.violation(
+                &path,
+                format!(
+                    "line {} joins two documents: {:?}",
+                    joined.line, joined.text
+                ),
+            );
+        }
+        for (i, line) in text.lines().enumerate() {
+            if let Some(v) = line
+                .trim_start()
+                .trim_start_matches("- ")
+                .strip_prefix("imagePullPolicy:")
+                && v.split('#').next().unwrap_or("").trim() != "IfNotPresent"
+            {
+                cx.violation(
+                    &path,
+                    format!(
+                        "line {}: imagePullPolicy:{v}; an air-gapped node needs IfNotPresent",
+                        i + 1
+                    ),
+                );
+            }
+        }
+        if path == "autoscaler.yaml" {
+            for placeholder in ["<min>", "<max>", "<cluster-id>"] {
+                if !text.contains(placeholder) {
+                    cx.violation(
+                        &path,
+                        format!(
+                            "the placeholder {placeholder} is gone; CloudStack fills it in with sed"
+                        ),
+                    );
+                }
+            }
+        }
+        let docs = match manifest::check_yaml(&path, &text) {
+            Ok(docs) => docs,
+            Err(e) => {
+                cx.violation(&path, chain(&e));
+                continue;
+            }
+        };
+        for image in manifest::images(&docs) {
+            match Reference::parse(&image) {
+                Ok(r) if bundled.contains(&r.to_string()) => {}
+                Ok(r) => cx.violation(
+                    &path,
+                    format!(
+                        "references {r}, which is not bundled (an air-gapped node cannot pull it)"
+                    ),
+                ),
+                Err(e) => cx.violation(&path, format!("references {image:?}: {e}")),
+            }
+        }
+    }
+}
+
+/// The kubelet unit and drop-in point at `/opt/bin`, where CKS installs the binaries.
+fn units(cx: &mut Ctx) {
+    for path in ["kubelet.service", "10-kubeadm.conf"] {
+        if !cx.entries.contains_key(path) {
+            continue;
+        }
+        let Some(text) = cx.text(path) else { continue };
+        if !text.contains("/opt/bin/kubelet") || text.contains("/usr/bin/kubelet") {
+            cx.violation(
+                path,
+                "must run /opt/bin/kubelet (CKS installs the binaries there), not /usr/bin",
+            );
+        }
+    }
+}
+
+/// An error and its causes on one line.
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut cur = err.source();
+    while let Some(e) = cur {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        cur = e.source();
+    }
+    text
+}

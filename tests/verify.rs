@@ -1,0 +1,300 @@
+//! `cks-iso verify` passes a contract-abiding ISO and names the problem in ISOs broken the ways
+//! real builds break: xorriso/genisoimage defaults (volume ID, staging-dir modes), stray files in
+//! `docker/`, a corrupt layer, a stale `versions.txt`, an unbundled image, a joined separator, a
+//! second CNI tarball, an `Always` pull policy, and images for the wrong platform.
+
+mod support;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+use cks_iso::archive;
+use cks_iso::image::{Arch, Image};
+use cks_iso::versions::{FileRecord, ImageRecord, Versions};
+use sha2::{Digest as _, Sha256};
+use support::world::{World, world};
+use support::*;
+
+const IMAGES: [&str; 3] = [
+    "registry.k8s.io/kube-apiserver:v1.33.1",
+    "busybox:1.36",
+    "registry.k8s.io/pause:3.10",
+];
+
+fn sha256(path: &Path) -> String {
+    hex::encode(Sha256::digest(fs::read(path).unwrap()))
+}
+
+fn write(root: &Path, rel: &str, data: impl AsRef<[u8]>) {
+    let path = root.join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, data).unwrap();
+}
+
+/// A tree that honours the whole contract, with real image archives for `arch`.
+fn good_tree(world: &World, root: &Path, arch: Arch) {
+    for bin in ["kubeadm", "kubelet", "kubectl"] {
+        write(root, &format!("k8s/{bin}"), elf_like(bin.as_bytes(), 4096));
+        fs::set_permissions(
+            root.join("k8s").join(bin),
+            fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    write(root, &format!("cni/cni-plugins-{arch}.tgz"), noise(1, 999));
+    write(
+        root,
+        &format!("cri-tools/crictl-linux-{arch}.tar.gz"),
+        noise(2, 999),
+    );
+    write(
+        root,
+        "kubelet.service",
+        "[Service]\nExecStart=/opt/bin/kubelet\n",
+    );
+    write(
+        root,
+        "10-kubeadm.conf",
+        "[Service]\nExecStart=\nExecStart=/opt/bin/kubelet $KUBELET_ARGS\n",
+    );
+    write(
+        root,
+        "network.yaml",
+        "kind: DaemonSet\nspec:\n  template:\n    spec:\n      containers:\n      - image: busybox:1.36\n        imagePullPolicy: IfNotPresent\n",
+    );
+    write(
+        root,
+        "dashboard.yaml",
+        "kind: Deployment\nspec:\n  template:\n    spec:\n      initContainers:\n      - image: registry.k8s.io/pause:3.10\n",
+    );
+    write(
+        root,
+        "autoscaler.yaml",
+        "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - image: registry.k8s.io/kube-apiserver:v1.33.1\n          imagePullPolicy: IfNotPresent\n          command:\n            - --nodes=<min>:<max>:<cluster-id>\n",
+    );
+    write(
+        root,
+        "provider.yaml",
+        "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n      - image: registry.k8s.io/kube-apiserver:v1.33.1\n",
+    );
+    fs::create_dir_all(root.join("docker")).unwrap();
+    let mut images = Vec::new();
+    for text in IMAGES {
+        let fixture = world.image(text);
+        let image =
+            Image::load(fixture.reference.clone(), &fixture.top, arch, &world.cache).unwrap();
+        let file = format!("docker/{}.tar", fixture.reference.last_component());
+        archive::write(&image, &world.cache, &root.join(&file), 0).unwrap();
+        images.push(ImageRecord {
+            name: fixture.reference.to_string(),
+            digest: fixture.top.to_string(),
+            archive: file,
+        });
+    }
+    let files = ["k8s/kubeadm", "k8s/kubelet", "k8s/kubectl"]
+        .map(|p| FileRecord {
+            path: p.into(),
+            sha256: sha256(&root.join(p)),
+            source: format!(
+                "https://dl.k8s.io/release/v1.33.1/bin/linux/{arch}/{}",
+                &p[4..]
+            ),
+        })
+        .to_vec();
+    let versions = Versions {
+        kubernetes: "v1.33.1".into(),
+        arch: arch.to_string(),
+        cni_plugins: "v1.6.2".into(),
+        crictl: "v1.33.0".into(),
+        etcd: None,
+        autoscaler: "1.33.6".into(),
+        ccm: "v1.2.0".into(),
+        csi_driver: None,
+        files,
+        images,
+    };
+    write(root, "versions.txt", versions.render());
+}
+
+fn verify(iso: &Path) -> (i32, String, String) {
+    let out = cks_iso().args(["verify", p(iso)]).output().unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+struct Case {
+    dir: tempfile::TempDir,
+    src: std::path::PathBuf,
+}
+
+fn case(world: &World, arch: Arch) -> Case {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    good_tree(world, &src, arch);
+    Case { dir, src }
+}
+
+impl Case {
+    fn iso(&self, name: &str) -> std::path::PathBuf {
+        let iso = self.dir.path().join(name);
+        build_iso(&self.src, &iso);
+        iso
+    }
+
+    /// Builds, verifies, and expects failure naming each of `words`.
+    fn fails_naming(&self, name: &str, words: &[&str]) {
+        let iso = self.iso(name);
+        let (code, out, err) = verify(&iso);
+        assert_eq!(code, 1, "{name} should fail verify:\n{out}{err}");
+        for word in words {
+            assert!(out.contains(word), "{name}: {word:?} not named in:\n{out}");
+        }
+        assert!(err.contains("contract violation"), "{err}");
+    }
+}
+
+#[test]
+fn a_contract_abiding_iso_passes_for_each_arch() {
+    let world = world();
+    for (arch, name) in [
+        (Arch::Amd64, "setup-v1.33.1-x86_64.iso"),
+        (Arch::Arm64, "setup-v1.33.1-aarch64.iso"),
+    ] {
+        let case = case(&world, arch);
+        let iso = case.iso(name);
+        let (code, out, err) = verify(&iso);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(out.starts_with(&format!("ok {}", p(&iso))), "{out}");
+        assert!(
+            out.contains("3 files and 3 image archives checked"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn xorriso_defaults_break_the_volume_id_and_modes() {
+    require("xorriso");
+    let world = world();
+    let case = case(&world, Arch::Amd64);
+    fs::set_permissions(&case.src, fs::Permissions::from_mode(0o700)).unwrap();
+    let iso = case.dir.path().join("setup-x86_64.iso");
+    // What upstream's script effectively did: xorriso's default volume ID, modes from the staging dir.
+    let out = Command::new("xorriso")
+        .args(["-as", "mkisofs", "-R", "-J", "-o", p(&iso), p(&case.src)])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (code, out, _) = verify(&iso);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("volume ID is \"ISOIMAGE\"; nodes look for \"CDROM\""),
+        "{out}"
+    );
+    assert!(
+        out.contains(": mode 0700;"),
+        "the 0700 staging root is named:\n{out}"
+    );
+}
+
+#[test]
+fn a_stray_file_in_docker_is_named() {
+    let world = world();
+    let case = case(&world, Arch::Amd64);
+    write(&case.src, "docker/README.md", "not an image");
+    case.fails_naming(
+        "stray.iso",
+        &["docker/README.md: docker/ must hold image archives"],
+    );
+}
+
+#[test]
+fn a_corrupt_layer_is_named_with_both_digests() {
+    let world = world();
+    let case = case(&world, Arch::Amd64);
+    let tar = case.src.join("docker/busybox:1.36.tar");
+    let mut bytes = fs::read(&tar).unwrap();
+    // Flip a byte inside the first blob's data (after its 512-byte header, past the dir entries).
+    let first_blob = (0..bytes.len())
+        .step_by(512)
+        .find(|&o| bytes[o..].starts_with(b"blobs/sha256/") && bytes[o + 13] != 0)
+        .unwrap();
+    bytes[first_blob + 512 + 10] ^= 0xff;
+    fs::write(&tar, bytes).unwrap();
+    case.fails_naming(
+        "corrupt.iso",
+        &[
+            "docker/busybox:1.36.tar: blobs/sha256/",
+            "hashes to sha256:",
+        ],
+    );
+}
+
+#[test]
+fn a_stale_versions_txt_is_named() {
+    let world = world();
+    let case = case(&world, Arch::Amd64);
+    write(&case.src, "k8s/kubelet", elf_like(b"kubelet-2", 4096));
+    case.fails_naming(
+        "stale.iso",
+        &["k8s/kubelet: sha256 is", "versions.txt says"],
+    );
+}
+
+#[test]
+fn an_unbundled_image_breaks_air_gap_completeness() {
+    let world = world();
+    let case = case(&world, Arch::Amd64);
+    write(
+        &case.src,
+        "headlamp.yaml",
+        "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n      - image: ghcr.io/headlamp-k8s/headlamp:v0.30.0\n",
+    );
+    case.fails_naming(
+        "airgap.iso",
+        &["headlamp.yaml: references ghcr.io/headlamp-k8s/headlamp:v0.30.0, which is not bundled"],
+    );
+}
+
+#[test]
+fn pull_policies_globs_and_joined_separators_are_named() {
+    let world = world();
+    let case = case(&world, Arch::Amd64);
+    write(
+        &case.src,
+        "network.yaml",
+        "kind: A\nmetadata:\n  name: a---\nspec:\n  imagePullPolicy: Always\n",
+    );
+    write(&case.src, "cni/cni-plugins-arm64.tgz", noise(3, 10));
+    case.fails_naming(
+        "mixed.iso",
+        &[
+            "network.yaml: line 3 joins two documents",
+            "network.yaml: line 5: imagePullPolicy: Always",
+            "cni/cni-plugins-*64.tgz matches 2 files",
+        ],
+    );
+}
+
+#[test]
+fn images_of_another_platform_are_named() {
+    let world = world();
+    let case = case(&world, Arch::Arm64);
+    let amd = tempfile::tempdir().unwrap();
+    good_tree(&world, amd.path(), Arch::Amd64);
+    fs::copy(
+        amd.path().join("docker/pause:3.10.tar"),
+        case.src.join("docker/pause:3.10.tar"),
+    )
+    .unwrap();
+    case.fails_naming("arch.iso", &["docker/pause:3.10.tar:", "linux/arm64"]);
+}
