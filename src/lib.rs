@@ -31,5 +31,6 @@ pub mod manifest;
 pub mod progress;
 pub mod resolve;
 pub mod ui;
+pub mod units;
 pub mod verify;
 pub mod versions;
