@@ -6,5 +6,7 @@
 //!
 //! - [`git`]: `git http-backend` serving a bare repository with autoscaler-shaped tags (the
 //!   stand-in for `git ls-remote https://github.com/kubernetes/autoscaler`).
+//! - [`faults`]: a programmable fault-injecting HTTP/1.1 proxy in front of any of them.
 
+pub mod faults;
 pub mod git;
