@@ -11,6 +11,8 @@
 //! - [`cache`]: the content-addressed blob store that only ever holds verified blobs.
 //! - [`archive`]: writes one image as an archive `ctr import`, `docker load` and skopeo read.
 //! - [`fetch`]: HTTP with retries, timeouts, TLS roots, mirrors, resumable verified downloads.
+//! - [`upstream`]: the files a build downloads (URLs, published checksums, content checks) and
+//!   taking each one verified through the mirrors.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
 //! - [`env`]: every environment variable the tool reads.
 //! - [`ui`] and [`progress`]: logs and progress on stderr, data on stdout.
@@ -27,3 +29,4 @@ pub mod iso;
 pub mod progress;
 pub mod resolve;
 pub mod ui;
+pub mod upstream;
