@@ -14,6 +14,7 @@
 //! - [`upstream`]: the files a build downloads (URLs, published checksums, content checks) and
 //!   taking each one verified through the mirrors.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
+//! - [`config`]: the YAML configuration file and how flags override it.
 //! - [`env`]: every environment variable the tool reads.
 //! - [`ui`] and [`progress`]: logs and progress on stderr, data on stdout.
 
@@ -22,6 +23,7 @@ pub mod archive;
 pub mod atomic;
 pub mod cache;
 pub mod cli;
+pub mod config;
 pub mod env;
 pub mod fetch;
 pub mod image;
