@@ -6,6 +6,8 @@
 
 mod error;
 mod iso;
+mod net;
+mod resolve;
 
 pub use error::{AppError, ExitKind};
 
@@ -16,5 +18,6 @@ use crate::ui::Ui;
 pub fn run(cli: Cli, ui: &Ui) -> Result<(), AppError> {
     match cli.command {
         Command::Iso(args) => iso::run(args, ui),
+        Command::Resolve(args) => resolve::run(*args, ui),
     }
 }

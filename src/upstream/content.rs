@@ -261,6 +261,35 @@ pub fn check_yaml(bytes: &[u8]) -> Result<Vec<String>, String> {
     Ok(notes)
 }
 
+/// Every `image:` string value in the manifest's documents, each once: documents and lists in
+/// order, keys of a mapping in sorted order. Joined separators are split first so merged
+/// documents do not hide an image.
+pub fn images_in_yaml(text: &str) -> Result<Vec<String>, String> {
+    let text = split_joined_separators(text);
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text)
+        .map_err(|e| format!("it does not parse as YAML: {e}"))?;
+    let mut out = Vec::new();
+    let mut stack: Vec<&serde_json::Value> = docs.iter().rev().collect();
+    while let Some(value) = stack.pop() {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, v) in map {
+                    if key == "image"
+                        && let Some(image) = v.as_str()
+                        && !out.iter().any(|i| i == image)
+                    {
+                        out.push(image.to_owned());
+                    }
+                }
+                stack.extend(map.values().rev());
+            }
+            serde_json::Value::Array(items) => stack.extend(items.iter().rev()),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,6 +342,13 @@ mod tests {
             split_joined_separators(text),
             "a: 1\n  x: k8s.io\n---\nb: 2\n---\n# c---\n"
         );
+    }
+
+    #[test]
+    fn images_are_found_in_every_container_list_once() {
+        let text = "spec:\n  initContainers:\n    - image: a:1\n  containers:\n    - name: x\n      image: b@sha256:00\n    - image: a:1\n  apiGroup: x---\nkind: Pod\nimage: c\n";
+        // `containers` sorts before `initContainers`; list order is kept.
+        assert_eq!(images_in_yaml(text).unwrap(), ["b@sha256:00", "a:1", "c"]);
     }
 
     #[test]
