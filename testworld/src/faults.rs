@@ -29,6 +29,8 @@
 //!   `Range`, `Authorization` and every other header go upstream as sent, and the upstream's answer
 //!   (status, headers including `Location` of redirects, `Content-Range`, body) comes back as is,
 //!   re-framed with `Content-Length`.
+//!   [`FaultProxy::rewrite_redirects`] makes redirects into the upstream come back through the proxy.
+//!   `HEAD`, `204` and `304` answers keep the upstream's own `Content-Length`.
 //! - [`Fault`] lists what can be done; those that need the upstream's answer (reset, truncation,
 //!   flipped byte, stall) fetch it first and damage it on the way back.
 
@@ -211,6 +213,10 @@ struct State {
     rules: Mutex<Vec<Rule>>,
     log: Mutex<Vec<LoggedRequest>>,
     stop: AtomicBool,
+    /// Rewrite `Location` headers that point into the upstream to point at the proxy.
+    rewrite_redirects: AtomicBool,
+    /// The proxy's own base URL.
+    own_url: Mutex<String>,
 }
 
 /// The running proxy; stops when dropped.
@@ -256,6 +262,8 @@ impl FaultProxy {
             rules: Mutex::new(Vec::new()),
             log: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
+            rewrite_redirects: AtomicBool::new(false),
+            own_url: Mutex::new(format!("http://{addr}")),
         });
         let accept_state = state.clone();
         let accept = std::thread::spawn(move || {
@@ -288,6 +296,13 @@ impl FaultProxy {
     /// Adds a rule after the existing ones.
     pub fn add(&self, rule: Rule) {
         self.state.rules.lock().unwrap().push(rule);
+    }
+
+    /// Rewrites `Location` headers of upstream redirects that point into the upstream base (absolute
+    /// or absolute-path) so the client follows them through the proxy. Off by default: pass-through
+    /// rewrites nothing unless told.
+    pub fn rewrite_redirects(&self, on: bool) {
+        self.state.rewrite_redirects.store(on, Ordering::SeqCst);
     }
 
     /// Removes every rule: everything passes through.
@@ -418,9 +433,15 @@ struct Answer {
     status_line: String,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
+    /// A reply without a body (HEAD, 204, 304): its own `Content-Length` stands as sent.
+    head_only: bool,
 }
 
-fn forward(request: &Request, upstream: &Upstream) -> std::io::Result<Answer> {
+fn forward(
+    request: &Request,
+    upstream: &Upstream,
+    rewrite_to: Option<&str>,
+) -> std::io::Result<Answer> {
     let mut conn = TcpStream::connect(&upstream.authority)?;
     let mut head = format!(
         "{} {}{} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n",
@@ -443,33 +464,50 @@ fn forward(request: &Request, upstream: &Upstream) -> std::io::Result<Answer> {
     conn.write_all(&request.body)?;
     let mut reader = BufReader::new(conn);
     let (status_line, headers) = read_head(&mut reader)?;
-    let body = if request.method == "HEAD" {
-        Vec::new()
-    } else {
-        read_body(&mut reader, &headers, true)?
+    let status = status_line.split(' ').nth(1).unwrap_or("");
+    let head_only = request.method == "HEAD" || matches!(status, "204" | "304");
+    let body = match head_only {
+        true => Vec::new(),
+        false => read_body(&mut reader, &headers, true)?,
     };
-    Ok(Answer {
+    let mut answer = Answer {
         status_line,
         headers,
         body,
-    })
+        head_only,
+    };
+    if let Some(base) = rewrite_to
+        && let Some((_, location)) = answer.headers.iter_mut().find(|(n, _)| n == "location")
+    {
+        let upstream_base = format!("http://{}{}", upstream.authority, upstream.prefix);
+        if let Some(rest) = location.strip_prefix(&upstream_base) {
+            *location = format!("{base}{rest}");
+        } else if location.starts_with('/')
+            && let Some(rest) = location.strip_prefix(&upstream.prefix)
+        {
+            *location = format!("{base}{rest}");
+        }
+    }
+    Ok(answer)
 }
 
 /// The answer's head re-framed with `Content-Length` (`declared` body bytes) and `Connection: close`.
 fn head_bytes(answer: &Answer, declared: usize) -> Vec<u8> {
     let mut head = format!("{}\r\n", answer.status_line);
     for (name, value) in &answer.headers {
-        if matches!(
-            name.as_str(),
-            "connection" | "transfer-encoding" | "content-length" | "keep-alive"
-        ) {
-            continue;
+        let reframed = match name.as_str() {
+            "connection" | "transfer-encoding" | "keep-alive" => true,
+            "content-length" => !answer.head_only,
+            _ => false,
+        };
+        if !reframed {
+            head.push_str(&format!("{name}: {value}\r\n"));
         }
-        head.push_str(&format!("{name}: {value}\r\n"));
     }
-    head.push_str(&format!(
-        "content-length: {declared}\r\nconnection: close\r\n\r\n"
-    ));
+    if !answer.head_only {
+        head.push_str(&format!("content-length: {declared}\r\n"));
+    }
+    head.push_str("connection: close\r\n\r\n");
     head.into_bytes()
 }
 
@@ -481,6 +519,7 @@ fn canned(status: u16, reason: &str, headers: &[(&str, String)], body: &str) -> 
             .map(|(n, v)| (n.to_string(), v.clone()))
             .collect(),
         body: body.as_bytes().to_vec(),
+        head_only: false,
     }
 }
 
@@ -535,7 +574,12 @@ fn serve(mut stream: TcpStream, state: &State, upstream: &Upstream) -> std::io::
             &format!("fault proxy: upstream failed: {e}\n"),
         )
     };
-    let fetch = || forward(&request, upstream).unwrap_or_else(bad_gateway);
+    let own = state.own_url.lock().unwrap().clone();
+    let rewrite_to = state
+        .rewrite_redirects
+        .load(Ordering::SeqCst)
+        .then_some(own.as_str());
+    let fetch = || forward(&request, upstream, rewrite_to).unwrap_or_else(bad_gateway);
     let text = [("content-type", "text/plain".to_string())];
     match fault {
         None => send(&mut stream, &fetch()),
@@ -720,6 +764,81 @@ mod tests {
         let reply = String::from_utf8(raw_get(&format!("{}/t", proxy.url()), "")).unwrap();
         assert!(reply.contains("content-length: 10"), "{reply}");
         assert!(reply.ends_with("\r\n\r\n0123"), "{reply}");
+    }
+
+    /// An upstream answering each of `n` requests with `reply` verbatim.
+    fn raw_upstream(reply: String, n: usize) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/base", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().take(n) {
+                let stream = stream.unwrap();
+                let _ = read_head(&mut BufReader::new(&stream)).unwrap();
+                (&stream).write_all(reply.as_bytes()).unwrap();
+            }
+        });
+        url
+    }
+
+    fn raw(url: &str, method: &str) -> String {
+        let rest = url.strip_prefix("http://").unwrap();
+        let (authority, path) = rest.split_at(rest.find('/').unwrap());
+        let mut conn = TcpStream::connect(authority).unwrap();
+        write!(
+            conn,
+            "{method} {path} HTTP/1.1\r\nHost: {authority}\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        let _ = conn.read_to_string(&mut out);
+        out
+    }
+
+    #[test]
+    fn head_answers_keep_the_upstream_content_length() {
+        let base = raw_upstream(
+            "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\nDocker-Content-Digest: sha256:ab\r\n\r\n"
+                .into(),
+            1,
+        );
+        let proxy = FaultProxy::start(&base);
+        let reply = raw(&format!("{}/v2/x/manifests/y", proxy.url()), "HEAD");
+        assert!(reply.contains("content-length: 1234\r\n"), "{reply}");
+        assert!(
+            reply.contains("docker-content-digest: sha256:ab"),
+            "{reply}"
+        );
+        assert_eq!(reply.matches("content-length").count(), 1, "{reply}");
+    }
+
+    #[test]
+    fn redirects_pass_unchanged_unless_rewriting_is_asked_for() {
+        // The upstream redirects into itself.
+        let probe = TcpListener::bind("127.0.0.1:0").unwrap();
+        let up = probe.local_addr().unwrap();
+        let base = format!("http://{up}/base");
+        let reply = format!(
+            "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://{up}/base/blobs/1\r\nContent-Length: 0\r\n\r\n"
+        );
+        std::thread::spawn(move || {
+            for stream in probe.incoming().take(2) {
+                let stream = stream.unwrap();
+                let _ = read_head(&mut BufReader::new(&stream)).unwrap();
+                (&stream).write_all(reply.as_bytes()).unwrap();
+            }
+        });
+        let proxy = FaultProxy::start(&base);
+        let plain = raw(&format!("{}/blob", proxy.url()), "GET");
+        assert!(
+            plain.contains(&format!("location: http://{up}/base/blobs/1")),
+            "{plain}"
+        );
+        proxy.rewrite_redirects(true);
+        let rewritten = raw(&format!("{}/blob", proxy.url()), "GET");
+        assert!(
+            rewritten.contains(&format!("location: {}/blobs/1", proxy.url())),
+            "{rewritten}"
+        );
     }
 
     #[test]
