@@ -340,3 +340,27 @@ fn configuration_file_with_an_unknown_key_is_a_usage_error_naming_it() {
     assert!(stderr.contains("`retry`"), "{stderr}");
     assert!(stderr.contains("cks-iso.yaml"), "{stderr}");
 }
+
+#[test]
+fn wrong_arguments_are_usage_errors_before_any_network_access() {
+    for (args, says) in [
+        (["--kubernetes", "1.33.1", "--arch", "s390x"], "s390x"),
+        (["--kubernetes", "1.19.4", "--arch", "amd64"], "too old"),
+        (["--kubernetes", "latest", "--arch", "amd64"], "latest"),
+    ] {
+        // The mirrors point at a closed port: reaching the network would be a different error.
+        let out = support::cks_iso()
+            .args([
+                "resolve",
+                "--mirror",
+                "https://github.com=http://127.0.0.1:9/gh",
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(stderr.contains("hint:"), "{args:?}: {stderr}");
+    }
+}
