@@ -364,3 +364,51 @@ fn wrong_arguments_are_usage_errors_before_any_network_access() {
         assert!(stderr.contains("hint:"), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn tag_listing_is_retried_through_transient_git_server_errors() {
+    use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
+    let w = world(&Snapshot::typical());
+    let base = w
+        .git_url
+        .trim_end_matches("/kubernetes/autoscaler.git")
+        .to_owned();
+    let proxy = FaultProxy::start(&base);
+    proxy.add(
+        Rule::path_contains("/info/refs")
+            .times(1)
+            .fault(Fault::Status(503)),
+    );
+    proxy.add(
+        Rule::path_contains("/git-upload-pack")
+            .times(1)
+            .fault(Fault::Status(502)),
+    );
+    let mut args = Vec::new();
+    for rule in w.upstream.mirror_rules() {
+        args.extend(["--mirror".to_owned(), rule]);
+    }
+    args.extend([
+        "--mirror".to_owned(),
+        format!(
+            "https://github.com/kubernetes/autoscaler={}/kubernetes/autoscaler.git",
+            proxy.url()
+        ),
+    ]);
+    let out = w
+        .cmd()
+        .args(["resolve", "--kubernetes", "1.33.1", "--retries", "4"])
+        .args(&args)
+        .output()
+        .unwrap();
+    let (stdout, _) = ok(&out);
+    assert!(stdout.contains("1.33.1 (newest of 1.33)"), "{stdout}");
+    let faults = proxy.log().iter().filter(|r| r.fault.is_some()).count();
+    assert_eq!(faults, 2, "{:?}", proxy.log());
+    assert!(
+        proxy
+            .log()
+            .iter()
+            .any(|r| r.method == "POST" && r.fault.is_none())
+    );
+}

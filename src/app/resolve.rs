@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{AppError, net};
 use crate::cli::ResolveArgs;
 use crate::env;
-use crate::fetch::{Download, build_client};
+use crate::fetch::{Download, build_client, retrying};
 use crate::image::Reference;
 use crate::resolve::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, check_supported};
 use crate::resolve::{Extras, KubeVersion, ccm_tag, choose_autoscaler, images, ls_remote};
@@ -188,7 +188,12 @@ async fn resolve(
 ) -> Result<Resolution, AppError> {
     let mut warnings = Vec::new();
     let repo = fetcher.mirrors.rewrite(AUTOSCALER_REPO);
-    let listing = ls_remote(client, &repo, AUTOSCALER_REF_PREFIX).await?;
+    let listing = retrying(
+        fetcher.download.retry,
+        || ls_remote(client, &repo, AUTOSCALER_REF_PREFIX),
+        |e: &crate::resolve::ResolveError| e.is_transient().then_some(None),
+    )
+    .await?;
     let choice = choose_autoscaler(&p.kube, p.pin.as_deref(), &listing.refs)?;
     warnings.extend(choice.warning.clone());
     let autoscaler_source = match choice.pinned {
