@@ -410,3 +410,33 @@ async fn a_release_newer_than_the_tool_serves_its_own_kubeadm_constants() {
     assert_eq!(extras.coredns, "v9.9.9");
     assert_eq!(extras.pause, "9.1");
 }
+
+#[tokio::test]
+async fn a_cni_release_missing_under_both_names_names_both() {
+    let server = UpstreamServer::start(&Snapshot::typical());
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = pins("1.33.1");
+    p.cni = "1.9.9".into();
+    let cni = catalog(&p, Arch::Amd64)
+        .into_iter()
+        .find(|a| a.name == "cni-plugins")
+        .unwrap();
+    let err = get(
+        &cni,
+        dir.path(),
+        &server.mirror_rules(),
+        &config(Duration::from_secs(5)),
+    )
+    .await
+    .unwrap_err();
+    let text = format!("{:#}", anyhow::Error::from(err));
+    assert!(
+        text.contains("cni-plugins-linux-amd64-v1.9.9.tgz answered 404"),
+        "{text}"
+    );
+    assert!(
+        text.contains("/cni-plugins-amd64-v1.9.9.tgz answered HTTP 404"),
+        "{text}"
+    );
+    assert!(entries(dir.path()).is_empty());
+}

@@ -65,7 +65,11 @@ impl Fetcher<'_> {
                     self.body(&legacy.url, dest)
                         .await
                         .map_err(|source| UpstreamError::Fetch {
-                            name: artifact.name.clone(),
+                            name: format!(
+                                "{} under its legacy name ({} answered 404)",
+                                artifact.name,
+                                file_name(&artifact.url)
+                            ),
                             source,
                         })?;
                 notes.push(format!(
