@@ -33,6 +33,7 @@ test: deps lint
 	$(CARGO) test --locked --workspace
 
 demo: deps build
+	$(CARGO) build --release --locked -p cks-iso-testworld --bin cks-iso-world
 	./scripts/demo.sh
 
 bench: deps build

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: what a new user runs first. Today it authors an ISO from a generated tree shaped like
-# a real CKS binaries ISO and checks it with real readers; `cks-iso build` (issue 5) will replace
+# a real CKS binaries ISO and checks it with real readers, after resolving a build's versions,
+# URLs and images against the local upstream world; `cks-iso build` (issue 5) will replace
 # the generated tree with a full build against the local upstream world.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +10,11 @@ out=${DEMO_OUT:-demo-out}
 mkdir -p "$out"
 work=$(mktemp -d)            # 0700, as upstream's staging dir: the ISO root must still be 0755
 trap 'rm -rf "$work"' EXIT
+
+echo "==> cks-iso resolve in the local upstream world (git http-backend + stand-in, no kubeadm)"
+# cks-iso-world serves the world, points CKS_ISO_CONFIG at mirrors into it, runs the command.
+target/release/cks-iso-world "$bin" resolve --kubernetes 1.33.1 --arch arm64
+echo
 
 echo "==> generating a CKS-shaped tree in $work"
 mkdir -p "$work"/{k8s,cni,cri-tools,docker}

@@ -42,6 +42,90 @@ pub enum Command {
     Iso(IsoArgs),
     /// Check finished ISOs against the CKS contract; lists every violation, exits 1 if any.
     Verify(VerifyArgs),
+    /// Print the versions, download URLs and images a build would use, without downloading them.
+    Resolve(Box<ResolveArgs>),
+}
+
+/// Network settings; each may also come from the configuration file, which the flags override.
+#[derive(Debug, Args)]
+pub struct NetArgs {
+    /// YAML configuration file holding these settings [env: CKS_ISO_CONFIG].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Fetch URLs starting with FROM from TO instead (downloads and git), e.g.
+    /// https://github.com=http://mirror:8080/github.com. Repeatable.
+    #[arg(long = "mirror", value_name = "FROM=TO")]
+    pub mirrors: Vec<crate::fetch::Mirror>,
+    /// Pull images of REGISTRY from MIRROR instead, e.g. docker.io=mirror:5000. Repeatable.
+    #[arg(long = "registry-mirror", value_name = "REGISTRY=MIRROR", value_parser = parse_pair)]
+    pub registry_mirrors: Vec<(String, String)>,
+    /// Reach this registry over plain HTTP or unverified TLS. Repeatable.
+    #[arg(long = "insecure-registry", value_name = "HOST[:PORT]")]
+    pub insecure_registries: Vec<String>,
+    /// Trust the PEM CA certificates in FILE besides the system's. Repeatable.
+    #[arg(long = "ca-file", value_name = "FILE")]
+    pub ca_files: Vec<PathBuf>,
+    /// Registry credentials in Docker's config.json format.
+    #[arg(long, value_name = "FILE")]
+    pub authfile: Option<PathBuf>,
+    /// Transfers to run in parallel [default: 4].
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Attempts per request for transient failures, the first included [default: 5].
+    #[arg(long, value_name = "N")]
+    pub retries: Option<u32>,
+    /// Seconds to establish a connection [default: 15].
+    #[arg(long, value_name = "SECONDS")]
+    pub connect_timeout: Option<u64>,
+    /// Seconds of silence before a transfer counts as stalled and is resumed [default: 30].
+    #[arg(long, value_name = "SECONDS")]
+    pub idle_timeout: Option<u64>,
+}
+
+fn parse_pair(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((a, b)) if !a.trim().is_empty() && !b.trim().is_empty() => {
+            Ok((a.trim().to_owned(), b.trim().to_owned()))
+        }
+        _ => Err(format!(
+            "{s:?} is not REGISTRY=MIRROR (e.g. docker.io=mirror:5000)"
+        )),
+    }
+}
+
+/// `cks-iso resolve`.
+#[derive(Debug, Args)]
+pub struct ResolveArgs {
+    /// Kubernetes release, e.g. 1.33.1 or v1.33.1.
+    #[arg(long, value_name = "VERSION")]
+    pub kubernetes: String,
+    /// Target architecture: amd64 (x86_64) or arm64 (aarch64).
+    #[arg(long, value_name = "ARCH", default_value = "amd64")]
+    pub arch: String,
+    /// CNI plugins release [default: 1.6.2].
+    #[arg(long, value_name = "VERSION")]
+    pub cni: Option<String>,
+    /// cri-tools (crictl) release [default: the Kubernetes minor's .0].
+    #[arg(long, value_name = "VERSION")]
+    pub crictl: Option<String>,
+    /// etcd release to bundle (none by default).
+    #[arg(long, value_name = "VERSION")]
+    pub etcd: Option<String>,
+    /// Exact cluster-autoscaler release [env: AUTOSCALER_VERSION; default: newest of the minor].
+    #[arg(long, value_name = "VERSION")]
+    pub autoscaler_version: Option<String>,
+    /// CloudStack CCM tag [env: CCM_VERSION; default: v1.2.0].
+    #[arg(long, value_name = "TAG")]
+    pub ccm_version: Option<String>,
+    /// CloudStack CSI driver release [default: v3.0.0].
+    #[arg(long, value_name = "TAG")]
+    pub csi_version: Option<String>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Network settings.
+    #[command(flatten)]
+    pub net: NetArgs,
 }
 
 /// `cks-iso iso`.

@@ -54,6 +54,30 @@ pub const HOME: Var = Var {
     about: "the default blob cache is `$HOME/.cache/cks-iso` when `XDG_CACHE_HOME` is unset",
 };
 
+/// The configuration file, when `--config` is not given.
+pub const CKS_ISO_CONFIG: Var = Var {
+    name: "CKS_ISO_CONFIG",
+    about: "YAML configuration file (mirrors, registries, CA files, auth file, jobs, retries, timeouts) when --config is not given",
+};
+
+/// Proxy for `https://` URLs, read by the HTTP client (also `https_proxy`).
+pub const HTTPS_PROXY: Var = Var {
+    name: "HTTPS_PROXY",
+    about: "proxy for https:// requests (also `https_proxy`), read by the HTTP client",
+};
+
+/// Proxy for `http://` URLs, read by the HTTP client (also `http_proxy`).
+pub const HTTP_PROXY: Var = Var {
+    name: "HTTP_PROXY",
+    about: "proxy for http:// requests (also `http_proxy`), read by the HTTP client",
+};
+
+/// Hosts reached without the proxy, read by the HTTP client (also `no_proxy`).
+pub const NO_PROXY: Var = Var {
+    name: "NO_PROXY",
+    about: "comma-separated hosts reached directly, bypassing the proxy (also `no_proxy`)",
+};
+
 /// Every variable above, in the order the README lists them.
 pub const ALL: &[Var] = &[
     SOURCE_DATE_EPOCH,
@@ -61,6 +85,10 @@ pub const ALL: &[Var] = &[
     CKS_ISO_LOG,
     AUTOSCALER_VERSION,
     CCM_VERSION,
+    CKS_ISO_CONFIG,
+    HTTPS_PROXY,
+    HTTP_PROXY,
+    NO_PROXY,
     XDG_CACHE_HOME,
     HOME,
 ];

@@ -14,7 +14,10 @@
 //! - [`manifest`]: manifests edited as text (image pins, pull policy, extra RBAC), read as YAML.
 //! - [`versions`]: `versions.txt`, written into the ISO and read back by `verify`.
 //! - [`verify`]: checks a finished ISO against the CKS contract with the project's own reader.
+//! - [`upstream`]: the files a build downloads (URLs, published checksums, content checks) and
+//!   taking each one verified through the mirrors.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
+//! - [`config`]: the YAML configuration file and how flags override it.
 //! - [`env`]: every environment variable the tool reads.
 //! - [`ui`] and [`progress`]: logs and progress on stderr, data on stdout.
 
@@ -23,6 +26,7 @@ pub mod archive;
 pub mod atomic;
 pub mod cache;
 pub mod cli;
+pub mod config;
 pub mod env;
 pub mod fetch;
 pub mod image;
@@ -32,5 +36,6 @@ pub mod progress;
 pub mod resolve;
 pub mod ui;
 pub mod units;
+pub mod upstream;
 pub mod verify;
 pub mod versions;

@@ -88,3 +88,48 @@ impl From<crate::iso::read::ReadError> for AppError {
         )
     }
 }
+
+/// Builds the `From` impl for an error type with `hint()` whose every variant is a failure of the
+/// work (or, with `usage`, of the arguments).
+macro_rules! from_error {
+    ($ty:ty, failure) => {
+        impl From<$ty> for AppError {
+            fn from(err: $ty) -> Self {
+                let hint = err.hint();
+                Self::failure(err, hint)
+            }
+        }
+    };
+    ($ty:ty, usage) => {
+        impl From<$ty> for AppError {
+            fn from(err: $ty) -> Self {
+                let hint = err.hint();
+                Self::usage(err, hint)
+            }
+        }
+    };
+}
+
+from_error!(crate::config::ConfigError, usage);
+from_error!(crate::upstream::UpstreamError, failure);
+from_error!(crate::fetch::FetchError, failure);
+
+impl From<crate::resolve::ResolveError> for AppError {
+    fn from(err: crate::resolve::ResolveError) -> Self {
+        let hint = err.hint();
+        match err.is_usage() {
+            true => Self::usage(err, hint),
+            false => Self::failure(err, hint),
+        }
+    }
+}
+
+impl From<crate::image::ImageError> for AppError {
+    fn from(err: crate::image::ImageError) -> Self {
+        let hint = err.hint();
+        match err.is_usage() {
+            true => Self::usage(err, hint),
+            false => Self::failure(err, hint),
+        }
+    }
+}

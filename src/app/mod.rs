@@ -6,6 +6,8 @@
 
 mod error;
 mod iso;
+mod net;
+mod resolve;
 mod verify;
 
 pub use error::{AppError, ExitKind};
@@ -18,5 +20,6 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<(), AppError> {
     match cli.command {
         Command::Iso(args) => iso::run(args, ui),
         Command::Verify(args) => verify::run(args),
+        Command::Resolve(args) => resolve::run(*args, ui),
     }
 }

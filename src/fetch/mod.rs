@@ -21,5 +21,5 @@ pub use client::{HttpConfig, build_client};
 pub use download::{Download, Fetched, get_bytes};
 pub use error::FetchError;
 pub use mirror::{Mirror, Mirrors};
-pub use retry::RetryPolicy;
+pub use retry::{RetryPolicy, retryable_error, retryable_status, retrying};
 pub use sink::{FileSink, Sha256Hex, Sink};

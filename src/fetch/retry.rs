@@ -76,6 +76,38 @@ pub fn is_certificate_error(err: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// Runs `op` again while it fails with an error `transient` accepts, waiting as `policy` says,
+/// for requests that are not a download into a sink (the git tag listing). `transient` returns
+/// `Some(server's wait)` for an error worth another try and `None` for a final one.
+pub async fn retrying<T, E, Fut>(
+    policy: RetryPolicy,
+    mut op: impl FnMut() -> Fut,
+    transient: impl Fn(&E) -> Option<Option<Duration>>,
+) -> Result<T, E>
+where
+    Fut: std::future::Future<Output = Result<T, E>>,
+    E: std::fmt::Display,
+{
+    let mut attempt = 1;
+    loop {
+        match op().await {
+            Ok(value) => return Ok(value),
+            Err(err) => {
+                let Some(wait) = transient(&err) else {
+                    return Err(err);
+                };
+                if attempt >= policy.attempts {
+                    return Err(err);
+                }
+                let delay = policy.delay(attempt, wait);
+                tracing::debug!("{err}; retrying in {delay:?} (attempt {})", attempt + 1);
+                tokio::time::sleep(delay).await;
+                attempt += 1;
+            }
+        }
+    }
+}
+
 /// The `Retry-After` header as a duration: delta-seconds or an HTTP date.
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
@@ -130,6 +162,36 @@ mod tests {
         );
         h.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
         assert_eq!(retry_after(&h), None);
+    }
+
+    #[tokio::test]
+    async fn retrying_stops_at_success_a_final_error_or_the_attempt_limit() {
+        let p = RetryPolicy {
+            attempts: 3,
+            base: Duration::from_millis(1),
+            max: Duration::from_millis(2),
+        };
+        let calls = std::cell::Cell::new(0);
+        let op = || {
+            calls.set(calls.get() + 1);
+            let n = calls.get();
+            async move {
+                if n < 3 {
+                    Err(format!("try {n}"))
+                } else {
+                    Ok(n)
+                }
+            }
+        };
+        assert_eq!(retrying(p, op, |_: &String| Some(None)).await, Ok(3));
+        calls.set(0);
+        assert_eq!(
+            retrying(p, op, |_: &String| None).await,
+            Err("try 1".into())
+        );
+        calls.set(-5);
+        let err = retrying(p, op, |_: &String| Some(None)).await.unwrap_err();
+        assert_eq!(err, "try -2", "gave up after 3 attempts");
     }
 
     #[test]

@@ -115,6 +115,15 @@ impl ResolveError {
         )
     }
 
+    /// Whether another try may succeed (a connection error, 408, 429, 5xx), for the caller's retry.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Http { source, .. } => crate::fetch::retryable_error(source),
+            Self::Status { status, .. } => crate::fetch::retryable_status(*status),
+            _ => false,
+        }
+    }
+
     /// What the user can do about it.
     pub fn hint(&self) -> Option<String> {
         let pin = env::AUTOSCALER_VERSION.name;

@@ -6,5 +6,10 @@
 //!
 //! - [`git`]: `git http-backend` serving a bare repository with autoscaler-shaped tags (the
 //!   stand-in for `git ls-remote https://github.com/kubernetes/autoscaler`).
+//! - [`upstream`]: github.com release downloads, dl.k8s.io and raw.githubusercontent.com, serving
+//!   a generated snapshot (ELF binaries, tarballs, manifests, checksum files) with CDN redirects.
+//! - [`faults`]: a programmable fault-injecting HTTP/1.1 proxy in front of any of them.
 
+pub mod faults;
 pub mod git;
+pub mod upstream;

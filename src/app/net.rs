@@ -1,0 +1,32 @@
+//! The effective network settings of a subcommand: the configuration file (flag or
+//! `CKS_ISO_CONFIG`) combined with the network flags.
+
+use std::path::PathBuf;
+
+use super::AppError;
+use crate::cli::NetArgs;
+use crate::config::{self, Overrides, Settings};
+use crate::env;
+
+/// Loads the file, if any, and lets the flags override it.
+pub(crate) fn settings(net: NetArgs) -> Result<Settings, AppError> {
+    let path = net
+        .config
+        .or_else(|| env::CKS_ISO_CONFIG.get().map(PathBuf::from));
+    let flags = Overrides {
+        mirrors: net.mirrors,
+        registry_mirrors: net.registry_mirrors,
+        insecure_registries: net.insecure_registries,
+        ca_files: net.ca_files,
+        authfile: net.authfile,
+        jobs: net.jobs,
+        retries: net.retries,
+        connect_timeout: net.connect_timeout,
+        idle_timeout: net.idle_timeout,
+    };
+    let settings = config::load(path.as_deref(), flags)?;
+    if let Some(source) = &settings.source {
+        tracing::debug!("configuration from {}", source.display());
+    }
+    Ok(settings)
+}

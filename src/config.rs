@@ -1,0 +1,361 @@
+//! The configuration file, and how it combines with the command-line flags.
+//!
+//! Users behind a corporate mirror repeat the same network settings on every run; a YAML file
+//! (`--config FILE` or `CKS_ISO_CONFIG`) holds everything the network flags set, and the flags
+//! override it. Unknown keys are errors naming the key, so a typo never silently drops a mirror.
+//!
+//! ```yaml
+//! mirrors:                      # download and git URL prefixes, FROM: TO
+//!   https://github.com: http://mirror.example:8080/github.com
+//! registry-mirrors:             # registry host: mirror host[:port][/prefix]
+//!   docker.io: mirror.example:5000
+//! insecure-registries: [mirror.example:5000]
+//! ca-files: [/etc/ssl/corp-ca.pem]   # relative paths are relative to this file
+//! authfile: ~/.docker/config.json
+//! jobs: 4
+//! retries: 5                    # attempts in all, the first included
+//! connect-timeout: 15           # seconds
+//! idle-timeout: 30              # seconds
+//! ```
+//!
+//! Combining: a scalar flag replaces the file's value; a `--mirror` or `--registry-mirror` for a
+//! prefix the file also maps replaces that entry and keeps the others; `--ca-file` and
+//! `--insecure-registry` add to the file's lists.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::fetch::{HttpConfig, Mirror, Mirrors, RetryPolicy};
+
+/// Parallel transfers when neither flag nor file says.
+pub const DEFAULT_JOBS: usize = 4;
+
+/// The file as written: every key optional, unknown keys refused.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FileConfig {
+    /// Download and git mirrors, `FROM: TO`.
+    #[serde(default)]
+    pub mirrors: BTreeMap<String, String>,
+    /// Registry mirrors, `registry: mirror`.
+    #[serde(default)]
+    pub registry_mirrors: BTreeMap<String, String>,
+    /// Registries reached over plain HTTP or with unverified TLS.
+    #[serde(default)]
+    pub insecure_registries: Vec<String>,
+    /// Extra PEM CA files.
+    #[serde(default)]
+    pub ca_files: Vec<PathBuf>,
+    /// Registry credentials (Docker `config.json` format).
+    pub authfile: Option<PathBuf>,
+    /// Parallel transfers.
+    pub jobs: Option<usize>,
+    /// Attempts per request, the first included.
+    pub retries: Option<u32>,
+    /// Seconds to establish a connection.
+    pub connect_timeout: Option<u64>,
+    /// Seconds of silence before a transfer counts as stalled.
+    pub idle_timeout: Option<u64>,
+}
+
+/// What the flags set; `None`/empty means "not given".
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    /// `--mirror FROM=TO`, repeatable.
+    pub mirrors: Vec<Mirror>,
+    /// `--registry-mirror REGISTRY=MIRROR`, repeatable.
+    pub registry_mirrors: Vec<(String, String)>,
+    /// `--insecure-registry HOST`, repeatable.
+    pub insecure_registries: Vec<String>,
+    /// `--ca-file FILE`, repeatable.
+    pub ca_files: Vec<PathBuf>,
+    /// `--authfile FILE`.
+    pub authfile: Option<PathBuf>,
+    /// `--jobs N`.
+    pub jobs: Option<usize>,
+    /// `--retries N`.
+    pub retries: Option<u32>,
+    /// `--connect-timeout SECONDS`.
+    pub connect_timeout: Option<u64>,
+    /// `--idle-timeout SECONDS`.
+    pub idle_timeout: Option<u64>,
+}
+
+/// The effective settings after combining file and flags.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The HTTP client's settings (CA files, timeouts, retries).
+    pub http: HttpConfig,
+    /// Download and git mirrors.
+    pub mirrors: Mirrors,
+    /// Registry mirrors, registry → mirror.
+    pub registry_mirrors: BTreeMap<String, String>,
+    /// Insecure registries.
+    pub insecure_registries: Vec<String>,
+    /// Registry credentials file.
+    pub authfile: Option<PathBuf>,
+    /// Parallel transfers.
+    pub jobs: usize,
+    /// The file the settings came from, if any.
+    pub source: Option<PathBuf>,
+}
+
+/// Why the configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file cannot be read.
+    #[error("cannot read the configuration file {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not valid YAML for the model (includes unknown keys, by name).
+    #[error("configuration file {}: {message}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, naming the key and line.
+        message: String,
+    },
+    /// A value is out of range or malformed.
+    #[error("{origin}: {key} {reason}")]
+    Value {
+        /// The file path or `command line`.
+        origin: String,
+        /// The key or flag.
+        key: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl ConfigError {
+    /// What the user can do about it.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            Self::Read { .. } => {
+                "check --config or CKS_ISO_CONFIG; leave both unset to use flags only".into()
+            }
+            Self::Parse { .. } => {
+                "known keys: mirrors, registry-mirrors, insecure-registries, ca-files, authfile, \
+                 jobs, retries, connect-timeout, idle-timeout (see README, Configuration file)"
+                    .into()
+            }
+            Self::Value { .. } => return None,
+        })
+    }
+}
+
+impl FileConfig {
+    /// Reads and parses `path`; relative paths inside it are made relative to its directory.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let mut config = Self::parse(&text).map_err(|message| ConfigError::Parse {
+            path: path.to_owned(),
+            message,
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let anchor = |p: PathBuf| match p.is_relative() {
+            true => base.join(p),
+            false => p,
+        };
+        config.ca_files = config.ca_files.into_iter().map(anchor).collect();
+        config.authfile = config.authfile.map(anchor);
+        Ok(config)
+    }
+
+    /// Parses the YAML text; an empty file is an empty configuration.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text.trim().is_empty() {
+            return Ok(Self::default());
+        }
+        serde_saphyr::from_str::<Option<Self>>(text)
+            .map(Option::unwrap_or_default)
+            .map_err(|e| {
+                // The first line names the key and position; the rest is a source snippet.
+                let text = e.to_string();
+                let first = text.lines().next().unwrap_or_default();
+                first.strip_prefix("error: ").unwrap_or(first).to_owned()
+            })
+    }
+}
+
+/// Combines the file (if any) and the flags into the effective settings.
+pub fn combine(
+    file: Option<(PathBuf, FileConfig)>,
+    flags: Overrides,
+) -> Result<Settings, ConfigError> {
+    let (source, file) = match file {
+        Some((path, config)) => (Some(path), config),
+        None => (None, FileConfig::default()),
+    };
+    let origin = source
+        .as_ref()
+        .map_or("configuration".to_owned(), |p| p.display().to_string());
+    let value = |origin: &str, key: &str, reason: String| ConfigError::Value {
+        origin: origin.to_owned(),
+        key: key.to_owned(),
+        reason,
+    };
+    let mut mirrors: BTreeMap<String, Mirror> = BTreeMap::new();
+    for (from, to) in &file.mirrors {
+        let rule: Mirror = format!("{from}={to}")
+            .parse()
+            .map_err(|reason| value(&origin, &format!("mirrors.{from}"), reason))?;
+        mirrors.insert(rule.from.clone(), rule);
+    }
+    for rule in flags.mirrors {
+        mirrors.insert(rule.from.clone(), rule);
+    }
+    let mut registry_mirrors = file.registry_mirrors;
+    registry_mirrors.extend(flags.registry_mirrors);
+    let mut insecure = file.insecure_registries;
+    for host in flags.insecure_registries {
+        if !insecure.contains(&host) {
+            insecure.push(host);
+        }
+    }
+    let mut ca_files = file.ca_files;
+    ca_files.extend(flags.ca_files);
+    let jobs = flags.jobs.or(file.jobs).unwrap_or(DEFAULT_JOBS);
+    if jobs == 0 {
+        return Err(value(&origin, "jobs", "must be at least 1".into()));
+    }
+    let defaults = HttpConfig::default();
+    let retries = flags
+        .retries
+        .or(file.retries)
+        .unwrap_or(defaults.retry.attempts);
+    if retries == 0 {
+        return Err(value(
+            &origin,
+            "retries",
+            "must be at least 1 (the first attempt counts)".into(),
+        ));
+    }
+    let seconds =
+        |key: &str, flag: Option<u64>, file: Option<u64>, default: Duration| match flag.or(file) {
+            Some(0) => Err(value(&origin, key, "must be at least 1 second".into())),
+            Some(s) => Ok(Duration::from_secs(s)),
+            None => Ok(default),
+        };
+    let http = HttpConfig {
+        ca_files,
+        connect_timeout: seconds(
+            "connect-timeout",
+            flags.connect_timeout,
+            file.connect_timeout,
+            defaults.connect_timeout,
+        )?,
+        idle_timeout: seconds(
+            "idle-timeout",
+            flags.idle_timeout,
+            file.idle_timeout,
+            defaults.idle_timeout,
+        )?,
+        retry: RetryPolicy {
+            attempts: retries,
+            ..defaults.retry
+        },
+        max_redirects: defaults.max_redirects,
+    };
+    Ok(Settings {
+        http,
+        mirrors: Mirrors::new(mirrors.into_values().collect()),
+        registry_mirrors,
+        insecure_registries: insecure,
+        authfile: flags.authfile.or(file.authfile),
+        jobs,
+        source,
+    })
+}
+
+/// Loads the file named by `path` (the flag or `CKS_ISO_CONFIG`) and combines it with `flags`.
+pub fn load(path: Option<&Path>, flags: Overrides) -> Result<Settings, ConfigError> {
+    let file = path
+        .map(|p| FileConfig::load(p).map(|c| (p.to_owned(), c)))
+        .transpose()?;
+    combine(file, flags)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_are_errors_naming_the_key() {
+        let err = FileConfig::parse("mirrors: {}\nmirorrs:\n  a: b\n").unwrap_err();
+        assert!(err.contains("mirorrs"), "{err}");
+    }
+
+    #[test]
+    fn every_key_parses() {
+        let c = FileConfig::parse(
+            "mirrors:\n  https://github.com: http://m:1/github.com\n\
+             registry-mirrors:\n  docker.io: m:5000\n\
+             insecure-registries: [m:5000]\nca-files: [ca.pem]\nauthfile: auth.json\n\
+             jobs: 2\nretries: 3\nconnect-timeout: 4\nidle-timeout: 5\n",
+        )
+        .unwrap();
+        assert_eq!(c.mirrors["https://github.com"], "http://m:1/github.com");
+        assert_eq!(c.registry_mirrors["docker.io"], "m:5000");
+        assert_eq!(c.insecure_registries, ["m:5000"]);
+        assert_eq!(c.jobs, Some(2));
+        assert_eq!(c.retries, Some(3));
+        assert_eq!(c.idle_timeout, Some(5));
+        assert!(FileConfig::parse("").unwrap().mirrors.is_empty());
+        assert!(
+            FileConfig::parse("# only a comment\n")
+                .unwrap()
+                .mirrors
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let file = FileConfig::parse(
+            "mirrors:\n  https://github.com: http://file:1/gh\n  https://dl.k8s.io: http://file:1/dl\n\
+             jobs: 2\nretries: 3\nidle-timeout: 9\nca-files: [/a.pem]\n",
+        )
+        .unwrap();
+        let flags = Overrides {
+            mirrors: vec!["https://github.com=http://flag:2/gh".parse().unwrap()],
+            jobs: Some(7),
+            ca_files: vec!["/b.pem".into()],
+            ..Overrides::default()
+        };
+        let s = combine(Some(("/etc/c.yaml".into(), file)), flags).unwrap();
+        assert_eq!(s.jobs, 7);
+        assert_eq!(s.http.retry.attempts, 3);
+        assert_eq!(s.http.idle_timeout, Duration::from_secs(9));
+        assert_eq!(
+            s.mirrors.rewrite("https://github.com/x"),
+            "http://flag:2/gh/x"
+        );
+        assert_eq!(
+            s.mirrors.rewrite("https://dl.k8s.io/x"),
+            "http://file:1/dl/x"
+        );
+        assert_eq!(s.http.ca_files, [PathBuf::from("/a.pem"), "/b.pem".into()]);
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let file = FileConfig::parse("mirrors:\n  github.com: http://m\n").unwrap();
+        let err = combine(Some(("c.yaml".into(), file)), Overrides::default()).unwrap_err();
+        assert!(err.to_string().contains("mirrors.github.com"), "{err}");
+        let file = FileConfig::parse("jobs: 0\n").unwrap();
+        let err = combine(Some(("c.yaml".into(), file)), Overrides::default()).unwrap_err();
+        assert!(err.to_string().contains("jobs"), "{err}");
+    }
+}
