@@ -54,6 +54,18 @@ pub const HOME: Var = Var {
     about: "the default blob cache is `$HOME/.cache/cks-iso` when `XDG_CACHE_HOME` is unset",
 };
 
+/// Where the Docker client keeps `config.json`, read for registry credentials.
+pub const DOCKER_CONFIG: Var = Var {
+    name: "DOCKER_CONFIG",
+    about: "directory of the Docker `config.json` whose `auths`, `credHelpers` and `credsStore` give registry credentials (default `~/.docker`)",
+};
+
+/// A Podman/skopeo auth file, read for registry credentials before the Docker config.
+pub const REGISTRY_AUTH_FILE: Var = Var {
+    name: "REGISTRY_AUTH_FILE",
+    about: "a Podman/skopeo `auth.json` read for registry credentials before the Docker config; `--authfile` comes first",
+};
+
 /// Every variable above, in the order the README lists them.
 pub const ALL: &[Var] = &[
     SOURCE_DATE_EPOCH,
@@ -63,6 +75,8 @@ pub const ALL: &[Var] = &[
     CCM_VERSION,
     XDG_CACHE_HOME,
     HOME,
+    DOCKER_CONFIG,
+    REGISTRY_AUTH_FILE,
 ];
 
 impl Var {

@@ -11,6 +11,7 @@
 //! - [`cache`]: the content-addressed blob store that only ever holds verified blobs.
 //! - [`archive`]: writes one image as an archive `ctr import`, `docker load` and skopeo read.
 //! - [`fetch`]: HTTP with retries, timeouts, TLS roots, mirrors, resumable verified downloads.
+//! - [`registry`]: the distribution API client that pulls images into the cache.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
 //! - [`env`]: every environment variable the tool reads.
 //! - [`ui`] and [`progress`]: logs and progress on stderr, data on stdout.
@@ -25,5 +26,6 @@ pub mod fetch;
 pub mod image;
 pub mod iso;
 pub mod progress;
+pub mod registry;
 pub mod resolve;
 pub mod ui;

@@ -79,3 +79,27 @@ impl From<crate::iso::IsoError> for AppError {
         }
     }
 }
+
+/// Errors that know whether they are the user's doing and what to do about them.
+macro_rules! from_error {
+    ($($ty:ty),*) => {$(
+        impl From<$ty> for AppError {
+            fn from(err: $ty) -> Self {
+                let hint = err.hint();
+                match err.is_usage() {
+                    true => Self::usage(err, hint),
+                    false => Self::failure(err, hint),
+                }
+            }
+        }
+    )*};
+}
+
+from_error!(crate::image::ImageError, crate::registry::RegistryError);
+
+impl From<crate::archive::ArchiveError> for AppError {
+    fn from(err: crate::archive::ArchiveError) -> Self {
+        let hint = err.hint();
+        Self::failure(err, hint)
+    }
+}

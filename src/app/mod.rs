@@ -6,6 +6,7 @@
 
 mod error;
 mod iso;
+mod pull;
 
 pub use error::{AppError, ExitKind};
 
@@ -16,5 +17,6 @@ use crate::ui::Ui;
 pub fn run(cli: Cli, ui: &Ui) -> Result<(), AppError> {
     match cli.command {
         Command::Iso(args) => iso::run(args, ui),
+        Command::Pull(args) => pull::run(args, ui),
     }
 }
