@@ -12,6 +12,8 @@
 //! - [`archive`]: writes one image as an archive `ctr import`, `docker load` and skopeo read.
 //! - [`fetch`]: HTTP with retries, timeouts, TLS roots, mirrors, resumable verified downloads.
 //! - [`registry`]: the distribution API client that pulls images into the cache.
+//! - [`upstream`]: the files a build downloads (URLs, published checksums, content checks) and
+//!   taking each one verified through the mirrors.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
 //! - [`env`]: every environment variable the tool reads.
 //! - [`ui`] and [`progress`]: logs and progress on stderr, data on stdout.
@@ -29,3 +31,4 @@ pub mod progress;
 pub mod registry;
 pub mod resolve;
 pub mod ui;
+pub mod upstream;

@@ -85,6 +85,12 @@ impl Download<'_> {
             request = request.header(RANGE, format!("bytes={offset}-"));
         }
         let transport = |source: reqwest::Error| {
+            if source.is_redirect() {
+                return Failed::Fatal(FetchError::Redirects {
+                    url: url.to_owned(),
+                    source,
+                });
+            }
             if retry::is_certificate_error(&source) {
                 return Failed::Fatal(FetchError::Certificate {
                     url: url.to_owned(),

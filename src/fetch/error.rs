@@ -35,6 +35,15 @@ pub enum FetchError {
         #[source]
         source: reqwest::Error,
     },
+    /// Redirects did not end (a loop, or more than the limit).
+    #[error("GET {url}: the redirects do not end (a redirect loop, or too many redirects)")]
+    Redirects {
+        /// The URL requested.
+        url: String,
+        /// The client's reason, naming the last location.
+        #[source]
+        source: reqwest::Error,
+    },
     /// A body larger than the limit for its kind (manifests, checksums, tokens).
     #[error("GET {url}: the body is larger than {limit} bytes")]
     TooLarge {
@@ -101,6 +110,11 @@ impl FetchError {
             }
             Self::Transport { .. } => {
                 "check the network, HTTPS_PROXY/NO_PROXY, or point --mirror at a reachable copy".into()
+            }
+            Self::Redirects { .. } => {
+                "the server or mirror redirects in a circle; check the --mirror rules and the \
+                 mirror's configuration"
+                    .into()
             }
             Self::CaFile { .. } => "--ca-file takes a PEM file with one or more certificates".into(),
             _ => return None,

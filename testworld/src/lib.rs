@@ -10,9 +10,14 @@
 //!   redirected blobs, the stand-ins for registry.k8s.io, docker.io, quay.io and ghcr.io.
 //! - [`images`]: the generated image corpus and the push code that puts it into a registry.
 //! - [`http`] and [`server`]: the world's own minimal HTTP/1.1 client and server.
+//! - [`upstream`]: github.com release downloads, dl.k8s.io and raw.githubusercontent.com, serving
+//!   a generated snapshot (ELF binaries, tarballs, manifests, checksum files) with CDN redirects.
+//! - [`faults`]: a programmable fault-injecting HTTP/1.1 proxy in front of any of them.
 
+pub mod faults;
 pub mod git;
 pub mod http;
 pub mod images;
 pub mod registry;
 pub mod server;
+pub mod upstream;

@@ -1,0 +1,92 @@
+//! Why an upstream file could not be taken, naming the file and URL, with what the user can do.
+
+use std::path::PathBuf;
+
+use crate::fetch::FetchError;
+
+/// Errors of [`crate::upstream`].
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    /// The transfer failed (status, transport, redirect loop, …).
+    #[error("cannot download {name}")]
+    Fetch {
+        /// The file, e.g. `kubeadm`.
+        name: String,
+        /// What the fetch layer said (it names the URL and status).
+        #[source]
+        source: FetchError,
+    },
+    /// The published checksum could not be read.
+    #[error("cannot read the checksum of {name} from {url}: {reason}")]
+    ChecksumFile {
+        /// The file whose checksum was wanted.
+        name: String,
+        /// The checksum file's URL.
+        url: String,
+        /// Why it is unusable.
+        reason: String,
+    },
+    /// The bytes do not match the published checksum.
+    #[error(
+        "checksum mismatch for {name} from {url}: expected sha256 {expected}, got {actual} \
+         (published in {checksum_url})"
+    )]
+    Mismatch {
+        /// The file.
+        name: String,
+        /// Where it was downloaded from.
+        url: String,
+        /// Where the expected digest was published.
+        checksum_url: String,
+        /// The published sha256.
+        expected: String,
+        /// The sha256 of the downloaded bytes.
+        actual: String,
+    },
+    /// The file is not what it should be (not ELF for the arch, not a gzip tar, not YAML).
+    #[error("{name} from {url} is not {expected}: {reason}")]
+    Content {
+        /// The file.
+        name: String,
+        /// Where it came from.
+        url: String,
+        /// What it should have been, e.g. `an ELF executable for arm64 (aarch64)`.
+        expected: String,
+        /// What it is instead.
+        reason: String,
+    },
+    /// Writing or moving the file failed.
+    #[error("cannot write {}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl UpstreamError {
+    /// What the user can do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Self::Fetch { source, .. } => source.hint(),
+            Self::ChecksumFile { .. } => Some(
+                "the server or mirror published no usable checksum; check the version and the \
+                 --mirror rules"
+                    .into(),
+            ),
+            Self::Mismatch { .. } => Some(
+                "the download was altered on the way or the mirror holds a different file; \
+                 retry, or check the mirror's copy against upstream"
+                    .into(),
+            ),
+            Self::Content { .. } => Some(
+                "the server sent something else than the file (an error page, another \
+                 architecture's build); check the URL and the --mirror rules"
+                    .into(),
+            ),
+            Self::Io { .. } => None,
+        }
+    }
+}

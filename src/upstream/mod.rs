@@ -1,0 +1,201 @@
+//! The files a build takes from upstream web servers, and taking them verified.
+//!
+//! The upstream script saved 404 pages as binaries and checked nothing. Here each file an ISO
+//! needs is an [`Artifact`]: its upstream URL (what `versions.txt` records), where the checksum is
+//! published and in which shape ([`checksum`]), and what the bytes must be ([`content`]).
+//! [`catalog`] lists them for a set of resolved [`Pins`] and an architecture — so `resolve` can
+//! print every URL without downloading — and [`get::Fetcher`] downloads one through the mirrors,
+//! verifies it, and only then gives it its name. HTTP, retries and mirrors stay in `fetch`.
+
+pub mod checksum;
+pub mod content;
+mod error;
+pub mod get;
+
+pub use checksum::Checksum;
+pub use content::{Arch, Content};
+pub use error::UpstreamError;
+pub use get::{Fetcher, Got};
+
+use crate::resolve::{AutoscalerVersion, KubeVersion};
+
+/// CNI plugins release used when none is given.
+pub const DEFAULT_CNI: &str = "1.6.2";
+/// CloudStack CSI driver release used when none is given (`iso-contract.md` §2).
+pub const DEFAULT_CSI: &str = "v3.0.0";
+
+/// Everything resolved that decides which files a build downloads.
+#[derive(Debug, Clone)]
+pub struct Pins {
+    /// Kubernetes release.
+    pub kubernetes: KubeVersion,
+    /// CNI plugins version, without `v`.
+    pub cni: String,
+    /// cri-tools version, without `v`.
+    pub crictl: String,
+    /// etcd version without `v`, when etcd is bundled.
+    pub etcd: Option<String>,
+    /// The autoscaler release whose CloudStack example is bundled.
+    pub autoscaler: AutoscalerVersion,
+    /// The CCM tag, with `v`.
+    pub ccm_tag: String,
+    /// The CSI driver tag with `v`, when the CSI manifests are bundled.
+    pub csi: Option<String>,
+}
+
+/// The crictl release that goes with a Kubernetes minor: cri-tools versions follow Kubernetes'.
+pub fn default_crictl(kube: &KubeVersion) -> String {
+    format!("{}.{}.0", kube.major, kube.minor)
+}
+
+/// Strips one leading `v`.
+pub fn bare_version(v: &str) -> String {
+    let v = v.trim();
+    v.strip_prefix('v').unwrap_or(v).to_owned()
+}
+
+/// The old name of a file, tried only when the current one answers 404.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Legacy {
+    /// Upstream URL under the old name.
+    pub url: String,
+}
+
+/// One file a build downloads.
+#[derive(Debug, Clone)]
+pub struct Artifact {
+    /// Short name for messages, e.g. `kubeadm`.
+    pub name: String,
+    /// Its path in the ISO, e.g. `k8s/kubeadm`.
+    pub dest: String,
+    /// Upstream URL (before mirror rewriting).
+    pub url: String,
+    /// Tried only when `url` answers 404 (the CNI legacy file name).
+    pub legacy: Option<Legacy>,
+    /// Where its sha256 is published, if anywhere.
+    pub checksum: Option<Checksum>,
+    /// Whether a missing checksum file is an error (else a warning: "where published").
+    pub checksum_required: bool,
+    /// What the bytes must be.
+    pub content: Content,
+    /// Unix mode of the file in the ISO.
+    pub mode: u32,
+}
+
+/// The last path segment of a URL: the name checksum files use.
+pub fn file_name(url: &str) -> &str {
+    let path = url.split(['?', '#']).next().unwrap_or(url);
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Every file a build for `arch` downloads, in the order a build takes them.
+pub fn catalog(pins: &Pins, arch: Arch) -> Vec<Artifact> {
+    let a = arch.k8s();
+    let k = &pins.kubernetes;
+    let mut out = Vec::new();
+    for bin in ["kubeadm", "kubelet", "kubectl"] {
+        let url = format!("https://dl.k8s.io/release/v{k}/bin/linux/{a}/{bin}");
+        out.push(Artifact {
+            name: bin.into(),
+            dest: format!("k8s/{bin}"),
+            checksum: Some(Checksum::BareHex {
+                url: format!("{url}.sha256"),
+            }),
+            url,
+            legacy: None,
+            checksum_required: true,
+            content: Content::Elf(arch),
+            mode: 0o755,
+        });
+    }
+    let cni = &pins.cni;
+    let cni_base =
+        format!("https://github.com/containernetworking/plugins/releases/download/v{cni}");
+    let url = format!("{cni_base}/cni-plugins-linux-{a}-v{cni}.tgz");
+    out.push(Artifact {
+        name: "cni-plugins".into(),
+        dest: format!("cni/cni-plugins-{a}.tgz"),
+        checksum: Some(Checksum::HexName {
+            url: format!("{url}.sha256"),
+        }),
+        url,
+        legacy: Some(Legacy {
+            url: format!("{cni_base}/cni-plugins-{a}-v{cni}.tgz"),
+        }),
+        checksum_required: false,
+        content: Content::GzipTar,
+        mode: 0o644,
+    });
+    let crictl = &pins.crictl;
+    let url = format!(
+        "https://github.com/kubernetes-sigs/cri-tools/releases/download/v{crictl}/crictl-v{crictl}-linux-{a}.tar.gz"
+    );
+    out.push(Artifact {
+        name: "crictl".into(),
+        dest: format!("cri-tools/crictl-linux-{a}.tar.gz"),
+        checksum: Some(Checksum::HexName {
+            url: format!("{url}.sha256"),
+        }),
+        url,
+        legacy: None,
+        checksum_required: true,
+        content: Content::GzipTar,
+        mode: 0o644,
+    });
+    if let Some(etcd) = &pins.etcd {
+        let base = format!("https://github.com/etcd-io/etcd/releases/download/v{etcd}");
+        out.push(Artifact {
+            name: "etcd".into(),
+            dest: format!("etcd/etcd-linux-{a}.tar.gz"),
+            url: format!("{base}/etcd-v{etcd}-linux-{a}.tar.gz"),
+            legacy: None,
+            checksum: Some(Checksum::Sums {
+                url: format!("{base}/SHA256SUMS"),
+            }),
+            checksum_required: true,
+            content: Content::GzipTar,
+            mode: 0o644,
+        });
+    }
+    let manifest = |name: &str, dest: &str, url: String| Artifact {
+        name: name.into(),
+        dest: dest.into(),
+        url,
+        legacy: None,
+        checksum: None,
+        checksum_required: false,
+        content: Content::Yaml,
+        mode: 0o644,
+    };
+    out.push(manifest(
+        "autoscaler manifest",
+        "autoscaler.yaml",
+        format!(
+            "https://raw.githubusercontent.com/kubernetes/autoscaler/{}/cluster-autoscaler/cloudprovider/cloudstack/examples/cluster-autoscaler-standard.yaml",
+            pins.autoscaler.tag()
+        ),
+    ));
+    out.push(manifest(
+        "CCM manifest",
+        "provider.yaml",
+        format!(
+            "https://raw.githubusercontent.com/apache/cloudstack-kubernetes-provider/{}/deployment.yaml",
+            pins.ccm_tag
+        ),
+    ));
+    if let Some(csi) = &pins.csi {
+        let base =
+            format!("https://github.com/cloudstack/cloudstack-csi-driver/releases/download/{csi}");
+        out.push(manifest(
+            "CSI manifest",
+            "manifest.yaml",
+            format!("{base}/manifest.yaml"),
+        ));
+        out.push(manifest(
+            "CSI snapshot CRDs",
+            "snapshot-crds.yaml",
+            format!("{base}/snapshot-crds.yaml"),
+        ));
+    }
+    out
+}

@@ -1,0 +1,412 @@
+//! Verified downloads against the upstream stand-in (302 to a CDN host, `.sha256` files,
+//! `SHA256SUMS`), through `--mirror`-style rules, and through the fault proxy.
+
+use std::path::Path;
+use std::time::Duration;
+
+use cks_iso::fetch::{Download, HttpConfig, Mirrors, RetryPolicy, build_client};
+use cks_iso::resolve::{AutoscalerVersion, KubeVersion};
+use cks_iso::upstream::{Arch, Artifact, Fetcher, Pins, UpstreamError, catalog};
+use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
+use cks_iso_testworld::upstream::{self as world, KubeRelease, Snapshot, UpstreamServer};
+
+fn pins(k8s: &str) -> Pins {
+    Pins {
+        kubernetes: k8s.parse::<KubeVersion>().unwrap(),
+        cni: "1.6.2".into(),
+        crictl: "1.33.0".into(),
+        etcd: Some("3.5.21".into()),
+        autoscaler: AutoscalerVersion {
+            major: 1,
+            minor: 33,
+            patch: 1,
+        },
+        ccm_tag: "v1.2.0".into(),
+        csi: Some("v3.0.0".into()),
+    }
+}
+
+fn config(idle: Duration) -> HttpConfig {
+    HttpConfig {
+        idle_timeout: idle,
+        connect_timeout: Duration::from_secs(5),
+        retry: RetryPolicy {
+            attempts: 5,
+            base: Duration::from_millis(20),
+            max: Duration::from_secs(2),
+        },
+        ..HttpConfig::default()
+    }
+}
+
+fn mirrors(rules: &[String]) -> Mirrors {
+    Mirrors::new(rules.iter().map(|r| r.parse().unwrap()).collect())
+}
+
+/// Downloads `artifact` into `dir` with the given mirror rules.
+async fn get(
+    artifact: &Artifact,
+    dir: &Path,
+    rules: &[String],
+    http: &HttpConfig,
+) -> Result<cks_iso::upstream::Got, UpstreamError> {
+    let client = build_client(http).unwrap();
+    let mirrors = mirrors(rules);
+    let fetcher = Fetcher {
+        download: Download {
+            client: &client,
+            retry: http.retry,
+            progress: &(),
+        },
+        mirrors: &mirrors,
+    };
+    let dest = dir.join(artifact.dest.replace('/', "_"));
+    fetcher.get(artifact, &dest).await
+}
+
+fn artifact(arch: Arch, name: &str) -> Artifact {
+    catalog(&pins("1.33.1"), arch)
+        .into_iter()
+        .find(|a| a.name == name)
+        .unwrap_or_else(|| panic!("no artifact {name}"))
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn every_artifact_downloads_and_verifies_across_the_cdn_redirect() {
+    let server = UpstreamServer::start(&Snapshot::typical());
+    let dir = tempfile::tempdir().unwrap();
+    let http = config(Duration::from_secs(10));
+    for arch in [Arch::Amd64, Arch::Arm64] {
+        for a in catalog(&pins("1.33.1"), arch) {
+            let got = get(&a, dir.path(), &server.mirror_rules(), &http)
+                .await
+                .unwrap_or_else(|e| panic!("{}: {e:#}", a.name));
+            assert_eq!(got.url, a.url, "records the upstream URL, not the mirror");
+            assert!(got.fetched_from.starts_with(&server.url()));
+            assert_eq!(got.checksum_verified, a.checksum.is_some(), "{}", a.name);
+            let bytes = std::fs::read(&got.path).unwrap();
+            assert_eq!(world::sha256_hex(&bytes), got.sha256);
+            if a.name == "CSI manifest" {
+                assert!(
+                    got.notes.iter().any(|n| n.contains("joined")),
+                    "{:?}",
+                    got.notes
+                );
+            }
+        }
+    }
+    let served = server.served();
+    assert!(
+        served
+            .iter()
+            .any(|s| s.server == "origin" && s.status == 302 && s.path.contains("/kubeadm")),
+        "kubeadm went through a 302"
+    );
+    assert!(
+        served
+            .iter()
+            .any(|s| s.server == "cdn" && s.path.contains("objects.githubusercontent.com")),
+        "GitHub release assets came from the CDN host"
+    );
+    assert!(!entries(dir.path()).iter().any(|n| n.ends_with(".partial")));
+}
+
+#[tokio::test]
+async fn a_missing_release_is_an_error_naming_the_url_and_status() {
+    let server = UpstreamServer::start(&Snapshot::typical());
+    let dir = tempfile::tempdir().unwrap();
+    let a = catalog(&pins("1.33.99"), Arch::Arm64).remove(0);
+    let err = get(
+        &a,
+        dir.path(),
+        &server.mirror_rules(),
+        &config(Duration::from_secs(5)),
+    )
+    .await
+    .unwrap_err();
+    let text = format!("{:#}", anyhow::Error::from(err));
+    assert!(
+        text.contains("/dl.k8s.io/release/v1.33.99/bin/linux/arm64/kubeadm"),
+        "{text}"
+    );
+    assert!(text.contains("404"), "{text}");
+    assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
+}
+
+#[tokio::test]
+async fn html_served_with_200_as_a_manifest_is_an_error() {
+    let server = UpstreamServer::start(&Snapshot::typical());
+    let proxy = FaultProxy::start(&server.url());
+    proxy.add(Rule::path_contains("cluster-autoscaler-standard.yaml").fault(Fault::HtmlOk));
+    let dir = tempfile::tempdir().unwrap();
+    let a = artifact(Arch::Amd64, "autoscaler manifest");
+    let err = get(
+        &a,
+        dir.path(),
+        &UpstreamServer::mirror_rules_via(&proxy.url()),
+        &config(Duration::from_secs(5)),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, UpstreamError::Content { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("HTML"), "{text}");
+    assert!(text.contains("cluster-autoscaler-standard.yaml"), "{text}");
+    assert!(entries(dir.path()).is_empty());
+}
+
+#[tokio::test]
+async fn checksum_mismatch_names_file_expected_and_actual() {
+    let wrong = "0".repeat(64);
+    let snapshot = Snapshot::typical().replace(
+        "dl.k8s.io/release/v1.33.1/bin/linux/arm64/kubelet.sha256",
+        wrong.clone(),
+        "text/plain",
+    );
+    let good = world::sha256_hex(
+        &snapshot.files()["dl.k8s.io/release/v1.33.1/bin/linux/arm64/kubelet"].body,
+    );
+    let server = UpstreamServer::start(&snapshot);
+    let dir = tempfile::tempdir().unwrap();
+    let err = get(
+        &artifact(Arch::Arm64, "kubelet"),
+        dir.path(),
+        &server.mirror_rules(),
+        &config(Duration::from_secs(5)),
+    )
+    .await
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("kubelet"), "{text}");
+    assert!(text.contains(&format!("expected sha256 {wrong}")), "{text}");
+    assert!(text.contains(&format!("got {good}")), "{text}");
+    assert!(err.hint().is_some());
+    assert!(entries(dir.path()).is_empty());
+}
+
+#[tokio::test]
+async fn a_flipped_byte_fails_the_checksum_and_leaves_nothing() {
+    let server = UpstreamServer::start(&Snapshot::typical());
+    let cdn_proxy = FaultProxy::start(&server.cdn_url());
+    server.redirect_cdn_to(&cdn_proxy.url());
+    cdn_proxy.add(Rule::path_contains("/kubectl").fault(Fault::FlipByte { offset: 5000 }));
+    let dir = tempfile::tempdir().unwrap();
+    let err = get(
+        &artifact(Arch::Amd64, "kubectl"),
+        dir.path(),
+        &server.mirror_rules(),
+        &config(Duration::from_secs(5)),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, UpstreamError::Mismatch { .. }), "{err:?}");
+    assert!(entries(dir.path()).is_empty());
+}
+
+#[tokio::test]
+async fn an_elf_for_the_wrong_arch_is_an_error_even_with_a_matching_checksum() {
+    let path = "dl.k8s.io/release/v1.33.1/bin/linux/arm64/kubeadm";
+    let amd64 = world::elf("amd64", 3, "wrong", 8192);
+    let sum = world::sha256_hex(&amd64);
+    let snapshot = Snapshot::typical()
+        .replace(path, amd64, "application/octet-stream")
+        .replace(&format!("{path}.sha256"), sum, "text/plain");
+    let server = UpstreamServer::start(&snapshot);
+    let dir = tempfile::tempdir().unwrap();
+    let err = get(
+        &artifact(Arch::Arm64, "kubeadm"),
+        dir.path(),
+        &server.mirror_rules(),
+        &config(Duration::from_secs(5)),
+    )
+    .await
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("is not an ELF executable for arm64"),
+        "{text}"
+    );
+    assert!(text.contains("x86-64"), "{text}");
+    assert!(entries(dir.path()).is_empty());
+}
+
+#[tokio::test]
+async fn cni_legacy_name_is_tried_only_after_a_404() {
+    let server = UpstreamServer::start(&Snapshot::typical());
+    let dir = tempfile::tempdir().unwrap();
+    let http = config(Duration::from_secs(5));
+    let mut old = pins("1.33.1");
+    old.cni = "0.7.5".into();
+    let cni = |p: &Pins| {
+        catalog(p, Arch::Arm64)
+            .into_iter()
+            .find(|a| a.name == "cni-plugins")
+            .unwrap()
+    };
+    let got = get(&cni(&old), dir.path(), &server.mirror_rules(), &http)
+        .await
+        .unwrap();
+    assert!(
+        got.url.ends_with("/cni-plugins-arm64-v0.7.5.tgz"),
+        "{}",
+        got.url
+    );
+    assert!(got.checksum_verified);
+    assert!(got.notes.iter().any(|n| n.contains("legacy")));
+    let current = get(
+        &cni(&pins("1.33.1")),
+        dir.path(),
+        &server.mirror_rules(),
+        &http,
+    )
+    .await
+    .unwrap();
+    assert!(current.url.ends_with("/cni-plugins-linux-arm64-v1.6.2.tgz"));
+    let asked_legacy_for_current = server
+        .served()
+        .iter()
+        .any(|s| s.path.contains("/cni-plugins-arm64-v1.6.2"));
+    assert!(!asked_legacy_for_current);
+}
+
+/// Each transient fault, injected in front of the CDN, is retried to a verified file.
+#[tokio::test]
+async fn transient_faults_are_retried_to_success() {
+    let server = UpstreamServer::start(&Snapshot::typical());
+    let cdn_proxy = FaultProxy::start(&server.cdn_url());
+    server.redirect_cdn_to(&cdn_proxy.url());
+    let dir = tempfile::tempdir().unwrap();
+    let http = config(Duration::from_secs(5));
+    let cases: Vec<(&str, Fault)> = vec![
+        ("status 500", Fault::Status(500)),
+        ("status 502", Fault::Status(502)),
+        ("status 503", Fault::Status(503)),
+        ("429 retry-after", Fault::TooManyRequests { retry_after: 1 }),
+        ("reset", Fault::ResetAfter { after: 40_000 }),
+        ("truncate", Fault::Truncate { after: 30_000 }),
+    ];
+    for (what, fault) in cases {
+        cdn_proxy.clear_rules();
+        cdn_proxy.clear_log();
+        cdn_proxy.add(Rule::path_contains("/kubelet").times(2).fault(fault));
+        let started = std::time::Instant::now();
+        let got = get(
+            &artifact(Arch::Arm64, "kubelet"),
+            dir.path(),
+            &server.mirror_rules(),
+            &http,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e:#}"));
+        assert!(got.checksum_verified, "{what}");
+        std::fs::remove_file(&got.path).unwrap();
+        let log: Vec<_> = cdn_proxy
+            .requests_to("/kubelet")
+            .into_iter()
+            .filter(|r| !r.path.contains(".sha256"))
+            .collect();
+        assert_eq!(
+            log.len(),
+            3,
+            "{what}: two faulty answers, then success: {log:?}"
+        );
+        assert_eq!(
+            log.iter().filter(|r| r.fault.is_some()).count(),
+            2,
+            "{what}"
+        );
+        match what {
+            "reset" | "truncate" => assert!(
+                log[1..]
+                    .iter()
+                    .all(|r| r.range().is_some_and(|r| r.starts_with("bytes="))),
+                "{what}: resumed with Range: {log:?}"
+            ),
+            "429 retry-after" => assert!(
+                started.elapsed() >= Duration::from_secs(2),
+                "{what}: waited Retry-After twice ({:?})",
+                started.elapsed()
+            ),
+            _ => assert!(log.iter().all(|r| r.range().is_none()), "{what}"),
+        }
+    }
+    assert!(entries(dir.path()).is_empty());
+}
+
+#[tokio::test]
+async fn a_stalled_transfer_times_out_and_resumes() {
+    let server = UpstreamServer::start(&Snapshot::typical());
+    let cdn_proxy = FaultProxy::start(&server.cdn_url());
+    server.redirect_cdn_to(&cdn_proxy.url());
+    cdn_proxy.add(
+        Rule::path_regex(r"/kubeadm\?")
+            .times(1)
+            .fault(Fault::Stall {
+                after: 20_000,
+                pause: Duration::from_secs(3),
+            }),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let got = get(
+        &artifact(Arch::Amd64, "kubeadm"),
+        dir.path(),
+        &server.mirror_rules(),
+        &config(Duration::from_millis(700)),
+    )
+    .await
+    .unwrap();
+    assert!(got.checksum_verified);
+    let log = cdn_proxy.requests_to("/kubeadm?");
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert_eq!(log[1].range(), Some("bytes=20000-"));
+}
+
+#[tokio::test]
+async fn a_redirect_loop_ends_in_a_clear_error() {
+    let server = UpstreamServer::start(&Snapshot::typical());
+    let proxy = FaultProxy::start(&server.url());
+    proxy.add(Rule::path_contains("deployment.yaml").fault(Fault::RedirectLoop));
+    let dir = tempfile::tempdir().unwrap();
+    let err = get(
+        &artifact(Arch::Amd64, "CCM manifest"),
+        dir.path(),
+        &UpstreamServer::mirror_rules_via(&proxy.url()),
+        &config(Duration::from_secs(5)),
+    )
+    .await
+    .unwrap_err();
+    let text = format!("{:#}", anyhow::Error::from(err));
+    assert!(text.contains("redirect"), "{text}");
+    assert!(text.contains("deployment.yaml"), "{text}");
+    assert!(entries(dir.path()).is_empty());
+}
+
+#[tokio::test]
+async fn a_release_newer_than_the_tool_serves_its_own_kubeadm_constants() {
+    // Guards the stand-in itself: constants.go is served per release with the given extras.
+    let snapshot =
+        Snapshot::new(5).kubernetes(KubeRelease::new("1.40.2", "v9.9.9", "4.0.1-0", "9.1"));
+    let server = UpstreamServer::start(&snapshot);
+    let body = reqwest::get(format!(
+        "{}/raw.githubusercontent.com/kubernetes/kubernetes/v1.40.2/cmd/kubeadm/app/constants/constants.go",
+        server.url()
+    ))
+    .await
+    .unwrap()
+    .text()
+    .await
+    .unwrap();
+    let extras = cks_iso::resolve::Extras::from_constants(&body, 40).unwrap();
+    assert_eq!(extras.etcd, "4.0.1-0");
+    assert_eq!(extras.coredns, "v9.9.9");
+    assert_eq!(extras.pause, "9.1");
+}

@@ -1,0 +1,733 @@
+//! A programmable fault-injecting HTTP/1.1 reverse proxy, for proving that clients survive (or
+//! fail clearly on) the ways real networks and servers misbehave (`test-world.md`, "faults").
+//!
+//! A normal server library cannot reset a connection after K body bytes, declare a length and close
+//! early, or stall mid-body; this proxy is written on raw `std::net` sockets so it can. It sits on
+//! an ephemeral `127.0.0.1` port in front of any plain-HTTP upstream base URL, forwards each request
+//! (one request per connection, `Connection: close`) and, when a [`Rule`] matches, bends the answer.
+//!
+//! # API
+//!
+//! ```no_run
+//! use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
+//! # let upstream = "http://127.0.0.1:1/base";
+//! let proxy = FaultProxy::start(upstream);
+//! // The first two requests whose path contains "kubeadm" get 503, then requests pass through.
+//! proxy.add(Rule::path_contains("kubeadm").times(2).fault(Fault::Status(503)));
+//! // Every request for a path matching the regex gets one flipped byte, forever.
+//! proxy.add(Rule::path_regex(r"\.tgz$").fault(Fault::FlipByte { offset: 10 }));
+//! let url = format!("{}/dl.k8s.io/x", proxy.url()); // → upstream + "/dl.k8s.io/x"
+//! // ... run the client against `url` ...
+//! let log = proxy.log(); // every request: method, path, headers, the fault applied
+//! assert!(log.iter().any(|r| r.range().is_some()));
+//! ```
+//!
+//! - Rules are checked in the order added; the first one that matches the request's path (the part
+//!   after the proxy's address, query included) and has uses left applies and uses one. A rule
+//!   without [`Rule::times`] applies forever. Unmatched requests pass through untouched.
+//! - Pass-through rewrites nothing but the `Host` header and the path prefix of the upstream base:
+//!   `Range`, `Authorization` and every other header go upstream as sent, and the upstream's answer
+//!   (status, headers including `Location` of redirects, `Content-Range`, body) comes back as is,
+//!   re-framed with `Content-Length`.
+//! - [`Fault`] lists what can be done; those that need the upstream's answer (reset, truncation,
+//!   flipped byte, stall) fetch it first and damage it on the way back.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// What to do to a matching request.
+#[derive(Debug, Clone)]
+pub enum Fault {
+    /// Answer with this status (e.g. 500, 502, 503) and a short text body; upstream is not asked.
+    Status(u16),
+    /// Answer `429 Too Many Requests` with `Retry-After: <seconds>`; upstream is not asked.
+    TooManyRequests {
+        /// The `Retry-After` value in seconds.
+        retry_after: u32,
+    },
+    /// Send the upstream's headers and the first `after` body bytes, then reset the connection
+    /// (TCP RST, via `SO_LINGER` 0).
+    ResetAfter {
+        /// Body bytes sent before the reset.
+        after: usize,
+    },
+    /// Send the upstream's headers (with the full `Content-Length`) and the first `after` body
+    /// bytes, then close the connection cleanly (FIN): a body cut short without a transport error.
+    Truncate {
+        /// Body bytes sent before closing.
+        after: usize,
+    },
+    /// Pass the upstream's answer with the body byte at `offset` inverted (bit-flipped).
+    FlipByte {
+        /// Index into the body; past the end, nothing is flipped.
+        offset: usize,
+    },
+    /// Send the headers and `after` body bytes, then say nothing for `pause`, then close.
+    Stall {
+        /// Body bytes sent before going silent.
+        after: usize,
+        /// How long to stay silent (make it longer than the client's idle timeout).
+        pause: Duration,
+    },
+    /// Answer `302` with `Location` pointing at the same path again, forever.
+    RedirectLoop,
+    /// Answer `302` with this `Location`; upstream is not asked.
+    Redirect(String),
+    /// Answer `200 OK`, `Content-Type: text/html`, with an HTML error page (as captive portals and
+    /// misconfigured mirrors do); upstream is not asked.
+    HtmlOk,
+}
+
+impl Fault {
+    fn name(&self) -> String {
+        match self {
+            Fault::Status(code) => format!("status {code}"),
+            Fault::TooManyRequests { retry_after } => format!("429 retry-after {retry_after}"),
+            Fault::ResetAfter { after } => format!("reset after {after}"),
+            Fault::Truncate { after } => format!("truncate after {after}"),
+            Fault::FlipByte { offset } => format!("flip byte {offset}"),
+            Fault::Stall { after, pause } => format!("stall after {after} for {pause:?}"),
+            Fault::RedirectLoop => "redirect loop".into(),
+            Fault::Redirect(to) => format!("redirect to {to}"),
+            Fault::HtmlOk => "html 200".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Matcher {
+    Any,
+    Contains(String),
+    Regex(regex::Regex),
+}
+
+impl Matcher {
+    fn matches(&self, path: &str) -> bool {
+        match self {
+            Matcher::Any => true,
+            Matcher::Contains(s) => path.contains(s.as_str()),
+            Matcher::Regex(re) => re.is_match(path),
+        }
+    }
+}
+
+/// Which requests get a fault, how many times, and which fault.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    matcher: Matcher,
+    method: Option<String>,
+    remaining: Option<usize>,
+    fault: Fault,
+}
+
+impl Rule {
+    /// Matches every request.
+    pub fn any() -> Self {
+        Self::with(Matcher::Any)
+    }
+
+    /// Matches requests whose path (query included) contains `needle`.
+    pub fn path_contains(needle: &str) -> Self {
+        Self::with(Matcher::Contains(needle.to_owned()))
+    }
+
+    /// Matches requests whose path (query included) matches the regular expression.
+    ///
+    /// # Panics
+    /// When `pattern` is not a valid regular expression.
+    pub fn path_regex(pattern: &str) -> Self {
+        Self::with(Matcher::Regex(
+            regex::Regex::new(pattern).expect("valid regex"),
+        ))
+    }
+
+    fn with(matcher: Matcher) -> Self {
+        Self {
+            matcher,
+            method: None,
+            remaining: None,
+            fault: Fault::Status(500),
+        }
+    }
+
+    /// Only requests with this method (e.g. `"GET"`, `"HEAD"`).
+    pub fn method(mut self, method: &str) -> Self {
+        self.method = Some(method.to_ascii_uppercase());
+        self
+    }
+
+    /// Applies to the first `n` matching requests only, then they pass through.
+    pub fn times(mut self, n: usize) -> Self {
+        self.remaining = Some(n);
+        self
+    }
+
+    /// The fault to apply (the default is `Status(500)`).
+    pub fn fault(mut self, fault: Fault) -> Self {
+        self.fault = fault;
+        self
+    }
+}
+
+/// One request the proxy saw.
+#[derive(Debug, Clone)]
+pub struct LoggedRequest {
+    /// `GET`, `HEAD`, `POST`, …
+    pub method: String,
+    /// The path as sent to the proxy, query included.
+    pub path: String,
+    /// Request headers in the order sent, names lower-cased.
+    pub headers: Vec<(String, String)>,
+    /// The fault applied, described (`None` for pass-through).
+    pub fault: Option<String>,
+}
+
+impl LoggedRequest {
+    /// The value of header `name` (case-insensitive), if sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether an `Authorization` header was sent.
+    pub fn has_authorization(&self) -> bool {
+        self.header("authorization").is_some()
+    }
+
+    /// The `Range` header, if sent.
+    pub fn range(&self) -> Option<&str> {
+        self.header("range")
+    }
+}
+
+struct State {
+    rules: Mutex<Vec<Rule>>,
+    log: Mutex<Vec<LoggedRequest>>,
+    stop: AtomicBool,
+}
+
+/// The running proxy; stops when dropped.
+pub struct FaultProxy {
+    addr: std::net::SocketAddr,
+    state: Arc<State>,
+    accept: Option<JoinHandle<()>>,
+}
+
+/// Where the upstream lives: `host:port` and a path prefix.
+#[derive(Clone)]
+struct Upstream {
+    authority: String,
+    prefix: String,
+}
+
+fn parse_upstream(base: &str) -> Upstream {
+    let rest = base
+        .strip_prefix("http://")
+        .unwrap_or_else(|| panic!("the fault proxy forwards to plain http:// only, not {base}"));
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let authority = if authority.contains(':') {
+        authority.to_owned()
+    } else {
+        format!("{authority}:80")
+    };
+    Upstream {
+        authority,
+        prefix: path.trim_end_matches('/').to_owned(),
+    }
+}
+
+impl FaultProxy {
+    /// Starts a proxy in front of `upstream` (an `http://host:port[/prefix]` base URL).
+    pub fn start(upstream: &str) -> Self {
+        let upstream = parse_upstream(upstream);
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fault proxy");
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new(State {
+            rules: Mutex::new(Vec::new()),
+            log: Mutex::new(Vec::new()),
+            stop: AtomicBool::new(false),
+        });
+        let accept_state = state.clone();
+        let accept = std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if accept_state.stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let state = accept_state.clone();
+                let upstream = upstream.clone();
+                std::thread::spawn(move || {
+                    // A client that gave up mid-answer is normal here; nothing to report.
+                    let _ = serve(stream, &state, &upstream);
+                });
+            }
+        });
+        Self {
+            addr,
+            state,
+            accept: Some(accept),
+        }
+    }
+
+    /// The proxy's base URL, `http://127.0.0.1:<port>` (no trailing slash); a path appended to it
+    /// is appended to the upstream base.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Adds a rule after the existing ones.
+    pub fn add(&self, rule: Rule) {
+        self.state.rules.lock().unwrap().push(rule);
+    }
+
+    /// Removes every rule: everything passes through.
+    pub fn clear_rules(&self) {
+        self.state.rules.lock().unwrap().clear();
+    }
+
+    /// Every request seen so far, in arrival order.
+    pub fn log(&self) -> Vec<LoggedRequest> {
+        self.state.log.lock().unwrap().clone()
+    }
+
+    /// Requests seen so far whose path contains `needle`.
+    pub fn requests_to(&self, needle: &str) -> Vec<LoggedRequest> {
+        self.log()
+            .into_iter()
+            .filter(|r| r.path.contains(needle))
+            .collect()
+    }
+
+    /// Forgets the requests seen so far.
+    pub fn clear_log(&self) {
+        self.state.log.lock().unwrap().clear();
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.state.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect(self.addr);
+        if let Some(handle) = self.accept.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// A parsed request head plus its body.
+struct Request {
+    method: String,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+fn read_head(reader: &mut impl BufRead) -> std::io::Result<(String, Vec<(String, String)>)> {
+    let mut first = String::new();
+    reader.read_line(&mut first)?;
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            break;
+        }
+        let line = line.trim_end_matches(['\r', '\n']);
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+        }
+    }
+    Ok((first.trim_end_matches(['\r', '\n']).to_owned(), headers))
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Reads a body framed by `Content-Length` or chunked encoding; `to_eof` reads until close.
+fn read_body(
+    reader: &mut impl BufRead,
+    headers: &[(String, String)],
+    to_eof: bool,
+) -> std::io::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    if header(headers, "transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+        loop {
+            let mut size = String::new();
+            reader.read_line(&mut size)?;
+            let size = usize::from_str_radix(size.trim().split(';').next().unwrap_or(""), 16)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+            if size == 0 {
+                // Trailers, then the empty line.
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
+                        break;
+                    }
+                }
+                break;
+            }
+            let start = body.len();
+            body.resize(start + size, 0);
+            reader.read_exact(&mut body[start..])?;
+            let mut crlf = String::new();
+            reader.read_line(&mut crlf)?;
+        }
+    } else if let Some(len) = header(headers, "content-length").and_then(|v| v.parse().ok()) {
+        body.resize(len, 0);
+        reader.read_exact(&mut body)?;
+    } else if to_eof {
+        reader.read_to_end(&mut body)?;
+    }
+    Ok(body)
+}
+
+fn read_request(stream: &TcpStream) -> std::io::Result<Request> {
+    let mut reader = BufReader::new(stream);
+    let (first, headers) = read_head(&mut reader)?;
+    let mut parts = first.split(' ');
+    let method = parts.next().unwrap_or("").to_owned();
+    let path = parts.next().unwrap_or("/").to_owned();
+    let body = read_body(&mut reader, &headers, false)?;
+    Ok(Request {
+        method,
+        path,
+        headers,
+        body,
+    })
+}
+
+/// The upstream's answer.
+struct Answer {
+    status_line: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+fn forward(request: &Request, upstream: &Upstream) -> std::io::Result<Answer> {
+    let mut conn = TcpStream::connect(&upstream.authority)?;
+    let mut head = format!(
+        "{} {}{} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n",
+        request.method, upstream.prefix, request.path, upstream.authority
+    );
+    for (name, value) in &request.headers {
+        if matches!(
+            name.as_str(),
+            "host" | "connection" | "transfer-encoding" | "content-length" | "keep-alive"
+        ) {
+            continue;
+        }
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if !request.body.is_empty() || request.method == "POST" || request.method == "PUT" {
+        head.push_str(&format!("content-length: {}\r\n", request.body.len()));
+    }
+    head.push_str("\r\n");
+    conn.write_all(head.as_bytes())?;
+    conn.write_all(&request.body)?;
+    let mut reader = BufReader::new(conn);
+    let (status_line, headers) = read_head(&mut reader)?;
+    let body = if request.method == "HEAD" {
+        Vec::new()
+    } else {
+        read_body(&mut reader, &headers, true)?
+    };
+    Ok(Answer {
+        status_line,
+        headers,
+        body,
+    })
+}
+
+/// The answer's head re-framed with `Content-Length` (`declared` body bytes) and `Connection: close`.
+fn head_bytes(answer: &Answer, declared: usize) -> Vec<u8> {
+    let mut head = format!("{}\r\n", answer.status_line);
+    for (name, value) in &answer.headers {
+        if matches!(
+            name.as_str(),
+            "connection" | "transfer-encoding" | "content-length" | "keep-alive"
+        ) {
+            continue;
+        }
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!(
+        "content-length: {declared}\r\nconnection: close\r\n\r\n"
+    ));
+    head.into_bytes()
+}
+
+fn canned(status: u16, reason: &str, headers: &[(&str, String)], body: &str) -> Answer {
+    Answer {
+        status_line: format!("HTTP/1.1 {status} {reason}"),
+        headers: headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.clone()))
+            .collect(),
+        body: body.as_bytes().to_vec(),
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        404 => "Not Found",
+        403 => "Forbidden",
+        408 => "Request Timeout",
+        _ => "Fault",
+    }
+}
+
+fn pick_fault(state: &State, request: &Request) -> Option<Fault> {
+    let mut rules = state.rules.lock().unwrap();
+    for rule in rules.iter_mut() {
+        if rule.remaining == Some(0) || !rule.matcher.matches(&request.path) {
+            continue;
+        }
+        if rule
+            .method
+            .as_ref()
+            .is_some_and(|m| *m != request.method.to_ascii_uppercase())
+        {
+            continue;
+        }
+        if let Some(n) = rule.remaining.as_mut() {
+            *n -= 1;
+        }
+        return Some(rule.fault.clone());
+    }
+    None
+}
+
+fn serve(mut stream: TcpStream, state: &State, upstream: &Upstream) -> std::io::Result<()> {
+    let request = read_request(&stream)?;
+    let fault = pick_fault(state, &request);
+    state.log.lock().unwrap().push(LoggedRequest {
+        method: request.method.clone(),
+        path: request.path.clone(),
+        headers: request.headers.clone(),
+        fault: fault.as_ref().map(Fault::name),
+    });
+    let bad_gateway = |e: std::io::Error| {
+        canned(
+            502,
+            "Bad Gateway",
+            &[("content-type", "text/plain".into())],
+            &format!("fault proxy: upstream failed: {e}\n"),
+        )
+    };
+    let fetch = || forward(&request, upstream).unwrap_or_else(bad_gateway);
+    let text = [("content-type", "text/plain".to_string())];
+    match fault {
+        None => send(&mut stream, &fetch()),
+        Some(Fault::Status(code)) => send(
+            &mut stream,
+            &canned(
+                code,
+                reason(code),
+                &text,
+                &format!("fault proxy: injected {code}\n"),
+            ),
+        ),
+        Some(Fault::TooManyRequests { retry_after }) => send(
+            &mut stream,
+            &canned(
+                429,
+                "Too Many Requests",
+                &[
+                    ("content-type", "text/plain".into()),
+                    ("retry-after", retry_after.to_string()),
+                ],
+                "fault proxy: slow down\n",
+            ),
+        ),
+        Some(Fault::RedirectLoop) => send(
+            &mut stream,
+            &canned(
+                302,
+                "Found",
+                &[("location", request.path.clone())],
+                "redirecting\n",
+            ),
+        ),
+        Some(Fault::Redirect(to)) => send(
+            &mut stream,
+            &canned(302, "Found", &[("location", to)], "redirecting\n"),
+        ),
+        Some(Fault::HtmlOk) => send(
+            &mut stream,
+            &canned(
+                200,
+                "OK",
+                &[("content-type", "text/html; charset=utf-8".into())],
+                "<!DOCTYPE html>\n<html><head><title>Error</title></head>\n\
+                 <body><h1>Something went wrong</h1><p>Please try again later.</p></body></html>\n",
+            ),
+        ),
+        Some(Fault::FlipByte { offset }) => {
+            let mut answer = fetch();
+            if let Some(byte) = answer.body.get_mut(offset) {
+                *byte = !*byte;
+            }
+            send(&mut stream, &answer)
+        }
+        Some(Fault::Truncate { after }) => {
+            let answer = fetch();
+            stream.write_all(&head_bytes(&answer, answer.body.len()))?;
+            stream.write_all(&answer.body[..after.min(answer.body.len())])?;
+            stream.flush()?;
+            stream.shutdown(Shutdown::Both)
+        }
+        Some(Fault::ResetAfter { after }) => {
+            let answer = fetch();
+            stream.write_all(&head_bytes(&answer, answer.body.len()))?;
+            stream.write_all(&answer.body[..after.min(answer.body.len())])?;
+            stream.flush()?;
+            // Give the bytes time to leave before the RST discards what is still queued.
+            std::thread::sleep(Duration::from_millis(50));
+            let socket = socket2::Socket::from(stream);
+            socket.set_linger(Some(Duration::ZERO))?;
+            drop(socket);
+            Ok(())
+        }
+        Some(Fault::Stall { after, pause }) => {
+            let answer = fetch();
+            stream.write_all(&head_bytes(&answer, answer.body.len()))?;
+            stream.write_all(&answer.body[..after.min(answer.body.len())])?;
+            stream.flush()?;
+            std::thread::sleep(pause);
+            stream.shutdown(Shutdown::Both)
+        }
+    }
+}
+
+fn send(stream: &mut TcpStream, answer: &Answer) -> std::io::Result<()> {
+    stream.write_all(&head_bytes(answer, answer.body.len()))?;
+    stream.write_all(&answer.body)?;
+    stream.flush()?;
+    stream.shutdown(Shutdown::Write)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// A one-shot upstream written on std so these tests need nothing else.
+    fn upstream(body: &'static [u8]) -> (String, JoinHandle<Vec<String>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/base", listener.local_addr().unwrap());
+        let handle = std::thread::spawn(move || {
+            let mut heads = Vec::new();
+            for stream in listener.incoming().take(1) {
+                let stream = stream.unwrap();
+                let mut reader = BufReader::new(&stream);
+                let (first, headers) = read_head(&mut reader).unwrap();
+                heads.push(first);
+                heads.extend(headers.into_iter().map(|(n, v)| format!("{n}: {v}")));
+                let mut out = &stream;
+                write!(
+                    out,
+                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n",
+                    body.len()
+                )
+                .unwrap();
+                out.write_all(body).unwrap();
+                out.write_all(b"\r\n0\r\n\r\n").unwrap();
+            }
+            heads
+        });
+        (url, handle)
+    }
+
+    fn raw_get(url: &str, extra: &str) -> Vec<u8> {
+        let rest = url.strip_prefix("http://").unwrap();
+        let (authority, path) = rest.split_at(rest.find('/').unwrap());
+        let mut conn = TcpStream::connect(authority).unwrap();
+        write!(
+            conn,
+            "GET {path} HTTP/1.1\r\nHost: {authority}\r\n{extra}\r\n"
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        let _ = conn.read_to_end(&mut out);
+        out
+    }
+
+    #[test]
+    fn pass_through_keeps_range_and_path_and_reframes_chunked_bodies() {
+        let (base, server) = upstream(b"hello world");
+        let proxy = FaultProxy::start(&base);
+        let reply = raw_get(&format!("{}/a/b?x=1", proxy.url()), "Range: bytes=3-\r\n");
+        let reply = String::from_utf8(reply).unwrap();
+        assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
+        assert!(reply.contains("content-length: 11"), "{reply}");
+        assert!(reply.ends_with("hello world"), "{reply}");
+        let seen = server.join().unwrap();
+        assert_eq!(seen[0], "GET /base/a/b?x=1 HTTP/1.1");
+        assert!(seen.contains(&"range: bytes=3-".to_string()), "{seen:?}");
+        let log = proxy.log();
+        assert_eq!(log.len(), 1);
+        assert_eq!(log[0].range(), Some("bytes=3-"));
+        assert!(!log[0].has_authorization());
+        assert!(log[0].fault.is_none());
+    }
+
+    #[test]
+    fn rules_apply_the_given_number_of_times_then_pass_through() {
+        let (base, _server) = upstream(b"payload");
+        let proxy = FaultProxy::start(&base);
+        proxy.add(
+            Rule::path_regex(r"^/f$")
+                .times(2)
+                .fault(Fault::TooManyRequests { retry_after: 1 }),
+        );
+        for _ in 0..2 {
+            let reply = String::from_utf8(raw_get(&format!("{}/f", proxy.url()), "")).unwrap();
+            assert!(reply.starts_with("HTTP/1.1 429"), "{reply}");
+            assert!(reply.contains("retry-after: 1"), "{reply}");
+        }
+        let reply = String::from_utf8(raw_get(&format!("{}/f", proxy.url()), "")).unwrap();
+        assert!(reply.ends_with("payload"), "{reply}");
+        let faults: Vec<_> = proxy.log().into_iter().map(|r| r.fault).collect();
+        assert_eq!(faults.iter().filter(|f| f.is_some()).count(), 2);
+    }
+
+    #[test]
+    fn truncation_declares_the_full_length_and_sends_less() {
+        let (base, _server) = upstream(b"0123456789");
+        let proxy = FaultProxy::start(&base);
+        proxy.add(Rule::any().fault(Fault::Truncate { after: 4 }));
+        let reply = String::from_utf8(raw_get(&format!("{}/t", proxy.url()), "")).unwrap();
+        assert!(reply.contains("content-length: 10"), "{reply}");
+        assert!(reply.ends_with("\r\n\r\n0123"), "{reply}");
+    }
+
+    #[test]
+    fn flipped_byte_changes_exactly_one_byte() {
+        let (base, _server) = upstream(b"aaaa");
+        let proxy = FaultProxy::start(&base);
+        proxy.add(Rule::any().fault(Fault::FlipByte { offset: 2 }));
+        let reply = raw_get(&format!("{}/x", proxy.url()), "");
+        assert_eq!(&reply[reply.len() - 4..], &[b'a', b'a', !b'a', b'a']);
+    }
+}
