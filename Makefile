@@ -37,6 +37,7 @@ demo: deps build
 
 bench: deps build
 	./bench/iso.sh
+	./bench/pull.sh
 
 clean:
 	$(CARGO) clean
