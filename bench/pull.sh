@@ -19,7 +19,7 @@
 # Environment:
 #   RUNS=3  IMAGES=12  BASE_MIB=8  OWN_MIB=21  BIG_MIB=2048
 #   BENCH_DIR=/var/tmp/cks-iso-bench   CKS_ISO=target/release/cks-iso
-#   WORLD=target/release/registry-world (built here when missing)
+#   WORLD=path/to/registry-world   (default: built here with cargo)
 set -euo pipefail
 export LC_ALL=C
 umask 022
@@ -32,7 +32,7 @@ OWN_MIB=${OWN_MIB:-21}
 BIG_MIB=${BIG_MIB:-2048}
 BENCH_DIR=${BENCH_DIR:-/var/tmp/cks-iso-bench}
 CKS_ISO=${CKS_ISO:-target/release/cks-iso}
-WORLD=${WORLD:-target/release/registry-world}
+WORLD=${WORLD:-}
 GOAL_RATIO=8
 GOAL_RSS_KIB=65536
 
@@ -42,8 +42,10 @@ for c in skopeo docker-registry /usr/bin/time xargs; do
 	command -v "$c" >/dev/null 2>&1 || die "'$c' is missing; run 'make deps' to install the benchmark's tools"
 done
 [[ -x $CKS_ISO ]] || die "$CKS_ISO is missing; run 'make build' (or 'make bench', which builds first)"
-if [[ ! -x $WORLD ]]; then
-	cargo build --release --locked -p cks-iso-testworld --bin registry-world >&2
+if [[ -z $WORLD ]]; then
+	cargo build --release --locked -p cks-iso-testworld --bin registry-world >&2 ||
+		die "cannot build testworld's registry-world"
+	WORLD=target/release/registry-world
 fi
 CKS_ISO=$(realpath "$CKS_ISO")
 WORLD=$(realpath "$WORLD")
