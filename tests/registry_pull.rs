@@ -196,8 +196,7 @@ fn token_front_redirects_blobs_to_a_host_that_never_sees_authorization() {
     );
     assert_cache_verified(&cache);
 
-    // A second pull finds every blob in the cache; an expired token is renewed once.
-    front.expire_tokens();
+    // A second pull finds every blob in the cache and fetches none again.
     let out2 = tmp.path().join("out2");
     succeeded(&pull(
         &args(&world, &front.url(), "amd64", &refs),
@@ -209,6 +208,40 @@ fn token_front_redirects_blobs_to_a_host_that_never_sees_authorization() {
         blobs.len(),
         "cached blobs are not fetched again"
     );
+}
+
+#[test]
+fn token_expiring_mid_pull_is_fetched_again() {
+    let world = world();
+    let front = TokenFront::start(&world.registry.host(), FrontAuth::Anonymous);
+    // Every token is good for 3 requests: each repository needs more than that.
+    front.expire_tokens_after(3);
+    let tmp = tempfile::tempdir().unwrap();
+    let (cache, out) = (tmp.path().join("cache"), tmp.path().join("out"));
+    let refs: Vec<String> = published(&world, "arm64")
+        .iter()
+        .map(Fixture::reference)
+        .collect();
+    // One transfer at a time, so no other request can use up a renewed token before its owner.
+    let mut one_at_a_time = args(&world, &front.url(), "arm64", &refs);
+    one_at_a_time.extend(["--jobs".into(), "1".into()]);
+    let lines = succeeded(&pull(&one_at_a_time, &cache, &out));
+    assert_eq!(lines.len(), refs.len());
+    let repos = {
+        let mut names: Vec<&str> = refs
+            .iter()
+            .map(|r| r.split([':', '@']).next().unwrap())
+            .collect();
+        names.sort();
+        names.dedup();
+        names.len()
+    };
+    assert!(
+        front.token_requests() > repos,
+        "{} token requests for {repos} repositories: no token was renewed",
+        front.token_requests()
+    );
+    assert_cache_verified(&cache);
 }
 
 #[test]
@@ -349,10 +382,12 @@ fn bad_credentials_fail_as_an_auth_error_without_the_secret() {
     assert_empty(&out);
     assert_cache_verified(&cache);
 
+    // The right password, this time from REGISTRY_AUTH_FILE.
     let authfile = write_authfile(tmp.path(), &front.host(), "cks", "right-horse");
-    let mut right = args(&world, &front.url(), "amd64", &refs);
-    right.extend(["--authfile".into(), authfile.to_str().unwrap().into()]);
-    succeeded(&pull(&right, &cache, &out));
+    let mut right =
+        support::registry::pull_cmd(&args(&world, &front.url(), "amd64", &refs), &cache, &out);
+    right.env("REGISTRY_AUTH_FILE", &authfile);
+    succeeded(&right.output().unwrap());
 }
 
 #[test]

@@ -489,7 +489,7 @@ const SPECS: [Spec; 4] = [
 ];
 
 /// The corpus described in the module doc: four multi-arch images (one only by digest), the
-/// pause index also as `tag@digest`, and an amd64-only Docker v2 image.
+/// pause index also as `tag@digest`, an amd64-only Docker v2 image and an amd64-only OCI index.
 pub fn corpus() -> Corpus {
     let mut corpus = Corpus::default();
     let mut bases = BTreeMap::new();
@@ -554,6 +554,22 @@ pub fn corpus() -> Corpus {
         tag: Some("1.0".into()),
         pinned: false,
         top: desc["digest"].as_str().unwrap().to_owned(),
+        per_arch: BTreeMap::from([("amd64".to_owned(), image)]),
+        platforms: vec!["linux/amd64".into()],
+    });
+    // An index that lists amd64 and an attestation only: arm64 must be refused by name.
+    let name = "ghcr.io/example/amd64-index";
+    let plan = corpus.repos.entry(name.to_owned()).or_default();
+    let base = &bases[&("amd64", Style::Oci)];
+    let own = layer(&[("opt/indexed", noise(98, 4096))]);
+    let (desc, image) = platform_manifest(plan, Style::Oci, "amd64", None, &[base, &own]);
+    let att = attestation(plan, &desc);
+    let top = index(plan, Style::Oci, vec![desc, att], Some("2.0"));
+    corpus.fixtures.push(Fixture {
+        name: name.into(),
+        tag: Some("2.0".into()),
+        pinned: false,
+        top,
         per_arch: BTreeMap::from([("amd64".to_owned(), image)]),
         platforms: vec!["linux/amd64".into()],
     });

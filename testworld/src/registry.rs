@@ -232,7 +232,10 @@ pub enum FrontAuth {
 
 #[derive(Default)]
 struct FrontState {
-    tokens: Mutex<Vec<String>>,
+    /// Issued tokens and how often each was used.
+    tokens: Mutex<Vec<(String, usize)>>,
+    /// Uses after which a token expires; 0 for never.
+    max_uses: AtomicUsize,
     token_requests: AtomicUsize,
     scopes: Mutex<Vec<String>>,
     cdn_requests: AtomicUsize,
@@ -309,9 +312,9 @@ impl TokenFront {
         self.state.unauthorized.load(Ordering::SeqCst)
     }
 
-    /// Forgets every issued token, as a token expiry would: the next request gets a 401.
-    pub fn expire_tokens(&self) {
-        self.state.tokens.lock().unwrap().clear();
+    /// Makes every token expire after `uses` requests, as short-lived tokens do mid-pull.
+    pub fn expire_tokens_after(&self, uses: usize) {
+        self.state.max_uses.store(uses, Ordering::SeqCst);
     }
 }
 
@@ -356,7 +359,7 @@ fn front_request(
             return Outgoing::new(401, "{\"details\":\"bad credentials\"}");
         }
         let token = format!("testworld-token-{n}");
-        state.tokens.lock().unwrap().push(token.clone());
+        state.tokens.lock().unwrap().push((token.clone(), 0));
         // Both spellings, as Docker Hub and others differ.
         let body = match n % 2 {
             0 => format!("{{\"token\":\"{token}\",\"expires_in\":300}}"),
@@ -364,10 +367,18 @@ fn front_request(
         };
         return Outgoing::new(200, body).with("Content-Type", "application/json");
     }
+    let max_uses = state.max_uses.load(Ordering::SeqCst);
     let known = request
         .header("authorization")
         .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|t| state.tokens.lock().unwrap().iter().any(|k| k == t));
+        .is_some_and(|t| {
+            let mut tokens = state.tokens.lock().unwrap();
+            let Some((_, uses)) = tokens.iter_mut().find(|(k, _)| k == t) else {
+                return false;
+            };
+            *uses += 1;
+            max_uses == 0 || *uses <= max_uses
+        });
     if !known {
         state.unauthorized.fetch_add(1, Ordering::SeqCst);
         let challenge =
