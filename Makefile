@@ -38,6 +38,7 @@ demo: deps build
 
 bench: deps build
 	./bench/iso.sh
+	./bench/pull.sh
 
 clean:
 	$(CARGO) clean

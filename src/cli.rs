@@ -44,6 +44,8 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Print the versions, download URLs and images a build would use, without downloading them.
     Resolve(Box<ResolveArgs>),
+    /// Pull images from registries into image archives for one platform, no daemon needed.
+    Pull(PullArgs),
 }
 
 /// Network settings; each may also come from the configuration file, which the flags override.
@@ -156,4 +158,44 @@ pub struct VerifyArgs {
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `cks-iso pull`.
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// Images as Docker writes them: `[HOST[:PORT]/]PATH[:TAG][@sha256:HEX]`.
+    #[arg(required = true, value_name = "IMAGE")]
+    pub images: Vec<String>,
+    /// Target architecture: amd64 (x86_64) or arm64 (aarch64); need not be the host's.
+    #[arg(long, value_name = "ARCH")]
+    pub arch: String,
+    /// Directory for the archives (created if missing).
+    #[arg(short, long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Blob cache [default: $XDG_CACHE_HOME/cks-iso, else ~/.cache/cks-iso].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Transfers at once.
+    #[arg(short, long, value_name = "N", default_value_t = 8,
+          value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub jobs: u16,
+    /// Fetch a registry's images from a mirror: REGISTRY=URL, e.g.
+    /// `registry.k8s.io=http://127.0.0.1:5000/k8s`; a URL path prefixes the repository. Repeatable.
+    #[arg(long = "registry-mirror", value_name = "REGISTRY=URL")]
+    pub registry_mirrors: Vec<String>,
+    /// Speak plain HTTP to this registry (HOST[:PORT]). Repeatable.
+    #[arg(long = "insecure-registry", value_name = "HOST[:PORT]")]
+    pub insecure_registries: Vec<String>,
+    /// Also trust the CA certificates in this PEM file. Repeatable.
+    #[arg(long = "ca-file", value_name = "FILE")]
+    pub ca_files: Vec<PathBuf>,
+    /// Credentials file (Docker `config.json` or Podman `auth.json`), read first.
+    #[arg(long, value_name = "FILE")]
+    pub authfile: Option<PathBuf>,
+    /// Seconds of silence after which a transfer counts as stalled and is retried.
+    #[arg(long, value_name = "SECS", default_value_t = 30, hide = true)]
+    pub idle_timeout: u64,
+    /// Attempts per request, the first included.
+    #[arg(long, value_name = "N", default_value_t = 5, hide = true)]
+    pub attempts: u32,
 }

@@ -78,6 +78,18 @@ pub const NO_PROXY: Var = Var {
     about: "comma-separated hosts reached directly, bypassing the proxy (also `no_proxy`)",
 };
 
+/// Where the Docker client keeps `config.json`, read for registry credentials.
+pub const DOCKER_CONFIG: Var = Var {
+    name: "DOCKER_CONFIG",
+    about: "directory of the Docker `config.json` whose `auths`, `credHelpers` and `credsStore` give registry credentials (default `~/.docker`)",
+};
+
+/// A Podman/skopeo auth file, read for registry credentials before the Docker config.
+pub const REGISTRY_AUTH_FILE: Var = Var {
+    name: "REGISTRY_AUTH_FILE",
+    about: "a Podman/skopeo `auth.json` read for registry credentials before the Docker config; `--authfile` comes first",
+};
+
 /// Every variable above, in the order the README lists them.
 pub const ALL: &[Var] = &[
     SOURCE_DATE_EPOCH,
@@ -91,6 +103,8 @@ pub const ALL: &[Var] = &[
     NO_PROXY,
     XDG_CACHE_HOME,
     HOME,
+    DOCKER_CONFIG,
+    REGISTRY_AUTH_FILE,
 ];
 
 impl Var {

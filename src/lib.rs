@@ -14,6 +14,7 @@
 //! - [`manifest`]: manifests edited as text (image pins, pull policy, extra RBAC), read as YAML.
 //! - [`versions`]: `versions.txt`, written into the ISO and read back by `verify`.
 //! - [`verify`]: checks a finished ISO against the CKS contract with the project's own reader.
+//! - [`registry`]: the distribution API client that pulls images into the cache.
 //! - [`upstream`]: the files a build downloads (URLs, published checksums, content checks) and
 //!   taking each one verified through the mirrors.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
@@ -33,6 +34,7 @@ pub mod image;
 pub mod iso;
 pub mod manifest;
 pub mod progress;
+pub mod registry;
 pub mod resolve;
 pub mod ui;
 pub mod units;

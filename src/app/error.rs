@@ -133,3 +133,20 @@ impl From<crate::image::ImageError> for AppError {
         }
     }
 }
+
+impl From<crate::registry::RegistryError> for AppError {
+    fn from(err: crate::registry::RegistryError) -> Self {
+        let hint = err.hint();
+        match err.is_usage() {
+            true => Self::usage(err, hint),
+            false => Self::failure(err, hint),
+        }
+    }
+}
+
+impl From<crate::archive::ArchiveError> for AppError {
+    fn from(err: crate::archive::ArchiveError) -> Self {
+        let hint = err.hint();
+        Self::failure(err, hint)
+    }
+}

@@ -7,6 +7,7 @@
 mod error;
 mod iso;
 mod net;
+mod pull;
 mod resolve;
 mod verify;
 
@@ -21,5 +22,6 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<(), AppError> {
         Command::Iso(args) => iso::run(args, ui),
         Command::Verify(args) => verify::run(args),
         Command::Resolve(args) => resolve::run(*args, ui),
+        Command::Pull(args) => pull::run(args, ui),
     }
 }

@@ -14,6 +14,7 @@ mod client;
 mod download;
 mod error;
 mod mirror;
+mod probe;
 mod retry;
 mod sink;
 
@@ -21,5 +22,6 @@ pub use client::{HttpConfig, build_client};
 pub use download::{Download, Fetched, get_bytes};
 pub use error::FetchError;
 pub use mirror::{Mirror, Mirrors};
+pub use probe::{Probed, probe};
 pub use retry::{RetryPolicy, retryable_error, retryable_status, retrying};
 pub use sink::{FileSink, Sha256Hex, Sink};

@@ -1,0 +1,78 @@
+//! A request whose answer is its status and headers, not a body: `HEAD` on a manifest to learn
+//! its digest without spending a Docker Hub pull, and `GET /v2/` to read a registry's
+//! `WWW-Authenticate` challenge. Transient failures are retried like downloads; any final status
+//! (401 and 404 included) is returned for the caller to judge.
+
+use reqwest::header::HeaderMap;
+use reqwest::{Method, StatusCode};
+
+use super::{Download, FetchError, retry};
+
+/// The final status and headers of `method url`.
+#[derive(Debug, Clone)]
+pub struct Probed {
+    /// The status of the last response.
+    pub status: StatusCode,
+    /// Its headers.
+    pub headers: HeaderMap,
+}
+
+/// Sends `method url` with `headers`, retrying connection errors and 408/429/5xx (honouring
+/// `Retry-After`), and returns the first other answer. The body is not read.
+pub async fn probe(
+    download: &Download<'_>,
+    method: Method,
+    url: &str,
+    headers: &HeaderMap,
+) -> Result<Probed, FetchError> {
+    let mut attempt = 1;
+    loop {
+        let sent = download
+            .client
+            .request(method.clone(), url)
+            .headers(headers.clone())
+            .send()
+            .await;
+        let (wait, err) = match sent {
+            Ok(response) if !retry::retryable_status(response.status()) => {
+                return Ok(Probed {
+                    status: response.status(),
+                    headers: response.headers().clone(),
+                });
+            }
+            Ok(response) => (
+                retry::retry_after(response.headers()),
+                FetchError::Status {
+                    url: url.to_owned(),
+                    status: response.status().as_u16(),
+                    attempts: attempt,
+                },
+            ),
+            Err(source) if retry::is_certificate_error(&source) => {
+                return Err(FetchError::Certificate {
+                    url: url.to_owned(),
+                    source,
+                });
+            }
+            Err(source) => {
+                let retryable = retry::retryable_error(&source);
+                let err = FetchError::Transport {
+                    url: url.to_owned(),
+                    attempts: attempt,
+                    source,
+                };
+                if !retryable {
+                    return Err(err);
+                }
+                (None, err)
+            }
+        };
+        if attempt >= download.retry.attempts {
+            return Err(err);
+        }
+        let delay = download.retry.delay(attempt, wait);
+        tracing::debug!("{err}; retrying in {delay:?} (attempt {})", attempt + 1);
+        tokio::time::sleep(delay).await;
+        attempt += 1;
+    }
+}

@@ -1,0 +1,133 @@
+//! Why an image could not be pulled, naming the image (and the blob); never a credential.
+
+use crate::cache::CacheError;
+use crate::fetch::FetchError;
+use crate::image::{Digest, ImageError};
+
+/// Errors of [`crate::registry`].
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// The registry does not have the repository, tag or digest.
+    #[error("{reference}: not found in {registry}")]
+    NotFound {
+        /// The full reference.
+        reference: String,
+        /// The registry (or mirror) asked.
+        registry: String,
+    },
+    /// The registry refused us: bad or missing credentials, or no pull access.
+    #[error("{reference}: {registry} refused access ({reason})")]
+    Auth {
+        /// The full reference.
+        reference: String,
+        /// The registry (or token service) that refused.
+        registry: String,
+        /// What went wrong, without any secret.
+        reason: String,
+    },
+    /// A transfer failed (after retries).
+    #[error("{reference}: cannot fetch {what}")]
+    Fetch {
+        /// The full reference.
+        reference: String,
+        /// What was being fetched (`manifest v1.0`, `layer 2 of 3 sha256:…`).
+        what: String,
+        /// The transport's error.
+        #[source]
+        source: FetchError,
+    },
+    /// A downloaded blob is not what its digest names, also after downloading it again.
+    #[error(
+        "{reference}: {what} should be {expected} ({expected_size} bytes) but the registry sent \
+         {actual_size} bytes hashing to {actual}"
+    )]
+    Mismatch {
+        /// The full reference.
+        reference: String,
+        /// Which blob (`config`, `layer 2 of 3`, `manifest`).
+        what: String,
+        /// The digest that names it.
+        expected: Digest,
+        /// The digest of what arrived.
+        actual: Digest,
+        /// The size its descriptor gives.
+        expected_size: u64,
+        /// The bytes that arrived.
+        actual_size: u64,
+    },
+    /// The registry's answer makes no sense (a token reply without a token, a bad challenge).
+    #[error("{reference}: {registry} answered unexpectedly: {reason}")]
+    Protocol {
+        /// The full reference.
+        reference: String,
+        /// The registry.
+        registry: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The image itself cannot be used (no image for the platform, bad manifest, wrong digest).
+    #[error(transparent)]
+    Image(#[from] ImageError),
+    /// The blob cache failed.
+    #[error("{reference}: the blob cache failed")]
+    Cache {
+        /// The full reference.
+        reference: String,
+        /// What the cache said.
+        #[source]
+        source: CacheError,
+    },
+    /// A configuration value (mirror, insecure registry, auth file) is malformed.
+    #[error("{0}")]
+    Config(String),
+    /// A credential helper failed; its output is not shown because it may hold the secret.
+    #[error("credential helper docker-credential-{helper} failed for {registry}: {reason}")]
+    Helper {
+        /// The helper's name.
+        helper: String,
+        /// The registry asked about.
+        registry: String,
+        /// Exit status or spawn error.
+        reason: String,
+    },
+}
+
+impl RegistryError {
+    /// Whether the user gave a wrong argument or setting rather than the pull failing.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            Self::Config(_) => true,
+            Self::Image(e) => e.is_usage(),
+            _ => false,
+        }
+    }
+
+    /// What the user can do about it.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            Self::NotFound { .. } => {
+                "check the name, tag and digest; behind a mirror, check that the mirror holds it \
+                 (--registry-mirror)"
+                    .into()
+            }
+            Self::Auth { .. } => {
+                "log in (docker login / podman login) or pass --authfile with credentials for \
+                 this registry"
+                    .into()
+            }
+            Self::Mismatch { .. } => {
+                "the registry or a proxy on the way serves corrupt bytes; try again later or \
+                 use another mirror"
+                    .into()
+            }
+            Self::Helper { helper, .. } => {
+                format!("check that docker-credential-{helper} is installed and logged in")
+            }
+            Self::Config(_) => "see `cks-iso pull --help`".into(),
+            Self::Fetch { source, .. } => return source.hint(),
+            Self::Image(e) => return e.hint(),
+            Self::Cache { source, .. } => return source.hint(),
+            Self::Protocol { .. } => return None,
+        })
+    }
+}

@@ -1,0 +1,632 @@
+//! A client for the distribution API (the registry HTTP API v2) that pulls images straight into
+//! the verified blob cache, for a target platform that need not be the host's.
+//!
+//! Upstream pulled through containerd: root, a daemon, the host's platform only, and races with
+//! its garbage collector. Here, on the shared [`crate::fetch`] client and retry policy:
+//!
+//! - **Auth** ([`auth`]): `GET /v2/` tells how the registry wants to be spoken to; bearer tokens
+//!   are fetched from the challenge's realm per repository (`scope=repository:<name>:pull`),
+//!   cached, and fetched again once on a 401; basic credentials come from the Docker config or a
+//!   credential helper. No credential is logged or put into an error.
+//! - **Manifests**: a tag is resolved with `HEAD` (Docker Hub does not count those against its
+//!   pull limit), a manifest already cached under that digest is not fetched again, others are
+//!   fetched by digest with the four manifest media types in `Accept`, capped at
+//!   [`MAX_MANIFEST_SIZE`], verified, and stored byte for byte. The platform is chosen by
+//!   [`crate::image::platform`]; [`Image::load`] then re-reads and re-checks everything from the
+//!   cache, so the registry path and the offline path share one set of rules.
+//! - **Blobs** stream into the cache through a temporary file hashed while written, resumed with
+//!   `Range` after a cut, renamed only when digest and size match (one fresh download is tried
+//!   after a mismatch). A blob in the cache is trusted by its name and not fetched again; a blob
+//!   several images share is fetched once, however many images wait for it.
+//! - **Routes** ([`endpoint`]): mirrors, `--insecure-registry`, Docker Hub's API host.
+//!   Redirects to other hosts (registry.k8s.io's CDN) are followed by the fetch layer's client,
+//!   which drops `Authorization` when the host or port changes.
+//!
+//! Concurrency: images resolve and blobs download concurrently, bounded by `jobs`.
+
+mod auth;
+mod endpoint;
+mod error;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use futures_util::StreamExt;
+use futures_util::stream;
+use reqwest::Method;
+use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue, WWW_AUTHENTICATE};
+use serde::Deserialize;
+use tokio::sync::{OnceCell, Semaphore};
+
+pub use auth::{AuthFiles, Challenge, Credentials};
+pub use endpoint::{DOCKER_HUB_API, Endpoint, RegistryMirror, Routes};
+pub use error::RegistryError;
+
+use crate::cache::{Cache, CacheError};
+use crate::fetch::{self, Download, FetchError, FileSink, HttpConfig, RetryPolicy, Sink};
+use crate::image::{
+    Arch, Descriptor, Digest, Image, ImageError, Index, MAX_MANIFEST_SIZE, Manifest, MediaType,
+    Reference,
+};
+use crate::progress::Progress;
+
+/// Largest token reply we read.
+const MAX_TOKEN_SIZE: u64 = 1024 * 1024;
+
+/// How to reach registries and where to keep what they send.
+#[derive(Debug, Clone)]
+pub struct RegistryConfig {
+    /// Mirrors and insecure registries.
+    pub routes: Routes,
+    /// Where credentials come from.
+    pub auth: AuthFiles,
+    /// Transfers at once (images resolving, blobs downloading).
+    pub jobs: usize,
+}
+
+/// What we know about one registry endpoint (`scheme://host[:port]`).
+#[derive(Default)]
+struct HostState {
+    challenge: OnceCell<Challenge>,
+    credentials: OnceCell<Option<Credentials>>,
+    /// Bearer tokens per repository name.
+    tokens: Mutex<HashMap<String, String>>,
+}
+
+/// A registry client sharing connections, tokens and in-flight blobs across images.
+pub struct Registry {
+    client: reqwest::Client,
+    retry: RetryPolicy,
+    config: RegistryConfig,
+    cache: Cache,
+    blob_permits: Semaphore,
+    hosts: Mutex<HashMap<String, Arc<HostState>>>,
+    inflight: Mutex<HashMap<Digest, Arc<OnceCell<()>>>>,
+}
+
+/// Which request a 401 or 404 came from, to word the error.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Manifest,
+    Blob,
+}
+
+impl Registry {
+    /// A client on a fresh [`fetch::build_client`] with `http`'s timeouts, CA files and retries.
+    pub fn new(
+        config: RegistryConfig,
+        http: &HttpConfig,
+        cache: Cache,
+    ) -> Result<Self, FetchError> {
+        Ok(Self {
+            client: fetch::build_client(http)?,
+            retry: http.retry,
+            blob_permits: Semaphore::new(config.jobs.max(1)),
+            config,
+            cache,
+            hosts: Mutex::default(),
+            inflight: Mutex::default(),
+        })
+    }
+
+    /// The cache blobs go to.
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    fn download<'a>(&'a self, progress: &'a dyn Progress) -> Download<'a> {
+        Download {
+            client: &self.client,
+            retry: self.retry,
+            progress,
+        }
+    }
+
+    fn host(&self, ep: &Endpoint) -> Arc<HostState> {
+        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        hosts.entry(ep.base.clone()).or_default().clone()
+    }
+
+    /// Resolves `references` for `arch` and downloads their blobs into the cache, `jobs` at a
+    /// time. One result per reference, in order.
+    pub async fn pull_all(
+        &self,
+        references: &[Reference],
+        arch: Arch,
+        progress: &dyn Progress,
+    ) -> Vec<Result<Image, RegistryError>> {
+        let jobs = self.config.jobs.max(1);
+        let resolved: Vec<Result<Image, RegistryError>> = stream::iter(references)
+            .map(|reference| self.resolve(reference, arch))
+            .buffered(jobs)
+            .collect()
+            .await;
+        let mut missing: BTreeMap<&Digest, u64> = BTreeMap::new();
+        for image in resolved.iter().flatten() {
+            for blob in std::iter::once(&image.config).chain(&image.layers) {
+                if !self.cache.contains(&blob.digest) {
+                    missing.insert(&blob.digest, blob.size);
+                }
+            }
+        }
+        progress.start(missing.values().sum());
+        let results = stream::iter(resolved)
+            .map(|image| async {
+                let image = image?;
+                self.fetch_blobs(&image, progress).await?;
+                Ok(image)
+            })
+            .buffered(jobs)
+            .collect()
+            .await;
+        progress.finish();
+        results
+    }
+
+    /// Resolves `reference` to an [`Image`] for `arch`: its manifests (and, for a single-platform
+    /// image, its config) end up verified in the cache; layers are not fetched.
+    pub async fn resolve(&self, reference: &Reference, arch: Arch) -> Result<Image, RegistryError> {
+        let ep = self.config.routes.endpoint(reference);
+        let top = match (reference.digest(), reference.tag()) {
+            (Some(digest), _) => digest.clone(),
+            (None, Some(tag)) => match self.head_manifest(&ep, reference, tag).await? {
+                Some(digest) => digest,
+                None => self.get_manifest(&ep, reference, tag, None).await?,
+            },
+            (None, None) => unreachable!("a reference without digest has a tag"),
+        };
+        let top_bytes = self.manifest(&ep, reference, &top).await?;
+        let media = MediaType::sniff(&top_bytes).map_err(|reason| ImageError::Unsupported {
+            image: reference.to_string(),
+            digest: top.clone(),
+            reason,
+        })?;
+        if media.is_index() {
+            let index: Index = parse(&top_bytes, &top, "index")?;
+            // No match is left to `Image::load`, which words the error with the platforms.
+            if let Ok(entry) = crate::image::platform::select(&index.manifests, arch) {
+                self.manifest(&ep, reference, &entry.digest).await?;
+            }
+        } else {
+            let manifest: Manifest = parse(&top_bytes, &top, "manifest")?;
+            self.blob(&ep, reference, &manifest.config, "config", &())
+                .await?;
+        }
+        Ok(Image::load(reference.clone(), &top, arch, &self.cache)?)
+    }
+
+    /// Downloads the config and layers of `image` into the cache.
+    pub async fn fetch_blobs(
+        &self,
+        image: &Image,
+        progress: &dyn Progress,
+    ) -> Result<(), RegistryError> {
+        let ep = self.config.routes.endpoint(&image.reference);
+        let count = image.layers.len();
+        let mut blobs = vec![(&image.config, "config".to_owned())];
+        for (i, layer) in image.layers.iter().enumerate() {
+            blobs.push((layer, format!("layer {} of {count}", i + 1)));
+        }
+        let results: Vec<Result<(), RegistryError>> = stream::iter(blobs)
+            .map(|(desc, what)| {
+                let ep = &ep;
+                async move { self.blob(ep, &image.reference, desc, &what, progress).await }
+            })
+            .buffer_unordered(self.config.jobs.max(1))
+            .collect()
+            .await;
+        results.into_iter().collect()
+    }
+
+    /// The bytes of the manifest `digest`, from the cache or else fetched, verified and cached.
+    async fn manifest(
+        &self,
+        ep: &Endpoint,
+        reference: &Reference,
+        digest: &Digest,
+    ) -> Result<Vec<u8>, RegistryError> {
+        if !self.cache.contains(digest) {
+            self.get_manifest(ep, reference, &digest.to_string(), Some(digest))
+                .await?;
+        }
+        let cache_err = |source| RegistryError::Cache {
+            reference: reference.to_string(),
+            source,
+        };
+        let file = self.cache.open(digest).map_err(cache_err)?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(file, MAX_MANIFEST_SIZE + 1),
+            &mut bytes,
+        )
+        .map_err(|source| {
+            cache_err(CacheError::Source {
+                digest: digest.clone(),
+                source,
+            })
+        })?;
+        Ok(bytes)
+    }
+
+    /// `HEAD` on a tag: the digest it points at, `None` when the registry does not say.
+    async fn head_manifest(
+        &self,
+        ep: &Endpoint,
+        reference: &Reference,
+        tag: &str,
+    ) -> Result<Option<Digest>, RegistryError> {
+        let url = ep.manifest_url(tag);
+        let mut renewed = false;
+        loop {
+            let mut headers = self.auth_headers(ep, reference, renewed).await?;
+            headers.insert(ACCEPT, accept());
+            let probed = fetch::probe(&self.download(&()), Method::HEAD, &url, &headers)
+                .await
+                .map_err(|source| RegistryError::Fetch {
+                    reference: reference.to_string(),
+                    what: format!("manifest {tag}"),
+                    source,
+                })?;
+            match probed.status.as_u16() {
+                401 if !renewed => renewed = true,
+                401 | 403 => return Err(self.refused(ep, reference, probed.status.as_u16())),
+                404 => return Err(self.not_found(ep, reference)),
+                200 => {
+                    let digest = probed
+                        .headers
+                        .get("docker-content-digest")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| Digest::parse(v).ok());
+                    return Ok(digest);
+                }
+                // Some servers refuse HEAD; GET will tell.
+                _ => return Ok(None),
+            }
+        }
+    }
+
+    /// GETs the manifest `object` (tag or digest), checks it against `expected` when given,
+    /// stores it in the cache, and returns its digest.
+    async fn get_manifest(
+        &self,
+        ep: &Endpoint,
+        reference: &Reference,
+        object: &str,
+        expected: Option<&Digest>,
+    ) -> Result<Digest, RegistryError> {
+        let url = ep.manifest_url(object);
+        let mut renewed = false;
+        let bytes = loop {
+            let mut headers = self.auth_headers(ep, reference, renewed).await?;
+            headers.insert(ACCEPT, accept());
+            match fetch::get_bytes(&self.download(&()), &url, &headers, MAX_MANIFEST_SIZE).await {
+                Ok((bytes, _)) => break bytes,
+                Err(err) => {
+                    renewed =
+                        self.judge(err, ep, reference, Kind::Manifest, "manifest", renewed)?;
+                }
+            }
+        };
+        let actual = Digest::of(&bytes);
+        if let Some(expected) = expected.filter(|e| **e != actual) {
+            return Err(RegistryError::Mismatch {
+                reference: reference.to_string(),
+                what: "manifest".into(),
+                expected: expected.clone(),
+                actual,
+                expected_size: bytes.len() as u64,
+                actual_size: bytes.len() as u64,
+            });
+        }
+        self.cache
+            .put_bytes(&bytes)
+            .map_err(|source| RegistryError::Cache {
+                reference: reference.to_string(),
+                source,
+            })
+    }
+
+    /// Turns a failed request into the error to return, or `Ok(true)` to try once more with a
+    /// fresh token after a first 401.
+    fn judge(
+        &self,
+        err: FetchError,
+        ep: &Endpoint,
+        reference: &Reference,
+        kind: Kind,
+        what: &str,
+        renewed: bool,
+    ) -> Result<bool, RegistryError> {
+        match err.status() {
+            Some(401) if !renewed => Ok(true),
+            Some(status @ (401 | 403)) => Err(self.refused(ep, reference, status)),
+            Some(404) if kind == Kind::Manifest => Err(self.not_found(ep, reference)),
+            _ => Err(RegistryError::Fetch {
+                reference: reference.to_string(),
+                what: what.to_owned(),
+                source: err,
+            }),
+        }
+    }
+
+    fn not_found(&self, ep: &Endpoint, reference: &Reference) -> RegistryError {
+        RegistryError::NotFound {
+            reference: reference.to_string(),
+            registry: ep.host().to_owned(),
+        }
+    }
+
+    fn refused(&self, ep: &Endpoint, reference: &Reference, status: u16) -> RegistryError {
+        RegistryError::Auth {
+            reference: reference.to_string(),
+            registry: ep.host().to_owned(),
+            reason: format!("HTTP {status} for repository {}", ep.name),
+        }
+    }
+
+    /// Makes sure the blob `desc` is in the cache, downloading it once however many images ask.
+    async fn blob(
+        &self,
+        ep: &Endpoint,
+        reference: &Reference,
+        desc: &Descriptor,
+        what: &str,
+        progress: &dyn Progress,
+    ) -> Result<(), RegistryError> {
+        if self.cache.contains(&desc.digest) {
+            return Ok(());
+        }
+        let cell = {
+            let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+            inflight.entry(desc.digest.clone()).or_default().clone()
+        };
+        cell.get_or_try_init(|| async {
+            if self.cache.contains(&desc.digest) {
+                return Ok(());
+            }
+            let _permit = self.blob_permits.acquire().await.expect("never closed");
+            self.download_blob(ep, reference, desc, what, progress)
+                .await
+        })
+        .await
+        .map(|_| ())
+    }
+
+    async fn download_blob(
+        &self,
+        ep: &Endpoint,
+        reference: &Reference,
+        desc: &Descriptor,
+        what: &str,
+        progress: &dyn Progress,
+    ) -> Result<(), RegistryError> {
+        let url = ep.blob_url(&desc.digest);
+        let target = self.cache.blob_path(&desc.digest);
+        let what = format!("{what} {}", desc.digest);
+        let io_err = |source: std::io::Error| RegistryError::Cache {
+            reference: reference.to_string(),
+            source: CacheError::Io {
+                path: target.clone(),
+                source,
+            },
+        };
+        if let Some(dir) = target.parent() {
+            std::fs::create_dir_all(dir).map_err(io_err)?;
+        }
+        let mut attempt = 1;
+        loop {
+            let mut sink = FileSink::create(&target).map_err(io_err)?;
+            let mut renewed = false;
+            loop {
+                let headers = self.auth_headers(ep, reference, renewed).await?;
+                match self
+                    .download(progress)
+                    .to_sink(&url, &headers, &mut sink)
+                    .await
+                {
+                    Ok(_) => break,
+                    Err(err) => {
+                        renewed = self.judge(err, ep, reference, Kind::Blob, &what, renewed)?
+                    }
+                }
+            }
+            let actual = Digest::parse(&format!("sha256:{}", sink.sha256()))
+                .expect("sha256 hex is a digest");
+            if actual == desc.digest && sink.written() == desc.size {
+                sink.set_mode(0o644).map_err(io_err)?;
+                sink.commit().map_err(io_err)?;
+                return Ok(());
+            }
+            let err = RegistryError::Mismatch {
+                reference: reference.to_string(),
+                what: what.clone(),
+                expected: desc.digest.clone(),
+                actual,
+                expected_size: desc.size,
+                actual_size: sink.written(),
+            };
+            // The sink is dropped here, and with it the unverified file.
+            drop(sink);
+            if attempt >= 2 {
+                return Err(err);
+            }
+            tracing::warn!("{err}; downloading it again");
+            attempt += 1;
+        }
+    }
+
+    /// The `Authorization` header for requests on `ep`, fetching a fresh token when `renew`.
+    async fn auth_headers(
+        &self,
+        ep: &Endpoint,
+        reference: &Reference,
+        renew: bool,
+    ) -> Result<HeaderMap, RegistryError> {
+        let host = self.host(ep);
+        let challenge = host
+            .challenge
+            .get_or_try_init(|| self.ping(ep, reference))
+            .await?;
+        let mut headers = HeaderMap::new();
+        let value = match challenge {
+            Challenge::None => return Ok(headers),
+            Challenge::Basic => match self.credentials(&host, ep).await? {
+                Some(creds) => creds.basic(),
+                None => return Ok(headers),
+            },
+            Challenge::Bearer { realm, service } => {
+                let cached = host
+                    .tokens
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&ep.name)
+                    .cloned();
+                let token = match cached.filter(|_| !renew) {
+                    Some(token) => token,
+                    None => {
+                        let token = self
+                            .token(&host, ep, reference, realm, service.as_deref())
+                            .await?;
+                        host.tokens
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(ep.name.clone(), token.clone());
+                        token
+                    }
+                };
+                format!("Bearer {token}")
+            }
+        };
+        let mut value = HeaderValue::from_str(&value).map_err(|_| RegistryError::Protocol {
+            reference: reference.to_string(),
+            registry: ep.host().to_owned(),
+            reason: "the token or credentials are not a valid header value".into(),
+        })?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
+        Ok(headers)
+    }
+
+    async fn credentials(
+        &self,
+        host: &HostState,
+        ep: &Endpoint,
+    ) -> Result<Option<Credentials>, RegistryError> {
+        host.credentials
+            .get_or_try_init(|| async { self.config.auth.lookup(ep.host()) })
+            .await
+            .cloned()
+    }
+
+    /// `GET /v2/`: how the registry wants to be authenticated.
+    async fn ping(&self, ep: &Endpoint, reference: &Reference) -> Result<Challenge, RegistryError> {
+        let url = ep.ping_url();
+        let probed = fetch::probe(&self.download(&()), Method::GET, &url, &HeaderMap::new())
+            .await
+            .map_err(|source| RegistryError::Fetch {
+                reference: reference.to_string(),
+                what: "the registry's API root".into(),
+                source,
+            })?;
+        if probed.status.as_u16() != 401 {
+            return Ok(Challenge::None);
+        }
+        let challenge = probed
+            .headers
+            .get_all(WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find_map(Challenge::parse);
+        challenge.ok_or_else(|| RegistryError::Protocol {
+            reference: reference.to_string(),
+            registry: ep.host().to_owned(),
+            reason: "401 on /v2/ without a Basic or Bearer challenge".into(),
+        })
+    }
+
+    /// An anonymous (or, with credentials, authenticated) pull token for `ep.name`.
+    async fn token(
+        &self,
+        host: &HostState,
+        ep: &Endpoint,
+        reference: &Reference,
+        realm: &str,
+        service: Option<&str>,
+    ) -> Result<String, RegistryError> {
+        let mut url = reqwest::Url::parse(realm).map_err(|_| RegistryError::Protocol {
+            reference: reference.to_string(),
+            registry: ep.host().to_owned(),
+            reason: format!("the token realm {realm:?} is not a URL"),
+        })?;
+        {
+            let mut query = url.query_pairs_mut();
+            if let Some(service) = service {
+                query.append_pair("service", service);
+            }
+            query.append_pair("scope", &format!("repository:{}:pull", ep.name));
+        }
+        let mut headers = HeaderMap::new();
+        if let Some(creds) = self.credentials(host, ep).await? {
+            let mut value =
+                HeaderValue::from_str(&creds.basic()).map_err(|_| RegistryError::Protocol {
+                    reference: reference.to_string(),
+                    registry: ep.host().to_owned(),
+                    reason: "the credentials are not a valid header value".into(),
+                })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        let token_host = url.host_str().unwrap_or_default().to_owned();
+        let (bytes, _) =
+            fetch::get_bytes(&self.download(&()), url.as_str(), &headers, MAX_TOKEN_SIZE)
+                .await
+                .map_err(|err| match err.status() {
+                    Some(status @ (401 | 403)) => RegistryError::Auth {
+                        reference: reference.to_string(),
+                        registry: token_host.clone(),
+                        reason: format!("its token service answered HTTP {status}"),
+                    },
+                    _ => RegistryError::Fetch {
+                        reference: reference.to_string(),
+                        what: "a pull token".into(),
+                        source: err,
+                    },
+                })?;
+        #[derive(Deserialize)]
+        struct Reply {
+            token: Option<String>,
+            access_token: Option<String>,
+        }
+        let reply: Reply = serde_json::from_slice(&bytes).map_err(|_| RegistryError::Protocol {
+            reference: reference.to_string(),
+            registry: token_host.clone(),
+            reason: "the token reply is not JSON".into(),
+        })?;
+        reply
+            .token
+            .or(reply.access_token)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| RegistryError::Protocol {
+                reference: reference.to_string(),
+                registry: token_host,
+                reason: "the token reply has neither `token` nor `access_token`".into(),
+            })
+    }
+}
+
+fn accept() -> HeaderValue {
+    let all: Vec<&str> = MediaType::ALL.iter().map(|m| m.as_str()).collect();
+    HeaderValue::from_str(&all.join(", ")).expect("media types are ASCII")
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(
+    bytes: &[u8],
+    digest: &Digest,
+    what: &'static str,
+) -> Result<T, ImageError> {
+    serde_json::from_slice(bytes).map_err(|e| ImageError::Malformed {
+        digest: digest.clone(),
+        what,
+        reason: e.to_string(),
+    })
+}

@@ -1,0 +1,179 @@
+//! `cks-iso pull` through the fault-injecting proxy in front of a real registry: transient
+//! failures end in success with verified digests, a persistently corrupt blob in an error naming
+//! image, blob and both digests, and no failure leaves an archive or an unverified blob behind.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
+use cks_iso_testworld::http::sha256;
+use cks_iso_testworld::registry::{RegistryWorld, world};
+use support::registry::{assert_cache_verified, pull, stderr, succeeded};
+
+const APISERVER: &str = "registry.k8s.io/kube-apiserver:v1.33.1";
+
+/// The world, a proxy in front of its registry, and the amd64 base layer of kube-apiserver (24 KiB
+/// of noise, so faults can strike mid-body).
+fn setup() -> (RegistryWorld, FaultProxy, String) {
+    let world = world();
+    let proxy = FaultProxy::start(&world.registry.url());
+    let layer = world.corpus.get(APISERVER).per_arch["amd64"].layers[0].clone();
+    (world, proxy, layer)
+}
+
+/// Pulls kube-apiserver for amd64 through the proxy with `extra` flags; returns the outcome and
+/// the temporary directory holding `cache/` and `out/`.
+fn pull_through(
+    world: &RegistryWorld,
+    proxy: &FaultProxy,
+    extra: &[&str],
+) -> (std::process::Output, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut args = vec![APISERVER.to_owned(), "--arch".into(), "amd64".into()];
+    args.extend(world.mirror_args(&proxy.url()));
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let out = pull(&args, &tmp.path().join("cache"), &tmp.path().join("out"));
+    (out, tmp)
+}
+
+/// The pull succeeded with the registry's digest, and every blob the archive needs is in the
+/// cache under its verified name.
+fn assert_verified_success(
+    world: &RegistryWorld,
+    out: &std::process::Output,
+    tmp: &tempfile::TempDir,
+) {
+    let lines = succeeded(out);
+    let fixture = world.corpus.get(APISERVER);
+    assert_eq!(lines[0].1, fixture.top);
+    let cache = tmp.path().join("cache");
+    assert_cache_verified(&cache);
+    let image = &fixture.per_arch["amd64"];
+    for blob in std::iter::once(&image.config).chain(&image.layers) {
+        let hex = blob.strip_prefix("sha256:").unwrap();
+        assert!(
+            cache.join("blobs/sha256").join(hex).is_file(),
+            "{blob} not cached"
+        );
+    }
+}
+
+#[test]
+fn server_errors_then_success_are_retried_to_a_verified_pull() {
+    let (world, proxy, layer) = setup();
+    proxy.add(
+        Rule::path_contains("/manifests/")
+            .times(1)
+            .fault(Fault::Status(502)),
+    );
+    proxy.add(
+        Rule::path_contains(&layer)
+            .times(1)
+            .fault(Fault::Status(500)),
+    );
+    proxy.add(
+        Rule::path_contains(&layer)
+            .times(1)
+            .fault(Fault::Status(503)),
+    );
+    let (out, tmp) = pull_through(&world, &proxy, &[]);
+    assert_verified_success(&world, &out, &tmp);
+    assert_eq!(
+        proxy.requests_to(&layer).len(),
+        3,
+        "two failures, then the blob"
+    );
+}
+
+#[test]
+fn too_many_requests_waits_for_retry_after() {
+    let (world, proxy, _) = setup();
+    proxy.add(
+        Rule::path_contains("/manifests/")
+            .times(1)
+            .fault(Fault::TooManyRequests { retry_after: 2 }),
+    );
+    let start = Instant::now();
+    let (out, tmp) = pull_through(&world, &proxy, &[]);
+    assert_verified_success(&world, &out, &tmp);
+    assert!(
+        start.elapsed() >= Duration::from_secs(2),
+        "Retry-After: 2 was not honoured"
+    );
+}
+
+#[test]
+fn connection_reset_mid_blob_resumes_with_range() {
+    let (world, proxy, layer) = setup();
+    proxy.add(
+        Rule::path_contains(&layer)
+            .times(1)
+            .fault(Fault::ResetAfter { after: 8192 }),
+    );
+    let (out, tmp) = pull_through(&world, &proxy, &[]);
+    assert_verified_success(&world, &out, &tmp);
+    let requests = proxy.requests_to(&layer);
+    assert_eq!(requests.len(), 2, "{requests:?}");
+}
+
+#[test]
+fn truncated_body_resumes_with_range() {
+    let (world, proxy, layer) = setup();
+    proxy.add(
+        Rule::path_contains(&layer)
+            .times(1)
+            .fault(Fault::Truncate { after: 8192 }),
+    );
+    let (out, tmp) = pull_through(&world, &proxy, &[]);
+    assert_verified_success(&world, &out, &tmp);
+    let requests = proxy.requests_to(&layer);
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert_eq!(
+        requests[1].range(),
+        Some("bytes=8192-"),
+        "the rest, not all again"
+    );
+}
+
+#[test]
+fn stalled_transfer_times_out_and_is_retried() {
+    let (world, proxy, layer) = setup();
+    proxy.add(Rule::path_contains(&layer).times(1).fault(Fault::Stall {
+        after: 4096,
+        pause: Duration::from_secs(20),
+    }));
+    let start = Instant::now();
+    let (out, tmp) = pull_through(&world, &proxy, &["--idle-timeout", "1"]);
+    assert_verified_success(&world, &out, &tmp);
+    assert!(
+        start.elapsed() < Duration::from_secs(15),
+        "the stall was waited out, not cut"
+    );
+    assert_eq!(proxy.requests_to(&layer).len(), 2);
+}
+
+#[test]
+fn persistently_corrupt_blob_names_image_blob_and_digests_and_leaves_nothing() {
+    let (world, proxy, layer) = setup();
+    proxy.add(Rule::path_contains(&layer).fault(Fault::FlipByte { offset: 100 }));
+    let (out, tmp) = pull_through(&world, &proxy, &[]);
+    assert!(!out.status.success());
+    let mut corrupt = world.corpus.repos["registry.k8s.io/kube-apiserver"].blobs[&layer].clone();
+    corrupt[100] ^= 0xff;
+    let actual = sha256(&corrupt);
+    let text = stderr(&out);
+    for part in [APISERVER, "layer 1 of 2", &layer, &actual] {
+        assert!(text.contains(part), "{part:?} missing from:\n{text}");
+    }
+    assert_eq!(
+        proxy.requests_to(&layer).len(),
+        2,
+        "one fresh download after a mismatch"
+    );
+    support::registry::assert_empty(&tmp.path().join("out"));
+    let cache = tmp.path().join("cache");
+    assert_cache_verified(&cache);
+    let hex = layer.strip_prefix("sha256:").unwrap();
+    assert!(!cache.join("blobs/sha256").join(hex).exists());
+}

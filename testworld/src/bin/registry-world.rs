@@ -1,0 +1,55 @@
+//! Runs the registry world until stdin closes, for trying cks-iso by hand and for `make bench`.
+//! Prints `KEY=VALUE` lines on stdout, then `READY`.
+//!
+//! - `registry-world [--front]`: the test corpus (behind the token front with `--front`).
+//! - `registry-world --bench IMAGES BASE_MB OWN_MB BIG_MB`: an empty registry filled with
+//!   [`cks_iso_testworld::bench`]'s set (`BENCH=` lines) and a big single-layer image (`BIG=`).
+
+use std::io::{Read, Write};
+
+use cks_iso_testworld::bench;
+use cks_iso_testworld::registry::{DockerRegistry, FrontAuth, TokenFront, world};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut out = std::io::stdout();
+    if args.first().map(String::as_str) == Some("--bench") {
+        let num = |i: usize| -> u64 {
+            args.get(i).and_then(|a| a.parse().ok()).unwrap_or_else(|| {
+                panic!("usage: registry-world --bench IMAGES BASE_MB OWN_MB BIG_MB")
+            })
+        };
+        let storage = tempfile::tempdir().unwrap();
+        let registry = DockerRegistry::start(storage.path(), None);
+        let host = registry.host();
+        writeln!(out, "REGISTRY={host}").unwrap();
+        out.flush().unwrap();
+        for reference in bench::push_set(&host, num(1) as usize, num(2), num(3)).unwrap() {
+            writeln!(out, "BENCH={host}/{reference}").unwrap();
+        }
+        if num(4) > 0 {
+            writeln!(
+                out,
+                "BIG={host}/{}",
+                bench::push_big(&host, num(4)).unwrap()
+            )
+            .unwrap();
+        }
+        writeln!(out, "READY").unwrap();
+        out.flush().unwrap();
+        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+        return;
+    }
+    let front = args.iter().any(|a| a == "--front");
+    let world = world();
+    writeln!(out, "REGISTRY={}", world.registry.host()).unwrap();
+    let front = front.then(|| TokenFront::start(&world.registry.host(), FrontAuth::Anonymous));
+    let base = front.as_ref().map_or(world.registry.url(), TokenFront::url);
+    writeln!(out, "MIRRORS={}", world.mirror_args(&base).join(" ")).unwrap();
+    for fixture in &world.corpus.fixtures {
+        writeln!(out, "IMAGE={}", fixture.reference()).unwrap();
+    }
+    writeln!(out, "READY").unwrap();
+    out.flush().unwrap();
+    let _ = std::io::stdin().read_to_end(&mut Vec::new());
+}

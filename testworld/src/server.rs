@@ -1,0 +1,185 @@
+//! A tiny threaded HTTP/1.1 server for the world's own fronts: one thread per connection, one
+//! request per connection (`Connection: close`), so what a client sees depends only on the
+//! handler, never on a server library's keep-alive or `HEAD` handling.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// A request as received.
+#[derive(Debug, Clone)]
+pub struct Incoming {
+    /// `GET`, `HEAD`, …
+    pub method: String,
+    /// Path and query.
+    pub target: String,
+    /// Header names (lower case) and values.
+    pub headers: Vec<(String, String)>,
+    /// The body (by `Content-Length`).
+    pub body: Vec<u8>,
+}
+
+impl Incoming {
+    /// The first header called `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A response to send.
+#[derive(Debug, Clone, Default)]
+pub struct Outgoing {
+    /// The status code.
+    pub status: u16,
+    /// Headers besides `Content-Length` and `Connection`.
+    pub headers: Vec<(String, String)>,
+    /// The body (not sent for `HEAD`).
+    pub body: Vec<u8>,
+    /// `Content-Length` to announce when it is not the body's (answers to `HEAD`).
+    pub length: Option<usize>,
+}
+
+impl Outgoing {
+    /// A response with `status` and `body`.
+    pub fn new(status: u16, body: impl Into<Vec<u8>>) -> Self {
+        Self {
+            status,
+            body: body.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Adds a header.
+    pub fn with(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+}
+
+/// A server on an ephemeral 127.0.0.1 port, stopped when dropped.
+pub struct HttpServer {
+    port: u16,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+type Handler = dyn Fn(Incoming) -> Outgoing + Send + Sync;
+
+impl HttpServer {
+    /// Serves every request with `handler`.
+    pub fn start(handler: impl Fn(Incoming) -> Outgoing + Send + Sync + 'static) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let handler: Arc<Handler> = Arc::new(handler);
+        let thread = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    let handler = handler.clone();
+                    std::thread::spawn(move || {
+                        let _ = serve(stream, handler.as_ref());
+                    });
+                }
+            })
+        };
+        Self {
+            port,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// `127.0.0.1:<port>`.
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn serve(stream: TcpStream, handler: &Handler) -> io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(60)))?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let mut parts = line.split_whitespace();
+    let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
+        return Ok(());
+    };
+    let (method, target) = (method.to_owned(), target.to_owned());
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line)?;
+        let trimmed = line.trim_end();
+        if trimmed.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = trimmed.split_once(':') {
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+        }
+    }
+    let mut incoming = Incoming {
+        method,
+        target,
+        headers,
+        body: Vec::new(),
+    };
+    if let Some(len) = incoming
+        .header("content-length")
+        .and_then(|l| l.parse::<usize>().ok())
+    {
+        incoming.body.resize(len, 0);
+        reader.read_exact(&mut incoming.body)?;
+    }
+    let head = incoming.method == "HEAD";
+    let out = handler(incoming);
+    let mut text = format!("HTTP/1.1 {} {}\r\n", out.status, reason(out.status));
+    for (name, value) in &out.headers {
+        text.push_str(&format!("{name}: {value}\r\n"));
+    }
+    let length = out.length.unwrap_or(out.body.len());
+    text.push_str(&format!(
+        "Content-Length: {length}\r\nConnection: close\r\n\r\n"
+    ));
+    let mut stream = stream;
+    stream.write_all(text.as_bytes())?;
+    if !head {
+        stream.write_all(&out.body)?;
+    }
+    stream.flush()
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
+        206 => "Partial Content",
+        307 => "Temporary Redirect",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        _ => "Status",
+    }
+}
