@@ -46,6 +46,8 @@ pub enum Command {
     Resolve(Box<ResolveArgs>),
     /// Pull images from registries into image archives for one platform, no daemon needed.
     Pull(PullArgs),
+    /// Build the CKS binaries ISO (one per --arch); also takes upstream's positional arguments.
+    Build(Box<BuildArgs>),
 }
 
 /// Network settings; each may also come from the configuration file, which the flags override.
@@ -198,4 +200,73 @@ pub struct PullArgs {
     /// Attempts per request, the first included.
     #[arg(long, value_name = "N", default_value_t = 5, hide = true)]
     pub attempts: u32,
+}
+
+/// `cks-iso build`: flags, or upstream's positional form
+/// `OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION NETWORK_YAML DASHBOARD_YAML BUILD_NAME [ARCH] [ETCD_VERSION]`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Positional form (drop-in for create-kubernetes-binaries-iso.sh):\n  \
+    cks-iso build OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION NETWORK_YAML \
+    DASHBOARD_YAML BUILD_NAME [ARCH] [ETCD_VERSION]\n  \
+    AUTOSCALER_VERSION and CCM_VERSION are read from the environment."
+)]
+pub struct BuildArgs {
+    /// Upstream's positional arguments (see below); cannot be mixed with the same flags.
+    #[arg(value_name = "ARG", num_args = 0..=9)]
+    pub positional: Vec<String>,
+    /// Kubernetes release, e.g. 1.33.1.
+    #[arg(long, value_name = "VERSION")]
+    pub kubernetes: Option<String>,
+    /// CNI plugins release [default: 1.6.2].
+    #[arg(long, value_name = "VERSION")]
+    pub cni: Option<String>,
+    /// cri-tools (crictl) release [default: the Kubernetes minor's .0].
+    #[arg(long, value_name = "VERSION")]
+    pub crictl: Option<String>,
+    /// Target architecture, repeatable: amd64 (x86_64) or arm64 (aarch64) [default: amd64].
+    #[arg(long = "arch", value_name = "ARCH")]
+    pub arches: Vec<String>,
+    /// etcd release to bundle for etcd nodes (none by default).
+    #[arg(long, value_name = "VERSION")]
+    pub etcd: Option<String>,
+    /// CNI manifest (network.yaml): URL or local file.
+    #[arg(long, value_name = "URL|FILE")]
+    pub network: Option<String>,
+    /// Dashboard manifest (dashboard.yaml): URL or local file.
+    #[arg(long, value_name = "URL|FILE")]
+    pub dashboard: Option<String>,
+    /// Headlamp manifest (headlamp.yaml), optional: URL or local file.
+    #[arg(long, value_name = "URL|FILE")]
+    pub headlamp: Option<String>,
+    /// Exact cluster-autoscaler release [env: AUTOSCALER_VERSION; default: newest of the minor].
+    #[arg(long, value_name = "VERSION")]
+    pub autoscaler_version: Option<String>,
+    /// CloudStack CCM tag [env: CCM_VERSION; default: v1.2.0].
+    #[arg(long, value_name = "TAG")]
+    pub ccm_version: Option<String>,
+    /// CloudStack CSI driver release, or `none` to leave the CSI manifests out [default: v3.0.0].
+    #[arg(long, value_name = "TAG")]
+    pub csi_version: Option<String>,
+    /// Directory the ISOs are written to (created if missing) [default: .].
+    #[arg(long, short, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// ISO name before `-<x86_64|aarch64>.iso` [default: setup-v<KUBERNETES>].
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Volume ID: CloudStack nodes look for CDROM.
+    #[arg(long, value_name = "ID", default_value = crate::iso::DEFAULT_VOLUME_ID)]
+    pub volume_id: String,
+    /// Seconds since 1970 that date the ISO [default: $SOURCE_DATE_EPOCH, else now].
+    #[arg(long, value_name = "N")]
+    pub source_date_epoch: Option<i64>,
+    /// Blob cache [default: $XDG_CACHE_HOME/cks-iso, else ~/.cache/cks-iso].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Network settings.
+    #[command(flatten)]
+    pub net: NetArgs,
 }

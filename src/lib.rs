@@ -17,6 +17,7 @@
 //! - [`registry`]: the distribution API client that pulls images into the cache.
 //! - [`upstream`]: the files a build downloads (URLs, published checksums, content checks) and
 //!   taking each one verified through the mirrors.
+//! - [`plan`]: what goes into the ISO (request, manifest edits, image set, names); pure.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
 //! - [`config`]: the YAML configuration file and how flags override it.
 //! - [`env`]: every environment variable the tool reads.
@@ -33,6 +34,7 @@ pub mod fetch;
 pub mod image;
 pub mod iso;
 pub mod manifest;
+pub mod plan;
 pub mod progress;
 pub mod registry;
 pub mod resolve;

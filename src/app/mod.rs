@@ -4,6 +4,7 @@
 //! turns their errors into an [`AppError`] that says how bad it is (usage or failure) and what the
 //! user can do. `main` only prints it and picks the exit code.
 
+mod build;
 mod error;
 mod iso;
 mod net;
@@ -23,5 +24,6 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<(), AppError> {
         Command::Verify(args) => verify::run(args),
         Command::Resolve(args) => resolve::run(*args, ui),
         Command::Pull(args) => pull::run(args, ui),
+        Command::Build(args) => build::run(*args, ui),
     }
 }

@@ -36,6 +36,9 @@ pub struct Resolution {
     pub images: Vec<ImageRow>,
     /// Things the user should read.
     pub warnings: Vec<String>,
+    /// The pins the URLs were derived from, for `build`.
+    #[serde(skip)]
+    pub pins: Pins,
 }
 
 /// Resolved versions and where the choices came from.
@@ -125,10 +128,7 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
             .as_deref()
             .map_or_else(|| default_crictl(&kube), bare_version),
         etcd: args.etcd.as_deref().map(bare_version),
-        csi: format!(
-            "v{}",
-            bare_version(args.csi_version.as_deref().unwrap_or(DEFAULT_CSI))
-        ),
+        csi: csi_tag(args.csi_version.as_deref()),
         kube,
         arch,
         ccm,
@@ -170,18 +170,20 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
 }
 
 /// What the arguments decided before anything was fetched.
-struct Partial {
-    kube: KubeVersion,
-    arch: Arch,
-    ccm: String,
-    pin: Option<String>,
-    cni: String,
-    crictl: String,
-    etcd: Option<String>,
-    csi: String,
+pub(super) struct Partial {
+    pub(super) kube: KubeVersion,
+    pub(super) arch: Arch,
+    pub(super) ccm: String,
+    pub(super) pin: Option<String>,
+    pub(super) cni: String,
+    pub(super) crictl: String,
+    pub(super) etcd: Option<String>,
+    /// `None` leaves the CSI manifests out.
+    pub(super) csi: Option<String>,
 }
 
-async fn resolve(
+/// Resolves versions, URLs and images; shared by `resolve` and `build`.
+pub(super) async fn resolve(
     p: Partial,
     client: &reqwest::Client,
     fetcher: &Fetcher<'_>,
@@ -210,7 +212,7 @@ async fn resolve(
         etcd: p.etcd.clone(),
         autoscaler: choice.version,
         ccm_tag: p.ccm.clone(),
-        csi: Some(p.csi.clone()),
+        csi: p.csi.clone(),
     };
     let artifacts = catalog(&pins, p.arch);
 
@@ -279,7 +281,7 @@ async fn resolve(
             cni: p.cni,
             crictl: p.crictl,
             etcd: p.etcd,
-            csi: p.csi,
+            csi: p.csi.unwrap_or_else(|| "none".into()),
             coredns: extras.coredns,
             etcd_image: extras.etcd,
             pause: extras.pause,
@@ -288,6 +290,7 @@ async fn resolve(
         downloads,
         images: image_rows,
         warnings,
+        pins,
     })
 }
 
@@ -365,4 +368,12 @@ fn table(r: &Resolution) -> String {
         let _ = writeln!(out, "  {:<width$}  {}", i.image, i.source);
     }
     out
+}
+
+/// The CSI driver tag: the default, the given one with a `v`, or `None` for `none`.
+pub(super) fn csi_tag(given: Option<&str>) -> Option<String> {
+    match given.map(str::trim) {
+        Some("none") => None,
+        other => Some(format!("v{}", bare_version(other.unwrap_or(DEFAULT_CSI)))),
+    }
 }

@@ -9,14 +9,18 @@ use hadris_io::{Error, ErrorType};
 use hadris_storage::host::FileDevice;
 use hadris_storage::sync::BlockDevice;
 use hadris_storage::{BlockIndex, BlockSize};
+use sha2::{Digest as _, Sha256};
 
 use super::IsoError;
 use crate::progress::Progress;
 
-/// A [`FileDevice`] that counts what is written.
+/// A [`FileDevice`] that counts what is written and hashes the image as it goes, so the ISO's
+/// sha256 needs no second read of a multi-GiB file.
 pub(super) struct Counting<'p> {
     inner: FileDevice,
     progress: &'p dyn Progress,
+    /// The hash of bytes `[0, .1)`, while writes arrive in ascending order.
+    hash: Option<(Sha256, u64)>,
 }
 
 impl<'p> Counting<'p> {
@@ -24,7 +28,32 @@ impl<'p> Counting<'p> {
         Ok(Self {
             inner: FileDevice::new(file)?,
             progress,
+            hash: Some((Sha256::new(), 0)),
         })
+    }
+
+    /// The sha256 of the image, if every write came in order (gaps count as zeros).
+    pub(super) fn sha256(&self, len: u64) -> Option<String> {
+        let (hasher, pos) = self.hash.as_ref()?;
+        (*pos == len).then(|| hex::encode(hasher.clone().finalize()))
+    }
+
+    fn hash(&mut self, offset: u64, buf: &[u8]) {
+        let Some((hasher, pos)) = self.hash.as_mut() else {
+            return;
+        };
+        if offset < *pos {
+            self.hash = None;
+            return;
+        }
+        const ZEROS: [u8; 4096] = [0; 4096];
+        while *pos < offset {
+            let n = (offset - *pos).min(ZEROS.len() as u64);
+            hasher.update(&ZEROS[..n as usize]);
+            *pos += n;
+        }
+        hasher.update(buf);
+        *pos += buf.len() as u64;
     }
 }
 
@@ -55,6 +84,8 @@ impl BlockDevice for Counting<'_> {
 
     fn write_blocks(&mut self, first: BlockIndex, buf: &[u8]) -> Result<(), Error<io::Error>> {
         self.inner.write_blocks(first, buf)?;
+        let offset = first.get() * u64::from(self.inner.block_size().get());
+        self.hash(offset, buf);
         self.progress.advance(buf.len() as u64);
         Ok(())
     }

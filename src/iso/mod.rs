@@ -49,6 +49,8 @@ pub struct Written {
     pub size: u64,
     /// What went into it.
     pub counts: Counts,
+    /// Its sha256, computed while it was written (`None` if the writer went back).
+    pub sha256: Option<String>,
     /// Names that Joliet could not keep as they are, with what it stored instead. Rock Ridge,
     /// which Linux reads, keeps every name exact.
     pub joliet_renamed: Vec<(String, String)>,
@@ -97,9 +99,11 @@ pub fn author(
         .file()
         .try_clone()
         .map_err(|source| IsoError::write(output, source))?;
-    let device = device::Counting::new(file, progress).map_err(|e| IsoError::write(output, e))?;
-    hadris_iso::sync::write(device, &tree, &options)
+    let mut device =
+        device::Counting::new(file, progress).map_err(|e| IsoError::write(output, e))?;
+    hadris_iso::sync::write(&mut device, &tree, &options)
         .map_err(|source| IsoError::from_write(output, source))?;
+    let sha256 = device.sha256(size);
     progress.finish();
     let path = out
         .commit()
@@ -108,6 +112,7 @@ pub fn author(
         path,
         size,
         counts,
+        sha256,
         joliet_renamed,
     })
 }

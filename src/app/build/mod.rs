@@ -1,0 +1,183 @@
+//! `cks-iso build`: the whole CKS binaries ISO, one per `--arch`, in two phases.
+//!
+//! 1. Network (async): resolve versions, take every download verified through the mirrors — the
+//!    arch-independent ones (manifests) once for all ISOs — edit the manifests, and pull every
+//!    image for every architecture into the blob cache. A failure here (a 404, an image missing
+//!    for arm64) stops the run before any ISO exists.
+//! 2. Local (sync): per architecture, write the image archives, `versions.txt` and the ISO, with
+//!    `<iso>.sha256` beside it. If one ISO fails, the ISOs this run already wrote are removed.
+//!
+//! Everything happens in a private work directory that is removed on success, error and Ctrl-C.
+
+mod fetch;
+mod write;
+
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use super::resolve::{Partial, csi_tag};
+use super::{AppError, net};
+use crate::atomic::Pending;
+use crate::cache::Cache;
+use crate::cli::BuildArgs;
+use crate::env;
+use crate::iso::VolumeId;
+use crate::plan::{self, Flags, PlanError};
+use crate::resolve::version::check_supported;
+use crate::resolve::{KubeVersion, ccm_tag};
+use crate::ui::Ui;
+use crate::upstream::{DEFAULT_CNI, bare_version, default_crictl};
+
+impl From<PlanError> for AppError {
+    fn from(err: PlanError) -> Self {
+        let hint = err.hint();
+        Self::usage(err, hint)
+    }
+}
+
+/// One finished ISO, for the summary.
+#[derive(Debug, Clone)]
+pub(crate) struct Built {
+    pub(crate) path: PathBuf,
+    pub(crate) size: u64,
+    pub(crate) sha256: String,
+    pub(crate) arch: &'static str,
+    pub(crate) images: usize,
+    pub(crate) files: usize,
+}
+
+/// Builds the ISOs and prints a summary (or JSON) on stdout.
+pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
+    let request = plan::request(
+        &args.positional,
+        Flags {
+            kubernetes: args.kubernetes,
+            cni: args.cni,
+            crictl: args.crictl,
+            arches: args.arches,
+            etcd: args.etcd,
+            network: args.network,
+            dashboard: args.dashboard,
+            headlamp: args.headlamp,
+            output: args.output,
+            name: args.name,
+        },
+    )?;
+    let kube: KubeVersion = request.kubernetes.parse()?;
+    check_supported(&kube)?;
+    let volume_id = VolumeId::parse(&args.volume_id)?;
+    let epoch = super::iso::epoch(args.source_date_epoch)?;
+    let ccm = ccm_tag(
+        args.ccm_version
+            .or_else(|| env::CCM_VERSION.get())
+            .as_deref(),
+    )?;
+    let partial = Partial {
+        arch: request.arches[0],
+        ccm,
+        pin: args
+            .autoscaler_version
+            .or_else(|| env::AUTOSCALER_VERSION.get()),
+        cni: request
+            .cni
+            .as_deref()
+            .map_or(DEFAULT_CNI.to_owned(), bare_version),
+        crictl: request
+            .crictl
+            .as_deref()
+            .map_or_else(|| default_crictl(&kube), bare_version),
+        etcd: request.etcd.as_deref().map(bare_version),
+        csi: csi_tag(args.csi_version.as_deref()),
+        kube,
+    };
+    if partial.etcd.is_some() && request.arches.contains(&crate::upstream::Arch::Arm64) {
+        tracing::warn!(
+            "CloudStack 4.22 and older etcd nodes read only etcd-linux-amd64.tar.gz; the arm64 \
+             ISO carries etcd-linux-arm64.tar.gz"
+        );
+    }
+    let settings = net::settings(args.net)?;
+    let cache = Cache::new(match args.cache_dir {
+        Some(dir) => dir,
+        None => Cache::default_root().map_err(|e| {
+            let hint = e.hint();
+            AppError::usage(e, hint)
+        })?,
+    });
+    std::fs::create_dir_all(&request.output).map_err(|e| {
+        AppError::failure(
+            anyhow::Error::new(e).context(format!("cannot create {}", request.output.display())),
+            Some("choose an output directory you can write to".into()),
+        )
+    })?;
+    let work = work_dir()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            AppError::failure(
+                anyhow::Error::new(e).context("cannot start the runtime"),
+                None,
+            )
+        })?;
+    let fetched = runtime.block_on(fetch::all(
+        &request,
+        partial,
+        &settings,
+        cache,
+        work.path(),
+        ui,
+    ))?;
+    let built = write::all(&request, &fetched, &volume_id, epoch, work.path(), ui)?;
+    drop(work);
+    summary(&built, &fetched.versions_line(), args.json);
+    Ok(())
+}
+
+/// A fresh private directory, removed on drop and on Ctrl-C.
+fn work_dir() -> Result<Pending, AppError> {
+    let dir = tempfile::Builder::new()
+        .prefix("cks-iso-build.")
+        .tempdir()
+        .map_err(|e| {
+            AppError::failure(
+                anyhow::Error::new(e).context("cannot create a work directory"),
+                Some("set TMPDIR to a writable directory with room for the images".into()),
+            )
+        })?;
+    Ok(Pending::track(dir.keep()))
+}
+
+fn summary(built: &[Built], versions: &str, json: bool) {
+    if json {
+        let isos: Vec<_> = built
+            .iter()
+            .map(|b| {
+                json!({
+                    "iso": b.path, "arch": b.arch, "size": b.size, "sha256": b.sha256,
+                    "images": b.images, "files": b.files,
+                })
+            })
+            .collect();
+        let value = json!({ "isos": isos, "versions": versions });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).expect("plain JSON")
+        );
+        return;
+    }
+    for b in built {
+        println!(
+            "{}  {} ({}, {} images, {} files, sha256 {})",
+            b.path.display(),
+            indicatif::HumanBytes(b.size),
+            b.arch,
+            b.images,
+            b.files,
+            &b.sha256[..16]
+        );
+    }
+    println!("{versions}");
+}

@@ -1,0 +1,168 @@
+//! Phase 2 of `build`: per architecture, the image archives, `versions.txt`, the ISO and its
+//! `.sha256`, from what phase 1 staged. No network.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::super::AppError;
+use super::Built;
+use super::fetch::{ArchFetched, Fetched};
+use crate::archive;
+use crate::atomic::AtomicFile;
+use crate::iso::{self, IsoSpec, VolumeId};
+use crate::plan::{self, Request};
+use crate::ui::Ui;
+use crate::versions::{FileRecord, ImageRecord, Versions};
+
+/// Writes every ISO; on a failure removes the ones this run wrote before it.
+pub(super) fn all(
+    request: &Request,
+    fetched: &Fetched,
+    volume_id: &VolumeId,
+    epoch: i64,
+    work: &Path,
+    ui: &Ui,
+) -> Result<Vec<Built>, AppError> {
+    let mut built: Vec<Built> = Vec::new();
+    for arch in &fetched.arches {
+        match one(request, fetched, arch, volume_id, epoch, work, ui) {
+            Ok(b) => built.push(b),
+            Err(e) => {
+                for b in &built {
+                    let _ = std::fs::remove_file(&b.path);
+                    let _ = std::fs::remove_file(sha_path(&b.path));
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(built)
+}
+
+fn sha_path(iso: &Path) -> PathBuf {
+    let mut name = iso.as_os_str().to_owned();
+    name.push(".sha256");
+    PathBuf::from(name)
+}
+
+fn one(
+    request: &Request,
+    fetched: &Fetched,
+    a: &ArchFetched,
+    volume_id: &VolumeId,
+    epoch: i64,
+    _work: &Path,
+    ui: &Ui,
+) -> Result<Built, AppError> {
+    let arch = a.arch.k8s();
+    let references: Vec<_> = a.images.iter().map(|i| i.reference.clone()).collect();
+    let naming = archive::assign_names(&references);
+    for renamed in &naming.renamed {
+        tracing::warn!(
+            "{} and another image share the archive name {}; {} is written as {}",
+            renamed.reference,
+            renamed.plain,
+            renamed.reference,
+            renamed.file
+        );
+    }
+    let mtime = u64::try_from(epoch).unwrap_or(0);
+    let mut images = Vec::new();
+    tracing::info!("linux/{arch}: writing {} image archives", a.images.len());
+    for image in &a.images {
+        let file = &naming.files[&image.reference];
+        let path = a.staging.join("docker").join(file);
+        archive::write(image, fetched.registry.cache(), &path, mtime)?;
+        images.push(ImageRecord {
+            name: image.reference.to_string(),
+            digest: image.top.digest.to_string(),
+            archive: format!("docker/{file}"),
+        });
+    }
+    let v = &fetched.resolution.versions;
+    let versions = Versions {
+        kubernetes: format!("v{}", fetched.resolution.kubernetes),
+        arch: arch.to_owned(),
+        cni_plugins: format!("v{}", v.cni),
+        crictl: format!("v{}", v.crictl),
+        etcd: v.etcd.as_ref().map(|e| format!("v{e}")),
+        autoscaler: v.autoscaler.clone(),
+        ccm: v.ccm.clone(),
+        csi_driver: (v.csi != "none").then(|| v.csi.clone()),
+        files: a
+            .files
+            .iter()
+            .map(|f| FileRecord {
+                path: f.dest.clone(),
+                sha256: f.sha256.clone(),
+                source: f.source.clone(),
+            })
+            .collect(),
+        images,
+    };
+    std::fs::write(a.staging.join("versions.txt"), versions.render()).map_err(|e| {
+        AppError::failure(
+            anyhow::Error::new(e).context("cannot write versions.txt"),
+            None,
+        )
+    })?;
+
+    let output = request
+        .output
+        .join(plan::iso_file_name(&request.name, a.arch));
+    let progress = ui.bytes(&format!("writing {}", output.display()));
+    let written = iso::author(
+        &a.staging,
+        &output,
+        &IsoSpec {
+            volume_id: volume_id.clone(),
+            epoch,
+        },
+        progress.as_ref(),
+    )?;
+    let sha256 = match &written.sha256 {
+        Some(sha) => sha.clone(),
+        None => hash_file(&written.path)?,
+    };
+    let name = output
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let sums = sha_path(&written.path);
+    let mut out = AtomicFile::create(&sums).map_err(|e| {
+        AppError::failure(
+            anyhow::Error::new(e).context(format!("cannot write {}", sums.display())),
+            None,
+        )
+    })?;
+    let fail = |e: std::io::Error| {
+        AppError::failure(
+            anyhow::Error::new(e).context(format!("cannot write {}", sums.display())),
+            None,
+        )
+    };
+    writeln!(out.file(), "{sha256}  {name}").map_err(fail)?;
+    out.set_mode(0o644).map_err(fail)?;
+    out.commit().map_err(fail)?;
+    let _ = std::fs::remove_dir_all(&a.staging);
+    Ok(Built {
+        path: written.path,
+        size: written.size,
+        sha256,
+        arch: a.arch.k8s(),
+        images: a.images.len(),
+        files: a.files.len(),
+    })
+}
+
+fn hash_file(path: &Path) -> Result<String, AppError> {
+    let fail = |e: std::io::Error| {
+        AppError::failure(
+            anyhow::Error::new(e).context(format!("cannot read {}", path.display())),
+            None,
+        )
+    };
+    let mut reader = crate::image::Hashing::new(std::fs::File::open(path).map_err(fail)?);
+    std::io::copy(&mut reader, &mut std::io::sink()).map_err(fail)?;
+    Ok(reader.digest().hex().to_owned())
+}

@@ -1,0 +1,406 @@
+//! What goes into a CKS ISO, decided from the command line and resolved versions, without touching
+//! the network: the normalised request (flags or upstream's positional form), the edits each
+//! manifest gets, the image set and the ISO's file name. `app::build` carries the plan out.
+
+use std::path::PathBuf;
+
+use crate::image::Reference;
+use crate::manifest::{self, ManifestError};
+use crate::upstream::Arch;
+
+/// Where a user-given manifest comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// Downloaded (through the mirrors).
+    Url(String),
+    /// Read from the local file system.
+    File(PathBuf),
+}
+
+impl Source {
+    /// `http://` and `https://` are URLs; anything else is a path.
+    pub fn parse(text: &str) -> Self {
+        match text.starts_with("http://") || text.starts_with("https://") {
+            true => Self::Url(text.to_owned()),
+            false => Self::File(PathBuf::from(text)),
+        }
+    }
+}
+
+/// A wrong command line.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// Something required is missing.
+    #[error("{what} is required")]
+    Missing {
+        /// The flag or argument.
+        what: &'static str,
+    },
+    /// The positional form has the wrong number of arguments.
+    #[error("the positional form takes 7 to 9 arguments, not {count}")]
+    Positional {
+        /// How many were given.
+        count: usize,
+    },
+    /// A value is given twice: as a positional argument and as a flag.
+    #[error("{what} is given both as a positional argument and as a flag")]
+    Twice {
+        /// The setting.
+        what: &'static str,
+    },
+    /// An architecture cks-iso cannot build for.
+    #[error("unknown architecture {given:?}")]
+    Arch {
+        /// What was given.
+        given: String,
+    },
+}
+
+impl PlanError {
+    /// What the user can do.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            Self::Arch { .. } => "use amd64 (x86_64) or arm64 (aarch64)".into(),
+            _ => "cks-iso build --kubernetes 1.33.1 --network URL --dashboard URL [--arch arm64]…, or \
+                  upstream's form: OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION \
+                  NETWORK_YAML DASHBOARD_YAML BUILD_NAME [ARCH] [ETCD_VERSION]"
+                .into(),
+        })
+    }
+}
+
+/// The command line, normalised. Versions keep what the user wrote; `resolve` parses them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// Kubernetes release as given.
+    pub kubernetes: String,
+    /// Architectures, each once, in the order given.
+    pub arches: Vec<Arch>,
+    /// CNI plugins release, if given.
+    pub cni: Option<String>,
+    /// crictl release, if given.
+    pub crictl: Option<String>,
+    /// etcd release, if given.
+    pub etcd: Option<String>,
+    /// `network.yaml`.
+    pub network: Source,
+    /// `dashboard.yaml`.
+    pub dashboard: Source,
+    /// `headlamp.yaml`, optional.
+    pub headlamp: Option<Source>,
+    /// Output directory.
+    pub output: PathBuf,
+    /// ISO name before `-<uname>.iso`.
+    pub name: String,
+}
+
+/// The flags of `build` that the positional form can also set.
+#[derive(Debug, Clone, Default)]
+pub struct Flags {
+    /// `--kubernetes`.
+    pub kubernetes: Option<String>,
+    /// `--cni`.
+    pub cni: Option<String>,
+    /// `--crictl`.
+    pub crictl: Option<String>,
+    /// `--arch`, repeatable.
+    pub arches: Vec<String>,
+    /// `--etcd`.
+    pub etcd: Option<String>,
+    /// `--network`.
+    pub network: Option<String>,
+    /// `--dashboard`.
+    pub dashboard: Option<String>,
+    /// `--headlamp`.
+    pub headlamp: Option<String>,
+    /// `--output`.
+    pub output: Option<PathBuf>,
+    /// `--name`.
+    pub name: Option<String>,
+}
+
+fn merge<T>(
+    what: &'static str,
+    positional: Option<T>,
+    flag: Option<T>,
+) -> Result<Option<T>, PlanError> {
+    match (positional, flag) {
+        (Some(_), Some(_)) => Err(PlanError::Twice { what }),
+        (p, f) => Ok(p.or(f)),
+    }
+}
+
+/// Combines upstream's positional form with the flags.
+pub fn request(positional: &[String], flags: Flags) -> Result<Request, PlanError> {
+    if !positional.is_empty() && !(7..=9).contains(&positional.len()) {
+        return Err(PlanError::Positional {
+            count: positional.len(),
+        });
+    }
+    let at = |i: usize| positional.get(i).filter(|s| !s.is_empty()).cloned();
+    let output = merge(
+        "OUTPUT_PATH / --output",
+        at(0).map(PathBuf::from),
+        flags.output,
+    )?;
+    let kubernetes = merge("KUBERNETES_VERSION / --kubernetes", at(1), flags.kubernetes)?.ok_or(
+        PlanError::Missing {
+            what: "--kubernetes",
+        },
+    )?;
+    let cni = merge("CNI_VERSION / --cni", at(2), flags.cni)?;
+    let crictl = merge("CRICTL_VERSION / --crictl", at(3), flags.crictl)?;
+    let network = merge("NETWORK_YAML / --network", at(4), flags.network)?
+        .ok_or(PlanError::Missing { what: "--network" })?;
+    let dashboard = merge("DASHBOARD_YAML / --dashboard", at(5), flags.dashboard)?.ok_or(
+        PlanError::Missing {
+            what: "--dashboard",
+        },
+    )?;
+    let name = merge("BUILD_NAME / --name", at(6), flags.name)?;
+    let positional_arch = at(7).map(|a| vec![a]);
+    let arch_flags = (!flags.arches.is_empty()).then_some(flags.arches);
+    let arch_texts = merge("ARCH / --arch", positional_arch, arch_flags)?
+        .unwrap_or_else(|| vec!["amd64".into()]);
+    let etcd = merge("ETCD_VERSION / --etcd", at(8), flags.etcd)?;
+    let mut arches = Vec::new();
+    for text in arch_texts {
+        let arch = Arch::parse(&text).ok_or(PlanError::Arch { given: text })?;
+        if !arches.contains(&arch) {
+            arches.push(arch);
+        }
+    }
+    let bare = kubernetes.trim().trim_start_matches('v').to_owned();
+    Ok(Request {
+        name: name.unwrap_or_else(|| format!("setup-v{bare}")),
+        kubernetes,
+        arches,
+        cni,
+        crictl,
+        etcd,
+        network: Source::parse(&network),
+        dashboard: Source::parse(&dashboard),
+        headlamp: flags.headlamp.as_deref().map(Source::parse),
+        output: output.unwrap_or_else(|| PathBuf::from(".")),
+    })
+}
+
+/// `<name>-<x86_64|aarch64>.iso`, as upstream names it.
+pub fn iso_file_name(name: &str, arch: Arch) -> String {
+    format!("{name}-{}.iso", arch.uname())
+}
+
+/// What a manifest is for, which decides its edits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// The autoscaler example: its one image pinned to this image, extra RBAC appended.
+    Autoscaler {
+        /// `registry.k8s.io/autoscaling/cluster-autoscaler:v<version>`.
+        image: String,
+    },
+    /// The CCM deployment: its one image set to this image.
+    Provider {
+        /// `apache/cloudstack-kubernetes-provider:<tag>`.
+        image: String,
+    },
+    /// Any other manifest: only the pull policy changes.
+    Other,
+}
+
+/// A manifest after its edits, with the images it references.
+#[derive(Debug, Clone)]
+pub struct Edited {
+    /// The text that goes into the ISO.
+    pub text: String,
+    /// Every image it references, normalised.
+    pub images: Vec<String>,
+    /// What was changed or repaired, for the log.
+    pub notes: Vec<String>,
+}
+
+/// Applies the contract's edits to the manifest `name` and lists its images.
+pub fn edit(name: &str, text: &str, role: &Role) -> Result<Edited, ManifestError> {
+    let mut notes = Vec::new();
+    let mut text = text.to_owned();
+    let joined = manifest::find_joined_separators(&text);
+    if !joined.is_empty() {
+        for j in &joined {
+            notes.push(format!(
+                "line {} joins two documents ({:?}): split it so each document parses on its own",
+                j.line, j.text
+            ));
+        }
+        text = manifest::split_joined_separators(&text);
+    }
+    match role {
+        Role::Autoscaler { image } => {
+            text = manifest::pin_single_image(name, &text, image)?;
+            text = manifest::append_autoscaler_extra(&text);
+            notes.push(format!(
+                "image set to {image}; cluster-autoscaler-extra RBAC appended"
+            ));
+        }
+        Role::Provider { image } => {
+            text = manifest::pin_single_image(name, &text, image)?;
+            notes.push(format!("image set to {image}"));
+        }
+        Role::Other => {}
+    }
+    let (pulled, changed) = manifest::pull_if_not_present(&text);
+    if changed > 0 {
+        notes.push(format!(
+            "{changed} imagePullPolicy line(s) set to IfNotPresent"
+        ));
+    }
+    let docs = manifest::check_yaml(name, &pulled)?;
+    Ok(Edited {
+        images: manifest::images(&docs),
+        text: pulled,
+        notes,
+    })
+}
+
+/// The images an ISO bundles: kubeadm's list and every manifest image, normalised like Docker,
+/// each once, sorted by full name.
+pub fn image_set<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+) -> Result<Vec<Reference>, crate::image::ImageError> {
+    let mut refs: Vec<Reference> = Vec::new();
+    for name in names {
+        let r = Reference::parse(name)?;
+        if !refs.iter().any(|x| x.to_string() == r.to_string()) {
+            refs.push(r);
+        }
+    }
+    refs.sort_by_key(|r| r.to_string());
+    Ok(refs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pos(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn upstream_positional_form_maps_to_the_same_request_as_flags() {
+        let p = request(
+            &pos(&[
+                "out",
+                "1.33.1",
+                "1.6.2",
+                "1.33.0",
+                "net.yaml",
+                "https://x/d.yaml",
+                "setup-x",
+                "aarch64",
+                "3.5.21",
+            ]),
+            Flags::default(),
+        )
+        .unwrap();
+        let f = request(
+            &[],
+            Flags {
+                output: Some("out".into()),
+                kubernetes: Some("1.33.1".into()),
+                cni: Some("1.6.2".into()),
+                crictl: Some("1.33.0".into()),
+                network: Some("net.yaml".into()),
+                dashboard: Some("https://x/d.yaml".into()),
+                name: Some("setup-x".into()),
+                arches: vec!["arm64".into()],
+                etcd: Some("3.5.21".into()),
+                headlamp: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(p, f);
+        assert_eq!(p.network, Source::File("net.yaml".into()));
+        assert_eq!(p.dashboard, Source::Url("https://x/d.yaml".into()));
+        assert_eq!(iso_file_name(&p.name, p.arches[0]), "setup-x-aarch64.iso");
+    }
+
+    #[test]
+    fn defaults_and_errors() {
+        let r = request(
+            &[],
+            Flags {
+                kubernetes: Some("v1.33.1".into()),
+                network: Some("n".into()),
+                dashboard: Some("d".into()),
+                ..Flags::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            (r.name.as_str(), r.arches.clone()),
+            ("setup-v1.33.1", vec![Arch::Amd64])
+        );
+        assert!(matches!(
+            request(&pos(&["a", "b"]), Flags::default()),
+            Err(PlanError::Positional { count: 2 })
+        ));
+        let twice = request(
+            &pos(&["o", "1.33.1", "1", "1", "n", "d", "x"]),
+            Flags {
+                kubernetes: Some("1.32.0".into()),
+                ..Flags::default()
+            },
+        );
+        assert!(matches!(twice, Err(PlanError::Twice { .. })));
+        let arch = request(
+            &[],
+            Flags {
+                kubernetes: Some("1".into()),
+                network: Some("n".into()),
+                dashboard: Some("d".into()),
+                arches: vec!["s390x".into()],
+                ..Flags::default()
+            },
+        );
+        assert!(matches!(arch, Err(PlanError::Arch { .. })));
+    }
+
+    #[test]
+    fn autoscaler_gets_its_pin_rbac_and_pull_policy_and_keeps_placeholders() {
+        let text = "kind: Deployment\\nspec:\\n  template:\\n    spec:\\n      containers:\\n        - image: apache/cloudstack-kubernetes-autoscaler:latest\\n          imagePullPolicy: Always\\n          command:\\n            - --nodes=<min>:<max>:<cluster-id>\\n";
+        let image = "registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.6".to_owned();
+        let e = edit(
+            "autoscaler.yaml",
+            text,
+            &Role::Autoscaler {
+                image: image.clone(),
+            },
+        )
+        .unwrap();
+        assert_eq!(e.images, [image]);
+        assert!(e.text.contains("<min>:<max>:<cluster-id>"));
+        assert!(e.text.contains("imagePullPolicy: IfNotPresent") && !e.text.contains("Always"));
+        assert!(e.text.contains("name: cluster-autoscaler-extra"));
+    }
+
+    #[test]
+    fn joined_separators_are_split_and_reported() {
+        let text = "kind: A\\nmetadata:\\n  name: rbac.authorization.k8s.io---\\nkind: B\\nmetadata:\\n  name: b\\n";
+        let e = edit("manifest.yaml", text, &Role::Other).unwrap();
+        assert!(e.notes[0].contains("line 3 joins two documents"));
+    }
+
+    #[test]
+    fn image_set_normalises_and_deduplicates() {
+        let set = image_set([
+            "nginx",
+            "docker.io/library/nginx:latest",
+            "k8s.gcr.io/pause:3.2",
+        ])
+        .unwrap();
+        let names: Vec<String> = set.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            names,
+            ["docker.io/library/nginx:latest", "k8s.gcr.io/pause:3.2"]
+        );
+    }
+}
