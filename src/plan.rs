@@ -165,7 +165,7 @@ pub fn request(positional: &[String], flags: Flags) -> Result<Request, PlanError
     let etcd = merge("ETCD_VERSION / --etcd", at(8), flags.etcd)?;
     let mut arches = Vec::new();
     for text in arch_texts {
-        let arch = Arch::parse(&text).ok_or(PlanError::Arch { given: text })?;
+        let arch = Arch::parse(&text).map_err(|_| PlanError::Arch { given: text })?;
         if !arches.contains(&arch) {
             arches.push(arch);
         }
@@ -366,7 +366,7 @@ mod tests {
 
     #[test]
     fn autoscaler_gets_its_pin_rbac_and_pull_policy_and_keeps_placeholders() {
-        let text = "kind: Deployment\\nspec:\\n  template:\\n    spec:\\n      containers:\\n        - image: apache/cloudstack-kubernetes-autoscaler:latest\\n          imagePullPolicy: Always\\n          command:\\n            - --nodes=<min>:<max>:<cluster-id>\\n";
+        let text = "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - image: apache/cloudstack-kubernetes-autoscaler:latest\n          imagePullPolicy: Always\n          command:\n            - --nodes=<min>:<max>:<cluster-id>\n";
         let image = "registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.6".to_owned();
         let e = edit(
             "autoscaler.yaml",
@@ -384,7 +384,7 @@ mod tests {
 
     #[test]
     fn joined_separators_are_split_and_reported() {
-        let text = "kind: A\\nmetadata:\\n  name: rbac.authorization.k8s.io---\\nkind: B\\nmetadata:\\n  name: b\\n";
+        let text = "kind: A\nmetadata:\n  name: rbac.authorization.k8s.io---\nkind: B\nmetadata:\n  name: b\n";
         let e = edit("manifest.yaml", text, &Role::Other).unwrap();
         assert!(e.notes[0].contains("line 3 joins two documents"));
     }

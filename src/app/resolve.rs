@@ -98,7 +98,7 @@ pub struct ImageRow {
 pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
     let kube: KubeVersion = args.kubernetes.parse()?;
     check_supported(&kube)?;
-    let arch = Arch::parse(&args.arch).ok_or_else(|| {
+    let arch = Arch::parse(&args.arch).map_err(|_| {
         AppError::usage(
             anyhow::anyhow!(
                 "--arch {:?} is not an architecture cks-iso builds for",

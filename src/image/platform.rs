@@ -26,8 +26,8 @@ pub enum Arch {
 impl Arch {
     /// Accepts `amd64|x86_64|arm64|aarch64`, as the contract does.
     pub fn parse(text: &str) -> Result<Self, ImageError> {
-        match text {
-            "amd64" | "x86_64" => Ok(Self::Amd64),
+        match text.trim().to_ascii_lowercase().as_str() {
+            "amd64" | "x86_64" | "x86-64" => Ok(Self::Amd64),
             "arm64" | "aarch64" => Ok(Self::Arm64),
             _ => Err(ImageError::InvalidArch {
                 arch: text.to_owned(),
@@ -41,6 +41,33 @@ impl Arch {
             Self::Amd64 => "amd64",
             Self::Arm64 => "arm64",
         }
+    }
+
+    /// The name in upstream download URLs: the same as [`Arch::as_str`].
+    pub fn k8s(self) -> &'static str {
+        self.as_str()
+    }
+
+    /// `x86_64` or `aarch64`, as `uname -m` says and the ISO's file name ends.
+    pub fn uname(self) -> &'static str {
+        match self {
+            Self::Amd64 => "x86_64",
+            Self::Arm64 => "aarch64",
+        }
+    }
+
+    /// The ELF `e_machine` of its executables.
+    pub fn e_machine(self) -> u16 {
+        match self {
+            Self::Amd64 => 62,
+            Self::Arm64 => 183,
+        }
+    }
+}
+
+impl Serialize for Arch {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 

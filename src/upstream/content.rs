@@ -6,62 +6,11 @@
 //! the target architecture (`e_machine`), tarballs must list as gzip tars to the end, and manifests
 //! must be YAML mappings and not HTML (`iso-contract.md` §7). No network.
 
+use crate::manifest;
 use std::io::Read;
 use std::path::Path;
 
-/// Target architecture as Kubernetes names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Arch {
-    /// x86-64.
-    Amd64,
-    /// AArch64.
-    Arm64,
-}
-
-impl Arch {
-    /// Reads `amd64`, `x86_64`, `arm64` or `aarch64`.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "amd64" | "x86_64" | "x86-64" => Some(Self::Amd64),
-            "arm64" | "aarch64" => Some(Self::Arm64),
-            _ => None,
-        }
-    }
-
-    /// `amd64` or `arm64`, as in upstream URLs.
-    pub fn k8s(self) -> &'static str {
-        match self {
-            Self::Amd64 => "amd64",
-            Self::Arm64 => "arm64",
-        }
-    }
-
-    /// `x86_64` or `aarch64`, as in the ISO's file name.
-    pub fn uname(self) -> &'static str {
-        match self {
-            Self::Amd64 => "x86_64",
-            Self::Arm64 => "aarch64",
-        }
-    }
-
-    /// The ELF `e_machine` of its executables.
-    pub fn e_machine(self) -> u16 {
-        match self {
-            Self::Amd64 => EM_X86_64,
-            Self::Arm64 => EM_AARCH64,
-        }
-    }
-}
-
-impl std::fmt::Display for Arch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.k8s())
-    }
-}
-
-const EM_X86_64: u16 = 62;
-const EM_AARCH64: u16 = 183;
+pub use crate::image::Arch;
 
 /// What a file must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,8 +69,8 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 
 fn machine_name(m: u16) -> String {
     match m {
-        EM_X86_64 => "x86-64 (amd64)".into(),
-        EM_AARCH64 => "aarch64 (arm64)".into(),
+        62 => "x86-64 (amd64)".into(),
+        183 => "aarch64 (arm64)".into(),
         3 => "i386".into(),
         40 => "arm (32-bit)".into(),
         21 => "ppc64".into(),
@@ -188,106 +137,50 @@ fn looks_like_html(bytes: &[u8]) -> bool {
         || start.starts_with(b"<head")
 }
 
-/// Lines (1-based) where `---` is glued to the end of content, e.g. `rbac.authorization.k8s.io---`:
-/// a part that lacked its final newline, which merges two documents into one (`upstream.md` §4).
-pub fn joined_separators(text: &str) -> Vec<usize> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| {
-            let t = line.trim_end();
-            t.len() > 3 && t.ends_with("---") && !t.trim_start().starts_with('#') && {
-                let before = &t[..t.len() - 3];
-                !before.ends_with('-') && !before.trim().is_empty()
-            }
-        })
-        .map(|(i, _)| i + 1)
-        .collect()
-}
-
-/// The text with each joined separator split onto its own line.
-pub fn split_joined_separators(text: &str) -> String {
-    let joined = joined_separators(text);
-    let mut out = String::with_capacity(text.len() + joined.len());
-    for (i, line) in text.split_inclusive('\n').enumerate() {
-        if joined.contains(&(i + 1)) {
-            let body = line.trim_end();
-            out.push_str(&body[..body.len() - 3]);
-            out.push_str("\n---");
-            out.push_str(&line[body.len()..]);
-        } else {
-            out.push_str(line);
-        }
-    }
-    out
-}
-
-/// Parses every document; each must be a mapping (or empty). Notes name joined separators.
+/// Parses every document; each must be a mapping (or empty). Notes name joined separators,
+/// which are split before parsing (the rules live in [`crate::manifest`]).
 pub fn check_yaml(bytes: &[u8]) -> Result<Vec<String>, String> {
     if looks_like_html(bytes) {
         return Err("it is an HTML page".into());
     }
     let text = std::str::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_owned())?;
     let mut notes = Vec::new();
-    let joined = joined_separators(text);
-    let repaired;
-    let text = if joined.is_empty() {
-        text
-    } else {
+    let joined = manifest::find_joined_separators(text);
+    if !joined.is_empty() {
         notes.push(format!(
             "a `---` document separator is joined to the previous line (line {}); the documents \
              merge unless the line is split",
             joined
                 .iter()
-                .map(ToString::to_string)
+                .map(|j| j.line.to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
-        repaired = split_joined_separators(text);
-        &repaired
-    };
-    let docs: Vec<serde_json::Value> =
-        serde_saphyr::from_multiple(text).map_err(|e| format!("it does not parse as YAML: {e}"))?;
+    }
+    let docs = parse(text)?;
     if docs.is_empty() {
         return Err("it holds no YAML document".into());
-    }
-    for (i, doc) in docs.iter().enumerate() {
-        if !(doc.is_object() || doc.is_null()) {
-            return Err(format!(
-                "document {} is not a mapping (Kubernetes objects are)",
-                i + 1
-            ));
-        }
     }
     Ok(notes)
 }
 
-/// Every `image:` string value in the manifest's documents, each once: documents and lists in
-/// order, keys of a mapping in sorted order. Joined separators are split first so merged
-/// documents do not hide an image.
-pub fn images_in_yaml(text: &str) -> Result<Vec<String>, String> {
-    let text = split_joined_separators(text);
-    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text)
-        .map_err(|e| format!("it does not parse as YAML: {e}"))?;
-    let mut out = Vec::new();
-    let mut stack: Vec<&serde_json::Value> = docs.iter().rev().collect();
-    while let Some(value) = stack.pop() {
-        match value {
-            serde_json::Value::Object(map) => {
-                for (key, v) in map {
-                    if key == "image"
-                        && let Some(image) = v.as_str()
-                        && !out.iter().any(|i| i == image)
-                    {
-                        out.push(image.to_owned());
-                    }
-                }
-                stack.extend(map.values().rev());
-            }
-            serde_json::Value::Array(items) => stack.extend(items.iter().rev()),
-            _ => {}
+fn parse(text: &str) -> Result<Vec<serde_json::Value>, String> {
+    let repaired = manifest::split_joined_separators(text);
+    manifest::check_yaml("the manifest", &repaired).map_err(|e| match e {
+        manifest::ManifestError::Yaml { source, .. } => {
+            format!("it does not parse as YAML: {source}")
         }
-    }
-    Ok(out)
+        manifest::ManifestError::NotObject { index, .. } => {
+            format!("document {index} is not a mapping (Kubernetes objects are)")
+        }
+        other => other.to_string(),
+    })
+}
+
+/// Every image the manifest's documents reference, sorted, each once. Joined separators are
+/// split first so merged documents do not hide an image.
+pub fn images_in_yaml(text: &str) -> Result<Vec<String>, String> {
+    Ok(manifest::images(&parse(text)?))
 }
 
 #[cfg(test)]
@@ -335,20 +228,10 @@ mod tests {
     }
 
     #[test]
-    fn splitting_joined_separators_keeps_everything_else() {
-        let text = "a: 1\n  x: k8s.io---\nb: 2\n---\n# c---\n";
-        assert_eq!(joined_separators(text), vec![2]);
-        assert_eq!(
-            split_joined_separators(text),
-            "a: 1\n  x: k8s.io\n---\nb: 2\n---\n# c---\n"
-        );
-    }
-
-    #[test]
     fn images_are_found_in_every_container_list_once() {
         let text = "spec:\n  initContainers:\n    - image: a:1\n  containers:\n    - name: x\n      image: b@sha256:00\n    - image: a:1\n  apiGroup: x---\nkind: Pod\nimage: c\n";
         // `containers` sorts before `initContainers`; list order is kept.
-        assert_eq!(images_in_yaml(text).unwrap(), ["b@sha256:00", "a:1", "c"]);
+        assert_eq!(images_in_yaml(text).unwrap(), ["a:1", "b@sha256:00", "c"]);
     }
 
     #[test]

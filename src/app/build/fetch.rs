@@ -11,7 +11,7 @@ use super::super::resolve::{Partial, Resolution, resolve};
 use crate::cache::Cache;
 use crate::config::Settings;
 use crate::fetch::{Download, build_client};
-use crate::image::{self, Image, Reference};
+use crate::image::{Image, Reference};
 use crate::plan::{self, Edited, Request, Role, Source};
 use crate::registry::{AuthFiles, Registry, RegistryConfig, RegistryMirror, Routes};
 use crate::ui::Ui;
@@ -314,7 +314,7 @@ async fn one_arch(
             ..file.clone()
         });
     }
-    let image_arch = image::Arch::parse(arch.k8s())?;
+    let image_arch = arch;
     tracing::info!("linux/{}: pulling {} images", arch.k8s(), references.len());
     let progress = ui.bytes(&format!("pulling images for linux/{}", arch.k8s()));
     let results = registry
