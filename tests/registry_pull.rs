@@ -434,3 +434,34 @@ fn credential_helper_from_docker_config_supplies_credentials() {
     cmd.env("DOCKER_CONFIG", &docker_config).env("PATH", path);
     succeeded(&cmd.output().unwrap());
 }
+
+#[test]
+fn registry_that_is_down_is_asked_once_for_all_its_images() {
+    let port = cks_iso_testworld::registry::free_port();
+    let host = format!("127.0.0.1:{port}");
+    let tmp = tempfile::tempdir().unwrap();
+    let (cache, out) = (tmp.path().join("cache"), tmp.path().join("out"));
+    let mut args: Vec<String> = ["a:1", "b:2", "c:3"]
+        .iter()
+        .map(|i| format!("{host}/{i}"))
+        .collect();
+    args.extend(
+        [
+            "--arch",
+            "amd64",
+            "--insecure-registry",
+            &host,
+            "--attempts",
+            "2",
+        ]
+        .map(String::from),
+    );
+    let result = pull(&args, &cache, &out);
+    assert!(!result.status.success());
+    let text = stderr(&result);
+    let asked = "cannot fetch the registry's API root";
+    assert_eq!(text.matches(asked).count(), 1, "asked per image:\n{text}");
+    assert_eq!(text.matches("cannot be reached").count(), 2, "{text}");
+    assert!(text.contains(&format!("{host}/b:2")), "{text}");
+    assert_empty(&out);
+}

@@ -67,7 +67,9 @@ pub struct RegistryConfig {
 /// What we know about one registry endpoint (`scheme://host[:port]`).
 #[derive(Default)]
 struct HostState {
-    challenge: OnceCell<Challenge>,
+    /// The answer to `GET /v2/`, or why there was none: asked once per run, so a registry that
+    /// is down fails every image at once instead of each retrying it again.
+    challenge: OnceCell<Result<Challenge, Unreachable>>,
     credentials: OnceCell<Option<Credentials>>,
     /// Bearer tokens per repository name.
     tokens: Mutex<HashMap<String, String>>,
@@ -463,10 +465,26 @@ impl Registry {
         renew: bool,
     ) -> Result<HeaderMap, RegistryError> {
         let host = self.host(ep);
+        let mut first_error = None;
         let challenge = host
             .challenge
-            .get_or_try_init(|| self.ping(ep, reference))
-            .await?;
+            .get_or_init(|| async {
+                self.ping(ep, reference).await.map_err(|err| {
+                    let unreachable = Unreachable::from(&err);
+                    first_error = Some(err);
+                    unreachable
+                })
+            })
+            .await;
+        if let Some(err) = first_error {
+            return Err(err);
+        }
+        let challenge = challenge.as_ref().map_err(|e| RegistryError::Unreachable {
+            reference: reference.to_string(),
+            registry: ep.host().to_owned(),
+            reason: e.reason.clone(),
+            hint: e.hint.clone(),
+        })?;
         let mut headers = HeaderMap::new();
         let value = match challenge {
             Challenge::None => return Ok(headers),
@@ -611,6 +629,33 @@ impl Registry {
                 registry: token_host,
                 reason: "the token reply has neither `token` nor `access_token`".into(),
             })
+    }
+}
+
+/// Why a registry's API root could not be asked, kept to fail the other images of the run.
+#[derive(Debug, Clone)]
+struct Unreachable {
+    reason: String,
+    hint: Option<String>,
+}
+
+impl From<&RegistryError> for Unreachable {
+    fn from(err: &RegistryError) -> Self {
+        // The causes only: the top line names the image that asked first.
+        let mut causes = Vec::new();
+        let mut source = std::error::Error::source(err);
+        while let Some(cause) = source {
+            causes.push(cause.to_string());
+            source = cause.source();
+        }
+        let reason = match causes.is_empty() {
+            true => err.to_string(),
+            false => causes.join(": "),
+        };
+        Self {
+            reason,
+            hint: err.hint(),
+        }
     }
 }
 
