@@ -129,40 +129,36 @@ impl Registry {
         hosts.entry(ep.base.clone()).or_default().clone()
     }
 
-    /// Resolves `references` for `arch` and downloads their blobs into the cache, `jobs` at a
-    /// time. One result per reference, in order.
-    pub async fn pull_all(
+    /// Transfers at once, as configured.
+    pub fn jobs(&self) -> usize {
+        self.config.jobs.max(1)
+    }
+
+    /// Resolves `references` for `arch`, `jobs` at a time; one result per reference, in order.
+    pub async fn resolve_all(
         &self,
         references: &[Reference],
         arch: Arch,
-        progress: &dyn Progress,
     ) -> Vec<Result<Image, RegistryError>> {
-        let jobs = self.config.jobs.max(1);
-        let resolved: Vec<Result<Image, RegistryError>> = stream::iter(references)
+        stream::iter(references)
             .map(|reference| self.resolve(reference, arch))
-            .buffered(jobs)
+            .buffered(self.jobs())
             .collect()
-            .await;
+            .await
+    }
+
+    /// Bytes of config and layer blobs of `images` not yet in the cache, each blob once: what
+    /// progress should expect.
+    pub fn missing_bytes<'a>(&self, images: impl IntoIterator<Item = &'a Image>) -> u64 {
         let mut missing: BTreeMap<&Digest, u64> = BTreeMap::new();
-        for image in resolved.iter().flatten() {
+        for image in images {
             for blob in std::iter::once(&image.config).chain(&image.layers) {
                 if !self.cache.contains(&blob.digest) {
                     missing.insert(&blob.digest, blob.size);
                 }
             }
         }
-        progress.start(missing.values().sum());
-        let results = stream::iter(resolved)
-            .map(|image| async {
-                let image = image?;
-                self.fetch_blobs(&image, progress).await?;
-                Ok(image)
-            })
-            .buffered(jobs)
-            .collect()
-            .await;
-        progress.finish();
-        results
+        missing.values().sum()
     }
 
     /// Resolves `reference` to an [`Image`] for `arch`: its manifests (and, for a single-platform
@@ -214,7 +210,7 @@ impl Registry {
                 let ep = &ep;
                 async move { self.blob(ep, &image.reference, desc, &what, progress).await }
             })
-            .buffer_unordered(self.config.jobs.max(1))
+            .buffer_unordered(self.jobs())
             .collect()
             .await;
         results.into_iter().collect()
