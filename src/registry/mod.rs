@@ -165,13 +165,16 @@ impl Registry {
     /// image, its config) end up verified in the cache; layers are not fetched.
     pub async fn resolve(&self, reference: &Reference, arch: Arch) -> Result<Image, RegistryError> {
         let ep = self.config.routes.endpoint(reference);
-        let top = match (reference.digest(), reference.tag()) {
-            (Some(digest), _) => digest.clone(),
-            (None, Some(tag)) => match self.head_manifest(&ep, reference, tag).await? {
-                Some(digest) => digest,
-                None => self.get_manifest(&ep, reference, tag, None).await?,
-            },
-            (None, None) => unreachable!("a reference without digest has a tag"),
+        let top = match reference.digest() {
+            Some(digest) => digest.clone(),
+            None => {
+                // A reference without a digest always has a tag (`latest` by default).
+                let tag = reference.tag().unwrap_or("latest");
+                match self.head_manifest(&ep, reference, tag).await? {
+                    Some(digest) => digest,
+                    None => self.get_manifest(&ep, reference, tag, None).await?,
+                }
+            }
         };
         let top_bytes = self.manifest(&ep, reference, &top).await?;
         let media = MediaType::sniff(&top_bytes).map_err(|reason| ImageError::Unsupported {
