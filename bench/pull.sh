@@ -54,8 +54,13 @@ mkdir -p "$BENCH_DIR"
 WORK=$(mktemp -d "$BENCH_DIR/pull.XXXXXX")
 WORLD_PID=
 cleanup() {
+	# Closing its stdin stops the world, which stops its registry; kill only if it hangs.
 	exec 7>&- 2>/dev/null || true
-	[[ -n $WORLD_PID ]] && kill "$WORLD_PID" 2>/dev/null && wait "$WORLD_PID" 2>/dev/null
+	if [[ -n $WORLD_PID ]]; then
+		for _ in $(seq 1 50); do kill -0 "$WORLD_PID" 2>/dev/null || break; sleep 0.1; done
+		kill "$WORLD_PID" 2>/dev/null || true
+		wait "$WORLD_PID" 2>/dev/null || true
+	fi
 	rm -rf -- "$WORK"
 	rmdir -- "$BENCH_DIR" 2>/dev/null || true
 }

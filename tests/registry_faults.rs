@@ -177,3 +177,35 @@ fn persistently_corrupt_blob_names_image_blob_and_digests_and_leaves_nothing() {
     let hex = layer.strip_prefix("sha256:").unwrap();
     assert!(!cache.join("blobs/sha256").join(hex).exists());
 }
+
+#[test]
+fn tags_resolve_with_head_and_cached_manifests_are_not_fetched_again() {
+    let (world, proxy, _) = setup();
+    let tmp = tempfile::tempdir().unwrap();
+    let (cache, out) = (tmp.path().join("cache"), tmp.path().join("out"));
+    let mut args = vec![APISERVER.to_owned(), "--arch".into(), "amd64".into()];
+    args.extend(world.mirror_args(&proxy.url()));
+    succeeded(&pull(&args, &cache, &out));
+    let manifests = |method: &str| {
+        proxy
+            .requests_to("/manifests/")
+            .into_iter()
+            .filter(|r| r.method == method)
+            .map(|r| r.path)
+            .collect::<Vec<_>>()
+    };
+    // The tag by HEAD; the index and the platform's manifest by digest, never by tag.
+    assert_eq!(manifests("HEAD").len(), 1);
+    let gets = manifests("GET");
+    assert_eq!(gets.len(), 2, "{gets:?}");
+    assert!(
+        gets.iter().all(|p| p.contains("/manifests/sha256:")),
+        "{gets:?}"
+    );
+    // Again with the same cache: only the HEAD, no manifest GET, no blob.
+    proxy.clear_log();
+    succeeded(&pull(&args, &cache, &tmp.path().join("out2")));
+    assert_eq!(manifests("HEAD").len(), 1);
+    assert!(manifests("GET").is_empty(), "{:?}", manifests("GET"));
+    assert!(proxy.requests_to("/blobs/").is_empty());
+}

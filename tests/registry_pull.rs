@@ -434,3 +434,71 @@ fn credential_helper_from_docker_config_supplies_credentials() {
     cmd.env("DOCKER_CONFIG", &docker_config).env("PATH", path);
     succeeded(&cmd.output().unwrap());
 }
+
+#[test]
+fn registry_that_is_down_is_asked_once_for_all_its_images() {
+    let port = cks_iso_testworld::registry::free_port();
+    let host = format!("127.0.0.1:{port}");
+    let tmp = tempfile::tempdir().unwrap();
+    let (cache, out) = (tmp.path().join("cache"), tmp.path().join("out"));
+    let mut args: Vec<String> = ["a:1", "b:2", "c:3"]
+        .iter()
+        .map(|i| format!("{host}/{i}"))
+        .collect();
+    args.extend(
+        [
+            "--arch",
+            "amd64",
+            "--insecure-registry",
+            &host,
+            "--attempts",
+            "2",
+        ]
+        .map(String::from),
+    );
+    let result = pull(&args, &cache, &out);
+    assert!(!result.status.success());
+    let text = stderr(&result);
+    let asked = "cannot fetch the registry's API root";
+    assert_eq!(text.matches(asked).count(), 1, "asked per image:\n{text}");
+    assert_eq!(text.matches("cannot be reached").count(), 2, "{text}");
+    assert!(text.contains(&format!("{host}/b:2")), "{text}");
+    assert_empty(&out);
+}
+
+#[test]
+fn images_sharing_an_archive_name_get_distinct_files_and_a_warning() {
+    let world = world();
+    let tmp = tempfile::tempdir().unwrap();
+    let (cache, out) = (tmp.path().join("cache"), tmp.path().join("out"));
+    let pause = world.corpus.get("registry.k8s.io/pause:3.10");
+    let direct = format!("{}/{}", world.registry.host(), pause.reference());
+    let mut list = args(
+        &world,
+        &world.registry.url(),
+        "amd64",
+        &[pause.reference(), direct.clone()],
+    );
+    list.extend(["--insecure-registry".into(), world.registry.host()]);
+    let result = pull(&list, &cache, &out);
+    let lines = succeeded(&result);
+    assert_eq!(lines.len(), 2);
+    assert_ne!(
+        lines[0].2, lines[1].2,
+        "one archive must not overwrite the other"
+    );
+    assert!(lines.iter().all(|l| l.1 == pause.top));
+    let files = support::names(&out);
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(
+        files
+            .iter()
+            .all(|f| f.starts_with("pause:3.10-") && f.ends_with(".tar")),
+        "{files:?}"
+    );
+    let text = stderr(&result);
+    assert!(
+        text.contains("shares the archive name pause:3.10.tar"),
+        "{text}"
+    );
+}

@@ -4,23 +4,28 @@
 use std::time::Duration;
 
 use super::AppError;
-use crate::archive;
+use futures_util::{StreamExt, stream};
+
+use crate::archive::{self, Written};
 use crate::cache::Cache;
 use crate::cli::PullArgs;
 use crate::env;
 use crate::fetch::{HttpConfig, RetryPolicy};
-use crate::image::{Arch, Reference};
+use crate::image::{Arch, Image, Reference};
 use crate::registry::{AuthFiles, Registry, RegistryConfig, RegistryMirror, Routes};
 use crate::ui::Ui;
 
 /// Pulls, writes the archives, prints `<full name> <digest> <file>` per image on stdout.
 pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
     let arch = Arch::parse(&args.arch)?;
-    let references = args
-        .images
-        .iter()
-        .map(|text| Reference::parse(text))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut references: Vec<Reference> = Vec::new();
+    for text in &args.images {
+        let reference = Reference::parse(text)?;
+        // The same image named twice is pulled and written once.
+        if !references.contains(&reference) {
+            references.push(reference);
+        }
+    }
     let mirrors = args
         .registry_mirrors
         .iter()
@@ -68,13 +73,6 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
         .map_err(|e| {
             AppError::failure(anyhow::anyhow!(e).context("cannot start the runtime"), None)
         })?;
-    let progress = ui.bytes(&format!(
-        "pulling {} image(s) for linux/{arch}",
-        references.len()
-    ));
-    let results = runtime.block_on(registry.pull_all(&references, arch, progress.as_ref()));
-    drop(progress);
-
     let naming = archive::assign_names(&references);
     for renamed in &naming.renamed {
         tracing::warn!(
@@ -85,17 +83,42 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
         );
     }
     let mtime = epoch()?;
+    let progress = ui.bytes(&format!(
+        "pulling {} image(s) for linux/{arch}",
+        references.len()
+    ));
+    let progress = progress.as_ref();
+    // Each image's archive is written (on a blocking thread) as soon as its blobs are in, while
+    // other images still download: disk writing overlaps network waiting.
+    let results: Vec<Result<(Image, Written), AppError>> = runtime.block_on(async {
+        let resolved = registry.resolve_all(&references, arch).await;
+        progress.start(registry.missing_bytes(resolved.iter().flatten()));
+        let results = stream::iter(references.iter().zip(resolved))
+            .map(|(reference, image)| {
+                let (registry, path) = (&registry, args.out.join(&naming.files[reference]));
+                async move {
+                    let image = image?;
+                    registry.fetch_blobs(&image, progress).await?;
+                    let cache = registry.cache().clone();
+                    tokio::task::spawn_blocking(move || {
+                        let written = archive::write(&image, &cache, &path, mtime)?;
+                        Ok((image, written))
+                    })
+                    .await
+                    .map_err(|e| {
+                        AppError::failure(anyhow::anyhow!("archive writer failed: {e}"), None)
+                    })?
+                }
+            })
+            .buffered(registry.jobs())
+            .collect()
+            .await;
+        progress.finish();
+        results
+    });
+
     let mut failed = Vec::new();
-    let mut written = std::collections::BTreeSet::new();
-    for (reference, result) in references.iter().zip(results) {
-        if !written.insert(reference.clone()) {
-            continue;
-        }
-        let outcome = result.map_err(AppError::from).and_then(|image| {
-            let path = args.out.join(&naming.files[reference]);
-            let done = archive::write(&image, registry.cache(), &path, mtime)?;
-            Ok((image, done))
-        });
+    for (reference, outcome) in references.iter().zip(results) {
         match outcome {
             Ok((image, done)) => {
                 println!(
@@ -118,7 +141,7 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
             anyhow::anyhow!(
                 "{} of {} image(s) could not be pulled: {}",
                 failed.len(),
-                written.len(),
+                references.len(),
                 failed.join(", ")
             ),
             None,

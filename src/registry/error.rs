@@ -55,6 +55,18 @@ pub enum RegistryError {
         /// The bytes that arrived.
         actual_size: u64,
     },
+    /// The registry could not be asked at all; the first image that tried has the details.
+    #[error("{reference}: {registry} cannot be reached ({reason})")]
+    Unreachable {
+        /// The full reference.
+        reference: String,
+        /// The registry (or mirror).
+        registry: String,
+        /// The first failure, with its causes.
+        reason: String,
+        /// What the user can do, as for the first failure.
+        hint: Option<String>,
+    },
     /// The registry's answer makes no sense (a token reply without a token, a bad challenge).
     #[error("{reference}: {registry} answered unexpectedly: {reason}")]
     Protocol {
@@ -125,6 +137,7 @@ impl RegistryError {
             }
             Self::Config(_) => "see `cks-iso pull --help`".into(),
             Self::Fetch { source, .. } => return source.hint(),
+            Self::Unreachable { hint, .. } => return hint.clone(),
             Self::Image(e) => return e.hint(),
             Self::Cache { source, .. } => return source.hint(),
             Self::Protocol { .. } => return None,

@@ -67,7 +67,9 @@ pub struct RegistryConfig {
 /// What we know about one registry endpoint (`scheme://host[:port]`).
 #[derive(Default)]
 struct HostState {
-    challenge: OnceCell<Challenge>,
+    /// The answer to `GET /v2/`, or why there was none: asked once per run, so a registry that
+    /// is down fails every image at once instead of each retrying it again.
+    challenge: OnceCell<Result<Challenge, Unreachable>>,
     credentials: OnceCell<Option<Credentials>>,
     /// Bearer tokens per repository name.
     tokens: Mutex<HashMap<String, String>>,
@@ -127,53 +129,52 @@ impl Registry {
         hosts.entry(ep.base.clone()).or_default().clone()
     }
 
-    /// Resolves `references` for `arch` and downloads their blobs into the cache, `jobs` at a
-    /// time. One result per reference, in order.
-    pub async fn pull_all(
+    /// Transfers at once, as configured.
+    pub fn jobs(&self) -> usize {
+        self.config.jobs.max(1)
+    }
+
+    /// Resolves `references` for `arch`, `jobs` at a time; one result per reference, in order.
+    pub async fn resolve_all(
         &self,
         references: &[Reference],
         arch: Arch,
-        progress: &dyn Progress,
     ) -> Vec<Result<Image, RegistryError>> {
-        let jobs = self.config.jobs.max(1);
-        let resolved: Vec<Result<Image, RegistryError>> = stream::iter(references)
+        stream::iter(references)
             .map(|reference| self.resolve(reference, arch))
-            .buffered(jobs)
+            .buffered(self.jobs())
             .collect()
-            .await;
+            .await
+    }
+
+    /// Bytes of config and layer blobs of `images` not yet in the cache, each blob once: what
+    /// progress should expect.
+    pub fn missing_bytes<'a>(&self, images: impl IntoIterator<Item = &'a Image>) -> u64 {
         let mut missing: BTreeMap<&Digest, u64> = BTreeMap::new();
-        for image in resolved.iter().flatten() {
+        for image in images {
             for blob in std::iter::once(&image.config).chain(&image.layers) {
                 if !self.cache.contains(&blob.digest) {
                     missing.insert(&blob.digest, blob.size);
                 }
             }
         }
-        progress.start(missing.values().sum());
-        let results = stream::iter(resolved)
-            .map(|image| async {
-                let image = image?;
-                self.fetch_blobs(&image, progress).await?;
-                Ok(image)
-            })
-            .buffered(jobs)
-            .collect()
-            .await;
-        progress.finish();
-        results
+        missing.values().sum()
     }
 
     /// Resolves `reference` to an [`Image`] for `arch`: its manifests (and, for a single-platform
     /// image, its config) end up verified in the cache; layers are not fetched.
     pub async fn resolve(&self, reference: &Reference, arch: Arch) -> Result<Image, RegistryError> {
         let ep = self.config.routes.endpoint(reference);
-        let top = match (reference.digest(), reference.tag()) {
-            (Some(digest), _) => digest.clone(),
-            (None, Some(tag)) => match self.head_manifest(&ep, reference, tag).await? {
-                Some(digest) => digest,
-                None => self.get_manifest(&ep, reference, tag, None).await?,
-            },
-            (None, None) => unreachable!("a reference without digest has a tag"),
+        let top = match reference.digest() {
+            Some(digest) => digest.clone(),
+            None => {
+                // A reference without a digest always has a tag (`latest` by default).
+                let tag = reference.tag().unwrap_or("latest");
+                match self.head_manifest(&ep, reference, tag).await? {
+                    Some(digest) => digest,
+                    None => self.get_manifest(&ep, reference, tag, None).await?,
+                }
+            }
         };
         let top_bytes = self.manifest(&ep, reference, &top).await?;
         let media = MediaType::sniff(&top_bytes).map_err(|reason| ImageError::Unsupported {
@@ -212,7 +213,7 @@ impl Registry {
                 let ep = &ep;
                 async move { self.blob(ep, &image.reference, desc, &what, progress).await }
             })
-            .buffer_unordered(self.config.jobs.max(1))
+            .buffer_unordered(self.jobs())
             .collect()
             .await;
         results.into_iter().collect()
@@ -463,10 +464,26 @@ impl Registry {
         renew: bool,
     ) -> Result<HeaderMap, RegistryError> {
         let host = self.host(ep);
+        let mut first_error = None;
         let challenge = host
             .challenge
-            .get_or_try_init(|| self.ping(ep, reference))
-            .await?;
+            .get_or_init(|| async {
+                self.ping(ep, reference).await.map_err(|err| {
+                    let unreachable = Unreachable::from(&err);
+                    first_error = Some(err);
+                    unreachable
+                })
+            })
+            .await;
+        if let Some(err) = first_error {
+            return Err(err);
+        }
+        let challenge = challenge.as_ref().map_err(|e| RegistryError::Unreachable {
+            reference: reference.to_string(),
+            registry: ep.host().to_owned(),
+            reason: e.reason.clone(),
+            hint: e.hint.clone(),
+        })?;
         let mut headers = HeaderMap::new();
         let value = match challenge {
             Challenge::None => return Ok(headers),
@@ -611,6 +628,33 @@ impl Registry {
                 registry: token_host,
                 reason: "the token reply has neither `token` nor `access_token`".into(),
             })
+    }
+}
+
+/// Why a registry's API root could not be asked, kept to fail the other images of the run.
+#[derive(Debug, Clone)]
+struct Unreachable {
+    reason: String,
+    hint: Option<String>,
+}
+
+impl From<&RegistryError> for Unreachable {
+    fn from(err: &RegistryError) -> Self {
+        // The causes only: the top line names the image that asked first.
+        let mut causes = Vec::new();
+        let mut source = std::error::Error::source(err);
+        while let Some(cause) = source {
+            causes.push(cause.to_string());
+            source = cause.source();
+        }
+        let reason = match causes.is_empty() {
+            true => err.to_string(),
+            false => causes.join(": "),
+        };
+        Self {
+            reason,
+            hint: err.hint(),
+        }
     }
 }
 

@@ -117,7 +117,20 @@ impl DockerRegistry {
             let path = config.path().join("config.yml");
             std::fs::write(&path, yaml).unwrap();
             let log = config.path().join("registry.log");
-            let child = Command::new(DOCKER_REGISTRY)
+            let mut command = Command::new(DOCKER_REGISTRY);
+            // If whoever started it dies without dropping it (a killed `registry-world`, a test
+            // binary aborted), the kernel kills the registry too instead of orphaning it. The
+            // signal fires when the spawning *thread* exits: each test owns its registries.
+            // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+            unsafe {
+                std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+                    rustix::process::set_parent_process_death_signal(Some(
+                        rustix::process::Signal::KILL,
+                    ))
+                    .map_err(std::io::Error::from)
+                });
+            }
+            let child = command
                 .arg("serve")
                 .arg(&path)
                 .stdin(Stdio::null())
