@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use futures_util::future::try_join_all;
+use futures_util::{StreamExt, stream};
 use sha2::{Digest as _, Sha256};
 
 use super::super::AppError;
@@ -13,7 +14,7 @@ use crate::config::Settings;
 use crate::fetch::{Download, build_client};
 use crate::image::{Image, Reference};
 use crate::plan::{self, Edited, Request, Role, Source};
-use crate::registry::{AuthFiles, Registry, RegistryConfig, RegistryMirror, Routes};
+use crate::registry::{AuthFiles, Registry, RegistryConfig, RegistryError, RegistryMirror, Routes};
 use crate::ui::Ui;
 use crate::units;
 use crate::upstream::{Arch, Artifact, Content, Fetcher, catalog};
@@ -317,23 +318,38 @@ async fn one_arch(
     let image_arch = arch;
     tracing::info!("linux/{}: pulling {} images", arch.k8s(), references.len());
     let progress = ui.bytes(&format!("pulling images for linux/{}", arch.k8s()));
-    let results = registry
-        .pull_all(references, image_arch, progress.as_ref())
-        .await;
-    progress.finish();
     let mut images = Vec::new();
     let mut failures = Vec::new();
-    for result in results {
+    for result in registry.resolve_all(references, image_arch).await {
         match result {
             Ok(image) => images.push(image),
             Err(e) => failures.push(e),
         }
     }
-    if let Some(first) = failures.into_iter().next() {
+    if failures.is_empty() {
+        progress.start(registry.missing_bytes(&images));
+        let fetched: Vec<Result<(), RegistryError>> = stream::iter(&images)
+            .map(|image| registry.fetch_blobs(image, progress.as_ref()))
+            .buffered(registry.jobs())
+            .collect()
+            .await;
+        failures.extend(fetched.into_iter().filter_map(Result::err));
+    }
+    progress.finish();
+    if !failures.is_empty() {
+        let count = failures.len();
+        let first = failures.swap_remove(0);
+        let others: Vec<String> = failures.iter().map(ToString::to_string).collect();
         let hint = first.hint();
+        let mut context = format!("cannot bundle the images for linux/{}", arch.k8s());
+        if count > 1 {
+            context.push_str(&format!(
+                " ({count} failed; the others: {})",
+                others.join("; ")
+            ));
+        }
         return Err(AppError::failure(
-            anyhow::Error::new(first)
-                .context(format!("cannot bundle the images for linux/{}", arch.k8s())),
+            anyhow::Error::new(first).context(context),
             hint,
         ));
     }
