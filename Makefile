@@ -32,8 +32,7 @@ lint:
 test: deps lint
 	$(CARGO) test --locked --workspace
 
-demo: deps build
-	$(CARGO) build --release --locked -p cks-iso-testworld --bin cks-iso-world
+demo: deps
 	./scripts/demo.sh
 
 bench: deps build

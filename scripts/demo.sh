@@ -1,45 +1,45 @@
 #!/usr/bin/env bash
-# `make demo`: what a new user runs first. Today it authors an ISO from a generated tree shaped like
-# a real CKS binaries ISO and checks it with real readers, after resolving a build's versions,
-# URLs and images against the local upstream world; `cks-iso build` (issue 5) will replace
-# the generated tree with a full build against the local upstream world.
+# `make demo`: what a new user runs first. Builds cks-iso, starts the local upstream world
+# (testworld: git http-backend with autoscaler tags, the github.com / dl.k8s.io /
+# raw.githubusercontent.com stand-in, and a docker-registry holding every image for amd64 and
+# arm64), builds real CKS ISOs for both arches through the mirror settings, verifies them, prints
+# where they are and what they hold, and stops the world. Nothing here reaches the internet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=target/release/cks-iso
 out=${DEMO_OUT:-demo-out}
+k8s=${DEMO_KUBERNETES:-1.33.1}
+
+echo "==> building cks-iso and the local upstream world (release)"
+cargo build --release --locked --workspace
+bin=$(realpath target/release/cks-iso)
+world=$(realpath target/release/cks-iso-world)
 mkdir -p "$out"
-work=$(mktemp -d)            # 0700, as upstream's staging dir: the ISO root must still be 0755
-trap 'rm -rf "$work"' EXIT
 
-echo "==> cks-iso resolve in the local upstream world (git http-backend + stand-in, no kubeadm)"
-# cks-iso-world serves the world, points CKS_ISO_CONFIG at mirrors into it, runs the command.
-target/release/cks-iso-world "$bin" resolve --kubernetes 1.33.1 --arch arm64
 echo
+echo "==> cks-iso build --kubernetes $k8s --arch amd64 --arch arm64, inside the local world"
+# cks-iso-world starts the world, points CKS_ISO_CONFIG at a configuration mapping github.com,
+# dl.k8s.io, raw.githubusercontent.com, the autoscaler git repository and the registries
+# registry.k8s.io, docker.io, quay.io and ghcr.io to it, exports the CNI and dashboard manifest
+# URLs as CKS_WORLD_NETWORK / CKS_WORLD_DASHBOARD, runs the command, then stops everything.
+CKS_WORLD_KUBERNETES=$k8s CKS_ISO=$bin OUT=$out K8S=$k8s "$world" sh -c \
+	'"$CKS_ISO" build --kubernetes "$K8S" --arch amd64 --arch arm64 \
+		--network "$CKS_WORLD_NETWORK" --dashboard "$CKS_WORLD_DASHBOARD" --output "$OUT"'
 
-echo "==> generating a CKS-shaped tree in $work"
-mkdir -p "$work"/{k8s,cni,cri-tools,docker}
-for b in kubeadm kubelet kubectl; do
-	printf '\177ELF\002\001\001demo %s\n' "$b" >"$work/k8s/$b"
-	chmod 0775 "$work/k8s/$b"
-done
-head -c 200000 /dev/urandom >"$work/cni/cni-plugins-amd64.tgz"
-head -c 100000 /dev/urandom >"$work/cri-tools/crictl-linux-amd64.tar.gz"
-for img in kube-apiserver:v1.33.1 kube-proxy:v1.33.1 pause:3.10 \
-	"cilium:v1.16.6@sha256:$(printf 'demo' | sha256sum | cut -c1-64)"; do
-	head -c 50000 /dev/urandom >"$work/docker/$img.tar"
-done
-printf 'kubernetes v1.33.1\narch amd64\n' >"$work/versions.txt"
-for y in network dashboard autoscaler provider; do
-	printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n' "$y" >"$work/$y.yaml"
-done
-
-iso="$out/setup-demo-x86_64.iso"
-echo "==> cks-iso iso $work -o $iso"
-"$bin" iso "$work" -o "$iso"
-
-echo "==> checking it with real readers"
-isoinfo -d -i "$iso" | grep -E 'Volume id|Rock Ridge|Joliet'
-isoinfo -R -l -i "$iso" | grep -E '^(Directory|[-dl]r)' | grep -v ' \[ *[0-9]* 02\]  *$' | head -30
-7z t "$iso" | grep -E 'Everything is Ok|ERROR'
+isos=("$out/setup-v$k8s-x86_64.iso" "$out/setup-v$k8s-aarch64.iso")
 echo
-echo "ISO: $(realpath "$iso")"
+echo "==> cks-iso verify ${isos[*]}"
+"$bin" verify "${isos[@]}"
+
+echo
+for iso in "${isos[@]}"; do
+	echo "==> $(realpath "$iso") ($(du -h "$iso" | cut -f1))"
+	if command -v bsdtar >/dev/null; then
+		bsdtar -xOf "$iso" versions.txt
+	else
+		isoinfo -R -x /versions.txt -i "$iso"
+	fi | { grep -v -e '^file' -e '^image' -e '^#' || true; } | sed 's/^/    /'
+	echo "    images: $(bsdtar -tf "$iso" | grep -c '^docker/.*\.tar$' || true)"
+done
+echo
+echo "ISOs:"
+for iso in "${isos[@]}"; do echo "  $(realpath "$iso")"; done

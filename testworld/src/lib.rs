@@ -13,6 +13,8 @@
 //! - [`http`] and [`server`]: the world's own minimal HTTP/1.1 client and server.
 //! - [`upstream`]: github.com release downloads, dl.k8s.io and raw.githubusercontent.com, serving
 //!   a generated snapshot (ELF binaries, tarballs, manifests, checksum files) with CDN redirects.
+//! - [`world`]: all of them together, populated with every image a `cks-iso build` pulls for
+//!   amd64 and arm64, and the cks-iso configuration that points at them.
 //! - [`faults`]: a programmable fault-injecting HTTP/1.1 proxy in front of any of them.
 
 pub mod bench;
@@ -23,3 +25,4 @@ pub mod images;
 pub mod registry;
 pub mod server;
 pub mod upstream;
+pub mod world;

@@ -1,60 +1,63 @@
 //! Runs one command inside the local upstream world, for `make demo` and for trying cks-iso by
 //! hand without the internet.
 //!
-//! `cks-iso-world CMD [ARGS…]` starts real `git http-backend` with autoscaler-shaped tags and the
-//! upstream stand-in with the typical snapshot, writes a cks-iso configuration file whose mirrors
-//! send github.com, dl.k8s.io and raw.githubusercontent.com there, runs `CMD` with
-//! `CKS_ISO_CONFIG` pointing at it, stops everything, and exits with `CMD`'s status. With no
-//! command it prints the configuration and serves until stdin closes.
+//! `cks-iso-world CMD [ARGS…]` starts the whole [`World`]: real `git http-backend` with
+//! autoscaler-shaped tags, the upstream stand-in, and a `docker-registry` holding every image a
+//! `cks-iso build` of Kubernetes 1.33.1 pulls for amd64 and arm64. It writes a cks-iso
+//! configuration file (download and git mirrors, registry mirrors, insecure registries), runs
+//! `CMD` with `CKS_ISO_CONFIG` pointing at it and `CKS_WORLD_NETWORK` / `CKS_WORLD_DASHBOARD`
+//! holding the manifest URLs to pass as `--network` / `--dashboard`, stops everything, and exits
+//! with `CMD`'s status. With no command it prints the configuration and serves until stdin
+//! closes. `CKS_WORLD_KUBERNETES` picks another Kubernetes release.
 
 use std::io::Read;
 use std::process::{Command, ExitCode};
 
-use cks_iso_testworld::git::{GitServer, Mode, Repo, Tag};
-use cks_iso_testworld::upstream::{Snapshot, UpstreamServer};
+use cks_iso_testworld::world::{Options, World};
 
 fn main() -> ExitCode {
-    use Tag::{Annotated, Light};
-    let repo = Repo::with_tags(
-        "kubernetes/autoscaler.git",
-        &[
-            Annotated("cluster-autoscaler-1.32.2"),
-            Annotated("cluster-autoscaler-1.33.0"),
-            Annotated("cluster-autoscaler-1.33.1"),
-            Light("cluster-autoscaler-1.33.2-rc.1"),
-            Light("cluster-autoscaler-chart-9.50.0"),
-            Light("vertical-pod-autoscaler-1.4.1"),
-        ],
-    );
-    let git = GitServer::start(repo.project_root(), Mode::Backend);
-    let upstream = UpstreamServer::start(&Snapshot::typical());
-    let mut yaml = String::from("# written by cks-iso-world: the local upstream world\nmirrors:\n");
-    for rule in upstream.mirror_rules() {
-        let (from, to) = rule.split_once('=').expect("FROM=TO");
-        yaml.push_str(&format!("  {from}: {to}\n"));
+    let mut options = Options::default();
+    if let Ok(v) = std::env::var("CKS_WORLD_KUBERNETES") {
+        options.kubernetes = v;
     }
-    yaml.push_str(&format!(
-        "  https://github.com/kubernetes/autoscaler: {}\n",
-        git.url(&repo)
-    ));
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = dir.path().join("cks-iso.yaml");
-    std::fs::write(&config, &yaml).expect("write the configuration");
+    let world = World::start(options);
+    eprintln!(
+        "cks-iso-world: Kubernetes {}, autoscaler {}, {} images in {} (amd64, arm64)",
+        world.kubernetes(),
+        world.autoscaler_version().unwrap_or("none"),
+        world.images().len(),
+        world.registry_url(),
+    );
+    eprintln!(
+        "cks-iso-world: CKS_ISO_CONFIG={}",
+        world.config_path().display()
+    );
+    eprintln!("cks-iso-world: CKS_WORLD_NETWORK={}", world.network_url());
+    eprintln!(
+        "cks-iso-world: CKS_WORLD_DASHBOARD={}",
+        world.dashboard_url()
+    );
 
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some((program, rest)) = args.split_first() else {
-        print!("{yaml}");
-        eprintln!(
-            "cks-iso-world: serving; CKS_ISO_CONFIG={} ; close stdin (Ctrl-D) to stop",
-            config.display()
-        );
+        print!("{}", world.config_yaml());
+        for image in world.images() {
+            println!(
+                "# image {} ({}: {})",
+                image.reference, image.source, image.shape
+            );
+        }
+        eprintln!("cks-iso-world: serving; close stdin (Ctrl-D) to stop");
         let _ = std::io::stdin().read_to_end(&mut Vec::new());
         return ExitCode::SUCCESS;
     };
     let status = Command::new(program)
         .args(rest)
-        .env("CKS_ISO_CONFIG", &config)
+        .env("CKS_ISO_CONFIG", world.config_path())
+        .env("CKS_WORLD_NETWORK", world.network_url())
+        .env("CKS_WORLD_DASHBOARD", world.dashboard_url())
         .status();
+    drop(world);
     match status {
         Ok(s) => ExitCode::from(s.code().map_or(1, |c| c.clamp(0, 255) as u8)),
         Err(e) => {

@@ -1,0 +1,771 @@
+//! The whole local upstream world a `cks-iso build` runs against: git with autoscaler tags, the
+//! upstream stand-in (github.com, dl.k8s.io, raw.githubusercontent.com) and one `docker-registry`
+//! holding every image such a build pulls, for amd64 and arm64.
+//!
+//! The image list is computed here from the world's own snapshot, not by cks-iso: kubeadm's seven
+//! images from the snapshot's `constants.go` (rules of `upstream.md` §2), the pinned autoscaler
+//! from the git tags, the CCM image, and every `image:` of the snapshot's CSI, CNI and dashboard
+//! manifests, normalised as Docker does. Images pinned by digest in a manifest are pushed first
+//! and the manifest is rewritten so the pin is the real digest.
+//!
+//! Repositories are stored under their upstream host (`registry.k8s.io/pause`), so the
+//! configuration maps each upstream registry to `http://127.0.0.1:P/<host>`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::git::{GitServer, Mode, Repo, Tag};
+use crate::http::sha256;
+use crate::images::{
+    DOCKER_MANIFEST, OCI_MANIFEST, Plan, Style, index, layer, noise, platform_manifest, push_blob,
+    push_manifest,
+};
+use crate::registry::DockerRegistry;
+use crate::upstream::{DASHBOARD_PATH, KubeRelease, NETWORK_PATH, Snapshot, UpstreamServer};
+
+/// The registries a configuration always maps, whether or not an image lives there.
+pub const REGISTRIES: [&str; 4] = ["registry.k8s.io", "docker.io", "quay.io", "ghcr.io"];
+
+/// The CCM repository, normalised.
+pub const CCM_REPOSITORY: &str = "docker.io/apache/cloudstack-kubernetes-provider";
+
+/// The CCM tag published for amd64 only (`upstream.md` §4).
+pub const CCM_AMD64_ONLY: &str = "v1.1.0";
+
+/// What world to start.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Kubernetes release (`1.33.1`, with or without `v`).
+    pub kubernetes: String,
+    /// The snapshot to serve; `None` builds one for [`Options::kubernetes`] (see
+    /// [`default_snapshot`]).
+    pub snapshot: Option<Snapshot>,
+    /// The CCM tag published multi-arch (`v1.2.0`).
+    pub ccm_tag: String,
+    /// A normalised reference as listed by [`World::images`] (`registry.k8s.io/pause:3.10`) to
+    /// publish without arm64: an OCI index listing amd64 and an attestation only.
+    pub without_arm64: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            kubernetes: "1.33.1".into(),
+            snapshot: None,
+            ccm_tag: "v1.2.0".into(),
+            without_arm64: None,
+        }
+    }
+}
+
+/// The snapshot a world for Kubernetes `version` serves by default: its binaries and
+/// `constants.go` (extras from `upstream.md` §2), CNI 1.6.2, crictl `1.<minor>.0`, the etcd
+/// kubeadm names, autoscaler examples `1.<minor-1>.2`, `1.<minor>.0`, `.1`, `.3` (a gap), CCM
+/// v1.2.0 and v1.1.0, CSI v3.0.0. Panics when `upstream.md` records no extras for `version`.
+pub fn default_snapshot(version: &str) -> Snapshot {
+    let release = KubeRelease::known(version)
+        .unwrap_or_else(|| panic!("no kubeadm extras known for {version}: pass Options::snapshot"));
+    let minor = minor_of(&release.version).expect("a Kubernetes version x.y.z");
+    let etcd = release
+        .etcd
+        .split('-')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    Snapshot::new(1)
+        .kubernetes(release)
+        .cni("1.6.2")
+        .crictl(&format!("1.{minor}.0"))
+        .etcd(&etcd)
+        .autoscaler(&format!("1.{}.2", minor.saturating_sub(1)))
+        .autoscaler(&format!("1.{minor}.0"))
+        .autoscaler(&format!("1.{minor}.1"))
+        .autoscaler(&format!("1.{minor}.3"))
+        .ccm("v1.2.0")
+        .ccm(CCM_AMD64_ONLY)
+        .csi("v3.0.0")
+}
+
+/// One image the world published.
+#[derive(Debug, Clone)]
+pub struct Image {
+    /// The normalised reference a build names (`docker.io/calico/node:v3.29.1@sha256:…`).
+    pub reference: String,
+    /// `host/path` (`docker.io/calico/node`), also the repository in the local registry.
+    pub repository: String,
+    /// The tag, if any.
+    pub tag: Option<String>,
+    /// The digest the reference resolves to: the index, or the manifest of a single-platform
+    /// image.
+    pub digest: String,
+    /// Whether the reference carries `@digest`.
+    pub pinned: bool,
+    /// The architectures it is published for (`amd64`, `arm64`).
+    pub arches: Vec<String>,
+    /// `OCI index`, `Docker manifest list` or `Docker manifest`, with details.
+    pub shape: String,
+    /// Why a build pulls it (`kubeadm`, `autoscaler`, `ccm`, `csi`, `network`, `dashboard`).
+    pub source: &'static str,
+}
+
+/// A running world; dropping it stops git, the stand-in and the registry and removes their files.
+pub struct World {
+    kubernetes: String,
+    autoscaler: Option<String>,
+    images: Vec<Image>,
+    config_yaml: String,
+    config_path: PathBuf,
+    network_url: String,
+    dashboard_url: String,
+    upstream: UpstreamServer,
+    git: GitServer,
+    repo: Repo,
+    registry: DockerRegistry,
+    _storage: TempDir,
+    _dir: TempDir,
+}
+
+impl World {
+    /// Starts everything and publishes every image; panics (naming `make deps` for a missing
+    /// tool) when something cannot start.
+    pub fn start(options: Options) -> Self {
+        let kubernetes = options.kubernetes.trim_start_matches('v').to_owned();
+        let mut snapshot = options
+            .snapshot
+            .clone()
+            .unwrap_or_else(|| default_snapshot(&kubernetes));
+        let files = snapshot.files();
+
+        // git: a tag per autoscaler example in the snapshot, plus upstream-like noise.
+        let versions: Vec<String> = files
+            .keys()
+            .filter_map(|p| {
+                p.strip_prefix(
+                    "raw.githubusercontent.com/kubernetes/autoscaler/cluster-autoscaler-",
+                )
+                .and_then(|rest| rest.split('/').next())
+                .map(str::to_owned)
+            })
+            .collect();
+        let tags = autoscaler_tags(&versions);
+        let tag_refs: Vec<Tag<'_>> = tags
+            .iter()
+            .map(|(t, annotated)| match annotated {
+                true => Tag::Annotated(t),
+                false => Tag::Light(t),
+            })
+            .collect();
+        let repo = Repo::with_tags("kubernetes/autoscaler.git", &tag_refs);
+        let git = GitServer::start(repo.project_root(), Mode::Backend);
+        let tag_names: Vec<&str> = tags.iter().map(|(t, _)| t.as_str()).collect();
+        let autoscaler = newest_autoscaler(&tag_names, &kubernetes);
+
+        // The image list, from the snapshot.
+        let mut wanted = kubeadm_images(&files, &kubernetes);
+        if let Some(v) = &autoscaler {
+            wanted.push((
+                format!("registry.k8s.io/autoscaling/cluster-autoscaler:v{v}"),
+                "autoscaler",
+            ));
+        }
+        wanted.push((format!("{CCM_REPOSITORY}:{}", options.ccm_tag), "ccm"));
+        wanted.push((format!("{CCM_REPOSITORY}:{CCM_AMD64_ONLY}"), "ccm"));
+        let mut manifests: Vec<(String, &'static str)> = Vec::new();
+        for path in files.keys() {
+            let source = if path
+                .starts_with("raw.githubusercontent.com/apache/cloudstack-kubernetes-provider/")
+                && path.ends_with("/deployment.yaml")
+            {
+                "ccm"
+            } else if path.starts_with("github.com/cloudstack/cloudstack-csi-driver/")
+                && path.ends_with("/manifest.yaml")
+            {
+                "csi"
+            } else if path == &format!("raw.githubusercontent.com/{NETWORK_PATH}") {
+                "network"
+            } else if path == &format!("raw.githubusercontent.com/{DASHBOARD_PATH}") {
+                "dashboard"
+            } else {
+                continue;
+            };
+            manifests.push((path.clone(), source));
+            let text = String::from_utf8_lossy(&files[path].body);
+            for image in manifest_images(&text) {
+                wanted.push((normalise(&image), source));
+            }
+        }
+
+        // Publish, each repository:tag once.
+        let storage = tempfile::tempdir().expect("temp dir");
+        let registry = DockerRegistry::start(storage.path(), None);
+        let addr = registry.host();
+        let mut images: Vec<Image> = Vec::new();
+        let mut bases = Bases::default();
+        let mut renamed: BTreeMap<String, String> = BTreeMap::new(); // written → real reference
+        for (reference, source) in wanted {
+            let (repository, tag, digest) = split_reference(&reference);
+            let key = format!("{repository}:{}", tag.clone().unwrap_or_default());
+            if let Some(done) = images
+                .iter()
+                .find(|i| format!("{}:{}", i.repository, i.tag.clone().unwrap_or_default()) == key)
+            {
+                if let Some(old) = &digest {
+                    renamed.insert(old.clone(), done.digest.clone());
+                }
+                continue;
+            }
+            let amd64_only = reference == format!("{CCM_REPOSITORY}:{CCM_AMD64_ONLY}");
+            let no_arm64 = options.without_arm64.as_deref() == Some(reference.as_str());
+            let n = images.len();
+            let mut plan = Plan::default();
+            let (top, arches, shape) = if amd64_only {
+                single(&mut plan, &mut bases, &repository, tag.as_deref())
+            } else {
+                multi(
+                    &mut plan,
+                    &mut bases,
+                    &repository,
+                    tag.as_deref(),
+                    n,
+                    no_arm64,
+                )
+            };
+            push(&addr, &repository, &plan);
+            if let Some(old) = &digest {
+                renamed.insert(old.clone(), top.clone());
+            }
+            let pinned = digest.is_some();
+            let mut reference = repository.clone();
+            if let Some(t) = &tag {
+                reference.push(':');
+                reference.push_str(t);
+            }
+            if pinned {
+                reference.push('@');
+                reference.push_str(&top);
+            }
+            images.push(Image {
+                reference,
+                repository,
+                tag,
+                digest: top,
+                pinned,
+                arches,
+                shape,
+                source,
+            });
+        }
+        if let Some(missing) = &options.without_arm64 {
+            assert!(
+                images.iter().any(|i| &i.reference == missing
+                    || i.reference.split('@').next() == Some(missing.as_str())),
+                "without_arm64: {missing} is not an image of this world"
+            );
+        }
+
+        // Make digest pins in the manifests the real digests.
+        for (path, _) in &manifests {
+            let text = String::from_utf8_lossy(&files[path].body).into_owned();
+            let mut new = text.clone();
+            for (old, real) in &renamed {
+                new = new.replace(old.as_str(), real);
+            }
+            if new != text {
+                snapshot = snapshot.replace(path, new, "text/plain; charset=utf-8");
+            }
+        }
+        let upstream = UpstreamServer::start(&snapshot);
+
+        let mut yaml = String::from(
+            "# written by cks-iso-world: the local upstream world (testworld/src/world.rs)\nmirrors:\n",
+        );
+        for rule in upstream.mirror_rules() {
+            let (from, to) = rule.split_once('=').expect("FROM=TO");
+            yaml.push_str(&format!("  {from}: {to}\n"));
+        }
+        yaml.push_str(&format!(
+            "  https://github.com/kubernetes/autoscaler: {}\n",
+            git.url(&repo)
+        ));
+        yaml.push_str("registry-mirrors:\n");
+        let mut hosts: Vec<String> = REGISTRIES.iter().map(|h| (*h).to_owned()).collect();
+        for image in &images {
+            let host = image.repository.split('/').next().unwrap_or_default();
+            if !hosts.iter().any(|h| h == host) {
+                hosts.push(host.to_owned());
+            }
+        }
+        for host in &hosts {
+            yaml.push_str(&format!("  {host}: \"{}/{host}\"\n", registry.url()));
+        }
+        yaml.push_str(&format!("insecure-registries: [\"{addr}\"]\n"));
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config_path = dir.path().join("cks-iso.yaml");
+        std::fs::write(&config_path, &yaml).expect("write the configuration");
+
+        Self {
+            kubernetes,
+            autoscaler,
+            images,
+            config_yaml: yaml,
+            config_path,
+            network_url: format!("https://raw.githubusercontent.com/{NETWORK_PATH}"),
+            dashboard_url: format!("https://raw.githubusercontent.com/{DASHBOARD_PATH}"),
+            upstream,
+            git,
+            repo,
+            registry,
+            _storage: storage,
+            _dir: dir,
+        }
+    }
+
+    /// The Kubernetes release (`1.33.1`).
+    pub fn kubernetes(&self) -> &str {
+        &self.kubernetes
+    }
+
+    /// The autoscaler release a build pins by default (newest tag of the minor), if any.
+    pub fn autoscaler_version(&self) -> Option<&str> {
+        self.autoscaler.as_deref()
+    }
+
+    /// Every image published, in the order computed (kubeadm's first).
+    pub fn images(&self) -> &[Image] {
+        &self.images
+    }
+
+    /// The image whose normalised reference is `reference`, with or without its `@digest`.
+    pub fn image(&self, reference: &str) -> &Image {
+        self.images
+            .iter()
+            .find(|i| i.reference == reference || i.reference.split('@').next() == Some(reference))
+            .unwrap_or_else(|| panic!("no image {reference} in the world"))
+    }
+
+    /// The cks-iso configuration: download and git mirrors, registry mirrors, insecure
+    /// registries.
+    pub fn config_yaml(&self) -> &str {
+        &self.config_yaml
+    }
+
+    /// Where [`World::config_yaml`] is written (for `CKS_ISO_CONFIG`).
+    pub fn config_path(&self) -> &Path {
+        &self.config_path
+    }
+
+    /// The upstream URL of the CNI manifest to pass as `--network`.
+    pub fn network_url(&self) -> &str {
+        &self.network_url
+    }
+
+    /// The upstream URL of the dashboard manifest to pass as `--dashboard`.
+    pub fn dashboard_url(&self) -> &str {
+        &self.dashboard_url
+    }
+
+    /// The registry, `127.0.0.1:P`.
+    pub fn registry_host(&self) -> String {
+        self.registry.host()
+    }
+
+    /// The registry, `http://127.0.0.1:P`.
+    pub fn registry_url(&self) -> String {
+        self.registry.url()
+    }
+
+    /// The upstream stand-in.
+    pub fn upstream(&self) -> &UpstreamServer {
+        &self.upstream
+    }
+
+    /// The git URL standing in for `https://github.com/kubernetes/autoscaler`.
+    pub fn autoscaler_git_url(&self) -> String {
+        self.git.url(&self.repo)
+    }
+}
+
+fn minor_of(version: &str) -> Option<u64> {
+    version
+        .trim_start_matches('v')
+        .split('.')
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn numbers(v: &str) -> Option<(u64, u64, u64)> {
+    let mut it = v.split('.');
+    let parsed = (
+        it.next()?.parse().ok()?,
+        it.next()?.parse().ok()?,
+        it.next()?.parse().ok()?,
+    );
+    it.next().is_none().then_some(parsed)
+}
+
+/// Tags for `versions` (annotated and lightweight alternately), an `-rc.1` above the newest, a
+/// chart tag and a VPA tag.
+fn autoscaler_tags(versions: &[String]) -> Vec<(String, bool)> {
+    let mut tags: Vec<(String, bool)> = versions
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (format!("cluster-autoscaler-{v}"), i % 2 == 0))
+        .collect();
+    if let Some((a, b, c)) = versions.iter().filter_map(|v| numbers(v)).max() {
+        tags.push((format!("cluster-autoscaler-{a}.{b}.{}-rc.1", c + 1), false));
+    }
+    tags.push(("cluster-autoscaler-chart-9.50.0".into(), false));
+    tags.push(("vertical-pod-autoscaler-1.4.1".into(), true));
+    tags
+}
+
+/// The newest `cluster-autoscaler-X.Y.Z` of Kubernetes' minor, compared numerically.
+fn newest_autoscaler(tags: &[&str], kubernetes: &str) -> Option<String> {
+    let (major, minor, _) = numbers(kubernetes.split(['-', '+']).next()?)?;
+    tags.iter()
+        .filter_map(|t| numbers(t.strip_prefix("cluster-autoscaler-")?))
+        .filter(|&(a, b, _)| (a, b) == (major, minor))
+        .max()
+        .map(|(a, b, c)| format!("{a}.{b}.{c}"))
+}
+
+/// kubeadm's seven images for `kubernetes`, from the snapshot's `constants.go`.
+fn kubeadm_images(
+    files: &BTreeMap<String, crate::upstream::File>,
+    kubernetes: &str,
+) -> Vec<(String, &'static str)> {
+    let path = format!(
+        "raw.githubusercontent.com/kubernetes/kubernetes/v{kubernetes}/cmd/kubeadm/app/constants/constants.go"
+    );
+    let go = String::from_utf8_lossy(
+        &files
+            .get(&path)
+            .unwrap_or_else(|| panic!("the snapshot has no {path}"))
+            .body,
+    )
+    .into_owned();
+    let constant = |name: &str| {
+        Regex::new(&format!(r#"\b{name}\s*=\s*"([^"]+)""#))
+            .unwrap()
+            .captures(&go)
+            .map(|c| c[1].to_owned())
+            .unwrap_or_else(|| panic!("{path} has no {name}"))
+    };
+    let (pause, coredns) = (constant("PauseVersion"), constant("CoreDNSVersion"));
+    let (major, minor, patch) = numbers(kubernetes.split(['-', '+']).next().unwrap_or_default())
+        .unwrap_or_else(|| panic!("not a Kubernetes version: {kubernetes}"));
+    let map = go
+        .split_once("SupportedEtcdVersion")
+        .and_then(|(_, rest)| rest.split_once('{'))
+        .and_then(|(_, rest)| rest.split_once('}'))
+        .map(|(body, _)| body.to_owned())
+        .unwrap_or_default();
+    let entry = Regex::new(r#"(\d+)\s*:\s*"([^"]+)""#).unwrap();
+    let etcd = entry
+        .captures_iter(&map)
+        .map(|c| (c[1].parse::<u64>().unwrap_or(0), c[2].to_owned()))
+        .min_by_key(|(k, _)| (k.abs_diff(minor), u64::MAX - k))
+        .map_or_else(|| constant("DefaultEtcdVersion"), |(_, v)| v);
+    let new_repo =
+        (major, minor) >= (1, 25) || matches!((minor, patch), (22, 17..) | (23, 15..) | (24, 9..));
+    let repo = if major == 1 && !new_repo {
+        "k8s.gcr.io"
+    } else {
+        "registry.k8s.io"
+    };
+    let tag = format!("v{}", kubernetes.replace('+', "_"));
+    let mut out: Vec<String> = [
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+    ]
+    .iter()
+    .chain(&["kube-proxy"])
+    .map(|c| format!("{repo}/{c}:{tag}"))
+    .collect();
+    let coredns = match minor <= 20 {
+        true => format!("{repo}/coredns:{coredns}"),
+        false => format!("{repo}/coredns/coredns:{coredns}"),
+    };
+    let (pause, etcd) = (
+        format!("{repo}/pause:{pause}"),
+        format!("{repo}/etcd:{etcd}"),
+    );
+    match minor >= 29 {
+        true => out.extend([coredns, pause, etcd]),
+        false => out.extend([pause, etcd, coredns]),
+    }
+    out.into_iter().map(|i| (i, "kubeadm")).collect()
+}
+
+/// Every `image:` value of a manifest, as written (quotes removed).
+pub fn manifest_images(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            let line = line.strip_prefix("- ").map_or(line, str::trim_start);
+            let value = line.strip_prefix("image:")?.trim();
+            let value = value.split(" #").next().unwrap_or_default().trim();
+            let value = value.trim_matches(|c| c == '"' || c == '\'');
+            (!value.is_empty()).then(|| value.to_owned())
+        })
+        .collect()
+}
+
+/// Docker's normalisation: `nginx` → `docker.io/library/nginx:latest`; digests kept.
+pub fn normalise(reference: &str) -> String {
+    let (name, digest) = match reference.split_once('@') {
+        Some((n, d)) => (n, Some(d)),
+        None => (reference, None),
+    };
+    let slash = name.find('/');
+    let has_host = slash.is_some_and(|i| {
+        let first = &name[..i];
+        first.contains('.') || first.contains(':') || first == "localhost"
+    });
+    let mut full = match (has_host, slash) {
+        (true, _) => name.to_owned(),
+        (false, Some(_)) => format!("docker.io/{name}"),
+        (false, None) => format!("docker.io/library/{name}"),
+    };
+    let last = full.rsplit('/').next().unwrap_or_default();
+    if !last.contains(':') && digest.is_none() {
+        full.push_str(":latest");
+    }
+    if let Some(d) = digest {
+        full.push('@');
+        full.push_str(d);
+    }
+    full
+}
+
+/// `(repository, tag, digest)` of a normalised reference.
+fn split_reference(reference: &str) -> (String, Option<String>, Option<String>) {
+    let (name, digest) = match reference.split_once('@') {
+        Some((n, d)) => (n, Some(d.to_owned())),
+        None => (reference, None),
+    };
+    let slash = name.rfind('/').map_or(0, |i| i + 1);
+    match name[slash..].split_once(':') {
+        Some((_, tag)) => (
+            name[..slash + name[slash..].find(':').unwrap()].to_owned(),
+            Some(tag.to_owned()),
+            digest,
+        ),
+        None => (name.to_owned(), None, digest),
+    }
+}
+
+/// Base layers shared across images, per (arch, style).
+#[derive(Default)]
+struct Bases(BTreeMap<(String, Style), crate::images::Layer>);
+
+impl Bases {
+    fn get(&mut self, arch: &str, style: Style) -> crate::images::Layer {
+        self.0
+            .entry((arch.to_owned(), style))
+            .or_insert_with(|| {
+                let seed = 500 + u64::from(arch == "arm64") * 2 + u64::from(style == Style::Docker);
+                layer(&[
+                    (
+                        "etc/os-release",
+                        format!("ID=cks-world\nARCH={arch}\n").into_bytes(),
+                    ),
+                    ("lib/libworld.so", noise(seed, 16 * 1024)),
+                ])
+            })
+            .clone()
+    }
+}
+
+fn seed_of(text: &str) -> u64 {
+    let digest = sha256(text.as_bytes());
+    u64::from_str_radix(&digest["sha256:".len()..][..16], 16).unwrap_or(1)
+}
+
+fn own_layer(repository: &str, tag: Option<&str>, arch: &str) -> crate::images::Layer {
+    let name = repository.rsplit('/').next().unwrap_or_default();
+    let what = format!("{repository}:{} {arch}\n", tag.unwrap_or_default());
+    layer(&[
+        (&format!("usr/bin/{name}"), noise(seed_of(&what), 4 * 1024)),
+        ("etc/image", what.into_bytes()),
+    ])
+}
+
+/// A multi-arch image; the `n`th image's shape cycles through OCI index with attestations, Docker
+/// list with arm64 `v8`, OCI index with `v8` and attestations, plain Docker list. `no_arm64`
+/// makes an OCI index of amd64 and an attestation only.
+fn multi(
+    plan: &mut Plan,
+    bases: &mut Bases,
+    repository: &str,
+    tag: Option<&str>,
+    n: usize,
+    no_arm64: bool,
+) -> (String, Vec<String>, String) {
+    let (style, variant, attest) = match (no_arm64, n % 4) {
+        (true, _) => (Style::Oci, None, true),
+        (_, 0) => (Style::Oci, None, true),
+        (_, 1) => (Style::Docker, Some("v8"), false),
+        (_, 2) => (Style::Oci, Some("v8"), true),
+        _ => (Style::Docker, None, false),
+    };
+    let arches: &[&str] = if no_arm64 {
+        &["amd64"]
+    } else {
+        &["amd64", "arm64"]
+    };
+    let mut entries = Vec::new();
+    for arch in arches {
+        let base = bases.get(arch, style);
+        let own = own_layer(repository, tag, arch);
+        let v = variant.filter(|_| *arch == "arm64");
+        let (desc, _) = platform_manifest(plan, style, arch, v, &[&base, &own]);
+        let att = attest.then(|| attestation(plan, &desc));
+        entries.push(desc);
+        entries.extend(att);
+    }
+    let top = index(plan, style, entries, tag);
+    let shape = format!(
+        "{}{}{}",
+        match style {
+            Style::Oci => "OCI index",
+            Style::Docker => "Docker manifest list",
+        },
+        if variant.is_some() && !no_arm64 {
+            ", arm64 v8"
+        } else {
+            ""
+        },
+        if attest { ", attestations" } else { "" }
+    );
+    (top, arches.iter().map(|a| (*a).to_owned()).collect(), shape)
+}
+
+/// An amd64-only single-platform Docker v2 manifest.
+fn single(
+    plan: &mut Plan,
+    bases: &mut Bases,
+    repository: &str,
+    tag: Option<&str>,
+) -> (String, Vec<String>, String) {
+    let base = bases.get("amd64", Style::Docker);
+    let own = own_layer(repository, tag, "amd64");
+    let (desc, _) = platform_manifest(plan, Style::Docker, "amd64", None, &[&base, &own]);
+    let (_, _, bytes) = plan.manifests.last().expect("a manifest").clone();
+    if let Some(tag) = tag {
+        plan.manifests
+            .push((tag.to_owned(), DOCKER_MANIFEST.into(), bytes));
+    }
+    let digest = desc["digest"].as_str().unwrap_or_default().to_owned();
+    (
+        digest,
+        vec!["amd64".into()],
+        "Docker manifest, amd64 only".into(),
+    )
+}
+
+/// A buildx-style attestation manifest for `of`, listed as `unknown/unknown`.
+fn attestation(plan: &mut Plan, of: &Value) -> Value {
+    let statement = br#"{"_type":"https://in-toto.io/Statement/v0.1","predicateType":"https://spdx.dev/Document"}"#;
+    let config = br#"{"architecture":"unknown","os":"unknown","config":{},"rootfs":{"type":"layers","diff_ids":["sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"]}}"#;
+    plan.blobs.insert(sha256(statement), statement.to_vec());
+    plan.blobs.insert(sha256(config), config.to_vec());
+    let descriptor = |media: &str, digest: String, size: usize| json!({"mediaType": media, "digest": digest, "size": size});
+    let manifest = json!({
+        "schemaVersion": 2, "mediaType": OCI_MANIFEST,
+        "config": descriptor("application/vnd.oci.image.config.v1+json", sha256(config), config.len()),
+        "layers": [descriptor("application/vnd.in-toto+json", sha256(statement), statement.len())],
+    });
+    let bytes = serde_json::to_vec(&manifest).unwrap();
+    let digest = sha256(&bytes);
+    let mut desc = descriptor(OCI_MANIFEST, digest.clone(), bytes.len());
+    desc["platform"] = json!({"architecture": "unknown", "os": "unknown"});
+    desc["annotations"] = json!({
+        "vnd.docker.reference.type": "attestation-manifest",
+        "vnd.docker.reference.digest": of["digest"],
+    });
+    plan.manifests.push((digest, OCI_MANIFEST.into(), bytes));
+    desc
+}
+
+fn push(addr: &str, repository: &str, plan: &Plan) {
+    for (digest, bytes) in &plan.blobs {
+        push_blob(addr, repository, digest, bytes)
+            .unwrap_or_else(|e| panic!("push {repository} {digest}: {e}"));
+    }
+    for (object, media, bytes) in &plan.manifests {
+        push_manifest(addr, repository, object, media, bytes)
+            .unwrap_or_else(|e| panic!("push {repository}:{object}: {e}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalises_like_docker() {
+        assert_eq!(normalise("nginx"), "docker.io/library/nginx:latest");
+        assert_eq!(normalise("calico/cni:v1"), "docker.io/calico/cni:v1");
+        assert_eq!(
+            normalise("calico/node:v1@sha256:ab"),
+            "docker.io/calico/node:v1@sha256:ab"
+        );
+        assert_eq!(normalise("quay.io/a/b"), "quay.io/a/b:latest");
+        assert_eq!(
+            normalise("localhost:5000/x@sha256:ab"),
+            "localhost:5000/x@sha256:ab"
+        );
+        assert_eq!(
+            split_reference("127.0.0.1:5000/a/b:t@sha256:x"),
+            (
+                "127.0.0.1:5000/a/b".into(),
+                Some("t".into()),
+                Some("sha256:x".into())
+            )
+        );
+    }
+
+    #[test]
+    fn kubeadm_list_follows_upstream_rules() {
+        let files = default_snapshot("1.33.1").files();
+        let list: Vec<String> = kubeadm_images(&files, "1.33.1")
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(
+            list,
+            [
+                "registry.k8s.io/kube-apiserver:v1.33.1",
+                "registry.k8s.io/kube-controller-manager:v1.33.1",
+                "registry.k8s.io/kube-scheduler:v1.33.1",
+                "registry.k8s.io/kube-proxy:v1.33.1",
+                "registry.k8s.io/coredns/coredns:v1.12.0",
+                "registry.k8s.io/pause:3.10",
+                "registry.k8s.io/etcd:3.5.21-0",
+            ]
+        );
+    }
+
+    #[test]
+    fn newest_autoscaler_is_numeric_and_skips_others() {
+        let tags = [
+            "cluster-autoscaler-1.3.9",
+            "cluster-autoscaler-1.30.2",
+            "cluster-autoscaler-1.30.10",
+            "cluster-autoscaler-1.30.11-rc.1",
+            "cluster-autoscaler-chart-9.50.0",
+        ];
+        assert_eq!(
+            newest_autoscaler(&tags, "1.30.4").as_deref(),
+            Some("1.30.10")
+        );
+        assert_eq!(newest_autoscaler(&tags, "1.31.0"), None);
+    }
+}

@@ -1,0 +1,234 @@
+//! The whole world judged by real tools: `skopeo inspect` reads every sampled image for amd64
+//! and arm64 through the registry the configuration names, the configuration parses and maps
+//! each upstream registry, the CNI manifest's digest pin is the real digest, and the images meant
+//! to lack arm64 do. No cks-iso involved.
+//!
+//! A missing tool fails with a message naming `make deps`: never a silent skip.
+
+use std::process::Command;
+
+use cks_iso_testworld::http;
+use cks_iso_testworld::upstream::NETWORK_PATH;
+use cks_iso_testworld::world::{Options, World};
+use serde_json::Value;
+
+fn require(tool: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        found,
+        "{tool} is not installed; run `make deps` to install the test tools"
+    );
+}
+
+/// `skopeo inspect` of `host/repo[:tag|@digest]` in the world's registry for `arch`.
+fn inspect(world: &World, reference: &str, arch: &str, raw: bool) -> Result<Value, String> {
+    let mut cmd = Command::new("skopeo");
+    cmd.args(["inspect", "--tls-verify=false", "--override-os", "linux"])
+        .args(["--override-arch", arch]);
+    if raw {
+        cmd.arg("--raw");
+    }
+    let out = cmd
+        .arg(format!("docker://{}/{reference}", world.registry_host()))
+        .output()
+        .expect("run skopeo");
+    match out.status.success() {
+        true => Ok(serde_json::from_slice(&out.stdout).expect("skopeo prints JSON")),
+        false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
+    }
+}
+
+/// Every manifest media type: distribution answers 404 for a type the client does not accept.
+const ACCEPT: &str = "application/vnd.oci.image.index.v1+json, \
+    application/vnd.oci.image.manifest.v1+json, \
+    application/vnd.docker.distribution.manifest.list.v2+json, \
+    application/vnd.docker.distribution.manifest.v2+json";
+
+#[test]
+fn a_build_finds_every_image_for_both_arches() {
+    require("skopeo");
+    let world = World::start(Options::default());
+    assert_eq!(world.autoscaler_version(), Some("1.33.3"));
+
+    // Every listed image is in the registry, by its digest.
+    for image in world.images() {
+        let reply = http::request(
+            &world.registry_host(),
+            "HEAD",
+            &format!("/v2/{}/manifests/{}", image.repository, image.digest),
+            &[("Accept", ACCEPT)],
+            &[],
+        )
+        .expect("registry answers");
+        assert_eq!(
+            reply.status, 200,
+            "{} is not in the registry",
+            image.reference
+        );
+    }
+    let sample = [
+        "registry.k8s.io/kube-apiserver:v1.33.1",
+        "registry.k8s.io/pause:3.10",
+        "registry.k8s.io/etcd:3.5.21-0",
+        "registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.3",
+        "docker.io/apache/cloudstack-kubernetes-provider:v1.2.0",
+        "ghcr.io/cloudstack/cloudstack-csi-driver:3.0.0",
+        "registry.k8s.io/sig-storage/livenessprobe:v2.12.0",
+        "quay.io/tigera/kube-controllers:v3.29.1",
+        "docker.io/kubernetesui/dashboard:v2.7.0",
+        "docker.io/calico/node:v3.29.1",
+    ];
+    let pinned = world.image("docker.io/calico/node:v3.29.1");
+    assert!(
+        pinned.pinned,
+        "calico/node is pinned by digest in the manifest"
+    );
+    let by_digest = format!("docker.io/calico/node@{}", pinned.digest);
+    for reference in sample.iter().copied().chain([by_digest.as_str()]) {
+        let image = match reference == by_digest {
+            true => pinned,
+            false => world.image(reference),
+        };
+        assert_eq!(image.arches, ["amd64", "arm64"], "{reference}");
+        for arch in ["amd64", "arm64"] {
+            let seen = inspect(&world, reference, arch, false)
+                .unwrap_or_else(|e| panic!("skopeo inspect {reference} for {arch}: {e}"));
+            assert_eq!(seen["Architecture"], arch, "{reference}");
+            assert_eq!(seen["Os"], "linux", "{reference}");
+            assert_eq!(seen["Digest"], image.digest.as_str(), "{reference}");
+        }
+    }
+    // Shapes: OCI indexes with attestations, Docker lists, arm64 v8.
+    let shapes: Vec<&str> = world.images().iter().map(|i| i.shape.as_str()).collect();
+    for want in [
+        "OCI index",
+        "Docker manifest list",
+        "arm64 v8",
+        "attestations",
+    ] {
+        assert!(
+            shapes.iter().any(|s| s.contains(want)),
+            "no image is {want}"
+        );
+    }
+    let raw = inspect(
+        &world,
+        "registry.k8s.io/kube-apiserver:v1.33.1",
+        "amd64",
+        true,
+    )
+    .unwrap();
+    let platforms: Vec<String> = raw["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| format!("{}/{}", m["platform"]["os"], m["platform"]["architecture"]))
+        .collect();
+    assert!(
+        platforms.iter().any(|p| p.contains("unknown")),
+        "{platforms:?}"
+    );
+
+    // The CNI manifest the stand-in serves pins the real digest.
+    let upstream = world.upstream().url();
+    let addr = upstream.trim_start_matches("http://");
+    let reply = http::request(
+        addr,
+        "GET",
+        &format!("/raw.githubusercontent.com/{NETWORK_PATH}"),
+        &[],
+        &[],
+    )
+    .unwrap();
+    let text = String::from_utf8(reply.body).unwrap();
+    assert!(
+        text.contains(&format!("calico/node:v3.29.1@{}", pinned.digest)),
+        "{text}"
+    );
+    assert!(
+        world
+            .network_url()
+            .starts_with("https://raw.githubusercontent.com/")
+    );
+
+    // The amd64-only CCM v1.1.0: a single Docker manifest, no arm64 to be had.
+    let old = "docker.io/apache/cloudstack-kubernetes-provider:v1.1.0";
+    assert_eq!(world.image(old).arches, ["amd64"]);
+    let raw = inspect(&world, old, "arm64", true).unwrap();
+    assert_eq!(
+        raw["mediaType"],
+        "application/vnd.docker.distribution.manifest.v2+json"
+    );
+    let seen = inspect(&world, old, "arm64", false).unwrap();
+    assert_eq!(seen["Architecture"], "amd64");
+
+    // The configuration parses and maps every upstream registry to the world's registry.
+    let config: Value = serde_saphyr::from_str(world.config_yaml()).expect("YAML");
+    let on_disk = std::fs::read_to_string(world.config_path()).unwrap();
+    assert_eq!(on_disk, world.config_yaml());
+    for host in ["registry.k8s.io", "docker.io", "quay.io", "ghcr.io"] {
+        assert_eq!(
+            config["registry-mirrors"][host],
+            format!("{}/{host}", world.registry_url()),
+            "{host}"
+        );
+    }
+    assert_eq!(config["insecure-registries"][0], world.registry_host());
+    assert_eq!(
+        config["mirrors"]["https://github.com/kubernetes/autoscaler"],
+        world.autoscaler_git_url()
+    );
+    for from in [
+        "https://github.com",
+        "https://dl.k8s.io",
+        "https://raw.githubusercontent.com",
+    ] {
+        assert!(
+            config["mirrors"][from].is_string(),
+            "{from} is not mirrored"
+        );
+    }
+}
+
+#[test]
+fn another_release_and_an_image_without_arm64() {
+    require("skopeo");
+    let world = World::start(Options {
+        kubernetes: "1.30.5".into(),
+        without_arm64: Some("registry.k8s.io/pause:3.9".into()),
+        ..Options::default()
+    });
+    // kubeadm's list for 1.30.5 from upstream.md §2: coredns v1.11.3, etcd 3.5.15-0, pause 3.9.
+    let kubeadm: Vec<&str> = world
+        .images()
+        .iter()
+        .filter(|i| i.source == "kubeadm")
+        .map(|i| i.reference.as_str())
+        .collect();
+    assert_eq!(
+        kubeadm,
+        [
+            "registry.k8s.io/kube-apiserver:v1.30.5",
+            "registry.k8s.io/kube-controller-manager:v1.30.5",
+            "registry.k8s.io/kube-scheduler:v1.30.5",
+            "registry.k8s.io/kube-proxy:v1.30.5",
+            "registry.k8s.io/coredns/coredns:v1.11.3",
+            "registry.k8s.io/pause:3.9",
+            "registry.k8s.io/etcd:3.5.15-0",
+        ]
+    );
+    assert_eq!(world.autoscaler_version(), Some("1.30.3"));
+    world.image("registry.k8s.io/autoscaling/cluster-autoscaler:v1.30.3");
+
+    let pause = "registry.k8s.io/pause:3.9";
+    assert_eq!(world.image(pause).arches, ["amd64"]);
+    assert!(inspect(&world, pause, "amd64", false).is_ok());
+    let err = inspect(&world, pause, "arm64", false).expect_err("pause has no arm64");
+    assert!(err.contains("arm64"), "{err}");
+    // Everything else still has it.
+    let proxy = inspect(&world, "registry.k8s.io/kube-proxy:v1.30.5", "arm64", false).unwrap();
+    assert_eq!(proxy["Architecture"], "arm64");
+}
