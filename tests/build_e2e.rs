@@ -1,0 +1,413 @@
+//! `cks-iso build` end to end against the whole local world (git, the upstream stand-in and a
+//! docker-registry, through the mirror configuration), for amd64 and arm64, judged by real readers
+//! and by replaying what CKS nodes do with the ISO: the globs, the units, the autoscaler template,
+//! `ctr import` of every archive, and air-gap completeness. Also: upstream's positional form, an
+//! unprivileged user, and bad input that must fail clearly and leave nothing behind.
+
+mod support;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use cks_iso_testworld::world::{Options, World};
+use support::containerd::Containerd;
+use support::*;
+
+const EPOCH: &str = "1700000000";
+
+/// `cks-iso build` inside `world`, with `tmp` as TMPDIR (to prove the work dir goes away).
+fn build(world: &World, tmp: &Path, args: &[&str]) -> Command {
+    let mut cmd = cks_iso();
+    cmd.env("CKS_ISO_CONFIG", world.config_path())
+        .env("TMPDIR", tmp)
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .arg("build")
+        .args(args);
+    cmd
+}
+
+fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "build failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn flags<'a>(world: &'a World, out: &'a str, cache: &'a str) -> Vec<&'a str> {
+    vec![
+        "--kubernetes",
+        world.kubernetes(),
+        "--network",
+        world.network_url(),
+        "--dashboard",
+        world.dashboard_url(),
+        "--output",
+        out,
+        "--cache-dir",
+        cache,
+    ]
+}
+
+/// Extracts an ISO with bsdtar, as an operator inspecting it would.
+fn extract(iso: &Path, into: &Path) {
+    fs::create_dir_all(into).unwrap();
+    tool("bsdtar", ["-x", "-f", p(iso), "-C", p(into)]);
+}
+
+fn glob_one(dir: &Path, prefix: &str, suffix: &str) -> PathBuf {
+    let found: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.starts_with(prefix) && n.ends_with(suffix)
+        })
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "{prefix}*{suffix} in {} must match exactly one file: {found:?}",
+        dir.display()
+    );
+    found[0].clone()
+}
+
+/// Everything a node does with the extracted tree, apart from containerd.
+fn replay_node_side(root: &Path, arch: &str, world: &World) {
+    // tar -xzf cni/cni-plugins-*64.tgz and cri-tools/crictl-linux-*64.tar.gz
+    for (dir, prefix, suffix) in [
+        ("cni", "cni-plugins-", "64.tgz"),
+        ("cri-tools", "crictl-linux-", "64.tar.gz"),
+    ] {
+        let file = glob_one(&root.join(dir), prefix, suffix);
+        assert!(file.to_string_lossy().contains(arch), "{}", file.display());
+        tool("tar", ["-tzf", p(&file)]);
+    }
+    for unit in ["kubelet.service", "10-kubeadm.conf"] {
+        let text = fs::read_to_string(root.join(unit)).unwrap();
+        assert!(
+            text.contains("/opt/bin/kubelet") && !text.contains("/usr/bin"),
+            "{unit}:\n{text}"
+        );
+    }
+    let autoscaler = fs::read_to_string(root.join("autoscaler.yaml")).unwrap();
+    for placeholder in ["<min>", "<max>", "<cluster-id>"] {
+        assert!(
+            autoscaler.contains(placeholder),
+            "autoscaler.yaml lost {placeholder}"
+        );
+    }
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_str_multiple(&autoscaler).unwrap();
+    let docs: Vec<&serde_json::Value> = docs.iter().filter(|d| !d.is_null()).collect();
+    assert_eq!(
+        docs.len(),
+        8,
+        "the six objects of the example plus the two extra ones"
+    );
+    let extra: Vec<_> = docs
+        .iter()
+        .filter(|d| d["metadata"]["name"] == "cluster-autoscaler-extra")
+        .collect();
+    assert_eq!(extra.len(), 2);
+    let pinned = format!(
+        "registry.k8s.io/autoscaling/cluster-autoscaler:v{}",
+        world.autoscaler_version().unwrap()
+    );
+    assert!(
+        autoscaler.contains(&format!("image: {pinned}")),
+        "autoscaler.yaml must name {pinned}"
+    );
+    let provider = fs::read_to_string(root.join("provider.yaml")).unwrap();
+    assert!(
+        provider.contains("image: apache/cloudstack-kubernetes-provider:v1.2.0"),
+        "{provider}"
+    );
+    for entry in fs::read_dir(root).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            let text = fs::read_to_string(&path).unwrap();
+            for line in text.lines().filter(|l| l.contains("imagePullPolicy:")) {
+                assert!(
+                    line.trim_end().ends_with("IfNotPresent"),
+                    "{}: {line}",
+                    path.display()
+                );
+            }
+        }
+    }
+    let versions = fs::read_to_string(root.join("versions.txt")).unwrap();
+    assert!(versions.contains(&format!("\narch {arch}\n")), "{versions}");
+    let images = versions.lines().filter(|l| l.starts_with("image ")).count();
+    let archives = fs::read_dir(root.join("docker")).unwrap().count();
+    assert_eq!(images, archives, "one versions.txt line per archive");
+    for line in versions.lines().filter(|l| l.starts_with("file ")) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (out, _) = tool("sha256sum", [p(&root.join(f[1]))]);
+        assert_eq!(format!("sha256:{}", &out[..64]), f[2], "{line}");
+    }
+}
+
+/// `ctr -n k8s.io images import` of every archive, as the node scripts do, keeping the registry
+/// digests; then every image named in a root manifest is in containerd (air-gap completeness).
+fn replay_containerd(root: &Path, arch: &str) {
+    let Some(containerd) = Containerd::start() else {
+        return;
+    };
+    for entry in fs::read_dir(root.join("docker")).unwrap() {
+        let tar = entry.unwrap().path();
+        containerd.ctr(&[
+            "images",
+            "import",
+            "--platform",
+            &format!("linux/{arch}"),
+            "--snapshotter",
+            "native",
+            p(&tar),
+        ]);
+    }
+    let listing = String::from_utf8_lossy(&containerd.ctr(&["images", "ls"]).stdout).into_owned();
+    let versions = fs::read_to_string(root.join("versions.txt")).unwrap();
+    for line in versions.lines().filter(|l| l.starts_with("image ")) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let row = listing
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(f[1]))
+            .unwrap_or_else(|| panic!("{} not imported:\n{listing}", f[1]));
+        assert!(
+            row.contains(f[2]),
+            "{} imported with another digest than {}:\n{row}",
+            f[1],
+            f[2]
+        );
+    }
+    for entry in fs::read_dir(root).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            for image in
+                cks_iso_testworld::world::manifest_images(&fs::read_to_string(&path).unwrap())
+            {
+                let name = cks_iso_testworld::world::normalise(&image);
+                assert!(
+                    listing
+                        .lines()
+                        .any(|l| l.split_whitespace().next() == Some(name.as_str())),
+                    "{} names {name}, which containerd does not have after the imports",
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn both_arches_build_verify_and_replay_on_the_node_side() {
+    let world = World::start(Options::default());
+    let dir = open_tempdir();
+    let (out, cache, tmp) = (
+        dir.path().join("out"),
+        dir.path().join("cache"),
+        dir.path().join("tmp"),
+    );
+    for d in [&out, &cache, &tmp] {
+        fs::create_dir_all(d).unwrap();
+        fs::set_permissions(d, fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let mut args = flags(&world, p(&out), p(&cache));
+    args.extend(["--arch", "amd64", "--arch", "arm64"]);
+    let mut cmd = build(&world, &tmp, &args);
+    // As nobody, with HOME in a temp dir: no root, no daemon.
+    cmd.env("HOME", p(&tmp));
+    let stdout = ok(as_nobody(cmd).output().unwrap()).stdout;
+    let stdout = String::from_utf8_lossy(&stdout);
+    let k = world.kubernetes().trim_start_matches('v').to_owned();
+    for (arch, uname) in [("amd64", "x86_64"), ("arm64", "aarch64")] {
+        let iso = out.join(format!("setup-v{k}-{uname}.iso"));
+        assert!(
+            stdout.contains(p(&iso)),
+            "summary names {}:\n{stdout}",
+            iso.display()
+        );
+        let (info, _) = tool("isoinfo", ["-d", "-i", p(&iso)]);
+        assert!(info.contains("Volume id: CDROM"), "{info}");
+        let sums = fs::read_to_string(format!("{}.sha256", p(&iso))).unwrap();
+        let (actual, _) = tool("sha256sum", [p(&iso)]);
+        assert_eq!(
+            sums[..64],
+            actual[..64],
+            "the .sha256 beside the ISO is right"
+        );
+        let root = dir.path().join(format!("x-{arch}"));
+        extract(&iso, &root);
+        replay_node_side(&root, arch, &world);
+        replay_containerd(&root, arch);
+        let (code, report) = {
+            let o = cks_iso().args(["verify", p(&iso)]).output().unwrap();
+            (
+                o.status.code(),
+                String::from_utf8_lossy(&o.stdout).into_owned(),
+            )
+        };
+        assert_eq!(code, Some(0), "{report}");
+    }
+    assert_eq!(
+        names(&tmp)
+            .iter()
+            .filter(|n| n.starts_with("cks-iso-build"))
+            .count(),
+        0,
+        "work dir removed"
+    );
+
+    // Upstream's positional form builds the same ISO, byte for byte.
+    let positional = dir.path().join("positional");
+    fs::create_dir_all(&positional).unwrap();
+    let crictl = format!("1.{}.0", k.split('.').nth(1).unwrap());
+    let name = format!("setup-v{k}");
+    ok(build(
+        &world,
+        &tmp,
+        &[
+            p(&positional),
+            &k,
+            "1.6.2",
+            &crictl,
+            world.network_url(),
+            world.dashboard_url(),
+            &name,
+            "x86_64",
+            "--cache-dir",
+            p(&cache),
+        ],
+    )
+    .output()
+    .unwrap());
+    let a = out.join(format!("setup-v{k}-x86_64.iso"));
+    let b = positional.join(format!("setup-v{k}-x86_64.iso"));
+    assert!(
+        Command::new("cmp")
+            .arg(&a)
+            .arg(&b)
+            .status()
+            .unwrap()
+            .success(),
+        "positional and flag forms differ"
+    );
+}
+
+/// Runs `cmd` as `nobody` when we are root.
+fn as_nobody(cmd: Command) -> Command {
+    if !is_root() {
+        return cmd;
+    }
+    require("setpriv");
+    let mut wrapped = Command::new("setpriv");
+    wrapped
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
+        };
+    }
+    wrapped
+}
+
+#[test]
+fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
+    let world = World::start(Options {
+        without_arm64: Some("registry.k8s.io/pause:3.10".into()),
+        ..Options::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (out, cache, tmp) = (
+        dir.path().join("out"),
+        dir.path().join("cache"),
+        dir.path().join("tmp"),
+    );
+    fs::create_dir_all(&tmp).unwrap();
+    let base = flags(&world, p(&out), p(&cache));
+    let missing_dashboard = world
+        .dashboard_url()
+        .replace("recommended.yaml", "missing.yaml");
+    let cases: Vec<(Vec<&str>, Vec<(&str, &str)>, i32, Vec<&str>)> = vec![
+        (
+            vec!["--arch", "s390x"],
+            vec![],
+            2,
+            vec!["unknown architecture \"s390x\"", "hint:"],
+        ),
+        (vec!["--kubernetes", "1.33.x"], vec![], 2, vec!["1.33.x"]),
+        (
+            vec!["--dashboard", &missing_dashboard],
+            vec![],
+            1,
+            vec!["missing.yaml", "404"],
+        ),
+        (
+            vec!["--dashboard", "/nonexistent/dashboard.yaml"],
+            vec![],
+            1,
+            vec!["/nonexistent/dashboard.yaml"],
+        ),
+        (
+            vec!["--ccm-version", "v9.9.9"],
+            vec![],
+            1,
+            vec!["v9.9.9", "404"],
+        ),
+        (
+            vec!["--kubernetes", "1.34.0"],
+            vec![],
+            1,
+            vec!["AUTOSCALER_VERSION"],
+        ),
+        (
+            vec!["--arch", "arm64"],
+            vec![],
+            1,
+            vec!["registry.k8s.io/pause:3.10", "linux/arm64"],
+        ),
+    ];
+    for (extra, env, code, words) in cases {
+        let mut args = base.clone();
+        // Later flags override earlier ones only for repeatable ones; replace instead.
+        for pair in extra.chunks(2) {
+            if let Some(i) = args.iter().position(|a| *a == pair[0]) {
+                args[i + 1] = pair[1];
+            } else {
+                args.extend(pair);
+            }
+        }
+        let mut cmd = build(&world, &tmp, &args);
+        cmd.envs(env);
+        let o = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{extra:?}:\n{err}");
+        for w in words {
+            assert!(err.contains(w), "{extra:?}: {w:?} not in:\n{err}");
+        }
+        assert!(
+            !out.exists() || names(&out).is_empty(),
+            "{extra:?} left {:?}",
+            names(&out)
+        );
+        assert!(
+            names(&tmp).is_empty(),
+            "{extra:?} left a work dir: {:?}",
+            names(&tmp)
+        );
+    }
+    // Another minor's autoscaler is a warning, and the build goes on.
+    let mut cmd = build(&world, &tmp, &base);
+    cmd.env("AUTOSCALER_VERSION", "1.32.2");
+    let o = ok(cmd.output().unwrap());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("warning:") && err.contains("1.32.2"), "{err}");
+}
