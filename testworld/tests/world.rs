@@ -222,7 +222,15 @@ fn another_release_and_an_image_without_arm64() {
         ]
     );
     assert_eq!(world.autoscaler_version(), Some("1.30.3"));
-    world.image("registry.k8s.io/autoscaling/cluster-autoscaler:v1.30.3");
+    assert_eq!(
+        world
+            .image("registry.k8s.io/autoscaling/cluster-autoscaler:v1.30.3")
+            .source,
+        "autoscaler"
+    );
+    // Another minor's release, for AUTOSCALER_VERSION.
+    let other = world.image("registry.k8s.io/autoscaling/cluster-autoscaler:v1.29.2");
+    assert_eq!(other.source, "autoscaler-other");
 
     let pause = "registry.k8s.io/pause:3.9";
     assert_eq!(world.image(pause).arches, ["amd64"]);
