@@ -44,7 +44,8 @@ pub struct Options {
     /// The snapshot to serve; `None` builds one for [`Options::kubernetes`] (see
     /// [`default_snapshot`]).
     pub snapshot: Option<Snapshot>,
-    /// The CCM tag published multi-arch (`v1.2.0`).
+    /// The CCM tag published multi-arch (`v1.2.0`); with the default snapshot, another tag
+    /// also gets its `deployment.yaml`.
     pub ccm_tag: String,
     /// A normalised reference as listed by [`World::images`] (`registry.k8s.io/pause:3.10`) to
     /// publish without arm64: an OCI index listing amd64 and an attestation only.
@@ -108,7 +109,8 @@ pub struct Image {
     pub arches: Vec<String>,
     /// `OCI index`, `Docker manifest list` or `Docker manifest`, with details.
     pub shape: String,
-    /// Why a build pulls it (`kubeadm`, `autoscaler`, `ccm`, `csi`, `network`, `dashboard`).
+    /// Why a build pulls it (`kubeadm`, `autoscaler`, `ccm`, `csi`, `network`, `dashboard`), or
+    /// `autoscaler-other` for the autoscaler releases a default build does not pin.
     pub source: &'static str,
 }
 
@@ -134,10 +136,13 @@ impl World {
     /// tool) when something cannot start.
     pub fn start(options: Options) -> Self {
         let kubernetes = options.kubernetes.trim_start_matches('v').to_owned();
-        let mut snapshot = options
-            .snapshot
-            .clone()
-            .unwrap_or_else(|| default_snapshot(&kubernetes));
+        let mut snapshot = options.snapshot.clone().unwrap_or_else(|| {
+            let snapshot = default_snapshot(&kubernetes);
+            match ["v1.2.0", CCM_AMD64_ONLY].contains(&options.ccm_tag.as_str()) {
+                true => snapshot,
+                false => snapshot.ccm(&options.ccm_tag),
+            }
+        });
         let files = snapshot.files();
 
         // git: a tag per autoscaler example in the snapshot, plus upstream-like noise.
@@ -170,6 +175,13 @@ impl World {
             wanted.push((
                 format!("registry.k8s.io/autoscaling/cluster-autoscaler:v{v}"),
                 "autoscaler",
+            ));
+        }
+        // The other releases, for a build given AUTOSCALER_VERSION of another release or minor.
+        for v in versions.iter().filter(|v| Some(*v) != autoscaler.as_ref()) {
+            wanted.push((
+                format!("registry.k8s.io/autoscaling/cluster-autoscaler:v{v}"),
+                "autoscaler-other",
             ));
         }
         wanted.push((format!("{CCM_REPOSITORY}:{}", options.ccm_tag), "ccm"));

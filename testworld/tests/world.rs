@@ -5,6 +5,7 @@
 //!
 //! A missing tool fails with a message naming `make deps`: never a silent skip.
 
+use std::net::TcpStream;
 use std::process::Command;
 
 use cks_iso_testworld::http;
@@ -221,7 +222,15 @@ fn another_release_and_an_image_without_arm64() {
         ]
     );
     assert_eq!(world.autoscaler_version(), Some("1.30.3"));
-    world.image("registry.k8s.io/autoscaling/cluster-autoscaler:v1.30.3");
+    assert_eq!(
+        world
+            .image("registry.k8s.io/autoscaling/cluster-autoscaler:v1.30.3")
+            .source,
+        "autoscaler"
+    );
+    // Another minor's release, for AUTOSCALER_VERSION.
+    let other = world.image("registry.k8s.io/autoscaling/cluster-autoscaler:v1.29.2");
+    assert_eq!(other.source, "autoscaler-other");
 
     let pause = "registry.k8s.io/pause:3.9";
     assert_eq!(world.image(pause).arches, ["amd64"]);
@@ -231,4 +240,38 @@ fn another_release_and_an_image_without_arm64() {
     // Everything else still has it.
     let proxy = inspect(&world, "registry.k8s.io/kube-proxy:v1.30.5", "arm64", false).unwrap();
     assert_eq!(proxy["Architecture"], "arm64");
+
+    // Dropping the world stops its servers.
+    let (registry, upstream) = (world.registry_host(), world.upstream().url());
+    drop(world);
+    assert!(TcpStream::connect(&registry).is_err(), "registry still up");
+    let upstream = upstream.trim_start_matches("http://").to_owned();
+    assert!(TcpStream::connect(&upstream).is_err(), "stand-in still up");
+}
+
+#[test]
+fn cks_iso_world_runs_a_command_inside_the_world() {
+    let out = Command::new(env!("CARGO_BIN_EXE_cks-iso-world"))
+        .args(["sh", "-c"])
+        .arg(
+            "grep -q '^registry-mirrors:' \"$CKS_ISO_CONFIG\" && \
+             echo \"$CKS_WORLD_NETWORK\" && echo \"$CKS_WORLD_DASHBOARD\" && exit 7",
+        )
+        .output()
+        .expect("run cks-iso-world");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "https://raw.githubusercontent.com/projectcalico/calico/v3.29.1/manifests/calico.yaml",
+            "https://raw.githubusercontent.com/kubernetes/dashboard/v2.7.0/aio/deploy/recommended.yaml",
+        ]
+    );
 }

@@ -9,9 +9,14 @@
 //! holding the manifest URLs to pass as `--network` / `--dashboard`, stops everything, and exits
 //! with `CMD`'s status. With no command it prints the configuration and serves until stdin
 //! closes. `CKS_WORLD_KUBERNETES` picks another Kubernetes release.
+//!
+//! Ctrl-C or SIGTERM stops the world cleanly (servers stopped, temp dirs removed): the command,
+//! which gets a terminal's Ctrl-C itself, has 5 s to exit before it is killed.
 
 use std::io::Read;
 use std::process::{Command, ExitCode};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use cks_iso_testworld::world::{Options, World};
 
@@ -38,6 +43,15 @@ fn main() -> ExitCode {
         world.dashboard_url()
     );
 
+    // Signals and the end of stdin both arrive here, so the world is always dropped.
+    let (stop, stopped) = mpsc::channel::<()>();
+    let on_signal = stop.clone();
+    if let Err(e) = ctrlc::set_handler(move || {
+        let _ = on_signal.send(());
+    }) {
+        eprintln!("cks-iso-world: cannot catch Ctrl-C: {e}");
+    }
+
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some((program, rest)) = args.split_first() else {
         print!("{}", world.config_yaml());
@@ -47,16 +61,37 @@ fn main() -> ExitCode {
                 image.reference, image.source, image.shape
             );
         }
-        eprintln!("cks-iso-world: serving; close stdin (Ctrl-D) to stop");
-        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+        eprintln!("cks-iso-world: serving; close stdin (Ctrl-D) or Ctrl-C to stop");
+        std::thread::spawn(move || {
+            let _ = std::io::stdin().read_to_end(&mut Vec::new());
+            let _ = stop.send(());
+        });
+        let _ = stopped.recv();
+        drop(world);
         return ExitCode::SUCCESS;
     };
-    let status = Command::new(program)
+    let child = Command::new(program)
         .args(rest)
         .env("CKS_ISO_CONFIG", world.config_path())
         .env("CKS_WORLD_NETWORK", world.network_url())
         .env("CKS_WORLD_DASHBOARD", world.dashboard_url())
-        .status();
+        .spawn();
+    let status = child.and_then(|mut child| {
+        let mut deadline = None;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                break Ok(status);
+            }
+            if deadline.is_none() && stopped.try_recv().is_ok() {
+                deadline = Some(Instant::now() + Duration::from_secs(5));
+            }
+            if deadline.is_some_and(|d| Instant::now() > d) {
+                eprintln!("cks-iso-world: stopping {program}");
+                let _ = child.kill();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
     drop(world);
     match status {
         Ok(s) => ExitCode::from(s.code().map_or(1, |c| c.clamp(0, 255) as u8)),
