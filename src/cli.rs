@@ -45,7 +45,7 @@ pub enum Command {
     /// Print the versions, download URLs and images a build would use, without downloading them.
     Resolve(Box<ResolveArgs>),
     /// Pull images from registries into image archives for one platform, no daemon needed.
-    Pull(PullArgs),
+    Pull(Box<PullArgs>),
     /// Build the CKS binaries ISO (one per --arch); also takes upstream's positional arguments.
     Build(Box<BuildArgs>),
 }
@@ -60,8 +60,9 @@ pub struct NetArgs {
     /// https://github.com=http://mirror:8080/github.com. Repeatable.
     #[arg(long = "mirror", value_name = "FROM=TO")]
     pub mirrors: Vec<crate::fetch::Mirror>,
-    /// Pull images of REGISTRY from MIRROR instead, e.g. docker.io=mirror:5000. Repeatable.
-    #[arg(long = "registry-mirror", value_name = "REGISTRY=MIRROR", value_parser = parse_pair)]
+    /// Pull images of REGISTRY from the mirror URL instead, e.g.
+    /// registry.k8s.io=http://127.0.0.1:5000/k8s (a URL path prefixes the repository). Repeatable.
+    #[arg(long = "registry-mirror", value_name = "REGISTRY=URL", value_parser = parse_pair)]
     pub registry_mirrors: Vec<(String, String)>,
     /// Reach this registry over plain HTTP or unverified TLS. Repeatable.
     #[arg(long = "insecure-registry", value_name = "HOST[:PORT]")]
@@ -76,7 +77,7 @@ pub struct NetArgs {
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Attempts per request for transient failures, the first included [default: 5].
-    #[arg(long, value_name = "N")]
+    #[arg(long, visible_alias = "attempts", value_name = "N")]
     pub retries: Option<u32>,
     /// Seconds to establish a connection [default: 15].
     #[arg(long, value_name = "SECONDS")]
@@ -177,29 +178,9 @@ pub struct PullArgs {
     /// Blob cache [default: $XDG_CACHE_HOME/cks-iso, else ~/.cache/cks-iso].
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Transfers at once.
-    #[arg(short, long, value_name = "N", default_value_t = 8,
-          value_parser = clap::value_parser!(u16).range(1..=64))]
-    pub jobs: u16,
-    /// Fetch a registry's images from a mirror: REGISTRY=URL, e.g.
-    /// `registry.k8s.io=http://127.0.0.1:5000/k8s`; a URL path prefixes the repository. Repeatable.
-    #[arg(long = "registry-mirror", value_name = "REGISTRY=URL")]
-    pub registry_mirrors: Vec<String>,
-    /// Speak plain HTTP to this registry (HOST[:PORT]). Repeatable.
-    #[arg(long = "insecure-registry", value_name = "HOST[:PORT]")]
-    pub insecure_registries: Vec<String>,
-    /// Also trust the CA certificates in this PEM file. Repeatable.
-    #[arg(long = "ca-file", value_name = "FILE")]
-    pub ca_files: Vec<PathBuf>,
-    /// Credentials file (Docker `config.json` or Podman `auth.json`), read first.
-    #[arg(long, value_name = "FILE")]
-    pub authfile: Option<PathBuf>,
-    /// Seconds of silence after which a transfer counts as stalled and is retried.
-    #[arg(long, value_name = "SECS", default_value_t = 30, hide = true)]
-    pub idle_timeout: u64,
-    /// Attempts per request, the first included.
-    #[arg(long, value_name = "N", default_value_t = 5, hide = true)]
-    pub attempts: u32,
+    /// Network settings (mirrors, registries, CA files, credentials, jobs, retries, timeouts).
+    #[command(flatten)]
+    pub net: NetArgs,
 }
 
 /// `cks-iso build`: flags, or upstream's positional form

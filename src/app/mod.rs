@@ -23,7 +23,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<(), AppError> {
         Command::Iso(args) => iso::run(args, ui),
         Command::Verify(args) => verify::run(args),
         Command::Resolve(args) => resolve::run(*args, ui),
-        Command::Pull(args) => pull::run(args, ui),
+        Command::Pull(args) => pull::run(*args, ui),
         Command::Build(args) => build::run(*args, ui),
     }
 }

@@ -4,9 +4,11 @@
 use std::path::PathBuf;
 
 use super::AppError;
+use crate::cache::Cache;
 use crate::cli::NetArgs;
 use crate::config::{self, Overrides, Settings};
 use crate::env;
+use crate::registry::{AuthFiles, Registry, RegistryConfig, RegistryMirror, Routes};
 
 /// Loads the file, if any, and lets the flags override it.
 pub(crate) fn settings(net: NetArgs) -> Result<Settings, AppError> {
@@ -29,4 +31,28 @@ pub(crate) fn settings(net: NetArgs) -> Result<Settings, AppError> {
         tracing::debug!("configuration from {}", source.display());
     }
     Ok(settings)
+}
+
+/// The registry client for these settings: mirrors, insecure registries, credentials, jobs.
+pub(crate) fn registry(settings: &Settings, cache: Cache) -> Result<Registry, AppError> {
+    let mirrors = settings
+        .registry_mirrors
+        .iter()
+        .map(|(registry, url)| format!("{registry}={url}").parse::<RegistryMirror>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            AppError::usage(
+                anyhow::anyhow!(e),
+                Some("a registry mirror is REGISTRY=http(s)://HOST[:PORT][/PREFIX]".into()),
+            )
+        })?;
+    let config = RegistryConfig {
+        routes: Routes {
+            mirrors,
+            insecure: settings.insecure_registries.clone(),
+        },
+        auth: AuthFiles::from_env(settings.authfile.clone()),
+        jobs: settings.jobs,
+    };
+    Ok(Registry::new(config, &settings.http, cache)?)
 }

@@ -1,18 +1,14 @@
 //! `cks-iso pull IMAGE... --arch ARCH --out DIR`: pull images from registries into the blob cache
 //! and write one image archive per image.
 
-use std::time::Duration;
-
-use super::AppError;
+use super::{AppError, net};
 use futures_util::{StreamExt, stream};
 
 use crate::archive::{self, Written};
 use crate::cache::Cache;
 use crate::cli::PullArgs;
 use crate::env;
-use crate::fetch::{HttpConfig, RetryPolicy};
 use crate::image::{Arch, Image, Reference};
-use crate::registry::{AuthFiles, Registry, RegistryConfig, RegistryMirror, Routes};
 use crate::ui::Ui;
 
 /// Pulls, writes the archives, prints `<full name> <digest> <file>` per image on stdout.
@@ -26,12 +22,6 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
             references.push(reference);
         }
     }
-    let mirrors = args
-        .registry_mirrors
-        .iter()
-        .map(|m| m.parse::<RegistryMirror>())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| AppError::usage(anyhow::anyhow!(e), None))?;
     let cache = Cache::new(match args.cache_dir {
         Some(dir) => dir,
         None => Cache::default_root().map_err(|e| {
@@ -45,27 +35,8 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
             None,
         )
     })?;
-    let http = HttpConfig {
-        ca_files: args.ca_files,
-        idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
-        retry: RetryPolicy {
-            attempts: args.attempts.max(1),
-            ..RetryPolicy::default()
-        },
-        ..HttpConfig::default()
-    };
-    let config = RegistryConfig {
-        routes: Routes {
-            mirrors,
-            insecure: args.insecure_registries,
-        },
-        auth: AuthFiles::from_env(args.authfile),
-        jobs: usize::from(args.jobs),
-    };
-    let registry = Registry::new(config, &http, cache).map_err(|e| {
-        let hint = e.hint();
-        AppError::usage(e, hint)
-    })?;
+    let settings = net::settings(args.net)?;
+    let registry = net::registry(&settings, cache)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -7,14 +7,14 @@ use futures_util::future::try_join_all;
 use futures_util::{StreamExt, stream};
 use sha2::{Digest as _, Sha256};
 
-use super::super::AppError;
 use super::super::resolve::{Partial, Resolution, resolve};
+use super::super::{AppError, net};
 use crate::cache::Cache;
 use crate::config::Settings;
 use crate::fetch::{Download, build_client};
 use crate::image::{Image, Reference};
 use crate::plan::{self, Edited, Request, Role, Source};
-use crate::registry::{AuthFiles, Registry, RegistryConfig, RegistryError, RegistryMirror, Routes};
+use crate::registry::{Registry, RegistryError};
 use crate::ui::Ui;
 use crate::units;
 use crate::upstream::{Arch, Artifact, Content, Fetcher, catalog};
@@ -226,7 +226,7 @@ pub(super) async fn all(
         .map(|row| row.image.as_str());
     let references = plan::image_set(kubeadm.chain(manifest_images.iter().map(String::as_str)))?;
 
-    let registry = registry(settings, cache)?;
+    let registry = net::registry(settings, cache)?;
     let mut arches = Vec::new();
     for &arch in &request.arches {
         arches.push(
@@ -248,24 +248,6 @@ pub(super) async fn all(
         registry,
         arches,
     })
-}
-
-fn registry(settings: &Settings, cache: Cache) -> Result<Registry, AppError> {
-    let mirrors = settings
-        .registry_mirrors
-        .iter()
-        .map(|(registry, url)| format!("{registry}={url}").parse::<RegistryMirror>())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| AppError::usage(anyhow::anyhow!(e), None))?;
-    let config = RegistryConfig {
-        routes: Routes {
-            mirrors,
-            insecure: settings.insecure_registries.clone(),
-        },
-        auth: AuthFiles::from_env(settings.authfile.clone()),
-        jobs: settings.jobs,
-    };
-    Ok(Registry::new(config, &settings.http, cache)?)
 }
 
 #[allow(clippy::too_many_arguments)]
