@@ -38,7 +38,7 @@ for iso in "${isos[@]}"; do
 	else
 		isoinfo -R -x /versions.txt -i "$iso"
 	fi | { grep -v -e '^file' -e '^image' -e '^#' || true; } | sed 's/^/    /'
-	echo "    images: $(bsdtar -tf "$iso" | grep -c '^docker/.*\.tar$' || true)"
+	echo "    images: $(bsdtar -tf "$iso" | grep -c 'docker/.*\.tar$' || true)"
 done
 echo
 echo "ISOs:"
