@@ -299,26 +299,6 @@ fn both_arches_build_verify_and_replay_on_the_node_side() {
     );
 }
 
-/// Runs `cmd` as `nobody` when we are root.
-fn as_nobody(cmd: Command) -> Command {
-    if !is_root() {
-        return cmd;
-    }
-    require("setpriv");
-    let mut wrapped = Command::new("setpriv");
-    wrapped
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => wrapped.env(k, v),
-            None => wrapped.env_remove(k),
-        };
-    }
-    wrapped
-}
-
 #[test]
 fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
     let world = World::start(Options {

@@ -28,26 +28,6 @@ fn fails(cmd: &mut Command, code: i32, names: &[&str]) -> String {
     err
 }
 
-/// Runs `cmd` as `nobody` when we are root, so permission checks apply.
-fn as_nobody(cmd: Command) -> Command {
-    if !is_root() {
-        return cmd;
-    }
-    require("setpriv");
-    let mut wrapped = Command::new("setpriv");
-    wrapped
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => wrapped.env(k, v),
-            None => wrapped.env_remove(k),
-        };
-    }
-    wrapped
-}
-
 fn assert_empty(dir: &Path) {
     assert_eq!(
         names(dir),

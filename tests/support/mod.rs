@@ -216,3 +216,24 @@ pub fn at(dir: &Path, rel: &str) -> PathBuf {
 pub fn p(path: &Path) -> &str {
     path.to_str().expect("UTF-8 temp path")
 }
+
+/// Runs `cmd` as `nobody` (uid 65534) when the tests run as root, so permission checks apply and
+/// nothing can lean on root; as the current user otherwise.
+pub fn as_nobody(cmd: Command) -> Command {
+    if !is_root() {
+        return cmd;
+    }
+    require("setpriv");
+    let mut wrapped = Command::new("setpriv");
+    wrapped
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
+        };
+    }
+    wrapped
+}
