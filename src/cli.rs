@@ -22,16 +22,22 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct Global {
     /// Print only errors.
-    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    #[arg(
+        short,
+        long,
+        global = true,
+        help_heading = "Global options",
+        conflicts_with = "verbose"
+    )]
     pub quiet: bool,
     /// Print more: -v for debug, -vv for trace.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, help_heading = "Global options", action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// When to colour the output on stderr (NO_COLOR is honoured by `auto`).
-    #[arg(long, global = true, value_enum, default_value_t = Color::Auto)]
+    #[arg(long, global = true, help_heading = "Global options", value_enum, default_value_t = Color::Auto)]
     pub color: Color,
     /// Never draw progress bars or progress lines.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub no_progress: bool,
 }
 
