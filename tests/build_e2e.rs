@@ -301,8 +301,18 @@ fn both_arches_build_verify_and_replay_on_the_node_side() {
 
 #[test]
 fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
+    // A CCM tag whose deployment.yaml names two images where the pin rule expects one.
+    let two_images = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: cloud-controller-manager\n  namespace: kube-system\nspec:\n  template:\n    spec:\n      containers:\n      - name: ccm\n        image: apache/cloudstack-kubernetes-provider:v1.2.0\n      - name: sidecar\n        image: apache/cloudstack-kubernetes-provider:v1.1.0\n";
+    let snapshot = cks_iso_testworld::world::default_snapshot("1.33.1")
+        .ccm("v1.3.0-rc1")
+        .replace(
+            "raw.githubusercontent.com/apache/cloudstack-kubernetes-provider/v1.3.0-rc1/deployment.yaml",
+            two_images,
+            "text/plain",
+        );
     let world = World::start(Options {
         without_arm64: Some("registry.k8s.io/pause:3.10".into()),
+        snapshot: Some(snapshot),
         ..Options::default()
     });
     let dir = tempfile::tempdir().unwrap();
