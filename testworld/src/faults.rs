@@ -34,6 +34,7 @@
 //! - [`Fault`] lists what can be done; those that need the upstream's answer (reset, truncation,
 //!   flipped byte, stall) fetch it first and damage it on the way back.
 
+use crate::http::header;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -191,11 +192,7 @@ pub struct LoggedRequest {
 impl LoggedRequest {
     /// The value of header `name` (case-insensitive), if sent.
     pub fn header(&self, name: &str) -> Option<&str> {
-        let name = name.to_ascii_lowercase();
-        self.headers
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_str())
+        header(&self.headers, name)
     }
 
     /// Whether an `Authorization` header was sent.
@@ -366,13 +363,6 @@ fn read_head(reader: &mut impl BufRead) -> std::io::Result<(String, Vec<(String,
         }
     }
     Ok((first.trim_end_matches(['\r', '\n']).to_owned(), headers))
-}
-
-fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, v)| v.as_str())
 }
 
 /// Reads a body framed by `Content-Length` or chunked encoding; `to_eof` reads until close.

@@ -2,6 +2,7 @@
 //! request per connection (`Connection: close`), so what a client sees depends only on the
 //! handler, never on a server library's keep-alive or `HEAD` handling.
 
+use crate::http::header;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
@@ -25,11 +26,7 @@ pub struct Incoming {
 impl Incoming {
     /// The first header called `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        let name = name.to_ascii_lowercase();
-        self.headers
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_str())
+        header(&self.headers, name)
     }
 }
 
