@@ -22,26 +22,31 @@
 //! Every tar header is fixed: ustar, uid/gid 0, no user or group names, the given mtime. The same
 //! image and mtime give the same bytes. Blobs are streamed from a [`BlobSource`] through a hasher
 //! in one pass (each is read once and memory does not grow with its size); a blob whose digest or
-//! size differs from its descriptor aborts the archive. The file is written through
-//! [`AtomicFile`], so a failed or interrupted write leaves nothing behind.
+//! size differs from its descriptor aborts the archive. A blob the source verified in this
+//! process ([`Opened::Verified`]: the cache's fresh downloads) is not hashed again but copied by
+//! the kernel (`copy_file_range`), so its bytes never pass through user space. The file is
+//! written through [`AtomicFile`], so a failed or interrupted write leaves nothing behind.
 
 mod error;
 mod inspect;
 mod layout;
 pub mod naming;
+mod stream;
 mod verify;
 
-use std::io::{self, BufWriter, Write};
+use std::fs::File;
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use tar::{EntryType, Header};
 
 use crate::atomic::AtomicFile;
-use crate::image::{BlobSource, Descriptor, Digest, Image};
+use crate::image::{BlobSource, Descriptor, Digest, Image, Opened};
 pub use error::ArchiveError;
 pub use inspect::{Inspected, inspect};
 pub use layout::{IMAGE_NAME, REF_NAME};
 pub use naming::{Naming, Renamed, assign as assign_names, plain_name};
+use stream::TarStream;
 
 /// A finished archive.
 #[derive(Debug, Clone)]
@@ -65,12 +70,11 @@ pub fn write(
     };
     let mut out = AtomicFile::create(path).map_err(output)?;
     out.set_mode(0o644).map_err(output)?;
-    let mut buffered = BufWriter::new(out.file());
-    write_to(image, source, &mut buffered, mtime).map_err(|e| e.at(path))?;
-    buffered.flush().map_err(output)?;
-    drop(buffered);
+    // Unbuffered on purpose: a handful of 512-byte headers, and blob data that the kernel copies
+    // from file to file only when it sees both files.
+    write_to(image, source, out.file(), mtime).map_err(|e| e.at(path))?;
     let size = out.file().metadata().map_err(output)?.len();
-    let path = out.commit().map_err(output)?;
+    let path = out.commit_unsynced().map_err(output)?;
     Ok(Written { path, size })
 }
 
@@ -108,43 +112,49 @@ fn blobs(image: &Image) -> Vec<(Descriptor, Blob<'_>)> {
 
 /// Writes the archive of `image` to `out`. An [`ArchiveError::Output`] from here has an empty
 /// path; [`write`] fills it in.
-pub fn write_to(
+pub fn write_to<W: Write>(
     image: &Image,
     source: &dyn BlobSource,
-    out: impl Write,
+    out: W,
     mtime: u64,
 ) -> Result<(), ArchiveError> {
     let blobs = blobs(image);
     let name = image.reference.to_string();
-    let mut tar = tar::Builder::new(out);
-    let io_err = |source| ArchiveError::Output {
-        path: PathBuf::new(),
-        source,
-    };
+    let mut tar = TarStream::new(out);
     for dir in ["blobs/", "blobs/sha256/"] {
-        let header = header(dir, EntryType::Directory, 0o755, 0, mtime).map_err(io_err)?;
-        tar.append(&header, io::empty()).map_err(io_err)?;
+        let header = header(dir, EntryType::Directory, 0o755, 0, mtime).map_err(output)?;
+        tar.file(&header, &[]).map_err(output)?;
     }
     for (desc, blob) in &blobs {
         let path = layout::blob_path(&desc.digest);
-        let header = header(&path, EntryType::Regular, 0o644, desc.size, mtime).map_err(io_err)?;
+        let header = header(&path, EntryType::Regular, 0o644, desc.size, mtime).map_err(output)?;
         match blob {
             Blob::Bytes(what, bytes) => {
                 verify::bytes(&name, what, desc, bytes)?;
-                tar.append(&header, *bytes).map_err(io_err)?;
+                tar.file(&header, bytes).map_err(output)?;
             }
             Blob::Stream(what) => {
-                let reader = source
-                    .open(&desc.digest)
-                    .map_err(|source| ArchiveError::Source {
-                        image: name.clone(),
-                        blob: what.clone(),
-                        digest: desc.digest.clone(),
-                        source,
-                    })?;
-                let mut reader = verify::Verifying::new(reader, desc);
-                let result = tar.append(&header, &mut reader);
-                reader.check(result, &name, what)?;
+                let opened =
+                    source
+                        .open_for_copy(&desc.digest)
+                        .map_err(|source| ArchiveError::Source {
+                            image: name.clone(),
+                            blob: what.clone(),
+                            digest: desc.digest.clone(),
+                            source,
+                        })?;
+                tar.header(&header).map_err(output)?;
+                match opened {
+                    Opened::Verified(file) if has_size(&file, desc.size) => {
+                        tar.copy_file(&file, desc.size).map_err(output)?
+                    }
+                    Opened::Verified(file) => copy_checked(&mut tar, file, desc, &name, what)?,
+                    Opened::Unverified(reader) => {
+                        copy_checked(&mut tar, reader, desc, &name, what)?;
+                        source.confirm(&desc.digest);
+                    }
+                }
+                tar.pad(desc.size).map_err(output)?;
             }
         }
     }
@@ -155,10 +165,34 @@ pub fn write_to(
     ];
     for (path, bytes) in files {
         let header = header(path, EntryType::Regular, 0o644, bytes.len() as u64, mtime);
-        tar.append(&header.map_err(io_err)?, &bytes[..])
-            .map_err(io_err)?;
+        tar.file(&header.map_err(output)?, &bytes).map_err(output)?;
     }
-    tar.into_inner().map_err(io_err)?.flush().map_err(io_err)
+    tar.finish().map_err(output)
+}
+
+/// An output error whose path [`write`] fills in.
+fn output(source: io::Error) -> ArchiveError {
+    ArchiveError::Output {
+        path: PathBuf::new(),
+        source,
+    }
+}
+
+fn has_size(file: &File, size: u64) -> bool {
+    file.metadata().is_ok_and(|meta| meta.len() == size)
+}
+
+/// Copies a blob through a hasher, failing unless it is exactly what `desc` says.
+fn copy_checked<W: Write>(
+    tar: &mut TarStream<W>,
+    reader: impl Read,
+    desc: &Descriptor,
+    image: &str,
+    what: &str,
+) -> Result<(), ArchiveError> {
+    let mut reader = verify::Verifying::new(reader, desc);
+    let result = tar.copy(&mut reader);
+    reader.check(result, image, what)
 }
 
 /// A ustar header with every field fixed but name, type, mode and size.

@@ -14,32 +14,56 @@
 //! and renames it only when the digest (and the size, when known) match; otherwise the temporary
 //! file is removed and the error names the expected and the actual digest. Memory does not grow
 //! with blob size. Files under their final name are never rewritten. No network.
+//!
+//! Blobs are renamed into place without waiting for the disk (see
+//! [`AtomicFile::commit_unsynced`]), so a power loss can leave one short or, rarely, damaged. Two
+//! checks catch that without re-reading what this run wrote: [`Cache::contains_sized`] drops a
+//! blob whose size is not the descriptor's, and [`BlobSource::open_for_copy`] hands out as
+//! [`Opened::Verified`] only blobs hashed by this process (stored, or confirmed by a copy);
+//! blobs left by earlier runs are hashed again as they are copied.
 
 mod error;
 
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use crate::atomic::AtomicFile;
 use crate::env;
-use crate::image::{BlobSource, Digest, Hashing};
+use crate::image::{BlobSource, Digest, Hashing, Opened};
 pub use error::CacheError;
 
 /// The directory under the cache root that holds sha256 blobs.
 const BLOBS: &str = "blobs/sha256";
 
-/// A blob cache rooted at a directory.
+/// A blob cache rooted at a directory. Clones share what this process has verified.
 #[derive(Debug, Clone)]
 pub struct Cache {
     root: PathBuf,
+    /// Blobs whose content this process hashed: stored by it, or confirmed by a copy.
+    verified: Arc<Mutex<HashSet<Digest>>>,
 }
 
 impl Cache {
     /// A cache at `root`; directories are created when the first blob is stored.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            verified: Arc::default(),
+        }
+    }
+
+    fn verified(&self) -> std::sync::MutexGuard<'_, HashSet<Digest>> {
+        self.verified.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records that the blob now under `digest`'s name was hashed to `digest` by this process
+    /// (for writers that stream into [`Cache::blob_path`] themselves, like the registry client).
+    pub fn mark_verified(&self, digest: &Digest) {
+        self.verified().insert(digest.clone());
     }
 
     /// `$XDG_CACHE_HOME/cks-iso` when that is an absolute path, else `$HOME/.cache/cks-iso`.
@@ -60,6 +84,25 @@ impl Cache {
     /// Whether the blob is present (and so was verified when stored).
     pub fn contains(&self, digest: &Digest) -> bool {
         self.blob_path(digest).is_file()
+    }
+
+    /// Whether the blob is present with `size` bytes. One of another size (cut short by a power
+    /// loss before the kernel wrote it out) is removed, so that it is fetched again.
+    pub fn contains_sized(&self, digest: &Digest, size: u64) -> bool {
+        let path = self.blob_path(digest);
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_file() && meta.len() == size => true,
+            Ok(meta) if meta.is_file() => {
+                tracing::warn!(
+                    "cached blob {digest} has {} bytes instead of {size}; fetching it again",
+                    meta.len()
+                );
+                self.verified().remove(digest);
+                let _ = std::fs::remove_file(&path);
+                false
+            }
+            _ => false,
+        }
     }
 
     /// Stores what `reader` yields as the blob `digest`, verifying digest and, when given, size.
@@ -99,8 +142,9 @@ impl Cache {
         }
         out.set_mode(0o644)
             .map_err(|source| CacheError::io(&temp, source))?;
-        out.commit()
+        out.commit_unsynced()
             .map_err(|source| CacheError::io(&target, source))?;
+        self.mark_verified(digest);
         Ok(actual_size)
     }
 
@@ -157,13 +201,32 @@ fn copy(
     }
 }
 
-impl BlobSource for Cache {
-    fn open(&self, digest: &Digest) -> io::Result<Box<dyn Read + Send + '_>> {
+impl Cache {
+    /// [`Cache::open`] with the error as `io::Error`, for [`BlobSource`].
+    fn open_io(&self, digest: &Digest) -> io::Result<File> {
         match Cache::open(self, digest) {
-            Ok(file) => Ok(Box::new(file)),
+            Ok(file) => Ok(file),
             Err(CacheError::Io { source, .. }) => Err(source),
             Err(other) => Err(io::Error::new(io::ErrorKind::NotFound, other)),
         }
+    }
+}
+
+impl BlobSource for Cache {
+    fn open(&self, digest: &Digest) -> io::Result<Box<dyn Read + Send + '_>> {
+        Ok(Box::new(self.open_io(digest)?))
+    }
+
+    fn open_for_copy(&self, digest: &Digest) -> io::Result<Opened<'_>> {
+        let file = self.open_io(digest)?;
+        Ok(match self.verified().contains(digest) {
+            true => Opened::Verified(file),
+            false => Opened::Unverified(Box::new(file)),
+        })
+    }
+
+    fn confirm(&self, digest: &Digest) {
+        self.mark_verified(digest);
     }
 }
 

@@ -106,3 +106,42 @@ fn default_root_follows_xdg_then_home() {
     );
     assert_eq!(root(None, None), None);
 }
+
+/// Only blobs this process hashed are handed out for copying unhashed; a blob left by an earlier
+/// run is hashed on its first copy and trusted once that copy confirms it.
+#[test]
+fn only_blobs_hashed_by_this_process_are_copied_unverified() {
+    let dir = tempfile::tempdir().unwrap();
+    let stored = Cache::new(dir.path());
+    let digest = stored.put_bytes(b"layer").unwrap();
+    assert!(matches!(
+        stored.open_for_copy(&digest).unwrap(),
+        Opened::Verified(_)
+    ));
+    let later_run = Cache::new(dir.path());
+    assert!(matches!(
+        later_run.open_for_copy(&digest).unwrap(),
+        Opened::Unverified(_)
+    ));
+    later_run.confirm(&digest);
+    assert!(matches!(
+        later_run.clone().open_for_copy(&digest).unwrap(),
+        Opened::Verified(_)
+    ));
+}
+
+/// A blob cut short (a power loss before the kernel wrote it out) is dropped, to be fetched again.
+#[test]
+fn blob_of_the_wrong_size_is_removed_not_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::new(dir.path());
+    let digest = cache.put_bytes(b"layer").unwrap();
+    assert!(cache.contains_sized(&digest, 5));
+    std::fs::write(cache.blob_path(&digest), b"lay").unwrap();
+    assert!(!cache.contains_sized(&digest, 5));
+    assert!(!cache.contains(&digest), "removed");
+    assert!(matches!(
+        cache.open_for_copy(&digest).err().map(|e| e.kind()),
+        Some(io::ErrorKind::NotFound)
+    ));
+}

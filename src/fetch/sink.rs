@@ -63,6 +63,13 @@ impl FileSink {
         self.file.file().flush()?;
         self.file.commit()
     }
+
+    /// Gives the file its final name without waiting for the disk
+    /// ([`AtomicFile::commit_unsynced`]).
+    pub fn commit_unsynced(mut self) -> io::Result<PathBuf> {
+        self.file.file().flush()?;
+        self.file.commit_unsynced()
+    }
 }
 
 impl Sink for FileSink {

@@ -7,7 +7,8 @@
 //!
 //! Nothing here trusts a source: [`Image::load`] hashes every manifest it reads and compares it
 //! with the digest that named it, caps their size, and picks the target platform (see
-//! [`platform`]); blob readers are hashed again by whoever copies them. No network.
+//! [`platform`]); blob readers are hashed again by whoever copies them, unless the source itself
+//! verified that blob in this process ([`Opened::Verified`]). No network.
 
 mod digest;
 mod error;
@@ -15,6 +16,7 @@ mod manifest;
 pub mod platform;
 mod reference;
 
+use std::fs::File;
 use std::io::{self, Read};
 
 pub use digest::{Digest, Hashing};
@@ -26,15 +28,38 @@ pub use reference::{DOCKER_HUB, Reference};
 /// Anything that can stream blobs by digest: the cache, a registry, an archive.
 ///
 /// Readers are not trusted: whoever reads one hashes the bytes and compares them with `digest`.
+/// The one exception is [`BlobSource::open_for_copy`] returning [`Opened::Verified`].
 pub trait BlobSource {
     /// Opens the blob (layer, config) named `digest`.
     fn open(&self, digest: &Digest) -> io::Result<Box<dyn Read + Send + '_>>;
+
+    /// Opens the blob `digest` to copy it whole. The default is [`BlobSource::open`]'s reader, to
+    /// be hashed while copied.
+    fn open_for_copy(&self, digest: &Digest) -> io::Result<Opened<'_>> {
+        Ok(Opened::Unverified(self.open(digest)?))
+    }
+
+    /// Tells the source that a copy of `digest` opened with [`BlobSource::open_for_copy`] hashed
+    /// to `digest`, so later copies need not hash it again. The default forgets it.
+    fn confirm(&self, digest: &Digest) {
+        let _ = digest;
+    }
 
     /// Opens the manifest or index named `digest`. Registries serve these from a different
     /// endpoint than blobs; stores that keep both together use the default.
     fn open_manifest(&self, digest: &Digest) -> io::Result<Box<dyn Read + Send + '_>> {
         self.open(digest)
     }
+}
+
+/// A blob opened for copying.
+pub enum Opened<'a> {
+    /// A file whose content this process hashed and found equal to its digest, and that nothing
+    /// has written since (the cache's own blobs, downloaded or checked in this run). Copy it as
+    /// it is: on Linux the kernel does (`copy_file_range`), without a pass through user space.
+    Verified(File),
+    /// Anything else: hash it while copying.
+    Unverified(Box<dyn Read + Send + 'a>),
 }
 
 /// A manifest or index with its exact bytes, as served.

@@ -374,7 +374,7 @@ impl Registry {
         what: &str,
         progress: &dyn Progress,
     ) -> Result<(), RegistryError> {
-        if self.cache.contains(&desc.digest) {
+        if self.cache.contains_sized(&desc.digest, desc.size) {
             return Ok(());
         }
         let cell = {
@@ -382,7 +382,7 @@ impl Registry {
             inflight.entry(desc.digest.clone()).or_default().clone()
         };
         cell.get_or_try_init(|| async {
-            if self.cache.contains(&desc.digest) {
+            if self.cache.contains_sized(&desc.digest, desc.size) {
                 return Ok(());
             }
             let _permit = self.blob_permits.acquire().await.expect("never closed");
@@ -435,7 +435,8 @@ impl Registry {
                 .expect("sha256 hex is a digest");
             if actual == desc.digest && sink.written() == desc.size {
                 sink.set_mode(0o644).map_err(io_err)?;
-                sink.commit().map_err(io_err)?;
+                sink.commit_unsynced().map_err(io_err)?;
+                self.cache.mark_verified(&desc.digest);
                 return Ok(());
             }
             let err = RegistryError::Mismatch {
