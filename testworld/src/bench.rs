@@ -1,11 +1,14 @@
 //! A big generated image set for `make bench`: many multi-arch images with a base layer shared by
 //! all and large own layers, streamed into the registry without holding a layer in memory.
 //!
-//! Layers are real gzip tars (stored deflate blocks around incompressible noise, so generating
-//! a gigabyte takes seconds), their `diff_ids` right, so skopeo can decompress them for
-//! `docker-archive:` and containerd could unpack them.
+//! Layers are real gzip tars with their `diff_ids` right, so skopeo can decompress them for
+//! `docker-archive:` and containerd could unpack them. Their content is either
+//! - [`Content::Binary`]: a word salad that gzip compresses about as well as real image layers
+//!   (Go and ELF binaries: `/usr/lib` compresses 2.65× with `gzip -1`, 2.93× with `gzip -6`;
+//!   this gives ~2.8×). Sizes are *compressed* sizes, as the registry stores them; or
+//! - [`Content::Noise`]: incompressible noise in stored deflate blocks, for the big-layer memory
+//!   check, where only the size matters and generating gigabytes must be quick.
 
-use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use flate2::Compression;
@@ -47,11 +50,100 @@ impl<W: Write> Write for HashWriter<W> {
     }
 }
 
-/// Streams a gzip tar holding one file of `size` noise bytes from `seed` into `repo`.
-pub fn push_noise_layer(addr: &str, repo: &str, seed: u64, size: u64) -> io::Result<PushedLayer> {
+/// What a generated layer holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Content {
+    /// Compresses like real binaries (~2.8×).
+    Binary,
+    /// Does not compress at all.
+    Noise,
+}
+
+/// The word salad behind [`Content::Binary`]: words of 3–16 random bytes from a fixed
+/// vocabulary, picked at random, with a few random literals between them.
+struct Salad {
+    vocabulary: Vec<Vec<u8>>,
+    state: u64,
+    carry: Vec<u8>,
+}
+
+impl Salad {
+    const WORDS: usize = 1024;
+    /// Percent of picks that are 4 random bytes instead of a word.
+    const LITERALS: u64 = 3;
+
+    fn new(seed: u64) -> Self {
+        let mut state = 0x5EED_u64;
+        let vocabulary = (0..Self::WORDS)
+            .map(|_| {
+                let len = 3 + (xorshift(&mut state) % 14) as usize;
+                (0..len).map(|_| xorshift(&mut state) as u8).collect()
+            })
+            .collect();
+        Self {
+            vocabulary,
+            state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            carry: Vec::new(),
+        }
+    }
+
+    /// Fills `buf` with the next bytes of the salad.
+    fn fill(&mut self, buf: &mut [u8]) {
+        let mut at = self.carry.len().min(buf.len());
+        buf[..at].copy_from_slice(&self.carry[..at]);
+        self.carry.drain(..at);
+        while at < buf.len() {
+            let pick = xorshift(&mut self.state);
+            let word = match pick % 100 < Self::LITERALS {
+                true => &pick.to_le_bytes()[..4],
+                false => &self.vocabulary[(pick >> 32) as usize % Self::WORDS][..],
+            };
+            let n = word.len().min(buf.len() - at);
+            buf[at..at + n].copy_from_slice(&word[..n]);
+            self.carry.extend_from_slice(&word[n..]);
+            at += n;
+        }
+    }
+}
+
+fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+/// How many content bytes make a [`Content::Binary`] layer of about `compressed` bytes: the
+/// ratio is measured once on a sample compressed the way layers are.
+fn binary_size_for(compressed: u64) -> u64 {
+    static RATIO: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    let ratio = *RATIO.get_or_init(|| {
+        let mut sample = vec![0u8; 8 << 20];
+        Salad::new(1).fill(&mut sample);
+        let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
+        gz.write_all(&sample).expect("writing to memory");
+        sample.len() as f64 / gz.finish().expect("writing to memory").len() as f64
+    });
+    (compressed as f64 * ratio) as u64
+}
+
+/// Streams a gzip tar holding one file of `content` from `seed` into `repo`: `size` bytes of
+/// noise, or about `size` bytes once compressed of binary-like data.
+pub fn push_layer(
+    addr: &str,
+    repo: &str,
+    seed: u64,
+    size: u64,
+    content: Content,
+) -> io::Result<PushedLayer> {
+    let (size, level) = match content {
+        Content::Noise => (size, Compression::none()),
+        Content::Binary => (binary_size_for(size), Compression::fast()),
+    };
+    let mut salad = Salad::new(seed);
     let mut diff_id = String::new();
     let (digest, compressed) = crate::images::push_blob_streamed(addr, repo, &mut |out| {
-        let gz = GzEncoder::new(out, Compression::none());
+        let gz = GzEncoder::new(out, level);
         let mut tar = HashWriter {
             inner: gz,
             hasher: sha2::Sha256::new(),
@@ -68,7 +160,10 @@ pub fn push_noise_layer(addr: &str, repo: &str, seed: u64, size: u64) -> io::Res
         let mut left = size;
         while left > 0 {
             let n = left.min(buf.len() as u64) as usize;
-            state = fill_noise(state, &mut buf[..n]);
+            match content {
+                Content::Noise => state = fill_noise(state, &mut buf[..n]),
+                Content::Binary => salad.fill(&mut buf[..n]),
+            }
             tar.write_all(&buf[..n])?;
             left -= n as u64;
         }
@@ -136,30 +231,44 @@ fn push_platform(
 }
 
 /// Pushes `images` multi-arch images `bench/img-NN:v1`, each with a base layer of `base_mb` MiB
-/// shared by all and two own layers of `own_mb` MiB, per arch. Returns their references
-/// without the registry host.
-pub fn push_set(addr: &str, images: usize, base_mb: u64, own_mb: u64) -> io::Result<Vec<String>> {
-    let mut bases = BTreeMap::new();
+/// shared by all and two own layers of `own_mb` MiB, per arch, all of `content`. Returns their
+/// references without the registry host. The two arches are generated on two threads.
+pub fn push_set(
+    addr: &str,
+    images: usize,
+    base_mb: u64,
+    own_mb: u64,
+    content: Content,
+) -> io::Result<Vec<String>> {
+    const ARCHES: [&str; 2] = ["amd64", "arm64"];
     let first = "bench/img-01";
-    for (i, arch) in ["amd64", "arm64"].into_iter().enumerate() {
-        bases.insert(
-            arch,
-            push_noise_layer(addr, first, 1000 + i as u64, base_mb << 20)?,
-        );
-    }
+    let bases = std::thread::scope(|s| {
+        let arm = s.spawn(|| push_layer(addr, first, 1001, base_mb << 20, content));
+        let amd = push_layer(addr, first, 1000, base_mb << 20, content);
+        Ok::<_, io::Error>([amd?, arm.join().expect("generator thread")?])
+    })?;
     let mut refs = Vec::new();
     for n in 1..=images {
         let repo = format!("bench/img-{n:02}");
+        let own = |i: usize| -> io::Result<[PushedLayer; 2]> {
+            let seed = (n * 10 + i * 2) as u64;
+            let a = push_layer(addr, &repo, seed, own_mb << 20, content)?;
+            let b = push_layer(addr, &repo, seed + 1, own_mb << 20, content)?;
+            Ok([a, b])
+        };
+        let layers = std::thread::scope(|s| {
+            let arm = s.spawn(|| own(1));
+            let amd = own(0);
+            Ok::<_, io::Error>([amd?, arm.join().expect("generator thread")?])
+        })?;
         let mut entries = Vec::new();
-        for (i, arch) in ["amd64", "arm64"].into_iter().enumerate() {
-            let base = &bases[arch];
+        for (i, arch) in ARCHES.into_iter().enumerate() {
+            let base = &bases[i];
             if repo != first {
                 mount(addr, &repo, first, &base.digest)?;
             }
-            let seed = (n * 10 + i * 2) as u64;
-            let a = push_noise_layer(addr, &repo, seed, own_mb << 20)?;
-            let b = push_noise_layer(addr, &repo, seed + 1, own_mb << 20)?;
-            entries.push(push_platform(addr, &repo, arch, &[base, &a, &b])?);
+            let [a, b] = &layers[i];
+            entries.push(push_platform(addr, &repo, arch, &[base, a, b])?);
         }
         let index = serde_json::to_vec(&json!({
             "schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries,
@@ -174,7 +283,7 @@ pub fn push_set(addr: &str, images: usize, base_mb: u64, own_mb: u64) -> io::Res
 /// Pushes `bench/big:v1`, amd64 only, one layer of `mb` MiB; returns its reference.
 pub fn push_big(addr: &str, mb: u64) -> io::Result<String> {
     let repo = "bench/big";
-    let layer = push_noise_layer(addr, repo, 4242, mb << 20)?;
+    let layer = push_layer(addr, repo, 4242, mb << 20, Content::Noise)?;
     let desc = push_platform(addr, repo, "amd64", &[&layer])?;
     let index = serde_json::to_vec(&json!({
         "schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [desc],

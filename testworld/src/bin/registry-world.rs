@@ -2,8 +2,9 @@
 //! Prints `KEY=VALUE` lines on stdout, then `READY`.
 //!
 //! - `registry-world [--front]`: the test corpus (behind the token front with `--front`).
-//! - `registry-world --bench IMAGES BASE_MB OWN_MB BIG_MB`: an empty registry filled with
-//!   [`cks_iso_testworld::bench`]'s set (`BENCH=` lines) and a big single-layer image (`BIG=`).
+//! - `registry-world --bench IMAGES BASE_MB OWN_MB BIG_MB [binary|noise]`: an empty registry
+//!   filled with [`cks_iso_testworld::bench`]'s set (`BENCH=` lines; layers of binary-like
+//!   content unless `noise`, sizes compressed) and a big single-layer image (`BIG=`).
 
 use std::io::{Read, Write};
 
@@ -16,15 +17,20 @@ fn main() {
     if args.first().map(String::as_str) == Some("--bench") {
         let num = |i: usize| -> u64 {
             args.get(i).and_then(|a| a.parse().ok()).unwrap_or_else(|| {
-                panic!("usage: registry-world --bench IMAGES BASE_MB OWN_MB BIG_MB")
+                panic!("usage: registry-world --bench IMAGES BASE_MB OWN_MB BIG_MB [binary|noise]")
             })
+        };
+        let content = match args.get(5).map(String::as_str) {
+            None | Some("binary") => bench::Content::Binary,
+            Some("noise") => bench::Content::Noise,
+            Some(other) => panic!("layer content must be binary or noise, not {other:?}"),
         };
         let storage = tempfile::tempdir().unwrap();
         let registry = DockerRegistry::start(storage.path(), None);
         let host = registry.host();
         writeln!(out, "REGISTRY={host}").unwrap();
         out.flush().unwrap();
-        for reference in bench::push_set(&host, num(1) as usize, num(2), num(3)).unwrap() {
+        for reference in bench::push_set(&host, num(1) as usize, num(2), num(3), content).unwrap() {
             writeln!(out, "BENCH={host}/{reference}").unwrap();
         }
         if num(4) > 0 {
