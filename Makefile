@@ -5,9 +5,9 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Debian packages the tests and the demo use: the real readers and servers we judge output with.
 DEB_PACKAGES := docker-registry git xorriso genisoimage libarchive-tools p7zip-full skopeo \
-	containerd time util-linux
+	containerd time util-linux curl
 # The command each package provides, to tell whether it is already installed.
-DEB_COMMANDS := docker-registry git xorriso isoinfo bsdtar 7z skopeo containerd /usr/bin/time unshare
+DEB_COMMANDS := docker-registry git xorriso isoinfo bsdtar 7z skopeo containerd /usr/bin/time unshare curl
 
 .PHONY: all deps build test lint demo bench clean
 

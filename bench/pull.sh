@@ -4,20 +4,28 @@
 #
 # testworld's `registry-world --bench` starts Debian's docker-registry on a loopback port and
 # streams into it IMAGES multi-arch images (a BASE_MIB layer shared by all, two OWN_MIB layers of
-# their own, per arch; incompressible data in real gzip tars), plus one amd64 image with a single
-# BIG_MIB layer. Then, per arch, RUNS rounds of:
+# their own, per arch; sizes are compressed sizes, as the registry stores them), plus one amd64
+# image with a single BIG_MIB layer. Layers are real gzip tars of CONTENT:
+#   binary  (default) data that gzip compresses ~2.8x, as real image layers do (Go and ELF
+#           binaries: /usr/lib compresses 2.65x with gzip -1, 2.93x with gzip -6). skopeo's
+#           docker-archive: decompresses every layer; cks-iso keeps them as served (contract §5).
+#   noise   incompressible data in stored deflate blocks: nothing for skopeo to inflate, so this
+#           shows the transfer alone. (The big layer is always noise: it is there for memory.)
+# Then, per arch, RUNS rounds of:
 #   cks-iso     one `cks-iso pull` of every image, with a fresh (cold) blob cache
 #   skopeo-seq  one `skopeo copy` per image, one after the other
 #   skopeo-par4 the same, 4 at a time (xargs -P4)
+#   registry    every blob of the arch once, 4 at a time, with curl into /dev/null: what serving
+#               the bytes costs with no client work at all, the floor no client can beat
 # each writing fresh archives that are removed afterwards. Reported: median wall time, ratios, peak
-# RSS (GNU time; for skopeo the largest of its processes). Last, the peak RSS of pulling the
-# BIG_MIB-layer image, which shows memory does not grow with layer size.
+# RSS (GNU time; for skopeo and curl the largest of their processes). Last, the peak RSS of
+# pulling the BIG_MIB-layer image, which shows memory does not grow with layer size.
 #
 # Goals (informational; exit status is 0 unless a tool fails):
 #   skopeo-par4 median / cks-iso median >= 8;  cks-iso peak RSS <= 64 MiB, also for the big layer
 #
 # Environment:
-#   RUNS=3  IMAGES=12  BASE_MIB=8  OWN_MIB=21  BIG_MIB=2048
+#   RUNS=3  IMAGES=12  BASE_MIB=8  OWN_MIB=21  BIG_MIB=2048  CONTENT=binary|noise
 #   BENCH_DIR=/var/tmp/cks-iso-bench   CKS_ISO=target/release/cks-iso
 #   WORLD=path/to/registry-world   (default: built here with cargo)
 set -euo pipefail
@@ -30,6 +38,7 @@ IMAGES=${IMAGES:-12}
 BASE_MIB=${BASE_MIB:-8}
 OWN_MIB=${OWN_MIB:-21}
 BIG_MIB=${BIG_MIB:-2048}
+CONTENT=${CONTENT:-binary}
 BENCH_DIR=${BENCH_DIR:-/var/tmp/cks-iso-bench}
 CKS_ISO=${CKS_ISO:-target/release/cks-iso}
 WORLD=${WORLD:-}
@@ -38,7 +47,8 @@ GOAL_RSS_KIB=65536
 
 die() { echo "bench/pull.sh: error: $*" >&2; exit 1; }
 [[ $RUNS =~ ^[0-9]+$ ]] && ((RUNS >= 3)) || die "RUNS must be an integer >= 3 (got '$RUNS')"
-for c in skopeo docker-registry /usr/bin/time xargs; do
+[[ $CONTENT == binary || $CONTENT == noise ]] || die "CONTENT must be binary or noise (got '$CONTENT')"
+for c in skopeo docker-registry /usr/bin/time xargs curl; do
 	command -v "$c" >/dev/null 2>&1 || die "'$c' is missing; run 'make deps' to install the benchmark's tools"
 done
 [[ -x $CKS_ISO ]] || die "$CKS_ISO is missing; run 'make build' (or 'make bench', which builds first)"
@@ -77,11 +87,11 @@ echo "bench/pull.sh: working in $WORK (removed on exit)"
 echo "  cks-iso: $CKS_ISO ($("$CKS_ISO" --version 2>&1 | head -n1))"
 echo "  skopeo:  $(skopeo --version)"
 echo "  host:    $(nproc) CPUs, $(awk '/MemTotal/ { printf "%d MiB RAM", $2 / 1024 }' /proc/meminfo), $(uname -r)"
-echo "  set:     $IMAGES images x 2 arches, ${BASE_MIB} MiB shared + 2 x ${OWN_MIB} MiB own per arch = ${per_arch_mib} MiB compressed per arch; big layer ${BIG_MIB} MiB"
+echo "  set:     $IMAGES images x 2 arches, ${BASE_MIB} MiB shared + 2 x ${OWN_MIB} MiB own per arch = ${per_arch_mib} MiB compressed per arch, $CONTENT layers; big layer ${BIG_MIB} MiB"
 
 # --- the registry ------------------------------------------------------------------------------
 mkfifo "$WORK/world.in"
-"$WORLD" --bench "$IMAGES" "$BASE_MIB" "$OWN_MIB" "$BIG_MIB" <"$WORK/world.in" >"$WORK/world.txt" 2>"$WORK/world.err" &
+"$WORLD" --bench "$IMAGES" "$BASE_MIB" "$OWN_MIB" "$BIG_MIB" "$CONTENT" <"$WORK/world.in" >"$WORK/world.txt" 2>"$WORK/world.err" &
 WORLD_PID=$!
 exec 7>"$WORK/world.in" # holds the world's stdin open; closing it stops the world
 t0=$(date +%s.%N)
@@ -123,18 +133,32 @@ run_skopeo() { # arch parallelism
 	echo "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }') $(cat "$WORK"/rss.d/* | sort -n | tail -n1)"
 	rm -rf "$WORK/out" "$WORK/rss.d"
 }
+run_registry() { # arch: every blob once, 4 at a time, into /dev/null
+	local arch=$1 start end
+	rm -rf "$WORK/rss.d"
+	mkdir -p "$WORK/rss.d"
+	start=$(now)
+	sed -n "s/^BLOB_$arch=//p" "$WORK/world.txt" | awk '{ print NR, $0 }' |
+		xargs -P 4 -L 1 sh -c '/usr/bin/time -f %M -o "$0/rss.d/$1" curl -fsS -o /dev/null "$2"' "$WORK" ||
+		die "curl could not fetch every blob"
+	end=$(now)
+	echo "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }') $(cat "$WORK"/rss.d/* | sort -n | tail -n1)"
+	rm -rf "$WORK/rss.d"
+}
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # --- rounds ------------------------------------------------------------------------------------
 declare -A T RSS
+TOOLS="cks-iso skopeo-seq skopeo-par4 registry"
 for arch in amd64 arm64; do
-	for tool in cks-iso skopeo-seq skopeo-par4; do T[$arch.$tool]=""; RSS[$arch.$tool]=0; done
+	for tool in $TOOLS; do T[$arch.$tool]=""; RSS[$arch.$tool]=0; done
 	for round in $(seq 1 "$RUNS"); do
-		for tool in cks-iso skopeo-seq skopeo-par4; do
+		for tool in $TOOLS; do
 			case $tool in
 			cks-iso) r=$(run_cks "$arch") ;;
 			skopeo-seq) r=$(run_skopeo "$arch" 1) ;;
 			skopeo-par4) r=$(run_skopeo "$arch" 4) ;;
+			registry) r=$(run_registry "$arch") ;;
 			esac
 			read -r secs rss <<<"$r"
 			T[$arch.$tool]+="$secs "
@@ -148,7 +172,7 @@ echo
 printf '%-6s %-12s %10s %12s %14s\n' arch tool "median s" "peak RSS" "x cks-iso"
 for arch in amd64 arm64; do
 	base=$(tr ' ' '\n' <<<"${T[$arch.cks-iso]}" | grep . | median)
-	for tool in cks-iso skopeo-seq skopeo-par4; do
+	for tool in $TOOLS; do
 		m=$(tr ' ' '\n' <<<"${T[$arch.$tool]}" | grep . | median)
 		printf '%-6s %-12s %10.2f %8.1f MiB %13.1fx\n' "$arch" "$tool" "$m" \
 			"$(awk -v k="${RSS[$arch.$tool]}" 'BEGIN { print k / 1024 }')" "$(awk -v a="$m" -v b="$base" 'BEGIN { print a / b }')"
@@ -157,6 +181,9 @@ for arch in amd64 arm64; do
 	awk -v r="$ratio" -v g="$GOAL_RATIO" -v k="${RSS[$arch.cks-iso]}" -v gk="$GOAL_RSS_KIB" -v a="$arch" 'BEGIN {
 		printf "%s: skopeo 4-at-a-time / cks-iso = %.1fx (goal >= %dx: %s); cks-iso peak RSS %.1f MiB (goal <= %d MiB: %s)\n",
 			a, r, g, (r >= g ? "met" : "NOT met"), k / 1024, gk / 1024, (k <= gk ? "met" : "NOT met") }'
+	floor=$(tr ' ' '\n' <<<"${T[$arch.registry]}" | grep . | median)
+	awk -v f="$floor" -v b="$base" -v a="$arch" 'BEGIN {
+		printf "%s: cks-iso takes %.1fx the time the registry needs just to serve the bytes (%.2f s)\n", a, b / f, f }'
 done
 
 if [[ -n $BIG ]]; then

@@ -203,13 +203,14 @@ fn push_small(addr: &str, repo: &str, bytes: &[u8]) -> io::Result<String> {
     Ok(digest)
 }
 
-/// Pushes an image with `layers` for `arch` into `repo`; returns the manifest's descriptor.
+/// Pushes an image with `layers` for `arch` into `repo`; returns the manifest's descriptor and
+/// the config's digest.
 fn push_platform(
     addr: &str,
     repo: &str,
     arch: &str,
     layers: &[&PushedLayer],
-) -> io::Result<serde_json::Value> {
+) -> io::Result<(serde_json::Value, String)> {
     let config = serde_json::to_vec(&json!({
         "architecture": arch, "os": "linux", "config": {},
         "rootfs": {"type": "layers", "diff_ids": layers.iter().map(|l| &l.diff_id).collect::<Vec<_>>()},
@@ -224,22 +225,33 @@ fn push_platform(
     .unwrap();
     let digest = http::sha256(&manifest);
     push_manifest(addr, repo, &digest, OCI_MANIFEST, &manifest)?;
-    Ok(json!({
+    let desc = json!({
         "mediaType": OCI_MANIFEST, "digest": digest, "size": manifest.len(),
         "platform": {"architecture": arch, "os": "linux"},
-    }))
+    });
+    Ok((desc, config_digest))
+}
+
+/// What [`push_set`] pushed.
+#[derive(Debug, Default)]
+pub struct BenchSet {
+    /// `bench/img-NN:v1`, without the registry host.
+    pub refs: Vec<String>,
+    /// Every config and layer blob once: arch, a repository holding it, digest.
+    pub blobs: Vec<(&'static str, String, String)>,
 }
 
 /// Pushes `images` multi-arch images `bench/img-NN:v1`, each with a base layer of `base_mb` MiB
 /// shared by all and two own layers of `own_mb` MiB, per arch, all of `content`. Returns their
-/// references without the registry host. The two arches are generated on two threads.
+/// references without the registry host, and every config and layer blob once, per arch. The
+/// two arches are generated on two threads.
 pub fn push_set(
     addr: &str,
     images: usize,
     base_mb: u64,
     own_mb: u64,
     content: Content,
-) -> io::Result<Vec<String>> {
+) -> io::Result<BenchSet> {
     const ARCHES: [&str; 2] = ["amd64", "arm64"];
     let first = "bench/img-01";
     let bases = std::thread::scope(|s| {
@@ -247,7 +259,11 @@ pub fn push_set(
         let amd = push_layer(addr, first, 1000, base_mb << 20, content);
         Ok::<_, io::Error>([amd?, arm.join().expect("generator thread")?])
     })?;
-    let mut refs = Vec::new();
+    let mut set = BenchSet::default();
+    for (i, arch) in ARCHES.into_iter().enumerate() {
+        set.blobs
+            .push((arch, first.to_owned(), bases[i].digest.clone()));
+    }
     for n in 1..=images {
         let repo = format!("bench/img-{n:02}");
         let own = |i: usize| -> io::Result<[PushedLayer; 2]> {
@@ -268,23 +284,27 @@ pub fn push_set(
                 mount(addr, &repo, first, &base.digest)?;
             }
             let [a, b] = &layers[i];
-            entries.push(push_platform(addr, &repo, arch, &[base, a, b])?);
+            let (desc, config) = push_platform(addr, &repo, arch, &[base, a, b])?;
+            entries.push(desc);
+            for digest in [config, a.digest.clone(), b.digest.clone()] {
+                set.blobs.push((arch, repo.clone(), digest));
+            }
         }
         let index = serde_json::to_vec(&json!({
             "schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries,
         }))
         .unwrap();
         push_manifest(addr, &repo, "v1", OCI_INDEX, &index)?;
-        refs.push(format!("{repo}:v1"));
+        set.refs.push(format!("{repo}:v1"));
     }
-    Ok(refs)
+    Ok(set)
 }
 
 /// Pushes `bench/big:v1`, amd64 only, one layer of `mb` MiB; returns its reference.
 pub fn push_big(addr: &str, mb: u64) -> io::Result<String> {
     let repo = "bench/big";
     let layer = push_layer(addr, repo, 4242, mb << 20, Content::Noise)?;
-    let desc = push_platform(addr, repo, "amd64", &[&layer])?;
+    let (desc, _) = push_platform(addr, repo, "amd64", &[&layer])?;
     let index = serde_json::to_vec(&json!({
         "schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [desc],
     }))

@@ -4,7 +4,8 @@
 //! - `registry-world [--front]`: the test corpus (behind the token front with `--front`).
 //! - `registry-world --bench IMAGES BASE_MB OWN_MB BIG_MB [binary|noise]`: an empty registry
 //!   filled with [`cks_iso_testworld::bench`]'s set (`BENCH=` lines; layers of binary-like
-//!   content unless `noise`, sizes compressed) and a big single-layer image (`BIG=`).
+//!   content unless `noise`, sizes compressed; `BLOB_<arch>=` the URL of each of its blobs, once)
+//!   and a big single-layer image (`BIG=`).
 
 use std::io::{Read, Write};
 
@@ -30,8 +31,12 @@ fn main() {
         let host = registry.host();
         writeln!(out, "REGISTRY={host}").unwrap();
         out.flush().unwrap();
-        for reference in bench::push_set(&host, num(1) as usize, num(2), num(3), content).unwrap() {
+        let set = bench::push_set(&host, num(1) as usize, num(2), num(3), content).unwrap();
+        for reference in &set.refs {
             writeln!(out, "BENCH={host}/{reference}").unwrap();
+        }
+        for (arch, repo, digest) in &set.blobs {
+            writeln!(out, "BLOB_{arch}=http://{host}/v2/{repo}/blobs/{digest}").unwrap();
         }
         if num(4) > 0 {
             writeln!(
