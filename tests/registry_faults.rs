@@ -178,6 +178,58 @@ fn persistently_corrupt_blob_names_image_blob_and_digests_and_leaves_nothing() {
     assert!(!cache.join("blobs/sha256").join(hex).exists());
 }
 
+/// A corrupt blob shared by two images is downloaded (and retried) once: the image that fetched
+/// it reports the mismatch, the other fails at once naming the blob and that first failure.
+#[test]
+fn corrupt_blob_shared_by_two_images_is_fetched_once_and_fails_both() {
+    let (world, proxy, layer) = setup();
+    let other = world
+        .corpus
+        .fixtures
+        .iter()
+        .find(|f| {
+            f.reference() != APISERVER
+                && f.per_arch
+                    .get("amd64")
+                    .is_some_and(|a| a.layers[0] == layer)
+        })
+        .expect("the corpus shares base layers across images")
+        .reference();
+    proxy.add(Rule::path_contains(&layer).fault(Fault::FlipByte { offset: 100 }));
+    let tmp = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        APISERVER.to_owned(),
+        other.clone(),
+        "--arch".into(),
+        "amd64".into(),
+    ];
+    args.extend(world.mirror_args(&proxy.url()));
+    let out = pull(&args, &tmp.path().join("cache"), &tmp.path().join("out"));
+    assert!(!out.status.success());
+    let text = stderr(&out);
+    assert_eq!(
+        proxy.requests_to(&layer).len(),
+        2,
+        "one download and one retry after the mismatch, for both images:\n{text}"
+    );
+    assert!(
+        text.contains("failed for another image of this run"),
+        "{text}"
+    );
+    for image in [APISERVER, other.as_str()] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(image) && l.contains(&layer))
+            .unwrap_or_else(|| panic!("no error names {image} and {layer}:\n{text}"));
+        assert!(
+            line.contains("hashing to") || line.contains("should be"),
+            "{line}"
+        );
+    }
+    support::registry::assert_empty(&tmp.path().join("out"));
+    assert_cache_verified(&tmp.path().join("cache"));
+}
+
 #[test]
 fn tags_resolve_with_head_and_cached_manifests_are_not_fetched_again() {
     let (world, proxy, _) = setup();

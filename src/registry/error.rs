@@ -67,6 +67,19 @@ pub enum RegistryError {
         /// What the user can do, as for the first failure.
         hint: Option<String>,
     },
+    /// A blob this image shares with another image of the run failed when that image fetched
+    /// it; it was not fetched again.
+    #[error("{reference}: {what} failed for another image of this run: {reason}")]
+    SharedBlob {
+        /// The full reference.
+        reference: String,
+        /// Which blob, with its digest.
+        what: String,
+        /// The first failure, with the image it happened for.
+        reason: String,
+        /// What the user can do, as for the first failure.
+        hint: Option<String>,
+    },
     /// The registry's answer makes no sense (a token reply without a token, a bad challenge).
     #[error("{reference}: {registry} answered unexpectedly: {reason}")]
     Protocol {
@@ -137,7 +150,9 @@ impl RegistryError {
             }
             Self::Config(_) => "see `cks-iso pull --help`".into(),
             Self::Fetch { source, .. } => return source.hint(),
-            Self::Unreachable { hint, .. } => return hint.clone(),
+            Self::Unreachable { hint, .. } | Self::SharedBlob { hint, .. } => {
+                return hint.clone();
+            }
             Self::Image(e) => return e.hint(),
             Self::Cache { source, .. } => return source.hint(),
             Self::Protocol { .. } => return None,

@@ -69,7 +69,7 @@ pub struct RegistryConfig {
 struct HostState {
     /// The answer to `GET /v2/`, or why there was none: asked once per run, so a registry that
     /// is down fails every image at once instead of each retrying it again.
-    challenge: OnceCell<Result<Challenge, Unreachable>>,
+    challenge: Once<Challenge>,
     credentials: OnceCell<Option<Credentials>>,
     /// Bearer tokens per repository name.
     tokens: Mutex<HashMap<String, String>>,
@@ -83,7 +83,8 @@ pub struct Registry {
     cache: Cache,
     blob_permits: Semaphore,
     hosts: Mutex<HashMap<String, Arc<HostState>>>,
-    inflight: Mutex<HashMap<Digest, Arc<OnceCell<()>>>>,
+    /// Blobs being (or done) downloading, each once per run, with how that ended.
+    inflight: Mutex<HashMap<Digest, Arc<Once<()>>>>,
 }
 
 /// Which request a 401 or 404 came from, to word the error.
@@ -365,7 +366,9 @@ impl Registry {
         }
     }
 
-    /// Makes sure the blob `desc` is in the cache, downloading it once however many images ask.
+    /// Makes sure the blob `desc` is in the cache, downloading it once however many images ask:
+    /// when that download fails, the image that ran it gets its error and the others sharing the
+    /// blob fail at once, naming that first failure, instead of downloading it again.
     async fn blob(
         &self,
         ep: &Endpoint,
@@ -381,16 +384,24 @@ impl Registry {
             let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
             inflight.entry(desc.digest.clone()).or_default().clone()
         };
-        cell.get_or_try_init(|| async {
+        let work = async {
             if self.cache.contains_sized(&desc.digest, desc.size) {
                 return Ok(());
             }
             let _permit = self.blob_permits.acquire().await.expect("never closed");
             self.download_blob(ep, reference, desc, what, progress)
                 .await
-        })
-        .await
-        .map(|_| ())
+        };
+        match once(&cell, work).await {
+            Ok(()) => Ok(()),
+            Err(Failed::Here(err)) => Err(err),
+            Err(Failed::Earlier(first)) => Err(RegistryError::SharedBlob {
+                reference: reference.to_string(),
+                what: format!("{what} {}", desc.digest),
+                reason: first.reason,
+                hint: first.hint,
+            }),
+        }
     }
 
     async fn download_blob(
@@ -465,26 +476,18 @@ impl Registry {
         renew: bool,
     ) -> Result<HeaderMap, RegistryError> {
         let host = self.host(ep);
-        let mut first_error = None;
-        let challenge = host
-            .challenge
-            .get_or_init(|| async {
-                self.ping(ep, reference).await.map_err(|err| {
-                    let unreachable = Unreachable::from(&err);
-                    first_error = Some(err);
-                    unreachable
-                })
-            })
-            .await;
-        if let Some(err) = first_error {
-            return Err(err);
-        }
-        let challenge = challenge.as_ref().map_err(|e| RegistryError::Unreachable {
-            reference: reference.to_string(),
-            registry: ep.host().to_owned(),
-            reason: e.reason.clone(),
-            hint: e.hint.clone(),
-        })?;
+        let challenge = match once(&host.challenge, self.ping(ep, reference)).await {
+            Ok(challenge) => challenge,
+            Err(Failed::Here(err)) => return Err(err),
+            Err(Failed::Earlier(first)) => {
+                return Err(RegistryError::Unreachable {
+                    reference: reference.to_string(),
+                    registry: ep.host().to_owned(),
+                    reason: first.reason,
+                    hint: first.hint,
+                });
+            }
+        };
         let mut headers = HeaderMap::new();
         let value = match challenge {
             Challenge::None => return Ok(headers),
@@ -632,14 +635,15 @@ impl Registry {
     }
 }
 
-/// Why a registry's API root could not be asked, kept to fail the other images of the run.
+/// The first failure of something the images of a run share (a registry's API root, a blob),
+/// kept to fail the other images without asking again.
 #[derive(Debug, Clone)]
-struct Unreachable {
+struct FirstFailure {
     reason: String,
     hint: Option<String>,
 }
 
-impl From<&RegistryError> for Unreachable {
+impl From<&RegistryError> for FirstFailure {
     fn from(err: &RegistryError) -> Self {
         // The causes only: the top line names the image that asked first.
         let mut causes = Vec::new();
@@ -656,6 +660,40 @@ impl From<&RegistryError> for Unreachable {
             reason,
             hint: err.hint(),
         }
+    }
+}
+
+/// Work done once for all callers, with how it ended (see [`once`]).
+type Once<T> = OnceCell<Result<T, FirstFailure>>;
+
+/// How [`once`] failed.
+enum Failed {
+    /// This caller ran the work, and this is its error.
+    Here(RegistryError),
+    /// Another caller ran it and failed so.
+    Earlier(FirstFailure),
+}
+
+/// Runs `work` at most once for all callers sharing `cell`, success or failure: the caller whose
+/// `work` ran gets its own error, the others the [`FirstFailure`], without trying again.
+async fn once<T, F>(cell: &Once<T>, work: F) -> Result<&T, Failed>
+where
+    F: std::future::Future<Output = Result<T, RegistryError>>,
+{
+    let mut own = None;
+    let outcome = cell
+        .get_or_init(|| async {
+            work.await.map_err(|err| {
+                let first = FirstFailure::from(&err);
+                own = Some(err);
+                first
+            })
+        })
+        .await;
+    match (own, outcome) {
+        (Some(err), _) => Err(Failed::Here(err)),
+        (None, Ok(value)) => Ok(value),
+        (None, Err(first)) => Err(Failed::Earlier(first.clone())),
     }
 }
 
