@@ -86,6 +86,31 @@ fn server_errors_then_success_are_retried_to_a_verified_pull() {
     );
 }
 
+/// Retries are bounded, and the error says which request gave up: here the tag's HEAD.
+#[test]
+fn persistent_server_error_on_head_names_the_head_request() {
+    let (world, proxy, _) = setup();
+    proxy.add(
+        Rule::path_contains("/manifests/v1.33.1")
+            .method("HEAD")
+            .fault(Fault::Status(503)),
+    );
+    let (out, tmp) = pull_through(&world, &proxy, &["--retries", "2"]);
+    assert!(!out.status.success());
+    let text = stderr(&out);
+    assert!(
+        text.contains("HEAD http://") && text.contains("/manifests/v1.33.1 answered HTTP 503"),
+        "{text}"
+    );
+    assert!(!text.contains("GET http://"), "{text}");
+    assert_eq!(
+        proxy.requests_to("/manifests/v1.33.1").len(),
+        2,
+        "2 attempts"
+    );
+    support::registry::assert_empty(&tmp.path().join("out"));
+}
+
 #[test]
 fn too_many_requests_waits_for_retry_after() {
     let (world, proxy, _) = setup();

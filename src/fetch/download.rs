@@ -1,7 +1,7 @@
 //! One GET into a [`Sink`], with retries, resume and a completeness check.
 
 use reqwest::header::{CONTENT_RANGE, HeaderMap, RANGE};
-use reqwest::{Client, Response, StatusCode};
+use reqwest::{Client, Method, Response, StatusCode};
 
 use super::FetchError;
 use super::retry::{self, RetryPolicy};
@@ -99,6 +99,7 @@ impl Download<'_> {
             }
             let retryable = retry::retryable_error(&source);
             let err = FetchError::Transport {
+                method: Method::GET,
                 url: url.to_owned(),
                 attempts: attempt,
                 source,
@@ -113,6 +114,7 @@ impl Download<'_> {
         let status = response.status();
         if !status.is_success() {
             let err = FetchError::Status {
+                method: Method::GET,
                 url: url.to_owned(),
                 status: status.as_u16(),
                 attempts: attempt,
@@ -151,6 +153,7 @@ impl Download<'_> {
             return Err(Failed::Retry(
                 None,
                 FetchError::Status {
+                    method: Method::GET,
                     url: url.to_owned(),
                     status: StatusCode::PARTIAL_CONTENT.as_u16(),
                     attempts: attempt,

@@ -6,8 +6,10 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
     /// The server answered with an error status (after retries, for transient ones).
-    #[error("GET {url} answered HTTP {status}{}", attempts_note(*attempts))]
+    #[error("{method} {url} answered HTTP {status}{}", attempts_note(*attempts))]
     Status {
+        /// `GET`, or `HEAD` for probes.
+        method: reqwest::Method,
         /// The URL requested (after mirror rewriting).
         url: String,
         /// The status code.
@@ -25,8 +27,10 @@ pub enum FetchError {
         source: reqwest::Error,
     },
     /// Connection, timeout, redirect or body errors (after retries).
-    #[error("GET {url} failed{}", attempts_note(*attempts))]
+    #[error("{method} {url} failed{}", attempts_note(*attempts))]
     Transport {
+        /// `GET`, or `HEAD` for probes.
+        method: reqwest::Method,
         /// The URL requested.
         url: String,
         /// Attempts made.

@@ -43,6 +43,7 @@ pub async fn probe(
             Ok(response) => (
                 retry::retry_after(response.headers()),
                 FetchError::Status {
+                    method: method.clone(),
                     url: url.to_owned(),
                     status: response.status().as_u16(),
                     attempts: attempt,
@@ -57,6 +58,7 @@ pub async fn probe(
             Err(source) => {
                 let retryable = retry::retryable_error(&source);
                 let err = FetchError::Transport {
+                    method: method.clone(),
                     url: url.to_owned(),
                     attempts: attempt,
                     source,
