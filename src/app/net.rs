@@ -8,7 +8,9 @@ use crate::cache::Cache;
 use crate::cli::NetArgs;
 use crate::config::{self, Overrides, Settings};
 use crate::env;
+use crate::fetch::Download;
 use crate::registry::{AuthFiles, Registry, RegistryConfig, RegistryMirror, Routes};
+use crate::upstream::Fetcher;
 
 /// Loads the file, if any, and lets the flags override it.
 pub(crate) fn settings(net: NetArgs) -> Result<Settings, AppError> {
@@ -55,4 +57,28 @@ pub(crate) fn registry(settings: &Settings, cache: Cache) -> Result<Registry, Ap
         jobs: settings.jobs,
     };
     Ok(Registry::new(config, &settings.http, cache)?)
+}
+
+/// The blob cache at `--cache-dir`, else at the default root.
+pub(crate) fn cache(dir: Option<PathBuf>) -> Result<Cache, AppError> {
+    let root = match dir {
+        Some(dir) => dir,
+        None => Cache::default_root().map_err(|e| {
+            let hint = e.hint();
+            AppError::usage(e, hint)
+        })?,
+    };
+    Ok(Cache::new(root))
+}
+
+/// The upstream downloader for these settings, on `client`, without progress.
+pub(crate) fn fetcher<'a>(client: &'a reqwest::Client, settings: &'a Settings) -> Fetcher<'a> {
+    Fetcher {
+        download: Download {
+            client,
+            retry: settings.http.retry,
+            progress: &(),
+        },
+        mirrors: &settings.mirrors,
+    }
 }

@@ -5,7 +5,6 @@ use super::{AppError, net};
 use futures_util::{StreamExt, stream};
 
 use crate::archive::{self, Written};
-use crate::cache::Cache;
 use crate::cli::PullArgs;
 use crate::env;
 use crate::image::{Arch, Image, Reference};
@@ -22,13 +21,7 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
             references.push(reference);
         }
     }
-    let cache = Cache::new(match args.cache_dir {
-        Some(dir) => dir,
-        None => Cache::default_root().map_err(|e| {
-            let hint = e.hint();
-            AppError::usage(e, hint)
-        })?,
-    });
+    let cache = net::cache(args.cache_dir)?;
     std::fs::create_dir_all(&args.out).map_err(|e| {
         AppError::failure(
             anyhow::anyhow!(e).context(format!("cannot create {}", args.out.display())),

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{AppError, net};
 use crate::cli::ResolveArgs;
 use crate::env;
-use crate::fetch::{Download, build_client, retrying};
+use crate::fetch::{build_client, retrying};
 use crate::image::Reference;
 use crate::resolve::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, check_supported};
 use crate::resolve::{Extras, KubeVersion, ccm_tag, choose_autoscaler, images, ls_remote};
@@ -146,14 +146,7 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
         })?;
     let resolution = runtime.block_on(async {
         let client = build_client(&settings.http)?;
-        let fetcher = Fetcher {
-            download: Download {
-                client: &client,
-                retry: settings.http.retry,
-                progress: &(),
-            },
-            mirrors: &settings.mirrors,
-        };
+        let fetcher = net::fetcher(&client, &settings);
         resolve(partial, &client, &fetcher).await
     })?;
     for warning in &resolution.warnings {

@@ -11,7 +11,7 @@ use super::super::resolve::{Partial, Resolution, resolve};
 use super::super::{AppError, net};
 use crate::cache::Cache;
 use crate::config::Settings;
-use crate::fetch::{Download, build_client};
+use crate::fetch::build_client;
 use crate::image::{Image, Reference};
 use crate::plan::{self, Edited, Request, Role, Source};
 use crate::registry::{Registry, RegistryError};
@@ -152,14 +152,7 @@ pub(super) async fn all(
     ui: &Ui,
 ) -> Result<Fetched, AppError> {
     let client = build_client(&settings.http)?;
-    let fetcher = Fetcher {
-        download: Download {
-            client: &client,
-            retry: settings.http.retry,
-            progress: &(),
-        },
-        mirrors: &settings.mirrors,
-    };
+    let fetcher = net::fetcher(&client, settings);
     tracing::info!("resolving versions for Kubernetes v{}", partial.kube);
     let resolution = resolve(partial, &client, &fetcher).await?;
     for warning in &resolution.warnings {

@@ -19,7 +19,6 @@ use serde_json::json;
 use super::resolve::{Partial, csi_tag};
 use super::{AppError, net};
 use crate::atomic::Pending;
-use crate::cache::Cache;
 use crate::cli::BuildArgs;
 use crate::env;
 use crate::iso::VolumeId;
@@ -98,13 +97,7 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         );
     }
     let settings = net::settings(args.net)?;
-    let cache = Cache::new(match args.cache_dir {
-        Some(dir) => dir,
-        None => Cache::default_root().map_err(|e| {
-            let hint = e.hint();
-            AppError::usage(e, hint)
-        })?,
-    });
+    let cache = net::cache(args.cache_dir)?;
     std::fs::create_dir_all(&request.output).map_err(|e| {
         AppError::failure(
             anyhow::Error::new(e).context(format!("cannot create {}", request.output.display())),
