@@ -348,20 +348,7 @@ struct Request {
 fn read_head(reader: &mut impl BufRead) -> std::io::Result<(String, Vec<(String, String)>)> {
     let mut first = String::new();
     reader.read_line(&mut first)?;
-    let mut headers = Vec::new();
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            break;
-        }
-        let line = line.trim_end_matches(['\r', '\n']);
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-        }
-    }
+    let headers = crate::http::read_headers(reader)?;
     Ok((first.trim_end_matches(['\r', '\n']).to_owned(), headers))
 }
 

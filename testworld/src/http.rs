@@ -100,6 +100,23 @@ fn connect(addr: &str) -> io::Result<TcpStream> {
     Ok(stream)
 }
 
+/// Reads header lines up to the blank line that ends them: names lowercased, values trimmed.
+pub fn read_headers(reader: &mut impl BufRead) -> io::Result<Vec<(String, String)>> {
+    let mut headers = Vec::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line)?;
+        let trimmed = line.trim_end();
+        if trimmed.is_empty() {
+            return Ok(headers);
+        }
+        if let Some((name, value)) = trimmed.split_once(':') {
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+        }
+    }
+}
+
 fn read_reply(stream: TcpStream, head_only: bool) -> io::Result<Reply> {
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
@@ -109,18 +126,7 @@ fn read_reply(stream: TcpStream, head_only: bool) -> io::Result<Reply> {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| io::Error::other(format!("bad status line {line:?}")))?;
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        reader.read_line(&mut line)?;
-        let trimmed = line.trim_end();
-        if trimmed.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = trimmed.split_once(':') {
-            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-        }
-    }
+    let headers = read_headers(&mut reader)?;
     let mut reply = Reply {
         status,
         headers,

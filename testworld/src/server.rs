@@ -124,18 +124,7 @@ fn serve(stream: TcpStream, handler: &Handler) -> io::Result<()> {
         return Ok(());
     };
     let (method, target) = (method.to_owned(), target.to_owned());
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        reader.read_line(&mut line)?;
-        let trimmed = line.trim_end();
-        if trimmed.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = trimmed.split_once(':') {
-            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-        }
-    }
+    let headers = crate::http::read_headers(&mut reader)?;
     let mut incoming = Incoming {
         method,
         target,
