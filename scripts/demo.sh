@@ -19,11 +19,13 @@ echo
 echo "==> cks-iso build --kubernetes $k8s --arch amd64 --arch arm64, inside the local world"
 # cks-iso-world starts the world, points CKS_ISO_CONFIG at a configuration mapping github.com,
 # dl.k8s.io, raw.githubusercontent.com, the autoscaler git repository and the registries
-# registry.k8s.io, docker.io, quay.io and ghcr.io to it, exports the CNI and dashboard manifest
-# URLs as CKS_WORLD_NETWORK / CKS_WORLD_DASHBOARD, runs the command, then stops everything.
+# registry.k8s.io, docker.io, quay.io and ghcr.io to it, exports the CNI, dashboard and Headlamp
+# manifest URLs as CKS_WORLD_NETWORK / CKS_WORLD_DASHBOARD / CKS_WORLD_HEADLAMP, runs the
+# command, then stops everything.
 CKS_WORLD_KUBERNETES=$k8s CKS_ISO=$bin OUT=$out K8S=$k8s "$world" sh -c \
 	'"$CKS_ISO" build --kubernetes "$K8S" --arch amd64 --arch arm64 \
-		--network "$CKS_WORLD_NETWORK" --dashboard "$CKS_WORLD_DASHBOARD" --output "$OUT"'
+		--network "$CKS_WORLD_NETWORK" --dashboard "$CKS_WORLD_DASHBOARD" \
+		--headlamp "$CKS_WORLD_HEADLAMP" --output "$OUT"'
 
 isos=("$out/setup-v$k8s-x86_64.iso" "$out/setup-v$k8s-aarch64.iso")
 echo

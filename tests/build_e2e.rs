@@ -46,6 +46,8 @@ fn flags<'a>(world: &'a World, out: &'a str, cache: &'a str) -> Vec<&'a str> {
         world.network_url(),
         "--dashboard",
         world.dashboard_url(),
+        "--headlamp",
+        world.headlamp_url(),
         "--output",
         out,
         "--cache-dir",
@@ -121,6 +123,11 @@ fn replay_node_side(root: &Path, arch: &str, world: &World) {
     assert!(
         autoscaler.contains(&format!("image: {pinned}")),
         "autoscaler.yaml must name {pinned}"
+    );
+    let headlamp = fs::read_to_string(root.join("headlamp.yaml")).unwrap();
+    assert!(
+        headlamp.contains("image: ghcr.io/headlamp-k8s/headlamp:v0.30.1"),
+        "{headlamp}"
     );
     let provider = fs::read_to_string(root.join("provider.yaml")).unwrap();
     assert!(
@@ -280,6 +287,8 @@ fn both_arches_build_verify_and_replay_on_the_node_side() {
             world.dashboard_url(),
             &name,
             "x86_64",
+            "--headlamp",
+            world.headlamp_url(),
             "--cache-dir",
             p(&cache),
         ],

@@ -364,6 +364,11 @@ impl Snapshot {
             TEXT,
         );
         put(
+            format!("raw.githubusercontent.com/{HEADLAMP_PATH}"),
+            HEADLAMP_YAML.as_bytes().to_vec(),
+            TEXT,
+        );
+        put(
             format!("raw.githubusercontent.com/{UNIT_DIR}/kubelet/kubelet.service"),
             KUBELET_SERVICE.as_bytes().to_vec(),
             TEXT,
@@ -387,6 +392,9 @@ impl Snapshot {
 pub const NETWORK_PATH: &str = "projectcalico/calico/v3.29.1/manifests/calico.yaml";
 /// Path (after the host) of the dashboard manifest fixture.
 pub const DASHBOARD_PATH: &str = "kubernetes/dashboard/v2.7.0/aio/deploy/recommended.yaml";
+/// Path (after the host) of the Headlamp manifest fixture (CloudStack 4.23+ prefers it to the
+/// dashboard).
+pub const HEADLAMP_PATH: &str = "kubernetes-sigs/headlamp/v0.30.1/kubernetes-headlamp.yaml";
 /// Directory (after the host) of the kubelet unit and kubeadm drop-in fixtures.
 pub const UNIT_DIR: &str = "kubernetes/release/v0.16.2/cmd/krel/templates/latest";
 
@@ -937,6 +945,43 @@ pub const DASHBOARD_IMAGES: [&str; 2] = [
     "kubernetesui/dashboard:v2.7.0",
     "kubernetesui/metrics-scraper:v1.0.8",
 ];
+
+/// Headlamp's in-cluster manifest, trimmed: its image on ghcr.io, pulled `Always` upstream.
+const HEADLAMP_YAML: &str = r#"kind: Service
+apiVersion: v1
+metadata:
+  name: headlamp
+  namespace: kube-system
+spec:
+  ports:
+    - port: 80
+      targetPort: 4466
+  selector:
+    k8s-app: headlamp
+---
+kind: Deployment
+apiVersion: apps/v1
+metadata:
+  name: headlamp
+  namespace: kube-system
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      k8s-app: headlamp
+  template:
+    metadata:
+      labels:
+        k8s-app: headlamp
+    spec:
+      containers:
+        - name: headlamp
+          image: ghcr.io/headlamp-k8s/headlamp:v0.30.1
+          imagePullPolicy: Always
+          args:
+            - "-in-cluster"
+            - "-plugins-dir=/headlamp/plugins"
+"#;
 
 const DASHBOARD_YAML: &str = r#"apiVersion: v1
 kind: Namespace

@@ -25,7 +25,9 @@ use crate::images::{
     push_manifest,
 };
 use crate::registry::DockerRegistry;
-use crate::upstream::{DASHBOARD_PATH, KubeRelease, NETWORK_PATH, Snapshot, UpstreamServer};
+use crate::upstream::{
+    DASHBOARD_PATH, HEADLAMP_PATH, KubeRelease, NETWORK_PATH, Snapshot, UpstreamServer,
+};
 
 /// The registries a configuration always maps, whether or not an image lives there.
 pub const REGISTRIES: [&str; 4] = ["registry.k8s.io", "docker.io", "quay.io", "ghcr.io"];
@@ -109,7 +111,8 @@ pub struct Image {
     pub arches: Vec<String>,
     /// `OCI index`, `Docker manifest list` or `Docker manifest`, with details.
     pub shape: String,
-    /// Why a build pulls it (`kubeadm`, `autoscaler`, `ccm`, `csi`, `network`, `dashboard`), or
+    /// Why a build pulls it (`kubeadm`, `autoscaler`, `ccm`, `csi`, `network`, `dashboard`,
+    /// `headlamp`), or
     /// `autoscaler-other` for the autoscaler releases a default build does not pin.
     pub source: &'static str,
 }
@@ -123,6 +126,7 @@ pub struct World {
     config_path: PathBuf,
     network_url: String,
     dashboard_url: String,
+    headlamp_url: String,
     upstream: UpstreamServer,
     git: GitServer,
     repo: Repo,
@@ -201,6 +205,8 @@ impl World {
                 "network"
             } else if path == &format!("raw.githubusercontent.com/{DASHBOARD_PATH}") {
                 "dashboard"
+            } else if path == &format!("raw.githubusercontent.com/{HEADLAMP_PATH}") {
+                "headlamp"
             } else {
                 continue;
             };
@@ -327,6 +333,7 @@ impl World {
             config_path,
             network_url: format!("https://raw.githubusercontent.com/{NETWORK_PATH}"),
             dashboard_url: format!("https://raw.githubusercontent.com/{DASHBOARD_PATH}"),
+            headlamp_url: format!("https://raw.githubusercontent.com/{HEADLAMP_PATH}"),
             upstream,
             git,
             repo,
@@ -378,6 +385,11 @@ impl World {
     /// The upstream URL of the dashboard manifest to pass as `--dashboard`.
     pub fn dashboard_url(&self) -> &str {
         &self.dashboard_url
+    }
+
+    /// The upstream URL of the Headlamp manifest to pass as `--headlamp`.
+    pub fn headlamp_url(&self) -> &str {
+        &self.headlamp_url
     }
 
     /// The registry, `127.0.0.1:P`.

@@ -5,8 +5,9 @@
 //! autoscaler-shaped tags, the upstream stand-in, and a `docker-registry` holding every image a
 //! `cks-iso build` of Kubernetes 1.33.1 pulls for amd64 and arm64. It writes a cks-iso
 //! configuration file (download and git mirrors, registry mirrors, insecure registries), runs
-//! `CMD` with `CKS_ISO_CONFIG` pointing at it and `CKS_WORLD_NETWORK` / `CKS_WORLD_DASHBOARD`
-//! holding the manifest URLs to pass as `--network` / `--dashboard`, stops everything, and exits
+//! `CMD` with `CKS_ISO_CONFIG` pointing at it and `CKS_WORLD_NETWORK` / `CKS_WORLD_DASHBOARD` /
+//! `CKS_WORLD_HEADLAMP` holding the manifest URLs to pass as `--network` / `--dashboard` /
+//! `--headlamp`, stops everything, and exits
 //! with `CMD`'s status. With no command it prints the configuration and serves until stdin
 //! closes. `CKS_WORLD_KUBERNETES` picks another Kubernetes release.
 //!
@@ -42,6 +43,7 @@ fn main() -> ExitCode {
         "cks-iso-world: CKS_WORLD_DASHBOARD={}",
         world.dashboard_url()
     );
+    eprintln!("cks-iso-world: CKS_WORLD_HEADLAMP={}", world.headlamp_url());
 
     // Signals and the end of stdin both arrive here, so the world is always dropped.
     let (stop, stopped) = mpsc::channel::<()>();
@@ -75,6 +77,7 @@ fn main() -> ExitCode {
         .env("CKS_ISO_CONFIG", world.config_path())
         .env("CKS_WORLD_NETWORK", world.network_url())
         .env("CKS_WORLD_DASHBOARD", world.dashboard_url())
+        .env("CKS_WORLD_HEADLAMP", world.headlamp_url())
         .spawn();
     let status = child.and_then(|mut child| {
         let mut deadline = None;
