@@ -2,7 +2,8 @@
 //! docker-registry, through the mirror configuration), for amd64 and arm64, judged by real readers
 //! and by replaying what CKS nodes do with the ISO: the globs, the units, the autoscaler template,
 //! `ctr import` of every archive, and air-gap completeness. Also: upstream's positional form, an
-//! unprivileged user, and bad input that must fail clearly and leave nothing behind.
+//! unprivileged user, Headlamp, a release from before registry.k8s.io (k8s.gcr.io images), and
+//! bad input that must fail clearly and leave nothing behind.
 
 mod support;
 
@@ -305,6 +306,53 @@ fn both_arches_build_verify_and_replay_on_the_node_side() {
             .unwrap()
             .success(),
         "positional and flag forms differ"
+    );
+}
+
+/// Before 1.25 (and its late patches) kubeadm names its images on k8s.gcr.io: a 1.21 build pulls
+/// them from there (through its mirror), under that name, and the ISO passes the contract.
+#[test]
+fn kubernetes_before_1_25_bundles_its_images_from_k8s_gcr_io() {
+    let world = World::start(Options {
+        kubernetes: "1.21.14".into(),
+        ..Options::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (out, cache, tmp) = (
+        dir.path().join("out"),
+        dir.path().join("cache"),
+        dir.path().join("tmp"),
+    );
+    fs::create_dir_all(&tmp).unwrap();
+    let mut args = flags(&world, p(&out), p(&cache));
+    args.extend(["--arch", "arm64"]);
+    ok(build(&world, &tmp, &args).output().unwrap());
+    let iso = out.join("setup-v1.21.14-aarch64.iso");
+    let root = dir.path().join("x");
+    extract(&iso, &root);
+    let versions = fs::read_to_string(root.join("versions.txt")).unwrap();
+    for component in [
+        "kube-apiserver",
+        "kube-proxy",
+        "pause",
+        "etcd",
+        "coredns/coredns",
+    ] {
+        assert!(
+            versions.contains(&format!("image k8s.gcr.io/{component}:")),
+            "{component} is not from k8s.gcr.io:\n{versions}"
+        );
+    }
+    assert!(
+        !versions.contains("image registry.k8s.io/kube-"),
+        "{versions}"
+    );
+    replay_containerd(&root, "arm64");
+    let verify = cks_iso().args(["verify", p(&iso)]).output().unwrap();
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
     );
 }
 
