@@ -100,6 +100,8 @@ until grep -q '^READY$' "$WORK/world.txt"; do
 	sleep 0.5
 done
 echo "  pushed in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f s", b - a }')"
+# Let the registry's freshly written gigabytes reach the disk now, not during the first round.
+sync
 HOST=$(sed -n 's/^REGISTRY=//p' "$WORK/world.txt")
 mapfile -t REFS < <(sed -n 's/^BENCH=//p' "$WORK/world.txt")
 BIG=$(sed -n 's/^BIG=//p' "$WORK/world.txt")
