@@ -178,32 +178,36 @@ fn corrupt(world: &World, digest: &Digest) -> Digest {
     Digest::of(&bytes)
 }
 
-/// A blob damaged on disk after the run that stored it (a later run sees the same directory
-/// through a new `Cache`, which has verified nothing yet) is hashed while copied, and caught.
+/// A blob damaged on disk after it was stored is hashed while copied, and caught: by the run
+/// that stored it (the file is no longer the one it hashed) and by a later run (a new `Cache`,
+/// which has verified nothing yet).
 #[test]
 fn corrupted_cache_blob_names_image_blob_and_digests_and_leaves_no_archive() {
     let world = world();
     let image = load(&world, APISERVER, Arch::Amd64).unwrap();
     let layer = &image.layers[1];
+    std::thread::sleep(std::time::Duration::from_millis(20));
     let actual = corrupt(&world, &layer.digest);
     let later_run = Cache::new(world.cache.root());
-    let out = tempfile::tempdir().unwrap();
-    let err = archive::write(&image, &later_run, &out.path().join("x.tar"), EPOCH).unwrap_err();
-    let text = err.to_string();
-    assert!(matches!(err, ArchiveError::Mismatch { .. }), "{text}");
-    for part in [
-        APISERVER,
-        "layer 2 of 2",
-        &layer.digest.to_string(),
-        &actual.to_string(),
-    ] {
-        assert!(text.contains(part), "{part:?} missing from: {text}");
+    for cache in [&world.cache, &later_run] {
+        let out = tempfile::tempdir().unwrap();
+        let err = archive::write(&image, cache, &out.path().join("x.tar"), EPOCH).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, ArchiveError::Mismatch { .. }), "{text}");
+        for part in [
+            APISERVER,
+            "layer 2 of 2",
+            &layer.digest.to_string(),
+            &actual.to_string(),
+        ] {
+            assert!(text.contains(part), "{part:?} missing from: {text}");
+        }
+        assert!(err.hint().is_some());
+        assert!(
+            support::names(out.path()).is_empty(),
+            "no archive and no temp file"
+        );
     }
-    assert!(err.hint().is_some());
-    assert!(
-        support::names(out.path()).is_empty(),
-        "no archive and no temp file"
-    );
 }
 
 #[test]

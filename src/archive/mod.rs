@@ -146,7 +146,17 @@ pub fn write_to<W: Write>(
                 tar.header(&header).map_err(output)?;
                 match opened {
                     Opened::Verified(file) if has_size(&file, desc.size) => {
-                        tar.copy_file(&file, desc.size).map_err(output)?
+                        tar.copy_file(&file, desc.size)
+                            .map_err(|e| match e.kind() {
+                                // The blob shrank under us: the source's fault, not the archive's.
+                                io::ErrorKind::UnexpectedEof => ArchiveError::Source {
+                                    image: name.clone(),
+                                    blob: what.clone(),
+                                    digest: desc.digest.clone(),
+                                    source: e,
+                                },
+                                _ => output(e),
+                            })?
                     }
                     Opened::Verified(file) => copy_checked(&mut tar, file, desc, &name, what)?,
                     Opened::Unverified(reader) => {

@@ -13,20 +13,22 @@
 //! [`Cache::put`] streams a reader into a temporary file beside the final name while hashing it
 //! and renames it only when the digest (and the size, when known) match; otherwise the temporary
 //! file is removed and the error names the expected and the actual digest. Memory does not grow
-//! with blob size. Files under their final name are never rewritten. No network.
+//! with blob size. A file under its final name is only ever replaced by a verified one (when it
+//! has the wrong size, see below). No network.
 //!
 //! Blobs are renamed into place without waiting for the disk (see
 //! [`AtomicFile::commit_unsynced`]), so a power loss can leave one short or, rarely, damaged. Two
-//! checks catch that without re-reading what this run wrote: [`Cache::contains_sized`] drops a
-//! blob whose size is not the descriptor's, and [`BlobSource::open_for_copy`] hands out as
-//! [`Opened::Verified`] only blobs hashed by this process (stored, or confirmed by a copy);
-//! blobs left by earlier runs are hashed again as they are copied.
+//! checks catch that without re-reading what this run wrote: [`Cache::contains_sized`] does not
+//! count a blob whose size is not the descriptor's (it is fetched again and replaced), and
+//! [`BlobSource::open_for_copy`] hands out as [`Opened::Verified`] only blobs this process hashed
+//! and that are still the very file it hashed (same inode, size and modification time); blobs left
+//! by earlier runs are hashed again as they are copied.
 
 mod error;
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::ffi::OsString;
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -43,8 +45,27 @@ const BLOBS: &str = "blobs/sha256";
 #[derive(Debug, Clone)]
 pub struct Cache {
     root: PathBuf,
-    /// Blobs whose content this process hashed: stored by it, or confirmed by a copy.
-    verified: Arc<Mutex<HashSet<Digest>>>,
+    /// Blobs whose content this process hashed (stored by it, or confirmed by a copy), with the
+    /// identity of the file it hashed.
+    verified: Arc<Mutex<HashMap<Digest, Stamp>>>,
+}
+
+/// Which file, in which state: device, inode, size, modification time. A file replaced or
+/// written to since it was hashed has another stamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp(u64, u64, u64, i64, i64);
+
+impl Stamp {
+    fn of(meta: &Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Self(
+            meta.dev(),
+            meta.ino(),
+            meta.len(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+        )
+    }
 }
 
 impl Cache {
@@ -56,14 +77,16 @@ impl Cache {
         }
     }
 
-    fn verified(&self) -> std::sync::MutexGuard<'_, HashSet<Digest>> {
+    fn verified(&self) -> std::sync::MutexGuard<'_, HashMap<Digest, Stamp>> {
         self.verified.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Records that the blob now under `digest`'s name was hashed to `digest` by this process
+    /// Records that the file now under `digest`'s name was hashed to `digest` by this process
     /// (for writers that stream into [`Cache::blob_path`] themselves, like the registry client).
     pub fn mark_verified(&self, digest: &Digest) {
-        self.verified().insert(digest.clone());
+        if let Ok(meta) = std::fs::metadata(self.blob_path(digest)) {
+            self.verified().insert(digest.clone(), Stamp::of(&meta));
+        }
     }
 
     /// `$XDG_CACHE_HOME/cks-iso` when that is an absolute path, else `$HOME/.cache/cks-iso`.
@@ -87,26 +110,30 @@ impl Cache {
     }
 
     /// Whether the blob is present with `size` bytes. One of another size (cut short by a power
-    /// loss before the kernel wrote it out) is removed, so that it is fetched again.
+    /// loss before the kernel wrote it out) does not count: it is fetched again and replaced.
     pub fn contains_sized(&self, digest: &Digest, size: u64) -> bool {
-        let path = self.blob_path(digest);
-        match std::fs::metadata(&path) {
-            Ok(meta) if meta.is_file() && meta.len() == size => true,
-            Ok(meta) if meta.is_file() => {
+        match self.size_of(digest) {
+            Some(found) if found == size => true,
+            Some(found) => {
                 tracing::warn!(
-                    "cached blob {digest} has {} bytes instead of {size}; fetching it again",
-                    meta.len()
+                    "cached blob {digest} has {found} bytes instead of {size}; fetching it again"
                 );
-                self.verified().remove(digest);
-                let _ = std::fs::remove_file(&path);
                 false
             }
-            _ => false,
+            None => false,
         }
     }
 
+    /// The size of the stored blob, if there is one.
+    pub fn size_of(&self, digest: &Digest) -> Option<u64> {
+        std::fs::metadata(self.blob_path(digest))
+            .ok()
+            .filter(|meta| meta.is_file())
+            .map(|meta| meta.len())
+    }
+
     /// Stores what `reader` yields as the blob `digest`, verifying digest and, when given, size.
-    /// Returns the size. A blob already present is kept and `reader` is not read.
+    /// Returns the size. A blob already present (with that size) is kept and `reader` is not read.
     pub fn put(
         &self,
         digest: &Digest,
@@ -114,7 +141,9 @@ impl Cache {
         reader: impl Read,
     ) -> Result<u64, CacheError> {
         let target = self.blob_path(digest);
-        if let Ok(meta) = std::fs::metadata(&target) {
+        if let Ok(meta) = std::fs::metadata(&target)
+            && size.is_none_or(|size| size == meta.len())
+        {
             return Ok(meta.len());
         }
         let dir = self.root.join(BLOBS);
@@ -219,7 +248,8 @@ impl BlobSource for Cache {
 
     fn open_for_copy(&self, digest: &Digest) -> io::Result<Opened<'_>> {
         let file = self.open_io(digest)?;
-        Ok(match self.verified().contains(digest) {
+        let stamp = Stamp::of(&file.metadata()?);
+        Ok(match self.verified().get(digest) == Some(&stamp) {
             true => Opened::Verified(file),
             false => Opened::Unverified(Box::new(file)),
         })

@@ -130,18 +130,32 @@ fn only_blobs_hashed_by_this_process_are_copied_unverified() {
     ));
 }
 
-/// A blob cut short (a power loss before the kernel wrote it out) is dropped, to be fetched again.
+/// A blob cut short (a power loss before the kernel wrote it out) does not count, and storing
+/// it again replaces it; nothing is deleted behind another image's back.
 #[test]
-fn blob_of_the_wrong_size_is_removed_not_trusted() {
+fn blob_of_the_wrong_size_is_not_counted_and_is_replaced() {
     let dir = tempfile::tempdir().unwrap();
     let cache = Cache::new(dir.path());
     let digest = cache.put_bytes(b"layer").unwrap();
     assert!(cache.contains_sized(&digest, 5));
     std::fs::write(cache.blob_path(&digest), b"lay").unwrap();
     assert!(!cache.contains_sized(&digest, 5));
-    assert!(!cache.contains(&digest), "removed");
+    assert!(cache.contains(&digest), "left in place");
+    assert_eq!(cache.put_bytes(b"layer").unwrap(), digest);
+    assert_eq!(std::fs::read(cache.blob_path(&digest)).unwrap(), b"layer");
+    assert!(cache.contains_sized(&digest, 5));
+}
+
+/// A blob written to after this process hashed it is no longer handed out unhashed.
+#[test]
+fn blob_changed_since_it_was_hashed_is_copied_hashed() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::new(dir.path());
+    let digest = cache.put_bytes(b"layer").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(cache.blob_path(&digest), b"LAYER").unwrap();
     assert!(matches!(
-        cache.open_for_copy(&digest).err().map(|e| e.kind()),
-        Some(io::ErrorKind::NotFound)
+        cache.open_for_copy(&digest).unwrap(),
+        Opened::Unverified(_)
     ));
 }
