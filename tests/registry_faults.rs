@@ -203,27 +203,27 @@ fn persistently_corrupt_blob_names_image_blob_and_digests_and_leaves_nothing() {
     assert!(!cache.join("blobs/sha256").join(hex).exists());
 }
 
-/// A corrupt blob shared by two images is downloaded (and retried) once: the image that fetched
-/// it reports the mismatch, the other fails at once naming the blob and that first failure.
+/// A corrupt blob shared by two images of one repository (pause by tag and by `tag@digest`) is
+/// downloaded (and retried) once: the image that fetched it reports the mismatch, the other fails
+/// at once naming the blob and that first failure.
 #[test]
 fn corrupt_blob_shared_by_two_images_is_fetched_once_and_fails_both() {
-    let (world, proxy, layer) = setup();
-    let other = world
+    let (world, proxy, _) = setup();
+    let pause = world
         .corpus
         .fixtures
         .iter()
-        .find(|f| {
-            f.reference() != APISERVER
-                && f.per_arch
-                    .get("amd64")
-                    .is_some_and(|a| a.layers[0] == layer)
-        })
-        .expect("the corpus shares base layers across images")
-        .reference();
+        .find(|f| f.name == "registry.k8s.io/pause" && !f.pinned)
+        .unwrap();
+    let (tagged, other) = (
+        pause.reference(),
+        format!("{}@{}", pause.reference(), pause.top),
+    );
+    let layer = pause.per_arch["amd64"].layers[0].clone();
     proxy.add(Rule::path_contains(&layer).fault(Fault::FlipByte { offset: 100 }));
     let tmp = tempfile::tempdir().unwrap();
     let mut args = vec![
-        APISERVER.to_owned(),
+        tagged.clone(),
         other.clone(),
         "--arch".into(),
         "amd64".into(),
@@ -241,10 +241,10 @@ fn corrupt_blob_shared_by_two_images_is_fetched_once_and_fails_both() {
         text.contains("failed for another image of this run"),
         "{text}"
     );
-    for image in [APISERVER, other.as_str()] {
+    for image in [tagged.as_str(), other.as_str()] {
         let line = text
             .lines()
-            .find(|l| l.contains(image) && l.contains(&layer))
+            .find(|l| l.starts_with(&format!("error: {image}: ")) && l.contains(&layer))
             .unwrap_or_else(|| panic!("no error names {image} and {layer}:\n{text}"));
         assert!(
             line.contains("hashing to") || line.contains("should be"),
@@ -285,4 +285,86 @@ fn tags_resolve_with_head_and_cached_manifests_are_not_fetched_again() {
     assert_eq!(manifests("HEAD").len(), 1);
     assert!(manifests("GET").is_empty(), "{:?}", manifests("GET"));
     assert!(proxy.requests_to("/blobs/").is_empty());
+}
+
+/// What a power loss can leave in the cache since blobs are not flushed one by one: a manifest
+/// cut short and a layer cut short. The next pull fetches exactly those again and succeeds.
+#[test]
+fn blobs_cut_short_in_the_cache_are_fetched_again() {
+    let (world, proxy, layer) = setup();
+    let tmp = tempfile::tempdir().unwrap();
+    let (cache, out) = (tmp.path().join("cache"), tmp.path().join("out"));
+    let mut args = vec![APISERVER.to_owned(), "--arch".into(), "amd64".into()];
+    args.extend(world.mirror_args(&proxy.url()));
+    succeeded(&pull(&args, &cache, &out));
+    let fixture = world.corpus.get(APISERVER);
+    let manifest = &fixture.per_arch["amd64"].manifest;
+    for digest in [manifest, &layer] {
+        let path = cache
+            .join("blobs/sha256")
+            .join(digest.strip_prefix("sha256:").unwrap());
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    }
+    proxy.clear_log();
+    let again = pull(&args, &cache, &tmp.path().join("out2"));
+    succeeded(&again);
+    assert_cache_verified(&cache);
+    let gets: Vec<String> = proxy
+        .log()
+        .into_iter()
+        .filter(|r| r.method == "GET" && r.path != "/v2/")
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(gets.len(), 2, "the manifest and the layer only: {gets:?}");
+    for digest in [manifest, &layer] {
+        assert!(
+            gets.iter().any(|p| p.ends_with(digest.as_str())),
+            "{gets:?}"
+        );
+    }
+}
+
+/// A layer one repository cannot serve does not fail another image that gets the same layer from
+/// its own repository: the failure is shared only within a repository.
+#[test]
+fn blob_failing_in_one_repository_is_still_fetched_from_another() {
+    let (world, proxy, layer) = setup();
+    let other = world
+        .corpus
+        .fixtures
+        .iter()
+        .find(|f| {
+            !f.name.ends_with("kube-apiserver")
+                && f.per_arch
+                    .get("amd64")
+                    .is_some_and(|a| a.layers[0] == layer)
+        })
+        .expect("the corpus shares base layers across repositories")
+        .reference();
+    proxy.add(
+        Rule::path_contains(&format!("kube-apiserver/blobs/{layer}")).fault(Fault::Status(404)),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    // One job: kube-apiserver asks (and fails) first.
+    let mut args = vec![
+        APISERVER.to_owned(),
+        other.clone(),
+        "--arch".into(),
+        "amd64".into(),
+        "--jobs".into(),
+        "1".into(),
+    ];
+    args.extend(world.mirror_args(&proxy.url()));
+    let out = pull(&args, &tmp.path().join("cache"), &tmp.path().join("out"));
+    assert!(!out.status.success());
+    let text = stderr(&out);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains(&other),
+        "{other} was pulled:\n{printed}\n{text}"
+    );
+    assert!(!printed.contains(APISERVER), "{printed}");
+    assert!(text.contains(APISERVER) && text.contains("404"), "{text}");
+    assert_cache_verified(&tmp.path().join("cache"));
 }

@@ -82,6 +82,11 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// `scheme://host[:port]/name`: where a blob of this repository comes from.
+    pub fn scope(&self) -> String {
+        format!("{}/{}", self.base, self.name)
+    }
+
     /// `host[:port]` of the base, for credentials lookup and messages.
     pub fn host(&self) -> &str {
         self.base

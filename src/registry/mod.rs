@@ -16,8 +16,11 @@
 //!   cache, so the registry path and the offline path share one set of rules.
 //! - **Blobs** stream into the cache through a temporary file hashed while written, resumed with
 //!   `Range` after a cut, renamed only when digest and size match (one fresh download is tried
-//!   after a mismatch). A blob in the cache is trusted by its name and not fetched again; a blob
-//!   several images share is fetched once, however many images wait for it.
+//!   after a mismatch). A blob in the cache with its descriptor's size is not fetched again (its
+//!   content is checked when copied, see [`crate::cache`]); a blob several images share is
+//!   fetched once, however many images wait for it, and a failure is not retried for other
+//!   images of the same repository. A cached manifest that does not hash to its digest is
+//!   fetched again.
 //! - **Routes** ([`endpoint`]): mirrors, `--insecure-registry`, Docker Hub's API host.
 //!   Redirects to other hosts (registry.k8s.io's CDN) are followed by the fetch layer's client,
 //!   which drops `Authorization` when the host or port changes.
@@ -83,8 +86,9 @@ pub struct Registry {
     cache: Cache,
     blob_permits: Semaphore,
     hosts: Mutex<HashMap<String, Arc<HostState>>>,
-    /// Blobs being (or done) downloading, each once per run, with how that ended.
-    inflight: Mutex<HashMap<Digest, Arc<Once<()>>>>,
+    /// Blob downloads, each done once per run: the first by whichever image asks first
+    /// (`None`), and after a failure, once per other repository that serves it (`Some(scope)`).
+    inflight: Mutex<HashMap<Attempt, Arc<Once<()>>>>,
 }
 
 /// Which request a 401 or 404 came from, to word the error.
@@ -154,7 +158,7 @@ impl Registry {
         let mut missing: BTreeMap<&Digest, u64> = BTreeMap::new();
         for image in images {
             for blob in std::iter::once(&image.config).chain(&image.layers) {
-                if !self.cache.contains(&blob.digest) {
+                if self.cache.size_of(&blob.digest) != Some(blob.size) {
                     missing.insert(&blob.digest, blob.size);
                 }
             }
@@ -221,31 +225,43 @@ impl Registry {
     }
 
     /// The bytes of the manifest `digest`, from the cache or else fetched, verified and cached.
+    /// A cached copy that does not hash to `digest` (damaged by a power loss) is fetched again.
     async fn manifest(
         &self,
         ep: &Endpoint,
         reference: &Reference,
         digest: &Digest,
     ) -> Result<Vec<u8>, RegistryError> {
-        if !self.cache.contains(digest) {
-            self.get_manifest(ep, reference, &digest.to_string(), Some(digest))
-                .await?;
-        }
         let cache_err = |source| RegistryError::Cache {
             reference: reference.to_string(),
             source,
         };
-        let file = self.cache.open(digest).map_err(cache_err)?;
+        if self.cache.contains(digest) {
+            let bytes = self.cached_manifest(digest).map_err(cache_err)?;
+            if Digest::of(&bytes) == *digest {
+                return Ok(bytes);
+            }
+            tracing::warn!("cached manifest {digest} is damaged; fetching it again");
+            let path = self.cache.blob_path(digest);
+            std::fs::remove_file(&path)
+                .map_err(|source| cache_err(CacheError::Io { path, source }))?;
+        }
+        self.get_manifest(ep, reference, &digest.to_string(), Some(digest))
+            .await?;
+        self.cached_manifest(digest).map_err(cache_err)
+    }
+
+    /// Reads a stored manifest, at most [`MAX_MANIFEST_SIZE`] bytes and one more.
+    fn cached_manifest(&self, digest: &Digest) -> Result<Vec<u8>, CacheError> {
+        let file = self.cache.open(digest)?;
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(
             &mut std::io::Read::take(file, MAX_MANIFEST_SIZE + 1),
             &mut bytes,
         )
-        .map_err(|source| {
-            cache_err(CacheError::Source {
-                digest: digest.clone(),
-                source,
-            })
+        .map_err(|source| CacheError::Source {
+            digest: digest.clone(),
+            source,
         })?;
         Ok(bytes)
     }
@@ -366,9 +382,10 @@ impl Registry {
         }
     }
 
-    /// Makes sure the blob `desc` is in the cache, downloading it once however many images ask:
-    /// when that download fails, the image that ran it gets its error and the others sharing the
-    /// blob fail at once, naming that first failure, instead of downloading it again.
+    /// Makes sure the blob `desc` is in the cache, downloading it once however many images ask.
+    /// When that download fails, the image that ran it gets its error, and the others sharing the
+    /// blob *through the same repository* fail at once, naming that first failure, instead of
+    /// downloading it again; an image whose repository (or registry) differs tries its own, once.
     async fn blob(
         &self,
         ep: &Endpoint,
@@ -380,28 +397,41 @@ impl Registry {
         if self.cache.contains_sized(&desc.digest, desc.size) {
             return Ok(());
         }
-        let cell = {
-            let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
-            inflight.entry(desc.digest.clone()).or_default().clone()
-        };
-        let work = async {
-            if self.cache.contains_sized(&desc.digest, desc.size) {
-                return Ok(());
+        let scope = ep.scope();
+        // First whoever asks first, from wherever; then, if that failed elsewhere, from here.
+        for attempt in [None, Some(scope.clone())] {
+            let cell = {
+                let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+                let key = (desc.digest.clone(), attempt);
+                inflight.entry(key).or_default().clone()
+            };
+            let work = async {
+                if self.cache.contains_sized(&desc.digest, desc.size) {
+                    return Ok(());
+                }
+                let _permit = self.blob_permits.acquire().await.expect("never closed");
+                self.download_blob(ep, reference, desc, what, progress)
+                    .await
+            };
+            match once(&cell, &scope, work).await {
+                Ok(()) => return Ok(()),
+                Err(Failed::Here(err)) => return Err(err),
+                Err(Failed::Earlier(first)) if first.scope != scope => continue,
+                // Another repository may have fetched it since.
+                Err(Failed::Earlier(_)) if self.cache.contains_sized(&desc.digest, desc.size) => {
+                    return Ok(());
+                }
+                Err(Failed::Earlier(first)) => {
+                    return Err(RegistryError::SharedBlob {
+                        reference: reference.to_string(),
+                        what: format!("{what} {}", desc.digest),
+                        reason: first.text,
+                        hint: first.hint,
+                    });
+                }
             }
-            let _permit = self.blob_permits.acquire().await.expect("never closed");
-            self.download_blob(ep, reference, desc, what, progress)
-                .await
-        };
-        match once(&cell, work).await {
-            Ok(()) => Ok(()),
-            Err(Failed::Here(err)) => Err(err),
-            Err(Failed::Earlier(first)) => Err(RegistryError::SharedBlob {
-                reference: reference.to_string(),
-                what: format!("{what} {}", desc.digest),
-                reason: first.reason,
-                hint: first.hint,
-            }),
         }
+        unreachable!("the attempt scoped to this repository fails only with this scope")
     }
 
     async fn download_blob(
@@ -476,7 +506,7 @@ impl Registry {
         renew: bool,
     ) -> Result<HeaderMap, RegistryError> {
         let host = self.host(ep);
-        let challenge = match once(&host.challenge, self.ping(ep, reference)).await {
+        let challenge = match once(&host.challenge, ep.host(), self.ping(ep, reference)).await {
             Ok(challenge) => challenge,
             Err(Failed::Here(err)) => return Err(err),
             Err(Failed::Earlier(first)) => {
@@ -639,29 +669,44 @@ impl Registry {
 /// kept to fail the other images without asking again.
 #[derive(Debug, Clone)]
 struct FirstFailure {
+    /// Where it failed: the registry, or the registry and repository.
+    scope: String,
+    /// The causes only (the top line names the image that asked first), or the top line when
+    /// there are none.
     reason: String,
+    /// The whole error: the first image, what failed and why.
+    text: String,
     hint: Option<String>,
 }
 
-impl From<&RegistryError> for FirstFailure {
-    fn from(err: &RegistryError) -> Self {
-        // The causes only: the top line names the image that asked first.
+impl FirstFailure {
+    fn new(err: &RegistryError, scope: &str) -> Self {
         let mut causes = Vec::new();
         let mut source = std::error::Error::source(err);
         while let Some(cause) = source {
             causes.push(cause.to_string());
             source = cause.source();
         }
+        let top = err.to_string();
+        let text = std::iter::once(top.clone())
+            .chain(causes.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(": ");
         let reason = match causes.is_empty() {
-            true => err.to_string(),
+            true => top,
             false => causes.join(": "),
         };
         Self {
+            scope: scope.to_owned(),
             reason,
+            text,
             hint: err.hint(),
         }
     }
 }
+
+/// One download of a blob: from any repository (`None`), or from this one (`Some(scope)`).
+type Attempt = (Digest, Option<String>);
 
 /// Work done once for all callers, with how it ended (see [`once`]).
 type Once<T> = OnceCell<Result<T, FirstFailure>>;
@@ -675,8 +720,9 @@ enum Failed {
 }
 
 /// Runs `work` at most once for all callers sharing `cell`, success or failure: the caller whose
-/// `work` ran gets its own error, the others the [`FirstFailure`], without trying again.
-async fn once<T, F>(cell: &Once<T>, work: F) -> Result<&T, Failed>
+/// `work` ran gets its own error, the others the [`FirstFailure`] (in `scope`), without trying
+/// again.
+async fn once<'a, T, F>(cell: &'a Once<T>, scope: &str, work: F) -> Result<&'a T, Failed>
 where
     F: std::future::Future<Output = Result<T, RegistryError>>,
 {
@@ -684,7 +730,7 @@ where
     let outcome = cell
         .get_or_init(|| async {
             work.await.map_err(|err| {
-                let first = FirstFailure::from(&err);
+                let first = FirstFailure::new(&err, scope);
                 own = Some(err);
                 first
             })
