@@ -56,6 +56,13 @@ fn flags<'a>(world: &'a World, out: &'a str, cache: &'a str) -> Vec<&'a str> {
     ]
 }
 
+/// `out`, `cache` and `tmp` (the build's `TMPDIR`, created) under `dir`.
+fn work_dirs(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let tmp = dir.join("tmp");
+    fs::create_dir_all(&tmp).unwrap();
+    (dir.join("out"), dir.join("cache"), tmp)
+}
+
 /// Extracts an ISO with bsdtar, as an operator inspecting it would.
 fn extract(iso: &Path, into: &Path) {
     fs::create_dir_all(into).unwrap();
@@ -318,12 +325,7 @@ fn kubernetes_before_1_25_bundles_its_images_from_k8s_gcr_io() {
         ..Options::default()
     });
     let dir = tempfile::tempdir().unwrap();
-    let (out, cache, tmp) = (
-        dir.path().join("out"),
-        dir.path().join("cache"),
-        dir.path().join("tmp"),
-    );
-    fs::create_dir_all(&tmp).unwrap();
+    let (out, cache, tmp) = work_dirs(dir.path());
     let mut args = flags(&world, p(&out), p(&cache));
     args.extend(["--arch", "arm64"]);
     ok(build(&world, &tmp, &args).output().unwrap());
@@ -373,12 +375,7 @@ fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
         ..Options::default()
     });
     let dir = tempfile::tempdir().unwrap();
-    let (out, cache, tmp) = (
-        dir.path().join("out"),
-        dir.path().join("cache"),
-        dir.path().join("tmp"),
-    );
-    fs::create_dir_all(&tmp).unwrap();
+    let (out, cache, tmp) = work_dirs(dir.path());
     let base = flags(&world, p(&out), p(&cache));
     let missing_dashboard = world
         .dashboard_url()

@@ -29,8 +29,19 @@ fn pull_through(
     proxy: &FaultProxy,
     extra: &[&str],
 ) -> (std::process::Output, tempfile::TempDir) {
+    pull_images(world, proxy, &[APISERVER], extra)
+}
+
+/// Pulls `images` for amd64 through the proxy with `extra` flags, as [`pull_through`].
+fn pull_images(
+    world: &RegistryWorld,
+    proxy: &FaultProxy,
+    images: &[&str],
+    extra: &[&str],
+) -> (std::process::Output, tempfile::TempDir) {
     let tmp = tempfile::tempdir().unwrap();
-    let mut args = vec![APISERVER.to_owned(), "--arch".into(), "amd64".into()];
+    let mut args: Vec<String> = images.iter().map(|s| s.to_string()).collect();
+    args.extend(["--arch".into(), "amd64".into()]);
     args.extend(world.mirror_args(&proxy.url()));
     args.extend(extra.iter().map(|s| s.to_string()));
     let out = pull(&args, &tmp.path().join("cache"), &tmp.path().join("out"));
@@ -221,15 +232,7 @@ fn corrupt_blob_shared_by_two_images_is_fetched_once_and_fails_both() {
     );
     let layer = pause.per_arch["amd64"].layers[0].clone();
     proxy.add(Rule::path_contains(&layer).fault(Fault::FlipByte { offset: 100 }));
-    let tmp = tempfile::tempdir().unwrap();
-    let mut args = vec![
-        tagged.clone(),
-        other.clone(),
-        "--arch".into(),
-        "amd64".into(),
-    ];
-    args.extend(world.mirror_args(&proxy.url()));
-    let out = pull(&args, &tmp.path().join("cache"), &tmp.path().join("out"));
+    let (out, tmp) = pull_images(&world, &proxy, &[&tagged, &other], &[]);
     assert!(!out.status.success());
     let text = stderr(&out);
     assert_eq!(
@@ -345,18 +348,8 @@ fn blob_failing_in_one_repository_is_still_fetched_from_another() {
     proxy.add(
         Rule::path_contains(&format!("kube-apiserver/blobs/{layer}")).fault(Fault::Status(404)),
     );
-    let tmp = tempfile::tempdir().unwrap();
     // One job: kube-apiserver asks (and fails) first.
-    let mut args = vec![
-        APISERVER.to_owned(),
-        other.clone(),
-        "--arch".into(),
-        "amd64".into(),
-        "--jobs".into(),
-        "1".into(),
-    ];
-    args.extend(world.mirror_args(&proxy.url()));
-    let out = pull(&args, &tmp.path().join("cache"), &tmp.path().join("out"));
+    let (out, tmp) = pull_images(&world, &proxy, &[APISERVER, &other], &["--jobs", "1"]);
     assert!(!out.status.success());
     let text = stderr(&out);
     let printed = String::from_utf8_lossy(&out.stdout);
