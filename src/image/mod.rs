@@ -21,6 +21,7 @@ use std::io::{self, Read};
 
 pub use digest::{Digest, Hashing};
 pub use error::ImageError;
+pub(crate) use manifest::parse;
 pub use manifest::{Descriptor, Index, MAX_MANIFEST_SIZE, Manifest, MediaType};
 pub use platform::{Arch, Platform};
 pub use reference::{DOCKER_HUB, Reference};

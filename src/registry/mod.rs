@@ -49,7 +49,7 @@ use crate::cache::{Cache, CacheError};
 use crate::fetch::{self, Download, FetchError, FileSink, HttpConfig, RetryPolicy, Sink};
 use crate::image::{
     Arch, Descriptor, Digest, Image, ImageError, Index, MAX_MANIFEST_SIZE, Manifest, MediaType,
-    Reference,
+    Reference, parse,
 };
 use crate::progress::Progress;
 
@@ -406,7 +406,7 @@ impl Registry {
                 inflight.entry(key).or_default().clone()
             };
             let work = async {
-                if self.cache.contains_sized(&desc.digest, desc.size) {
+                if self.cache.size_of(&desc.digest) == Some(desc.size) {
                     return Ok(());
                 }
                 let _permit = self.blob_permits.acquire().await.expect("never closed");
@@ -418,7 +418,7 @@ impl Registry {
                 Err(Failed::Here(err)) => return Err(err),
                 Err(Failed::Earlier(first)) if first.scope != scope => continue,
                 // Another repository may have fetched it since.
-                Err(Failed::Earlier(_)) if self.cache.contains_sized(&desc.digest, desc.size) => {
+                Err(Failed::Earlier(_)) if self.cache.size_of(&desc.digest) == Some(desc.size) => {
                     return Ok(());
                 }
                 Err(Failed::Earlier(first)) => {
@@ -746,16 +746,4 @@ where
 fn accept() -> HeaderValue {
     let all: Vec<&str> = MediaType::ALL.iter().map(|m| m.as_str()).collect();
     HeaderValue::from_str(&all.join(", ")).expect("media types are ASCII")
-}
-
-fn parse<T: for<'de> Deserialize<'de>>(
-    bytes: &[u8],
-    digest: &Digest,
-    what: &'static str,
-) -> Result<T, ImageError> {
-    serde_json::from_slice(bytes).map_err(|e| ImageError::Malformed {
-        digest: digest.clone(),
-        what,
-        reason: e.to_string(),
-    })
 }
