@@ -12,6 +12,7 @@
 //! - [`archive`]: writes one image as an archive `ctr import`, `docker load` and skopeo read.
 //! - [`fetch`]: HTTP with retries, timeouts, TLS roots, mirrors, resumable verified downloads.
 //! - [`manifest`]: manifests edited as text (image pins, pull policy, extra RBAC), read as YAML.
+//! - [`lock`]: `cks-iso.lock`, the resolved inputs a later build repeats byte for byte.
 //! - [`versions`]: `versions.txt`, written into the ISO and read back by `verify`.
 //! - [`verify`]: checks a finished ISO against the CKS contract with the project's own reader.
 //! - [`registry`]: the distribution API client that pulls images into the cache.
@@ -33,6 +34,7 @@ pub mod env;
 pub mod fetch;
 pub mod image;
 pub mod iso;
+pub mod lock;
 pub mod manifest;
 pub mod plan;
 pub mod progress;

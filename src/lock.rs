@@ -1,0 +1,320 @@
+//! `cks-iso.lock`: everything a build resolved, in a form a later build can repeat byte for byte.
+//!
+//! Air-gapped operators must answer "what exactly is on this disk, and can we make it again?".
+//! `versions.txt` answers the first for the node; the lock answers both for the operator: it
+//! records the request (every option that changes content), the epoch, the cks-iso version, and
+//! every resolved input — each downloaded file and manifest with its sha256, the autoscaler tag
+//! and commit, kubeadm's extras and where they came from, each image with its registry digest and
+//! the platform manifest chosen. `build --locked` reads it back and builds exactly that; every ISO
+//! carries its own arch's lock at its root (not `*.yaml`, so node scripts ignore it).
+//!
+//! Schema (`"version": 1`; JSON, keys and arrays sorted, no host paths, no time but the epoch):
+//!
+//! ```text
+//! {
+//!   "version": 1,
+//!   "cks_iso": "0.1.0",                       the cks-iso that wrote it
+//!   "epoch": 1700000000,                      SOURCE_DATE_EPOCH of the ISOs
+//!   "request": {
+//!     "kubernetes": "1.33.1", "arches": ["amd64", "arm64"],
+//!     "cni": "1.6.2", "crictl": "1.33.0", "etcd": null | "3.5.21",
+//!     "csi": null | "v3.0.0", "ccm": "v1.2.0", "autoscaler": "1.33.4",
+//!     "volume_id": "CDROM", "name": "setup-v1.33.1"
+//!   },
+//!   "autoscaler": { "version": "1.33.4", "tag": "cluster-autoscaler-1.33.4",
+//!                   "commit": null | "<40 hex>", "pinned": true },
+//!   "kubeadm": { "pause": "3.10", "etcd": "3.5.21-0", "coredns": "v1.12.0",
+//!                "source": "kubeadm constants.go at v1.33.1" | "embedded table" },
+//!   "manifests": [                            arch-independent, by path
+//!     { "path": "network.yaml", "role": "network",
+//!       "source": "https://…" | "file:network.yaml" | "builtin:…",
+//!       "sha256_taken": "<hex>", "sha256": "<hex as edited>" } ],
+//!   "arches": {
+//!     "amd64": {
+//!       "iso": "setup-v1.33.1-x86_64.iso",
+//!       "files": [ { "path": "k8s/kubeadm", "url": "https://…", "size": 1, "sha256": "<hex>" } ],
+//!       "images": [ { "reference": "registry.k8s.io/pause:3.10", "digest": "sha256:…",
+//!                     "manifest": "sha256:…", "size": 1 } ] } }
+//! }
+//! ```
+//!
+//! `size` of an image is its manifest, config and layers in bytes, as the registry serves them. A
+//! local manifest's source keeps only its file name (`file:<name>`): hosts differ, content does
+//! not, and `--locked` checks the content. Pure: no network, no file system.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The schema version this cks-iso writes and reads.
+pub const VERSION: u32 = 1;
+
+/// The file name of the lock at the root of every ISO.
+pub const FILE_NAME: &str = "cks-iso.lock";
+
+/// A lock, as written and read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lock {
+    /// Schema version, [`VERSION`].
+    pub version: u32,
+    /// The cks-iso version that wrote it.
+    pub cks_iso: String,
+    /// The ISOs' `SOURCE_DATE_EPOCH`.
+    pub epoch: i64,
+    /// What was asked for.
+    pub request: Request,
+    /// The autoscaler release whose example is bundled.
+    pub autoscaler: Autoscaler,
+    /// kubeadm's pause, etcd and CoreDNS.
+    pub kubeadm: Kubeadm,
+    /// Every manifest and unit file (the same in every ISO), by path.
+    pub manifests: Vec<ManifestEntry>,
+    /// Per architecture (`amd64`, `arm64`): the ISO's name, its downloads and its images.
+    pub arches: BTreeMap<String, ArchEntry>,
+}
+
+/// Every option that changes an ISO's content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    /// Kubernetes release, without `v`.
+    pub kubernetes: String,
+    /// Architectures, sorted.
+    pub arches: Vec<String>,
+    /// CNI plugins, without `v`.
+    pub cni: String,
+    /// crictl, without `v`.
+    pub crictl: String,
+    /// etcd without `v`, when bundled.
+    pub etcd: Option<String>,
+    /// CSI driver tag, or `None` when the CSI manifests are left out.
+    pub csi: Option<String>,
+    /// CCM tag.
+    pub ccm: String,
+    /// Autoscaler release.
+    pub autoscaler: String,
+    /// The ISO's volume ID.
+    pub volume_id: String,
+    /// The ISO name before `-<uname>.iso`.
+    pub name: String,
+}
+
+/// The autoscaler release and where it pointed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Autoscaler {
+    /// `1.33.4`.
+    pub version: String,
+    /// `cluster-autoscaler-1.33.4`.
+    pub tag: String,
+    /// The commit the tag pointed at, when the tags were listed.
+    pub commit: Option<String>,
+    /// Whether it was given rather than chosen as the newest.
+    pub pinned: bool,
+}
+
+/// kubeadm's extra images' versions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kubeadm {
+    /// Pause tag.
+    pub pause: String,
+    /// etcd image tag.
+    pub etcd: String,
+    /// CoreDNS tag.
+    pub coredns: String,
+    /// Where they came from.
+    pub source: String,
+}
+
+/// One manifest or unit file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestEntry {
+    /// Path in the ISO.
+    pub path: String,
+    /// What it is for: `network`, `dashboard`, `headlamp`, `autoscaler`, `provider`, `csi`,
+    /// `unit`.
+    pub role: String,
+    /// The upstream URL, `file:<name>` for a local file, or `builtin:…`.
+    pub source: String,
+    /// sha256 of the bytes as taken.
+    pub sha256_taken: String,
+    /// sha256 of the bytes in the ISO, after the edits.
+    pub sha256: String,
+}
+
+impl ManifestEntry {
+    /// Whether it was read from a local file, which `--locked` needs given again.
+    pub fn is_local(&self) -> bool {
+        self.source.starts_with("file:")
+    }
+}
+
+/// One architecture's ISO.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchEntry {
+    /// The ISO's file name.
+    pub iso: String,
+    /// Downloaded binaries and tarballs, by path.
+    pub files: Vec<FileEntry>,
+    /// Images, by reference.
+    pub images: Vec<ImageEntry>,
+}
+
+/// One downloaded file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileEntry {
+    /// Path in the ISO.
+    pub path: String,
+    /// Upstream URL (the legacy name when that was used).
+    pub url: String,
+    /// Bytes.
+    pub size: u64,
+    /// sha256, lowercase hex.
+    pub sha256: String,
+}
+
+/// One image.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageEntry {
+    /// The normalised reference, as named by kubeadm or a manifest.
+    pub reference: String,
+    /// What the reference resolved to at the registry (index or manifest), `sha256:…`.
+    pub digest: String,
+    /// The platform manifest chosen for the arch, `sha256:…`.
+    pub manifest: String,
+    /// Manifest, config and layers, in bytes.
+    pub size: u64,
+}
+
+/// A lock that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Not JSON, or not this schema.
+    #[error("{origin} is not a cks-iso lock: {reason}")]
+    Invalid {
+        /// File (or `ISO:cks-iso.lock`).
+        origin: String,
+        /// The parser's words.
+        reason: String,
+    },
+    /// Another schema version.
+    #[error("{origin} has lock version {found}; this cks-iso reads version {VERSION}")]
+    Version {
+        /// File.
+        origin: String,
+        /// What it says.
+        found: u64,
+    },
+    /// An architecture the lock does not hold.
+    #[error("{origin} locks {locked}, not {wanted}")]
+    Arch {
+        /// File.
+        origin: String,
+        /// Asked for.
+        wanted: String,
+        /// What it holds.
+        locked: String,
+    },
+}
+
+impl LockError {
+    /// What the user can do.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            Self::Invalid { .. } => {
+                "pass a cks-iso.lock written by `cks-iso build --lock-file`, or an ISO cks-iso built"
+                    .into()
+            }
+            Self::Version { .. } => "use the cks-iso release that wrote this lock".into(),
+            Self::Arch { .. } => "drop --arch to build every architecture the lock holds".into(),
+        })
+    }
+}
+
+impl Lock {
+    /// Sorts every list, so equal content renders to equal bytes.
+    pub fn normalise(&mut self) {
+        self.request.arches.sort();
+        self.request.arches.dedup();
+        self.manifests.sort_by(|a, b| a.path.cmp(&b.path));
+        for arch in self.arches.values_mut() {
+            arch.files.sort_by(|a, b| a.path.cmp(&b.path));
+            arch.images.sort_by(|a, b| a.reference.cmp(&b.reference));
+        }
+    }
+
+    /// Pretty JSON with a final newline, sorted.
+    pub fn render(&self) -> String {
+        let mut lock = self.clone();
+        lock.normalise();
+        let mut text = serde_json::to_string_pretty(&lock).expect("plain data serialises");
+        text.push('\n');
+        text
+    }
+
+    /// Parses `text`, naming `origin` in errors; checks the version before the rest.
+    pub fn parse(text: &str, origin: &str) -> Result<Self, LockError> {
+        let invalid = |reason: String| LockError::Invalid {
+            origin: origin.to_owned(),
+            reason,
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        match value.get("version").and_then(serde_json::Value::as_u64) {
+            Some(v) if v == u64::from(VERSION) => {}
+            Some(found) => {
+                return Err(LockError::Version {
+                    origin: origin.to_owned(),
+                    found,
+                });
+            }
+            None => return Err(invalid("no numeric \"version\"".into())),
+        }
+        let mut lock: Lock = serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
+        if lock.arches.is_empty() {
+            return Err(invalid("it locks no architecture".into()));
+        }
+        lock.normalise();
+        Ok(lock)
+    }
+
+    /// The same lock holding only `arches` (each must be locked).
+    pub fn only(&self, arches: &[&str], origin: &str) -> Result<Self, LockError> {
+        let mut out = self.clone();
+        for wanted in arches {
+            if !self.arches.contains_key(*wanted) {
+                return Err(LockError::Arch {
+                    origin: origin.to_owned(),
+                    wanted: (*wanted).to_owned(),
+                    locked: self.arch_list(),
+                });
+            }
+        }
+        out.arches.retain(|k, _| arches.contains(&k.as_str()));
+        out.request.arches = out.arches.keys().cloned().collect();
+        Ok(out)
+    }
+
+    /// `amd64 and arm64`.
+    pub fn arch_list(&self) -> String {
+        self.arches
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" and ")
+    }
+
+    /// The manifest at `path`.
+    pub fn manifest(&self, path: &str) -> Option<&ManifestEntry> {
+        self.manifests.iter().find(|m| m.path == path)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,112 @@
+use super::*;
+
+fn sample() -> Lock {
+    let image = |reference: &str| ImageEntry {
+        reference: reference.into(),
+        digest: format!("sha256:{}", "a".repeat(64)),
+        manifest: format!("sha256:{}", "b".repeat(64)),
+        size: 10,
+    };
+    let arch = ArchEntry {
+        iso: "setup-v1.33.1-x86_64.iso".into(),
+        files: vec![
+            FileEntry {
+                path: "k8s/kubelet".into(),
+                url: "https://dl.k8s.io/kubelet".into(),
+                size: 2,
+                sha256: "c".repeat(64),
+            },
+            FileEntry {
+                path: "k8s/kubeadm".into(),
+                url: "https://dl.k8s.io/kubeadm".into(),
+                size: 1,
+                sha256: "d".repeat(64),
+            },
+        ],
+        images: vec![
+            image("registry.k8s.io/pause:3.10"),
+            image("docker.io/a/b:1"),
+        ],
+    };
+    Lock {
+        version: VERSION,
+        cks_iso: "0.1.0".into(),
+        epoch: 1_700_000_000,
+        request: Request {
+            kubernetes: "1.33.1".into(),
+            arches: vec!["arm64".into(), "amd64".into()],
+            cni: "1.6.2".into(),
+            crictl: "1.33.0".into(),
+            etcd: None,
+            csi: Some("v3.0.0".into()),
+            ccm: "v1.2.0".into(),
+            autoscaler: "1.33.4".into(),
+            volume_id: "CDROM".into(),
+            name: "setup-v1.33.1".into(),
+        },
+        autoscaler: Autoscaler {
+            version: "1.33.4".into(),
+            tag: "cluster-autoscaler-1.33.4".into(),
+            commit: None,
+            pinned: true,
+        },
+        kubeadm: Kubeadm {
+            pause: "3.10".into(),
+            etcd: "3.5.21-0".into(),
+            coredns: "v1.12.0".into(),
+            source: "embedded table".into(),
+        },
+        manifests: vec![],
+        arches: BTreeMap::from([("amd64".into(), arch.clone()), ("arm64".into(), arch)]),
+    }
+}
+
+#[test]
+fn render_is_sorted_and_parses_back_to_the_same_lock() {
+    let lock = sample();
+    let text = lock.render();
+    assert!(text.ends_with('\n'));
+    let back = Lock::parse(&text, "x").unwrap();
+    assert_eq!(back.request.arches, ["amd64", "arm64"]);
+    assert_eq!(back.arches["amd64"].files[0].path, "k8s/kubeadm");
+    assert_eq!(back.arches["amd64"].images[0].reference, "docker.io/a/b:1");
+    assert_eq!(back.render(), text, "rendering is stable");
+}
+
+#[test]
+fn a_lock_of_another_version_is_refused_by_its_version_not_its_fields() {
+    let text = r#"{"version": 2, "whatever": true}"#;
+    let err = Lock::parse(text, "old.lock").unwrap_err();
+    assert!(matches!(err, LockError::Version { found: 2, .. }), "{err}");
+    assert!(err.to_string().contains("old.lock"));
+}
+
+#[test]
+fn text_that_is_not_a_lock_is_invalid_with_the_reason() {
+    for text in ["", "not json", "[1]", r#"{"version": 1}"#] {
+        let err = Lock::parse(text, "bad.lock").unwrap_err();
+        assert!(matches!(err, LockError::Invalid { .. }), "{text}: {err}");
+    }
+}
+
+#[test]
+fn unknown_fields_are_refused_rather_than_ignored() {
+    let mut value: serde_json::Value = serde_json::from_str(&sample().render()).unwrap();
+    value["request"]["extra"] = serde_json::json!("x");
+    let err = Lock::parse(&value.to_string(), "x").unwrap_err();
+    assert!(err.to_string().contains("extra"), "{err}");
+}
+
+#[test]
+fn only_keeps_the_asked_arches_and_refuses_others() {
+    let lock = sample();
+    let one = lock.only(&["arm64"], "x").unwrap();
+    assert_eq!(one.arches.keys().collect::<Vec<_>>(), ["arm64"]);
+    assert_eq!(one.request.arches, ["arm64"]);
+    let mut amd = lock.only(&["amd64"], "x").unwrap();
+    amd.arches.clear();
+    assert!(matches!(
+        amd.only(&["amd64"], "x"),
+        Err(LockError::Arch { .. })
+    ));
+}
