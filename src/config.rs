@@ -267,6 +267,7 @@ pub fn combine(
             ..defaults.retry
         },
         max_redirects: defaults.max_redirects,
+        offline: false,
     };
     Ok(Settings {
         http,

@@ -57,8 +57,10 @@ async fn get(
             client: &client,
             retry: http.retry,
             progress: &(),
+            offline: false,
         },
         mirrors: &mirrors,
+        store: None,
     };
     let dest = dir.join(artifact.dest.replace('/', "_"));
     fetcher.get(artifact, &dest).await

@@ -71,14 +71,21 @@ pub(crate) fn cache(dir: Option<PathBuf>) -> Result<Cache, AppError> {
     Ok(Cache::new(root))
 }
 
-/// The upstream downloader for these settings, on `client`, without progress.
-pub(crate) fn fetcher<'a>(client: &'a reqwest::Client, settings: &'a Settings) -> Fetcher<'a> {
+/// The upstream downloader for these settings, on `client`, without progress, keeping downloads
+/// in `store` when given.
+pub(crate) fn fetcher<'a>(
+    client: &'a reqwest::Client,
+    settings: &'a Settings,
+    store: Option<&'a Cache>,
+) -> Fetcher<'a> {
     Fetcher {
         download: Download {
             client,
             retry: settings.http.retry,
             progress: &(),
+            offline: settings.http.offline,
         },
         mirrors: &settings.mirrors,
+        store,
     }
 }

@@ -10,6 +10,7 @@ use crate::cli::ResolveArgs;
 use crate::env;
 use crate::fetch::{build_client, retrying};
 use crate::image::Reference;
+use crate::resolve::version::autoscaler_pin;
 use crate::resolve::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, check_supported};
 use crate::resolve::{Extras, KubeVersion, ccm_tag, choose_autoscaler, images, ls_remote};
 use crate::ui::Ui;
@@ -46,6 +47,8 @@ pub struct Resolution {
 pub struct Versions {
     /// cluster-autoscaler release.
     pub autoscaler: String,
+    /// The commit its tag pointed at, when the tags were listed.
+    pub autoscaler_commit: Option<String>,
     /// `pinned` or `newest of <minor>`.
     pub autoscaler_source: String,
     /// CCM tag.
@@ -133,6 +136,7 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
         arch,
         ccm,
         pin,
+        locked: None,
     };
     let settings = net::settings(args.net)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -146,7 +150,7 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
         })?;
     let resolution = runtime.block_on(async {
         let client = build_client(&settings.http)?;
-        let fetcher = net::fetcher(&client, &settings);
+        let fetcher = net::fetcher(&client, &settings, None);
         resolve(partial, &client, &fetcher).await
     })?;
     for warning in &resolution.warnings {
@@ -173,6 +177,15 @@ pub(super) struct Partial {
     pub(super) etcd: Option<String>,
     /// `None` leaves the CSI manifests out.
     pub(super) csi: Option<String>,
+    /// What a lock already settled: nothing is listed or read for it.
+    pub(super) locked: Option<Locked>,
+}
+
+/// The parts of a resolution a lock records.
+pub(super) struct Locked {
+    pub(super) extras: Extras,
+    pub(super) extras_source: String,
+    pub(super) commit: Option<String>,
 }
 
 /// Resolves versions, URLs and images; shared by `resolve` and `build`.
@@ -182,21 +195,46 @@ pub(super) async fn resolve(
     fetcher: &Fetcher<'_>,
 ) -> Result<Resolution, AppError> {
     let mut warnings = Vec::new();
-    let repo = fetcher.mirrors.rewrite(AUTOSCALER_REPO);
-    let listing = retrying(
-        fetcher.download.retry,
-        || ls_remote(client, &repo, AUTOSCALER_REF_PREFIX),
-        |e: &crate::resolve::ResolveError| e.is_transient().then_some(None),
-    )
-    .await?;
-    let choice = choose_autoscaler(&p.kube, p.pin.as_deref(), &listing.refs)?;
+    let offline = fetcher.download.offline;
+    let (choice, commit) = match (&p.locked, p.pin.as_deref()) {
+        (Some(locked), Some(pin)) => (autoscaler_pin(&p.kube, pin)?, locked.commit.clone()),
+        (None, Some(pin)) if offline => (autoscaler_pin(&p.kube, pin)?, None),
+        (_, _) if offline => {
+            return Err(AppError::failure(
+                anyhow::anyhow!(
+                    "offline: cannot list the autoscaler releases at {AUTOSCALER_REPO} to choose one"
+                ),
+                Some("pass --autoscaler-version (or AUTOSCALER_VERSION), or build --locked".into()),
+            ));
+        }
+        (_, _) => {
+            let repo = fetcher.mirrors.rewrite(AUTOSCALER_REPO);
+            let listing = retrying(
+                fetcher.download.retry,
+                || ls_remote(client, &repo, AUTOSCALER_REF_PREFIX),
+                |e: &crate::resolve::ResolveError| e.is_transient().then_some(None),
+            )
+            .await?;
+            let choice = choose_autoscaler(&p.kube, p.pin.as_deref(), &listing.refs)?;
+            let name = format!("refs/tags/{}", choice.version.tag());
+            let commit = listing
+                .refs
+                .iter()
+                .find(|r| r.name == name)
+                .map(|r| r.peeled.clone().unwrap_or_else(|| r.oid.clone()));
+            (choice, commit)
+        }
+    };
     warnings.extend(choice.warning.clone());
     let autoscaler_source = match choice.pinned {
         true => "pinned".to_owned(),
         false => format!("newest of {}.{}", p.kube.major, p.kube.minor),
     };
 
-    let (extras, extras_source) = kubeadm_extras(&p.kube, fetcher, &mut warnings).await?;
+    let (extras, extras_source) = match &p.locked {
+        Some(locked) => (locked.extras.clone(), locked.extras_source.clone()),
+        None => kubeadm_extras(&p.kube, fetcher, &mut warnings).await?,
+    };
 
     let pins = Pins {
         kubernetes: p.kube.clone(),
@@ -234,7 +272,11 @@ pub(super) async fn resolve(
         &format!("apache/cloudstack-kubernetes-provider:{}", p.ccm),
         "ccm",
     )?;
-    if let Some(csi) = artifacts.iter().find(|a| a.dest == "manifest.yaml") {
+    if let Some(csi) = artifacts
+        .iter()
+        .find(|a| a.dest == "manifest.yaml")
+        .filter(|_| p.locked.is_none())
+    {
         let text = fetcher.text(&csi.url, TEXT_LIMIT).await?;
         let bad = |reason: String| {
             AppError::failure(
@@ -269,6 +311,7 @@ pub(super) async fn resolve(
         arch: p.arch,
         versions: Versions {
             autoscaler: choice.version.to_string(),
+            autoscaler_commit: commit,
             autoscaler_source,
             ccm: p.ccm,
             cni: p.cni,

@@ -8,7 +8,11 @@
 //! <root>/                          default $XDG_CACHE_HOME/cks-iso, else ~/.cache/cks-iso
 //!   blobs/sha256/<64 hex>          the blob's exact bytes, mode 0644
 //!   blobs/sha256/.<hex>.<random>.partial   a blob being written (removed on failure or Ctrl-C)
+//!   index/<sha256 of key>          which blob a URL or an image tag named (see [`index`])
 //! ```
+//!
+//! Downloaded files (binaries, tarballs, manifests) are blobs too, so a locked or offline build
+//! takes them from here.
 //!
 //! [`Cache::put`] streams a reader into a temporary file beside the final name while hashing it
 //! and renames it only when the digest (and the size, when known) match; otherwise the temporary
@@ -25,6 +29,7 @@
 //! by earlier runs are hashed again as they are copied.
 
 mod error;
+mod index;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -37,6 +42,7 @@ use crate::atomic::AtomicFile;
 use crate::env;
 use crate::image::{BlobSource, Digest, Hashing, Opened};
 pub use error::CacheError;
+pub use index::Recalled;
 
 /// The directory under the cache root that holds sha256 blobs.
 const BLOBS: &str = "blobs/sha256";

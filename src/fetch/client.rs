@@ -21,6 +21,8 @@ pub struct HttpConfig {
     pub retry: RetryPolicy,
     /// Most redirects followed for one request.
     pub max_redirects: usize,
+    /// Refuse every request (`--offline`): everything must come from the cache.
+    pub offline: bool,
 }
 
 impl Default for HttpConfig {
@@ -31,6 +33,7 @@ impl Default for HttpConfig {
             idle_timeout: Duration::from_secs(30),
             retry: RetryPolicy::default(),
             max_redirects: 10,
+            offline: false,
         }
     }
 }

@@ -30,6 +30,8 @@ pub struct Download<'a> {
     pub retry: RetryPolicy,
     /// Receives transferred bytes.
     pub progress: &'a dyn Progress,
+    /// Refuse every request with [`FetchError::Offline`] (`--offline`).
+    pub offline: bool,
 }
 
 /// How one attempt ended, when it did not finish the transfer.
@@ -48,6 +50,11 @@ impl Download<'_> {
         headers: &HeaderMap,
         sink: &mut dyn Sink,
     ) -> Result<Fetched, FetchError> {
+        if self.offline {
+            return Err(FetchError::Offline {
+                url: url.to_owned(),
+            });
+        }
         let mut attempt = 1;
         loop {
             let before = sink.written();

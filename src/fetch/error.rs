@@ -73,6 +73,12 @@ pub enum FetchError {
         /// Why.
         reason: String,
     },
+    /// `--offline` forbids the request, and the cache did not have what it would fetch.
+    #[error("offline: {url} is not in the cache")]
+    Offline {
+        /// The URL that would have been requested.
+        url: String,
+    },
     /// The HTTP client could not be set up.
     #[error("cannot set up the HTTP client: {reason}")]
     Client {
@@ -118,6 +124,11 @@ impl FetchError {
             Self::Redirects { .. } => {
                 "the server or mirror redirects in a circle; check the --mirror rules and the \
                  mirror's configuration"
+                    .into()
+            }
+            Self::Offline { .. } => {
+                "run the same build once with network and this --cache-dir, or bring the cache over \
+                 with `cks-iso cache export`/`cache import`"
                     .into()
             }
             Self::CaFile { .. } => "--ca-file takes a PEM file with one or more certificates".into(),

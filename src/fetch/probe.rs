@@ -25,6 +25,11 @@ pub async fn probe(
     url: &str,
     headers: &HeaderMap,
 ) -> Result<Probed, FetchError> {
+    if download.offline {
+        return Err(FetchError::Offline {
+            url: url.to_owned(),
+        });
+    }
     let mut attempt = 1;
     loop {
         let sent = download

@@ -82,6 +82,7 @@ struct HostState {
 pub struct Registry {
     client: reqwest::Client,
     retry: RetryPolicy,
+    offline: bool,
     config: RegistryConfig,
     cache: Cache,
     blob_permits: Semaphore,
@@ -108,6 +109,7 @@ impl Registry {
         Ok(Self {
             client: fetch::build_client(http)?,
             retry: http.retry,
+            offline: http.offline,
             blob_permits: Semaphore::new(config.jobs.max(1)),
             config,
             cache,
@@ -126,6 +128,7 @@ impl Registry {
             client: &self.client,
             retry: self.retry,
             progress,
+            offline: self.offline,
         }
     }
 

@@ -55,6 +55,20 @@ pub enum UpstreamError {
         /// What it is instead.
         reason: String,
     },
+    /// A locked build got other bytes than the lock records.
+    #[error(
+        "{name} from {url} changed since it was locked: the lock says sha256 {expected}, the download is {actual}"
+    )]
+    Drift {
+        /// The file.
+        name: String,
+        /// Where it came from.
+        url: String,
+        /// The sha256 in the lock.
+        expected: String,
+        /// The sha256 of the bytes received.
+        actual: String,
+    },
     /// Writing or moving the file failed.
     #[error("cannot write {}", path.display())]
     Io {
@@ -84,6 +98,11 @@ impl UpstreamError {
             Self::Content { .. } => Some(
                 "the server sent something else than the file (an error page, another \
                  architecture's build); check the URL and the --mirror rules"
+                    .into(),
+            ),
+            Self::Drift { .. } => Some(
+                "upstream or the mirror now serves other bytes under this URL; build without \
+                 --locked to take the new file (and review the change), or restore the original"
                     .into(),
             ),
             Self::Io { .. } => None,

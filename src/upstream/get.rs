@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use reqwest::header::HeaderMap;
 
 use super::{Artifact, Checksum, UpstreamError, file_name};
+use crate::cache::Cache;
 use crate::fetch::{Download, FetchError, FileSink, Mirrors, get_bytes};
+use crate::image::Digest;
 
 /// Checksum files are a line; more than this is not one.
 const CHECKSUM_LIMIT: u64 = 1 << 20;
@@ -17,6 +19,25 @@ pub struct Fetcher<'a> {
     pub download: Download<'a>,
     /// URL prefix rewriting.
     pub mirrors: &'a Mirrors,
+    /// Where downloads are kept by content, with an index by URL: a locked build takes what it
+    /// has from here, an offline build everything.
+    pub store: Option<&'a Cache>,
+}
+
+/// What a locked build expects of a download.
+#[derive(Debug, Clone)]
+pub struct Expected {
+    /// sha256, lowercase hex.
+    pub sha256: String,
+    /// Bytes.
+    pub size: u64,
+    /// The URL the lock names (the legacy one when that was used).
+    pub url: String,
+}
+
+/// The cache index key of an upstream URL.
+fn url_key(url: &str) -> String {
+    format!("url:{url}")
 }
 
 /// A verified file at its final path.
@@ -37,8 +58,16 @@ pub struct Got {
 }
 
 impl Fetcher<'_> {
-    /// GETs a small text through the mirrors (a checksum file, kubeadm's constants).
+    /// GETs a small text through the mirrors (a checksum file, kubeadm's constants). Offline, the
+    /// copy the cache recorded for `url`.
     pub async fn text(&self, url: &str, limit: u64) -> Result<String, FetchError> {
+        if let Some(store) = self.store.filter(|_| self.download.offline)
+            && let Some(found) = store.recall(&url_key(url))
+            && let Ok(bytes) = std::fs::read(store.blob_path(&found.digest))
+            && Digest::of(&bytes) == found.digest
+        {
+            return Ok(String::from_utf8_lossy(&bytes).into_owned());
+        }
         let (bytes, _) = get_bytes(
             &self.download,
             &self.mirrors.rewrite(url),
@@ -46,11 +75,109 @@ impl Fetcher<'_> {
             limit,
         )
         .await?;
+        if let Some(store) = self.store {
+            let kept = store
+                .put_bytes(&bytes)
+                .and_then(|digest| store.remember(&url_key(url), &digest, bytes.len() as u64, url));
+            if let Err(e) = kept {
+                tracing::warn!("cannot keep {url} in the cache: {e}");
+            }
+        }
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     /// Downloads `artifact` to `dest`; on any error nothing is left at `dest` or beside it.
+    /// With a store, the file is kept there; offline, it is taken from there.
     pub async fn get(&self, artifact: &Artifact, dest: &Path) -> Result<Got, UpstreamError> {
+        self.get_expecting(artifact, dest, None).await
+    }
+
+    /// [`Fetcher::get`] for a locked build: the store's copy of `expected` when it has one, else
+    /// a download that must hash to it ([`UpstreamError::Drift`] otherwise, nothing left behind).
+    pub async fn get_expecting(
+        &self,
+        artifact: &Artifact,
+        dest: &Path,
+        expected: Option<&Expected>,
+    ) -> Result<Got, UpstreamError> {
+        if let Some(got) = self.from_store(artifact, dest, expected)? {
+            return Ok(got);
+        }
+        let got = self.download_verified(artifact, dest).await?;
+        if let Some(want) = expected.filter(|want| want.sha256 != got.sha256) {
+            let _ = std::fs::remove_file(&got.path);
+            return Err(UpstreamError::Drift {
+                name: artifact.name.clone(),
+                url: got.fetched_from,
+                expected: want.sha256.clone(),
+                actual: got.sha256,
+            });
+        }
+        if let Some(store) = self.store {
+            let kept = Digest::parse(&format!("sha256:{}", got.sha256))
+                .map_err(|e| crate::cache::CacheError::Io {
+                    path: got.path.clone(),
+                    source: std::io::Error::other(e.to_string()),
+                })
+                .and_then(|digest| {
+                    let size = store.keep_file(&got.path, &digest)?;
+                    store.remember(&url_key(&artifact.url), &digest, size, &got.url)
+                });
+            if let Err(e) = kept {
+                tracing::warn!("cannot keep {} in the cache: {e}", artifact.name);
+            }
+        }
+        Ok(got)
+    }
+
+    /// The store's copy: the locked digest, or offline what the URL last named.
+    fn from_store(
+        &self,
+        artifact: &Artifact,
+        dest: &Path,
+        expected: Option<&Expected>,
+    ) -> Result<Option<Got>, UpstreamError> {
+        let Some(store) = self.store else {
+            return Ok(None);
+        };
+        let found = match expected {
+            Some(want) => Digest::parse(&format!("sha256:{}", want.sha256))
+                .ok()
+                .filter(|d| store.size_of(d) == Some(want.size))
+                .map(|d| (d, want.url.clone())),
+            None if self.download.offline => store
+                .recall(&url_key(&artifact.url))
+                .map(|r| (r.digest, r.note)),
+            None => None,
+        };
+        let Some((digest, url)) = found else {
+            return Ok(None);
+        };
+        match store.copy_out(&digest, dest, artifact.mode) {
+            Ok(_) => Ok(Some(Got {
+                path: dest.to_owned(),
+                url,
+                fetched_from: format!("the cache ({})", store.root().display()),
+                sha256: digest.hex().to_owned(),
+                checksum_verified: true,
+                notes: Vec::new(),
+            })),
+            Err(e) => {
+                tracing::warn!(
+                    "cached copy of {} is unusable ({e}); downloading it",
+                    artifact.name
+                );
+                Ok(None)
+            }
+        }
+    }
+
+    /// Downloads and verifies `artifact` (published checksum, content check).
+    async fn download_verified(
+        &self,
+        artifact: &Artifact,
+        dest: &Path,
+    ) -> Result<Got, UpstreamError> {
         let mut notes = Vec::new();
         let (url, checksum, sink, fetched_from) = match self.body(&artifact.url, dest).await {
             Ok((sink, from)) => (artifact.url.clone(), artifact.checksum.clone(), sink, from),

@@ -152,7 +152,7 @@ pub(super) async fn all(
     ui: &Ui,
 ) -> Result<Fetched, AppError> {
     let client = build_client(&settings.http)?;
-    let fetcher = net::fetcher(&client, settings);
+    let fetcher = net::fetcher(&client, settings, Some(&cache));
     tracing::info!("resolving versions for Kubernetes v{}", partial.kube);
     let resolution = resolve(partial, &client, &fetcher).await?;
     for warning in &resolution.warnings {
@@ -219,7 +219,7 @@ pub(super) async fn all(
         .map(|row| row.image.as_str());
     let references = plan::image_set(kubeadm.chain(manifest_images.iter().map(String::as_str)))?;
 
-    let registry = net::registry(settings, cache)?;
+    let registry = net::registry(settings, cache.clone())?;
     let mut arches = Vec::new();
     for &arch in &request.arches {
         arches.push(

@@ -89,6 +89,7 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         etcd: request.etcd.as_deref().map(bare_version),
         csi: csi_tag(args.csi_version.as_deref()),
         kube,
+        locked: None,
     };
     if partial.etcd.is_some() && request.arches.contains(&crate::upstream::Arch::Arm64) {
         tracing::warn!(
