@@ -7,6 +7,7 @@
 mod build;
 mod error;
 mod iso;
+mod locks;
 mod net;
 mod pull;
 mod resolve;
