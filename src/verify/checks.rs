@@ -28,21 +28,21 @@ const REQUIRED: [&str; 9] = [
     "provider.yaml",
 ];
 
-struct Ctx<'a> {
+pub(super) struct Ctx<'a> {
     reader: &'a IsoReader,
-    entries: BTreeMap<String, Entry>,
+    pub(super) entries: BTreeMap<String, Entry>,
     report: &'a mut Report,
 }
 
 impl Ctx<'_> {
-    fn violation(&mut self, path: &str, problem: impl Into<String>) {
+    pub(super) fn violation(&mut self, path: &str, problem: impl Into<String>) {
         self.report.violations.push(Violation {
             path: path.to_owned(),
             problem: problem.into(),
         });
     }
 
-    fn text(&mut self, path: &str) -> Option<String> {
+    pub(super) fn text(&mut self, path: &str) -> Option<String> {
         match self.reader.read_small(path, TEXT_LIMIT) {
             Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
             Err(e) => {
@@ -86,6 +86,9 @@ pub(super) fn run(
     let bundled = images(&mut cx, versions.as_ref(), arch);
     yamls(&mut cx, &bundled);
     units(&mut cx);
+    if let Some(versions) = &versions {
+        super::lock::check(&mut cx, versions);
+    }
     Ok(())
 }
 
