@@ -37,7 +37,8 @@ pub struct Inventory<'a> {
     pub iso: String,
     /// What `versions.txt` says: versions, files, images.
     pub versions: &'a Versions,
-    /// Per image archive path (`docker/pause:3.10.tar`), its platform manifest's digest.
+    /// Per image archive path (`docker/pause:3.10.tar`), its platform manifest's digest. An image
+    /// not here is taken as single-platform: its registry digest is its manifest's.
     pub manifests: BTreeMap<String, String>,
     /// The build's epoch (seconds), the documents' timestamp.
     pub epoch: i64,
