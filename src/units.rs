@@ -42,9 +42,6 @@ ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELE
 /// The source recorded in `versions.txt` for the built-in copies.
 pub const BUILTIN_SOURCE: &str = "builtin:cks-iso/kubeadm-units-1.18+";
 
-/// The oldest Kubernetes minor the built-in copies are right for.
-pub const BUILTIN_SINCE_MINOR: u32 = 18;
-
 /// Points the unit text at `/opt/bin`, where CKS installs kubelet.
 pub fn to_opt_bin(text: &str) -> String {
     text.replace("/usr/bin/", "/opt/bin/")

@@ -43,7 +43,6 @@ subjects:
 /// The key of an `image:` line (`image:` or `- image:`), and where its value starts.
 fn image_value_start(line: &str) -> Option<usize> {
     let trimmed = line.trim_start();
-    let indent = line.len() - trimmed.len();
     let rest = trimmed
         .strip_prefix("- ")
         .map(str::trim_start)
@@ -53,7 +52,6 @@ fn image_value_start(line: &str) -> Option<usize> {
     if !(after.is_empty() || after.starts_with([' ', '\t'])) {
         return None;
     }
-    let _ = indent;
     Some(offset + "image:".len())
 }
 
@@ -168,10 +166,8 @@ pub fn split_joined_separators(text: &str) -> String {
                 out.push_str(body[..at].trim_end());
                 out.push('\n');
                 out.push_str("---");
+                // The line's own ending (none on a last line without newline) stays.
                 out.push_str(&line[body.len()..]);
-                if line.len() == body.len() {
-                    // The last line had no newline; keep it that way.
-                }
             }
             None => out.push_str(line),
         }
