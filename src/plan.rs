@@ -390,6 +390,15 @@ mod tests {
     }
 
     #[test]
+    fn a_byte_order_mark_and_a_right_quoted_policy_leave_the_file_unchanged() {
+        let text = "\u{feff}---\nkind: Pod\nspec:\n  containers:\n  - image: busybox:1\n    imagePullPolicy: \"IfNotPresent\"\n";
+        let e = edit("network.yaml", text, &Role::Other).unwrap();
+        assert_eq!(e.text, text);
+        assert!(e.notes.is_empty(), "{:?}", e.notes);
+        assert_eq!(e.images, ["busybox:1"]);
+    }
+
+    #[test]
     fn image_set_normalises_and_deduplicates() {
         let set = image_set([
             "nginx",

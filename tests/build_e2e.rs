@@ -148,7 +148,7 @@ fn replay_node_side(root: &Path, arch: &str, world: &World) {
             let text = fs::read_to_string(&path).unwrap();
             for line in text.lines().filter(|l| l.contains("imagePullPolicy:")) {
                 assert!(
-                    line.trim_end().ends_with("IfNotPresent"),
+                    line.trim_end().trim_end_matches('"').ends_with("IfNotPresent"),
                     "{}: {line}",
                     path.display()
                 );

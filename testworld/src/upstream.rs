@@ -851,6 +851,7 @@ spec:
       containers:
         - name: snapshot-controller
           image: {snapctl}
+          imagePullPolicy: "IfNotPresent"
 "#
     )
 }
