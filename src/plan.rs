@@ -214,18 +214,21 @@ pub struct Edited {
     pub text: String,
     /// Every image it references, normalised.
     pub images: Vec<String>,
-    /// What was changed or repaired, for the log.
+    /// What was changed, for the log.
     pub notes: Vec<String>,
+    /// What was repaired in upstream's text (a joined `---`), for a warning the user sees.
+    pub warnings: Vec<String>,
 }
 
 /// Applies the contract's edits to the manifest `name` and lists its images.
 pub fn edit(name: &str, text: &str, role: &Role) -> Result<Edited, ManifestError> {
     let mut notes = Vec::new();
+    let mut warnings = Vec::new();
     let mut text = text.to_owned();
     let joined = manifest::find_joined_separators(&text);
     if !joined.is_empty() {
         for j in &joined {
-            notes.push(format!(
+            warnings.push(format!(
                 "line {} joins two documents ({:?}): split it so each document parses on its own",
                 j.line, j.text
             ));
@@ -257,6 +260,7 @@ pub fn edit(name: &str, text: &str, role: &Role) -> Result<Edited, ManifestError
         images: manifest::images(&docs),
         text: pulled,
         notes,
+        warnings,
     })
 }
 
@@ -386,7 +390,8 @@ mod tests {
     fn joined_separators_are_split_and_reported() {
         let text = "kind: A\nmetadata:\n  name: rbac.authorization.k8s.io---\nkind: B\nmetadata:\n  name: b\n";
         let e = edit("manifest.yaml", text, &Role::Other).unwrap();
-        assert!(e.notes[0].contains("line 3 joins two documents"));
+        assert!(e.warnings[0].contains("line 3 joins two documents"));
+        assert!(e.notes.is_empty(), "a repair is a warning, not a note");
     }
 
     #[test]

@@ -139,6 +139,9 @@ async fn manifest(
     for note in &edited.notes {
         tracing::info!("{dest}: {note}");
     }
+    for warning in &edited.warnings {
+        tracing::warn!("{dest} from {origin}: {warning}");
+    }
     Ok((put_text(dir, dest, origin, &edited.text)?, edited))
 }
 
