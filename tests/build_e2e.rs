@@ -63,6 +63,17 @@ fn work_dirs(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     (dir.join("out"), dir.join("cache"), tmp)
 }
 
+/// How many files are under `dir` (0 when it does not exist).
+fn files_under(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .map(|e| e.unwrap().path())
+        .map(|p| if p.is_dir() { files_under(&p) } else { 1 })
+        .sum()
+}
+
 /// Extracts an ISO with bsdtar, as an operator inspecting it would.
 fn extract(iso: &Path, into: &Path) {
     fs::create_dir_all(into).unwrap();
@@ -380,6 +391,14 @@ fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
     let missing_dashboard = world
         .dashboard_url()
         .replace("recommended.yaml", "missing.yaml");
+    // A CNI manifest naming another pause tag than kubeadm's 3.10; 3.9 sorts after 3.10, so nodes
+    // would run it. The world has no pause:3.9: only stopping before the pull gives our message.
+    let other_pause = dir.path().join("pause-3.9 network.yaml");
+    fs::write(
+        &other_pause,
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: cni\nspec:\n  template:\n    spec:\n      containers:\n      - name: cni\n        image: registry.k8s.io/pause:3.9\n",
+    )
+    .unwrap();
     let cases: Vec<(Vec<&str>, i32, Vec<&str>)> = vec![
         (
             vec!["--arch", "s390x"],
@@ -398,6 +417,17 @@ fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
             vec!["/nonexistent/dashboard.yaml"],
         ),
         (vec!["--ccm-version", "v9.9.9"], 1, vec!["v9.9.9", "404"]),
+        (
+            vec!["--network", p(&other_pause)],
+            1,
+            vec![
+                "network.yaml (file://",
+                "line 10 names the pause image registry.k8s.io/pause:3.9",
+                "kubeadm's is registry.k8s.io/pause:3.10",
+                "sort | tail -1",
+                "hint: make network.yaml name registry.k8s.io/pause:3.10",
+            ],
+        ),
         (
             vec!["--kubernetes", "1.34.0"],
             1,
@@ -435,6 +465,10 @@ fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
             "{extra:?} left a work dir: {:?}",
             names(&tmp)
         );
+        // None of these cases gets as far as pulling (the arm64 one is last).
+        if extra != ["--arch", "arm64"] {
+            assert_eq!(files_under(&cache), 0, "{extra:?} pulled into the cache");
+        }
     }
     // Another minor's autoscaler is a warning, and the build goes on.
     let mut cmd = build(&world, &tmp, &base);

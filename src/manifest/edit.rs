@@ -55,6 +55,23 @@ fn image_value_start(line: &str) -> Option<usize> {
     Some(offset + "image:".len())
 }
 
+/// Every `image:` line of `text` (`image:` or `- image:`, block style) with its 1-based number
+/// and its value as written, quotes and a trailing comment removed.
+pub fn image_lines(text: &str) -> Vec<(usize, String)> {
+    lines(text)
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let start = image_value_start(line)?;
+            let value = line[start..].trim();
+            let value = match value.strip_prefix(['"', '\'']) {
+                Some(quoted) => quoted.split(['"', '\'']).next().unwrap_or_default(),
+                None => value.split(" #").next().unwrap_or_default().trim(),
+            };
+            (!value.is_empty()).then(|| (i + 1, value.to_owned()))
+        })
+        .collect()
+}
+
 /// Splits text into lines keeping their terminators.
 fn lines(text: &str) -> impl Iterator<Item = &str> {
     text.split_inclusive('\n')
@@ -265,6 +282,15 @@ mod tests {
         assert!(
             !out.ends_with('\n'),
             "other bytes untouched, including a missing final newline"
+        );
+    }
+
+    #[test]
+    fn image_lines_are_numbered_and_unquoted() {
+        let text = "a: 1\n- image: \"x:1\"\n  image: 'y:2' # c\n  image: z:3 # c\r\nbaseimage: no\n";
+        assert_eq!(
+            image_lines(text),
+            [(2, "x:1".into()), (3, "y:2".into()), (4, "z:3".into())]
         );
     }
 

@@ -203,6 +203,23 @@ pub(super) async fn all(
             .map(|(dest, source, role)| manifest(&fetcher, &common, dest, source, role)),
     )
     .await?;
+    let kubeadm: Vec<&str> = resolution
+        .images
+        .iter()
+        .filter(|row| row.source == "kubeadm")
+        .map(|row| row.image.as_str())
+        .collect();
+    // Before any pull: a second pause image would be the one nodes run (`sort | tail -1`).
+    plan::one_pause(
+        &kubeadm,
+        taken
+            .iter()
+            .map(|(file, edited)| (file.dest.as_str(), file.source.as_str(), edited)),
+    )
+    .map_err(|e| {
+        let hint = e.hint();
+        AppError::failure(*e, Some(hint))
+    })?;
     for (file, edited) in taken {
         manifest_images.extend(edited.images);
         shared.push(file);
@@ -215,12 +232,12 @@ pub(super) async fn all(
         shared.push(put_text(&common, dest, source, &units::to_opt_bin(text))?);
     }
 
-    let kubeadm = resolution
-        .images
-        .iter()
-        .filter(|row| row.source == "kubeadm")
-        .map(|row| row.image.as_str());
-    let references = plan::image_set(kubeadm.chain(manifest_images.iter().map(String::as_str)))?;
+    let references = plan::image_set(
+        kubeadm
+            .iter()
+            .copied()
+            .chain(manifest_images.iter().map(String::as_str)),
+    )?;
 
     let registry = net::registry(settings, cache)?;
     let mut arches = Vec::new();
