@@ -418,6 +418,17 @@ fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
         ),
         (vec!["--ccm-version", "v9.9.9"], 1, vec!["v9.9.9", "404"]),
         (
+            vec!["--ccm-version", "v1.3.0-rc1"],
+            1,
+            vec![
+                "provider.yaml",
+                "v1.3.0-rc1/deployment.yaml",
+                "2 `image:` lines",
+                "lines 11, 13",
+                "hint:",
+            ],
+        ),
+        (
             vec!["--network", p(&other_pause)],
             1,
             vec![
