@@ -10,7 +10,9 @@ use crate::cli::ResolveArgs;
 use crate::env;
 use crate::fetch::{build_client, retrying};
 use crate::image::Reference;
-use crate::resolve::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, check_supported};
+use crate::resolve::version::{
+    AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, autoscaler_pin, check_supported,
+};
 use crate::resolve::{Extras, KubeVersion, ccm_tag, choose_autoscaler, images, ls_remote};
 use crate::ui::Ui;
 use crate::upstream::content::{check_yaml, images_in_yaml};
@@ -182,14 +184,21 @@ pub(super) async fn resolve(
     fetcher: &Fetcher<'_>,
 ) -> Result<Resolution, AppError> {
     let mut warnings = Vec::new();
-    let repo = fetcher.mirrors.rewrite(AUTOSCALER_REPO);
-    let listing = retrying(
-        fetcher.download.retry,
-        || ls_remote(client, &repo, AUTOSCALER_REF_PREFIX),
-        |e: &crate::resolve::ResolveError| e.is_transient().then_some(None),
-    )
-    .await?;
-    let choice = choose_autoscaler(&p.kube, p.pin.as_deref(), &listing.refs)?;
+    // A pinned release needs no tag listing (upstream's script only downloads its manifest, and
+    // a build that cannot reach git must still work); a wrong pin fails on that download.
+    let choice = match p.pin.as_deref() {
+        Some(pin) => autoscaler_pin(&p.kube, pin)?,
+        None => {
+            let repo = fetcher.mirrors.rewrite(AUTOSCALER_REPO);
+            let listing = retrying(
+                fetcher.download.retry,
+                || ls_remote(client, &repo, AUTOSCALER_REF_PREFIX),
+                |e: &crate::resolve::ResolveError| e.is_transient().then_some(None),
+            )
+            .await?;
+            choose_autoscaler(&p.kube, None, &listing.refs)?
+        }
+    };
     warnings.extend(choice.warning.clone());
     let autoscaler_source = match choice.pinned {
         true => "pinned".to_owned(),
