@@ -242,6 +242,32 @@ fn resolve_reads_kubeadm_constants_of_a_release_newer_than_the_tool() {
     }
 }
 
+/// kubeadm 1.20 declares `PauseVersion` in `constants_unix.go`: resolve reads it there instead of
+/// falling back to the embedded table.
+#[test]
+fn resolve_reads_kubeadm_1_20_pause_from_constants_unix_go() {
+    let snapshot = Snapshot::typical()
+        .kubernetes(KubeRelease::known("1.20.15").unwrap())
+        .crictl("1.20.0");
+    let w = world(&snapshot);
+    let out = w.resolve(&["--kubernetes", "1.20.15", "--autoscaler-version", "1.20.0"]);
+    let (stdout, stderr) = ok(&out);
+    assert!(!stderr.contains("embedded table"), "{stderr}");
+    assert!(
+        stdout.contains("pause 3.2 (from kubeadm constants.go and constants_unix.go at v1.20.15)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("k8s.gcr.io/pause:3.2"), "{stdout}");
+    assert!(
+        w.upstream
+            .served()
+            .iter()
+            .any(|s| s.path.ends_with("/v1.20.15/cmd/kubeadm/app/constants/constants_unix.go")),
+        "{:?}",
+        w.upstream.served()
+    );
+}
+
 #[test]
 fn autoscaler_pin_from_the_environment_warns_on_another_minor() {
     let w = world(&Snapshot::typical());

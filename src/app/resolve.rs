@@ -302,8 +302,23 @@ async fn kubeadm_extras(
     fetcher: &Fetcher<'_>,
     warnings: &mut Vec<String>,
 ) -> Result<(Extras, String), AppError> {
-    let url = crate::resolve::kubeadm::constants_url(kube);
+    use crate::resolve::kubeadm::{constants_unix_url, constants_url, declares_pause};
+    let url = constants_url(kube);
     let reason = match fetcher.text(&url, TEXT_LIMIT).await {
+        // kubeadm 1.20 declares PauseVersion in constants_unix.go, beside constants.go.
+        Ok(src) if !declares_pause(&src) => {
+            let unix = constants_unix_url(kube);
+            match fetcher.text(&unix, TEXT_LIMIT).await {
+                Ok(more) => match Extras::from_constants(&format!("{src}\n{more}"), kube.minor) {
+                    Ok(extras) => {
+                        let from = format!("kubeadm constants.go and constants_unix.go at v{kube}");
+                        return Ok((extras, from));
+                    }
+                    Err(err) => err.to_string(),
+                },
+                Err(err) => format!("constants.go has no PauseVersion and {err}"),
+            }
+        }
         Ok(src) => match Extras::from_constants(&src, kube.minor) {
             Ok(extras) => return Ok((extras, format!("kubeadm constants.go at v{kube}"))),
             Err(err) => err.to_string(),

@@ -466,13 +466,17 @@ fn kubeadm_images(
     let path = format!(
         "raw.githubusercontent.com/kubernetes/kubernetes/v{kubernetes}/cmd/kubeadm/app/constants/constants.go"
     );
-    let go = String::from_utf8_lossy(
+    let mut go = String::from_utf8_lossy(
         &files
             .get(&path)
             .unwrap_or_else(|| panic!("the snapshot has no {path}"))
             .body,
     )
     .into_owned();
+    // kubeadm 1.20 declares PauseVersion in constants_unix.go, beside constants.go.
+    if let Some(unix) = files.get(&path.replace("constants.go", "constants_unix.go")) {
+        go.push_str(&String::from_utf8_lossy(&unix.body));
+    }
     let constant = |name: &str| {
         Regex::new(&format!(r#"\b{name}\s*=\s*"([^"]+)""#))
             .unwrap()
