@@ -327,8 +327,10 @@ fn both_arches_build_verify_and_replay_on_the_node_side() {
     );
 }
 
-/// Before 1.25 (and its late patches) kubeadm names its images on k8s.gcr.io: a 1.21 build pulls
-/// them from there (through its mirror), under that name, and the ISO passes the contract.
+/// Before 1.25 (and its late patches) kubeadm names its images on k8s.gcr.io. With a mirror for
+/// registry.k8s.io only (as most corporate mirrors are set up today), a 1.21 build fetches them
+/// from registry.k8s.io's mirror, which serves the same content, and keeps the k8s.gcr.io names;
+/// the ISO passes the contract.
 #[test]
 fn kubernetes_before_1_25_bundles_its_images_from_k8s_gcr_io() {
     let world = World::start(Options {
@@ -337,9 +339,20 @@ fn kubernetes_before_1_25_bundles_its_images_from_k8s_gcr_io() {
     });
     let dir = tempfile::tempdir().unwrap();
     let (out, cache, tmp) = work_dirs(dir.path());
+    let config = dir.path().join("no-gcr-mirror.yaml");
+    let yaml: String = world
+        .config_yaml()
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("k8s.gcr.io:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(yaml.contains("registry.k8s.io:") && !yaml.contains("k8s.gcr.io"), "{yaml}");
+    fs::write(&config, yaml).unwrap();
     let mut args = flags(&world, p(&out), p(&cache));
     args.extend(["--arch", "arm64"]);
-    ok(build(&world, &tmp, &args).output().unwrap());
+    let mut cmd = build(&world, &tmp, &args);
+    cmd.env("CKS_ISO_CONFIG", &config);
+    ok(cmd.output().unwrap());
     let iso = out.join("setup-v1.21.14-aarch64.iso");
     let root = dir.path().join("x");
     extract(&iso, &root);

@@ -253,6 +253,10 @@ impl World {
                 )
             };
             push(&addr, &repository, &plan);
+            // registry.k8s.io serves everything k8s.gcr.io held, under the same paths.
+            if let Some(path) = repository.strip_prefix("k8s.gcr.io/") {
+                push(&addr, &format!("registry.k8s.io/{path}"), &plan);
+            }
             if let Some(old) = &digest {
                 renamed.insert(old.clone(), top.clone());
             }
