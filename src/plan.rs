@@ -54,6 +54,26 @@ pub enum PlanError {
         /// What was given.
         given: String,
     },
+    /// CloudStack 4.23's script form: argument 6 is a Headlamp version, not a dashboard manifest.
+    #[error(
+        "positional argument 6 is {given:?}, a Headlamp version as CloudStack 4.23's script takes \
+         it; cks-iso takes DASHBOARD_YAML (a URL or a file) there, and the Headlamp manifest itself \
+         with --headlamp"
+    )]
+    HeadlampVersion {
+        /// What was given.
+        given: String,
+    },
+}
+
+/// `0.40.1` or `v0.40.1`: what CloudStack 4.23's script takes as its sixth argument.
+fn is_version(text: &str) -> bool {
+    let digits = text.strip_prefix('v').unwrap_or(text);
+    let parts: Vec<&str> = digits.split('.').collect();
+    parts.len() >= 2
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 impl PlanError {
@@ -61,6 +81,12 @@ impl PlanError {
     pub fn hint(&self) -> Option<String> {
         Some(match self {
             Self::Arch { .. } => "use amd64 (x86_64) or arm64 (aarch64)".into(),
+            Self::HeadlampVersion { .. } => "give a dashboard manifest as argument 6 and the \
+                Headlamp manifest with --headlamp URL|FILE (the URL the 4.23 script builds from the \
+                version no longer exists upstream), e.g. cks-iso build OUTPUT_PATH 1.33.1 1.6.2 \
+                1.33.0 NETWORK_YAML DASHBOARD_YAML setup-v1.33.1 amd64 --headlamp \
+                https://example.org/headlamp.yaml"
+                .into(),
             _ => "cks-iso build --kubernetes 1.33.1 --network URL --dashboard URL [--arch arm64]…, or \
                   upstream's form: OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION \
                   NETWORK_YAML DASHBOARD_YAML BUILD_NAME [ARCH] [ETCD_VERSION]"
@@ -138,6 +164,9 @@ pub fn request(positional: &[String], flags: Flags) -> Result<Request, PlanError
         });
     }
     let at = |i: usize| positional.get(i).filter(|s| !s.is_empty()).cloned();
+    if let Some(given) = at(5).filter(|a| is_version(a)) {
+        return Err(PlanError::HeadlampVersion { given });
+    }
     let output = merge(
         "OUTPUT_PATH / --output",
         at(0).map(PathBuf::from),
@@ -443,6 +472,29 @@ mod tests {
             },
         );
         assert!(matches!(arch, Err(PlanError::Arch { .. })));
+    }
+
+    #[test]
+    fn cloudstack_4_23_headlamp_version_in_argument_6_is_refused_showing_headlamp() {
+        let args = pos(&[
+            "out",
+            "1.33.1",
+            "1.6.2",
+            "1.33.0",
+            "https://x/net.yaml",
+            "0.40.1",
+            "setupheadlamp-v1.33.1",
+            "amd64",
+        ]);
+        let err = request(&args, Flags::default()).unwrap_err();
+        assert!(matches!(err, PlanError::HeadlampVersion { .. }), "{err}");
+        assert!(err.to_string().contains("\"0.40.1\""), "{err}");
+        assert!(err.hint().unwrap().contains("--headlamp URL|FILE"));
+        for dashboard in ["dash.yaml", "v2", "1.yaml", "https://x/2.7.0"] {
+            let mut ok = args.clone();
+            ok[5] = dashboard.into();
+            assert!(request(&ok, Flags::default()).is_ok(), "{dashboard}");
+        }
     }
 
     #[test]
