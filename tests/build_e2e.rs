@@ -529,3 +529,98 @@ fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("warning:") && err.contains("1.32.2"), "{err}");
 }
+
+/// Paths no other test takes (issue 13, item 12 and friends): `--etcd` on an arm64 ISO (its
+/// `versions.txt` line, the arm64 file name, the warning about etcd nodes of CloudStack ≤ 4.22),
+/// `CCM_VERSION` from the environment, a pinned autoscaler while git is unreachable, a local
+/// Headlamp manifest whose path holds a space and a `#` (it must round-trip through
+/// `versions.txt`), and the joined-`---` repair as a warning at the default level. `verify`
+/// accepts the ISO.
+#[test]
+fn etcd_ccm_from_the_environment_a_pinned_autoscaler_without_git_and_a_spaced_path() {
+    let world = World::start(Options {
+        ccm_tag: "v1.3.0-rc1".into(),
+        ..Options::default()
+    });
+    let autoscaler = world.autoscaler_version().unwrap().to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, cache, tmp) = work_dirs(dir.path());
+    // git on a closed port: a pinned autoscaler must not need the tag listing.
+    let config = dir.path().join("no-git.yaml");
+    let yaml: String = world
+        .config_yaml()
+        .lines()
+        .map(|l| match l.trim_start().starts_with("https://github.com/kubernetes/autoscaler:") {
+            true => "  https://github.com/kubernetes/autoscaler: http://127.0.0.1:9/autoscaler.git\n"
+                .to_owned(),
+            false => format!("{l}\n"),
+        })
+        .collect();
+    assert!(yaml.contains("127.0.0.1:9/autoscaler.git"), "{yaml}");
+    fs::write(&config, yaml).unwrap();
+    // The world's Headlamp manifest, as a local file in a directory with a space and a `#`.
+    let files = cks_iso_testworld::world::default_snapshot(world.kubernetes()).files();
+    let headlamp_url = world.headlamp_url().trim_start_matches("https://");
+    let local = dir.path().join("my manifests #2");
+    fs::create_dir_all(&local).unwrap();
+    let headlamp = local.join("head lamp.yaml");
+    fs::write(&headlamp, &files[headlamp_url].body).unwrap();
+
+    let mut args = flags(&world, p(&out), p(&cache));
+    let at = args.iter().position(|a| *a == "--headlamp").unwrap();
+    args[at + 1] = p(&headlamp);
+    args.extend(["--arch", "arm64", "--etcd", "3.5.21"]);
+    let mut cmd = build(&world, &tmp, &args);
+    cmd.env("CKS_ISO_CONFIG", &config)
+        .env("CCM_VERSION", "1.3.0-rc1")
+        .env("AUTOSCALER_VERSION", &autoscaler);
+    let o = ok(cmd.output().unwrap());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("warning:") && err.contains("only etcd-linux-amd64.tar.gz"),
+        "the etcd warning for arm64:\n{err}"
+    );
+    assert!(
+        err.contains(
+            "warning: manifest.yaml from https://github.com/cloudstack/cloudstack-csi-driver/releases/download/v3.0.0/manifest.yaml: line"
+        ) && err.contains("joins two documents"),
+        "the joined separator is a warning:\n{err}"
+    );
+
+    let k = world.kubernetes();
+    let iso = out.join(format!("setup-v{k}-aarch64.iso"));
+    let root = dir.path().join("x");
+    extract(&iso, &root);
+    let etcd = root.join("etcd/etcd-linux-arm64.tar.gz");
+    let (listing, _) = tool("tar", ["-tzf", p(&etcd)]);
+    assert!(listing.contains("etcd-v3.5.21-linux-arm64/etcd"), "{listing}");
+    assert!(!root.join("etcd/etcd-linux-amd64.tar.gz").exists());
+    let versions = fs::read_to_string(root.join("versions.txt")).unwrap();
+    for want in [
+        "\netcd v3.5.21\n".to_owned(),
+        "\nccm v1.3.0-rc1\n".to_owned(),
+        format!("\nautoscaler {autoscaler}\n"),
+        "/releases/download/v3.5.21/etcd-v3.5.21-linux-arm64.tar.gz\n".to_owned(),
+        "\nimage docker.io/apache/cloudstack-kubernetes-provider:v1.3.0-rc1 sha256:".to_owned(),
+        "my%20manifests%20%232/head%20lamp.yaml\n".to_owned(),
+    ] {
+        assert!(versions.contains(&want), "{want:?} not in:\n{versions}");
+    }
+    assert!(
+        versions
+            .lines()
+            .any(|l| l.starts_with("file etcd/etcd-linux-arm64.tar.gz sha256:")),
+        "{versions}"
+    );
+    let provider = fs::read_to_string(root.join("provider.yaml")).unwrap();
+    assert!(
+        provider.contains("image: apache/cloudstack-kubernetes-provider:v1.3.0-rc1"),
+        "{provider}"
+    );
+    let verify = cks_iso().args(["verify", p(&iso)]).output().unwrap();
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}
