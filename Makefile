@@ -9,7 +9,7 @@ DEB_PACKAGES := docker-registry git xorriso genisoimage libarchive-tools p7zip-f
 # The command each package provides, to tell whether it is already installed.
 DEB_COMMANDS := docker-registry git xorriso isoinfo bsdtar 7z skopeo containerd /usr/bin/time unshare curl
 
-.PHONY: all deps build test lint demo bench clean
+.PHONY: all deps build test lint doc demo bench clean
 
 all: build
 
@@ -28,6 +28,10 @@ build:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+
+# The API documentation of every crate, with rustdoc's warnings (broken links, …) as errors.
+doc:
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace --locked
 
 test: deps lint
 	$(CARGO) test --locked --workspace
