@@ -132,7 +132,11 @@ mod tests {
         section
             .lines()
             .filter_map(|line| {
-                let cells: Vec<&str> = line.strip_prefix('|')?.strip_suffix('|')?.split(" | ").collect();
+                let cells: Vec<&str> = line
+                    .strip_prefix('|')?
+                    .strip_suffix('|')?
+                    .split(" | ")
+                    .collect();
                 let name = cells.first()?.trim().strip_prefix('`')?.strip_suffix('`')?;
                 Some((name.to_owned(), cells[1..].join(" | ").trim().to_owned()))
             })
@@ -149,7 +153,10 @@ mod tests {
             "the README's table must list each variable of env.rs once, in env::ALL's order, and no others"
         );
         for ((name, effect), var) in rows.iter().zip(super::ALL) {
-            assert_eq!(effect, var.about, "README row of {name} differs from env.rs");
+            assert_eq!(
+                effect, var.about,
+                "README row of {name} differs from env.rs"
+            );
         }
     }
 }

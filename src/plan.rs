@@ -534,7 +534,10 @@ mod tests {
 
     #[test]
     fn another_pause_tag_in_a_manifest_is_refused_naming_both_and_the_line() {
-        let kubeadm = ["registry.k8s.io/kube-proxy:v1.33.1", "registry.k8s.io/pause:3.10"];
+        let kubeadm = [
+            "registry.k8s.io/kube-proxy:v1.33.1",
+            "registry.k8s.io/pause:3.10",
+        ];
         let text = "kind: DaemonSet\nspec:\n  template:\n    spec:\n      containers:\n      - image: calico/node:v3\n      - name: sandbox\n        image: \"registry.k8s.io/pause:3.9\"\n";
         let net = edit("network.yaml", text, &Role::Other).unwrap();
         let err = one_pause(&kubeadm, [("network.yaml", "file:///n.yaml", &net)]).unwrap_err();

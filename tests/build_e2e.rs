@@ -159,7 +159,9 @@ fn replay_node_side(root: &Path, arch: &str, world: &World) {
             let text = fs::read_to_string(&path).unwrap();
             for line in text.lines().filter(|l| l.contains("imagePullPolicy:")) {
                 assert!(
-                    line.trim_end().trim_end_matches('"').ends_with("IfNotPresent"),
+                    line.trim_end()
+                        .trim_end_matches('"')
+                        .ends_with("IfNotPresent"),
                     "{}: {line}",
                     path.display()
                 );
@@ -346,7 +348,10 @@ fn kubernetes_before_1_25_bundles_its_images_from_k8s_gcr_io() {
         .filter(|l| !l.trim_start().starts_with("k8s.gcr.io:"))
         .map(|l| format!("{l}\n"))
         .collect();
-    assert!(yaml.contains("registry.k8s.io:") && !yaml.contains("k8s.gcr.io"), "{yaml}");
+    assert!(
+        yaml.contains("registry.k8s.io:") && !yaml.contains("k8s.gcr.io"),
+        "{yaml}"
+    );
     fs::write(&config, yaml).unwrap();
     let mut args = flags(&world, p(&out), p(&cache));
     args.extend(["--arch", "arm64"]);
@@ -404,7 +409,13 @@ fn the_4_23_positional_form_with_a_headlamp_version_is_a_usage_error() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    for want in ["argument 6", "\"0.40.1\"", "Headlamp version", "hint:", "--headlamp URL|FILE"] {
+    for want in [
+        "argument 6",
+        "\"0.40.1\"",
+        "Headlamp version",
+        "hint:",
+        "--headlamp URL|FILE",
+    ] {
         assert!(err.contains(want), "{want:?} not in:\n{err}");
     }
     assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
@@ -593,7 +604,10 @@ fn etcd_ccm_from_the_environment_a_pinned_autoscaler_without_git_and_a_spaced_pa
     extract(&iso, &root);
     let etcd = root.join("etcd/etcd-linux-arm64.tar.gz");
     let (listing, _) = tool("tar", ["-tzf", p(&etcd)]);
-    assert!(listing.contains("etcd-v3.5.21-linux-arm64/etcd"), "{listing}");
+    assert!(
+        listing.contains("etcd-v3.5.21-linux-arm64/etcd"),
+        "{listing}"
+    );
     assert!(!root.join("etcd/etcd-linux-amd64.tar.gz").exists());
     let versions = fs::read_to_string(root.join("versions.txt")).unwrap();
     for want in [

@@ -286,7 +286,9 @@ fn kubeadm_1_20_declares_pause_in_constants_unix_go() {
         Extras::from_constants(&both, v.minor).ok(),
         Extras::embedded(&v)
     );
-    assert!(constants_unix_url(&v).ends_with("/v1.20.15/cmd/kubeadm/app/constants/constants_unix.go"));
+    assert!(
+        constants_unix_url(&v).ends_with("/v1.20.15/cmd/kubeadm/app/constants/constants_unix.go")
+    );
 }
 
 #[test]

@@ -259,10 +259,9 @@ fn resolve_reads_kubeadm_1_20_pause_from_constants_unix_go() {
     );
     assert!(stdout.contains("k8s.gcr.io/pause:3.2"), "{stdout}");
     assert!(
-        w.upstream
-            .served()
-            .iter()
-            .any(|s| s.path.ends_with("/v1.20.15/cmd/kubeadm/app/constants/constants_unix.go")),
+        w.upstream.served().iter().any(|s| s
+            .path
+            .ends_with("/v1.20.15/cmd/kubeadm/app/constants/constants_unix.go")),
         "{:?}",
         w.upstream.served()
     );

@@ -138,7 +138,11 @@ pub fn pull_if_not_present(text: &str) -> (String, usize) {
         changed += 1;
         let start = key_end + value.start;
         out.push_str(&body[..key_end]);
-        out.push_str(if value.start == 0 { " " } else { &body[key_end..start] });
+        out.push_str(if value.start == 0 {
+            " "
+        } else {
+            &body[key_end..start]
+        });
         out.push_str(value.quote);
         out.push_str("IfNotPresent");
         out.push_str(value.quote);
@@ -287,7 +291,8 @@ mod tests {
 
     #[test]
     fn image_lines_are_numbered_and_unquoted() {
-        let text = "a: 1\n- image: \"x:1\"\n  image: 'y:2' # c\n  image: z:3 # c\r\nbaseimage: no\n";
+        let text =
+            "a: 1\n- image: \"x:1\"\n  image: 'y:2' # c\n  image: z:3 # c\r\nbaseimage: no\n";
         assert_eq!(
             image_lines(text),
             [(2, "x:1".into()), (3, "y:2".into()), (4, "z:3".into())]
@@ -324,7 +329,8 @@ mod tests {
     #[test]
     fn quoted_pull_policies_keep_their_quotes_and_right_ones_their_bytes() {
         // As in the CSI driver's v3.0.0 manifest: already right, quoted; left alone, not counted.
-        let right = "  imagePullPolicy: \"IfNotPresent\"\n  imagePullPolicy:   'IfNotPresent'  # ok\n";
+        let right =
+            "  imagePullPolicy: \"IfNotPresent\"\n  imagePullPolicy:   'IfNotPresent'  # ok\n";
         assert_eq!(pull_if_not_present(right), (right.to_owned(), 0));
         let text = "  imagePullPolicy: \"Always\"\r\n  imagePullPolicy: 'Never' # pinned\n  imagePullPolicy:\n";
         let (out, changed) = pull_if_not_present(text);
@@ -365,7 +371,11 @@ mod tests {
     fn crlf_manifests_get_crlf_in_the_appended_rbac_and_the_split() {
         let out = append_autoscaler_extra("kind: Deployment\r\nspec: {}");
         assert!(out.starts_with("kind: Deployment\r\nspec: {}\r\n\r\n---\r\napiVersion"));
-        assert_eq!(out.matches('\n').count(), out.matches("\r\n").count(), "{out:?}");
+        assert_eq!(
+            out.matches('\n').count(),
+            out.matches("\r\n").count(),
+            "{out:?}"
+        );
         let split = split_joined_separators("kind: A\r\nname: x---\r\nkind: B\r\n");
         assert_eq!(split, "kind: A\r\nname: x\r\n---\r\nkind: B\r\n");
         let lf = append_autoscaler_extra("kind: A\n");

@@ -211,7 +211,11 @@ mod tests {
             routes.endpoint(&pause).manifest_url("3.4.1"),
             "http://m:5000/v2/gcr/pause/manifests/3.4.1"
         );
-        assert_eq!(pause.to_string(), "k8s.gcr.io/pause:3.4.1", "the name stays");
+        assert_eq!(
+            pause.to_string(),
+            "k8s.gcr.io/pause:3.4.1",
+            "the name stays"
+        );
     }
 
     #[test]
