@@ -120,6 +120,8 @@ impl ResolveError {
         match self {
             Self::Http { source, .. } => crate::fetch::retryable_error(source),
             Self::Status { status, .. } => crate::fetch::retryable_status(*status),
+            // A reply damaged on the way reads as garbage: ask again before calling it broken.
+            Self::Protocol { .. } | Self::PktLine { .. } | Self::NotSmart { .. } => true,
             _ => false,
         }
     }

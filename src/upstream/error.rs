@@ -81,6 +81,18 @@ pub enum UpstreamError {
 }
 
 impl UpstreamError {
+    /// Whether the bytes failed verification (checksum, content, drift, a checksum file that does
+    /// not parse): worth fetching again before believing it.
+    pub fn is_corruption(&self) -> bool {
+        matches!(
+            self,
+            Self::Mismatch { .. }
+                | Self::Content { .. }
+                | Self::ChecksumFile { .. }
+                | Self::Drift { .. }
+        )
+    }
+
     /// What the user can do about it.
     pub fn hint(&self) -> Option<String> {
         match self {
