@@ -31,11 +31,12 @@
 //! Several processes may share one cache: writers only create temporary names and rename them
 //! into place, and whatever removes blobs or entries (`cache verify --fix`, `cache prune`) touches
 //! final names only and checks first that the file is still the one it judged (see [`maint`]).
-//! What a lock needs from a cache is worked out in one place (`needs.rs`).
+//! What a lock needs from a cache is worked out in one place, [`needs`].
 
 mod error;
 mod index;
 mod maint;
+mod needs;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -50,6 +51,7 @@ use crate::image::{BlobSource, Digest, Hashing, Opened};
 pub use error::CacheError;
 pub use index::Recalled;
 pub use maint::{BlobFile, IndexEntry, Rehashed, STALE_AFTER, Stray};
+pub use needs::{Needed, NeededKey, Needs};
 
 /// The directory under the cache root that holds sha256 blobs.
 const BLOBS: &str = "blobs/sha256";
