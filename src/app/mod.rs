@@ -8,6 +8,7 @@ mod build;
 mod cache;
 mod error;
 mod iso;
+mod locks;
 mod net;
 mod pull;
 mod resolve;
