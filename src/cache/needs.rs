@@ -180,9 +180,10 @@ impl Cache {
             needs.broken(what, &entry.reference, problem);
             return;
         };
-        if reference.tag().is_some() {
-            let key = format!("tag:{}", entry.reference);
-            needs.key(key, top.clone(), entry.reference.clone());
+        // What a build records when it resolves a tag (not for a reference pinned by digest).
+        if reference.digest().is_none() {
+            let key = format!("tag:{reference}");
+            needs.key(key, top.clone(), reference.to_string());
         }
         let top_what = format!("{what} index or manifest");
         match Image::load(reference, &top, arch, self) {

@@ -8,18 +8,13 @@
 mod carry;
 mod check;
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use super::{AppError, net};
+use super::{AppError, locks, net};
 use crate::cache::{Cache, CacheError};
 use crate::cli::CacheCommand;
-use crate::iso::read::IsoReader;
-use crate::lock::{self, Lock};
+use crate::lock::Lock;
 use crate::ui::Ui;
-
-/// A lock larger than this is not one.
-const LOCK_LIMIT: u64 = 64 << 20;
 
 /// Runs one `cache` subcommand.
 pub fn run(command: CacheCommand, ui: &Ui) -> Result<(), AppError> {
@@ -45,55 +40,10 @@ fn read_locks(files: &[PathBuf]) -> Result<Vec<Locked>, AppError> {
         .map(|file| {
             Ok(Locked {
                 file: file.clone(),
-                lock: read_lock(file)?,
+                lock: locks::read(file)?.0,
             })
         })
         .collect()
-}
-
-fn read_lock(file: &Path) -> Result<Lock, AppError> {
-    let shown = file.display().to_string();
-    let unreadable = |e: std::io::Error| {
-        AppError::usage(
-            anyhow::anyhow!(e).context(format!("cannot read the lock {shown}")),
-            Some("pass a cks-iso.lock or an ISO cks-iso built".into()),
-        )
-    };
-    let mut head = Vec::new();
-    std::fs::File::open(file)
-        .and_then(|f| f.take(4096).read_to_end(&mut head))
-        .map_err(unreadable)?;
-    // A lock is JSON; an ISO starts with 32 KiB of system area, never with `{`.
-    let (text, origin) = match head.trim_ascii_start().first() {
-        Some(b'{') => {
-            let mut bytes = Vec::new();
-            std::fs::File::open(file)
-                .and_then(|f| f.take(LOCK_LIMIT).read_to_end(&mut bytes))
-                .map_err(unreadable)?;
-            (bytes, shown.clone())
-        }
-        _ => {
-            let iso = IsoReader::open(file).map_err(|e| {
-                AppError::usage(
-                    e,
-                    Some("pass a cks-iso.lock (JSON) or an ISO cks-iso built".into()),
-                )
-            })?;
-            let bytes = iso.read_small(lock::FILE_NAME, LOCK_LIMIT).map_err(|e| {
-                AppError::usage(
-                    anyhow::anyhow!(e)
-                        .context(format!("{shown} holds no readable {}", lock::FILE_NAME)),
-                    Some("ISOs from cks-iso before locks carry none: pass its lock file".into()),
-                )
-            })?;
-            (bytes, format!("{shown}:{}", lock::FILE_NAME))
-        }
-    };
-    let text = String::from_utf8_lossy(&text);
-    Lock::parse(&text, &origin).map_err(|e| {
-        let hint = e.hint();
-        AppError::usage(e, hint)
-    })
 }
 
 /// A cache error as a failure, with its hint.
