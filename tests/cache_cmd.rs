@@ -435,3 +435,75 @@ fn prune_keeps_exactly_what_the_locks_need() {
         text(&out.stdout)
     );
 }
+
+/// The whole air-gap trip: an online build writes its lock, the cache is exported for it and
+/// imported into an empty cache, every server stops, and `build --locked --offline` from that
+/// cache makes the same ISO byte for byte.
+#[test]
+fn a_cache_exported_for_a_build_rebuilds_it_offline_elsewhere() {
+    use cks_iso_testworld::world::{Options, World};
+    let world = World::start(Options::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let at = |rel: &str| tmp.path().join(rel);
+    fs::create_dir_all(at("tmp")).unwrap();
+    let lock = at("cks-iso.lock");
+    ok(cks_iso()
+        .env("CKS_ISO_CONFIG", world.config_path())
+        .env("TMPDIR", at("tmp"))
+        .env("SOURCE_DATE_EPOCH", "1700000000")
+        .args([
+            "build",
+            "--arch",
+            "amd64",
+            "--kubernetes",
+            world.kubernetes(),
+        ])
+        .args([
+            "--network",
+            world.network_url(),
+            "--dashboard",
+            world.dashboard_url(),
+        ])
+        .args(["--headlamp", world.headlamp_url()])
+        .args(["--output", p(&at("online")), "--cache-dir", p(&at("cache"))])
+        .args(["--lock-file", p(&lock)])
+        .output()
+        .unwrap());
+    ok(cache_cmd(
+        &at("cache"),
+        &["export", "--locked", p(&lock), "-o", p(&at("export"))],
+    ));
+    ok(cache_cmd(&at("carried"), &["import", p(&at("export"))]));
+    assert_eq!(contents(&at("carried")), contents(&at("export")));
+    let listed = ls_json(&at("carried"), &lock);
+    assert_eq!(listed["locks"][0]["missing"], 0, "{listed:#}");
+    drop(world);
+
+    let out = ok(cks_iso()
+        .env_remove("CKS_ISO_CONFIG")
+        .env("TMPDIR", at("tmp"))
+        .args(["build", "--locked", p(&lock), "--offline"])
+        .args([
+            "--output",
+            p(&at("offline")),
+            "--cache-dir",
+            p(&at("carried")),
+        ])
+        .output()
+        .unwrap());
+    let isos = |dir: &str| -> Vec<String> {
+        support::names(&at(dir))
+            .into_iter()
+            .filter(|n| n.ends_with(".iso"))
+            .collect()
+    };
+    assert_eq!(isos("online").len(), 1, "{}", text(&out.stderr));
+    assert_eq!(isos("online"), isos("offline"));
+    let name = &isos("online")[0];
+    let (online, offline) = (at("online").join(name), at("offline").join(name));
+    assert!(
+        fs::read(&online).unwrap() == fs::read(&offline).unwrap(),
+        "{name} differs between the online build and the offline one from the carried cache"
+    );
+    assert!(support::names(&at("tmp")).is_empty(), "nothing left behind");
+}
