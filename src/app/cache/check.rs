@@ -139,12 +139,17 @@ pub(super) fn verify(args: CacheVerifyArgs, ui: &Ui) -> Result<(), AppError> {
     progress.finish();
     let (entries, index_strays) = cache.index_files().map_err(failed)?;
     for entry in &entries {
-        if cache.size_of(&entry.digest) == Some(entry.size) {
+        let found = cache.size_of(&entry.digest);
+        if found == Some(entry.size) {
             continue;
         }
         problems += 1;
+        let state = match found {
+            None => "is not in the cache".to_owned(),
+            Some(other) => format!("has {other} bytes"),
+        };
         println!(
-            "dangling index entry {}: its blob {} ({} bytes) is not in the cache",
+            "dangling index entry {}: its blob {} ({} bytes) {state}",
             entry.key, entry.digest, entry.size
         );
         if args.fix && cache.forget(entry).map_err(failed)? {
