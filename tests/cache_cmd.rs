@@ -438,7 +438,8 @@ fn prune_keeps_exactly_what_the_locks_need() {
 
 /// The whole air-gap trip: an online build writes its lock, the cache is exported for it and
 /// imported into an empty cache, every server stops, and `build --locked --offline` from that
-/// cache makes the same ISO byte for byte.
+/// cache makes the same ISO byte for byte. On the way, a corrupt blob removed by `verify --fix`
+/// is fetched again by the next build.
 #[test]
 fn a_cache_exported_for_a_build_rebuilds_it_offline_elsewhere() {
     use cks_iso_testworld::world::{Options, World};
@@ -477,6 +478,37 @@ fn a_cache_exported_for_a_build_rebuilds_it_offline_elsewhere() {
     assert_eq!(contents(&at("carried")), contents(&at("export")));
     let listed = ls_json(&at("carried"), &lock);
     assert_eq!(listed["locks"][0]["missing"], 0, "{listed:#}");
+
+    // A flipped byte in the online cache: verify names it, --fix removes it, and the next
+    // locked build fetches it again and makes the same ISO.
+    let (blobs, _) = Cache::new(at("cache")).blob_files().unwrap();
+    let biggest = blobs.iter().max_by_key(|b| b.size).unwrap().digest.clone();
+    let path = at("cache/blobs/sha256").join(biggest.hex());
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[7] ^= 0x20;
+    fs::write(&path, bytes).unwrap();
+    let out = cache_cmd(&at("cache"), &["verify"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stdout).contains(&format!("corrupt {biggest}")));
+    ok(cache_cmd(&at("cache"), &["verify", "--fix"]));
+    assert!(!path.exists());
+    ok(cks_iso()
+        .env("CKS_ISO_CONFIG", world.config_path())
+        .env("TMPDIR", at("tmp"))
+        .args([
+            "build",
+            "--locked",
+            p(&lock),
+            "--output",
+            p(&at("refetched")),
+        ])
+        .args(["--cache-dir", p(&at("cache"))])
+        .output()
+        .unwrap());
+    assert_eq!(
+        Cache::new(at("cache")).rehash(&biggest).unwrap().actual,
+        biggest
+    );
     drop(world);
 
     let out = ok(cks_iso()
@@ -504,6 +536,10 @@ fn a_cache_exported_for_a_build_rebuilds_it_offline_elsewhere() {
     assert!(
         fs::read(&online).unwrap() == fs::read(&offline).unwrap(),
         "{name} differs between the online build and the offline one from the carried cache"
+    );
+    assert!(
+        fs::read(&online).unwrap() == fs::read(at("refetched").join(name)).unwrap(),
+        "{name} differs after the corrupt blob was fetched again"
     );
     assert!(support::names(&at("tmp")).is_empty(), "nothing left behind");
 }
