@@ -14,6 +14,8 @@
 //! - [`manifest`]: manifests edited as text (image pins, pull policy, extra RBAC), read as YAML.
 //! - [`lock`]: `cks-iso.lock`, the resolved inputs a later build repeats byte for byte.
 //! - [`versions`]: `versions.txt`, written into the ISO and read back by `verify`.
+//! - [`sbom`]: the ISO's inventory as CycloneDX 1.6 and SPDX 2.3 JSON, from what the build knows;
+//!   pure.
 //! - [`verify`]: checks a finished ISO against the CKS contract with the project's own reader.
 //! - [`registry`]: the distribution API client that pulls images into the cache.
 //! - [`upstream`]: the files a build downloads (URLs, published checksums, content checks) and
@@ -40,6 +42,7 @@ pub mod plan;
 pub mod progress;
 pub mod registry;
 pub mod resolve;
+pub mod sbom;
 pub mod ui;
 pub mod units;
 pub mod upstream;
