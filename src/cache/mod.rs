@@ -27,9 +27,16 @@
 //! [`BlobSource::open_for_copy`] hands out as [`Opened::Verified`] only blobs this process hashed
 //! and that are still the very file it hashed (same inode, size and modification time); blobs left
 //! by earlier runs are hashed again as they are copied.
+//!
+//! Several processes may share one cache: writers only create temporary names and rename them
+//! into place, and whatever removes blobs or entries (`cache verify --fix`, `cache prune`) touches
+//! final names only and checks first that the file is still the one it judged (see [`maint`]).
+//! What a lock needs from a cache is worked out in one place, [`needs`].
 
 mod error;
 mod index;
+mod maint;
+mod needs;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -43,6 +50,8 @@ use crate::env;
 use crate::image::{BlobSource, Digest, Hashing, Opened};
 pub use error::CacheError;
 pub use index::Recalled;
+pub use maint::{BlobFile, IndexEntry, Rehashed, STALE_AFTER, Stray};
+pub use needs::{Needed, NeededKey, Needs};
 
 /// The directory under the cache root that holds sha256 blobs.
 const BLOBS: &str = "blobs/sha256";
