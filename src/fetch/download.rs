@@ -119,6 +119,26 @@ impl Download<'_> {
         };
         let mut response = request.send().await.map_err(transport)?;
         let status = response.status();
+        let io = |source| {
+            Failed::Fatal(FetchError::Io {
+                path: url.into(),
+                source,
+            })
+        };
+        if offset > 0 && matches!(status.as_u16(), 400 | 416) {
+            // Some servers and proxies refuse ranges: start over without one.
+            sink.restart().map_err(io)?;
+            self.progress.advance(0);
+            return Err(Failed::Retry(
+                None,
+                FetchError::Status {
+                    method: Method::GET,
+                    url: url.to_owned(),
+                    status: status.as_u16(),
+                    attempts: attempt,
+                },
+            ));
+        }
         if !status.is_success() {
             let err = FetchError::Status {
                 method: Method::GET,
@@ -131,16 +151,22 @@ impl Download<'_> {
                 false => Failed::Fatal(err),
             });
         }
-        let io = |source| {
-            Failed::Fatal(FetchError::Io {
-                path: url.into(),
-                source,
-            })
-        };
         if offset > 0 && !resumes_at(&response, offset) {
             // The server sent the whole body (200) or another range: start over.
             sink.restart().map_err(io)?;
             self.progress.advance(0);
+            if status == StatusCode::PARTIAL_CONTENT {
+                // Another range than asked is no body to keep: ask again for all of it.
+                return Err(Failed::Retry(
+                    None,
+                    FetchError::Status {
+                        method: Method::GET,
+                        url: url.to_owned(),
+                        status: status.as_u16(),
+                        attempts: attempt,
+                    },
+                ));
+            }
         }
         let expected_total = total_len(&response, sink.written());
         while let Some(chunk) = response.chunk().await.map_err(transport)? {

@@ -18,6 +18,7 @@
 //! - [`faults`]: a programmable fault-injecting HTTP/1.1 proxy in front of any of them.
 
 pub mod bench;
+pub mod chaos;
 pub mod faults;
 pub mod git;
 pub mod http;
