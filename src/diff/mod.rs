@@ -58,7 +58,7 @@ pub struct Side {
     pub build: BTreeMap<String, String>,
     /// Component versions by name; `None` when not bundled. A name is absent when unknown.
     pub versions: BTreeMap<String, Option<String>>,
-    /// Root manifests and unit files by path: sha256 (lowercase hex).
+    /// Root manifests and unit files by path: sha256 (lowercase hex); an ISO's from its bytes.
     pub manifests: BTreeMap<String, String>,
     /// Per architecture; empty when unknown.
     pub arches: BTreeMap<String, ArchSide>,

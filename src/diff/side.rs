@@ -154,13 +154,14 @@ impl Side {
         Self::empty(label, Kind::Iso, Source::None)
     }
 
-    /// Adds an ISO's volume ID, directory and manifest texts: file sizes the side did not know
-    /// come from the directory, and a manifest it did not list is hashed from its text.
+    /// Adds an ISO's volume ID, directory and manifest bytes: file sizes the side did not know
+    /// come from the directory, and each manifest's sha256 from its bytes (what the ISO holds
+    /// wins over what its lock says).
     pub fn with_iso(
         mut self,
         volume_id: &str,
         entries: BTreeMap<String, EntryInfo>,
-        texts: BTreeMap<String, String>,
+        texts: BTreeMap<String, Vec<u8>>,
     ) -> Self {
         self.build
             .insert("volume-id".to_owned(), volume_id.to_owned());
@@ -171,13 +172,13 @@ impl Side {
                 }
             }
         }
-        for (path, text) in &texts {
-            self.manifests
-                .entry(path.clone())
-                .or_insert_with(|| hex::encode(Sha256::digest(text.as_bytes())));
+        for (path, bytes) in texts {
+            let sha256 = hex::encode(Sha256::digest(&bytes));
+            self.manifests.insert(path.clone(), sha256);
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            self.texts.insert(path, text);
         }
         self.entries = Some(entries);
-        self.texts = texts;
         self
     }
 }

@@ -176,8 +176,7 @@ fn iso(path: &Path, label: &str) -> Result<Side, InputError> {
     for (path, e) in &entries {
         let root_yaml = !path.contains('/') && path.ends_with(".yaml");
         if e.kind == EntryKind::File && (root_yaml || side.manifests.contains_key(path)) {
-            let bytes = reader.read_small(path, TEXT_LIMIT)?;
-            texts.insert(path.clone(), String::from_utf8_lossy(&bytes).into_owned());
+            texts.insert(path.clone(), reader.read_small(path, TEXT_LIMIT)?);
         }
     }
     Ok(side.with_iso(reader.volume_id(), entries, texts))
