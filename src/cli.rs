@@ -257,9 +257,9 @@ pub struct BuildArgs {
     /// ISO name before `-<x86_64|aarch64>.iso` [default: setup-v<KUBERNETES>].
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
-    /// Volume ID: CloudStack nodes look for CDROM.
-    #[arg(long, value_name = "ID", default_value = crate::iso::DEFAULT_VOLUME_ID)]
-    pub volume_id: String,
+    /// Volume ID: CloudStack nodes look for CDROM [default: CDROM, or the lock's].
+    #[arg(long, value_name = "ID")]
+    pub volume_id: Option<String>,
     /// Seconds since 1970 that date the ISO [default: $SOURCE_DATE_EPOCH, else now].
     #[arg(long, value_name = "N")]
     pub source_date_epoch: Option<i64>,
@@ -269,6 +269,16 @@ pub struct BuildArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Build exactly what this lock (or the lock inside this ISO) records: versions, file and
+    /// manifest hashes, images by digest; --arch picks among its architectures.
+    #[arg(long, value_name = "LOCK|ISO")]
+    pub locked: Option<PathBuf>,
+    /// Also write the run's lock (every architecture) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub lock_file: Option<PathBuf>,
+    /// Make no network connection: everything comes from the cache.
+    #[arg(long)]
+    pub offline: bool,
     /// Network settings.
     #[command(flatten)]
     pub net: NetArgs,

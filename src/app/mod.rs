@@ -8,6 +8,7 @@ mod build;
 mod diff;
 mod error;
 mod iso;
+mod locks;
 mod net;
 mod pull;
 mod resolve;

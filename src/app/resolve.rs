@@ -186,6 +186,8 @@ pub(super) struct Locked {
     pub(super) extras: Extras,
     pub(super) extras_source: String,
     pub(super) commit: Option<String>,
+    /// Whether the locked build had the autoscaler pinned.
+    pub(super) pinned: bool,
 }
 
 /// Resolves versions, URLs and images; shared by `resolve` and `build`.
@@ -226,7 +228,8 @@ pub(super) async fn resolve(
         }
     };
     warnings.extend(choice.warning.clone());
-    let autoscaler_source = match choice.pinned {
+    let pinned = p.locked.as_ref().map_or(choice.pinned, |l| l.pinned);
+    let autoscaler_source = match pinned {
         true => "pinned".to_owned(),
         false => format!("newest of {}.{}", p.kube.major, p.kube.minor),
     };

@@ -171,19 +171,51 @@ impl Registry {
 
     /// Resolves `reference` to an [`Image`] for `arch`: its manifests (and, for a single-platform
     /// image, its config) end up verified in the cache; layers are not fetched.
+    /// Offline, a tag resolves to what the cache recorded when it was last resolved online.
     pub async fn resolve(&self, reference: &Reference, arch: Arch) -> Result<Image, RegistryError> {
+        if let Some(digest) = reference.digest() {
+            return self.resolve_at(reference, digest, arch).await;
+        }
+        let top = self.tag_digest(reference).await?;
+        let image = self.resolve_at(reference, &top, arch).await?;
+        let key = format!("tag:{reference}");
+        let size = image.top.bytes.len() as u64;
+        if let Err(e) = self
+            .cache
+            .remember(&key, &top, size, &reference.to_string())
+        {
+            tracing::warn!("cannot record {reference} in the cache index: {e}");
+        }
+        Ok(image)
+    }
+
+    /// What the tag of `reference` points at (offline: what the cache's index recorded).
+    async fn tag_digest(&self, reference: &Reference) -> Result<Digest, RegistryError> {
+        let key = format!("tag:{reference}");
+        if self.offline
+            && let Some(found) = self.cache.recall(&key)
+        {
+            return Ok(found.digest);
+        }
         let ep = self.config.routes.endpoint(reference);
-        let top = match reference.digest() {
-            Some(digest) => digest.clone(),
-            None => {
-                // A reference without a digest always has a tag (`latest` by default).
-                let tag = reference.tag().unwrap_or("latest");
-                match self.head_manifest(&ep, reference, tag).await? {
-                    Some(digest) => digest,
-                    None => self.get_manifest(&ep, reference, tag, None).await?,
-                }
-            }
-        };
+        // A reference without a digest always has a tag (`latest` by default).
+        let tag = reference.tag().unwrap_or("latest");
+        Ok(match self.head_manifest(&ep, reference, tag).await? {
+            Some(digest) => digest,
+            None => self.get_manifest(&ep, reference, tag, None).await?,
+        })
+    }
+
+    /// Resolves `reference` as the index or manifest `top` (a locked build pulls by digest and
+    /// keeps the reference's name), like [`Registry::resolve`].
+    pub async fn resolve_at(
+        &self,
+        reference: &Reference,
+        top: &Digest,
+        arch: Arch,
+    ) -> Result<Image, RegistryError> {
+        let ep = self.config.routes.endpoint(reference);
+        let top = top.clone();
         let top_bytes = self.manifest(&ep, reference, &top).await?;
         let media = MediaType::sniff(&top_bytes).map_err(|reason| ImageError::Unsupported {
             image: reference.to_string(),

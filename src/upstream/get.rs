@@ -29,8 +29,8 @@ pub struct Fetcher<'a> {
 pub struct Expected {
     /// sha256, lowercase hex.
     pub sha256: String,
-    /// Bytes.
-    pub size: u64,
+    /// Bytes, when the lock records them.
+    pub size: Option<u64>,
     /// The URL the lock names (the legacy one when that was used).
     pub url: String,
 }
@@ -100,7 +100,7 @@ impl Fetcher<'_> {
         dest: &Path,
         expected: Option<&Expected>,
     ) -> Result<Got, UpstreamError> {
-        if let Some(got) = self.from_store(artifact, dest, expected)? {
+        if let Some(got) = self.cached(artifact, dest, expected)? {
             return Ok(got);
         }
         let got = self.download_verified(artifact, dest).await?;
@@ -131,7 +131,7 @@ impl Fetcher<'_> {
     }
 
     /// The store's copy: the locked digest, or offline what the URL last named.
-    fn from_store(
+    fn cached(
         &self,
         artifact: &Artifact,
         dest: &Path,
@@ -143,7 +143,11 @@ impl Fetcher<'_> {
         let found = match expected {
             Some(want) => Digest::parse(&format!("sha256:{}", want.sha256))
                 .ok()
-                .filter(|d| store.size_of(d) == Some(want.size))
+                .filter(|d| {
+                    store
+                        .size_of(d)
+                        .is_some_and(|size| want.size.is_none_or(|want| want == size))
+                })
                 .map(|d| (d, want.url.clone())),
             None if self.download.offline => store
                 .recall(&url_key(&artifact.url))

@@ -15,7 +15,7 @@ pub mod get;
 pub use checksum::Checksum;
 pub use content::{Arch, Content};
 pub use error::UpstreamError;
-pub use get::{Fetcher, Got};
+pub use get::{Expected, Fetcher, Got};
 
 use crate::resolve::{AutoscalerVersion, KubeVersion};
 

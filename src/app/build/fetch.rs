@@ -12,12 +12,13 @@ use super::super::{AppError, net};
 use crate::cache::Cache;
 use crate::config::Settings;
 use crate::fetch::build_client;
-use crate::image::{Image, Reference};
+use crate::image::{Digest, Image, Reference};
+use crate::lock::{self, Lock, ManifestEntry};
 use crate::plan::{self, Edited, Request, Role, Source};
 use crate::registry::{Registry, RegistryError};
 use crate::ui::Ui;
 use crate::units;
-use crate::upstream::{Arch, Artifact, Content, Fetcher, catalog};
+use crate::upstream::{Arch, Artifact, Content, Expected, Fetcher, catalog};
 
 /// A file of the ISO, already in the work directory.
 #[derive(Debug, Clone)]
@@ -30,6 +31,8 @@ pub(crate) struct IsoFile {
     pub(crate) sha256: String,
     /// The bytes, in the work directory.
     pub(crate) path: PathBuf,
+    /// Its size.
+    pub(crate) size: u64,
 }
 
 /// What one architecture's ISO holds, ready to be written.
@@ -46,6 +49,8 @@ pub(crate) struct Fetched {
     pub(crate) resolution: Resolution,
     pub(crate) registry: Registry,
     pub(crate) arches: Vec<ArchFetched>,
+    /// The manifests and units as the lock records them.
+    pub(crate) manifests: Vec<ManifestEntry>,
 }
 
 impl Fetched {
@@ -86,17 +91,47 @@ fn put_text(dir: &Path, dest: &str, source: String, text: &str) -> Result<IsoFil
         source,
         sha256: sha256(text.as_bytes()),
         path,
+        size: text.len() as u64,
     })
 }
 
-/// Downloads a manifest (or reads a local one), edits it for `role`, and stores the result.
+/// What a manifest at `dest` is for, as the lock names it.
+fn role_name(dest: &str) -> &'static str {
+    match dest {
+        "network.yaml" => "network",
+        "dashboard.yaml" => "dashboard",
+        "headlamp.yaml" => "headlamp",
+        "autoscaler.yaml" => "autoscaler",
+        "provider.yaml" => "provider",
+        _ => "csi",
+    }
+}
+
+/// A locked input whose bytes are not the locked ones.
+fn drift(what: &str, origin: &str, expected: &str, actual: &str) -> AppError {
+    AppError::failure(
+        anyhow::anyhow!(
+            "{what} from {origin} changed since it was locked: the lock says sha256 {expected}, \
+             it is {actual}"
+        ),
+        Some(
+            "restore the locked file, or build without --locked to take the new one (and review \
+             the change)"
+                .into(),
+        ),
+    )
+}
+
+/// Downloads a manifest (or reads a local one), edits it for `role`, and stores the result; a
+/// locked one must be the bytes the lock records.
 async fn manifest(
     fetcher: &Fetcher<'_>,
     dir: &Path,
     dest: &str,
     source: &Source,
     role: &Role,
-) -> Result<(IsoFile, Edited), AppError> {
+    locked: Option<&ManifestEntry>,
+) -> Result<(IsoFile, Edited, ManifestEntry), AppError> {
     let (text, origin) = match source {
         Source::Url(url) => {
             let artifact = Artifact {
@@ -112,7 +147,14 @@ async fn manifest(
             let raw = dir.join("raw").join(dest);
             std::fs::create_dir_all(raw.parent().expect("parent"))
                 .map_err(io("work dir".into()))?;
-            let got = fetcher.get(&artifact, &raw).await?;
+            let expected = locked.map(|entry| Expected {
+                sha256: entry.sha256_taken.clone(),
+                size: None,
+                url: entry.source.clone(),
+            });
+            let got = fetcher
+                .get_expecting(&artifact, &raw, expected.as_ref())
+                .await?;
             let text = std::fs::read_to_string(&got.path)
                 .map_err(io(format!("{dest} from {url} is not UTF-8 text")))?;
             (text, got.url)
@@ -125,10 +167,20 @@ async fn manifest(
                     Some("pass an existing file or an http(s) URL".into()),
                 )
             })?;
-            let abs = std::path::absolute(path).unwrap_or_else(|_| path.clone());
-            (text, format!("file://{}", abs.display()))
+            let name = path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into(),
+            );
+            if let Some(entry) = locked.filter(|e| e.sha256_taken != sha256(text.as_bytes())) {
+                let actual = sha256(text.as_bytes());
+                let origin = path.display().to_string();
+                return Err(drift(dest, &origin, &entry.sha256_taken, &actual));
+            }
+            // No host path: the same file elsewhere makes the same ISO.
+            (text, format!("file:{name}"))
         }
     };
+    let taken = sha256(text.as_bytes());
     let edited = plan::edit(dest, &text, role).map_err(|e| {
         let hint = e.hint();
         AppError::failure(
@@ -139,7 +191,23 @@ async fn manifest(
     for note in &edited.notes {
         tracing::info!("{dest}: {note}");
     }
-    Ok((put_text(dir, dest, origin, &edited.text)?, edited))
+    let file = put_text(dir, dest, origin.clone(), &edited.text)?;
+    if let Some(entry) = locked.filter(|e| e.sha256 != file.sha256) {
+        tracing::warn!(
+            "{dest}: this cks-iso edits it into other bytes than the one that wrote the lock \
+             (sha256 {} instead of {}); the ISO will differ",
+            file.sha256,
+            entry.sha256
+        );
+    }
+    let entry = ManifestEntry {
+        path: dest.to_owned(),
+        role: role_name(dest).to_owned(),
+        source: origin,
+        sha256_taken: taken,
+        sha256: file.sha256.clone(),
+    };
+    Ok((file, edited, entry))
 }
 
 /// Resolves, downloads and pulls for every architecture of `request`.
@@ -148,6 +216,7 @@ pub(super) async fn all(
     partial: Partial,
     settings: &Settings,
     cache: Cache,
+    locked: Option<&Lock>,
     work: &Path,
     ui: &Ui,
 ) -> Result<Fetched, AppError> {
@@ -194,22 +263,47 @@ pub(super) async fn all(
     if let Some(headlamp) = &request.headlamp {
         manifests.push(("headlamp.yaml".into(), headlamp.clone(), Role::Other));
     }
-    let taken = try_join_all(
-        manifests
+    if let Some(lock) = locked {
+        let taking: Vec<&str> = manifests.iter().map(|(d, _, _)| d.as_str()).collect();
+        if let Some(missing) = lock
+            .manifests
             .iter()
-            .map(|(dest, source, role)| manifest(&fetcher, &common, dest, source, role)),
-    )
+            .find(|m| m.role != "unit" && !taking.contains(&m.path.as_str()))
+        {
+            return Err(AppError::failure(
+                anyhow::anyhow!(
+                    "the lock holds {} but this build would not take it",
+                    missing.path
+                ),
+                Some("the lock was written by another cks-iso; build without --locked".into()),
+            ));
+        }
+    }
+    let taken = try_join_all(manifests.iter().map(|(dest, source, role)| {
+        let entry = locked.and_then(|l| l.manifest(dest));
+        manifest(&fetcher, &common, dest, source, role, entry)
+    }))
     .await?;
-    for (file, edited) in taken {
+    let mut entries = Vec::new();
+    for (file, edited, entry) in taken {
         manifest_images.extend(edited.images);
         shared.push(file);
+        entries.push(entry);
     }
     for (dest, text) in [
         ("kubelet.service", units::KUBELET_SERVICE),
         ("10-kubeadm.conf", units::KUBEADM_DROPIN),
     ] {
         let source = units::BUILTIN_SOURCE.to_owned();
-        shared.push(put_text(&common, dest, source, &units::to_opt_bin(text))?);
+        let file = put_text(&common, dest, source.clone(), &units::to_opt_bin(text))?;
+        entries.push(ManifestEntry {
+            path: dest.to_owned(),
+            role: "unit".into(),
+            source,
+            sha256_taken: sha256(text.as_bytes()),
+            sha256: file.sha256.clone(),
+        });
+        shared.push(file);
     }
 
     let kubeadm = resolution
@@ -218,6 +312,9 @@ pub(super) async fn all(
         .filter(|row| row.source == "kubeadm")
         .map(|row| row.image.as_str());
     let references = plan::image_set(kubeadm.chain(manifest_images.iter().map(String::as_str)))?;
+    if let Some(lock) = locked {
+        check_image_set(lock, &references)?;
+    }
 
     let registry = net::registry(settings, cache.clone())?;
     let mut arches = Vec::new();
@@ -230,6 +327,7 @@ pub(super) async fn all(
                 &shared,
                 &references,
                 &registry,
+                locked.map(|l| &l.arches[arch.k8s()]),
                 work,
                 ui,
             )
@@ -240,7 +338,23 @@ pub(super) async fn all(
         resolution,
         registry,
         arches,
+        manifests: entries,
     })
+}
+
+/// The images the locked manifests name must be the lock's: the same bytes name the same images.
+fn check_image_set(lock: &Lock, references: &[Reference]) -> Result<(), AppError> {
+    let wanted: Vec<String> = references.iter().map(ToString::to_string).collect();
+    for entry in lock.arches.values() {
+        let locked: Vec<&str> = entry.images.iter().map(|i| i.reference.as_str()).collect();
+        if let Some(extra) = wanted.iter().find(|w| !locked.contains(&w.as_str())) {
+            return Err(AppError::failure(
+                anyhow::anyhow!("this build would bundle {extra}, which the lock does not hold"),
+                Some("the lock was written by another cks-iso; build without --locked".into()),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -251,6 +365,7 @@ async fn one_arch(
     shared: &[IsoFile],
     references: &[Reference],
     registry: &Registry,
+    locked: Option<&lock::ArchEntry>,
     work: &Path,
     ui: &Ui,
 ) -> Result<ArchFetched, AppError> {
@@ -268,17 +383,57 @@ async fn one_arch(
     for dest in &dests {
         std::fs::create_dir_all(dest.parent().expect("parent")).map_err(io("work dir".into()))?;
     }
-    let got = try_join_all(artifacts.iter().zip(&dests).map(|(a, d)| fetcher.get(a, d))).await?;
-    let mut files: Vec<IsoFile> = artifacts
-        .iter()
-        .zip(got)
-        .map(|(a, g)| IsoFile {
+    let mut expected = Vec::new();
+    for a in &artifacts {
+        expected.push(match locked {
+            None => None,
+            Some(entry) => {
+                let file = entry
+                    .files
+                    .iter()
+                    .find(|f| f.path == a.dest)
+                    .ok_or_else(|| {
+                        AppError::failure(
+                            anyhow::anyhow!(
+                                "the lock holds no {} for linux/{}",
+                                a.dest,
+                                arch.k8s()
+                            ),
+                            Some(
+                                "the lock was written by another cks-iso; build without --locked"
+                                    .into(),
+                            ),
+                        )
+                    })?;
+                Some(Expected {
+                    sha256: file.sha256.clone(),
+                    size: Some(file.size),
+                    url: file.url.clone(),
+                })
+            }
+        });
+    }
+    let got = try_join_all(
+        artifacts
+            .iter()
+            .zip(&dests)
+            .zip(&expected)
+            .map(|((a, d), e)| fetcher.get_expecting(a, d, e.as_ref())),
+    )
+    .await?;
+    let mut files: Vec<IsoFile> = Vec::new();
+    for (a, g) in artifacts.iter().zip(got) {
+        let size = std::fs::metadata(&g.path)
+            .map_err(io(format!("cannot read {}", g.path.display())))?
+            .len();
+        files.push(IsoFile {
             dest: a.dest.clone(),
             source: g.url,
             sha256: g.sha256,
             path: g.path,
-        })
-        .collect();
+            size,
+        });
+    }
     for file in shared {
         let path = staging.join(&file.dest);
         std::fs::create_dir_all(path.parent().expect("parent")).map_err(io("work dir".into()))?;
@@ -295,7 +450,11 @@ async fn one_arch(
     let progress = ui.bytes(&format!("pulling images for linux/{}", arch.k8s()));
     let mut images = Vec::new();
     let mut failures = Vec::new();
-    for result in registry.resolve_all(references, image_arch).await {
+    let results = match locked {
+        None => registry.resolve_all(references, image_arch).await,
+        Some(entry) => resolve_locked(registry, entry, image_arch).await?,
+    };
+    for result in results {
         match result {
             Ok(image) => images.push(image),
             Err(e) => failures.push(e),
@@ -334,4 +493,44 @@ async fn one_arch(
         files,
         images,
     })
+}
+
+/// The lock's images, each by its registry digest, checked to give the locked platform manifest.
+async fn resolve_locked(
+    registry: &Registry,
+    entry: &lock::ArchEntry,
+    arch: Arch,
+) -> Result<Vec<Result<Image, RegistryError>>, AppError> {
+    let mut wanted = Vec::new();
+    for image in &entry.images {
+        let bad = |e: crate::image::ImageError| {
+            AppError::failure(
+                anyhow::Error::new(e).context(format!("the lock's image {}", image.reference)),
+                Some("the lock is damaged; write it again with --lock-file".into()),
+            )
+        };
+        let reference = Reference::parse(&image.reference)?;
+        let top = Digest::parse(&image.digest).map_err(bad)?;
+        let platform = Digest::parse(&image.manifest).map_err(bad)?;
+        wanted.push((reference, top, platform));
+    }
+    let results = stream::iter(&wanted)
+        .map(|(reference, top, platform)| async move {
+            let image = registry.resolve_at(reference, top, arch).await?;
+            if image.manifest.digest != *platform {
+                return Err(RegistryError::Image(
+                    crate::image::ImageError::DigestMismatch {
+                        image: reference.to_string(),
+                        what: format!("platform manifest for linux/{}", arch.k8s()),
+                        expected: platform.clone(),
+                        actual: image.manifest.digest.clone(),
+                    },
+                ));
+            }
+            Ok(image)
+        })
+        .buffered(registry.jobs())
+        .collect()
+        .await;
+    Ok(results)
 }

@@ -10,21 +10,23 @@
 //! Everything happens in a private work directory that is removed on success, error and Ctrl-C.
 
 mod fetch;
+mod record;
 mod write;
 
 use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::resolve::{Partial, csi_tag};
-use super::{AppError, net};
+use super::resolve::{Locked, Partial, csi_tag};
+use super::{AppError, locks, net};
 use crate::atomic::Pending;
 use crate::cli::BuildArgs;
 use crate::env;
 use crate::iso::VolumeId;
+use crate::lock::Lock;
 use crate::plan::{self, Flags, PlanError};
 use crate::resolve::version::check_supported;
-use crate::resolve::{KubeVersion, ccm_tag};
+use crate::resolve::{Extras, KubeVersion, ccm_tag};
 use crate::ui::Ui;
 use crate::upstream::{DEFAULT_CNI, bare_version, default_crictl};
 
@@ -46,58 +48,36 @@ pub(crate) struct Built {
     pub(crate) files: usize,
 }
 
+/// What the arguments (and a lock) decided before anything is fetched.
+struct Setup {
+    request: plan::Request,
+    partial: Partial,
+    volume_id: VolumeId,
+    epoch: i64,
+    lock: Option<Lock>,
+}
+
 /// Builds the ISOs and prints a summary (or JSON) on stdout.
 pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
-    let request = plan::request(
-        &args.positional,
-        Flags {
-            kubernetes: args.kubernetes,
-            cni: args.cni,
-            crictl: args.crictl,
-            arches: args.arches,
-            etcd: args.etcd,
-            network: args.network,
-            dashboard: args.dashboard,
-            headlamp: args.headlamp,
-            output: args.output,
-            name: args.name,
-        },
-    )?;
-    let kube: KubeVersion = request.kubernetes.parse()?;
-    check_supported(&kube)?;
-    let volume_id = VolumeId::parse(&args.volume_id)?;
-    let epoch = super::iso::epoch(args.source_date_epoch)?;
-    let ccm = ccm_tag(
-        args.ccm_version
-            .or_else(|| env::CCM_VERSION.get())
-            .as_deref(),
-    )?;
-    let partial = Partial {
-        arch: request.arches[0],
-        ccm,
-        pin: args
-            .autoscaler_version
-            .or_else(|| env::AUTOSCALER_VERSION.get()),
-        cni: request
-            .cni
-            .as_deref()
-            .map_or(DEFAULT_CNI.to_owned(), bare_version),
-        crictl: request
-            .crictl
-            .as_deref()
-            .map_or_else(|| default_crictl(&kube), bare_version),
-        etcd: request.etcd.as_deref().map(bare_version),
-        csi: csi_tag(args.csi_version.as_deref()),
-        kube,
-        locked: None,
+    let setup = match &args.locked {
+        Some(path) => locked_setup(&args, path)?,
+        None => setup(&args)?,
     };
+    let Setup {
+        request,
+        partial,
+        volume_id,
+        epoch,
+        lock,
+    } = setup;
     if partial.etcd.is_some() && request.arches.contains(&crate::upstream::Arch::Arm64) {
         tracing::warn!(
             "CloudStack 4.22 and older etcd nodes read only etcd-linux-amd64.tar.gz; the arm64 \
              ISO carries etcd-linux-arm64.tar.gz"
         );
     }
-    let settings = net::settings(args.net)?;
+    let mut settings = net::settings(args.net)?;
+    settings.http.offline = args.offline;
     let cache = net::cache(args.cache_dir)?;
     std::fs::create_dir_all(&request.output).map_err(|e| {
         AppError::failure(
@@ -121,13 +101,145 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         partial,
         &settings,
         cache,
+        lock.as_ref(),
         work.path(),
         ui,
     ))?;
-    let built = write::all(&request, &fetched, &volume_id, epoch, work.path(), ui)?;
+    let lock = record::lock(&request, &fetched, volume_id.as_str(), epoch);
+    let built = write::all(&request, &fetched, &lock, &volume_id, epoch, ui)?;
+    if let Some(path) = &args.lock_file
+        && let Err(e) = record::write(path, &lock)
+    {
+        write::remove(&built);
+        return Err(e);
+    }
     drop(work);
     summary(&built, &fetched.versions_line(), args.json);
     Ok(())
+}
+
+/// The setup of an ordinary build: flags, positional arguments and environment.
+fn setup(args: &BuildArgs) -> Result<Setup, AppError> {
+    let request = plan::request(&args.positional, flags(args))?;
+    let kube: KubeVersion = request.kubernetes.parse()?;
+    check_supported(&kube)?;
+    let volume_id = VolumeId::parse(
+        args.volume_id
+            .as_deref()
+            .unwrap_or(crate::iso::DEFAULT_VOLUME_ID),
+    )?;
+    let epoch = super::iso::epoch(args.source_date_epoch)?;
+    let ccm = ccm_tag(
+        args.ccm_version
+            .clone()
+            .or_else(|| env::CCM_VERSION.get())
+            .as_deref(),
+    )?;
+    let partial = Partial {
+        arch: request.arches[0],
+        ccm,
+        pin: args
+            .autoscaler_version
+            .clone()
+            .or_else(|| env::AUTOSCALER_VERSION.get()),
+        cni: request
+            .cni
+            .as_deref()
+            .map_or(DEFAULT_CNI.to_owned(), bare_version),
+        crictl: request
+            .crictl
+            .as_deref()
+            .map_or_else(|| default_crictl(&kube), bare_version),
+        etcd: request.etcd.as_deref().map(bare_version),
+        csi: csi_tag(args.csi_version.as_deref()),
+        kube,
+        locked: None,
+    };
+    Ok(Setup {
+        request,
+        partial,
+        volume_id,
+        epoch,
+        lock: None,
+    })
+}
+
+/// The setup of `--locked`: everything from the lock; flags may only repeat it.
+fn locked_setup(args: &BuildArgs, path: &std::path::Path) -> Result<Setup, AppError> {
+    let (lock, origin) = locks::read(path)?;
+    let from = |flag: Option<&String>, flag_name: &'static str, var: &env::Var, var_name| {
+        flag.map(|v| (v.clone(), flag_name))
+            .or_else(|| var.get().map(|v| (v, var_name)))
+    };
+    let extra = plan::Extra {
+        autoscaler: from(
+            args.autoscaler_version.as_ref(),
+            "--autoscaler-version",
+            &env::AUTOSCALER_VERSION,
+            "AUTOSCALER_VERSION",
+        ),
+        ccm: from(
+            args.ccm_version.as_ref(),
+            "--ccm-version",
+            &env::CCM_VERSION,
+            "CCM_VERSION",
+        ),
+        csi: args.csi_version.clone(),
+        volume_id: args.volume_id.clone(),
+    };
+    let locked = plan::locked(&lock, &origin, &args.positional, flags(args), extra)?;
+    let kube: KubeVersion = locked.request.kubernetes.parse()?;
+    check_supported(&kube)?;
+    let volume_id = VolumeId::parse(&locked.volume_id)?;
+    let epoch = match args.source_date_epoch.is_some() || env::SOURCE_DATE_EPOCH.get().is_some() {
+        true => super::iso::epoch(args.source_date_epoch)?,
+        false => lock.epoch,
+    };
+    let lock = locked.lock;
+    let r = &lock.request;
+    let partial = Partial {
+        arch: locked.request.arches[0],
+        ccm: r.ccm.clone(),
+        pin: Some(lock.autoscaler.version.clone()),
+        cni: r.cni.clone(),
+        crictl: r.crictl.clone(),
+        etcd: r.etcd.clone(),
+        csi: r.csi.clone(),
+        kube,
+        locked: Some(Locked {
+            extras: Extras {
+                pause: lock.kubeadm.pause.clone(),
+                etcd: lock.kubeadm.etcd.clone(),
+                coredns: lock.kubeadm.coredns.clone(),
+            },
+            extras_source: lock.kubeadm.source.clone(),
+            commit: lock.autoscaler.commit.clone(),
+            pinned: lock.autoscaler.pinned,
+        }),
+    };
+    tracing::info!("building what {origin} locks ({})", lock.arch_list());
+    Ok(Setup {
+        request: locked.request,
+        partial,
+        volume_id,
+        epoch,
+        lock: Some(lock),
+    })
+}
+
+fn flags(args: &BuildArgs) -> Flags {
+    Flags {
+        kubernetes: args.kubernetes.clone(),
+        cni: args.cni.clone(),
+        crictl: args.crictl.clone(),
+        arches: args.arches.clone(),
+        etcd: args.etcd.clone(),
+        network: args.network.clone(),
+        dashboard: args.dashboard.clone(),
+        headlamp: args.headlamp.clone(),
+        output: args.output.clone(),
+        name: args.name.clone(),
+    }
 }
 
 /// A fresh private directory, removed on drop and on Ctrl-C.

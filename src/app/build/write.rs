@@ -10,6 +10,7 @@ use super::fetch::{ArchFetched, Fetched};
 use crate::archive;
 use crate::atomic::AtomicFile;
 use crate::iso::{self, IsoSpec, VolumeId};
+use crate::lock::{self, Lock};
 use crate::plan::{self, Request};
 use crate::ui::Ui;
 use crate::versions::{FileRecord, ImageRecord, Versions};
@@ -18,25 +19,30 @@ use crate::versions::{FileRecord, ImageRecord, Versions};
 pub(super) fn all(
     request: &Request,
     fetched: &Fetched,
+    lock: &Lock,
     volume_id: &VolumeId,
     epoch: i64,
-    work: &Path,
     ui: &Ui,
 ) -> Result<Vec<Built>, AppError> {
     let mut built: Vec<Built> = Vec::new();
     for arch in &fetched.arches {
-        match one(request, fetched, arch, volume_id, epoch, work, ui) {
+        match one(request, fetched, arch, lock, volume_id, epoch, ui) {
             Ok(b) => built.push(b),
             Err(e) => {
-                for b in &built {
-                    let _ = std::fs::remove_file(&b.path);
-                    let _ = std::fs::remove_file(sha_path(&b.path));
-                }
+                remove(&built);
                 return Err(e);
             }
         }
     }
     Ok(built)
+}
+
+/// Removes ISOs this run wrote, and what it wrote beside them.
+pub(super) fn remove(built: &[Built]) {
+    for b in built {
+        let _ = std::fs::remove_file(&b.path);
+        let _ = std::fs::remove_file(sha_path(&b.path));
+    }
 }
 
 fn sha_path(iso: &Path) -> PathBuf {
@@ -49,9 +55,9 @@ fn one(
     request: &Request,
     fetched: &Fetched,
     a: &ArchFetched,
+    lock: &Lock,
     volume_id: &VolumeId,
     epoch: i64,
-    _work: &Path,
     ui: &Ui,
 ) -> Result<Built, AppError> {
     let arch = a.arch.k8s();
@@ -103,6 +109,15 @@ fn one(
     std::fs::write(a.staging.join("versions.txt"), versions.render()).map_err(|e| {
         AppError::failure(
             anyhow::Error::new(e).context("cannot write versions.txt"),
+            None,
+        )
+    })?;
+    let own = lock
+        .only(&[arch], "the run's lock")
+        .expect("the run's lock holds every arch it built");
+    std::fs::write(a.staging.join(lock::FILE_NAME), own.render()).map_err(|e| {
+        AppError::failure(
+            anyhow::Error::new(e).context(format!("cannot write {}", lock::FILE_NAME)),
             None,
         )
     })?;

@@ -2,7 +2,11 @@
 //! the network: the normalised request (flags or upstream's positional form), the edits each
 //! manifest gets, the image set and the ISO's file name. `app::build` carries the plan out.
 
+mod locked;
+
 use std::path::PathBuf;
+
+pub use locked::{Extra, Locked, locked};
 
 use crate::image::Reference;
 use crate::manifest::{self, ManifestError};
@@ -48,6 +52,32 @@ pub enum PlanError {
         /// The setting.
         what: &'static str,
     },
+    /// `--locked` with upstream's positional form.
+    #[error("--locked takes its versions from the lock, not from positional arguments")]
+    LockedPositional,
+    /// A flag says something else than the lock.
+    #[error("{flag} {given} contradicts the lock, which says {locked}")]
+    Contradicts {
+        /// The flag (or environment variable).
+        flag: &'static str,
+        /// Its value.
+        given: String,
+        /// What the lock says.
+        locked: String,
+    },
+    /// The lock's manifest came from a local file, which must be given again.
+    #[error("the lock's {path} came from the local file {name}; pass it again with {flag} FILE")]
+    LocalManifest {
+        /// The flag that takes it.
+        flag: &'static str,
+        /// Its path in the ISO.
+        path: String,
+        /// The file name the lock recorded.
+        name: String,
+    },
+    /// The lock does not hold what was asked.
+    #[error(transparent)]
+    Lock(crate::lock::LockError),
     /// An architecture cks-iso cannot build for.
     #[error("unknown architecture {given:?}")]
     Arch {
@@ -61,6 +91,14 @@ impl PlanError {
     pub fn hint(&self) -> Option<String> {
         Some(match self {
             Self::Arch { .. } => "use amd64 (x86_64) or arm64 (aarch64)".into(),
+            Self::Lock(e) => return e.hint(),
+            Self::Contradicts { .. } | Self::LockedPositional => {
+                "drop the flag (the lock decides), or build without --locked to change the inputs"
+                    .into()
+            }
+            Self::LocalManifest { .. } => {
+                "the file must hash to what the lock records; a changed file is reported".into()
+            }
             _ => "cks-iso build --kubernetes 1.33.1 --network URL --dashboard URL [--arch arm64]…, or \
                   upstream's form: OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION \
                   NETWORK_YAML DASHBOARD_YAML BUILD_NAME [ARCH] [ETCD_VERSION]"

@@ -1,0 +1,112 @@
+//! The run's lock, from what phase 1 fetched: written into every ISO (its own arch) and, with
+//! `--lock-file`, beside them (every arch).
+
+use std::io::Write as _;
+use std::path::Path;
+
+use super::super::AppError;
+use super::fetch::Fetched;
+use crate::atomic::AtomicFile;
+use crate::lock::{self, ArchEntry, Autoscaler, FileEntry, ImageEntry, Kubeadm, Lock, Request};
+use crate::plan;
+
+/// The lock of this run.
+pub(super) fn lock(
+    request: &plan::Request,
+    fetched: &Fetched,
+    volume_id: &str,
+    epoch: i64,
+) -> Lock {
+    let r = &fetched.resolution;
+    let v = &r.versions;
+    let manifests: Vec<&str> = fetched.manifests.iter().map(|m| m.path.as_str()).collect();
+    let arches = fetched
+        .arches
+        .iter()
+        .map(|a| {
+            let files = a
+                .files
+                .iter()
+                .filter(|f| !manifests.contains(&f.dest.as_str()))
+                .map(|f| FileEntry {
+                    path: f.dest.clone(),
+                    url: f.source.clone(),
+                    size: f.size,
+                    sha256: f.sha256.clone(),
+                })
+                .collect();
+            let images = a
+                .images
+                .iter()
+                .map(|i| ImageEntry {
+                    reference: i.reference.to_string(),
+                    digest: i.top.digest.to_string(),
+                    manifest: i.manifest.digest.to_string(),
+                    size: i.manifest.bytes.len() as u64
+                        + i.config.size
+                        + i.layers.iter().map(|l| l.size).sum::<u64>(),
+                })
+                .collect();
+            let entry = ArchEntry {
+                iso: plan::iso_file_name(&request.name, a.arch),
+                files,
+                images,
+            };
+            (a.arch.k8s().to_owned(), entry)
+        })
+        .collect();
+    let mut lock = Lock {
+        version: lock::VERSION,
+        cks_iso: env!("CARGO_PKG_VERSION").to_owned(),
+        epoch,
+        request: Request {
+            kubernetes: r.kubernetes.clone(),
+            arches: fetched
+                .arches
+                .iter()
+                .map(|a| a.arch.k8s().to_owned())
+                .collect(),
+            cni: v.cni.clone(),
+            crictl: v.crictl.clone(),
+            etcd: v.etcd.clone(),
+            csi: (v.csi != "none").then(|| v.csi.clone()),
+            ccm: v.ccm.clone(),
+            autoscaler: v.autoscaler.clone(),
+            volume_id: volume_id.to_owned(),
+            name: request.name.clone(),
+        },
+        autoscaler: Autoscaler {
+            version: v.autoscaler.clone(),
+            tag: format!("cluster-autoscaler-{}", v.autoscaler),
+            commit: v.autoscaler_commit.clone(),
+            pinned: v.autoscaler_source == "pinned",
+        },
+        kubeadm: Kubeadm {
+            pause: v.pause.clone(),
+            etcd: v.etcd_image.clone(),
+            coredns: v.coredns.clone(),
+            source: v.kubeadm_extras_source.clone(),
+        },
+        manifests: fetched.manifests.clone(),
+        arches,
+    };
+    lock.normalise();
+    lock
+}
+
+/// Writes `lock` to `path` atomically.
+pub(super) fn write(path: &Path, lock: &Lock) -> Result<(), AppError> {
+    let fail = |e: std::io::Error| {
+        AppError::failure(
+            anyhow::Error::new(e).context(format!("cannot write the lock to {}", path.display())),
+            Some("choose a --lock-file in a directory you can write to".into()),
+        )
+    };
+    let mut out = AtomicFile::create(path).map_err(fail)?;
+    out.file()
+        .write_all(lock.render().as_bytes())
+        .map_err(fail)?;
+    out.set_mode(0o644).map_err(fail)?;
+    out.commit().map_err(fail)?;
+    Ok(())
+}

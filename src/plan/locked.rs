@@ -1,0 +1,192 @@
+//! The request of `build --locked`: the lock decides every input, and a flag may only repeat what
+//! it says. A flag that contradicts the lock is a usage error rather than silently winning or
+//! losing, since either would build something else than the user believes. Pure.
+
+use std::path::PathBuf;
+
+use super::{Flags, PlanError, Request, Source};
+use crate::lock::{Lock, ManifestEntry};
+use crate::upstream::{Arch, bare_version};
+
+/// Content options that `build` takes outside [`Flags`], each with where it came from.
+#[derive(Debug, Clone, Default)]
+pub struct Extra {
+    /// `--autoscaler-version` or `AUTOSCALER_VERSION`, with its origin.
+    pub autoscaler: Option<(String, &'static str)>,
+    /// `--ccm-version` or `CCM_VERSION`, with its origin.
+    pub ccm: Option<(String, &'static str)>,
+    /// `--csi-version`.
+    pub csi: Option<String>,
+    /// `--volume-id`.
+    pub volume_id: Option<String>,
+}
+
+/// What a locked build builds.
+#[derive(Debug, Clone)]
+pub struct Locked {
+    /// The request, from the lock (output and name may come from the flags).
+    pub request: Request,
+    /// The lock, holding only the architectures to build.
+    pub lock: Lock,
+    /// The volume ID.
+    pub volume_id: String,
+}
+
+/// Builds the request of a locked build from `lock` (read from `origin`) and what was given.
+pub fn locked(
+    lock: &Lock,
+    origin: &str,
+    positional: &[String],
+    flags: Flags,
+    extra: Extra,
+) -> Result<Locked, PlanError> {
+    if !positional.is_empty() {
+        return Err(PlanError::LockedPositional);
+    }
+    let r = &lock.request;
+    same(
+        "--kubernetes",
+        flags.kubernetes.map(|v| bare_version(&v)),
+        &r.kubernetes,
+    )?;
+    same("--cni", flags.cni.map(|v| bare_version(&v)), &r.cni)?;
+    same(
+        "--crictl",
+        flags.crictl.map(|v| bare_version(&v)),
+        &r.crictl,
+    )?;
+    same_opt(
+        "--etcd",
+        flags.etcd.map(|v| bare_version(&v)),
+        r.etcd.as_deref(),
+    )?;
+    if let Some((value, from)) = extra.autoscaler {
+        same(from, Some(bare_version(&value)), &r.autoscaler)?;
+    }
+    if let Some((value, from)) = extra.ccm {
+        same(from, Some(format!("v{}", bare_version(&value))), &r.ccm)?;
+    }
+    if let Some(csi) = extra.csi {
+        let csi = match csi.trim() {
+            "none" => "none".to_owned(),
+            other => format!("v{}", bare_version(other)),
+        };
+        same(
+            "--csi-version",
+            Some(csi),
+            r.csi.as_deref().unwrap_or("none"),
+        )?;
+    }
+    let volume_id = match extra.volume_id {
+        Some(given) => {
+            same("--volume-id", Some(given.clone()), &r.volume_id)?;
+            given
+        }
+        None => r.volume_id.clone(),
+    };
+    let mut arches = Vec::new();
+    for text in &flags.arches {
+        let arch = Arch::parse(text).map_err(|_| PlanError::Arch {
+            given: text.clone(),
+        })?;
+        if !arches.contains(&arch) {
+            arches.push(arch);
+        }
+    }
+    let names: Vec<&str> = arches.iter().map(|a| a.k8s()).collect();
+    let lock = match names.is_empty() {
+        true => lock.clone(),
+        false => lock.only(&names, origin).map_err(PlanError::Lock)?,
+    };
+    let arches = match arches.is_empty() {
+        true => lock
+            .arches
+            .keys()
+            .map(|k| Arch::parse(k).map_err(|_| PlanError::Arch { given: k.clone() }))
+            .collect::<Result<_, _>>()?,
+        false => arches,
+    };
+    let network =
+        manifest(&lock, "network.yaml", "--network", flags.network)?.ok_or(PlanError::Missing {
+            what: "network.yaml in the lock",
+        })?;
+    let dashboard = manifest(&lock, "dashboard.yaml", "--dashboard", flags.dashboard)?.ok_or(
+        PlanError::Missing {
+            what: "dashboard.yaml in the lock",
+        },
+    )?;
+    let headlamp = manifest(&lock, "headlamp.yaml", "--headlamp", flags.headlamp)?;
+    Ok(Locked {
+        request: Request {
+            kubernetes: r.kubernetes.clone(),
+            arches,
+            cni: Some(r.cni.clone()),
+            crictl: Some(r.crictl.clone()),
+            etcd: r.etcd.clone(),
+            network,
+            dashboard,
+            headlamp,
+            output: flags.output.unwrap_or_else(|| PathBuf::from(".")),
+            name: flags.name.unwrap_or_else(|| r.name.clone()),
+        },
+        lock,
+        volume_id,
+    })
+}
+
+fn same(flag: &'static str, given: Option<String>, locked: &str) -> Result<(), PlanError> {
+    match given {
+        Some(given) if given != locked => Err(PlanError::Contradicts {
+            flag,
+            given,
+            locked: locked.to_owned(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn same_opt(
+    flag: &'static str,
+    given: Option<String>,
+    locked: Option<&str>,
+) -> Result<(), PlanError> {
+    same(flag, given, locked.unwrap_or("none"))
+}
+
+/// Where a locked manifest comes from: its URL again, or the local file given with `flag`.
+fn manifest(
+    lock: &Lock,
+    path: &str,
+    flag: &'static str,
+    given: Option<String>,
+) -> Result<Option<Source>, PlanError> {
+    let entry: Option<&ManifestEntry> = lock.manifest(path);
+    let given = given.map(|g| Source::parse(&g));
+    match (entry, given) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(PlanError::Contradicts {
+            flag,
+            given: "a manifest".into(),
+            locked: format!("no {path}"),
+        }),
+        (Some(entry), None) if entry.is_local() => Err(PlanError::LocalManifest {
+            flag,
+            path: path.to_owned(),
+            name: entry.source.trim_start_matches("file:").to_owned(),
+        }),
+        (Some(entry), None) => Ok(Some(Source::Url(entry.source.clone()))),
+        (Some(entry), Some(Source::File(file))) if entry.is_local() => Ok(Some(Source::File(file))),
+        (Some(entry), Some(Source::Url(url))) if url == entry.source => Ok(Some(Source::Url(url))),
+        (Some(entry), Some(other)) => Err(PlanError::Contradicts {
+            flag,
+            given: match other {
+                Source::Url(url) => url,
+                Source::File(file) => file.display().to_string(),
+            },
+            locked: entry.source.clone(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests;
