@@ -49,7 +49,7 @@ fn describe(side: &SideSummary) -> String {
     let source = match (side.kind, side.source) {
         (Kind::Lock, _) => "",
         (_, Source::Lock) => ", from its cks-iso.lock",
-        (_, Source::VersionsTxt) => ", from its versions.txt (no cks-iso.lock)",
+        (_, Source::VersionsTxt) => ", from its versions.txt: no cks-iso.lock",
         (_, Source::None) => ", no cks-iso.lock or versions.txt",
     };
     format!("{} ({kind}, {arches}{source})", side.path)

@@ -151,7 +151,7 @@ fn iso(path: &Path, label: &str) -> Result<Side, InputError> {
         Side::from_lock(label, Kind::Iso, &lock)
     } else if is_file("versions.txt") {
         tracing::warn!(
-            "{label} has no {} (an older cks-iso built it): comparing what its versions.txt \
+            "{label} has no {} (built by an older cks-iso?): comparing what its versions.txt \
              says; its platform digests and kubeadm's versions are unknown",
             lock::FILE_NAME
         );
