@@ -16,6 +16,8 @@
 //! - [`versions`]: `versions.txt`, written into the ISO and read back by `verify`.
 //! - [`diff`]: what changed between two ISOs or locks (versions, files, images, manifests,
 //!   entries); pure.
+//! - [`sbom`]: the ISO's inventory as CycloneDX 1.6 and SPDX 2.3 JSON, from what the build knows;
+//!   pure.
 //! - [`verify`]: checks a finished ISO against the CKS contract with the project's own reader.
 //! - [`registry`]: the distribution API client that pulls images into the cache.
 //! - [`upstream`]: the files a build downloads (URLs, published checksums, content checks) and
@@ -43,6 +45,7 @@ pub mod plan;
 pub mod progress;
 pub mod registry;
 pub mod resolve;
+pub mod sbom;
 pub mod ui;
 pub mod units;
 pub mod upstream;

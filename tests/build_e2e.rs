@@ -1,7 +1,8 @@
 //! `cks-iso build` end to end against the whole local world (git, the upstream stand-in and a
 //! docker-registry, through the mirror configuration), for amd64 and arm64, judged by real readers
 //! and by replaying what CKS nodes do with the ISO: the globs, the units, the autoscaler template,
-//! `ctr import` of every archive, and air-gap completeness. Also: upstream's positional form, an
+//! `ctr import` of every archive, and air-gap completeness; the SBOMs by the formats' own
+//! validators and against `versions.txt`. Also: upstream's positional form, an
 //! unprivileged user, Headlamp, a release from before registry.k8s.io (k8s.gcr.io images), and
 //! bad input that must fail clearly and leave nothing behind.
 
@@ -167,6 +168,153 @@ fn replay_node_side(root: &Path, arch: &str, world: &World) {
     }
 }
 
+/// The four SBOMs of `iso` (extracted into `root`) pass the formats' own validators and list what
+/// `versions.txt` lists: every image as a `pkg:oci` component with its registry digest and a
+/// platform manifest that is in its archive, every file with its sha256; the copies beside the
+/// ISO also carry the ISO's sha256.
+fn check_sboms(iso: &Path, root: &Path, arch: &str) {
+    let beside = |suffix: &str| PathBuf::from(format!("{}{suffix}", p(iso)));
+    let (cdx_beside, spdx_beside) = (beside(".cdx.json"), beside(".spdx.json"));
+    let (cdx_inside, spdx_inside) = (root.join("sbom.cdx.json"), root.join("sbom.spdx.json"));
+    validate_sboms(&[&cdx_inside, &cdx_beside], &[&spdx_inside, &spdx_beside]);
+    let json = |path: &Path| -> serde_json::Value {
+        serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
+    };
+    let (iso_sha, _) = tool("sha256sum", [p(iso)]);
+    let iso_sha = &iso_sha[..64];
+    let versions = fs::read_to_string(root.join("versions.txt")).unwrap();
+    for (cdx, spdx, outside) in [
+        (json(&cdx_inside), json(&spdx_inside), false),
+        (json(&cdx_beside), json(&spdx_beside), true),
+    ] {
+        let main = &cdx["metadata"]["component"];
+        let props = |c: &serde_json::Value, name: &str| -> Option<String> {
+            c["properties"]
+                .as_array()?
+                .iter()
+                .find(|p| p["name"] == name)?["value"]
+                .as_str()
+                .map(str::to_owned)
+        };
+        assert_eq!(props(main, "cks-iso:arch").as_deref(), Some(arch));
+        let iso_hash = main["hashes"][0]["content"].as_str();
+        let spdx_iso = &spdx["packages"][0];
+        assert_eq!(spdx_iso["SPDXID"], "SPDXRef-ISO");
+        let spdx_iso_hash = spdx_iso["checksums"][0]["checksumValue"].as_str();
+        match outside {
+            true => {
+                assert_eq!(
+                    iso_hash,
+                    Some(iso_sha),
+                    "{} names the ISO's sha256",
+                    cdx_beside.display()
+                );
+                assert_eq!(spdx_iso_hash, Some(iso_sha), "{}", spdx_beside.display());
+            }
+            false => assert_eq!((iso_hash, spdx_iso_hash), (None, None)),
+        }
+        let components = cdx["components"].as_array().unwrap();
+        let packages = spdx["packages"].as_array().unwrap();
+        let lines: Vec<&str> = versions
+            .lines()
+            .filter(|l| l.starts_with("file ") || l.starts_with("image "))
+            .collect();
+        assert_eq!(
+            components.len(),
+            lines.len(),
+            "one component per versions.txt record"
+        );
+        assert_eq!(
+            packages.len(),
+            lines.len() + 1,
+            "one package per record, and the ISO"
+        );
+        for line in lines {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (path, hash) = match f[0] {
+                "image" => (f[3], None),
+                _ => (f[1], Some(f[2].trim_start_matches("sha256:"))),
+            };
+            let c = components
+                .iter()
+                .find(|c| props(c, "cks-iso:path").as_deref() == Some(path))
+                .unwrap_or_else(|| panic!("no component for {line}"));
+            let package = packages
+                .iter()
+                .find(|p| p["packageFileName"] == path)
+                .unwrap_or_else(|| panic!("no SPDX package for {line}"));
+            let c_hash = c["hashes"][0]["content"].as_str().unwrap();
+            assert_eq!(package["checksums"][0]["checksumValue"], c_hash, "{line}");
+            match hash {
+                Some(hash) => assert_eq!(c_hash, hash, "{line}"),
+                None => {
+                    assert_eq!(c["type"], "container", "{line}");
+                    assert_eq!(
+                        props(c, "cks-iso:index-digest").as_deref(),
+                        Some(f[2]),
+                        "{line}"
+                    );
+                    let purl = c["purl"].as_str().unwrap();
+                    assert!(
+                        purl.starts_with("pkg:oci/")
+                            && purl.contains(&format!("@sha256%3A{c_hash}?arch={arch}&")),
+                        "{line}: {purl}"
+                    );
+                    assert_eq!(package["externalRefs"][0]["referenceLocator"], purl);
+                    // The platform manifest the SBOM names is in the archive.
+                    let (listing, _) = tool("bsdtar", ["-tf", p(&root.join(path))]);
+                    assert!(
+                        listing
+                            .lines()
+                            .any(|l| l == format!("blobs/sha256/{c_hash}")),
+                        "{path} holds no blob {c_hash}:\n{listing}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Tampers with the extracted ISO's SBOMs, authors it again with `cks-iso iso`, and expects
+/// `verify` to name what no longer agrees.
+fn tampered_sboms_fail_verify(root: &Path, dir: &Path, iso_name: &str) {
+    let edit = |rel: &str, change: &dyn Fn(&mut serde_json::Value)| {
+        let path = root.join(rel);
+        let mut doc: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        change(&mut doc);
+        fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    };
+    edit("sbom.cdx.json", &|bom| {
+        for c in bom["components"].as_array_mut().unwrap() {
+            if c["bom-ref"] == "k8s/kubelet" {
+                c["hashes"][0]["content"] = "0".repeat(64).into();
+            }
+        }
+    });
+    edit("sbom.spdx.json", &|doc| {
+        doc["packages"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|p| p["packageFileName"] != "docker/pause:3.10.tar");
+    });
+    let tampered = dir.join("tampered");
+    fs::create_dir_all(&tampered).unwrap();
+    let iso = tampered.join(iso_name);
+    build_iso(root, &iso);
+    let out = cks_iso().args(["verify", p(&iso)]).output().unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    for named in [
+        format!(
+            "sbom.cdx.json: k8s/kubelet: sha256 is {} here",
+            "0".repeat(64)
+        ),
+        "sbom.spdx.json: docker/pause:3.10.tar is in the ISO but not listed".to_owned(),
+    ] {
+        assert!(report.contains(&named), "{named:?} not in:\n{report}");
+    }
+}
+
 /// `ctr -n k8s.io images import` of every archive, as the node scripts do, keeping the registry
 /// digests; then every image named in a root manifest is in containerd (air-gap completeness).
 fn replay_containerd(root: &Path, arch: &str) {
@@ -258,6 +406,7 @@ fn both_arches_build_verify_and_replay_on_the_node_side() {
         );
         let root = dir.path().join(format!("x-{arch}"));
         extract(&iso, &root);
+        check_sboms(&iso, &root, arch);
         replay_node_side(&root, arch, &world);
         replay_containerd(&root, arch);
         let (code, report) = {
@@ -268,6 +417,9 @@ fn both_arches_build_verify_and_replay_on_the_node_side() {
             )
         };
         assert_eq!(code, Some(0), "{report}");
+        if arch == "amd64" {
+            tampered_sboms_fail_verify(&root, dir.path(), &format!("setup-v{k}-{uname}.iso"));
+        }
     }
     assert_eq!(
         names(&tmp)
@@ -314,6 +466,15 @@ fn both_arches_build_verify_and_replay_on_the_node_side() {
             .success(),
         "positional and flag forms differ"
     );
+    // So are the SBOMs beside them: the same inputs and epoch, the same bytes.
+    for suffix in [".cdx.json", ".spdx.json"] {
+        let (a, b) = (format!("{}{suffix}", p(&a)), format!("{}{suffix}", p(&b)));
+        assert_eq!(
+            fs::read(&a).unwrap(),
+            fs::read(&b).unwrap(),
+            "{a} and {b} differ"
+        );
+    }
 }
 
 /// Before 1.25 (and its late patches) kubeadm names its images on k8s.gcr.io: a 1.21 build pulls

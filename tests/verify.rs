@@ -1,7 +1,8 @@
 //! `cks-iso verify` passes a contract-abiding ISO and names the problem in ISOs broken the ways
 //! real builds break: xorriso/genisoimage defaults (volume ID, staging-dir modes), stray files in
 //! `docker/`, a corrupt layer, a stale `versions.txt`, an unbundled image, a joined separator, a
-//! second CNI tarball, an `Always` pull policy, and images for the wrong platform.
+//! second CNI tarball, an `Always` pull policy, images for the wrong platform, and SBOMs that are
+//! missing or disagree with the ISO.
 
 mod support;
 
@@ -12,6 +13,7 @@ use std::process::Command;
 
 use cks_iso::archive;
 use cks_iso::image::{Arch, Image};
+use cks_iso::sbom::{self, Inventory};
 use cks_iso::versions::{FileRecord, ImageRecord, Versions};
 use sha2::{Digest as _, Sha256};
 use support::world::{World, world};
@@ -81,12 +83,14 @@ fn good_tree(world: &World, root: &Path, arch: Arch) {
     );
     fs::create_dir_all(root.join("docker")).unwrap();
     let mut images = Vec::new();
+    let mut manifests = std::collections::BTreeMap::new();
     for text in IMAGES {
         let fixture = world.image(text);
         let image =
             Image::load(fixture.reference.clone(), &fixture.top, arch, &world.cache).unwrap();
         let file = format!("docker/{}.tar", fixture.reference.last_component());
         archive::write(&image, &world.cache, &root.join(&file), 0).unwrap();
+        manifests.insert(file.clone(), image.manifest.digest.to_string());
         images.push(ImageRecord {
             name: fixture.reference.to_string(),
             digest: fixture.top.to_string(),
@@ -116,6 +120,23 @@ fn good_tree(world: &World, root: &Path, arch: Arch) {
         images,
     };
     write(root, "versions.txt", versions.render());
+    // The SBOMs a build writes, from the same records (cks-iso's own writer: verify requires them).
+    let inventory = Inventory {
+        iso: format!("setup-v1.33.1-{arch}.iso"),
+        versions: &versions,
+        manifests,
+        epoch: 1_700_000_000,
+    };
+    write(root, "sbom.cdx.json", sbom::cyclonedx(&inventory, None));
+    write(root, "sbom.spdx.json", sbom::spdx(&inventory, None));
+}
+
+/// Edits the JSON document `rel` of the tree in place.
+fn edit_json(root: &Path, rel: &str, edit: impl FnOnce(&mut serde_json::Value)) {
+    let path = root.join(rel);
+    let mut doc: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    edit(&mut doc);
+    fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
 }
 
 fn verify(iso: &Path) -> (i32, String, String) {
@@ -297,4 +318,62 @@ fn images_of_another_platform_are_named() {
     )
     .unwrap();
     case.fails_naming("arch.iso", &["docker/pause:3.10.tar:", "linux/arm64"]);
+}
+
+#[test]
+fn sboms_that_disagree_with_the_iso_are_named() {
+    let world = world();
+    let case = case(&world, Arch::Amd64);
+    edit_json(&case.src, "sbom.cdx.json", |bom| {
+        let components = bom["components"].as_array_mut().unwrap();
+        for c in components.iter_mut() {
+            if c["bom-ref"] == "k8s/kubeadm" {
+                c["hashes"][0]["content"] = "0".repeat(64).into();
+            }
+        }
+        components.retain(|c| c["bom-ref"] != "docker/pause:3.10.tar");
+    });
+    edit_json(&case.src, "sbom.spdx.json", |doc| {
+        let packages = doc["packages"].as_array_mut().unwrap();
+        let mut ghost = packages[1].clone();
+        ghost["SPDXID"] = "SPDXRef-ghost".into();
+        ghost["packageFileName"] = "docker/ghost:1.0.tar".into();
+        packages.push(ghost);
+        for p in packages.iter_mut() {
+            if p["packageFileName"] == "docker/busybox:1.36.tar" {
+                p["checksums"][0]["checksumValue"] = "1".repeat(64).into();
+            }
+        }
+    });
+    case.fails_naming(
+        "sbom.iso",
+        &[
+            &format!(
+                "sbom.cdx.json: k8s/kubeadm: sha256 is {} here",
+                "0".repeat(64)
+            ),
+            "sbom.cdx.json: docker/pause:3.10.tar is in the ISO but not listed",
+            "sbom.spdx.json: lists docker/ghost:1.0.tar, which is not in the ISO",
+            &format!(
+                "sbom.spdx.json: docker/busybox:1.36.tar: sha256 is {} here",
+                "1".repeat(64)
+            ),
+        ],
+    );
+}
+
+#[test]
+fn an_iso_without_its_sboms_is_named() {
+    let world = world();
+    let case = case(&world, Arch::Arm64);
+    fs::remove_file(case.src.join("sbom.cdx.json")).unwrap();
+    write(
+        &case.src,
+        "sbom.spdx.json",
+        "{\"spdxVersion\": \"SPDX-2.2\"}",
+    );
+    case.fails_naming(
+        "nosbom.iso",
+        &["sbom.cdx.json: missing", "sbom.spdx.json: not a valid SBOM"],
+    );
 }

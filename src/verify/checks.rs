@@ -28,21 +28,25 @@ const REQUIRED: [&str; 9] = [
     "provider.yaml",
 ];
 
-struct Ctx<'a> {
-    reader: &'a IsoReader,
-    entries: BTreeMap<String, Entry>,
+pub(super) struct Ctx<'a> {
+    pub(super) reader: &'a IsoReader,
+    pub(super) entries: BTreeMap<String, Entry>,
     report: &'a mut Report,
+    /// The sha256 of each file `versions.txt` lists, as read from the ISO.
+    pub(super) hashes: BTreeMap<String, String>,
+    /// Each image archive that reads well, by path.
+    pub(super) archives: BTreeMap<String, archive::Inspected>,
 }
 
 impl Ctx<'_> {
-    fn violation(&mut self, path: &str, problem: impl Into<String>) {
+    pub(super) fn violation(&mut self, path: &str, problem: impl Into<String>) {
         self.report.violations.push(Violation {
             path: path.to_owned(),
             problem: problem.into(),
         });
     }
 
-    fn text(&mut self, path: &str) -> Option<String> {
+    pub(super) fn text(&mut self, path: &str) -> Option<String> {
         match self.reader.read_small(path, TEXT_LIMIT) {
             Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
             Err(e) => {
@@ -68,6 +72,8 @@ pub(super) fn run(
         reader,
         entries,
         report,
+        hashes: BTreeMap::new(),
+        archives: BTreeMap::new(),
     };
     if reader.volume_id() != expect.volume_id {
         let found = reader.volume_id().to_owned();
@@ -86,6 +92,10 @@ pub(super) fn run(
     let bundled = images(&mut cx, versions.as_ref(), arch);
     yamls(&mut cx, &bundled);
     units(&mut cx);
+    if let Some(versions) = &versions {
+        super::lock::check(&mut cx, versions);
+    }
+    super::sboms::check(&mut cx, versions.as_ref());
     Ok(())
 }
 
@@ -181,7 +191,7 @@ fn layout(cx: &mut Ctx) {
     }
 }
 
-fn sha256_of(reader: &IsoReader, path: &str) -> Result<String, String> {
+pub(super) fn sha256_of(reader: &IsoReader, path: &str) -> Result<String, String> {
     let mut file = reader.open_file(path).map_err(|e| e.reason)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
@@ -231,7 +241,11 @@ fn versions(cx: &mut Ctx, iso: &Path) -> Option<Versions> {
     }
     for file in &versions.files {
         cx.report.files += 1;
-        match sha256_of(cx.reader, &file.path) {
+        let actual = sha256_of(cx.reader, &file.path);
+        if let Ok(actual) = &actual {
+            cx.hashes.insert(file.path.clone(), actual.clone());
+        }
+        match actual {
             Ok(actual) if actual == file.sha256 => {}
             Ok(actual) => cx.violation(
                 &file.path,
@@ -297,6 +311,7 @@ fn images(cx: &mut Ctx, versions: Option<&Versions>, arch: Option<Arch>) -> BTre
                         format!("digest {}, versions.txt says {}", i.digest, record.digest),
                     );
                 }
+                cx.archives.insert(path.clone(), i);
             }
         }
         bundled.insert(record.name.clone());

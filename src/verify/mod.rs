@@ -5,9 +5,13 @@
 //! looks for, the layout and the exactly-one globs the node scripts use, `docker/` holding only
 //! image archives for the ISO's platform whose every blob matches its digest, `versions.txt`
 //! agreeing with the files (hashes) and the archives (one line each), every image referenced by a
-//! root `*.yaml` being bundled (air-gap completeness), and modes and owners. No network.
+//! root `*.yaml` being bundled (air-gap completeness), the SBOMs listing exactly the files and
+//! archives the ISO holds with their hashes, modes and owners, and the embedded `cks-iso.lock`
+//! agreeing with all of it. No network.
 
 mod checks;
+mod lock;
+mod sboms;
 
 use std::path::{Path, PathBuf};
 

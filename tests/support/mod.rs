@@ -237,3 +237,23 @@ pub fn as_nobody(cmd: Command) -> Command {
     }
     wrapped
 }
+
+/// The formats' own SBOM validators, from the virtualenv `make deps` fills: cyclonedx-python-lib's
+/// strict CycloneDX 1.6 validator (through `scripts/validate-cdx.py`) and `pyspdxtools`. Fails the
+/// test, naming `make deps`, when they are missing.
+pub fn validate_sboms(cyclonedx: &[&Path], spdx: &[&Path]) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin = root.join(".venv-sbom/bin");
+    let (python, pyspdxtools) = (bin.join("python"), bin.join("pyspdxtools"));
+    assert!(
+        python.exists() && pyspdxtools.exists(),
+        "the SBOM validators are not installed in {}: run `make deps` first",
+        bin.display()
+    );
+    run(Command::new(&python)
+        .arg(root.join("scripts/validate-cdx.py"))
+        .args(cyclonedx));
+    for file in spdx {
+        run(Command::new(&pyspdxtools).arg("-i").arg(file));
+    }
+}

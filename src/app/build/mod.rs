@@ -4,13 +4,14 @@
 //!    arch-independent ones (manifests) once for all ISOs — edit the manifests, and pull every
 //!    image for every architecture into the blob cache. A failure here (a 404, an image missing
 //!    for arm64) stops the run before any ISO exists.
-//! 2. Local (sync): per architecture, write the image archives, `versions.txt` and the ISO, with
-//!    `<iso>.sha256` beside it. If one ISO fails, the ISOs this run already wrote are removed.
+//! 2. Local (sync): per architecture, write the image archives, `versions.txt`, the SBOMs and the
+//!    ISO, with `<iso>.sha256` and the SBOMs `<iso>.cdx.json`, `<iso>.spdx.json` beside it. If one ISO fails, the ISOs this run already wrote are removed.
 //!
 //! Everything happens in a private work directory that is removed on success, error and Ctrl-C.
 
 mod fetch;
 mod record;
+mod sboms;
 mod write;
 
 use std::path::PathBuf;

@@ -1,5 +1,5 @@
-//! Phase 2 of `build`: per architecture, the image archives, `versions.txt`, the ISO and its
-//! `.sha256`, from what phase 1 staged. No network.
+//! Phase 2 of `build`: per architecture, the image archives, `versions.txt`, the SBOMs, the ISO and
+//! its `.sha256` and SBOMs beside it, from what phase 1 staged. No network.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -7,11 +7,13 @@ use std::path::{Path, PathBuf};
 use super::super::AppError;
 use super::Built;
 use super::fetch::{ArchFetched, Fetched};
+use super::sboms;
 use crate::archive;
 use crate::atomic::AtomicFile;
 use crate::iso::{self, IsoSpec, VolumeId};
 use crate::lock::{self, Lock};
 use crate::plan::{self, Request};
+use crate::sbom::{Inventory, IsoFacts};
 use crate::ui::Ui;
 use crate::versions::{FileRecord, ImageRecord, Versions};
 
@@ -42,6 +44,9 @@ pub(super) fn remove(built: &[Built]) {
     for b in built {
         let _ = std::fs::remove_file(&b.path);
         let _ = std::fs::remove_file(sha_path(&b.path));
+        for sbom in sboms::beside_paths(&b.path) {
+            let _ = std::fs::remove_file(sbom);
+        }
     }
 }
 
@@ -121,10 +126,22 @@ fn one(
             None,
         )
     })?;
+    let inventory = Inventory {
+        iso: plan::iso_file_name(&request.name, a.arch),
+        versions: &versions,
+        manifests: a
+            .images
+            .iter()
+            .map(|i| {
+                let archive = format!("docker/{}", naming.files[&i.reference]);
+                (archive, i.manifest.digest.to_string())
+            })
+            .collect(),
+        epoch,
+    };
+    sboms::write_into(&a.staging, &inventory)?;
 
-    let output = request
-        .output
-        .join(plan::iso_file_name(&request.name, a.arch));
+    let output = request.output.join(&inventory.iso);
     let progress = ui.bytes(&format!("writing {}", output.display()));
     let written = iso::author(
         &a.staging,
@@ -159,6 +176,15 @@ fn one(
     writeln!(out.file(), "{sha256}  {name}").map_err(fail)?;
     out.set_mode(0o644).map_err(fail)?;
     out.commit().map_err(fail)?;
+    let facts = IsoFacts {
+        size: written.size,
+        sha256: sha256.clone(),
+    };
+    if let Err(e) = sboms::write_beside(&written.path, &inventory, &facts) {
+        let _ = std::fs::remove_file(&written.path);
+        let _ = std::fs::remove_file(&sums);
+        return Err(e);
+    }
     let _ = std::fs::remove_dir_all(&a.staging);
     Ok(Built {
         path: written.path,
