@@ -88,6 +88,10 @@ fn another_autoscaler_is_named_with_its_image_digests_and_manifest_line() {
     ] {
         assert!(out.contains(&want), "{want:?} not in:\n{out}");
     }
+    // Same binaries, and the SBOMs, versions.txt, the lock and docker/ restate the sections.
+    for noise in ["files (", "entries:", "build:"] {
+        assert!(!out.contains(noise), "{noise:?} in:\n{out}");
+    }
     // The manifest's line, as a unified diff (indented under its section) shows it.
     for (mark, v) in [('-', default.as_str()), ('+', pinned)] {
         let line = format!("image: {}", image(v));

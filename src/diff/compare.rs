@@ -6,8 +6,8 @@ use similar::TextDiff;
 
 use super::side::{BUILD_NAMES, VERSION_NAMES};
 use super::{
-    ArchChange, Change, EntryInfo, EntryKind, FORMAT, FileInfo, ImageInfo, ManifestChange,
-    ManifestInfo, Report, Side, SideSummary, Source,
+    ArchChange, Change, ChangeKind, EntryInfo, EntryKind, FORMAT, FileInfo, ImageInfo,
+    ManifestChange, ManifestInfo, Report, Side, SideSummary, Source,
 };
 
 /// Compares `a` (old) with `b` (new).
@@ -169,8 +169,17 @@ fn unified(path: &str, a: &str, b: &str) -> String {
         .to_string()
 }
 
-/// ISO entries no other section speaks for: not a listed file or manifest, and, when both sides
-/// list their images, not `docker/` nor the records themselves (`versions.txt`, `cks-iso.lock`).
+/// Files at an ISO's root that restate what the sections compare: a change in them is a change
+/// already reported, so only their presence is an entry's business.
+const RECORDS: [&str; 4] = [
+    "versions.txt",
+    crate::lock::FILE_NAME,
+    crate::sbom::CYCLONEDX_FILE,
+    crate::sbom::SPDX_FILE,
+];
+
+/// ISO entries no other section speaks for: not a listed file or manifest, not a record that
+/// merely changed, and, when both sides list their images, not in `docker/`.
 fn entries(a: &Side, b: &Side) -> Vec<Change<EntryInfo>> {
     let (Some(ea), Some(eb)) = (&a.entries, &b.entries) else {
         return Vec::new();
@@ -182,17 +191,15 @@ fn entries(a: &Side, b: &Side) -> Vec<Change<EntryInfo>> {
             covered.extend(arch.files.keys().map(String::as_str));
         }
     }
-    let recorded = a.source != Source::None && b.source != Source::None;
-    let spoken_for = |path: &str| {
-        covered.contains(path)
-            || (recorded
-                && (path.starts_with("docker/")
-                    || path == "versions.txt"
-                    || path == crate::lock::FILE_NAME))
+    let images_known = a.source != Source::None && b.source != Source::None;
+    let spoken_for = |c: &Change<EntryInfo>| {
+        covered.contains(c.name.as_str())
+            || (c.change == ChangeKind::Changed && RECORDS.contains(&c.name.as_str()))
+            || (images_known && c.name.starts_with("docker/"))
     };
     changes(ea, eb, entry_differs)
         .into_iter()
-        .filter(|c| !spoken_for(&c.name))
+        .filter(|c| !spoken_for(c))
         .collect()
 }
 

@@ -253,3 +253,25 @@ fn versions_txt_compares_with_a_lock_on_what_both_know() {
     let report = compare(&old, &side(&other));
     assert_eq!(report.arches[0].files[0].name, "k8s/kubeadm", "{report:#?}");
 }
+
+#[test]
+fn records_are_entries_only_when_one_side_lacks_them() {
+    let text = "a: 1\n";
+    let mut a = iso(&lock(), text, None);
+    let mut b = iso(&lock(), text, None);
+    let put = |s: &mut Side, path: &str, size: u64| {
+        let entries = s.entries.as_mut().unwrap();
+        entries.insert(path.to_owned(), entry(EntryKind::File, size, 0o644));
+    };
+    put(&mut a, "versions.txt", 10);
+    put(&mut b, "versions.txt", 12);
+    put(&mut b, "sbom.cdx.json", 100);
+    put(&mut a, "docker/pause:3.10.tar", 1);
+    let report = compare(&a, &b);
+    let names: Vec<(&str, ChangeKind)> = report
+        .entries
+        .iter()
+        .map(|c| (c.name.as_str(), c.change))
+        .collect();
+    assert_eq!(names, [("sbom.cdx.json", ChangeKind::Added)]);
+}
