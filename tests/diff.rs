@@ -276,7 +276,14 @@ fn bad_input_is_exit_2_naming_the_file_with_a_hint() {
     let half = dir.path().join("half.iso");
     fs::write(&half, &bytes[..bytes.len() / 2]).unwrap();
     let missing = dir.path().join("missing.iso");
-    let cases: [(&Path, &[&str]); 5] = [
+    // An ISO whose own lock is of a schema this cks-iso does not read.
+    let root = dir.path().join("v2iso.d");
+    cks_tree(&root);
+    fs::write(root.join("cks-iso.lock"), v2.to_string()).unwrap();
+    let v2iso = dir.path().join("v2iso.iso");
+    build_iso(&root, &v2iso);
+    let cases: [(&Path, &[&str]); 6] = [
+        (&v2iso, &["v2iso.iso:cks-iso.lock", "lock version 2"]),
         (&notes, &["notes.txt", "neither a cks-iso lock nor an ISO"]),
         (&broken, &["broken.lock", "is not a cks-iso lock"]),
         (&future, &["future.lock", "lock version 2"]),

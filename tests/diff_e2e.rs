@@ -1,6 +1,6 @@
 //! `cks-iso diff` on ISOs `cks-iso build` made in the local world: the default autoscaler against
-//! one pinned with `AUTOSCALER_VERSION`, an ISO against itself, and the run's `--lock-file`
-//! against its ISO.
+//! one pinned with `AUTOSCALER_VERSION`, an ISO against itself, and the run's `--lock-file` (two
+//! arches) against each of its ISOs.
 
 mod support;
 
@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 use cks_iso_testworld::world::{Options, World};
 use support::*;
 
-/// `cks-iso build` of amd64 inside `world` into `out`.
+/// `cks-iso build` of amd64 (and whatever `--arch` is added) inside `world` into `out`.
 fn build(world: &World, out: &Path, cache: &Path, tmp: &Path) -> Command {
     let mut cmd = cks_iso();
     cmd.env("CKS_ISO_CONFIG", world.config_path())
@@ -62,7 +62,7 @@ fn another_autoscaler_is_named_with_its_image_digests_and_manifest_line() {
     let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
     let lock = dir.path().join("a.lock");
     ok(build(&world, &a_dir, &cache, &tmp)
-        .arg("--lock-file")
+        .args(["--arch", "arm64", "--lock-file"])
         .arg(&lock)
         .output()
         .unwrap());
@@ -117,8 +117,9 @@ fn another_autoscaler_is_named_with_its_image_digests_and_manifest_line() {
     let m = json["manifests"].as_array().unwrap();
     assert!(m.iter().any(|m| m["name"] == "autoscaler.yaml"), "{json:#}");
 
-    // An ISO with itself, and the run's lock with its ISO: identical.
-    for (x, y) in [(&a, &a), (&lock, &a)] {
+    // An ISO with itself, and the run's lock (both arches) with each of its ISOs: identical.
+    let arm = a_dir.join(format!("setup-v{k}-aarch64.iso"));
+    for (x, y) in [(&a, &a), (&lock, &a), (&arm, &lock)] {
         let o = cks_iso().args(["diff", p(x), p(y)]).output().unwrap();
         assert_eq!(
             o.status.code(),

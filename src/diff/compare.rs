@@ -6,7 +6,7 @@ use similar::TextDiff;
 
 use super::side::{BUILD_NAMES, VERSION_NAMES};
 use super::{
-    ArchChange, Change, ChangeKind, EntryInfo, EntryKind, FORMAT, FileInfo, ImageInfo,
+    ArchChange, Change, ChangeKind, EntryInfo, EntryKind, FORMAT, FileInfo, ImageInfo, Kind,
     ManifestChange, ManifestInfo, Report, Side, SideSummary, Source,
 };
 
@@ -63,14 +63,22 @@ fn summary(side: &Side) -> SideSummary {
 }
 
 /// Which architectures to compare with which: two single-arch sides with each other whatever
-/// they are (an amd64 ISO with an arm64 one), otherwise by name. None when a side does not know.
+/// they are (an amd64 ISO with an arm64 one), an ISO with its arch of a lock of several,
+/// otherwise by name. None when a side does not know.
 fn arch_pairs<'s>(a: &'s Side, b: &'s Side) -> Vec<(Option<&'s str>, Option<&'s str>)> {
     if a.arches.is_empty() || b.arches.is_empty() {
         return Vec::new();
     }
+    let first = |s: &'s Side| s.arches.keys().next().map(String::as_str);
     if a.arches.len() == 1 && b.arches.len() == 1 {
-        let first = |s: &'s Side| s.arches.keys().next().map(String::as_str);
         return vec![(first(a), first(b))];
+    }
+    // An ISO holds one arch; a lock of several (`build --lock-file`) is compared on that one.
+    let single_iso = |s: &'s Side| (s.kind == Kind::Iso && s.arches.len() == 1).then(|| first(s));
+    match (single_iso(a).flatten(), single_iso(b).flatten()) {
+        (Some(x), None) if b.arches.contains_key(x) => return vec![(Some(x), Some(x))],
+        (None, Some(y)) if a.arches.contains_key(y) => return vec![(Some(y), Some(y))],
+        _ => {}
     }
     let names: BTreeSet<&str> = a
         .arches

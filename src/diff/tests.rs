@@ -275,3 +275,20 @@ fn records_are_entries_only_when_one_side_lacks_them() {
         .collect();
     assert_eq!(names, [("sbom.cdx.json", ChangeKind::Added)]);
 }
+
+#[test]
+fn an_iso_is_compared_with_its_own_arch_of_a_lock_of_several() {
+    let text = "a: 1\n";
+    let mut all = lock();
+    all.manifests[0].sha256 = {
+        use sha2::Digest as _;
+        hex::encode(sha2::Sha256::digest(text.as_bytes()))
+    };
+    let report = compare(&side(&all), &iso(&lock(), text, None));
+    assert!(report.identical, "{report:#?}");
+    assert_eq!(report.a.arches, ["amd64", "arm64"]);
+    all.arches.get_mut("amd64").unwrap().files[0].sha256 = hex('0');
+    let report = compare(&iso(&lock(), text, None), &side(&all));
+    assert_eq!(report.arches.len(), 1);
+    assert_eq!(report.arches[0].files[0].name, "k8s/kubeadm");
+}
