@@ -13,7 +13,7 @@ DEB_COMMANDS := docker-registry git xorriso isoinfo bsdtar 7z skopeo containerd 
 SBOM_VENV := .venv-sbom
 SBOM_PIP := cyclonedx-python-lib[json-validation]==11.12.0 spdx-tools==0.8.5
 
-.PHONY: all deps build test lint demo bench clean
+.PHONY: all deps build test lint doc demo bench clean
 
 all: build
 
@@ -40,6 +40,10 @@ build:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+
+# The API documentation of every crate, with rustdoc's warnings (broken links, …) as errors.
+doc:
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace --locked
 
 test: deps lint
 	$(CARGO) test --locked --workspace

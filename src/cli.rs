@@ -1,4 +1,6 @@
 //! The command line, declared with clap and nothing else: parsing only, no behaviour.
+// The doc comments below are `--help` text, not Markdown: `<KUBERNETES>` and bare URLs are meant.
+#![allow(rustdoc::bare_urls, rustdoc::invalid_html_tags)]
 
 use std::path::PathBuf;
 

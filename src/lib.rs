@@ -25,7 +25,7 @@
 //! - [`plan`]: what goes into the ISO (request, manifest edits, image set, names); pure.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
 //! - [`config`]: the YAML configuration file and how flags override it.
-//! - [`env`]: every environment variable the tool reads.
+//! - [`env`](mod@env): every environment variable the tool reads.
 //! - [`ui`] and [`progress`]: logs and progress on stderr, data on stdout.
 
 pub mod app;

@@ -4,7 +4,7 @@
 //! Upstream pulled through containerd: root, a daemon, the host's platform only, and races with
 //! its garbage collector. Here, on the shared [`crate::fetch`] client and retry policy:
 //!
-//! - **Auth** ([`auth`]): `GET /v2/` tells how the registry wants to be spoken to; bearer tokens
+//! - **Auth** (`auth`): `GET /v2/` tells how the registry wants to be spoken to; bearer tokens
 //!   are fetched from the challenge's realm per repository (`scope=repository:<name>:pull`),
 //!   cached, and fetched again once on a 401; basic credentials come from the Docker config or a
 //!   credential helper. No credential is logged or put into an error.
@@ -21,7 +21,7 @@
 //!   fetched once, however many images wait for it, and a failure is not retried for other
 //!   images of the same repository. A cached manifest that does not hash to its digest is
 //!   fetched again.
-//! - **Routes** ([`endpoint`]): mirrors, `--insecure-registry`, Docker Hub's API host.
+//! - **Routes** (`endpoint`): mirrors, `--insecure-registry`, Docker Hub's API host.
 //!   Redirects to other hosts (registry.k8s.io's CDN) are followed by the fetch layer's client,
 //!   which drops `Authorization` when the host or port changes.
 //!
