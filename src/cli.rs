@@ -59,6 +59,8 @@ pub enum Command {
     /// Inspect, check, trim and carry the blob cache (export and import across an air gap).
     #[command(subcommand)]
     Cache(CacheCommand),
+    /// Show what changed between two ISOs or locks; exit 0 when identical, 1 when different.
+    Diff(DiffArgs),
 }
 
 /// Network settings; each may also come from the configuration file, which the flags override.
@@ -170,6 +172,20 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "ID", default_value = crate::iso::DEFAULT_VOLUME_ID)]
     pub volume_id: String,
     /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `cks-iso diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The old side: an ISO or a `cks-iso.lock`.
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The new side: an ISO or a `cks-iso.lock`.
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    /// Print the differences as JSON on stdout (also when identical).
     #[arg(long)]
     pub json: bool,
 }

@@ -14,6 +14,8 @@
 //! - [`manifest`]: manifests edited as text (image pins, pull policy, extra RBAC), read as YAML.
 //! - [`lock`]: `cks-iso.lock`, the resolved inputs a later build repeats byte for byte.
 //! - [`versions`]: `versions.txt`, written into the ISO and read back by `verify`.
+//! - [`diff`]: what changed between two ISOs or locks (versions, files, images, manifests,
+//!   entries); pure.
 //! - [`sbom`]: the ISO's inventory as CycloneDX 1.6 and SPDX 2.3 JSON, from what the build knows;
 //!   pure.
 //! - [`verify`]: checks a finished ISO against the CKS contract with the project's own reader.
@@ -32,6 +34,7 @@ pub mod atomic;
 pub mod cache;
 pub mod cli;
 pub mod config;
+pub mod diff;
 pub mod env;
 pub mod fetch;
 pub mod image;
