@@ -651,7 +651,7 @@ fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
             vec!["--network", p(&other_pause)],
             1,
             vec![
-                "network.yaml (file://",
+                "network.yaml (file:pause-3.9 network.yaml)",
                 "line 10 names the pause image registry.k8s.io/pause:3.9",
                 "kubeadm's is registry.k8s.io/pause:3.10",
                 "sort | tail -1",
