@@ -383,5 +383,9 @@ fn a_manifest_damaged_once_is_fetched_again() {
     assert_eq!(faulted.len(), 1, "{faulted:?}");
     let again = proxy.requests_to(&faulted[0].path);
     assert_eq!(again.len(), 2, "fetched once more: {again:?}");
-    assert!(stderr(&out).contains("fetching it again"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("fetching it again"),
+        "{}",
+        stderr(&out)
+    );
 }

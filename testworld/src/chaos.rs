@@ -115,8 +115,12 @@ mod tests {
         let mix = Chaos::network_mix(Duration::from_secs(1));
         let mut a = Chaos::new(7, 0.2, mix.clone());
         let mut b = Chaos::new(7, 0.2, mix);
-        let picks: Vec<_> = (0..10_000).map(|_| a.pick(true).map(|f| f.name())).collect();
-        let again: Vec<_> = (0..10_000).map(|_| b.pick(true).map(|f| f.name())).collect();
+        let picks: Vec<_> = (0..10_000)
+            .map(|_| a.pick(true).map(|f| f.name()))
+            .collect();
+        let again: Vec<_> = (0..10_000)
+            .map(|_| b.pick(true).map(|f| f.name()))
+            .collect();
         assert_eq!(picks, again);
         let faults = picks.iter().filter(|p| p.is_some()).count();
         assert!((1_700..2_300).contains(&faults), "{faults} of 10000");

@@ -677,7 +677,10 @@ fn serve(mut stream: TcpStream, state: &State, upstream: &Upstream) -> std::io::
         ),
         Some(Fault::WrongContentRange) if header(&request.headers, "range").is_some() => {
             let mut answer = fetch();
-            if let Some((_, value)) = answer.headers.iter_mut().find(|(n, _)| n == "content-range")
+            if let Some((_, value)) = answer
+                .headers
+                .iter_mut()
+                .find(|(n, _)| n == "content-range")
                 && let Some(rest) = value.strip_prefix("bytes ")
                 && let Some((start, tail)) = rest.split_once('-')
                 && let Ok(start) = start.parse::<u64>()
