@@ -14,6 +14,13 @@
 //! Downloaded files (binaries, tarballs, manifests) are blobs too, so a locked or offline build
 //! takes them from here.
 //!
+//! **Several processes at once** (builds, pulls, `cache` commands; `tests/crash_and_concurrency.rs`)
+//! need no lock: every writer writes a private temporary name (with its process ID) and renames it
+//! into place only when verified. A reader sees a blob whole or not at all; two writers of one
+//! blob rename identical bytes over each other; index entries are replaced the same way. Only
+//! `cache verify --fix` and `cache prune` remove final names. A process killed mid-write leaves
+//! its temporary file, which nothing reads and `cache verify --fix` removes once it is stale.
+//!
 //! [`Cache::put`] streams a reader into a temporary file beside the final name while hashing it
 //! and renames it only when the digest (and the size, when known) match; otherwise the temporary
 //! file is removed and the error names the expected and the actual digest. Memory does not grow
