@@ -77,7 +77,7 @@ pub struct NetArgs {
     /// registry.k8s.io=http://127.0.0.1:5000/k8s (a URL path prefixes the repository). Repeatable.
     #[arg(long = "registry-mirror", value_name = "REGISTRY=URL", value_parser = parse_pair)]
     pub registry_mirrors: Vec<(String, String)>,
-    /// Reach this registry over plain HTTP or unverified TLS. Repeatable.
+    /// Reach this registry over plain HTTP instead of HTTPS (for TLS with a private CA, use --ca-file). Repeatable.
     #[arg(long = "insecure-registry", value_name = "HOST[:PORT]")]
     pub insecure_registries: Vec<String>,
     /// Trust the PEM CA certificates in FILE besides the system's. Repeatable.

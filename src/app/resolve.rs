@@ -306,7 +306,7 @@ pub(super) async fn resolve(
         .map(|a| DownloadRow {
             name: a.name.clone(),
             dest: a.dest.clone(),
-            fetch_url: fetcher.mirrors.rewrite(&a.url),
+            fetch_url: crate::fetch::redact(&fetcher.mirrors.rewrite(&a.url)),
             url: a.url.clone(),
             checksum_url: a.checksum.as_ref().map(|c| c.url().to_owned()),
             legacy_url: a.legacy.as_ref().map(|l| l.url.clone()),

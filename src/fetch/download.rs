@@ -95,13 +95,13 @@ impl Download<'_> {
             if source.is_redirect() {
                 return Failed::Fatal(FetchError::Redirects {
                     url: url.to_owned(),
-                    source,
+                    source: source.without_url(),
                 });
             }
             if retry::is_certificate_error(&source) {
                 return Failed::Fatal(FetchError::Certificate {
                     url: url.to_owned(),
-                    source,
+                    source: source.without_url(),
                 });
             }
             let retryable = retry::retryable_error(&source);
@@ -109,7 +109,7 @@ impl Download<'_> {
                 method: Method::GET,
                 url: url.to_owned(),
                 attempts: attempt,
-                source,
+                source: source.without_url(),
             };
             if retryable {
                 Failed::Retry(None, err)
@@ -138,6 +138,15 @@ impl Download<'_> {
                     attempts: attempt,
                 },
             ));
+        }
+        if status.is_redirection()
+            && let Some(location) = response.headers().get(reqwest::header::LOCATION)
+        {
+            // The client follows http(s) redirects itself; one it returned leads elsewhere.
+            return Err(Failed::Fatal(FetchError::RedirectRefused {
+                url: url.to_owned(),
+                location: String::from_utf8_lossy(location.as_bytes()).into_owned(),
+            }));
         }
         if !status.is_success() {
             let err = FetchError::Status {
