@@ -159,6 +159,12 @@ impl Versions {
                         sha256: hex_of(digest).ok_or_else(|| bad("expected sha256:<64 hex>"))?,
                         source: unescape(source),
                     }),
+                    // An empty source renders as nothing after the hash.
+                    [_, path, digest] => v.files.push(FileRecord {
+                        path: path.to_owned(),
+                        sha256: hex_of(digest).ok_or_else(|| bad("expected sha256:<64 hex>"))?,
+                        source: String::new(),
+                    }),
                     _ => return Err(bad("expected `file <path> sha256:<hex> <source>`")),
                 },
                 "image" => match fields[..] {
