@@ -25,7 +25,7 @@ fn main() -> ExitCode {
         Ok(outcome) => ExitCode::from(outcome.exit_code()),
         Err(err) => {
             let (top, causes) = err.lines();
-            ui.error(&top, &causes, err.hint.as_deref());
+            ui.error(&top, &causes, err.advice().as_deref());
             ExitCode::from(err.exit_code())
         }
     }

@@ -1,5 +1,7 @@
 //! One GET into a [`Sink`], with retries, resume and a completeness check.
 
+use std::path::Path;
+
 use reqwest::header::{CONTENT_RANGE, HeaderMap, RANGE};
 use reqwest::{Client, Method, Response, StatusCode};
 
@@ -119,9 +121,10 @@ impl Download<'_> {
         };
         let mut response = request.send().await.map_err(transport)?;
         let status = response.status();
+        let target = sink.path().map_or_else(|| url.into(), Path::to_path_buf);
         let io = |source| {
             Failed::Fatal(FetchError::Io {
-                path: url.into(),
+                path: target.clone(),
                 source,
             })
         };
