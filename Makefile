@@ -13,7 +13,7 @@ DEB_COMMANDS := docker-registry git xorriso isoinfo bsdtar 7z skopeo containerd 
 SBOM_VENV := .venv-sbom
 SBOM_PIP := cyclonedx-python-lib[json-validation]==11.12.0 spdx-tools==0.8.5
 
-.PHONY: all deps build test lint doc demo bench clean
+.PHONY: all deps build test lint doc demo bench fuzz clean
 
 all: build
 
