@@ -1,5 +1,7 @@
 //! Reading an image archive back in one streaming pass, for `cks-iso verify`: every blob is hashed
-//! against its name, and the index → manifest → config chain is checked for the wanted platform.
+//! against its name, then the archive is walked as an image source like any other — the same
+//! [`Image::load`] that resolves registry and cache images picks the wanted platform and checks
+//! the index → manifest → config chain — and `manifest.json` must describe that very image.
 //!
 //! Only JSON blobs up to [`MAX_MANIFEST_SIZE`] are kept in memory (to be parsed); layers are hashed
 //! and dropped, so memory does not grow with the archive.
@@ -11,7 +13,7 @@ use serde::Deserialize;
 
 use super::layout::IMAGE_NAME;
 use crate::image::{
-    Arch, Digest, Hashing, Index, MAX_MANIFEST_SIZE, Manifest, MediaType, platform,
+    Arch, BlobSource, Digest, Hashing, Image, ImageError, Index, MAX_MANIFEST_SIZE, Reference,
 };
 
 /// What an archive holds.
@@ -31,6 +33,63 @@ pub struct Inspected {
     pub blobs: usize,
 }
 
+/// Why an archive is not a good image archive for the wanted platform.
+#[derive(Debug, thiserror::Error)]
+pub enum InspectError {
+    /// The bytes are not a tar archive, or reading them failed.
+    #[error("not a tar archive: {0}")]
+    Tar(io::Error),
+    /// An entry that has no place in an image archive.
+    #[error("unexpected {0}")]
+    Unexpected(String),
+    /// A blob whose content is not what its name says.
+    #[error("blobs/sha256/{} hashes to {actual}, not {named}", named.hex())]
+    Blob {
+        /// The digest its name gives.
+        named: Digest,
+        /// The digest of its bytes.
+        actual: Digest,
+    },
+    /// A required file or blob is missing.
+    #[error("{0} is not in the archive")]
+    Missing(String),
+    /// The platform manifest is not there: an archive written for another platform.
+    #[error(
+        "holds no linux/{arch} image: its {what} {digest} is not in the archive (archived for \
+         another platform?)"
+    )]
+    NoPlatform {
+        /// The wanted architecture.
+        arch: &'static str,
+        /// What is missing.
+        what: String,
+        /// Its digest.
+        digest: Digest,
+    },
+    /// A JSON file that does not parse.
+    #[error("{file}: {reason}")]
+    Json {
+        /// The file or blob.
+        file: String,
+        /// The parser's words.
+        reason: String,
+    },
+    /// The image chain itself is wrong (platform, sizes, digests).
+    #[error(transparent)]
+    Image(ImageError),
+    /// The config names another platform.
+    #[error("the image is {found}, the ISO is linux/{arch}")]
+    WrongPlatform {
+        /// `os/architecture` of the config.
+        found: String,
+        /// The wanted architecture.
+        arch: &'static str,
+    },
+    /// `manifest.json` (the Docker view) describes something else than the OCI view.
+    #[error("manifest.json {0}")]
+    DockerView(String),
+}
+
 #[derive(Deserialize)]
 struct DockerEntry {
     #[serde(rename = "Config")]
@@ -47,41 +106,131 @@ struct Config {
     os: String,
 }
 
-/// Reads the archive from `reader` and checks it for `arch`; the error says what is wrong.
-pub fn inspect(reader: impl Read, arch: Arch) -> Result<Inspected, String> {
+/// The small JSON blobs of an archive, as an image source.
+struct Kept(BTreeMap<Digest, Vec<u8>>);
+
+impl BlobSource for Kept {
+    fn open(&self, digest: &Digest) -> io::Result<Box<dyn Read + Send + '_>> {
+        match self.0.get(digest) {
+            Some(bytes) => Ok(Box::new(bytes.as_slice())),
+            None => Err(io::Error::new(io::ErrorKind::NotFound, "not in the archive")),
+        }
+    }
+}
+
+fn json<T: for<'de> Deserialize<'de>>(file: &str, bytes: &[u8]) -> Result<T, InspectError> {
+    serde_json::from_slice(bytes).map_err(|e| InspectError::Json {
+        file: file.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// Reads the archive from `reader` and checks it for `arch`.
+pub fn inspect(reader: impl Read, arch: Arch) -> Result<Inspected, InspectError> {
+    let (present, kept, files) = read_entries(reader)?;
+    let index: Index = json("index.json", &files["index.json"])?;
+    let [top] = &index.manifests[..] else {
+        return Err(InspectError::Unexpected(format!(
+            "index.json with {} entries, not 1",
+            index.manifests.len()
+        )));
+    };
+    let name = top.annotations.get(IMAGE_NAME).cloned();
+    let reference = name
+        .as_deref()
+        .and_then(|n| Reference::parse(n).ok())
+        .unwrap_or_else(|| Reference::parse("localhost/archive").expect("a valid reference"));
+    let kept = Kept(kept);
+    let image = Image::load(reference, &top.digest, arch, &kept).map_err(|e| match e {
+        ImageError::Source {
+            what, digest, source, ..
+        } if source.kind() == io::ErrorKind::NotFound => match digest == top.digest {
+            true => InspectError::Missing(format!("the image {digest}")),
+            false => InspectError::NoPlatform {
+                arch: arch.as_str(),
+                what,
+                digest,
+            },
+        },
+        other => InspectError::Image(other),
+    })?;
+    let config_bytes = kept
+        .0
+        .get(&image.config.digest)
+        .ok_or_else(|| InspectError::Missing(format!("the config {}", image.config.digest)))?;
+    let config: Config = json(&format!("config {}", image.config.digest), config_bytes)?;
+    if config.os != "linux" || config.architecture != arch.as_str() {
+        return Err(InspectError::WrongPlatform {
+            found: format!("{}/{}", config.os, config.architecture),
+            arch: arch.as_str(),
+        });
+    }
+    if let Some(layer) = image.layers.iter().find(|l| !present.contains(&l.digest)) {
+        return Err(InspectError::Missing(format!("layer {}", layer.digest)));
+    }
+    let docker: Vec<DockerEntry> = json("manifest.json", &files["manifest.json"])?;
+    let [docker] = &docker[..] else {
+        return Err(InspectError::DockerView(format!(
+            "has {} entries, not 1",
+            docker.len()
+        )));
+    };
+    let path_of = |d: &Digest| format!("blobs/sha256/{}", d.hex());
+    let want_layers: Vec<String> = image.layers.iter().map(|l| path_of(&l.digest)).collect();
+    if docker.config != path_of(&image.config.digest) || docker.layers != want_layers {
+        return Err(InspectError::DockerView(
+            "does not match the platform manifest".into(),
+        ));
+    }
+    Ok(Inspected {
+        name,
+        digest: top.digest.clone(),
+        manifest: image.manifest.digest.clone(),
+        architecture: config.architecture,
+        repo_tags: docker.repo_tags.clone().unwrap_or_default(),
+        blobs: present.len(),
+    })
+}
+
+type Entries = (
+    BTreeSet<Digest>,
+    BTreeMap<Digest, Vec<u8>>,
+    BTreeMap<String, Vec<u8>>,
+);
+
+/// Every entry once: blobs hashed against their names (small JSON ones kept), and the three
+/// layout files read.
+fn read_entries(reader: impl Read) -> Result<Entries, InspectError> {
     let mut archive = tar::Archive::new(reader);
     let mut present: BTreeSet<Digest> = BTreeSet::new();
-    let mut json: BTreeMap<Digest, Vec<u8>> = BTreeMap::new();
+    let mut kept: BTreeMap<Digest, Vec<u8>> = BTreeMap::new();
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    let entries = archive
-        .entries()
-        .map_err(|e| format!("not a tar archive: {e}"))?;
-    for entry in entries {
-        let mut entry = entry.map_err(|e| format!("not a tar archive: {e}"))?;
+    for entry in archive.entries().map_err(InspectError::Tar)? {
+        let mut entry = entry.map_err(InspectError::Tar)?;
         let path = entry
             .path()
-            .map_err(|e| format!("bad entry name: {e}"))?
+            .map_err(InspectError::Tar)?
             .to_string_lossy()
             .into_owned();
         let kind = entry.header().entry_type();
         if kind.is_dir() {
             if !matches!(path.trim_end_matches('/'), "blobs" | "blobs/sha256") {
-                return Err(format!("unexpected directory {path}"));
+                return Err(InspectError::Unexpected(format!("directory {path}")));
             }
             continue;
         }
         if !kind.is_file() {
-            return Err(format!("unexpected {kind:?} entry {path}"));
+            return Err(InspectError::Unexpected(format!("{kind:?} entry {path}")));
         }
         if let Some(hex) = path.strip_prefix("blobs/sha256/") {
             let named = Digest::parse(&format!("sha256:{hex}"))
-                .map_err(|_| format!("blob with a malformed name {path}"))?;
-            let (actual, kept) = hash_blob(&mut entry).map_err(|e| format!("{path}: {e}"))?;
+                .map_err(|_| InspectError::Unexpected(format!("blob name {path}")))?;
+            let (actual, small) = hash_blob(&mut entry).map_err(InspectError::Tar)?;
             if actual != named {
-                return Err(format!("{path} hashes to {actual}, not {named}"));
+                return Err(InspectError::Blob { named, actual });
             }
-            if let Some(bytes) = kept {
-                json.insert(named.clone(), bytes);
+            if let Some(bytes) = small {
+                kept.insert(named.clone(), bytes);
             }
             present.insert(named);
         } else if matches!(path.as_str(), "index.json" | "manifest.json" | "oci-layout") {
@@ -90,89 +239,18 @@ pub fn inspect(reader: impl Read, arch: Arch) -> Result<Inspected, String> {
                 .by_ref()
                 .take(MAX_MANIFEST_SIZE + 1)
                 .read_to_end(&mut bytes)
-                .map_err(|e| format!("{path}: {e}"))?;
+                .map_err(InspectError::Tar)?;
             files.insert(path, bytes);
         } else {
-            return Err(format!("unexpected entry {path}"));
+            return Err(InspectError::Unexpected(format!("entry {path}")));
         }
     }
     for required in ["oci-layout", "index.json", "manifest.json"] {
         if !files.contains_key(required) {
-            return Err(format!("no {required}"));
+            return Err(InspectError::Missing(required.into()));
         }
     }
-    let index: Index =
-        serde_json::from_slice(&files["index.json"]).map_err(|e| format!("index.json: {e}"))?;
-    let [top] = &index.manifests[..] else {
-        return Err(format!(
-            "index.json has {} entries, not 1",
-            index.manifests.len()
-        ));
-    };
-    let name = top.annotations.get(IMAGE_NAME).cloned();
-    let blob = |d: &Digest, what: &str| -> Result<&Vec<u8>, String> {
-        json.get(d)
-            .ok_or_else(|| format!("the {what} {d} is not in the archive"))
-    };
-    let mut manifest_digest = top.digest.clone();
-    let mut bytes = blob(&top.digest, "image")?;
-    let kind = MediaType::sniff(bytes).map_err(|e| format!("{}: {e}", top.digest))?;
-    if kind.is_index() {
-        let list: Index =
-            serde_json::from_slice(bytes).map_err(|e| format!("{}: {e}", top.digest))?;
-        let chosen = platform::select(&list.manifests, arch).map_err(|has| {
-            format!(
-                "no linux/{} manifest; the index has {}",
-                arch.as_str(),
-                has.join(", ")
-            )
-        })?;
-        manifest_digest = chosen.digest.clone();
-        bytes = json.get(&chosen.digest).ok_or_else(|| {
-            format!(
-                "holds no linux/{} image: the index's linux/{} manifest {} is not in the archive \
-                 (archived for another platform?)",
-                arch.as_str(),
-                arch.as_str(),
-                chosen.digest
-            )
-        })?;
-    }
-    let manifest: Manifest =
-        serde_json::from_slice(bytes).map_err(|e| format!("{manifest_digest}: {e}"))?;
-    let config: Config = serde_json::from_slice(blob(&manifest.config.digest, "config")?)
-        .map_err(|e| format!("config {}: {e}", manifest.config.digest))?;
-    if config.os != "linux" || config.architecture != arch.as_str() {
-        return Err(format!(
-            "the image is {}/{}, the ISO is linux/{}",
-            config.os,
-            config.architecture,
-            arch.as_str()
-        ));
-    }
-    for layer in &manifest.layers {
-        if !present.contains(&layer.digest) {
-            return Err(format!("layer {} is not in the archive", layer.digest));
-        }
-    }
-    let docker: Vec<DockerEntry> = serde_json::from_slice(&files["manifest.json"])
-        .map_err(|e| format!("manifest.json: {e}"))?;
-    let [docker] = &docker[..] else {
-        return Err(format!("manifest.json has {} entries, not 1", docker.len()));
-    };
-    let path_of = |d: &Digest| format!("blobs/sha256/{}", d.hex());
-    let want_layers: Vec<String> = manifest.layers.iter().map(|l| path_of(&l.digest)).collect();
-    if docker.config != path_of(&manifest.config.digest) || docker.layers != want_layers {
-        return Err("manifest.json does not match the platform manifest".into());
-    }
-    Ok(Inspected {
-        name,
-        digest: top.digest.clone(),
-        manifest: manifest_digest,
-        architecture: config.architecture,
-        repo_tags: docker.repo_tags.clone().unwrap_or_default(),
-        blobs: present.len(),
-    })
+    Ok((present, kept, files))
 }
 
 /// Hashes a blob entry, keeping its bytes when it may be a JSON document worth parsing.

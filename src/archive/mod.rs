@@ -43,7 +43,7 @@ use tar::{EntryType, Header};
 use crate::atomic::AtomicFile;
 use crate::image::{BlobSource, Descriptor, Digest, Image, Opened};
 pub use error::ArchiveError;
-pub use inspect::{Inspected, inspect};
+pub use inspect::{InspectError, Inspected, inspect};
 pub use layout::{IMAGE_NAME, REF_NAME};
 pub use naming::{Naming, Renamed, assign as assign_names, plain_name};
 use stream::TarStream;

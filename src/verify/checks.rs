@@ -294,7 +294,7 @@ fn images(cx: &mut Ctx, versions: Option<&Versions>, arch: Option<Arch>) -> BTre
             .reader
             .open_file(path)
             .map_err(|e| e.reason)
-            .and_then(|f| archive::inspect(f, arch));
+            .and_then(|f| archive::inspect(f, arch).map_err(|e| e.to_string()));
         cx.report.images += 1;
         match inspected {
             Err(problem) => cx.violation(path, problem),
