@@ -174,7 +174,7 @@ impl FileConfig {
     }
 
     /// Parses the YAML text; an empty file is an empty configuration.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }

@@ -60,7 +60,7 @@ impl MediaType {
 
     /// The type of a manifest or index from its own bytes: its `mediaType` field, else its shape
     /// (OCI allows leaving the field out).
-    pub fn sniff(bytes: &[u8]) -> Result<Self, String> {
+    pub fn sniff(bytes: &[u8]) -> Result<Self, NotAManifest> {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Probe {
@@ -69,20 +69,20 @@ impl MediaType {
             manifests: Option<IgnoredAny>,
             config: Option<IgnoredAny>,
         }
-        let probe: Probe = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        let probe: Probe =
+            serde_json::from_slice(bytes).map_err(|e| NotAManifest(e.to_string()))?;
         if probe.schema_version != Some(2) {
-            return Err(format!(
+            return Err(NotAManifest(format!(
                 "schemaVersion {:?} is not 2 (Docker schema 1 is not supported)",
                 probe.schema_version
-            ));
+            )));
         }
         match (probe.media_type, probe.manifests, probe.config) {
-            (Some(name), _, _) => {
-                Self::from_name(&name).ok_or_else(|| format!("unsupported mediaType {name:?}"))
-            }
+            (Some(name), _, _) => Self::from_name(&name)
+                .ok_or_else(|| NotAManifest(format!("unsupported mediaType {name:?}"))),
             (None, Some(_), None) => Ok(Self::OciIndex),
             (None, None, Some(_)) => Ok(Self::OciManifest),
-            _ => Err("neither an index nor a manifest".into()),
+            _ => Err(NotAManifest("neither an index nor a manifest".into())),
         }
     }
 }
@@ -159,6 +159,11 @@ pub(crate) fn parse<T: for<'de> Deserialize<'de>>(
     })
 }
 
+/// Bytes that are not a manifest or index cks-iso can use, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotAManifest(pub String);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +185,6 @@ mod tests {
     fn schema_1_and_unknown_types_are_refused() {
         assert!(MediaType::sniff(br#"{"schemaVersion":1,"fsLayers":[]}"#).is_err());
         let other = br#"{"schemaVersion":2,"mediaType":"text/html"}"#;
-        assert!(MediaType::sniff(other).unwrap_err().contains("text/html"));
+        assert!(MediaType::sniff(other).unwrap_err().0.contains("text/html"));
     }
 }

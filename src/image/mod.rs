@@ -22,7 +22,7 @@ use std::io::{self, Read};
 pub use digest::{Digest, Hashing};
 pub use error::ImageError;
 pub(crate) use manifest::parse;
-pub use manifest::{Descriptor, Index, MAX_MANIFEST_SIZE, Manifest, MediaType};
+pub use manifest::{Descriptor, Index, MAX_MANIFEST_SIZE, Manifest, MediaType, NotAManifest};
 pub use platform::{Arch, Platform};
 pub use reference::{DOCKER_HUB, Reference};
 
@@ -191,7 +191,7 @@ fn read_manifest(
         return Err(unsupported(image, digest, reason));
     }
     let media_type =
-        MediaType::sniff(&bytes).map_err(|reason| unsupported(image, digest, reason))?;
+        MediaType::sniff(&bytes).map_err(|reason| unsupported(image, digest, reason.0))?;
     Ok(RawManifest {
         media_type,
         digest: digest.clone(),

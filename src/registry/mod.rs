@@ -220,7 +220,7 @@ impl Registry {
         let media = MediaType::sniff(&top_bytes).map_err(|reason| ImageError::Unsupported {
             image: reference.to_string(),
             digest: top.clone(),
-            reason,
+            reason: reason.0,
         })?;
         if media.is_index() {
             let index: Index = parse(&top_bytes, &top, "index")?;

@@ -230,7 +230,7 @@ pub(super) fn render(inventory: &Inventory, iso: Option<&IsoFacts>) -> String {
 }
 
 /// Reads a CycloneDX document back; the error says what does not fit.
-pub fn parse(text: &str) -> Result<Bom, String> {
+pub(crate) fn parse(text: &str) -> Result<Bom, String> {
     let bom: Bom = serde_json::from_str(text).map_err(|e| e.to_string())?;
     if bom.bom_format != "CycloneDX" || bom.spec_version != "1.6" {
         return Err(format!(

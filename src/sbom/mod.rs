@@ -19,8 +19,10 @@ mod spdx;
 
 use std::collections::BTreeMap;
 
-pub use cyclonedx::{Bom, parse as parse_cyclonedx};
-pub use spdx::{Document, parse as parse_spdx};
+pub use cyclonedx::Bom;
+pub(crate) use cyclonedx::parse as parse_cyclonedx;
+pub use spdx::Document;
+pub(crate) use spdx::parse as parse_spdx;
 
 use crate::image::Reference;
 use crate::versions::Versions;

@@ -251,7 +251,7 @@ pub(super) fn render(inventory: &Inventory, iso: Option<&IsoFacts>) -> String {
 }
 
 /// Reads an SPDX document back; the error says what does not fit.
-pub fn parse(text: &str) -> Result<Document, String> {
+pub(crate) fn parse(text: &str) -> Result<Document, String> {
     let document: Document = serde_json::from_str(text).map_err(|e| e.to_string())?;
     if document.spdx_version != "SPDX-2.3" {
         return Err(format!("{}, not SPDX-2.3", document.spdx_version));

@@ -43,7 +43,7 @@ impl Checksum {
     }
 
     /// The lowercase hex sha256 this checksum file gives for `name`.
-    pub fn expected(&self, body: &[u8], name: &str) -> Result<String, String> {
+    pub(crate) fn expected(&self, body: &[u8], name: &str) -> Result<String, String> {
         let text = std::str::from_utf8(body).map_err(|_| "it is not text".to_owned())?;
         match self {
             Self::BareHex { .. } => {

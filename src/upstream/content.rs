@@ -81,7 +81,7 @@ fn machine_name(m: u16) -> String {
 }
 
 /// Checks an ELF header: magic, 64-bit, little-endian, `e_machine` of `arch`.
-pub fn check_elf(head: &[u8], arch: Arch) -> Result<(), String> {
+pub(crate) fn check_elf(head: &[u8], arch: Arch) -> Result<(), String> {
     if head.len() < 20 || &head[..4] != b"\x7fELF" {
         return Err(match looks_like_html(head) {
             true => "it is an HTML page".into(),
@@ -105,7 +105,7 @@ pub fn check_elf(head: &[u8], arch: Arch) -> Result<(), String> {
 }
 
 /// Lists a gzip tar to its end; returns the number of entries.
-pub fn check_gzip_tar(reader: impl Read) -> Result<u64, String> {
+pub(crate) fn check_gzip_tar(reader: impl Read) -> Result<u64, String> {
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(reader));
     let entries = archive
         .entries()
