@@ -37,8 +37,8 @@
 //!
 //! Several processes may share one cache: writers only create temporary names and rename them
 //! into place, and whatever removes blobs or entries (`cache verify --fix`, `cache prune`) touches
-//! final names only and checks first that the file is still the one it judged (see [`maint`]).
-//! What a lock needs from a cache is worked out in one place, [`needs`].
+//! final names only and checks first that the file is still the one it judged (see `maint`).
+//! What a lock needs from a cache is worked out in one place, `needs`.
 
 mod error;
 mod index;

@@ -6,7 +6,7 @@
 //! reads no blob, no file and no network, so the same inputs and epoch give the same bytes. `app`
 //! writes the documents into the ISO's root (`sbom.cdx.json`, `sbom.spdx.json`) and beside the ISO
 //! (`<iso>.cdx.json`, `<iso>.spdx.json`, which also carry the ISO's own size and sha256), and
-//! `verify` reads the ones inside back with [`parse_cyclonedx`] and [`parse_spdx`].
+//! `verify` reads the ones inside back with `parse_cyclonedx` and `parse_spdx`.
 //!
 //! The documents are small serde structs of our own, not a typed crate: the official CycloneDX
 //! crate stops at 1.5, and the schema-generated ones (serde-cyclonedx, serde-spdx) bring a code
