@@ -45,7 +45,7 @@ lint:
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace --locked
 
-test: deps lint
+test: deps lint doc
 	$(CARGO) test --locked --workspace
 
 demo: deps
