@@ -238,10 +238,7 @@ fn lines(s: &str) -> Vec<String> {
 }
 
 fn fixture(name: &str) -> String {
-    let path = format!(
-        "{}/tests/fixtures/kubeadm/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = format!("{}/fixtures/kubeadm/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 

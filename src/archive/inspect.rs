@@ -113,7 +113,10 @@ impl BlobSource for Kept {
     fn open(&self, digest: &Digest) -> io::Result<Box<dyn Read + Send + '_>> {
         match self.0.get(digest) {
             Some(bytes) => Ok(Box::new(bytes.as_slice())),
-            None => Err(io::Error::new(io::ErrorKind::NotFound, "not in the archive")),
+            None => Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "not in the archive",
+            )),
         }
     }
 }
@@ -143,7 +146,10 @@ pub fn inspect(reader: impl Read, arch: Arch) -> Result<Inspected, InspectError>
     let kept = Kept(kept);
     let image = Image::load(reference, &top.digest, arch, &kept).map_err(|e| match e {
         ImageError::Source {
-            what, digest, source, ..
+            what,
+            digest,
+            source,
+            ..
         } if source.kind() == io::ErrorKind::NotFound => match digest == top.digest {
             true => InspectError::Missing(format!("the image {digest}")),
             false => InspectError::NoPlatform {

@@ -579,182 +579,23 @@ pub fn autoscaler_example_image(version: &str) -> &'static str {
     }
 }
 
+const AUTOSCALER_EXAMPLE: &str = include_str!("../../fixtures/upstream/autoscaler-example.yaml.in");
+
 fn autoscaler_example(version: &str) -> String {
     let image = autoscaler_example_image(version);
     let policy = match minor_patch(version) {
         Some((minor, _)) if minor <= 22 => "Always",
         _ => "IfNotPresent",
     };
-    format!(
-        r#"---
-apiVersion: v1
-kind: ServiceAccount
-metadata:
-  labels:
-    k8s-addon: cluster-autoscaler.addons.k8s.io
-    k8s-app: cluster-autoscaler
-  name: cluster-autoscaler
-  namespace: kube-system
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: cluster-autoscaler
-rules:
-  - apiGroups: [""]
-    resources: ["events", "endpoints"]
-    verbs: ["create", "patch"]
-  - apiGroups: [""]
-    resources: ["pods", "services", "replicationcontrollers", "persistentvolumeclaims", "persistentvolumes"]
-    verbs: ["watch", "list", "get"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: cluster-autoscaler
-  namespace: kube-system
-rules:
-  - apiGroups: [""]
-    resources: ["configmaps"]
-    verbs: ["create", "list", "watch"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: cluster-autoscaler
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: cluster-autoscaler
-subjects:
-  - kind: ServiceAccount
-    name: cluster-autoscaler
-    namespace: kube-system
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: cluster-autoscaler
-  namespace: kube-system
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: cluster-autoscaler
-subjects:
-  - kind: ServiceAccount
-    name: cluster-autoscaler
-    namespace: kube-system
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: cluster-autoscaler
-  namespace: kube-system
-  labels:
-    app: cluster-autoscaler
-spec:
-  replicas: 1
-  selector:
-    matchLabels:
-      app: cluster-autoscaler
-  template:
-    metadata:
-      labels:
-        app: cluster-autoscaler
-    spec:
-      serviceAccountName: cluster-autoscaler
-      containers:
-        - image: {image}
-          imagePullPolicy: {policy}
-          name: cluster-autoscaler
-          command:
-            - ./cluster-autoscaler
-            - --cloud-provider=cloudstack
-            - --cloud-config=/config/cloud-config
-            - --nodes=<min>:<max>:<cluster-id>
-          volumeMounts:
-            - name: cloud-config
-              mountPath: /config
-              readOnly: true
-      volumes:
-        - name: cloud-config
-          secret:
-            secretName: cloudstack-secret
-"#
-    )
+    fill(AUTOSCALER_EXAMPLE, &[("image", image), ("policy", policy)])
 }
+
+const CCM_DEPLOYMENT: &str = include_str!("../../fixtures/upstream/ccm-deployment.yaml.in");
 
 fn ccm_deployment(tag: &str) -> String {
     // A tag's manifest does not always name its own image (iso-contract.md §4): v1.2.0 names v1.1.0.
     let named = if tag == "v1.2.0" { "v1.1.0" } else { tag };
-    format!(
-        r#"apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: cloud-controller-manager
-  namespace: kube-system
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: system:cloud-controller-manager
-rules:
-- apiGroups: [""]
-  resources: ["nodes", "services", "events"]
-  verbs: ["get", "list", "watch", "update", "patch", "create"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: system:cloud-controller-manager
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: system:cloud-controller-manager
-subjects:
-- kind: ServiceAccount
-  name: cloud-controller-manager
-  namespace: kube-system
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: servicecatalog.k8s.io:apiserver-authentication-reader
-  namespace: kube-system
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: extension-apiserver-authentication-reader
-subjects:
-- kind: ServiceAccount
-  name: cloud-controller-manager
-  namespace: kube-system
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: cloud-controller-manager
-  namespace: kube-system
-spec:
-  replicas: 1
-  selector:
-    matchLabels:
-      app: cloud-controller-manager
-  template:
-    metadata:
-      labels:
-        app: cloud-controller-manager
-    spec:
-      serviceAccountName: cloud-controller-manager
-      containers:
-      - name: cloud-controller-manager
-        image: apache/cloudstack-kubernetes-provider:{named}
-        imagePullPolicy: IfNotPresent
-        args:
-        - --cloud-provider=external-cloudstack
-        - --cloud-config=/config/cloud-config
-"#
-    )
+    fill(CCM_DEPLOYMENT, &[("named", named)])
 }
 
 /// The distinct images the CSI manifest fixture names (8, on 10 `image:` lines).
@@ -768,6 +609,8 @@ pub const CSI_IMAGES: [&str; 8] = [
     "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.10.1",
     "registry.k8s.io/sig-storage/snapshot-controller:v7.0.2",
 ];
+
+const CSI_MANIFEST: &str = include_str!("../../fixtures/upstream/csi-manifest.yaml.in");
 
 fn csi_manifest(tag: &str) -> String {
     let driver = format!(
@@ -786,145 +629,22 @@ fn csi_manifest(tag: &str) -> String {
     ] = CSI_IMAGES;
     // The ClusterRoleBinding part lacks its final newline, so the next `---` is glued to
     // `rbac.authorization.k8s.io` — upstream's defect (upstream.md §4).
-    format!(
-        r#"apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: cloudstack-csi-controller
-  namespace: kube-system
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: cloudstack-csi-controller-role
-rules:
-  - apiGroups: [""]
-    resources: ["persistentvolumes"]
-    verbs: ["get", "list", "watch", "create", "delete", "patch"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: cloudstack-csi-controller-binding
-subjects:
-  - kind: ServiceAccount
-    name: cloudstack-csi-controller
-    namespace: kube-system
-roleRef:
-  kind: ClusterRole
-  name: cloudstack-csi-controller-role
-  apiGroup: rbac.authorization.k8s.io---
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: cloudstack-csi-controller
-  namespace: kube-system
-spec:
-  replicas: 1
-  selector:
-    matchLabels:
-      app.kubernetes.io/name: cloudstack-csi-controller
-  template:
-    metadata:
-      labels:
-        app.kubernetes.io/name: cloudstack-csi-controller
-    spec:
-      serviceAccountName: cloudstack-csi-controller
-      containers:
-        - name: cloudstack-csi-controller
-          image: {driver}
-          imagePullPolicy: Always
-          args: ["-endpoint=$(CSI_ENDPOINT)", "-cloudstackconfig=/etc/cloudstack-csi-driver/cloud-config"]
-        - name: external-provisioner
-          image: {provisioner}
-        - name: external-attacher
-          image: {attacher}
-        - name: external-resizer
-          image: {resizer}
-        - name: external-snapshotter
-          image: {snapshotter}
-        - name: liveness-probe
-          image: {liveness}
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: cloudstack-csi-node
-  namespace: kube-system
-spec:
-  selector:
-    matchLabels:
-      app.kubernetes.io/name: cloudstack-csi-node
-  template:
-    metadata:
-      labels:
-        app.kubernetes.io/name: cloudstack-csi-node
-    spec:
-      containers:
-        - name: cloudstack-csi-node
-          image: {driver}
-          imagePullPolicy: Always
-        - name: node-driver-registrar
-          image: {registrar}
-        - name: liveness-probe
-          image: {liveness}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: snapshot-controller
-  namespace: kube-system
-spec:
-  replicas: 1
-  selector:
-    matchLabels:
-      app: snapshot-controller
-  template:
-    metadata:
-      labels:
-        app: snapshot-controller
-    spec:
-      containers:
-        - name: snapshot-controller
-          image: {snapctl}
-          imagePullPolicy: "IfNotPresent"
-"#
+    fill(
+        CSI_MANIFEST,
+        &[
+            ("driver", &driver),
+            ("provisioner", provisioner),
+            ("attacher", attacher),
+            ("resizer", resizer),
+            ("snapshotter", snapshotter),
+            ("liveness", liveness),
+            ("registrar", registrar),
+            ("snapctl", snapctl),
+        ],
     )
 }
 
-const SNAPSHOT_CRDS: &str = r#"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: volumesnapshotclasses.snapshot.storage.k8s.io
-spec:
-  group: snapshot.storage.k8s.io
-  names:
-    kind: VolumeSnapshotClass
-    plural: volumesnapshotclasses
-  scope: Cluster
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: volumesnapshotcontents.snapshot.storage.k8s.io
-spec:
-  group: snapshot.storage.k8s.io
-  names:
-    kind: VolumeSnapshotContent
-    plural: volumesnapshotcontents
-  scope: Cluster
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: volumesnapshots.snapshot.storage.k8s.io
-spec:
-  group: snapshot.storage.k8s.io
-  names:
-    kind: VolumeSnapshot
-    plural: volumesnapshots
-  scope: Namespaced
-"#;
+const SNAPSHOT_CRDS: &str = include_str!("../../fixtures/upstream/csi-snapshot-crds.yaml");
 
 /// The images the CNI manifest fixture names, as written (one pinned by digest, one on quay.io).
 pub const NETWORK_IMAGES: [&str; 3] = [
@@ -933,49 +653,7 @@ pub const NETWORK_IMAGES: [&str; 3] = [
     "quay.io/tigera/kube-controllers:v3.29.1",
 ];
 
-const NETWORK_YAML: &str = r#"# Calico-shaped CNI manifest (fixture)
-apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: calico-node
-  namespace: kube-system
-spec:
-  selector:
-    matchLabels:
-      k8s-app: calico-node
-  template:
-    metadata:
-      labels:
-        k8s-app: calico-node
-    spec:
-      initContainers:
-        - name: install-cni
-          image: docker.io/calico/cni:v3.29.1
-          imagePullPolicy: IfNotPresent
-      containers:
-        - name: calico-node
-          image: calico/node:v3.29.1@sha256:0d1f7a5b7ec9e3c1fd9d8b2b6ce8e0fcb4f64c0b5e1d3d0a6f2e86d2b3c1a9e7
-          imagePullPolicy: IfNotPresent
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: calico-kube-controllers
-  namespace: kube-system
-spec:
-  selector:
-    matchLabels:
-      k8s-app: calico-kube-controllers
-  template:
-    metadata:
-      labels:
-        k8s-app: calico-kube-controllers
-    spec:
-      containers:
-        - name: calico-kube-controllers
-          image: quay.io/tigera/kube-controllers:v3.29.1
-          imagePullPolicy: IfNotPresent
-"#;
+const NETWORK_YAML: &str = include_str!("../../fixtures/upstream/network.yaml");
 
 /// The images the dashboard manifest fixture names, as written.
 pub const DASHBOARD_IMAGES: [&str; 2] = [
@@ -984,112 +662,13 @@ pub const DASHBOARD_IMAGES: [&str; 2] = [
 ];
 
 /// Headlamp's in-cluster manifest, trimmed: its image on ghcr.io, pulled `Always` upstream.
-const HEADLAMP_YAML: &str = r#"kind: Service
-apiVersion: v1
-metadata:
-  name: headlamp
-  namespace: kube-system
-spec:
-  ports:
-    - port: 80
-      targetPort: 4466
-  selector:
-    k8s-app: headlamp
----
-kind: Deployment
-apiVersion: apps/v1
-metadata:
-  name: headlamp
-  namespace: kube-system
-spec:
-  replicas: 1
-  selector:
-    matchLabels:
-      k8s-app: headlamp
-  template:
-    metadata:
-      labels:
-        k8s-app: headlamp
-    spec:
-      containers:
-        - name: headlamp
-          image: ghcr.io/headlamp-k8s/headlamp:v0.30.1
-          imagePullPolicy: Always
-          args:
-            - "-in-cluster"
-            - "-plugins-dir=/headlamp/plugins"
-"#;
+const HEADLAMP_YAML: &str = include_str!("../../fixtures/upstream/headlamp.yaml");
 
-const DASHBOARD_YAML: &str = r#"apiVersion: v1
-kind: Namespace
-metadata:
-  name: kubernetes-dashboard
----
-kind: Deployment
-apiVersion: apps/v1
-metadata:
-  name: kubernetes-dashboard
-  namespace: kubernetes-dashboard
-spec:
-  replicas: 1
-  selector:
-    matchLabels:
-      k8s-app: kubernetes-dashboard
-  template:
-    metadata:
-      labels:
-        k8s-app: kubernetes-dashboard
-    spec:
-      containers:
-        - name: kubernetes-dashboard
-          image: kubernetesui/dashboard:v2.7.0
-          imagePullPolicy: Always
----
-kind: Deployment
-apiVersion: apps/v1
-metadata:
-  name: dashboard-metrics-scraper
-  namespace: kubernetes-dashboard
-spec:
-  replicas: 1
-  selector:
-    matchLabels:
-      k8s-app: dashboard-metrics-scraper
-  template:
-    metadata:
-      labels:
-        k8s-app: dashboard-metrics-scraper
-    spec:
-      containers:
-        - name: dashboard-metrics-scraper
-          image: kubernetesui/metrics-scraper:v1.0.8
-"#;
+const DASHBOARD_YAML: &str = include_str!("../../fixtures/upstream/dashboard.yaml");
 
-const KUBELET_SERVICE: &str = "[Unit]
-Description=kubelet: The Kubernetes Node Agent
-Documentation=https://kubernetes.io/docs/
-Wants=network-online.target
-After=network-online.target
+const KUBELET_SERVICE: &str = include_str!("../../fixtures/upstream/kubelet.service");
 
-[Service]
-ExecStart=/usr/bin/kubelet
-Restart=always
-StartLimitInterval=0
-RestartSec=10
-
-[Install]
-WantedBy=multi-user.target
-";
-
-const KUBEADM_CONF: &str = "# Note: This dropin only works with kubeadm and kubelet v1.11+
-[Service]
-Environment=\"KUBELET_KUBECONFIG_ARGS=--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf\"
-Environment=\"KUBELET_CONFIG_ARGS=--config=/var/lib/kubelet/config.yaml\"
-EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env
-EnvironmentFile=-/etc/default/kubelet
-ExecStart=
-ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS
-";
+const KUBEADM_CONF: &str = include_str!("../../fixtures/upstream/10-kubeadm.conf");
 
 /// One request the stand-in answered.
 #[derive(Debug, Clone)]
@@ -1367,4 +946,13 @@ mod tests {
         );
         assert!(names.contains(&"etcd-v3.5.21-linux-amd64/etcd".to_string()));
     }
+}
+
+/// A fixture template with each `{name}` replaced by its value.
+fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut text = template.to_owned();
+    for (name, value) in values {
+        text = text.replace(&format!("{{{name}}}"), value);
+    }
+    text
 }
