@@ -872,6 +872,15 @@ fn serve_file(file: &File, range: Option<&str>) -> (u16, Response<std::io::Curso
     }
 }
 
+/// A fixture template with each `{name}` replaced by its value.
+fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut text = template.to_owned();
+    for (name, value) in values {
+        text = text.replace(&format!("{{{name}}}"), value);
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -946,13 +955,4 @@ mod tests {
         );
         assert!(names.contains(&"etcd-v3.5.21-linux-amd64/etcd".to_string()));
     }
-}
-
-/// A fixture template with each `{name}` replaced by its value.
-fn fill(template: &str, values: &[(&str, &str)]) -> String {
-    let mut text = template.to_owned();
-    for (name, value) in values {
-        text = text.replace(&format!("{{{name}}}"), value);
-    }
-    text
 }
