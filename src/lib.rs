@@ -22,6 +22,7 @@
 //! - [`registry`]: the distribution API client that pulls images into the cache.
 //! - [`upstream`]: the files a build downloads (URLs, published checksums, content checks) and
 //!   taking each one verified through the mirrors.
+//! - [`resolution`]: what a build would use — versions, URLs, images — fetching only metadata.
 //! - [`plan`]: what goes into the ISO (request, manifest edits, image set, names); pure.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
 //! - [`config`]: the YAML configuration file and how flags override it.
@@ -44,6 +45,7 @@ pub mod manifest;
 pub mod plan;
 pub mod progress;
 pub mod registry;
+pub mod resolution;
 pub mod resolve;
 pub mod sbom;
 pub mod ui;

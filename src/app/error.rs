@@ -141,6 +141,19 @@ impl From<crate::resolve::ResolveError> for AppError {
     }
 }
 
+impl From<crate::resolution::ResolutionError> for AppError {
+    fn from(err: crate::resolution::ResolutionError) -> Self {
+        match err {
+            crate::resolution::ResolutionError::Resolve(e) => e.into(),
+            crate::resolution::ResolutionError::Image(e) => e.into(),
+            other => {
+                let hint = other.hint();
+                Self::failure(other, hint)
+            }
+        }
+    }
+}
+
 impl From<crate::image::ImageError> for AppError {
     fn from(err: crate::image::ImageError) -> Self {
         let hint = err.hint();

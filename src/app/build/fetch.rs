@@ -7,7 +7,6 @@ use futures_util::future::try_join_all;
 use futures_util::{StreamExt, stream};
 use sha2::{Digest as _, Sha256};
 
-use super::super::resolve::{Partial, Resolution, resolve};
 use super::super::{AppError, net};
 use crate::cache::Cache;
 use crate::config::Settings;
@@ -16,6 +15,7 @@ use crate::image::{Digest, Image, Reference};
 use crate::lock::{self, Lock, ManifestEntry};
 use crate::plan::{self, Edited, Request, Role, Source};
 use crate::registry::{Registry, RegistryError};
+use crate::resolution::{ImageSource, Partial, Resolution, resolve};
 use crate::ui::Ui;
 use crate::units;
 use crate::upstream::{Arch, Artifact, Content, Expected, Fetcher, catalog};
@@ -290,7 +290,7 @@ pub(super) async fn all(
     let kubeadm: Vec<&str> = resolution
         .images
         .iter()
-        .filter(|row| row.source == "kubeadm")
+        .filter(|row| row.source == ImageSource::Kubeadm)
         .map(|row| row.image.as_str())
         .collect();
     // Before any pull: a second pause image would be the one nodes run (`sort | tail -1`).

@@ -18,7 +18,6 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::resolve::{Locked, Partial, csi_tag};
 use super::{AppError, locks, net};
 use crate::atomic::Pending;
 use crate::cli::BuildArgs;
@@ -26,6 +25,7 @@ use crate::env;
 use crate::iso::VolumeId;
 use crate::lock::Lock;
 use crate::plan::{self, Flags, PlanError};
+use crate::resolution::{Locked, Partial, csi_tag};
 use crate::resolve::version::check_supported;
 use crate::resolve::{Extras, KubeVersion, ccm_tag};
 use crate::ui::Ui;

@@ -1,0 +1,399 @@
+//! What a build would use, resolved: the versions (the autoscaler release from its tags, kubeadm's
+//! pause/etcd/CoreDNS from its constants), every file it downloads and every image it bundles —
+//! with only small metadata fetched. `cks-iso resolve` prints it and `build` starts from it; a
+//! lock or `--offline` settles what would otherwise be fetched. Lives between the pure parts
+//! (`plan`, `resolve`) and the network ones (`fetch`, `upstream`), which it is the one to combine.
+
+use serde::Serialize;
+
+use crate::fetch::{FetchError, retrying};
+use crate::image::{ImageError, Reference};
+use crate::resolve::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, autoscaler_pin};
+use crate::resolve::{Extras, KubeVersion, ResolveError, choose_autoscaler, images, ls_remote};
+use crate::upstream::content::{check_yaml, images_in_yaml};
+use crate::upstream::{Arch, DEFAULT_CSI, Fetcher, Pins, bare_version, catalog};
+
+/// Manifests and constants files are small; more than this is not one.
+const TEXT_LIMIT: u64 = 8 << 20;
+
+/// Why a resolution failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolutionError {
+    /// Versions, tags or the git listing.
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    /// A reference a source named does not parse.
+    #[error(transparent)]
+    Image(#[from] ImageError),
+    /// The CSI manifest could not be read.
+    #[error("cannot read the CSI manifest")]
+    CsiFetch(#[source] FetchError),
+    /// The CSI manifest is not one.
+    #[error("the CSI manifest {url} is not a YAML manifest: {reason}")]
+    CsiManifest {
+        /// Its URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// Offline, with nothing to choose the autoscaler release from.
+    #[error("offline: cannot list the autoscaler releases at {AUTOSCALER_REPO} to choose one")]
+    OfflineUnpinned,
+    /// kubeadm's extras cannot be told.
+    #[error(
+        "cannot tell kubeadm's pause, etcd and CoreDNS versions for v{version}: {reason}, and the \
+         embedded table does not know this release"
+    )]
+    NoExtras {
+        /// The Kubernetes release.
+        version: String,
+        /// Why the constants were unusable.
+        reason: String,
+        /// Where they were looked for.
+        url: String,
+    },
+}
+
+impl ResolutionError {
+    /// What the user can do.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Self::Resolve(e) => e.hint(),
+            Self::Image(e) => e.hint(),
+            Self::CsiFetch(e) => e.hint(),
+            Self::CsiManifest { .. } => Some("check --csi-version and the --mirror rules".into()),
+            Self::OfflineUnpinned => {
+                Some("pass --autoscaler-version (or AUTOSCALER_VERSION), or build --locked".into())
+            }
+            Self::NoExtras { url, .. } => Some(format!(
+                "make {url} reachable, directly or through --mirror https://raw.githubusercontent.com=…"
+            )),
+        }
+    }
+}
+
+/// Everything a resolution found (what `cks-iso resolve` prints).
+#[derive(Debug, Serialize)]
+pub struct Resolution {
+    /// Kubernetes release, without `v`.
+    pub kubernetes: String,
+    /// Target architecture.
+    pub arch: Arch,
+    /// The resolved versions.
+    pub versions: Versions,
+    /// Every file a build downloads.
+    pub downloads: Vec<DownloadRow>,
+    /// Every image a build bundles, fully qualified, each once.
+    pub images: Vec<ImageRow>,
+    /// Things the user should read.
+    pub warnings: Vec<String>,
+    /// The pins the URLs were derived from, for `build`.
+    #[serde(skip)]
+    pub pins: Pins,
+}
+
+/// Resolved versions and where the choices came from.
+#[derive(Debug, Serialize)]
+pub struct Versions {
+    /// cluster-autoscaler release.
+    pub autoscaler: String,
+    /// The commit its tag pointed at, when the tags were listed.
+    pub autoscaler_commit: Option<String>,
+    /// `pinned` or `newest of <minor>`.
+    pub autoscaler_source: String,
+    /// CCM tag.
+    pub ccm: String,
+    /// CNI plugins.
+    pub cni: String,
+    /// crictl.
+    pub crictl: String,
+    /// etcd, when bundled.
+    pub etcd: Option<String>,
+    /// CSI driver tag.
+    pub csi: String,
+    /// kubeadm's CoreDNS tag.
+    pub coredns: String,
+    /// kubeadm's etcd image tag.
+    pub etcd_image: String,
+    /// kubeadm's pause tag.
+    pub pause: String,
+    /// Where the three above came from.
+    pub kubeadm_extras_source: String,
+}
+
+/// One download.
+#[derive(Debug, Serialize)]
+pub struct DownloadRow {
+    /// Short name.
+    pub name: String,
+    /// Path in the ISO.
+    pub dest: String,
+    /// Upstream URL.
+    pub url: String,
+    /// The URL requested after mirror rewriting.
+    pub fetch_url: String,
+    /// Where its checksum is published.
+    pub checksum_url: Option<String>,
+    /// The legacy name tried on 404.
+    pub legacy_url: Option<String>,
+}
+
+/// One image.
+#[derive(Debug, Serialize)]
+pub struct ImageRow {
+    /// Fully qualified reference.
+    pub image: String,
+    /// Who names it.
+    pub source: ImageSource,
+}
+
+/// Who names an image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ImageSource {
+    /// kubeadm's own list for the release.
+    Kubeadm,
+    /// The autoscaler example, pinned.
+    Autoscaler,
+    /// The CCM deployment, pinned.
+    Ccm,
+    /// The CSI driver's manifest.
+    Csi,
+}
+
+impl std::fmt::Display for ImageSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Kubeadm => "kubeadm",
+            Self::Autoscaler => "autoscaler",
+            Self::Ccm => "ccm",
+            Self::Csi => "csi",
+        })
+    }
+}
+
+/// What the arguments decided before anything was fetched.
+#[derive(Debug, Clone)]
+pub struct Partial {
+    /// The Kubernetes release.
+    pub kube: KubeVersion,
+    /// The architecture whose URLs are listed.
+    pub arch: Arch,
+    /// The CCM tag.
+    pub ccm: String,
+    /// The autoscaler release asked for, if any (else the newest of the minor).
+    pub pin: Option<String>,
+    /// CNI plugins, without `v`.
+    pub cni: String,
+    /// crictl, without `v`.
+    pub crictl: String,
+    /// etcd without `v`, when bundled.
+    pub etcd: Option<String>,
+    /// `None` leaves the CSI manifests out.
+    pub csi: Option<String>,
+    /// What a lock already settled: nothing is listed or read for it.
+    pub locked: Option<Locked>,
+}
+
+/// The parts of a resolution a lock records.
+#[derive(Debug, Clone)]
+pub struct Locked {
+    /// kubeadm's pause, etcd and CoreDNS.
+    pub extras: Extras,
+    /// Where they came from.
+    pub extras_source: String,
+    /// The commit the autoscaler tag pointed at.
+    pub commit: Option<String>,
+    /// Whether the locked build had the autoscaler pinned.
+    pub pinned: bool,
+}
+
+/// Resolves versions, URLs and images; shared by `resolve` and `build`.
+pub async fn resolve(
+    p: Partial,
+    client: &reqwest::Client,
+    fetcher: &Fetcher<'_>,
+) -> Result<Resolution, ResolutionError> {
+    let mut warnings = Vec::new();
+    let offline = fetcher.download.offline;
+    // A pinned release needs no tag listing (upstream's script only downloads its manifest, and
+    // a build that cannot reach git must still work); a wrong pin fails on that download.
+    let (choice, commit) = match (&p.locked, p.pin.as_deref()) {
+        (Some(locked), Some(pin)) => (autoscaler_pin(&p.kube, pin)?, locked.commit.clone()),
+        (None, Some(pin)) => (autoscaler_pin(&p.kube, pin)?, None),
+        (_, None) if offline => {
+            return Err(ResolutionError::OfflineUnpinned);
+        }
+        (_, None) => {
+            let repo = fetcher.mirrors.rewrite(AUTOSCALER_REPO);
+            let listing = retrying(
+                fetcher.download.retry,
+                || ls_remote(client, &repo, AUTOSCALER_REF_PREFIX),
+                |e: &crate::resolve::ResolveError| e.is_transient().then_some(None),
+            )
+            .await?;
+            let choice = choose_autoscaler(&p.kube, None, &listing.refs)?;
+            let name = format!("refs/tags/{}", choice.version.tag());
+            let commit = listing
+                .refs
+                .iter()
+                .find(|r| r.name == name)
+                .map(|r| r.peeled.clone().unwrap_or_else(|| r.oid.clone()));
+            (choice, commit)
+        }
+    };
+    warnings.extend(choice.warning.clone());
+    let pinned = p.locked.as_ref().map_or(choice.pinned, |l| l.pinned);
+    let autoscaler_source = match pinned {
+        true => "pinned".to_owned(),
+        false => format!("newest of {}.{}", p.kube.major, p.kube.minor),
+    };
+
+    let (extras, extras_source) = match &p.locked {
+        Some(locked) => (locked.extras.clone(), locked.extras_source.clone()),
+        None => kubeadm_extras(&p.kube, fetcher, &mut warnings).await?,
+    };
+
+    let pins = Pins {
+        kubernetes: p.kube.clone(),
+        cni: p.cni.clone(),
+        crictl: p.crictl.clone(),
+        etcd: p.etcd.clone(),
+        autoscaler: choice.version,
+        ccm_tag: p.ccm.clone(),
+        csi: p.csi.clone(),
+    };
+    let artifacts = catalog(&pins, p.arch);
+
+    let mut image_rows: Vec<ImageRow> = Vec::new();
+    let mut add = |image: &str, source: ImageSource| -> Result<(), ResolutionError> {
+        let normalised = Reference::parse(image)?.to_string();
+        if !image_rows.iter().any(|r| r.image == normalised) {
+            image_rows.push(ImageRow {
+                image: normalised,
+                source,
+            });
+        }
+        Ok(())
+    };
+    for image in images(&p.kube, &extras) {
+        add(&image, ImageSource::Kubeadm)?;
+    }
+    add(
+        &format!(
+            "registry.k8s.io/autoscaling/cluster-autoscaler:v{}",
+            choice.version
+        ),
+        ImageSource::Autoscaler,
+    )?;
+    add(
+        &format!("apache/cloudstack-kubernetes-provider:{}", p.ccm),
+        ImageSource::Ccm,
+    )?;
+    if let Some(csi) = artifacts
+        .iter()
+        .find(|a| a.dest == "manifest.yaml")
+        .filter(|_| p.locked.is_none())
+    {
+        let text = fetcher
+            .text(&csi.url, TEXT_LIMIT)
+            .await
+            .map_err(ResolutionError::CsiFetch)?;
+        let bad = |reason: String| ResolutionError::CsiManifest {
+            url: csi.url.clone(),
+            reason,
+        };
+        for note in check_yaml(text.as_bytes()).map_err(bad)? {
+            warnings.push(format!("CSI manifest: {note}"));
+        }
+        for image in images_in_yaml(&text).map_err(bad)? {
+            add(&image, ImageSource::Csi)?;
+        }
+    }
+
+    let downloads = artifacts
+        .iter()
+        .map(|a| DownloadRow {
+            name: a.name.clone(),
+            dest: a.dest.clone(),
+            fetch_url: crate::fetch::redact(&fetcher.mirrors.rewrite(&a.url)),
+            url: a.url.clone(),
+            checksum_url: a.checksum.as_ref().map(|c| c.url().to_owned()),
+            legacy_url: a.legacy.as_ref().map(|l| l.url.clone()),
+        })
+        .collect();
+    Ok(Resolution {
+        kubernetes: p.kube.to_string(),
+        arch: p.arch,
+        versions: Versions {
+            autoscaler: choice.version.to_string(),
+            autoscaler_commit: commit,
+            autoscaler_source,
+            ccm: p.ccm,
+            cni: p.cni,
+            crictl: p.crictl,
+            etcd: p.etcd,
+            csi: p.csi.unwrap_or_else(|| "none".into()),
+            coredns: extras.coredns,
+            etcd_image: extras.etcd,
+            pause: extras.pause,
+            kubeadm_extras_source: extras_source,
+        },
+        downloads,
+        images: image_rows,
+        warnings,
+        pins,
+    })
+}
+
+/// kubeadm's extras from its constants at the tag (through the mirrors), else the embedded table.
+async fn kubeadm_extras(
+    kube: &KubeVersion,
+    fetcher: &Fetcher<'_>,
+    warnings: &mut Vec<String>,
+) -> Result<(Extras, String), ResolutionError> {
+    use crate::resolve::kubeadm::{constants_unix_url, constants_url, declares_pause};
+    let url = constants_url(kube);
+    let reason = match fetcher.text(&url, TEXT_LIMIT).await {
+        // kubeadm 1.20 declares PauseVersion in constants_unix.go, beside constants.go.
+        Ok(src) if !declares_pause(&src) => {
+            let unix = constants_unix_url(kube);
+            match fetcher.text(&unix, TEXT_LIMIT).await {
+                Ok(more) => match Extras::from_constants(&format!("{src}\n{more}"), kube.minor) {
+                    Ok(extras) => {
+                        let from = format!("kubeadm constants.go and constants_unix.go at v{kube}");
+                        return Ok((extras, from));
+                    }
+                    Err(err) => err.to_string(),
+                },
+                Err(err) => format!("constants.go has no PauseVersion and {err}"),
+            }
+        }
+        Ok(src) => match Extras::from_constants(&src, kube.minor) {
+            Ok(extras) => return Ok((extras, format!("kubeadm constants.go at v{kube}"))),
+            Err(err) => err.to_string(),
+        },
+        Err(err) => format!("{err}"),
+    };
+    match Extras::embedded(kube) {
+        Some(extras) => {
+            warnings.push(format!(
+                "cannot read kubeadm's constants ({reason}); using the embedded table for v{kube}"
+            ));
+            Ok((extras, "embedded table".into()))
+        }
+        None => Err(ResolutionError::NoExtras {
+            version: kube.to_string(),
+            reason,
+            url,
+        }),
+    }
+}
+
+/// The CSI driver tag: the default, the given one with a `v`, or `None` for `none`.
+pub fn csi_tag(given: Option<&str>) -> Option<String> {
+    match given.map(str::trim) {
+        Some("none") => None,
+        other => Some(format!("v{}", bare_version(other.unwrap_or(DEFAULT_CSI)))),
+    }
+}
