@@ -5,10 +5,10 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Debian packages the tests and the demo use: the real readers and servers we judge output with.
 DEB_PACKAGES := docker-registry git xorriso genisoimage libarchive-tools p7zip-full skopeo \
-	containerd time util-linux curl python3 python3-venv
+	containerd time util-linux curl python3 python3-venv man-db zsh fish lintian
 # The command each package provides, to tell whether it is already installed.
 DEB_COMMANDS := docker-registry git xorriso isoinfo bsdtar 7z skopeo containerd /usr/bin/time unshare curl \
-	python3
+	python3 man zsh fish lintian
 # The formats' own SBOM validators, from PyPI into a virtualenv the tests use (tests/build_e2e.rs).
 SBOM_VENV := .venv-sbom
 SBOM_PIP := cyclonedx-python-lib[json-validation]==11.12.0 spdx-tools==0.8.5

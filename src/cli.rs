@@ -54,6 +54,42 @@ pub enum Command {
     Pull(Box<PullArgs>),
     /// Build the CKS binaries ISO (one per --arch); also takes upstream's positional arguments.
     Build(Box<BuildArgs>),
+    /// Print the shell completion script for bash, zsh or fish on stdout.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) of cks-iso, or of one subcommand, on stdout.
+    Man(ManArgs),
+}
+
+/// `cks-iso completions`.
+#[derive(Debug, Args)]
+#[command(after_help = "Install, e.g.:\n  \
+    cks-iso completions bash > ~/.local/share/bash-completion/completions/cks-iso\n  \
+    cks-iso completions zsh > ~/.zfunc/_cks-iso   # a directory on $fpath\n  \
+    cks-iso completions fish > ~/.config/fish/completions/cks-iso.fish")]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// A shell cks-iso writes completions for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Shell {
+    /// GNU bash (bash-completion).
+    Bash,
+    /// Z shell.
+    Zsh,
+    /// fish.
+    Fish,
+}
+
+/// `cks-iso man`.
+#[derive(Debug, Args)]
+#[command(after_help = "Read it with: cks-iso man | man -l -")]
+pub struct ManArgs {
+    /// The subcommand whose page to print (the page cks-iso-COMMAND(1)) [default: cks-iso(1)].
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
 }
 
 /// Network settings; each may also come from the configuration file, which the flags override.

@@ -57,3 +57,172 @@ fn crate_package_holds_sources_and_licence_only() {
         }
     }
 }
+
+/// Runs `cks-iso ARGS…` and returns its stdout, failing on a non-zero exit or any stderr.
+fn stdout_of(args: &[&str]) -> String {
+    let out = run(support::cks_iso().args(args));
+    assert!(
+        out.stderr.is_empty(),
+        "cks-iso {args:?} wrote to stderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+/// Sources the bash completion and drives its function the way readline does for `line`, whose
+/// last word is the one completed; returns COMPREPLY.
+fn bash_complete(script: &std::path::Path, line: &str) -> Vec<String> {
+    support::require("bash");
+    let driver = r#"
+        source "$1" || exit 1
+        fn=$(complete -p cks-iso | sed -E 's/.*-F ([^ ]+).*/\1/')
+        [ -n "$fn" ] || { echo "no completion registered for cks-iso" >&2; exit 1; }
+        read -r -a COMP_WORDS <<< "$2"
+        case "$2" in *' ') COMP_WORDS+=("") ;; esac
+        COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+        COMP_LINE="$2"; COMP_POINT=${#COMP_LINE}
+        prev=""; [ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD-1]}
+        "$fn" cks-iso "${COMP_WORDS[COMP_CWORD]}" "$prev"
+        printf '%s\n' "${COMPREPLY[@]}"
+    "#;
+    let out = run(Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", driver, "bash"])
+        .arg(script)
+        .arg(line));
+    String::from_utf8(out.stdout)
+        .expect("UTF-8")
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn bash_completion_completes_subcommands_and_their_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("cks-iso.bash");
+    std::fs::write(&script, stdout_of(&["completions", "bash"])).unwrap();
+
+    assert_eq!(bash_complete(&script, "cks-iso bu"), ["build"]);
+    let all = bash_complete(&script, "cks-iso ");
+    for sub in [
+        "iso",
+        "verify",
+        "resolve",
+        "pull",
+        "build",
+        "completions",
+        "man",
+    ] {
+        assert!(all.iter().any(|w| w == sub), "{sub} not offered: {all:?}");
+    }
+    // A subcommand's own flags: broken upstream for hyphenated binaries (clap-rs/clap#6421).
+    assert_eq!(
+        bash_complete(&script, "cks-iso build --kub"),
+        ["--kubernetes"]
+    );
+    let shells = bash_complete(&script, "cks-iso completions ");
+    for shell in ["bash", "zsh", "fish"] {
+        assert!(shells.iter().any(|w| w == shell), "{shell}: {shells:?}");
+    }
+    assert_eq!(bash_complete(&script, "cks-iso completions z"), ["zsh"]);
+}
+
+#[test]
+fn zsh_and_fish_completions_are_valid_scripts_of_every_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    let zsh = dir.path().join("_cks-iso");
+    std::fs::write(&zsh, stdout_of(&["completions", "zsh"])).unwrap();
+    let fish = dir.path().join("cks-iso.fish");
+    std::fs::write(&fish, stdout_of(&["completions", "fish"])).unwrap();
+
+    let zsh_text = std::fs::read_to_string(&zsh).unwrap();
+    assert!(zsh_text.starts_with("#compdef cks-iso"), "{zsh_text:.200}");
+    let fish_text = std::fs::read_to_string(&fish).unwrap();
+    for sub in ["build", "pull", "verify", "man"] {
+        assert!(zsh_text.contains(&format!("'{sub}:")), "zsh lacks {sub}");
+        assert!(
+            fish_text.contains(&format!("-a \"{sub}\"")),
+            "fish lacks {sub}"
+        );
+    }
+    // Each shell parses its script without running it.
+    support::run_tool("zsh", &["-n", zsh.to_str().unwrap()]);
+    support::run_tool("fish", &["--no-execute", fish.to_str().unwrap()]);
+}
+
+/// `man -l` renders the page with no groff warning, holding the sections operators look for.
+fn render_man(args: &[&str]) -> String {
+    support::require("man");
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("page.1");
+    std::fs::write(&page, stdout_of(args)).unwrap();
+    let out = run(Command::new("man")
+        .args(["--warnings", "-l"])
+        .arg(&page)
+        .env("MANWIDTH", "100")
+        .env("MANPAGER", "cat")
+        .env("LC_ALL", "C.UTF-8"));
+    assert!(
+        out.stderr.is_empty(),
+        "man warned:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Strip overstriking (bold as `X\bX`), as `col -b` would.
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut plain = String::new();
+    for c in text.chars() {
+        if c == '\u{8}' {
+            plain.pop();
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
+}
+
+#[test]
+fn man_page_renders_with_every_subcommand_variable_and_exit_code() {
+    let text = render_man(&["man"]);
+    for want in [
+        "NAME",
+        "Builds the Apache CloudStack Kubernetes Service",
+        "SYNOPSIS",
+        "--quiet",
+        "SUBCOMMANDS",
+        "cks-iso-build(1)",
+        "cks-iso-completions(1)",
+        "ENVIRONMENT",
+        "SOURCE_DATE_EPOCH",
+        "REGISTRY_AUTH_FILE",
+        "EXIT STATUS",
+        "130",
+        concat!("v", env!("CARGO_PKG_VERSION")),
+    ] {
+        assert!(
+            text.contains(want),
+            "{want:?} missing from the page:\n{text}"
+        );
+    }
+    let build = render_man(&["man", "build"]);
+    for want in [
+        "cks-iso-build",
+        "--kubernetes",
+        "--locked",
+        "--registry-mirror",
+    ] {
+        assert!(build.contains(want), "{want:?} missing:\n{build}");
+    }
+}
+
+#[test]
+fn man_for_an_unknown_subcommand_is_a_usage_error_listing_them() {
+    let out = support::cks_iso().args(["man", "bulid"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("\"bulid\"") && err.contains("hint:") && err.contains("build"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}

@@ -5,6 +5,7 @@
 //! user can do. `main` only prints it and picks the exit code.
 
 mod build;
+mod docs;
 mod error;
 mod iso;
 mod locks;
@@ -26,5 +27,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<(), AppError> {
         Command::Resolve(args) => resolve::run(*args, ui),
         Command::Pull(args) => pull::run(*args, ui),
         Command::Build(args) => build::run(*args, ui),
+        Command::Completions(args) => docs::completions(args),
+        Command::Man(args) => docs::man(args),
     }
 }
