@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::ui::Color;
+use crate::ui::{Color, LogFormat};
 
 /// Builds the CloudStack Kubernetes Service binaries ISO without root, daemon or mkisofs.
 #[derive(Debug, Parser)]
@@ -39,6 +39,9 @@ pub struct Global {
     /// Never draw progress bars or progress lines.
     #[arg(long, global = true, help_heading = "Global options")]
     pub no_progress: bool,
+    /// Format of stderr: text for people, or json (one object a line: logs and progress events).
+    #[arg(long, global = true, help_heading = "Global options", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
 }
 
 /// The subcommands.

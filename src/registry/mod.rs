@@ -51,7 +51,7 @@ use crate::image::{
     Arch, Descriptor, Digest, Image, ImageError, Index, MAX_MANIFEST_SIZE, Manifest, MediaType,
     Reference, parse,
 };
-use crate::progress::Progress;
+use crate::progress::{Progress, Source};
 
 /// Largest token reply we read.
 const MAX_TOKEN_SIZE: u64 = 1024 * 1024;
@@ -430,6 +430,8 @@ impl Registry {
         progress: &dyn Progress,
     ) -> Result<(), RegistryError> {
         if self.cache.contains_sized(&desc.digest, desc.size) {
+            let item = format!("{reference} {what} {}", desc.digest);
+            progress.item(&item, desc.size, Source::Cache);
             return Ok(());
         }
         let scope = ep.scope();
@@ -513,6 +515,7 @@ impl Registry {
                 sink.set_mode(0o644).map_err(io_err)?;
                 sink.commit_unsynced().map_err(io_err)?;
                 self.cache.mark_verified(&desc.digest);
+                progress.item(&format!("{reference} {what}"), desc.size, Source::Network);
                 return Ok(());
             }
             let err = RegistryError::Mismatch {

@@ -8,6 +8,7 @@ use super::{Artifact, Checksum, UpstreamError, file_name};
 use crate::cache::Cache;
 use crate::fetch::{Download, FetchError, FileSink, Mirrors, get_bytes};
 use crate::image::Digest;
+use crate::progress::Source;
 
 /// Checksum files are a line; more than this is not one.
 const CHECKSUM_LIMIT: u64 = 1 << 20;
@@ -38,6 +39,11 @@ pub struct Expected {
 /// The cache index key of an upstream URL.
 fn url_key(url: &str) -> String {
     format!("url:{url}")
+}
+
+/// The size of a file just written, for progress events (0 if it cannot be read).
+fn size_of(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
 }
 
 /// A verified file at its final path.
@@ -100,10 +106,13 @@ impl Fetcher<'_> {
         dest: &Path,
         expected: Option<&Expected>,
     ) -> Result<Got, UpstreamError> {
+        let progress = self.download.progress;
         if let Some(got) = self.cached(artifact, dest, expected)? {
+            progress.item(&got.url, size_of(&got.path), Source::Cache);
             return Ok(got);
         }
         let got = self.download_verified(artifact, dest).await?;
+        progress.item(&got.url, size_of(&got.path), Source::Network);
         if let Some(want) = expected.filter(|want| want.sha256 != got.sha256) {
             let _ = std::fs::remove_file(&got.path);
             return Err(UpstreamError::Drift {
