@@ -13,7 +13,13 @@ DEB_COMMANDS := docker-registry git xorriso isoinfo bsdtar 7z skopeo containerd 
 SBOM_VENV := .venv-sbom
 SBOM_PIP := cyclonedx-python-lib[json-validation]==11.12.0 spdx-tools==0.8.5
 
-.PHONY: all deps build test lint demo bench clean
+# `make deb`: cargo-deb packages the release binary with the man pages and completions that binary
+# generates into $(ASSETS). cargo-deb is installed by the target when missing.
+RELEASE_BIN := target/release/cks-iso
+ASSETS := target/assets
+CARGO_DEB_VERSION := 3.8.0
+
+.PHONY: all deps build test lint demo bench clean assets deb test-deb
 
 all: build
 
@@ -43,6 +49,35 @@ lint:
 
 test: deps lint
 	$(CARGO) test --locked --workspace
+
+# Man pages (cks-iso(1) and the cks-iso-COMMAND(1) it lists) and completions, from the binary.
+assets: build
+	rm -rf $(ASSETS) && mkdir -p $(ASSETS)/man $(ASSETS)/completions
+	set -o pipefail; $(RELEASE_BIN) man | gzip -9n > $(ASSETS)/man/cks-iso.1.gz
+	set -o pipefail; subs=$$($(RELEASE_BIN) man | sed -n 's/^cks\\-iso\\-\([a-z]*\)(1)$$/\1/p'); \
+	[ -n "$$subs" ] || { echo "make assets: cks-iso man lists no subcommand" >&2; exit 1; }; \
+	for sub in $$subs; do $(RELEASE_BIN) man $$sub | gzip -9n > $(ASSETS)/man/cks-iso-$$sub.1.gz || exit 1; done
+	$(RELEASE_BIN) completions bash > $(ASSETS)/completions/cks-iso
+	$(RELEASE_BIN) completions zsh > $(ASSETS)/completions/_cks-iso
+	$(RELEASE_BIN) completions fish > $(ASSETS)/completions/cks-iso.fish
+	gzip -9nc CHANGELOG.md > $(ASSETS)/changelog.gz
+	set -o pipefail; version=$$($(RELEASE_BIN) --version | cut -d' ' -f2); \
+	maintainer=$$(sed -n 's/^maintainer = "\(.*\)"$$/\1/p' Cargo.toml); \
+	date=$$(git log -1 --format=%cD 2>/dev/null || date -R); \
+	printf '%s\n' "cks-iso ($$version-1) unstable; urgency=medium" "" \
+		"  * cks-iso $$version; changes in /usr/share/doc/cks-iso/changelog.gz." "" \
+		" -- $$maintainer  $$date" > $(ASSETS)/changelog.Debian
+
+deb: assets
+	@command -v cargo-deb >/dev/null 2>&1 || { echo "make deb: installing cargo-deb $(CARGO_DEB_VERSION)"; \
+		$(CARGO) install cargo-deb --version $(CARGO_DEB_VERSION) --locked; }
+	rm -f target/debian/cks-iso_*.deb
+	$(CARGO) deb --locked --no-build -p cks-iso
+
+# The package judged by lintian, dpkg-deb and man, and `cargo install --path .`; needs the release
+# build, so it is its own target, which .ci/run calls after `make test`.
+test-deb: deps deb
+	$(CARGO) test --locked --test packaging -- --ignored
 
 demo: deps
 	./scripts/demo.sh

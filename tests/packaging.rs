@@ -226,3 +226,130 @@ fn man_for_an_unknown_subcommand_is_a_usage_error_listing_them() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// The `.deb` that `make deb` wrote for this version.
+fn built_deb() -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/debian");
+    let prefix = format!("cks-iso_{}-", env!("CARGO_PKG_VERSION"));
+    let debs: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}: run `make test-deb`", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with(&prefix) && name.ends_with(".deb")
+        })
+        .collect();
+    assert_eq!(
+        debs.len(),
+        1,
+        "one {prefix}*.deb expected in {}: {debs:?}",
+        dir.display()
+    );
+    debs.into_iter().next().unwrap()
+}
+
+/// The Debian package `make deb` builds: lintian finds no error, it holds the binary, every man
+/// page, the three completions, README and licence where Debian expects them, and the packaged
+/// binary runs. Needs the release build `make deb` makes, too slow for `make test`: run by
+/// `make test-deb` (which `.ci/run` calls).
+#[test]
+#[ignore = "needs `make deb` (a release build); run by `make test-deb`"]
+fn debian_package_passes_lintian_and_its_binary_runs() {
+    let deb = built_deb();
+
+    support::require("lintian");
+    let lintian = Command::new("lintian")
+        .args(["--fail-on", "error", "--no-tag-display-limit"])
+        .arg(&deb)
+        .output()
+        .expect("run lintian");
+    let report = String::from_utf8_lossy(&lintian.stdout);
+    assert!(
+        lintian.status.success(),
+        "lintian found errors in {}:\n{report}{}",
+        deb.display(),
+        String::from_utf8_lossy(&lintian.stderr)
+    );
+    assert!(!report.lines().any(|l| l.starts_with("E:")), "{report}");
+
+    let root = tempfile::tempdir().unwrap();
+    support::run_tool(
+        "dpkg-deb",
+        &["-x", deb.to_str().unwrap(), root.path().to_str().unwrap()],
+    );
+    let at = |rel: &str| root.path().join(rel);
+    for rel in [
+        "usr/bin/cks-iso",
+        "usr/share/man/man1/cks-iso.1.gz",
+        "usr/share/bash-completion/completions/cks-iso",
+        "usr/share/zsh/vendor-completions/_cks-iso",
+        "usr/share/fish/vendor_completions.d/cks-iso.fish",
+        "usr/share/doc/cks-iso/README.md",
+        "usr/share/doc/cks-iso/LICENSE",
+        "usr/share/doc/cks-iso/copyright",
+    ] {
+        assert!(at(rel).is_file(), "{rel} is not in {}", deb.display());
+    }
+    let licence = std::fs::read_to_string(at("usr/share/doc/cks-iso/LICENSE")).unwrap();
+    assert!(licence.contains("Apache License") && licence.contains("Version 2.0"));
+
+    let bin = at("usr/bin/cks-iso");
+    let version = run(Command::new(&bin).arg("--version"));
+    let version = String::from_utf8(version.stdout).unwrap();
+    assert!(
+        version.starts_with(&format!("cks-iso {}", env!("CARGO_PKG_VERSION"))),
+        "{version}"
+    );
+
+    // One page per subcommand the main page names, each rendering without a warning.
+    let main = run(Command::new(&bin).arg("man"));
+    let main = String::from_utf8(main.stdout).unwrap();
+    let subs: Vec<&str> = main
+        .lines()
+        .filter_map(|l| l.strip_prefix("cks\\-iso\\-")?.strip_suffix("(1)"))
+        .collect();
+    assert!(subs.contains(&"build"), "{subs:?}");
+    for page in
+        std::iter::once("cks-iso".to_owned()).chain(subs.iter().map(|s| format!("cks-iso-{s}")))
+    {
+        let path = at(&format!("usr/share/man/man1/{page}.1.gz"));
+        assert!(path.is_file(), "{page}(1) is not packaged");
+        let out = run(Command::new("man")
+            .args(["--warnings", "-l"])
+            .arg(&path)
+            .env("MANPAGER", "cat")
+            .env("LC_ALL", "C.UTF-8"));
+        assert!(
+            out.stderr.is_empty(),
+            "{page}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("NAME"));
+    }
+
+    // The packaged bash completion works as bash-completion would load it.
+    let script = at("usr/share/bash-completion/completions/cks-iso");
+    assert_eq!(bash_complete(&script, "cks-iso bu"), ["build"]);
+}
+
+/// `cargo install --path .` works: it reuses the release build `make deb` made.
+#[test]
+#[ignore = "needs a release build; run by `make test-deb`"]
+fn cargo_install_from_the_source_tree_works() {
+    let root = tempfile::tempdir().unwrap();
+    let mut cargo = Command::new(env!("CARGO"));
+    // The variables cargo sets for a test would make build scripts that watch them rebuild the
+    // whole release tree (minutes); install as a user's shell would.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if (name.starts_with("CARGO_") && name != "CARGO_HOME") || name.starts_with("__CARGO") {
+            cargo.env_remove(&*name);
+        }
+    }
+    run(cargo
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["install", "--locked", "--path", ".", "--root"])
+        .arg(root.path()));
+    let out = run(Command::new(root.path().join("bin/cks-iso")).arg("--version"));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("cks-iso "));
+}
