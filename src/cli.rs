@@ -57,10 +57,30 @@ pub enum Command {
     Pull(Box<PullArgs>),
     /// Build the CKS binaries ISO (one per --arch); also takes upstream's positional arguments.
     Build(Box<BuildArgs>),
+    /// Check, without building, that the configuration, mirrors, registries, credentials, git
+    /// endpoint and local directories work; one line per check, exit 1 if any fails.
+    Doctor(Box<DoctorArgs>),
     /// Print the shell completion script for bash, zsh or fish on stdout.
     Completions(CompletionsArgs),
     /// Print the manual page (roff) of cks-iso, or of one subcommand, on stdout.
     Man(ManArgs),
+}
+
+/// `cks-iso doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Also resolve this Kubernetes release and check there is room for what its build needs.
+    #[arg(long, value_name = "VERSION")]
+    pub kubernetes: Option<String>,
+    /// Target architecture for the room check, repeatable: amd64 or arm64 [default: amd64].
+    #[arg(long = "arch", value_name = "ARCH")]
+    pub arches: Vec<String>,
+    /// Blob cache to check [default: $XDG_CACHE_HOME/cks-iso, else ~/.cache/cks-iso].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Network settings.
+    #[command(flatten)]
+    pub net: NetArgs,
 }
 
 /// `cks-iso completions`.

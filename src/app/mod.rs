@@ -6,6 +6,7 @@
 
 mod build;
 mod docs;
+mod doctor;
 mod error;
 mod iso;
 mod locks;
@@ -27,6 +28,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<(), AppError> {
         Command::Resolve(args) => resolve::run(*args, ui),
         Command::Pull(args) => pull::run(*args, ui),
         Command::Build(args) => build::run(*args, ui),
+        Command::Doctor(args) => doctor::run(*args, ui),
         Command::Completions(args) => docs::completions(args),
         Command::Man(args) => docs::man(args),
     }

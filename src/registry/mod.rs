@@ -607,6 +607,77 @@ impl Registry {
             .cloned()
     }
 
+    /// Checks, as a pull of `reference` would, that its registry (or mirror) answers `GET /v2/`
+    /// and, when it asks for authentication, that the configured credentials (or none, for an
+    /// anonymous token) get through: a pull token is obtained, or Basic credentials are
+    /// accepted. Returns what was found, for `cks-iso doctor`.
+    pub async fn check_access(&self, reference: &Reference) -> Result<String, RegistryError> {
+        let ep = self.config.routes.endpoint(reference);
+        let host = self.host(&ep);
+        let challenge = self.ping(&ep, reference).await?;
+        let creds = self.credentials(&host, &ep).await?;
+        let who = match creds {
+            Some(_) => "with the configured credentials",
+            None => "anonymously",
+        };
+        match challenge {
+            Challenge::None => Ok(format!(
+                "{} answers; no authentication asked",
+                ep.ping_url()
+            )),
+            Challenge::Basic => {
+                let Some(creds) = creds else {
+                    return Err(RegistryError::Auth {
+                        reference: reference.to_string(),
+                        registry: ep.host().to_owned(),
+                        reason:
+                            "it asks for Basic authentication and no credentials are configured"
+                                .into(),
+                    });
+                };
+                let mut headers = HeaderMap::new();
+                let mut value =
+                    HeaderValue::from_str(&creds.basic()).map_err(|_| RegistryError::Protocol {
+                        reference: reference.to_string(),
+                        registry: ep.host().to_owned(),
+                        reason: "the credentials are not a valid header value".into(),
+                    })?;
+                value.set_sensitive(true);
+                headers.insert(AUTHORIZATION, value);
+                let probed =
+                    fetch::probe(&self.download(&()), Method::GET, &ep.ping_url(), &headers)
+                        .await
+                        .map_err(|source| RegistryError::Fetch {
+                            reference: reference.to_string(),
+                            what: "the registry's API root".into(),
+                            source,
+                        })?;
+                match probed.status.as_u16() {
+                    401 | 403 => Err(RegistryError::Auth {
+                        reference: reference.to_string(),
+                        registry: ep.host().to_owned(),
+                        reason: format!(
+                            "it refused the configured credentials (HTTP {})",
+                            probed.status.as_u16()
+                        ),
+                    }),
+                    _ => Ok(format!(
+                        "{} answers; Basic authentication accepted {who}",
+                        ep.ping_url()
+                    )),
+                }
+            }
+            Challenge::Bearer { realm, service } => {
+                self.token(&host, &ep, reference, &realm, service.as_deref())
+                    .await?;
+                Ok(format!(
+                    "{} answers; pull token obtained {who}",
+                    ep.ping_url()
+                ))
+            }
+        }
+    }
+
     /// `GET /v2/`: how the registry wants to be authenticated.
     async fn ping(&self, ep: &Endpoint, reference: &Reference) -> Result<Challenge, RegistryError> {
         let url = ep.ping_url();
