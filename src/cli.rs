@@ -6,9 +6,13 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::ui::{Color, LogFormat};
 
+/// The version and, when built from a git checkout, the commit: `0.1.0 (1a2b3c4d5e6f)` (set by
+/// `build.rs`).
+pub const VERSION: &str = env!("CKS_ISO_VERSION");
+
 /// Builds the CloudStack Kubernetes Service binaries ISO without root, daemon or mkisofs.
 #[derive(Debug, Parser)]
-#[command(name = "cks-iso", version, about, propagate_version = true)]
+#[command(name = "cks-iso", version = VERSION, about, propagate_version = true)]
 pub struct Cli {
     /// Options every subcommand takes.
     #[command(flatten)]

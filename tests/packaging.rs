@@ -38,6 +38,7 @@ fn crate_package_holds_sources_and_licence_only() {
         );
     }
     let allowed_top = [
+        "build.rs",
         "Cargo.toml",
         "Cargo.toml.orig",
         "Cargo.lock",
@@ -56,6 +57,24 @@ fn crate_package_holds_sources_and_licence_only() {
             assert!(meta.len() < 256 * 1024, "{file} is {} bytes", meta.len());
         }
     }
+}
+
+/// `--version` names the commit the binary was built from, when built from a git checkout.
+#[test]
+fn version_names_the_git_commit() {
+    let version = stdout_of(&["--version"]);
+    let commit = Command::new("git")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    let want = match commit {
+        Some(commit) => format!("cks-iso {} ({commit})\n", env!("CARGO_PKG_VERSION")),
+        None => format!("cks-iso {}\n", env!("CARGO_PKG_VERSION")),
+    };
+    assert_eq!(version, want);
 }
 
 /// Runs `cks-iso ARGS…` and returns its stdout, failing on a non-zero exit or any stderr.
