@@ -75,9 +75,15 @@ deb: assets
 	$(CARGO) deb --locked --no-build -p cks-iso
 
 # The package judged by lintian, dpkg-deb and man, and `cargo install --path .`; needs the release
-# build, so it is its own target, which .ci/run calls after `make test`.
+# build, so it is its own target, which .ci/run calls after `make test`. The install runs here, not
+# in a test: under `cargo test` the environment differs enough that build scripts rebuild the
+# whole release tree, while from make it reuses the build `make deb` just made.
 test-deb: deps deb
 	$(CARGO) test --locked --test packaging -- --ignored
+	root=$$(mktemp -d) && trap 'rm -rf "$$root"' EXIT && \
+	$(CARGO) install --locked --path . --root "$$root" && \
+	"$$root/bin/cks-iso" --version | grep -q "^cks-iso $$($(RELEASE_BIN) --version | cut -d' ' -f2)" && \
+	echo "make test-deb: cargo install --path . works"
 
 demo: deps
 	./scripts/demo.sh

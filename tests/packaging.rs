@@ -350,25 +350,3 @@ fn debian_package_passes_lintian_and_its_binary_runs() {
     let script = at("usr/share/bash-completion/completions/cks-iso");
     assert_eq!(bash_complete(&script, "cks-iso bu"), ["build"]);
 }
-
-/// `cargo install --path .` works: it reuses the release build `make deb` made.
-#[test]
-#[ignore = "needs a release build; run by `make test-deb`"]
-fn cargo_install_from_the_source_tree_works() {
-    let root = tempfile::tempdir().unwrap();
-    let mut cargo = Command::new(env!("CARGO"));
-    // The variables cargo sets for a test would make build scripts that watch them rebuild the
-    // whole release tree (minutes); install as a user's shell would.
-    for (name, _) in std::env::vars_os() {
-        let name = name.to_string_lossy();
-        if (name.starts_with("CARGO_") && name != "CARGO_HOME") || name.starts_with("__CARGO") {
-            cargo.env_remove(&*name);
-        }
-    }
-    run(cargo
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["install", "--locked", "--path", ".", "--root"])
-        .arg(root.path()));
-    let out = run(Command::new(root.path().join("bin/cks-iso")).arg("--version"));
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with("cks-iso "));
-}
