@@ -19,7 +19,7 @@ RELEASE_BIN := target/release/cks-iso
 ASSETS := target/assets
 CARGO_DEB_VERSION := 3.8.0
 
-.PHONY: all deps build test lint demo bench clean assets deb test-deb
+.PHONY: all deps build test lint doc demo bench fuzz clean assets deb test-deb
 
 all: build
 
@@ -46,6 +46,10 @@ build:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+
+# The API documentation of every crate, with rustdoc's warnings (broken links, …) as errors.
+doc:
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace --locked
 
 test: deps lint
 	$(CARGO) test --locked --workspace
@@ -91,6 +95,18 @@ demo: deps
 bench: deps build
 	./bench/iso.sh
 	./bench/pull.sh
+
+# Coverage-guided fuzzing of the parsers that read untrusted input (fuzz/fuzz_targets). cargo-fuzz
+# needs nightly features; RUSTC_BOOTSTRAP lets the stable toolchain provide them.
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?= reference manifest www_authenticate git_reply kubeadm_constants versions_txt yaml lock iso_reader
+fuzz:
+	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
+	@for t in $(FUZZ_TARGETS); do \
+		echo "make fuzz: $$t for $(FUZZ_SECONDS) s"; \
+		RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 \
+			-timeout=10 || exit 1; \
+	done
 
 clean:
 	$(CARGO) clean

@@ -6,6 +6,12 @@
 //! removed when its [`AtomicFile`] is dropped without [`AtomicFile::commit`], and also when the
 //! process receives SIGINT, SIGTERM or SIGHUP: [`remove_on_signal`] installs a handler that deletes
 //! every pending temporary path before exiting with status 130.
+//!
+//! Nothing can clean up after SIGKILL or a power loss, so temporary names carry the writer's
+//! process ID (`.<name>.<pid>-<random>.partial`, work dirs `cks-iso-build.<pid>-<random>`), and
+//! [`sweep_stale`] removes those whose process is gone, on this host and of this user. `build`
+//! sweeps its output directory and TMPDIR when it starts; the blob cache, which may be shared
+//! between hosts, is left to `cks-iso cache verify --fix` (see `cache::maint`).
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -102,7 +108,7 @@ impl AtomicFile {
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
         let mut prefix = std::ffi::OsString::from(".");
         prefix.push(name);
-        prefix.push(".");
+        prefix.push(format!(".{}-", std::process::id()));
         // Hold the lock while the file comes to exist, so an interrupt cannot fall in between.
         let mut guard = lock();
         let temp = tempfile::Builder::new()
@@ -161,10 +167,109 @@ impl AtomicFile {
     }
 }
 
+/// The prefix of a private work directory (`<prefix><pid>-<random>`).
+pub fn work_dir_prefix(what: &str) -> String {
+    format!("cks-iso-{what}.{}-", std::process::id())
+}
+
+/// The process that wrote a temporary `name`, if it follows this module's naming:
+/// `.<name>.<pid>-<random>.partial` or `cks-iso-<what>.<pid>-<random>`.
+fn writer_of(name: &str) -> Option<u32> {
+    let stem = match name.strip_suffix(".partial") {
+        Some(stem) if stem.starts_with('.') => stem,
+        Some(_) => return None,
+        None if name.starts_with("cks-iso-") => name,
+        None => return None,
+    };
+    let (_, last) = stem.rsplit_once('.')?;
+    let (pid, random) = last.split_once('-')?;
+    (!random.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| pid.parse().ok())
+        .flatten()
+}
+
+/// Whether process `pid` exists on this host (one we may not signal still exists).
+fn alive(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    match rustix::process::test_kill_process(pid) {
+        Ok(()) => true,
+        Err(e) => e != rustix::io::Errno::SRCH,
+    }
+}
+
+/// Removes the temporary files and work directories in `dir` left by processes that are gone
+/// (SIGKILL, a crash, a power loss), and owned by this user; returns what it removed. Temporary
+/// names of live processes, other users' and other naming are never touched.
+pub fn sweep_stale(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let me = rustix::process::geteuid().as_raw();
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(writer_of) else {
+            continue;
+        };
+        let path = entry.path();
+        let mine = std::fs::symlink_metadata(&path).is_ok_and(|m| m.uid() == me);
+        if mine && pid != std::process::id() && !alive(pid) {
+            remove_path(&path);
+            removed.push(path);
+        }
+    }
+    removed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn temporary_names_say_who_writes_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = AtomicFile::create(&dir.path().join("a.iso")).unwrap();
+        let name = out.temp_path().file_name().unwrap().to_str().unwrap();
+        assert_eq!(writer_of(name), Some(std::process::id()), "{name}");
+        assert_eq!(writer_of("cks-iso-build.42-abc"), Some(42));
+        for other in [
+            "a.iso",
+            ".a.iso.partial",
+            ".a.iso.xyz.partial",
+            "cks-iso-build.x-1",
+            "x.1-a",
+        ] {
+            assert_eq!(writer_of(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn sweep_removes_what_dead_processes_left_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        // A process that has exited: its pid is free (reuse within the test is not a concern
+        // for correctness: a live pid is only ever left alone).
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let stale_file = dir.path().join(format!(".a.iso.{dead}-xyz.partial"));
+        let stale_dir = dir.path().join(format!("cks-iso-build.{dead}-abc"));
+        std::fs::write(&stale_file, b"half").unwrap();
+        std::fs::create_dir_all(stale_dir.join("sub")).unwrap();
+        let live = AtomicFile::create(&dir.path().join("b.iso")).unwrap();
+        std::fs::write(dir.path().join("keep.iso"), b"whole").unwrap();
+        let removed = sweep_stale(dir.path());
+        assert_eq!(removed.len(), 2, "{removed:?}");
+        assert!(!stale_file.exists() && !stale_dir.exists());
+        assert!(live.temp_path().exists());
+        assert!(dir.path().join("keep.iso").exists());
+    }
 
     fn names(dir: &Path) -> Vec<String> {
         let mut names: Vec<_> = std::fs::read_dir(dir)

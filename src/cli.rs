@@ -1,4 +1,6 @@
 //! The command line, declared with clap and nothing else: parsing only, no behaviour.
+// The doc comments below are `--help` text, not Markdown: `<KUBERNETES>` and bare URLs are meant.
+#![allow(rustdoc::bare_urls, rustdoc::invalid_html_tags)]
 
 use std::path::PathBuf;
 
@@ -61,6 +63,11 @@ pub enum Command {
     Pull(Box<PullArgs>),
     /// Build the CKS binaries ISO (one per --arch); also takes upstream's positional arguments.
     Build(Box<BuildArgs>),
+    /// Inspect, check, trim and carry the blob cache (export and import across an air gap).
+    #[command(subcommand)]
+    Cache(CacheCommand),
+    /// Show what changed between two ISOs or locks; exit 0 when identical, 1 when different.
+    Diff(DiffArgs),
     /// Check, without building, that the configuration, mirrors, registries, credentials, git
     /// endpoint and local directories work; one line per check, exit 1 if any fails.
     Doctor(Box<DoctorArgs>),
@@ -133,7 +140,7 @@ pub struct NetArgs {
     /// registry.k8s.io=http://127.0.0.1:5000/k8s (a URL path prefixes the repository). Repeatable.
     #[arg(long = "registry-mirror", value_name = "REGISTRY=URL", value_parser = parse_pair)]
     pub registry_mirrors: Vec<(String, String)>,
-    /// Reach this registry over plain HTTP or unverified TLS. Repeatable.
+    /// Reach this registry over plain HTTP instead of HTTPS (for TLS with a private CA, use --ca-file). Repeatable.
     #[arg(long = "insecure-registry", value_name = "HOST[:PORT]")]
     pub insecure_registries: Vec<String>,
     /// Trust the PEM CA certificates in FILE besides the system's. Repeatable.
@@ -228,6 +235,20 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "ID", default_value = crate::iso::DEFAULT_VOLUME_ID)]
     pub volume_id: String,
     /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `cks-iso diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The old side: an ISO or a `cks-iso.lock`.
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The new side: an ISO or a `cks-iso.lock`.
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    /// Print the differences as JSON on stdout (also when identical).
     #[arg(long)]
     pub json: bool,
 }
@@ -329,4 +350,88 @@ pub struct BuildArgs {
     /// Network settings.
     #[command(flatten)]
     pub net: NetArgs,
+}
+
+/// `cks-iso cache`.
+#[derive(Debug, Subcommand)]
+pub enum CacheCommand {
+    /// Write exactly what the locks need (images, files, manifests, index) into DIR, as a cache.
+    Export(CacheExportArgs),
+    /// Add every blob and index entry of DIR (a cache, e.g. from `cache export`), verifying each.
+    Import(CacheImportArgs),
+    /// Show what the cache holds and, with --locked, what each lock needs and lacks.
+    Ls(CacheLsArgs),
+    /// Rehash every blob; name each corrupt one and exit 1. --fix removes them.
+    Verify(CacheVerifyArgs),
+    /// Remove every blob and index entry that none of the given locks needs.
+    Prune(CachePruneArgs),
+}
+
+/// The cache a `cache` subcommand works on.
+#[derive(Debug, Args)]
+pub struct CacheDir {
+    /// Blob cache [default: $XDG_CACHE_HOME/cks-iso, else ~/.cache/cks-iso].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// `cks-iso cache export`.
+#[derive(Debug, Args)]
+pub struct CacheExportArgs {
+    /// cks-iso.lock files, or ISOs cks-iso built (their embedded lock). Repeatable.
+    #[arg(long, value_name = "FILE", required = true, num_args = 1..)]
+    pub locked: Vec<PathBuf>,
+    /// Directory to write, laid out as a cache (created if missing).
+    #[arg(short, long, value_name = "DIR")]
+    pub output: PathBuf,
+    /// The cache to export from.
+    #[command(flatten)]
+    pub cache: CacheDir,
+}
+
+/// `cks-iso cache import`.
+#[derive(Debug, Args)]
+pub struct CacheImportArgs {
+    /// A directory laid out as a cache (`blobs/sha256/…`, `index/…`).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The cache to import into.
+    #[command(flatten)]
+    pub cache: CacheDir,
+}
+
+/// `cks-iso cache ls`.
+#[derive(Debug, Args)]
+pub struct CacheLsArgs {
+    /// Also show what each of these locks (or ISOs) needs, and what is missing.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub locked: Vec<PathBuf>,
+    /// Print JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// The cache to list.
+    #[command(flatten)]
+    pub cache: CacheDir,
+}
+
+/// `cks-iso cache verify`.
+#[derive(Debug, Args)]
+pub struct CacheVerifyArgs {
+    /// Remove corrupt blobs, index entries naming missing blobs and stale temporary files.
+    #[arg(long)]
+    pub fix: bool,
+    /// The cache to check.
+    #[command(flatten)]
+    pub cache: CacheDir,
+}
+
+/// `cks-iso cache prune`.
+#[derive(Debug, Args)]
+pub struct CachePruneArgs {
+    /// Keep what this lock (or ISO) needs; at least one. Repeatable.
+    #[arg(long, value_name = "FILE", required = true, num_args = 1..)]
+    pub keep_locked: Vec<PathBuf>,
+    /// The cache to prune.
+    #[command(flatten)]
+    pub cache: CacheDir,
 }

@@ -8,38 +8,38 @@ use std::ffi::OsString;
 pub struct Var {
     /// Its name.
     pub name: &'static str,
-    /// One line for the README and `--help`.
+    /// What it does: the README's environment table row, word for word (a test checks).
     pub about: &'static str,
 }
 
 /// Seconds since the epoch that date every entry of the ISO (reproducible builds).
 pub const SOURCE_DATE_EPOCH: Var = Var {
     name: "SOURCE_DATE_EPOCH",
-    about: "dates the ISO and every entry in it; the same tree and epoch give a byte-identical ISO",
+    about: "dates the ISO and every entry in it (seconds since 1970): the same tree and epoch give a byte-identical ISO; `--source-date-epoch` overrides it",
 };
 
 /// Disables colour when set to anything non-empty (<https://no-color.org>).
 pub const NO_COLOR: Var = Var {
     name: "NO_COLOR",
-    about: "disables coloured output when set and not empty",
+    about: "disables colour when set and not empty",
 };
 
 /// A `tracing` filter for the log lines on stderr, overriding `-q`/`-v`.
 pub const CKS_ISO_LOG: Var = Var {
     name: "CKS_ISO_LOG",
-    about: "log filter for stderr, e.g. `debug` or `cks_iso::iso=trace`; overrides -q/-v",
+    about: "log filter for stderr, e.g. `debug` or `cks_iso::iso=trace`; overrides `-q`/`-v`",
 };
 
 /// Pins the cluster-autoscaler release instead of the newest one of the ISO's minor.
 pub const AUTOSCALER_VERSION: Var = Var {
     name: "AUTOSCALER_VERSION",
-    about: "cluster-autoscaler release to bundle, e.g. `1.33.4` or `v1.33.4`; default: newest of the ISO's minor",
+    about: "exact cluster-autoscaler release for `resolve` and `build`, e.g. `1.33.4` (`v` optional); default: the newest release for the ISO's Kubernetes minor; `--autoscaler-version` overrides it",
 };
 
 /// Picks the CloudStack CCM tag instead of the default.
 pub const CCM_VERSION: Var = Var {
     name: "CCM_VERSION",
-    about: "CloudStack CCM tag, e.g. `v1.3.0-rc1` (the `v` is optional); default `v1.2.0`",
+    about: "CloudStack CCM tag for `resolve` and `build`, e.g. `v1.3.0-rc1` (`v` optional); default `v1.2.0`; `--ccm-version` overrides it",
 };
 
 /// Where the blob cache lives (`$XDG_CACHE_HOME/cks-iso`), per the XDG base directory spec.
@@ -51,7 +51,7 @@ pub const XDG_CACHE_HOME: Var = Var {
 /// The user's home, for the default cache directory when `XDG_CACHE_HOME` is unset.
 pub const HOME: Var = Var {
     name: "HOME",
-    about: "the default blob cache is `$HOME/.cache/cks-iso` when `XDG_CACHE_HOME` is unset",
+    about: "the default blob cache is `$HOME/.cache/cks-iso` when `XDG_CACHE_HOME` is unset; `$HOME/.docker/config.json` gives registry credentials",
 };
 
 /// Where temporary work directories go (read through `std::env::temp_dir`).
@@ -63,19 +63,19 @@ pub const TMPDIR: Var = Var {
 /// The configuration file, when `--config` is not given.
 pub const CKS_ISO_CONFIG: Var = Var {
     name: "CKS_ISO_CONFIG",
-    about: "YAML configuration file (mirrors, registries, CA files, auth file, jobs, retries, timeouts) when --config is not given",
+    about: "the YAML configuration file (mirrors, registries, CA files, auth file, jobs, retries, timeouts) when `--config` is not given",
 };
 
 /// Proxy for `https://` URLs, read by the HTTP client (also `https_proxy`).
 pub const HTTPS_PROXY: Var = Var {
     name: "HTTPS_PROXY",
-    about: "proxy for https:// requests (also `https_proxy`), read by the HTTP client",
+    about: "proxy for `https://` requests (also `https_proxy`), read by the HTTP client",
 };
 
 /// Proxy for `http://` URLs, read by the HTTP client (also `http_proxy`).
 pub const HTTP_PROXY: Var = Var {
     name: "HTTP_PROXY",
-    about: "proxy for http:// requests (also `http_proxy`), read by the HTTP client",
+    about: "proxy for `http://` requests (also `http_proxy`)",
 };
 
 /// Hosts reached without the proxy, read by the HTTP client (also `no_proxy`).
@@ -87,7 +87,7 @@ pub const NO_PROXY: Var = Var {
 /// Where the Docker client keeps `config.json`, read for registry credentials.
 pub const DOCKER_CONFIG: Var = Var {
     name: "DOCKER_CONFIG",
-    about: "directory of the Docker `config.json` whose `auths`, `credHelpers` and `credsStore` give registry credentials (default `~/.docker`)",
+    about: "directory of the Docker `config.json` whose `auths`, `credHelpers` and `credsStore` give registry credentials; default `~/.docker`",
 };
 
 /// A Podman/skopeo auth file, read for registry credentials before the Docker config.
@@ -128,14 +128,41 @@ impl Var {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn readme_lists_every_environment_variable() {
+    /// The rows of the README's "Environment variables" table: `(name, effect)`.
+    fn readme_rows() -> Vec<(String, String)> {
         let readme = include_str!("../README.md");
-        for var in super::ALL {
-            assert!(
-                readme.contains(&format!("`{}`", var.name)),
-                "{} missing from README",
-                var.name
+        let section = readme
+            .split("\n## Environment variables\n")
+            .nth(1)
+            .expect("README.md has an \"Environment variables\" section");
+        let section = section.split("\n## ").next().unwrap_or_default();
+        section
+            .lines()
+            .filter_map(|line| {
+                let cells: Vec<&str> = line
+                    .strip_prefix('|')?
+                    .strip_suffix('|')?
+                    .split(" | ")
+                    .collect();
+                let name = cells.first()?.trim().strip_prefix('`')?.strip_suffix('`')?;
+                Some((name.to_owned(), cells[1..].join(" | ").trim().to_owned()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn readme_environment_table_is_env_rs_row_by_row() {
+        let rows = readme_rows();
+        let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
+        let want: Vec<&str> = super::ALL.iter().map(|v| v.name).collect();
+        assert_eq!(
+            names, want,
+            "the README's table must list each variable of env.rs once, in env::ALL's order, and no others"
+        );
+        for ((name, effect), var) in rows.iter().zip(super::ALL) {
+            assert_eq!(
+                effect, var.about,
+                "README row of {name} differs from env.rs"
             );
         }
     }

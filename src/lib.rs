@@ -14,6 +14,8 @@
 //! - [`manifest`]: manifests edited as text (image pins, pull policy, extra RBAC), read as YAML.
 //! - [`lock`]: `cks-iso.lock`, the resolved inputs a later build repeats byte for byte.
 //! - [`versions`]: `versions.txt`, written into the ISO and read back by `verify`.
+//! - [`diff`]: what changed between two ISOs or locks (versions, files, images, manifests,
+//!   entries); pure.
 //! - [`sbom`]: the ISO's inventory as CycloneDX 1.6 and SPDX 2.3 JSON, from what the build knows;
 //!   pure.
 //! - [`verify`]: checks a finished ISO against the CKS contract with the project's own reader.
@@ -23,7 +25,7 @@
 //! - [`plan`]: what goes into the ISO (request, manifest edits, image set, names); pure.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
 //! - [`config`]: the YAML configuration file and how flags override it.
-//! - [`env`]: every environment variable the tool reads.
+//! - [`env`](mod@env): every environment variable the tool reads.
 //! - [`ui`] and [`progress`]: logs and progress on stderr, data on stdout.
 
 pub mod app;
@@ -32,6 +34,7 @@ pub mod atomic;
 pub mod cache;
 pub mod cli;
 pub mod config;
+pub mod diff;
 pub mod env;
 pub mod fetch;
 pub mod image;

@@ -23,10 +23,10 @@ fn main() -> ExitCode {
         );
     }
     match app::run(cli, &ui) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(outcome) => ExitCode::from(outcome.exit_code()),
         Err(err) => {
             let (top, causes) = err.lines();
-            ui.error(&top, &causes, err.hint.as_deref());
+            ui.error(&top, &causes, err.advice().as_deref());
             ExitCode::from(err.exit_code())
         }
     }

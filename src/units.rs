@@ -3,7 +3,9 @@
 //! Upstream downloads them from the `main` branch of a side repository, unpinned, and pipes the
 //! download through `sed`, so a failed download became an empty unit. For Kubernetes ≥ 1.18 these
 //! files have been stable, so cks-iso carries its own copy (as upstream's newest script does) and
-//! records `builtin:` as their source in `versions.txt`; a URL or a local file can replace them.
+//! records `builtin:` as their source in `versions.txt`. Every release cks-iso builds for (1.20 and
+//! later, see `resolve::version::check_supported`) gets these copies; there is no option to replace
+//! them.
 //! CKS installs the binaries in `/opt/bin`, so `/usr/bin/` becomes `/opt/bin/` after the text is in
 //! hand — never through a pipe that hides a failure.
 
@@ -41,9 +43,6 @@ ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELE
 
 /// The source recorded in `versions.txt` for the built-in copies.
 pub const BUILTIN_SOURCE: &str = "builtin:cks-iso/kubeadm-units-1.18+";
-
-/// The oldest Kubernetes minor the built-in copies are right for.
-pub const BUILTIN_SINCE_MINOR: u32 = 18;
 
 /// Points the unit text at `/opt/bin`, where CKS installs kubelet.
 pub fn to_opt_bin(text: &str) -> String {

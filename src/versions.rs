@@ -15,6 +15,12 @@
 //! image <full name> sha256:<hex> docker/<archive>.tar
 //! ```
 //!
+//! Fields are separated by blanks and `#` starts a comment, so a file's source (a local path with
+//! a space, a URL with a `#` fragment) is written with those bytes percent-encoded: space `%20`,
+//! `#` `%23`, `%` `%25`, and control characters `%XX`. Reading decodes exactly those escapes and
+//! leaves any other `%XX` as written, so files written before the escaping (whose sources never
+//! held a space or `#`) read the same.
+//!
 //! It is not a `.yaml` file, so node scripts that copy `*.yaml` from the ISO ignore it, and it is
 //! never in `docker/`, where every file is imported as an image.
 
@@ -104,7 +110,13 @@ impl Versions {
         let mut files = self.files.clone();
         files.sort_by(|a, b| a.path.cmp(&b.path));
         for f in &files {
-            let _ = writeln!(out, "file {} sha256:{} {}", f.path, f.sha256, f.source);
+            let _ = writeln!(
+                out,
+                "file {} sha256:{} {}",
+                f.path,
+                f.sha256,
+                escape(&f.source)
+            );
         }
         let mut images = self.images.clone();
         images.sort_by(|a, b| a.name.cmp(&b.name));
@@ -145,7 +157,13 @@ impl Versions {
                     [_, path, digest, source] => v.files.push(FileRecord {
                         path: path.to_owned(),
                         sha256: hex_of(digest).ok_or_else(|| bad("expected sha256:<64 hex>"))?,
-                        source: source.to_owned(),
+                        source: unescape(source),
+                    }),
+                    // An empty source renders as nothing after the hash.
+                    [_, path, digest] => v.files.push(FileRecord {
+                        path: path.to_owned(),
+                        sha256: hex_of(digest).ok_or_else(|| bad("expected sha256:<64 hex>"))?,
+                        source: String::new(),
                     }),
                     _ => return Err(bad("expected `file <path> sha256:<hex> <source>`")),
                 },
@@ -173,6 +191,51 @@ impl Versions {
         }
         Ok(v)
     }
+}
+
+/// Bytes a field cannot hold as they are: blanks and control characters end it, `#` starts a
+/// comment, `%` starts an escape.
+fn needs_escape(b: u8) -> bool {
+    b <= b' ' || b == b'#' || b == b'%' || b == 0x7f
+}
+
+/// Percent-encodes the bytes [`needs_escape`] names.
+fn escape(field: &str) -> String {
+    let mut out = String::with_capacity(field.len());
+    for c in field.chars() {
+        match u8::try_from(c).ok().filter(|&b| needs_escape(b)) {
+            Some(b) => {
+                let _ = write!(out, "%{b:02X}");
+            }
+            None => out.push(c),
+        }
+    }
+    out
+}
+
+/// Decodes the escapes [`escape`] writes; any other `%` is kept as written.
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let decoded = (bytes[i] == b'%')
+            .then(|| field.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+            .filter(|&b| needs_escape(b));
+        match decoded {
+            Some(b) => {
+                out.push(b);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).expect("only ASCII bytes were decoded")
 }
 
 fn hex_of(digest: &str) -> Option<String> {
@@ -247,6 +310,40 @@ mod tests {
         assert_eq!(parsed, v);
         v.etcd = None;
         assert!(!v.render().contains("etcd"), "etcd only when requested");
+    }
+
+    #[test]
+    fn sources_with_blanks_hash_or_percent_round_trip() {
+        let mut v = sample();
+        v.files = vec![
+            FileRecord {
+                path: "dashboard.yaml".into(),
+                sha256: "d".repeat(64),
+                source: "file:///home/me/CKS manifests/dash #2 100%.yaml".into(),
+            },
+            FileRecord {
+                path: "network.yaml".into(),
+                sha256: "e".repeat(64),
+                source: "https://example.org/calico.yaml?ref=v3%2B1#L1".into(),
+            },
+        ];
+        let text = v.render();
+        assert!(
+            text.contains("file:///home/me/CKS%20manifests/dash%20%232%20100%25.yaml\n"),
+            "{text}"
+        );
+        assert!(text.contains("?ref=v3%252B1%23L1\n"), "{text}");
+        assert_eq!(Versions::parse(&text).unwrap(), v);
+    }
+
+    #[test]
+    fn files_written_before_the_escaping_read_the_same() {
+        let old = format!(
+            "kubernetes v1.33.1\narch amd64\nfile k8s/kubeadm sha256:{} https://x/a%2Bb%zz%\n",
+            "a".repeat(64)
+        );
+        let v = Versions::parse(&old).unwrap();
+        assert_eq!(v.files[0].source, "https://x/a%2Bb%zz%");
     }
 
     #[test]

@@ -64,6 +64,23 @@ fn work_dirs(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     (dir.join("out"), dir.join("cache"), tmp)
 }
 
+/// How many files are under `dir` (0 when it does not exist).
+/// Image tags the cache's index recorded: one per image resolved at a registry. (Downloaded files
+/// are kept in the cache too, verified, so counting blobs would not tell.)
+fn images_resolved_into(cache: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(cache.join("index")) else {
+        return 0;
+    };
+    entries
+        .map(|e| fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .filter(|text| {
+            text.lines()
+                .nth(1)
+                .is_some_and(|key| key.starts_with("tag:"))
+        })
+        .count()
+}
+
 /// Extracts an ISO with bsdtar, as an operator inspecting it would.
 fn extract(iso: &Path, into: &Path) {
     fs::create_dir_all(into).unwrap();
@@ -149,7 +166,9 @@ fn replay_node_side(root: &Path, arch: &str, world: &World) {
             let text = fs::read_to_string(&path).unwrap();
             for line in text.lines().filter(|l| l.contains("imagePullPolicy:")) {
                 assert!(
-                    line.trim_end().ends_with("IfNotPresent"),
+                    line.trim_end()
+                        .trim_end_matches('"')
+                        .ends_with("IfNotPresent"),
                     "{}: {line}",
                     path.display()
                 );
@@ -477,8 +496,10 @@ fn both_arches_build_verify_and_replay_on_the_node_side() {
     }
 }
 
-/// Before 1.25 (and its late patches) kubeadm names its images on k8s.gcr.io: a 1.21 build pulls
-/// them from there (through its mirror), under that name, and the ISO passes the contract.
+/// Before 1.25 (and its late patches) kubeadm names its images on k8s.gcr.io. With a mirror for
+/// registry.k8s.io only (as most corporate mirrors are set up today), a 1.21 build fetches them
+/// from registry.k8s.io's mirror, which serves the same content, and keeps the k8s.gcr.io names;
+/// the ISO passes the contract.
 #[test]
 fn kubernetes_before_1_25_bundles_its_images_from_k8s_gcr_io() {
     let world = World::start(Options {
@@ -487,9 +508,23 @@ fn kubernetes_before_1_25_bundles_its_images_from_k8s_gcr_io() {
     });
     let dir = tempfile::tempdir().unwrap();
     let (out, cache, tmp) = work_dirs(dir.path());
+    let config = dir.path().join("no-gcr-mirror.yaml");
+    let yaml: String = world
+        .config_yaml()
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("k8s.gcr.io:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(
+        yaml.contains("registry.k8s.io:") && !yaml.contains("k8s.gcr.io"),
+        "{yaml}"
+    );
+    fs::write(&config, yaml).unwrap();
     let mut args = flags(&world, p(&out), p(&cache));
     args.extend(["--arch", "arm64"]);
-    ok(build(&world, &tmp, &args).output().unwrap());
+    let mut cmd = build(&world, &tmp, &args);
+    cmd.env("CKS_ISO_CONFIG", &config);
+    ok(cmd.output().unwrap());
     let iso = out.join("setup-v1.21.14-aarch64.iso");
     let root = dir.path().join("x");
     extract(&iso, &root);
@@ -519,6 +554,40 @@ fn kubernetes_before_1_25_bundles_its_images_from_k8s_gcr_io() {
     );
 }
 
+/// CloudStack 4.23's script takes a Headlamp version as argument 6; cks-iso takes a dashboard
+/// manifest there and the Headlamp manifest with `--headlamp`: a usage error, before any network.
+#[test]
+fn the_4_23_positional_form_with_a_headlamp_version_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cks_iso()
+        .env("TMPDIR", dir.path())
+        .args([
+            "build",
+            p(&dir.path().join("out")),
+            "1.33.1",
+            "1.6.2",
+            "1.33.0",
+            "https://raw.githubusercontent.com/flannel-io/flannel/v0.26.4/Documentation/kube-flannel.yml",
+            "0.40.1",
+            "setupheadlamp-v1.33.1",
+            "amd64",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for want in [
+        "argument 6",
+        "\"0.40.1\"",
+        "Headlamp version",
+        "hint:",
+        "--headlamp URL|FILE",
+    ] {
+        assert!(err.contains(want), "{want:?} not in:\n{err}");
+    }
+    assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
+}
+
 #[test]
 fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
     // A CCM tag whose deployment.yaml names two images where the pin rule expects one.
@@ -541,6 +610,14 @@ fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
     let missing_dashboard = world
         .dashboard_url()
         .replace("recommended.yaml", "missing.yaml");
+    // A CNI manifest naming another pause tag than kubeadm's 3.10; 3.9 sorts after 3.10, so nodes
+    // would run it. The world has no pause:3.9: only stopping before the pull gives our message.
+    let other_pause = dir.path().join("pause-3.9 network.yaml");
+    fs::write(
+        &other_pause,
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: cni\nspec:\n  template:\n    spec:\n      containers:\n      - name: cni\n        image: registry.k8s.io/pause:3.9\n",
+    )
+    .unwrap();
     let cases: Vec<(Vec<&str>, i32, Vec<&str>)> = vec![
         (
             vec!["--arch", "s390x"],
@@ -559,6 +636,28 @@ fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
             vec!["/nonexistent/dashboard.yaml"],
         ),
         (vec!["--ccm-version", "v9.9.9"], 1, vec!["v9.9.9", "404"]),
+        (
+            vec!["--ccm-version", "v1.3.0-rc1"],
+            1,
+            vec![
+                "provider.yaml",
+                "v1.3.0-rc1/deployment.yaml",
+                "2 `image:` lines",
+                "lines 11, 13",
+                "hint:",
+            ],
+        ),
+        (
+            vec!["--network", p(&other_pause)],
+            1,
+            vec![
+                "network.yaml (file:pause-3.9 network.yaml)",
+                "line 10 names the pause image registry.k8s.io/pause:3.9",
+                "kubeadm's is registry.k8s.io/pause:3.10",
+                "sort | tail -1",
+                "hint: make network.yaml name registry.k8s.io/pause:3.10",
+            ],
+        ),
         (
             vec!["--kubernetes", "1.34.0"],
             1,
@@ -596,6 +695,14 @@ fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
             "{extra:?} left a work dir: {:?}",
             names(&tmp)
         );
+        // None of these cases gets as far as pulling (the arm64 one is last).
+        if extra != ["--arch", "arm64"] {
+            assert_eq!(
+                images_resolved_into(&cache),
+                0,
+                "{extra:?} pulled images into the cache"
+            );
+        }
     }
     // Another minor's autoscaler is a warning, and the build goes on.
     let mut cmd = build(&world, &tmp, &base);
@@ -603,4 +710,103 @@ fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
     let o = ok(cmd.output().unwrap());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("warning:") && err.contains("1.32.2"), "{err}");
+}
+
+/// Paths no other test takes (issue 13, item 12 and friends): `--etcd` on an arm64 ISO (its
+/// `versions.txt` line, the arm64 file name, the warning about etcd nodes of CloudStack ≤ 4.22),
+/// `CCM_VERSION` from the environment, a pinned autoscaler while git is unreachable, a local
+/// Headlamp manifest whose path holds a space and a `#` (it must round-trip through
+/// `versions.txt`), and the joined-`---` repair as a warning at the default level. `verify`
+/// accepts the ISO.
+#[test]
+fn etcd_ccm_from_the_environment_a_pinned_autoscaler_without_git_and_a_spaced_path() {
+    let world = World::start(Options {
+        ccm_tag: "v1.3.0-rc1".into(),
+        ..Options::default()
+    });
+    let autoscaler = world.autoscaler_version().unwrap().to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, cache, tmp) = work_dirs(dir.path());
+    // git on a closed port: a pinned autoscaler must not need the tag listing.
+    let config = dir.path().join("no-git.yaml");
+    let yaml: String = world
+        .config_yaml()
+        .lines()
+        .map(|l| match l.trim_start().starts_with("https://github.com/kubernetes/autoscaler:") {
+            true => "  https://github.com/kubernetes/autoscaler: http://127.0.0.1:9/autoscaler.git\n"
+                .to_owned(),
+            false => format!("{l}\n"),
+        })
+        .collect();
+    assert!(yaml.contains("127.0.0.1:9/autoscaler.git"), "{yaml}");
+    fs::write(&config, yaml).unwrap();
+    // The world's Headlamp manifest, as a local file in a directory with a space and a `#`.
+    let files = cks_iso_testworld::world::default_snapshot(world.kubernetes()).files();
+    let headlamp_url = world.headlamp_url().trim_start_matches("https://");
+    let local = dir.path().join("my manifests #2");
+    fs::create_dir_all(&local).unwrap();
+    let headlamp = local.join("head lamp.yaml");
+    fs::write(&headlamp, &files[headlamp_url].body).unwrap();
+
+    let mut args = flags(&world, p(&out), p(&cache));
+    let at = args.iter().position(|a| *a == "--headlamp").unwrap();
+    args[at + 1] = p(&headlamp);
+    args.extend(["--arch", "arm64", "--etcd", "3.5.21"]);
+    let mut cmd = build(&world, &tmp, &args);
+    cmd.env("CKS_ISO_CONFIG", &config)
+        .env("CCM_VERSION", "1.3.0-rc1")
+        .env("AUTOSCALER_VERSION", &autoscaler);
+    let o = ok(cmd.output().unwrap());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("warning:") && err.contains("only etcd-linux-amd64.tar.gz"),
+        "the etcd warning for arm64:\n{err}"
+    );
+    assert!(
+        err.contains(
+            "warning: manifest.yaml from https://github.com/cloudstack/cloudstack-csi-driver/releases/download/v3.0.0/manifest.yaml: line"
+        ) && err.contains("joins two documents"),
+        "the joined separator is a warning:\n{err}"
+    );
+
+    let k = world.kubernetes();
+    let iso = out.join(format!("setup-v{k}-aarch64.iso"));
+    let root = dir.path().join("x");
+    extract(&iso, &root);
+    let etcd = root.join("etcd/etcd-linux-arm64.tar.gz");
+    let (listing, _) = tool("tar", ["-tzf", p(&etcd)]);
+    assert!(
+        listing.contains("etcd-v3.5.21-linux-arm64/etcd"),
+        "{listing}"
+    );
+    assert!(!root.join("etcd/etcd-linux-amd64.tar.gz").exists());
+    let versions = fs::read_to_string(root.join("versions.txt")).unwrap();
+    for want in [
+        "\netcd v3.5.21\n".to_owned(),
+        "\nccm v1.3.0-rc1\n".to_owned(),
+        format!("\nautoscaler {autoscaler}\n"),
+        "/releases/download/v3.5.21/etcd-v3.5.21-linux-arm64.tar.gz\n".to_owned(),
+        "\nimage docker.io/apache/cloudstack-kubernetes-provider:v1.3.0-rc1 sha256:".to_owned(),
+        // A local file is recorded by its name (percent-encoded), never by its host path.
+        " file:head%20lamp.yaml\n".to_owned(),
+    ] {
+        assert!(versions.contains(&want), "{want:?} not in:\n{versions}");
+    }
+    assert!(
+        versions
+            .lines()
+            .any(|l| l.starts_with("file etcd/etcd-linux-arm64.tar.gz sha256:")),
+        "{versions}"
+    );
+    let provider = fs::read_to_string(root.join("provider.yaml")).unwrap();
+    assert!(
+        provider.contains("image: apache/cloudstack-kubernetes-provider:v1.3.0-rc1"),
+        "{provider}"
+    );
+    let verify = cks_iso().args(["verify", p(&iso)]).output().unwrap();
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
 }

@@ -2,7 +2,7 @@
 //! registry cutover, CoreDNS naming in 1.20, `+` → `_`, the order change at 1.29, and the extras
 //! per patch release — both from the embedded table and from constants files shaped like kubeadm's.
 
-use cks_iso::resolve::kubeadm::{Extras, images};
+use cks_iso::resolve::kubeadm::{Extras, constants_unix_url, declares_pause, images};
 use cks_iso::resolve::version::KubeVersion;
 
 /// What `kubeadm config images list --kubernetes-version v<version>` prints, per the table.
@@ -275,9 +275,25 @@ fn build_metadata_plus_becomes_underscore_in_tags() {
 }
 
 #[test]
+fn kubeadm_1_20_declares_pause_in_constants_unix_go() {
+    let v = version("1.20.15");
+    let constants = fixture("constants-v1.20.go");
+    assert!(!declares_pause(&constants));
+    let err = Extras::from_constants(&constants, v.minor).unwrap_err();
+    assert!(err.to_string().contains("PauseVersion"), "{err}");
+    let both = format!("{constants}\n{}", fixture("constants_unix-v1.20.go"));
+    assert_eq!(
+        Extras::from_constants(&both, v.minor).ok(),
+        Extras::embedded(&v)
+    );
+    assert!(
+        constants_unix_url(&v).ends_with("/v1.20.15/cmd/kubeadm/app/constants/constants_unix.go")
+    );
+}
+
+#[test]
 fn constants_files_shaped_like_kubeadms_give_the_tables_extras() {
     for (file, v) in [
-        ("constants-v1.20.go", "1.20.15"),
         ("constants-v1.22.17.go", "1.22.17"),
         ("constants-v1.29.3.go", "1.29.3"),
         ("constants-v1.36.3.go", "1.36.3"),

@@ -2,8 +2,8 @@
 //! docker-archive and the oci-archive reading of the same file) and a private containerd 1.6,
 //! whose `ctr images import` must keep the full name and the registry's digest.
 //!
-//! A missing tool fails the test with a message naming `make deps`; only the containerd test
-//! skips, saying why, when not run as root.
+//! A missing tool fails the test with a message naming `make deps`; the containerd test needs
+//! root and fails without it (naming `sudo make test`) unless `CKS_ISO_TESTS_WITHOUT_ROOT` is set.
 
 mod support;
 

@@ -193,7 +193,7 @@ fn stalled_transfer_times_out_and_is_retried() {
 fn persistently_corrupt_blob_names_image_blob_and_digests_and_leaves_nothing() {
     let (world, proxy, layer) = setup();
     proxy.add(Rule::path_contains(&layer).fault(Fault::FlipByte { offset: 100 }));
-    let (out, tmp) = pull_through(&world, &proxy, &[]);
+    let (out, tmp) = pull_through(&world, &proxy, &["--retries", "3"]);
     assert!(!out.status.success());
     let mut corrupt = world.corpus.repos["registry.k8s.io/kube-apiserver"].blobs[&layer].clone();
     corrupt[100] ^= 0xff;
@@ -204,8 +204,8 @@ fn persistently_corrupt_blob_names_image_blob_and_digests_and_leaves_nothing() {
     }
     assert_eq!(
         proxy.requests_to(&layer).len(),
-        2,
-        "one fresh download after a mismatch"
+        3,
+        "a mismatch is fetched again within the retry budget, like a 5xx"
     );
     support::registry::assert_empty(&tmp.path().join("out"));
     let cache = tmp.path().join("cache");
@@ -232,13 +232,13 @@ fn corrupt_blob_shared_by_two_images_is_fetched_once_and_fails_both() {
     );
     let layer = pause.per_arch["amd64"].layers[0].clone();
     proxy.add(Rule::path_contains(&layer).fault(Fault::FlipByte { offset: 100 }));
-    let (out, tmp) = pull_images(&world, &proxy, &[&tagged, &other], &[]);
+    let (out, tmp) = pull_images(&world, &proxy, &[&tagged, &other], &["--retries", "3"]);
     assert!(!out.status.success());
     let text = stderr(&out);
     assert_eq!(
         proxy.requests_to(&layer).len(),
-        2,
-        "one download and one retry after the mismatch, for both images:\n{text}"
+        3,
+        "one download and the retry budget's attempts after the mismatch, for both images:\n{text}"
     );
     assert!(
         text.contains("failed for another image of this run"),
@@ -360,4 +360,32 @@ fn blob_failing_in_one_repository_is_still_fetched_from_another() {
     assert!(!printed.contains(APISERVER), "{printed}");
     assert!(text.contains(APISERVER) && text.contains("404"), "{text}");
     assert_cache_verified(&tmp.path().join("cache"));
+}
+
+/// A manifest whose bytes do not hash to the digest that named it was damaged on the way: it is
+/// fetched again within the retry budget, and the pull succeeds.
+#[test]
+fn a_manifest_damaged_once_is_fetched_again() {
+    let (world, proxy, _) = setup();
+    proxy.add(
+        Rule::path_contains("/manifests/sha256:")
+            .method("GET")
+            .times(1)
+            .fault(Fault::FlipByte { offset: 20 }),
+    );
+    let (out, tmp) = pull_through(&world, &proxy, &[]);
+    assert_verified_success(&world, &out, &tmp);
+    let faulted: Vec<_> = proxy
+        .log()
+        .into_iter()
+        .filter(|r| r.fault.is_some())
+        .collect();
+    assert_eq!(faulted.len(), 1, "{faulted:?}");
+    let again = proxy.requests_to(&faulted[0].path);
+    assert_eq!(again.len(), 2, "fetched once more: {again:?}");
+    assert!(
+        stderr(&out).contains("fetching it again"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -242,6 +242,31 @@ fn resolve_reads_kubeadm_constants_of_a_release_newer_than_the_tool() {
     }
 }
 
+/// kubeadm 1.20 declares `PauseVersion` in `constants_unix.go`: resolve reads it there instead of
+/// falling back to the embedded table.
+#[test]
+fn resolve_reads_kubeadm_1_20_pause_from_constants_unix_go() {
+    let snapshot = Snapshot::typical()
+        .kubernetes(KubeRelease::known("1.20.15").unwrap())
+        .crictl("1.20.0");
+    let w = world(&snapshot);
+    let out = w.resolve(&["--kubernetes", "1.20.15", "--autoscaler-version", "1.20.0"]);
+    let (stdout, stderr) = ok(&out);
+    assert!(!stderr.contains("embedded table"), "{stderr}");
+    assert!(
+        stdout.contains("pause 3.2 (from kubeadm constants.go and constants_unix.go at v1.20.15)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("k8s.gcr.io/pause:3.2"), "{stdout}");
+    assert!(
+        w.upstream.served().iter().any(|s| s
+            .path
+            .ends_with("/v1.20.15/cmd/kubeadm/app/constants/constants_unix.go")),
+        "{:?}",
+        w.upstream.served()
+    );
+}
+
 #[test]
 fn autoscaler_pin_from_the_environment_warns_on_another_minor() {
     let w = world(&Snapshot::typical());
@@ -255,6 +280,43 @@ fn autoscaler_pin_from_the_environment_warns_on_another_minor() {
     let (stdout, stderr) = ok(&out);
     assert!(stdout.contains("1.32.2 (pinned)"), "{stdout}");
     assert!(stderr.contains("AUTOSCALER_VERSION=v1.32.2"), "{stderr}");
+}
+
+/// With `AUTOSCALER_VERSION` or `--autoscaler-version` no tags are listed: git may be
+/// unreachable (here a closed port), as upstream's script only downloads the pinned manifest.
+#[test]
+fn a_pinned_autoscaler_needs_no_git() {
+    let w = world(&Snapshot::typical());
+    let mut args: Vec<String> = ["resolve", "--kubernetes", "1.33.1", "--retries", "1"]
+        .map(str::to_owned)
+        .to_vec();
+    for rule in w.upstream.mirror_rules() {
+        args.extend(["--mirror".to_owned(), rule]);
+    }
+    args.extend([
+        "--mirror".to_owned(),
+        "https://github.com/kubernetes/autoscaler=http://127.0.0.1:9/autoscaler.git".to_owned(),
+    ]);
+    let (stdout, _) = ok(&w
+        .cmd()
+        .args(&args)
+        .args(["--autoscaler-version", "1.33.0"])
+        .output()
+        .unwrap());
+    assert!(stdout.contains("1.33.0 (pinned)"), "{stdout}");
+    let (stdout, _) = ok(&w
+        .cmd()
+        .env("AUTOSCALER_VERSION", "v1.33.0")
+        .args(&args)
+        .output()
+        .unwrap());
+    assert!(stdout.contains("1.33.0 (pinned)"), "{stdout}");
+    assert!(w.git.seen().is_empty(), "{:?}", w.git.seen());
+    // Without a pin the same command needs the listing, and git is not there.
+    let out = w.cmd().args(&args).output().unwrap();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("127.0.0.1:9"), "{stderr}");
 }
 
 fn write_config(dir: &Path, text: &str) -> std::path::PathBuf {

@@ -442,3 +442,41 @@ async fn a_cni_release_missing_under_both_names_names_both() {
     );
     assert!(entries(dir.path()).is_empty());
 }
+
+#[tokio::test]
+async fn a_redirect_to_another_scheme_is_refused_and_mirror_credentials_are_never_shown() {
+    let server = UpstreamServer::start(&Snapshot::typical());
+    let proxy = FaultProxy::start(&server.url());
+    proxy.add(
+        Rule::path_contains("deployment.yaml").fault(Fault::Redirect("file:///etc/passwd".into())),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    // The mirror URL carries credentials, as some corporate mirrors require.
+    let rules: Vec<String> = UpstreamServer::mirror_rules_via(&proxy.url())
+        .into_iter()
+        .map(|r| r.replace("http://127.0.0.1", "http://builder:s3cr3t@127.0.0.1"))
+        .collect();
+    let err = get(
+        &artifact(Arch::Amd64, "CCM manifest"),
+        dir.path(),
+        &rules,
+        &config(Duration::from_secs(5)),
+    )
+    .await
+    .unwrap_err();
+    let text = format!("{:#}", anyhow::Error::from(err));
+    assert!(text.contains("file:///etc/passwd"), "{text}");
+    assert!(text.contains("only http and https"), "{text}");
+    assert!(
+        text.contains("hint") || text.contains("redirects to"),
+        "{text}"
+    );
+    assert!(!text.contains("s3cr3t"), "credentials shown: {text}");
+    assert!(text.contains("***@127.0.0.1"), "{text}");
+    let log = proxy.requests_to("deployment.yaml");
+    assert!(
+        log[0].has_authorization(),
+        "the credentials are still sent to the mirror"
+    );
+    assert!(entries(dir.path()).is_empty());
+}

@@ -176,6 +176,10 @@ impl Case {
             assert!(out.contains(word), "{name}: {word:?} not named in:\n{out}");
         }
         assert!(err.contains("contract violation"), "{err}");
+        assert!(
+            err.contains("hint:") && err.contains("README.md, section \"The ISO contract\""),
+            "the hint points at a document the user has:\n{err}"
+        );
     }
 }
 

@@ -17,10 +17,10 @@ const BIN: &str = "cks-iso";
 
 /// What each exit code means; the README's table says the same.
 const EXIT_CODES: &[(&str, &str)] = &[
-    ("0", "success"),
+    ("0", "success (diff: identical)"),
     (
         "1",
-        "the work failed (unreadable input, full disk, a download that does not verify, ...); nothing partial is left behind",
+        "the work failed (unreadable input, full disk, a download that does not verify, a failed doctor check, ...); nothing partial is left behind; diff: the inputs differ",
     ),
     (
         "2",

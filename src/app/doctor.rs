@@ -16,7 +16,7 @@ use crate::cache::Cache;
 use crate::cli::DoctorArgs;
 use crate::config::Settings;
 use crate::env;
-use crate::fetch::{Download, build_client, probe};
+use crate::fetch::{Download, build_client, probe, redact};
 use crate::image::{Image, Reference};
 use crate::registry::Registry;
 use crate::resolve::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, check_supported};
@@ -65,7 +65,7 @@ impl From<AppError> for Problem {
             .join(": ");
         Self {
             text,
-            hint: err.hint,
+            hint: err.advice(),
         }
     }
 }
@@ -149,7 +149,7 @@ pub fn run(args: DoctorArgs, _ui: &Ui) -> Result<(), AppError> {
             }),
             Err(err) => Err(Box::new(Problem {
                 text: err.lines().0,
-                hint: err.hint.clone(),
+                hint: err.advice(),
             })),
         },
     );
@@ -256,7 +256,7 @@ async fn network(
                     .to_owned(),
             ),
             false => (
-                format!("mirror {target} (for {source})"),
+                format!("mirror {} (for {source})", redact(&target)),
                 format!(
                     "check the mirror rule for {source} (--mirror, or `mirrors:` in the configuration file)"
                 ),
@@ -275,7 +275,7 @@ async fn network(
     let repo = settings.mirrors.rewrite(AUTOSCALER_REPO);
     let what = match repo == AUTOSCALER_REPO {
         true => format!("git {repo}"),
-        false => format!("git {repo} (for {AUTOSCALER_REPO})"),
+        false => format!("git {} (for {AUTOSCALER_REPO})", redact(&repo)),
     };
     let listed = ls_remote(&client, &repo, AUTOSCALER_REF_PREFIX)
         .await

@@ -41,6 +41,23 @@ impl AppError {
         }
     }
 
+    /// What the user can do: the given hint, else one for a full disk anywhere in the chain.
+    pub fn advice(&self) -> Option<String> {
+        if self.hint.is_some() {
+            return self.hint.clone();
+        }
+        let full = self.error.chain().any(|cause| {
+            cause
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::StorageFull)
+        });
+        full.then(|| {
+            "the disk named above is full: free space there, or point --cache-dir, TMPDIR or \
+             --output at a disk with room"
+                .into()
+        })
+    }
+
     /// The process exit code.
     pub fn exit_code(&self) -> u8 {
         match self.kind {

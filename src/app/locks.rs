@@ -1,6 +1,7 @@
 //! Reading a lock given on the command line: a `cks-iso.lock` file, or an ISO whose embedded
 //! lock is read. Shared by the subcommands that take one.
 
+use std::io::Read;
 use std::path::Path;
 
 use super::AppError;
@@ -14,17 +15,27 @@ const LIMIT: u64 = 64 << 20;
 /// usage error.
 pub(crate) fn read(path: &Path) -> Result<(Lock, String), AppError> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| {
+    let unreadable = |e: std::io::Error| {
         AppError::usage(
             anyhow::Error::new(e).context(format!("cannot read {shown}")),
             Some("pass a cks-iso.lock or an ISO built by cks-iso".into()),
         )
-    })?;
-    let looks_json = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    };
+    // Only the start decides: an ISO (gigabytes) opens with 32 KiB of system area, never `{`.
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(4096).read_to_end(&mut head))
+        .map_err(unreadable)?;
+    let looks_json = head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     let (text, origin) = match looks_json {
-        true => (String::from_utf8_lossy(&bytes).into_owned(), shown),
+        true => {
+            let mut bytes = Vec::new();
+            std::fs::File::open(path)
+                .and_then(|file| file.take(LIMIT).read_to_end(&mut bytes))
+                .map_err(unreadable)?;
+            (String::from_utf8_lossy(&bytes).into_owned(), shown)
+        }
         false => {
-            drop(bytes);
             let reader = IsoReader::open(path).map_err(|e| {
                 AppError::usage(
                     anyhow::Error::new(e).context(format!(

@@ -5,6 +5,8 @@
 //! user can do. `main` only prints it and picks the exit code.
 
 mod build;
+mod cache;
+mod diff;
 mod docs;
 mod doctor;
 mod error;
@@ -20,16 +22,38 @@ pub use error::{AppError, ExitKind};
 use crate::cli::{Cli, Command};
 use crate::ui::Ui;
 
+/// How a run that did its work ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Exit 0.
+    Done,
+    /// `diff` found a difference: exit 1 like diff(1), which is an answer, not an error.
+    Differ,
+}
+
+impl Outcome {
+    /// The process exit code.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Self::Done => 0,
+            Self::Differ => 1,
+        }
+    }
+}
+
 /// Runs the parsed command line.
-pub fn run(cli: Cli, ui: &Ui) -> Result<(), AppError> {
+pub fn run(cli: Cli, ui: &Ui) -> Result<Outcome, AppError> {
+    let done = |result: Result<(), AppError>| result.map(|()| Outcome::Done);
     match cli.command {
-        Command::Iso(args) => iso::run(args, ui),
-        Command::Verify(args) => verify::run(args),
-        Command::Resolve(args) => resolve::run(*args, ui),
-        Command::Pull(args) => pull::run(*args, ui),
-        Command::Build(args) => build::run(*args, ui),
-        Command::Doctor(args) => doctor::run(*args, ui),
-        Command::Completions(args) => docs::completions(args),
-        Command::Man(args) => docs::man(args),
+        Command::Iso(args) => done(iso::run(args, ui)),
+        Command::Verify(args) => done(verify::run(args)),
+        Command::Resolve(args) => done(resolve::run(*args, ui)),
+        Command::Pull(args) => done(pull::run(*args, ui)),
+        Command::Build(args) => done(build::run(*args, ui)),
+        Command::Diff(args) => diff::run(args),
+        Command::Cache(command) => done(cache::run(command, ui)),
+        Command::Doctor(args) => done(doctor::run(*args, ui)),
+        Command::Completions(args) => done(docs::completions(args)),
+        Command::Man(args) => done(docs::man(args)),
     }
 }

@@ -10,8 +10,9 @@ use crate::cli::ResolveArgs;
 use crate::env;
 use crate::fetch::{build_client, retrying};
 use crate::image::Reference;
-use crate::resolve::version::autoscaler_pin;
-use crate::resolve::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, check_supported};
+use crate::resolve::version::{
+    AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, autoscaler_pin, check_supported,
+};
 use crate::resolve::{Extras, KubeVersion, ccm_tag, choose_autoscaler, images, ls_remote};
 use crate::ui::Ui;
 use crate::upstream::content::{check_yaml, images_in_yaml};
@@ -198,10 +199,12 @@ pub(super) async fn resolve(
 ) -> Result<Resolution, AppError> {
     let mut warnings = Vec::new();
     let offline = fetcher.download.offline;
+    // A pinned release needs no tag listing (upstream's script only downloads its manifest, and
+    // a build that cannot reach git must still work); a wrong pin fails on that download.
     let (choice, commit) = match (&p.locked, p.pin.as_deref()) {
         (Some(locked), Some(pin)) => (autoscaler_pin(&p.kube, pin)?, locked.commit.clone()),
-        (None, Some(pin)) if offline => (autoscaler_pin(&p.kube, pin)?, None),
-        (_, _) if offline => {
+        (None, Some(pin)) => (autoscaler_pin(&p.kube, pin)?, None),
+        (_, None) if offline => {
             return Err(AppError::failure(
                 anyhow::anyhow!(
                     "offline: cannot list the autoscaler releases at {AUTOSCALER_REPO} to choose one"
@@ -209,7 +212,7 @@ pub(super) async fn resolve(
                 Some("pass --autoscaler-version (or AUTOSCALER_VERSION), or build --locked".into()),
             ));
         }
-        (_, _) => {
+        (_, None) => {
             let repo = fetcher.mirrors.rewrite(AUTOSCALER_REPO);
             let listing = retrying(
                 fetcher.download.retry,
@@ -217,7 +220,7 @@ pub(super) async fn resolve(
                 |e: &crate::resolve::ResolveError| e.is_transient().then_some(None),
             )
             .await?;
-            let choice = choose_autoscaler(&p.kube, p.pin.as_deref(), &listing.refs)?;
+            let choice = choose_autoscaler(&p.kube, None, &listing.refs)?;
             let name = format!("refs/tags/{}", choice.version.tag());
             let commit = listing
                 .refs
@@ -303,7 +306,7 @@ pub(super) async fn resolve(
         .map(|a| DownloadRow {
             name: a.name.clone(),
             dest: a.dest.clone(),
-            fetch_url: fetcher.mirrors.rewrite(&a.url),
+            fetch_url: crate::fetch::redact(&fetcher.mirrors.rewrite(&a.url)),
             url: a.url.clone(),
             checksum_url: a.checksum.as_ref().map(|c| c.url().to_owned()),
             legacy_url: a.legacy.as_ref().map(|l| l.url.clone()),
@@ -339,8 +342,23 @@ async fn kubeadm_extras(
     fetcher: &Fetcher<'_>,
     warnings: &mut Vec<String>,
 ) -> Result<(Extras, String), AppError> {
-    let url = crate::resolve::kubeadm::constants_url(kube);
+    use crate::resolve::kubeadm::{constants_unix_url, constants_url, declares_pause};
+    let url = constants_url(kube);
     let reason = match fetcher.text(&url, TEXT_LIMIT).await {
+        // kubeadm 1.20 declares PauseVersion in constants_unix.go, beside constants.go.
+        Ok(src) if !declares_pause(&src) => {
+            let unix = constants_unix_url(kube);
+            match fetcher.text(&unix, TEXT_LIMIT).await {
+                Ok(more) => match Extras::from_constants(&format!("{src}\n{more}"), kube.minor) {
+                    Ok(extras) => {
+                        let from = format!("kubeadm constants.go and constants_unix.go at v{kube}");
+                        return Ok((extras, from));
+                    }
+                    Err(err) => err.to_string(),
+                },
+                Err(err) => format!("constants.go has no PauseVersion and {err}"),
+            }
+        }
         Ok(src) => match Extras::from_constants(&src, kube.minor) {
             Ok(extras) => return Ok((extras, format!("kubeadm constants.go at v{kube}"))),
             Err(err) => err.to_string(),

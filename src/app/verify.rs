@@ -58,7 +58,11 @@ pub fn run(args: VerifyArgs) -> Result<(), AppError> {
         let isos = reports.iter().filter(|r| !r.violations.is_empty()).count();
         return Err(AppError::failure(
             anyhow::anyhow!("{bad} contract violation(s) in {isos} ISO(s)"),
-            Some("each line above names the path and the rule; see spec/iso-contract.md".into()),
+            Some(format!(
+                "each line above names the path and the rule; the rules are in README.md, section \
+                 \"{}\"",
+                crate::verify::README_SECTION
+            )),
         ));
     }
     Ok(())

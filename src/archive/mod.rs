@@ -111,7 +111,7 @@ fn blobs(image: &Image) -> Vec<(Descriptor, Blob<'_>)> {
 }
 
 /// Writes the archive of `image` to `out`. An [`ArchiveError::Output`] from here has an empty
-/// path; [`write`] fills it in.
+/// path; [`write()`] fills it in.
 pub fn write_to<W: Write>(
     image: &Image,
     source: &dyn BlobSource,

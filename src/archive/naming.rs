@@ -106,4 +106,41 @@ mod tests {
         let alone = assign(&set[..2]);
         assert_eq!(&alone.files[&set[0]], a);
     }
+
+    #[test]
+    fn no_reference_yields_an_archive_name_outside_docker() {
+        let long_tag = format!("registry.k8s.io/pause:{}", "a".repeat(128));
+        let long_name = format!("registry.k8s.io/{}:1", "a".repeat(300));
+        let hostile = [
+            "registry.k8s.io/../../etc/passwd:1",
+            "registry.k8s.io/pause:../x",
+            "registry.k8s.io/pause:x/y",
+            "registry.k8s.io/..:1",
+            "registry.k8s.io/.:1",
+            "registry.k8s.io/pause\0:1",
+            "registry.k8s.io/pause:3.10\0",
+            "registry.k8s.io/pau\u{0}se:1",
+            "registry.k8s.io/a%2f..:1",
+            "/absolute:1",
+            "registry.k8s.io//pause:1",
+            long_tag.as_str(),
+            long_name.as_str(),
+        ];
+        for text in hostile {
+            let Ok(reference) = Reference::parse(text) else {
+                continue;
+            };
+            for name in assign([&reference]).files.values() {
+                assert!(
+                    !name.contains('/') && !name.contains('\0') && !name.starts_with('.'),
+                    "{text:?} gives {name:?}"
+                );
+                assert!(
+                    name.len() <= 255,
+                    "{text:?} gives a {}-byte name",
+                    name.len()
+                );
+            }
+        }
+    }
 }

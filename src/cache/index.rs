@@ -22,7 +22,7 @@ use crate::atomic::AtomicFile;
 use crate::image::{BlobSource, Digest, Hashing, Opened};
 
 /// The directory under the root that holds the index.
-const INDEX: &str = "index";
+pub(super) const INDEX: &str = "index";
 
 /// An index entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +36,7 @@ pub struct Recalled {
 }
 
 impl Cache {
-    fn index_path(&self, key: &str) -> PathBuf {
+    pub(super) fn index_path(&self, key: &str) -> PathBuf {
         self.root
             .join(INDEX)
             .join(hex::encode(Sha256::digest(key.as_bytes())))

@@ -14,6 +14,13 @@
 //! Downloaded files (binaries, tarballs, manifests) are blobs too, so a locked or offline build
 //! takes them from here.
 //!
+//! **Several processes at once** (builds, pulls, `cache` commands; `tests/crash_and_concurrency.rs`)
+//! need no lock: every writer writes a private temporary name (with its process ID) and renames it
+//! into place only when verified. A reader sees a blob whole or not at all; two writers of one
+//! blob rename identical bytes over each other; index entries are replaced the same way. Only
+//! `cache verify --fix` and `cache prune` remove final names. A process killed mid-write leaves
+//! its temporary file, which nothing reads and `cache verify --fix` removes once it is stale.
+//!
 //! [`Cache::put`] streams a reader into a temporary file beside the final name while hashing it
 //! and renames it only when the digest (and the size, when known) match; otherwise the temporary
 //! file is removed and the error names the expected and the actual digest. Memory does not grow
@@ -27,9 +34,16 @@
 //! [`BlobSource::open_for_copy`] hands out as [`Opened::Verified`] only blobs this process hashed
 //! and that are still the very file it hashed (same inode, size and modification time); blobs left
 //! by earlier runs are hashed again as they are copied.
+//!
+//! Several processes may share one cache: writers only create temporary names and rename them
+//! into place, and whatever removes blobs or entries (`cache verify --fix`, `cache prune`) touches
+//! final names only and checks first that the file is still the one it judged (see [`maint`]).
+//! What a lock needs from a cache is worked out in one place, [`needs`].
 
 mod error;
 mod index;
+mod maint;
+mod needs;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -43,6 +57,8 @@ use crate::env;
 use crate::image::{BlobSource, Digest, Hashing, Opened};
 pub use error::CacheError;
 pub use index::Recalled;
+pub use maint::{BlobFile, IndexEntry, Rehashed, STALE_AFTER, Stray};
+pub use needs::{Needed, NeededKey, Needs};
 
 /// The directory under the cache root that holds sha256 blobs.
 const BLOBS: &str = "blobs/sha256";

@@ -38,13 +38,30 @@ impl Default for HttpConfig {
     }
 }
 
+/// Follows at most `max` redirects, and only to `http` and `https` URLs.
+fn redirects(max: usize) -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(move |attempt| {
+        let scheme = attempt.url().scheme().to_owned();
+        if !matches!(scheme.as_str(), "http" | "https") {
+            let to = super::redact(attempt.url().as_str());
+            attempt.error(format!(
+                "a redirect to {to} is refused: only http and https are followed"
+            ))
+        } else if attempt.previous().len() > max {
+            attempt.error(format!("more than {max} redirects"))
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
 /// Builds the client every download and registry request goes through.
 pub fn build_client(config: &HttpConfig) -> Result<reqwest::Client, FetchError> {
     let mut builder = reqwest::Client::builder()
         .user_agent(concat!("cks-iso/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(config.connect_timeout)
         .read_timeout(config.idle_timeout)
-        .redirect(reqwest::redirect::Policy::limited(config.max_redirects))
+        .redirect(redirects(config.max_redirects))
         .tls_built_in_root_certs(true);
     for path in &config.ca_files {
         let pem = std::fs::read(path).map_err(|source| FetchError::CaFile {

@@ -1,5 +1,7 @@
 //! One GET into a [`Sink`], with retries, resume and a completeness check.
 
+use std::path::Path;
+
 use reqwest::header::{CONTENT_RANGE, HeaderMap, RANGE};
 use reqwest::{Client, Method, Response, StatusCode};
 
@@ -95,13 +97,13 @@ impl Download<'_> {
             if source.is_redirect() {
                 return Failed::Fatal(FetchError::Redirects {
                     url: url.to_owned(),
-                    source,
+                    source: source.without_url(),
                 });
             }
             if retry::is_certificate_error(&source) {
                 return Failed::Fatal(FetchError::Certificate {
                     url: url.to_owned(),
-                    source,
+                    source: source.without_url(),
                 });
             }
             let retryable = retry::retryable_error(&source);
@@ -109,7 +111,7 @@ impl Download<'_> {
                 method: Method::GET,
                 url: url.to_owned(),
                 attempts: attempt,
-                source,
+                source: source.without_url(),
             };
             if retryable {
                 Failed::Retry(None, err)
@@ -119,6 +121,36 @@ impl Download<'_> {
         };
         let mut response = request.send().await.map_err(transport)?;
         let status = response.status();
+        let target = sink.path().map_or_else(|| url.into(), Path::to_path_buf);
+        let io = |source| {
+            Failed::Fatal(FetchError::Io {
+                path: target.clone(),
+                source,
+            })
+        };
+        if offset > 0 && matches!(status.as_u16(), 400 | 416) {
+            // Some servers and proxies refuse ranges: start over without one.
+            sink.restart().map_err(io)?;
+            self.progress.advance(0);
+            return Err(Failed::Retry(
+                None,
+                FetchError::Status {
+                    method: Method::GET,
+                    url: url.to_owned(),
+                    status: status.as_u16(),
+                    attempts: attempt,
+                },
+            ));
+        }
+        if status.is_redirection()
+            && let Some(location) = response.headers().get(reqwest::header::LOCATION)
+        {
+            // The client follows http(s) redirects itself; one it returned leads elsewhere.
+            return Err(Failed::Fatal(FetchError::RedirectRefused {
+                url: url.to_owned(),
+                location: String::from_utf8_lossy(location.as_bytes()).into_owned(),
+            }));
+        }
         if !status.is_success() {
             let err = FetchError::Status {
                 method: Method::GET,
@@ -131,16 +163,22 @@ impl Download<'_> {
                 false => Failed::Fatal(err),
             });
         }
-        let io = |source| {
-            Failed::Fatal(FetchError::Io {
-                path: url.into(),
-                source,
-            })
-        };
         if offset > 0 && !resumes_at(&response, offset) {
             // The server sent the whole body (200) or another range: start over.
             sink.restart().map_err(io)?;
             self.progress.advance(0);
+            if status == StatusCode::PARTIAL_CONTENT {
+                // Another range than asked is no body to keep: ask again for all of it.
+                return Err(Failed::Retry(
+                    None,
+                    FetchError::Status {
+                        method: Method::GET,
+                        url: url.to_owned(),
+                        status: status.as_u16(),
+                        attempts: attempt,
+                    },
+                ));
+            }
         }
         let expected_total = total_len(&response, sink.written());
         while let Some(chunk) = response.chunk().await.map_err(transport)? {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
     /// The server answered with an error status (after retries, for transient ones).
-    #[error("{method} {url} answered HTTP {status}{}", attempts_note(*attempts))]
+    #[error("{method} {shown_url} answered HTTP {status}{}", attempts_note(*attempts), shown_url = crate::fetch::redact(url))]
     Status {
         /// `GET`, or `HEAD` for probes.
         method: reqwest::Method,
@@ -18,7 +18,7 @@ pub enum FetchError {
         attempts: u32,
     },
     /// The server's certificate is not trusted.
-    #[error("TLS certificate of {url} is not trusted")]
+    #[error("TLS certificate of {shown_url} is not trusted", shown_url = crate::fetch::redact(url))]
     Certificate {
         /// The URL requested.
         url: String,
@@ -27,7 +27,7 @@ pub enum FetchError {
         source: reqwest::Error,
     },
     /// Connection, timeout, redirect or body errors (after retries).
-    #[error("{method} {url} failed{}", attempts_note(*attempts))]
+    #[error("{method} {shown_url} failed{}", attempts_note(*attempts), shown_url = crate::fetch::redact(url))]
     Transport {
         /// `GET`, or `HEAD` for probes.
         method: reqwest::Method,
@@ -40,7 +40,10 @@ pub enum FetchError {
         source: reqwest::Error,
     },
     /// Redirects did not end (a loop, or more than the limit).
-    #[error("GET {url}: the redirects do not end (a redirect loop, or too many redirects)")]
+    #[error(
+        "GET {shown_url}: a redirect was not followed (a loop, too many, or not to http/https)",
+        shown_url = crate::fetch::redact(url)
+    )]
     Redirects {
         /// The URL requested.
         url: String,
@@ -49,7 +52,7 @@ pub enum FetchError {
         source: reqwest::Error,
     },
     /// A body larger than the limit for its kind (manifests, checksums, tokens).
-    #[error("GET {url}: the body is larger than {limit} bytes")]
+    #[error("GET {shown_url}: the body is larger than {limit} bytes", shown_url = crate::fetch::redact(url))]
     TooLarge {
         /// The URL requested.
         url: String,
@@ -73,8 +76,20 @@ pub enum FetchError {
         /// Why.
         reason: String,
     },
+    /// A redirect the client did not follow (to a scheme other than http or https).
+    #[error(
+        "GET {shown_url} redirects to {shown_location}, which is not followed: only http and https are",
+        shown_url = crate::fetch::redact(url),
+        shown_location = crate::fetch::redact(location)
+    )]
+    RedirectRefused {
+        /// The URL requested.
+        url: String,
+        /// Where it redirects.
+        location: String,
+    },
     /// `--offline` forbids the request, and the cache did not have what it would fetch.
-    #[error("offline: {url} is not in the cache")]
+    #[error("offline: {shown_url} is not in the cache", shown_url = crate::fetch::redact(url))]
     Offline {
         /// The URL that would have been requested.
         url: String,
@@ -125,6 +140,11 @@ impl FetchError {
             }
             Self::Redirects { .. } => {
                 "the server or mirror redirects in a circle; check the --mirror rules and the \
+                 mirror's configuration"
+                    .into()
+            }
+            Self::RedirectRefused { .. } => {
+                "the server or mirror redirects out of HTTP; check the --mirror rules and the \
                  mirror's configuration"
                     .into()
             }

@@ -128,3 +128,35 @@ mod tests {
         );
     }
 }
+
+/// `url` with any user name and password replaced by `***`, for messages: credentials in a mirror
+/// URL (`http://user:pass@mirror/…`) are sent, never printed.
+pub fn redact(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
+            let _ = parsed.set_username("***");
+            let _ = parsed.set_password(None);
+            parsed.to_string()
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod redact_tests {
+    use super::redact;
+
+    #[test]
+    fn credentials_in_urls_are_never_shown() {
+        assert_eq!(
+            redact("http://user:s3cret@mirror:8080/dl.k8s.io/x"),
+            "http://***@mirror:8080/dl.k8s.io/x"
+        );
+        assert_eq!(
+            redact("https://token@github.example/x"),
+            "https://***@github.example/x"
+        );
+        assert_eq!(redact("https://dl.k8s.io/x"), "https://dl.k8s.io/x");
+        assert_eq!(redact("not a url"), "not a url");
+    }
+}

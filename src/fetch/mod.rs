@@ -21,7 +21,7 @@ mod sink;
 pub use client::{HttpConfig, build_client};
 pub use download::{Download, Fetched, get_bytes};
 pub use error::FetchError;
-pub use mirror::{Mirror, Mirrors};
+pub use mirror::{Mirror, Mirrors, redact};
 pub use probe::{Probed, probe};
 pub use retry::{RetryPolicy, retryable_error, retryable_status, retrying};
 pub use sink::{FileSink, Sha256Hex, Sink};

@@ -57,7 +57,7 @@ pub async fn probe(
             Err(source) if retry::is_certificate_error(&source) => {
                 return Err(FetchError::Certificate {
                     url: url.to_owned(),
-                    source,
+                    source: source.without_url(),
                 });
             }
             Err(source) => {
@@ -66,7 +66,7 @@ pub async fn probe(
                     method: method.clone(),
                     url: url.to_owned(),
                     attempts: attempt,
-                    source,
+                    source: source.without_url(),
                 };
                 if !retryable {
                     return Err(err);

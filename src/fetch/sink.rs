@@ -15,6 +15,10 @@ pub trait Sink: Send {
     fn written(&self) -> u64;
     /// Drops everything written, to take a full body again.
     fn restart(&mut self) -> io::Result<()>;
+    /// The file written to, for messages when the disk fails (none for memory).
+    fn path(&self) -> Option<&Path> {
+        None
+    }
 }
 
 /// A lowercase hex sha256.
@@ -73,6 +77,10 @@ impl FileSink {
 }
 
 impl Sink for FileSink {
+    fn path(&self) -> Option<&Path> {
+        Some(self.file.target())
+    }
+
     fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
         self.file.file().write_all(chunk)?;
         self.hasher.update(chunk);

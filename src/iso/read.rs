@@ -42,6 +42,8 @@ pub struct IsoReader {
     path: PathBuf,
     volume: Volume<IsoFs<FileDevice>>,
     volume_id: String,
+    declared: u64,
+    actual: u64,
 }
 
 impl IsoReader {
@@ -52,18 +54,32 @@ impl IsoReader {
             reason,
         };
         let device = FileDevice::open(path).map_err(|e| fail(e.to_string()))?;
+        let actual = std::fs::metadata(path)
+            .map_err(|e| fail(e.to_string()))?
+            .len();
         let fs = IsoFs::mount(device, MountOptions::new()).map_err(|e| fail(e.to_string()))?;
-        let volume_id = String::from_utf8_lossy(fs.info().id(IsoId::Volume)).into_owned();
+        let info = fs.info();
+        let volume_id = String::from_utf8_lossy(info.id(IsoId::Volume)).into_owned();
+        let declared = u64::from(info.volume_space_size()) * u64::from(info.block_size());
         Ok(Self {
             path: path.to_owned(),
             volume: Volume::new(fs),
             volume_id,
+            declared,
+            actual,
         })
     }
 
     /// The volume identifier, without padding.
     pub fn volume_id(&self) -> &str {
         &self.volume_id
+    }
+
+    /// The bytes the volume descriptor declares and the bytes the file has. A file shorter than
+    /// its volume is a truncated copy (an interrupted download or transfer): its directory may
+    /// still read, the files at its end do not.
+    pub fn sizes(&self) -> (u64, u64) {
+        (self.declared, self.actual)
     }
 
     fn fail(&self, what: &str, err: impl std::fmt::Display) -> ReadError {

@@ -43,7 +43,6 @@ subjects:
 /// The key of an `image:` line (`image:` or `- image:`), and where its value starts.
 fn image_value_start(line: &str) -> Option<usize> {
     let trimmed = line.trim_start();
-    let indent = line.len() - trimmed.len();
     let rest = trimmed
         .strip_prefix("- ")
         .map(str::trim_start)
@@ -53,8 +52,24 @@ fn image_value_start(line: &str) -> Option<usize> {
     if !(after.is_empty() || after.starts_with([' ', '\t'])) {
         return None;
     }
-    let _ = indent;
     Some(offset + "image:".len())
+}
+
+/// Every `image:` line of `text` (`image:` or `- image:`, block style) with its 1-based number
+/// and its value as written, quotes and a trailing comment removed.
+pub fn image_lines(text: &str) -> Vec<(usize, String)> {
+    lines(text)
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let start = image_value_start(line)?;
+            let value = line[start..].trim();
+            let value = match value.strip_prefix(['"', '\'']) {
+                Some(quoted) => quoted.split(['"', '\'']).next().unwrap_or_default(),
+                None => value.split(" #").next().unwrap_or_default().trim(),
+            };
+            (!value.is_empty()).then(|| (i + 1, value.to_owned()))
+        })
+        .collect()
 }
 
 /// Splits text into lines keeping their terminators.
@@ -95,6 +110,10 @@ pub fn pin_single_image(name: &str, text: &str, image: &str) -> Result<String, M
 
 /// Rewrites every `imagePullPolicy:` value to `IfNotPresent`; returns the text and how many
 /// lines changed.
+///
+/// Only the value's bytes change: a quoted value keeps its quotes (`"Always"` becomes
+/// `"IfNotPresent"`), a trailing comment and the line ending stay. A line already saying
+/// `IfNotPresent`, quoted or not, is left byte for byte and not counted.
 pub fn pull_if_not_present(text: &str) -> (String, usize) {
     let mut changed = 0;
     let mut out = String::with_capacity(text.len());
@@ -106,21 +125,70 @@ pub fn pull_if_not_present(text: &str) -> (String, usize) {
             .strip_prefix("- ")
             .map(str::trim_start)
             .unwrap_or(trimmed);
-        match rest.strip_prefix("imagePullPolicy:") {
-            Some(value) => {
-                let key_end = body.len() - value.len();
-                let value = value.split('#').next().unwrap_or("").trim();
-                if value != "IfNotPresent" {
-                    changed += 1;
-                }
-                out.push_str(&body[..key_end]);
-                out.push_str(" IfNotPresent");
-                out.push_str(ending);
-            }
-            None => out.push_str(line),
+        let Some(after_key) = rest.strip_prefix("imagePullPolicy:") else {
+            out.push_str(line);
+            continue;
+        };
+        let key_end = body.len() - after_key.len();
+        let value = policy_value(after_key);
+        if value.unquoted == "IfNotPresent" {
+            out.push_str(line);
+            continue;
         }
+        changed += 1;
+        let start = key_end + value.start;
+        out.push_str(&body[..key_end]);
+        out.push_str(if value.start == 0 {
+            " "
+        } else {
+            &body[key_end..start]
+        });
+        out.push_str(value.quote);
+        out.push_str("IfNotPresent");
+        out.push_str(value.quote);
+        out.push_str(&body[start + value.len..]);
+        out.push_str(ending);
     }
     (out, changed)
+}
+
+/// The value of an `imagePullPolicy:` line, after the key.
+struct PolicyValue<'a> {
+    /// Byte offset of the value (its opening quote, if any) after the key; 0 when there is none.
+    start: usize,
+    /// Its length in bytes, quotes included.
+    len: usize,
+    /// `"`, `'` or empty.
+    quote: &'static str,
+    /// The value without quotes.
+    unquoted: &'a str,
+}
+
+fn policy_value(after_key: &str) -> PolicyValue<'_> {
+    let lead = after_key.len() - after_key.trim_start().len();
+    let v = &after_key[lead..];
+    for quote in ["\"", "'"] {
+        if let Some(inner) = v.strip_prefix(quote)
+            && let Some(end) = inner.find(quote)
+        {
+            return PolicyValue {
+                start: lead,
+                len: end + 2,
+                quote,
+                unquoted: &inner[..end],
+            };
+        }
+    }
+    // Plain scalar: up to a ` #` comment or the end, trailing blanks excluded.
+    let comment = v.find(" #").or_else(|| v.find("\t#")).unwrap_or(v.len());
+    let comment = if v.starts_with('#') { 0 } else { comment };
+    let plain = v[..comment].trim_end();
+    PolicyValue {
+        start: if plain.is_empty() { 0 } else { lead },
+        len: plain.len(),
+        quote: "",
+        unquoted: plain,
+    }
 }
 
 /// A line where a document separator was glued to the end of the previous line
@@ -136,8 +204,9 @@ pub struct JoinedSeparator {
 fn joined_at(body: &str) -> Option<usize> {
     let stripped = body.trim_end();
     let head = stripped.strip_suffix("---")?;
-    // A real separator is `---` alone; `- ---` or a quoted scalar is not our defect.
-    let head_trim = head.trim();
+    // A real separator is `---` alone; `- ---` or a quoted scalar is not our defect. A UTF-8 byte
+    // order mark before a file's first `---` is not text joined to it either.
+    let head_trim = head.trim().trim_start_matches('\u{feff}').trim();
     if head_trim.is_empty() || head.ends_with('-') || head_trim.starts_with('#') {
         return None;
     }
@@ -166,12 +235,10 @@ pub fn split_joined_separators(text: &str) -> String {
         match joined_at(body) {
             Some(at) => {
                 out.push_str(body[..at].trim_end());
-                out.push('\n');
+                out.push_str(newline(text));
                 out.push_str("---");
+                // The line's own ending (none on a last line without newline) stays.
                 out.push_str(&line[body.len()..]);
-                if line.len() == body.len() {
-                    // The last line had no newline; keep it that way.
-                }
             }
             None => out.push_str(line),
         }
@@ -179,14 +246,23 @@ pub fn split_joined_separators(text: &str) -> String {
     out
 }
 
-/// The autoscaler manifest with the extra RBAC appended.
+/// The line ending `text` uses: `\r\n` when its first line ends so, else `\n`.
+fn newline(text: &str) -> &'static str {
+    match text.split_once('\n') {
+        Some((first, _)) if first.ends_with('\r') => "\r\n",
+        _ => "\n",
+    }
+}
+
+/// The autoscaler manifest with the extra RBAC appended, in the manifest's own line endings.
 pub fn append_autoscaler_extra(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + AUTOSCALER_EXTRA.len() + 1);
+    let nl = newline(text);
+    let mut out = String::with_capacity(text.len() + 2 * AUTOSCALER_EXTRA.len() + 2);
     out.push_str(text);
     if !text.ends_with('\n') {
-        out.push('\n');
+        out.push_str(nl);
     }
-    out.push_str(AUTOSCALER_EXTRA);
+    out.push_str(&AUTOSCALER_EXTRA.replace('\n', nl));
     out
 }
 
@@ -214,6 +290,16 @@ mod tests {
     }
 
     #[test]
+    fn image_lines_are_numbered_and_unquoted() {
+        let text =
+            "a: 1\n- image: \"x:1\"\n  image: 'y:2' # c\n  image: z:3 # c\r\nbaseimage: no\n";
+        assert_eq!(
+            image_lines(text),
+            [(2, "x:1".into()), (3, "y:2".into()), (4, "z:3".into())]
+        );
+    }
+
+    #[test]
     fn zero_or_two_image_lines_are_an_error_naming_the_lines() {
         let err = pin_single_image("provider.yaml", "kind: A\n", "x").unwrap_err();
         assert!(err.to_string().contains("0 `image:` lines"), "{err}");
@@ -236,7 +322,22 @@ mod tests {
         assert_eq!(changed, 2);
         assert_eq!(
             out,
-            "a:\n  imagePullPolicy: IfNotPresent\n  - imagePullPolicy: IfNotPresent\nimagePullPolicy: IfNotPresent\r\n"
+            "a:\n  imagePullPolicy: IfNotPresent\n  - imagePullPolicy: IfNotPresent # why\nimagePullPolicy: IfNotPresent\r\n"
+        );
+    }
+
+    #[test]
+    fn quoted_pull_policies_keep_their_quotes_and_right_ones_their_bytes() {
+        // As in the CSI driver's v3.0.0 manifest: already right, quoted; left alone, not counted.
+        let right =
+            "  imagePullPolicy: \"IfNotPresent\"\n  imagePullPolicy:   'IfNotPresent'  # ok\n";
+        assert_eq!(pull_if_not_present(right), (right.to_owned(), 0));
+        let text = "  imagePullPolicy: \"Always\"\r\n  imagePullPolicy: 'Never' # pinned\n  imagePullPolicy:\n";
+        let (out, changed) = pull_if_not_present(text);
+        assert_eq!(changed, 3);
+        assert_eq!(
+            out,
+            "  imagePullPolicy: \"IfNotPresent\"\r\n  imagePullPolicy: 'IfNotPresent' # pinned\n  imagePullPolicy: IfNotPresent\n"
         );
     }
 
@@ -255,6 +356,30 @@ mod tests {
             split_joined_separators(text),
             "kind: A\napiGroup: rbac.authorization.k8s.io\n---\nkind: B\n---\n# ---\n"
         );
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_is_not_a_joined_separator() {
+        let text = "\u{feff}---\nkind: A\n---\nkind: B\n";
+        assert_eq!(find_joined_separators(text), []);
+        assert_eq!(split_joined_separators(text), text);
+        // Text before the separator on the first line still is one.
+        assert_eq!(find_joined_separators("\u{feff}kind: A---\n").len(), 1);
+    }
+
+    #[test]
+    fn crlf_manifests_get_crlf_in_the_appended_rbac_and_the_split() {
+        let out = append_autoscaler_extra("kind: Deployment\r\nspec: {}");
+        assert!(out.starts_with("kind: Deployment\r\nspec: {}\r\n\r\n---\r\napiVersion"));
+        assert_eq!(
+            out.matches('\n').count(),
+            out.matches("\r\n").count(),
+            "{out:?}"
+        );
+        let split = split_joined_separators("kind: A\r\nname: x---\r\nkind: B\r\n");
+        assert_eq!(split, "kind: A\r\nname: x\r\n---\r\nkind: B\r\n");
+        let lf = append_autoscaler_extra("kind: A\n");
+        assert!(!lf.contains('\r'));
     }
 
     #[test]

@@ -13,7 +13,7 @@ mod images;
 
 pub use edit::{
     AUTOSCALER_EXTRA, JoinedSeparator, append_autoscaler_extra, find_joined_separators,
-    pin_single_image, pull_if_not_present, split_joined_separators,
+    image_lines, pin_single_image, pull_if_not_present, split_joined_separators,
 };
 pub use error::ManifestError;
 pub use images::{check_yaml, images};

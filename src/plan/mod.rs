@@ -84,6 +84,26 @@ pub enum PlanError {
         /// What was given.
         given: String,
     },
+    /// CloudStack 4.23's script form: argument 6 is a Headlamp version, not a dashboard manifest.
+    #[error(
+        "positional argument 6 is {given:?}, a Headlamp version as CloudStack 4.23's script takes \
+         it; cks-iso takes DASHBOARD_YAML (a URL or a file) there, and the Headlamp manifest itself \
+         with --headlamp"
+    )]
+    HeadlampVersion {
+        /// What was given.
+        given: String,
+    },
+}
+
+/// `0.40.1` or `v0.40.1`: what CloudStack 4.23's script takes as its sixth argument.
+fn is_version(text: &str) -> bool {
+    let digits = text.strip_prefix('v').unwrap_or(text);
+    let parts: Vec<&str> = digits.split('.').collect();
+    parts.len() >= 2
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 impl PlanError {
@@ -99,6 +119,12 @@ impl PlanError {
             Self::LocalManifest { .. } => {
                 "the file must hash to what the lock records; a changed file is reported".into()
             }
+            Self::HeadlampVersion { .. } => "give a dashboard manifest as argument 6 and the \
+                Headlamp manifest with --headlamp URL|FILE (the URL the 4.23 script builds from the \
+                version no longer exists upstream), e.g. cks-iso build OUTPUT_PATH 1.33.1 1.6.2 \
+                1.33.0 NETWORK_YAML DASHBOARD_YAML setup-v1.33.1 amd64 --headlamp \
+                https://example.org/headlamp.yaml"
+                .into(),
             _ => "cks-iso build --kubernetes 1.33.1 --network URL --dashboard URL [--arch arm64]…, or \
                   upstream's form: OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION \
                   NETWORK_YAML DASHBOARD_YAML BUILD_NAME [ARCH] [ETCD_VERSION]"
@@ -176,6 +202,9 @@ pub fn request(positional: &[String], flags: Flags) -> Result<Request, PlanError
         });
     }
     let at = |i: usize| positional.get(i).filter(|s| !s.is_empty()).cloned();
+    if let Some(given) = at(5).filter(|a| is_version(a)) {
+        return Err(PlanError::HeadlampVersion { given });
+    }
     let output = merge(
         "OUTPUT_PATH / --output",
         at(0).map(PathBuf::from),
@@ -252,18 +281,21 @@ pub struct Edited {
     pub text: String,
     /// Every image it references, normalised.
     pub images: Vec<String>,
-    /// What was changed or repaired, for the log.
+    /// What was changed, for the log.
     pub notes: Vec<String>,
+    /// What was repaired in upstream's text (a joined `---`), for a warning the user sees.
+    pub warnings: Vec<String>,
 }
 
 /// Applies the contract's edits to the manifest `name` and lists its images.
 pub fn edit(name: &str, text: &str, role: &Role) -> Result<Edited, ManifestError> {
     let mut notes = Vec::new();
+    let mut warnings = Vec::new();
     let mut text = text.to_owned();
     let joined = manifest::find_joined_separators(&text);
     if !joined.is_empty() {
         for j in &joined {
-            notes.push(format!(
+            warnings.push(format!(
                 "line {} joins two documents ({:?}): split it so each document parses on its own",
                 j.line, j.text
             ));
@@ -295,7 +327,85 @@ pub fn edit(name: &str, text: &str, role: &Role) -> Result<Edited, ManifestError
         images: manifest::images(&docs),
         text: pulled,
         notes,
+        warnings,
     })
+}
+
+/// Whether `image` is a pause image by the rule `verify` applies: the last component of its
+/// repository is `pause`. Nodes choose their sandbox image with `ctr images ls -q | grep pause |
+/// sort | tail -1`, so an ISO must hold exactly one.
+pub fn is_pause(image: &Reference) -> bool {
+    image.path().rsplit('/').next() == Some("pause")
+}
+
+/// A bundled manifest names another pause image than kubeadm's.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{manifest} ({origin}){} names the pause image {theirs}, but kubeadm's is {kubeadm}: an ISO \
+     must hold exactly one pause image, and nodes pick their sandbox image with \
+     `ctr images ls -q | grep pause | sort | tail -1`, which would run {picked}",
+    line.map_or(String::new(), |l| format!(" line {l}"))
+)]
+pub struct PauseConflict {
+    /// The manifest's name in the ISO (`network.yaml`).
+    pub manifest: String,
+    /// Where it came from (URL or `file://…`).
+    pub origin: String,
+    /// The 1-based line naming the other pause image, when it is an `image:` line.
+    pub line: Option<usize>,
+    /// The manifest's pause image, normalised.
+    pub theirs: String,
+    /// kubeadm's pause image, normalised.
+    pub kubeadm: String,
+    /// The one `sort | tail -1` picks of the two.
+    pub picked: String,
+}
+
+impl PauseConflict {
+    /// What the user can do.
+    pub fn hint(&self) -> String {
+        format!(
+            "make {} name {} (kubeadm's for this Kubernetes release) or leave that image out of it",
+            self.manifest, self.kubeadm
+        )
+    }
+}
+
+/// Refuses a manifest that names a pause image other than kubeadm's, before anything is pulled.
+/// `manifests` yields each manifest's ISO name, origin and edited text with its images. Images
+/// that do not parse are left to [`image_set`] to report.
+pub fn one_pause<'a>(
+    kubeadm: &[&str],
+    manifests: impl IntoIterator<Item = (&'a str, &'a str, &'a Edited)>,
+) -> Result<(), Box<PauseConflict>> {
+    let normal = |text: &str| Reference::parse(text).ok();
+    let Some(want) = kubeadm.iter().filter_map(|t| normal(t)).find(is_pause) else {
+        return Ok(());
+    };
+    let want = want.to_string();
+    for (manifest, origin, edited) in manifests {
+        for image in &edited.images {
+            let Some(theirs) = normal(image).filter(is_pause).map(|r| r.to_string()) else {
+                continue;
+            };
+            if theirs == want {
+                continue;
+            }
+            let line = manifest::image_lines(&edited.text)
+                .into_iter()
+                .find(|(_, v)| normal(v).is_some_and(|r| r.to_string() == theirs))
+                .map(|(n, _)| n);
+            return Err(Box::new(PauseConflict {
+                manifest: manifest.to_owned(),
+                origin: origin.to_owned(),
+                line,
+                picked: want.clone().max(theirs.clone()),
+                theirs,
+                kubeadm: want,
+            }));
+        }
+    }
+    Ok(())
 }
 
 /// The images an ISO bundles: kubeadm's list and every manifest image, normalised like Docker,
@@ -403,6 +513,29 @@ mod tests {
     }
 
     #[test]
+    fn cloudstack_4_23_headlamp_version_in_argument_6_is_refused_showing_headlamp() {
+        let args = pos(&[
+            "out",
+            "1.33.1",
+            "1.6.2",
+            "1.33.0",
+            "https://x/net.yaml",
+            "0.40.1",
+            "setupheadlamp-v1.33.1",
+            "amd64",
+        ]);
+        let err = request(&args, Flags::default()).unwrap_err();
+        assert!(matches!(err, PlanError::HeadlampVersion { .. }), "{err}");
+        assert!(err.to_string().contains("\"0.40.1\""), "{err}");
+        assert!(err.hint().unwrap().contains("--headlamp URL|FILE"));
+        for dashboard in ["dash.yaml", "v2", "1.yaml", "https://x/2.7.0"] {
+            let mut ok = args.clone();
+            ok[5] = dashboard.into();
+            assert!(request(&ok, Flags::default()).is_ok(), "{dashboard}");
+        }
+    }
+
+    #[test]
     fn autoscaler_gets_its_pin_rbac_and_pull_policy_and_keeps_placeholders() {
         let text = "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - image: apache/cloudstack-kubernetes-autoscaler:latest\n          imagePullPolicy: Always\n          command:\n            - --nodes=<min>:<max>:<cluster-id>\n";
         let image = "registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.6".to_owned();
@@ -424,7 +557,42 @@ mod tests {
     fn joined_separators_are_split_and_reported() {
         let text = "kind: A\nmetadata:\n  name: rbac.authorization.k8s.io---\nkind: B\nmetadata:\n  name: b\n";
         let e = edit("manifest.yaml", text, &Role::Other).unwrap();
-        assert!(e.notes[0].contains("line 3 joins two documents"));
+        assert!(e.warnings[0].contains("line 3 joins two documents"));
+        assert!(e.notes.is_empty(), "a repair is a warning, not a note");
+    }
+
+    #[test]
+    fn a_byte_order_mark_and_a_right_quoted_policy_leave_the_file_unchanged() {
+        let text = "\u{feff}---\nkind: Pod\nspec:\n  containers:\n  - image: busybox:1\n    imagePullPolicy: \"IfNotPresent\"\n";
+        let e = edit("network.yaml", text, &Role::Other).unwrap();
+        assert_eq!(e.text, text);
+        assert!(e.notes.is_empty(), "{:?}", e.notes);
+        assert_eq!(e.images, ["busybox:1"]);
+    }
+
+    #[test]
+    fn another_pause_tag_in_a_manifest_is_refused_naming_both_and_the_line() {
+        let kubeadm = [
+            "registry.k8s.io/kube-proxy:v1.33.1",
+            "registry.k8s.io/pause:3.10",
+        ];
+        let text = "kind: DaemonSet\nspec:\n  template:\n    spec:\n      containers:\n      - image: calico/node:v3\n      - name: sandbox\n        image: \"registry.k8s.io/pause:3.9\"\n";
+        let net = edit("network.yaml", text, &Role::Other).unwrap();
+        let err = one_pause(&kubeadm, [("network.yaml", "file:///n.yaml", &net)]).unwrap_err();
+        let msg = err.to_string();
+        for want in [
+            "network.yaml (file:///n.yaml) line 8",
+            "registry.k8s.io/pause:3.9",
+            "kubeadm's is registry.k8s.io/pause:3.10",
+            "which would run registry.k8s.io/pause:3.9",
+        ] {
+            assert!(msg.contains(want), "{want:?} not in {msg}");
+        }
+        assert!(err.hint().contains("registry.k8s.io/pause:3.10"));
+        // kubeadm's own pause, written short or long, and other images named like it are fine.
+        let same = "image: registry.k8s.io/pause:3.10\n---\nimage: rancher/mirrored-pause:3.6\n";
+        let same = edit("dashboard.yaml", same, &Role::Other).unwrap();
+        assert!(one_pause(&kubeadm, [("dashboard.yaml", "u", &same)]).is_ok());
     }
 
     #[test]

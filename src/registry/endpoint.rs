@@ -9,6 +9,12 @@ use crate::image::{DOCKER_HUB, Reference};
 /// Docker Hub serves its API from another host than its name.
 pub const DOCKER_HUB_API: &str = "registry-1.docker.io";
 
+/// Where kubeadm before 1.25 names its images. The old registry is frozen and being shut down;
+/// [`K8S_REGISTRY`] serves the same content under the same paths.
+pub const OLD_K8S_REGISTRY: &str = "k8s.gcr.io";
+/// The Kubernetes project's registry, which also serves everything [`OLD_K8S_REGISTRY`] held.
+pub const K8S_REGISTRY: &str = "registry.k8s.io";
+
 /// `--registry-mirror REGISTRY=URL`: fetch images of `REGISTRY` from `URL`. A path in `URL` is a
 /// repository prefix, as Harbor proxy projects and namespaced mirrors use:
 /// `registry.k8s.io=http://127.0.0.1:5000/k8s` fetches `registry.k8s.io/pause:3.10` as
@@ -120,10 +126,15 @@ pub struct Routes {
 }
 
 impl Routes {
-    /// The endpoint serving `reference`.
+    /// The endpoint serving `reference`. An image named on `k8s.gcr.io` without a mirror of its
+    /// own is fetched from `registry.k8s.io` (or that registry's mirror); it keeps its name.
     pub fn endpoint(&self, reference: &Reference) -> Endpoint {
-        let domain = reference.domain();
-        if let Some(mirror) = self.mirrors.iter().rev().find(|m| m.registry == domain) {
+        let mirror_of = |domain: &str| self.mirrors.iter().rev().find(|m| m.registry == domain);
+        let domain = match reference.domain() {
+            OLD_K8S_REGISTRY if mirror_of(OLD_K8S_REGISTRY).is_none() => K8S_REGISTRY,
+            other => other,
+        };
+        if let Some(mirror) = mirror_of(domain) {
             let name = match mirror.prefix.is_empty() {
                 true => reference.path().to_owned(),
                 false => format!("{}/{}", mirror.prefix, reference.path()),
@@ -174,6 +185,37 @@ mod tests {
         assert_eq!(ep.host(), "127.0.0.1:5000");
         let other = routes.endpoint(&r("quay.io/a/b:1"));
         assert_eq!(other.base, "https://quay.io");
+    }
+
+    #[test]
+    fn k8s_gcr_io_comes_from_registry_k8s_io_unless_it_has_its_own_mirror() {
+        let pause = r("k8s.gcr.io/pause:3.4.1");
+        let direct = Routes::default().endpoint(&pause);
+        assert_eq!(
+            direct.manifest_url("3.4.1"),
+            "https://registry.k8s.io/v2/pause/manifests/3.4.1"
+        );
+        let k8s: RegistryMirror = "registry.k8s.io=http://m:5000/k8s".parse().unwrap();
+        let mut routes = Routes {
+            mirrors: vec![k8s],
+            insecure: vec![],
+        };
+        assert_eq!(
+            routes.endpoint(&pause).manifest_url("3.4.1"),
+            "http://m:5000/v2/k8s/pause/manifests/3.4.1"
+        );
+        routes
+            .mirrors
+            .push("k8s.gcr.io=http://m:5000/gcr".parse().unwrap());
+        assert_eq!(
+            routes.endpoint(&pause).manifest_url("3.4.1"),
+            "http://m:5000/v2/gcr/pause/manifests/3.4.1"
+        );
+        assert_eq!(
+            pause.to_string(),
+            "k8s.gcr.io/pause:3.4.1",
+            "the name stays"
+        );
     }
 
     #[test]

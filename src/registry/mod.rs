@@ -4,7 +4,7 @@
 //! Upstream pulled through containerd: root, a daemon, the host's platform only, and races with
 //! its garbage collector. Here, on the shared [`crate::fetch`] client and retry policy:
 //!
-//! - **Auth** ([`auth`]): `GET /v2/` tells how the registry wants to be spoken to; bearer tokens
+//! - **Auth** (`auth`): `GET /v2/` tells how the registry wants to be spoken to; bearer tokens
 //!   are fetched from the challenge's realm per repository (`scope=repository:<name>:pull`),
 //!   cached, and fetched again once on a 401; basic credentials come from the Docker config or a
 //!   credential helper. No credential is logged or put into an error.
@@ -21,7 +21,7 @@
 //!   fetched once, however many images wait for it, and a failure is not retried for other
 //!   images of the same repository. A cached manifest that does not hash to its digest is
 //!   fetched again.
-//! - **Routes** ([`endpoint`]): mirrors, `--insecure-registry`, Docker Hub's API host.
+//! - **Routes** (`endpoint`): mirrors, `--insecure-registry`, Docker Hub's API host.
 //!   Redirects to other hosts (registry.k8s.io's CDN) are followed by the fetch layer's client,
 //!   which drops `Authorization` when the host or port changes.
 //!
@@ -348,29 +348,53 @@ impl Registry {
         expected: Option<&Digest>,
     ) -> Result<Digest, RegistryError> {
         let url = ep.manifest_url(object);
-        let mut renewed = false;
+        let mut attempt = 1;
         let bytes = loop {
-            let mut headers = self.auth_headers(ep, reference, renewed).await?;
-            headers.insert(ACCEPT, accept());
-            match fetch::get_bytes(&self.download(&()), &url, &headers, MAX_MANIFEST_SIZE).await {
-                Ok((bytes, _)) => break bytes,
-                Err(err) => {
-                    renewed =
-                        self.judge(err, ep, reference, Kind::Manifest, "manifest", renewed)?;
+            let mut renewed = false;
+            let bytes = loop {
+                let mut headers = self.auth_headers(ep, reference, renewed).await?;
+                headers.insert(ACCEPT, accept());
+                match fetch::get_bytes(&self.download(&()), &url, &headers, MAX_MANIFEST_SIZE).await
+                {
+                    Ok((bytes, _)) => break bytes,
+                    Err(err) => {
+                        renewed =
+                            self.judge(err, ep, reference, Kind::Manifest, "manifest", renewed)?;
+                    }
                 }
+            };
+            let actual = Digest::of(&bytes);
+            // A manifest asked for by tag has no digest to check here; one that does not even
+            // parse was damaged on the way as surely as one that does not hash to its digest.
+            let damaged = match expected {
+                Some(expected) => *expected != actual,
+                None => MediaType::sniff(&bytes).is_err(),
+            };
+            if !damaged {
+                break bytes;
             }
+            let err = match expected {
+                Some(expected) => RegistryError::Mismatch {
+                    reference: reference.to_string(),
+                    what: format!("manifest {object}"),
+                    expected: expected.clone(),
+                    actual,
+                    expected_size: bytes.len() as u64,
+                    actual_size: bytes.len() as u64,
+                },
+                None => RegistryError::Protocol {
+                    reference: reference.to_string(),
+                    registry: ep.host().to_owned(),
+                    reason: format!("the manifest {object} is neither a manifest nor an index"),
+                },
+            };
+            if attempt >= self.retry.attempts.max(2) {
+                return Err(err);
+            }
+            tracing::warn!("{err}; fetching it again");
+            tokio::time::sleep(self.retry.delay(attempt, None)).await;
+            attempt += 1;
         };
-        let actual = Digest::of(&bytes);
-        if let Some(expected) = expected.filter(|e| **e != actual) {
-            return Err(RegistryError::Mismatch {
-                reference: reference.to_string(),
-                what: "manifest".into(),
-                expected: expected.clone(),
-                actual,
-                expected_size: bytes.len() as u64,
-                actual_size: bytes.len() as u64,
-            });
-        }
         self.cache
             .put_bytes(&bytes)
             .map_err(|source| RegistryError::Cache {
@@ -528,10 +552,12 @@ impl Registry {
             };
             // The sink is dropped here, and with it the unverified file.
             drop(sink);
-            if attempt >= 2 {
+            // Damaged on the way until proven otherwise: the same budget as a 5xx.
+            if attempt >= self.retry.attempts.max(2) {
                 return Err(err);
             }
             tracing::warn!("{err}; downloading it again");
+            tokio::time::sleep(self.retry.delay(attempt, None)).await;
             attempt += 1;
         }
     }
@@ -737,31 +763,45 @@ impl Registry {
             headers.insert(AUTHORIZATION, value);
         }
         let token_host = url.host_str().unwrap_or_default().to_owned();
-        let (bytes, _) =
-            fetch::get_bytes(&self.download(&()), url.as_str(), &headers, MAX_TOKEN_SIZE)
-                .await
-                .map_err(|err| match err.status() {
-                    Some(status @ (401 | 403)) => RegistryError::Auth {
-                        reference: reference.to_string(),
-                        registry: token_host.clone(),
-                        reason: format!("its token service answered HTTP {status}"),
-                    },
-                    _ => RegistryError::Fetch {
-                        reference: reference.to_string(),
-                        what: "a pull token".into(),
-                        source: err,
-                    },
-                })?;
         #[derive(Deserialize)]
         struct Reply {
             token: Option<String>,
             access_token: Option<String>,
         }
-        let reply: Reply = serde_json::from_slice(&bytes).map_err(|_| RegistryError::Protocol {
-            reference: reference.to_string(),
-            registry: token_host.clone(),
-            reason: "the token reply is not JSON".into(),
-        })?;
+        let mut attempt = 1;
+        let reply: Reply = loop {
+            let (bytes, _) =
+                fetch::get_bytes(&self.download(&()), url.as_str(), &headers, MAX_TOKEN_SIZE)
+                    .await
+                    .map_err(|err| match err.status() {
+                        Some(status @ (401 | 403)) => RegistryError::Auth {
+                            reference: reference.to_string(),
+                            registry: token_host.clone(),
+                            reason: format!("its token service answered HTTP {status}"),
+                        },
+                        _ => RegistryError::Fetch {
+                            reference: reference.to_string(),
+                            what: "a pull token".into(),
+                            source: err,
+                        },
+                    })?;
+            match serde_json::from_slice(&bytes) {
+                Ok(reply) => break reply,
+                // Damaged on the way until proven otherwise.
+                Err(_) if attempt < self.retry.attempts => {
+                    tracing::debug!("the token reply from {token_host} is not JSON; asking again");
+                    tokio::time::sleep(self.retry.delay(attempt, None)).await;
+                    attempt += 1;
+                }
+                Err(_) => {
+                    return Err(RegistryError::Protocol {
+                        reference: reference.to_string(),
+                        registry: token_host,
+                        reason: "the token reply is not JSON".into(),
+                    });
+                }
+            }
+        };
         reply
             .token
             .or(reply.access_token)

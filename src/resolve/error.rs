@@ -51,7 +51,7 @@ pub enum ResolveError {
         value: String,
     },
     /// The server could not be reached or the body could not be read.
-    #[error("cannot list tags of {url}")]
+    #[error("cannot list tags of {shown_url}", shown_url = crate::fetch::redact(url))]
     Http {
         /// The URL requested.
         url: String,
@@ -60,7 +60,7 @@ pub enum ResolveError {
         source: reqwest::Error,
     },
     /// The server answered with an error status.
-    #[error("{url} answered HTTP {status}")]
+    #[error("{shown_url} answered HTTP {status}", shown_url = crate::fetch::redact(url))]
     Status {
         /// The URL requested.
         url: String,
@@ -68,7 +68,7 @@ pub enum ResolveError {
         status: reqwest::StatusCode,
     },
     /// The server answered but not as a smart git server.
-    #[error("{url} is not a smart git HTTP server: {reason}")]
+    #[error("{shown_url} is not a smart git HTTP server: {reason}", shown_url = crate::fetch::redact(url))]
     NotSmart {
         /// The URL requested.
         url: String,
@@ -76,7 +76,7 @@ pub enum ResolveError {
         reason: String,
     },
     /// The reply broke the git protocol.
-    #[error("{url} sent an invalid git reply: {reason}")]
+    #[error("{shown_url} sent an invalid git reply: {reason}", shown_url = crate::fetch::redact(url))]
     Protocol {
         /// The URL requested.
         url: String,
@@ -84,7 +84,7 @@ pub enum ResolveError {
         reason: String,
     },
     /// The reply was not valid pkt-line.
-    #[error("{url} sent an invalid git reply")]
+    #[error("{shown_url} sent an invalid git reply", shown_url = crate::fetch::redact(url))]
     PktLine {
         /// The URL requested.
         url: String,
@@ -120,6 +120,8 @@ impl ResolveError {
         match self {
             Self::Http { source, .. } => crate::fetch::retryable_error(source),
             Self::Status { status, .. } => crate::fetch::retryable_status(*status),
+            // A reply damaged on the way reads as garbage: ask again before calling it broken.
+            Self::Protocol { .. } | Self::PktLine { .. } | Self::NotSmart { .. } => true,
             _ => false,
         }
     }

@@ -93,9 +93,9 @@ async fn send(
     req: reqwest::RequestBuilder,
     url: &str,
 ) -> Result<(Option<String>, Vec<u8>), ResolveError> {
-    let http = |source| ResolveError::Http {
+    let http = |source: reqwest::Error| ResolveError::Http {
         url: url.to_owned(),
-        source,
+        source: source.without_url(),
     };
     let resp = req.send().await.map_err(http)?;
     if !resp.status().is_success() {

@@ -21,6 +21,9 @@ pub const OLD_REGISTRY: &str = "k8s.gcr.io";
 /// Where kubeadm's constants live, relative to a checkout at the release tag.
 pub const CONSTANTS_PATH: &str = "cmd/kubeadm/app/constants/constants.go";
 
+/// Where kubeadm 1.20 keeps `PauseVersion` instead: the Linux-only file beside `constants.go`.
+pub const CONSTANTS_UNIX_PATH: &str = "cmd/kubeadm/app/constants/constants_unix.go";
+
 /// The versions of kubeadm's non-Kubernetes images for one release.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Extras {
@@ -50,7 +53,9 @@ impl Extras {
     }
 
     /// Reads `PauseVersion`, `CoreDNSVersion` and the `SupportedEtcdVersion` entry for `minor` (the
-    /// nearest key when `minor` is missing) from kubeadm's `constants.go`.
+    /// nearest key when `minor` is missing) from kubeadm's `constants.go`. For a release that keeps
+    /// `PauseVersion` in `constants_unix.go` (see [`declares_pause`]), pass both files' text, one
+    /// after the other.
     pub fn from_constants(src: &str, minor: u64) -> Result<Self, ResolveError> {
         let missing = |what| ResolveError::Constants { minor, what };
         let pause = string_const(src, "PauseVersion").ok_or_else(|| missing("PauseVersion"))?;
@@ -84,6 +89,19 @@ pub fn registry(version: &KubeVersion) -> &'static str {
 /// kubeadm's constants file at the release tag (a download mirror rewrites the prefix).
 pub fn constants_url(version: &KubeVersion) -> String {
     format!("https://raw.githubusercontent.com/kubernetes/kubernetes/v{version}/{CONSTANTS_PATH}")
+}
+
+/// kubeadm's Linux constants file at the release tag, where 1.20 declares `PauseVersion`.
+pub fn constants_unix_url(version: &KubeVersion) -> String {
+    format!(
+        "https://raw.githubusercontent.com/kubernetes/kubernetes/v{version}/{CONSTANTS_UNIX_PATH}"
+    )
+}
+
+/// Whether a `constants.go` declares `PauseVersion`; when it does not (kubeadm 1.20), the value is
+/// in `constants_unix.go` ([`constants_unix_url`]).
+pub fn declares_pause(src: &str) -> bool {
+    string_const(src, "PauseVersion").is_some()
 }
 
 /// The list `kubeadm config images list --kubernetes-version v<version>` prints, in its order.

@@ -24,7 +24,7 @@ pub enum Content {
 }
 
 impl Content {
-    /// How the requirement reads in an error: "… is not <this>".
+    /// How the requirement reads in an error: "… is not `<this>`".
     pub fn describe(self) -> String {
         match self {
             Self::Elf(arch) => format!("an ELF executable for {arch} ({})", arch.uname()),

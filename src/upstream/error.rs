@@ -17,7 +17,7 @@ pub enum UpstreamError {
         source: FetchError,
     },
     /// The published checksum could not be read.
-    #[error("cannot read the checksum of {name} from {url}: {reason}")]
+    #[error("cannot read the checksum of {name} from {shown_url}: {reason}", shown_url = crate::fetch::redact(url))]
     ChecksumFile {
         /// The file whose checksum was wanted.
         name: String,
@@ -28,8 +28,10 @@ pub enum UpstreamError {
     },
     /// The bytes do not match the published checksum.
     #[error(
-        "checksum mismatch for {name} from {url}: expected sha256 {expected}, got {actual} \
-         (published in {checksum_url})"
+        "checksum mismatch for {name} from {shown_url}: expected sha256 {expected}, got {actual} \
+         (published in {shown_checksum_url})",
+        shown_url = crate::fetch::redact(url),
+        shown_checksum_url = crate::fetch::redact(checksum_url)
     )]
     Mismatch {
         /// The file.
@@ -44,7 +46,7 @@ pub enum UpstreamError {
         actual: String,
     },
     /// The file is not what it should be (not ELF for the arch, not a gzip tar, not YAML).
-    #[error("{name} from {url} is not {expected}: {reason}")]
+    #[error("{name} from {shown_url} is not {expected}: {reason}", shown_url = crate::fetch::redact(url))]
     Content {
         /// The file.
         name: String,
@@ -57,7 +59,9 @@ pub enum UpstreamError {
     },
     /// A locked build got other bytes than the lock records.
     #[error(
-        "{name} from {url} changed since it was locked: the lock says sha256 {expected}, the download is {actual}"
+        "{name} from {shown_url} changed since it was locked: the lock says sha256 {expected}, \
+         the download is {actual}",
+        shown_url = crate::fetch::redact(url)
     )]
     Drift {
         /// The file.
@@ -81,6 +85,18 @@ pub enum UpstreamError {
 }
 
 impl UpstreamError {
+    /// Whether the bytes failed verification (checksum, content, drift, a checksum file that does
+    /// not parse): worth fetching again before believing it.
+    pub fn is_corruption(&self) -> bool {
+        matches!(
+            self,
+            Self::Mismatch { .. }
+                | Self::Content { .. }
+                | Self::ChecksumFile { .. }
+                | Self::Drift { .. }
+        )
+    }
+
     /// What the user can do about it.
     pub fn hint(&self) -> Option<String> {
         match self {

@@ -74,13 +74,23 @@ impl Fetcher<'_> {
         {
             return Ok(String::from_utf8_lossy(&bytes).into_owned());
         }
-        let (bytes, _) = get_bytes(
-            &self.download,
-            &self.mirrors.rewrite(url),
-            &HeaderMap::new(),
-            limit,
-        )
-        .await?;
+        let mut attempt = 1;
+        let bytes = loop {
+            let (bytes, _) = get_bytes(
+                &self.download,
+                &self.mirrors.rewrite(url),
+                &HeaderMap::new(),
+                limit,
+            )
+            .await?;
+            // Text that is not UTF-8 was damaged on the way until proven otherwise.
+            if std::str::from_utf8(&bytes).is_ok() || attempt >= self.download.retry.attempts {
+                break bytes;
+            }
+            tracing::warn!("{url} sent text that is not UTF-8; fetching it again");
+            tokio::time::sleep(self.download.retry.delay(attempt, None)).await;
+            attempt += 1;
+        };
         if let Some(store) = self.store {
             let kept = store
                 .put_bytes(&bytes)
@@ -111,17 +121,33 @@ impl Fetcher<'_> {
             progress.item(&got.url, size_of(&got.path), Source::Cache);
             return Ok(got);
         }
-        let got = self.download_verified(artifact, dest).await?;
+        // Bytes that fail verification were damaged on the way until proven otherwise: the file
+        // and its checksum are fetched again, within the same budget as a 5xx.
+        let mut attempt = 1;
+        let got = loop {
+            let err = match self.download_verified(artifact, dest).await {
+                Ok(got) => match expected.filter(|want| want.sha256 != got.sha256) {
+                    None => break got,
+                    Some(want) => {
+                        let _ = std::fs::remove_file(&got.path);
+                        UpstreamError::Drift {
+                            name: artifact.name.clone(),
+                            url: got.fetched_from,
+                            expected: want.sha256.clone(),
+                            actual: got.sha256,
+                        }
+                    }
+                },
+                Err(err) => err,
+            };
+            if !err.is_corruption() || attempt >= self.download.retry.attempts.max(2) {
+                return Err(err);
+            }
+            tracing::warn!("{err}; downloading it again");
+            tokio::time::sleep(self.download.retry.delay(attempt, None)).await;
+            attempt += 1;
+        };
         progress.item(&got.url, size_of(&got.path), Source::Network);
-        if let Some(want) = expected.filter(|want| want.sha256 != got.sha256) {
-            let _ = std::fs::remove_file(&got.path);
-            return Err(UpstreamError::Drift {
-                name: artifact.name.clone(),
-                url: got.fetched_from,
-                expected: want.sha256.clone(),
-                actual: got.sha256,
-            });
-        }
         if let Some(store) = self.store {
             let kept = Digest::parse(&format!("sha256:{}", got.sha256))
                 .map_err(|e| crate::cache::CacheError::Io {

@@ -362,7 +362,12 @@ fn yamls(cx: &mut Ctx, bundled: &BTreeSet<String>) {
                 .trim_start()
                 .trim_start_matches("- ")
                 .strip_prefix("imagePullPolicy:")
-                && v.split('#').next().unwrap_or("").trim() != "IfNotPresent"
+                && v.split('#')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .trim_matches(['"', '\''])
+                    != "IfNotPresent"
             {
                 cx.violation(
                     &path,

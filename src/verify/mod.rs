@@ -1,5 +1,6 @@
 //! `cks-iso verify`: reads a finished ISO with the project's own reader and checks the whole CKS
-//! contract (`spec/iso-contract.md`), listing every violation rather than stopping at the first.
+//! contract (the README's section [`README_SECTION`]), listing every violation rather than
+//! stopping at the first.
 //!
 //! It answers "will CloudStack nodes accept this disk?" without a node: the volume ID `blkid`
 //! looks for, the layout and the exactly-one globs the node scripts use, `docker/` holding only
@@ -16,6 +17,9 @@ mod sboms;
 use std::path::{Path, PathBuf};
 
 use crate::iso::read::{IsoReader, ReadError};
+
+/// The README section that states the contract for users; `verify`'s hint points there.
+pub const README_SECTION: &str = "The ISO contract";
 
 /// What the ISO should be, beyond the contract.
 #[derive(Debug, Clone)]
@@ -68,4 +72,14 @@ pub fn verify(iso: &Path, expect: &Expect) -> Result<Report, ReadError> {
     };
     checks::run(&reader, iso, expect, &mut report)?;
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_readme_has_the_section_the_hint_names() {
+        let readme = include_str!("../../README.md");
+        let heading = format!("\n## {}\n", super::README_SECTION);
+        assert!(readme.contains(&heading), "README.md lacks {heading:?}");
+    }
 }

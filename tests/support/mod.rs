@@ -70,6 +70,28 @@ pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
+/// Set (to anything) to skip, knowingly, the parts of tests that need root when not running as
+/// root. A test-only variable: cks-iso itself never reads it.
+pub const WITHOUT_ROOT: &str = "CKS_ISO_TESTS_WITHOUT_ROOT";
+
+/// Whether `what`, which needs root, can run. As root: yes. Otherwise the test fails, saying how
+/// to run it, unless [`WITHOUT_ROOT`] is set; then it prints that it skips `what` and returns
+/// `false`. Nothing that needs root passes silently.
+pub fn root_or_skip(what: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    let uid = rustix::process::geteuid().as_raw();
+    if std::env::var_os(WITHOUT_ROOT).is_some() {
+        eprintln!("skipping {what}: it needs root, this is uid {uid}, and {WITHOUT_ROOT} is set");
+        return false;
+    }
+    panic!(
+        "{what} needs root (this is uid {uid}): run the tests as root, e.g. `sudo make test`, or \
+         set {WITHOUT_ROOT}=1 to skip it knowingly"
+    );
+}
+
 /// A fake 64-hex digest, as in `cilium:v1.16.6@sha256:<hex>.tar`.
 pub const DIGEST: &str = "6e3ef1d2e5cb9f5a1e2b1b0b2b9b3f0f6f5a4c3d2e1f0a9b8c7d6e5f4a3b2c1d";
 

@@ -83,10 +83,25 @@ pub enum Fault {
     /// Answer `200 OK`, `Content-Type: text/html`, with an HTML error page (as captive portals and
     /// misconfigured mirrors do); upstream is not asked.
     HtmlOk,
+    /// Forward the request without its `Range` header: the whole body comes back with `200`.
+    IgnoreRange,
+    /// A `Range` request gets `206` with a `Content-Range` one byte later than asked (and the
+    /// bytes of that range); other requests pass through.
+    WrongContentRange,
+    /// A `Range` request gets `400 Bad Request`; other requests pass through.
+    RangeRejected,
+    /// Pass the answer through, `chunk` body bytes at a time with `pause` between them.
+    Trickle {
+        /// Bytes per write.
+        chunk: usize,
+        /// Silence between writes (shorter than the client's idle timeout).
+        pause: Duration,
+    },
 }
 
 impl Fault {
-    fn name(&self) -> String {
+    /// A short name, as the log and a chaos tally show it.
+    pub fn name(&self) -> String {
         match self {
             Fault::Status(code) => format!("status {code}"),
             Fault::TooManyRequests { retry_after } => format!("429 retry-after {retry_after}"),
@@ -97,6 +112,10 @@ impl Fault {
             Fault::RedirectLoop => "redirect loop".into(),
             Fault::Redirect(to) => format!("redirect to {to}"),
             Fault::HtmlOk => "html 200".into(),
+            Fault::IgnoreRange => "range ignored".into(),
+            Fault::WrongContentRange => "wrong content-range".into(),
+            Fault::RangeRejected => "400 on range".into(),
+            Fault::Trickle { chunk, pause } => format!("trickle {chunk} per {pause:?}"),
         }
     }
 }
@@ -208,6 +227,8 @@ impl LoggedRequest {
 
 struct State {
     rules: Mutex<Vec<Rule>>,
+    /// Random faults for requests no rule matched.
+    chaos: Mutex<Option<crate::chaos::Chaos>>,
     log: Mutex<Vec<LoggedRequest>>,
     stop: AtomicBool,
     /// Rewrite `Location` headers that point into the upstream to point at the proxy.
@@ -257,6 +278,7 @@ impl FaultProxy {
         let addr = listener.local_addr().unwrap();
         let state = Arc::new(State {
             rules: Mutex::new(Vec::new()),
+            chaos: Mutex::new(None),
             log: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
             rewrite_redirects: AtomicBool::new(false),
@@ -300,6 +322,12 @@ impl FaultProxy {
     /// rewrites nothing unless told.
     pub fn rewrite_redirects(&self, on: bool) {
         self.state.rewrite_redirects.store(on, Ordering::SeqCst);
+    }
+
+    /// Gives requests that no rule matches random faults from `chaos` (seeded, so a run can be
+    /// repeated); `None` stops it.
+    pub fn chaos(&self, chaos: Option<crate::chaos::Chaos>) {
+        *self.state.chaos.lock().unwrap() = chaos;
     }
 
     /// Removes every rule: everything passes through.
@@ -531,7 +559,14 @@ fn pick_fault(state: &State, request: &Request) -> Option<Fault> {
         }
         return Some(rule.fault.clone());
     }
-    None
+    drop(rules);
+    let has_range = header(&request.headers, "range").is_some();
+    state
+        .chaos
+        .lock()
+        .unwrap()
+        .as_mut()
+        .and_then(|chaos| chaos.pick(has_range))
 }
 
 fn serve(mut stream: TcpStream, state: &State, upstream: &Upstream) -> std::io::Result<()> {
@@ -629,6 +664,44 @@ fn serve(mut stream: TcpStream, state: &State, upstream: &Upstream) -> std::io::
             socket.set_linger(Some(Duration::ZERO))?;
             drop(socket);
             Ok(())
+        }
+        Some(Fault::IgnoreRange) => {
+            let mut plain = request;
+            plain.headers.retain(|(n, _)| n != "range");
+            let answer = forward(&plain, upstream, rewrite_to).unwrap_or_else(bad_gateway);
+            send(&mut stream, &answer)
+        }
+        Some(Fault::RangeRejected) if header(&request.headers, "range").is_some() => send(
+            &mut stream,
+            &canned(400, "Bad Request", &text, "fault proxy: no ranges here\n"),
+        ),
+        Some(Fault::WrongContentRange) if header(&request.headers, "range").is_some() => {
+            let mut answer = fetch();
+            if let Some((_, value)) = answer
+                .headers
+                .iter_mut()
+                .find(|(n, _)| n == "content-range")
+                && let Some(rest) = value.strip_prefix("bytes ")
+                && let Some((start, tail)) = rest.split_once('-')
+                && let Ok(start) = start.parse::<u64>()
+            {
+                *value = format!("bytes {}-{tail}", start + 1);
+                if !answer.body.is_empty() {
+                    answer.body.remove(0);
+                }
+            }
+            send(&mut stream, &answer)
+        }
+        Some(Fault::RangeRejected | Fault::WrongContentRange) => send(&mut stream, &fetch()),
+        Some(Fault::Trickle { chunk, pause }) => {
+            let answer = fetch();
+            stream.write_all(&head_bytes(&answer, answer.body.len()))?;
+            for piece in answer.body.chunks(chunk.max(1)) {
+                stream.write_all(piece)?;
+                stream.flush()?;
+                std::thread::sleep(pause);
+            }
+            stream.shutdown(Shutdown::Write)
         }
         Some(Fault::Stall { after, pause }) => {
             let answer = fetch();

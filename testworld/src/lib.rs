@@ -9,7 +9,7 @@
 //! - [`registry`]: Debian's `docker-registry` (plain and TLS) and a bearer-token front with
 //!   redirected blobs, the stand-ins for registry.k8s.io, docker.io, quay.io and ghcr.io.
 //! - [`images`]: the generated image corpus and the push code that puts it into a registry.
-//! - [`bench`]: the large generated image set `make bench` pulls.
+//! - [`bench`](mod@bench): the large generated image set `make bench` pulls.
 //! - [`http`] and [`server`]: the world's own minimal HTTP/1.1 client and server.
 //! - [`upstream`]: github.com release downloads, dl.k8s.io and raw.githubusercontent.com, serving
 //!   a generated snapshot (ELF binaries, tarballs, manifests, checksum files) with CDN redirects.
@@ -18,6 +18,7 @@
 //! - [`faults`]: a programmable fault-injecting HTTP/1.1 proxy in front of any of them.
 
 pub mod bench;
+pub mod chaos;
 pub mod faults;
 pub mod git;
 pub mod http;

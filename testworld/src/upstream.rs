@@ -86,6 +86,12 @@ impl KubeRelease {
     fn minor(&self) -> u64 {
         minor_patch(&self.version).map_or(0, |(m, _)| m)
     }
+
+    /// Whether kubeadm of this release declares `PauseVersion` in `constants_unix.go` rather than
+    /// `constants.go`, as 1.20 does.
+    pub fn pause_in_constants_unix(&self) -> bool {
+        self.minor() <= 20
+    }
 }
 
 fn minor_patch(v: &str) -> Option<(u64, u64)> {
@@ -245,6 +251,15 @@ impl Snapshot {
                 constants_go(k).into_bytes(),
                 TEXT,
             );
+            if k.pause_in_constants_unix() {
+                put(
+                    format!(
+                        "raw.githubusercontent.com/kubernetes/kubernetes/v{v}/cmd/kubeadm/app/constants/constants_unix.go"
+                    ),
+                    constants_unix_go(k).into_bytes(),
+                    TEXT,
+                );
+            }
         }
         for v in &self.cni {
             for arch in ARCHES {
@@ -509,21 +524,43 @@ pub fn tgz(entries: &[(String, Vec<u8>, u32)]) -> Vec<u8> {
     gz.finish().expect("finish gzip")
 }
 
+/// `constants_unix.go` of a release that declares `PauseVersion` there (1.20): a build-tagged
+/// file with a small const block. Written for the fixtures, in that shape.
+fn constants_unix_go(k: &KubeRelease) -> String {
+    format!(
+        "// +build !windows\n\npackage constants\n\n\
+         const (\n\
+         \t// DefaultDockerCRISocket is the CRI socket kubeadm uses with Docker on Linux\n\
+         \tDefaultDockerCRISocket = \"/var/run/dockershim.sock\"\n\n\
+         \t// PauseVersion indicates the default pause image version for kubeadm\n\
+         \tPauseVersion = \"{pause}\"\n\
+         )\n",
+        pause = k.pause,
+    )
+}
+
 fn constants_go(k: &KubeRelease) -> String {
     let minor = k.minor();
     let mut map = String::new();
     for m in minor.saturating_sub(2)..=minor {
         map.push_str(&format!("\t\t{m}: \"{}\",\n", k.etcd));
     }
+    // 1.20 keeps PauseVersion in constants_unix.go instead.
+    let pause = match k.pause_in_constants_unix() {
+        true => String::new(),
+        false => format!(
+            "\n\t// PauseVersion indicates the default pause image version for kubeadm\n\
+             \tPauseVersion = \"{}\"\n",
+            k.pause
+        ),
+    };
     format!(
         "/*\nCopyright 2016 The Kubernetes Authors.\n*/\n\npackage constants\n\n\
          const (\n\
          \t// DefaultEtcdVersion indicates the default etcd version that kubeadm uses\n\
          \tDefaultEtcdVersion = \"{etcd}\"\n\n\
          \t// CoreDNSVersion is the version of CoreDNS to be deployed if it is used\n\
-         \tCoreDNSVersion = \"{coredns}\"\n\n\
-         \t// PauseVersion indicates the default pause image version for kubeadm\n\
-         \tPauseVersion = \"{pause}\"\n\
+         \tCoreDNSVersion = \"{coredns}\"\n{pause}\
          )\n\n\
          var (\n\
          \t// SupportedEtcdVersion lists officially supported etcd versions with corresponding Kubernetes releases\n\
@@ -531,7 +568,6 @@ fn constants_go(k: &KubeRelease) -> String {
          )\n",
         etcd = k.etcd,
         coredns = k.coredns,
-        pause = k.pause,
     )
 }
 
@@ -851,6 +887,7 @@ spec:
       containers:
         - name: snapshot-controller
           image: {snapctl}
+          imagePullPolicy: "IfNotPresent"
 "#
     )
 }

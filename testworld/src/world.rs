@@ -253,6 +253,10 @@ impl World {
                 )
             };
             push(&addr, &repository, &plan);
+            // registry.k8s.io serves everything k8s.gcr.io held, under the same paths.
+            if let Some(path) = repository.strip_prefix("k8s.gcr.io/") {
+                push(&addr, &format!("registry.k8s.io/{path}"), &plan);
+            }
             if let Some(old) = &digest {
                 renamed.insert(old.clone(), top.clone());
             }
@@ -466,13 +470,17 @@ fn kubeadm_images(
     let path = format!(
         "raw.githubusercontent.com/kubernetes/kubernetes/v{kubernetes}/cmd/kubeadm/app/constants/constants.go"
     );
-    let go = String::from_utf8_lossy(
+    let mut go = String::from_utf8_lossy(
         &files
             .get(&path)
             .unwrap_or_else(|| panic!("the snapshot has no {path}"))
             .body,
     )
     .into_owned();
+    // kubeadm 1.20 declares PauseVersion in constants_unix.go, beside constants.go.
+    if let Some(unix) = files.get(&path.replace("constants.go", "constants_unix.go")) {
+        go.push_str(&String::from_utf8_lossy(&unix.body));
+    }
     let constant = |name: &str| {
         Regex::new(&format!(r#"\b{name}\s*=\s*"([^"]+)""#))
             .unwrap()

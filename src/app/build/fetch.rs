@@ -191,6 +191,9 @@ async fn manifest(
     for note in &edited.notes {
         tracing::info!("{dest}: {note}");
     }
+    for warning in &edited.warnings {
+        tracing::warn!("{dest} from {origin}: {warning}");
+    }
     let file = put_text(dir, dest, origin.clone(), &edited.text)?;
     if let Some(entry) = locked.filter(|e| e.sha256 != file.sha256) {
         tracing::warn!(
@@ -286,6 +289,23 @@ pub(super) async fn all(
         manifest(&fetcher, &common, dest, source, role, entry)
     }))
     .await?;
+    let kubeadm: Vec<&str> = resolution
+        .images
+        .iter()
+        .filter(|row| row.source == "kubeadm")
+        .map(|row| row.image.as_str())
+        .collect();
+    // Before any pull: a second pause image would be the one nodes run (`sort | tail -1`).
+    plan::one_pause(
+        &kubeadm,
+        taken
+            .iter()
+            .map(|(file, edited, _)| (file.dest.as_str(), file.source.as_str(), edited)),
+    )
+    .map_err(|e| {
+        let hint = e.hint();
+        AppError::failure(*e, Some(hint))
+    })?;
     let mut entries = Vec::new();
     for (file, edited, entry) in taken {
         manifest_images.extend(edited.images);
@@ -308,12 +328,12 @@ pub(super) async fn all(
         shared.push(file);
     }
 
-    let kubeadm = resolution
-        .images
-        .iter()
-        .filter(|row| row.source == "kubeadm")
-        .map(|row| row.image.as_str());
-    let references = plan::image_set(kubeadm.chain(manifest_images.iter().map(String::as_str)))?;
+    let references = plan::image_set(
+        kubeadm
+            .iter()
+            .copied()
+            .chain(manifest_images.iter().map(String::as_str)),
+    )?;
     if let Some(lock) = locked {
         check_image_set(lock, &references)?;
     }

@@ -86,6 +86,12 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
             Some("choose an output directory you can write to".into()),
         )
     })?;
+    // What killed runs (SIGKILL, a crash) left: their work dirs and half-written ISOs.
+    for dir in [std::env::temp_dir(), request.output.clone()] {
+        for path in crate::atomic::sweep_stale(&dir) {
+            tracing::info!("removed {}, left by a run that was killed", path.display());
+        }
+    }
     let work = work_dir()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -246,7 +252,7 @@ fn flags(args: &BuildArgs) -> Flags {
 /// A fresh private directory, removed on drop and on Ctrl-C.
 fn work_dir() -> Result<Pending, AppError> {
     let dir = tempfile::Builder::new()
-        .prefix("cks-iso-build.")
+        .prefix(&crate::atomic::work_dir_prefix("build"))
         .tempdir()
         .map_err(|e| {
             AppError::failure(

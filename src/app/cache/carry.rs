@@ -1,0 +1,172 @@
+//! `cache export` and `cache import`: carrying exactly what a lock needs across an air gap.
+//!
+//! Both copy blob by blob through [`Cache::put`], which hashes while copying and renames only a
+//! verified blob into place, and write index entries after the blobs they name: an interrupted
+//! export or import leaves a smaller cache, never a half blob or an entry naming nothing.
+
+use std::collections::BTreeMap;
+
+use super::{AppError, Locked, failed, human, open, read_locks};
+use crate::cache::{Cache, CacheError, Needs};
+use crate::cli::{CacheExportArgs, CacheImportArgs};
+use crate::ui::Ui;
+
+/// Writes what the locks need into `--output`, laid out as a cache.
+pub(super) fn export(args: CacheExportArgs, ui: &Ui) -> Result<(), AppError> {
+    let cache = open(args.cache.cache_dir)?;
+    let locks = read_locks(&args.locked)?;
+    let mut needs = Needs::default();
+    for Locked { lock, .. } in &locks {
+        needs.extend(cache.needs(lock));
+    }
+    if let Some(first) = needs.missing().next() {
+        let more = needs.missing().count() - 1;
+        let locked = locks[0].file.display();
+        return Err(AppError::failure(
+            anyhow::anyhow!(
+                "cannot export: {} {}: {} (cache {}){}",
+                first.what,
+                first.digest,
+                first.problem.as_deref().unwrap_or_default(),
+                cache.root().display(),
+                match more {
+                    0 => String::new(),
+                    n => format!(", and {n} more blob(s)"),
+                }
+            ),
+            Some(format!(
+                "build once online with `cks-iso build --locked {locked} --cache-dir {}`, then \
+                 export again (`cks-iso cache ls --locked {locked}` lists what is missing)",
+                cache.root().display()
+            )),
+        ));
+    }
+    let out = Cache::new(&args.output);
+    let total = needs.blobs.iter().filter_map(|n| n.size).sum();
+    let progress = ui.bytes(&format!("exporting {} blob(s)", needs.blobs.len()));
+    progress.start(total);
+    let (mut copied, mut bytes) = (0, 0);
+    for blob in &needs.blobs {
+        let (size, present) = out
+            .copy_from(&cache, &blob.digest, blob.size)
+            .map_err(|err| corrupt_source(err, &blob.what, &cache))?;
+        progress.advance(size);
+        bytes += size;
+        copied += usize::from(!present);
+    }
+    progress.finish();
+    let notes: BTreeMap<String, _> = cache
+        .index()
+        .map_err(failed)?
+        .into_iter()
+        .map(|e| (e.key.clone(), e))
+        .collect();
+    for key in &needs.keys {
+        // The source's note (the URL really used) when its entry names the same blob.
+        let note = notes
+            .get(&key.key)
+            .filter(|e| e.digest == key.digest)
+            .map_or(key.note.as_str(), |e| e.note.as_str());
+        let size = out
+            .size_of(&key.digest)
+            .expect("every needed blob was copied");
+        out.remember(&key.key, &key.digest, size, note)
+            .map_err(failed)?;
+    }
+    println!(
+        "exported {} blob(s), {} ({copied} copied), and {} index entries to {}",
+        needs.blobs.len(),
+        human(bytes),
+        needs.keys.len(),
+        args.output.display()
+    );
+    Ok(())
+}
+
+/// A blob of the source cache that does not hash to its name.
+fn corrupt_source(err: CacheError, what: &str, cache: &Cache) -> AppError {
+    let hint = match &err {
+        CacheError::Mismatch { .. } => format!(
+            "run `cks-iso cache verify --fix --cache-dir {}`, then build once online with \
+             --locked to fetch it again",
+            cache.root().display()
+        ),
+        _ => err.hint().unwrap_or_default(),
+    };
+    AppError::failure(
+        anyhow::anyhow!(err).context(format!("cannot export {what}")),
+        Some(hint),
+    )
+}
+
+/// Adds every blob of `DIR` (verified) and its index entries to the cache.
+pub(super) fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
+    let from = Cache::new(&args.dir);
+    if !args.dir.join("blobs/sha256").is_dir() {
+        return Err(AppError::failure(
+            anyhow::anyhow!("{} holds no blobs/sha256: not a cache", args.dir.display()),
+            Some("pass the directory `cks-iso cache export -o DIR` wrote".into()),
+        ));
+    }
+    let cache = open(args.cache.cache_dir)?;
+    let (blobs, _) = from.blob_files().map_err(failed)?;
+    let progress = ui.bytes(&format!("importing {} blob(s)", blobs.len()));
+    progress.start(blobs.iter().map(|b| b.size).sum());
+    let (mut added, mut bytes, mut corrupt) = (0, 0, Vec::new());
+    for blob in &blobs {
+        match cache.copy_from(&from, &blob.digest, Some(blob.size)) {
+            Ok((size, present)) => {
+                bytes += size;
+                added += usize::from(!present);
+            }
+            Err(err @ (CacheError::Mismatch { .. } | CacheError::Source { .. })) => {
+                let path = from.blob_path(&blob.digest);
+                tracing::error!("not imported: {}: {err}", path.display());
+                corrupt.push(blob.digest.to_string());
+            }
+            Err(err) => return Err(failed(err)),
+        }
+        progress.advance(blob.size);
+    }
+    progress.finish();
+    let (mut entries, mut skipped) = (0, 0);
+    for entry in from.index().map_err(failed)? {
+        // Only entries whose blob is now here: never one naming nothing.
+        if cache.size_of(&entry.digest) != Some(entry.size) {
+            tracing::warn!(
+                "index entry {} not imported: its blob {} is not in {}",
+                entry.key,
+                entry.digest,
+                args.dir.display()
+            );
+            skipped += 1;
+            continue;
+        }
+        cache
+            .remember(&entry.key, &entry.digest, entry.size, &entry.note)
+            .map_err(failed)?;
+        entries += 1;
+    }
+    println!(
+        "imported {} blob(s), {} ({added} new), and {entries} index entries into {}{}",
+        blobs.len() - corrupt.len(),
+        human(bytes),
+        cache.root().display(),
+        match skipped {
+            0 => String::new(),
+            n => format!("; {n} index entries skipped"),
+        }
+    );
+    match corrupt.is_empty() {
+        true => Ok(()),
+        false => Err(AppError::failure(
+            anyhow::anyhow!(
+                "{} blob(s) of {} are corrupt and were not imported: {}",
+                corrupt.len(),
+                args.dir.display(),
+                corrupt.join(", ")
+            ),
+            Some("export them again from the source cache; the others were imported".into()),
+        )),
+    }
+}

@@ -1,0 +1,183 @@
+//! Reading one side of `cks-iso diff`: a lock file, or an ISO's directory, its embedded lock (or
+//! its `versions.txt`) and its root manifests. Never an image archive, so multi-GB ISOs are quick.
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use hadris_fs::FileType;
+
+use crate::diff::{EntryInfo, EntryKind, Kind, Side};
+use crate::iso::read::{IsoReader, ReadError};
+use crate::lock::{self, Lock, LockError};
+use crate::versions::{Versions, VersionsError};
+
+/// A lock is a few hundred kB at most; refuse to slurp something huge by mistake.
+const LOCK_LIMIT: u64 = 64 * 1024 * 1024;
+/// Manifests are text; the biggest upstream ones are a few hundred kB.
+const TEXT_LIMIT: u64 = 16 * 1024 * 1024;
+
+/// An input `diff` cannot compare (exit 2, like diff(1) on a missing file).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum InputError {
+    /// Cannot open or read the file.
+    #[error("cannot read {}: {source}", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not JSON and not an ISO.
+    #[error("{} is neither a cks-iso lock nor an ISO 9660 image ({reason})", path.display())]
+    Neither {
+        /// The file.
+        path: PathBuf,
+        /// What the ISO reader said.
+        reason: String,
+    },
+    /// Shorter than its volume.
+    #[error(
+        "{} is truncated: its volume declares {declared} bytes but the file has {actual}",
+        path.display()
+    )]
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// Bytes the volume descriptor declares.
+        declared: u64,
+        /// Bytes on disk.
+        actual: u64,
+    },
+    /// The lock (a file or an ISO's) is not one this cks-iso reads.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// An older ISO's `versions.txt` does not parse.
+    #[error("{}: {source}", path.display())]
+    Versions {
+        /// The ISO.
+        path: PathBuf,
+        /// The parser's words.
+        source: VersionsError,
+    },
+    /// The ISO's directory or a manifest cannot be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+}
+
+impl InputError {
+    /// What the user can do.
+    pub(super) fn hint(&self) -> Option<String> {
+        match self {
+            Self::Unreadable { .. } => Some("check the path and that you may read the file".into()),
+            Self::Neither { .. } => Some(
+                "give an ISO (built by cks-iso or the upstream script) or a cks-iso.lock (JSON)"
+                    .into(),
+            ),
+            Self::Truncated { .. } => Some(
+                "the copy is incomplete: copy the ISO again and check it against its .sha256"
+                    .into(),
+            ),
+            Self::Lock(e) => e.hint(),
+            Self::Versions { .. } | Self::Read(_) => {
+                Some("the ISO may be damaged: check it against its .sha256".into())
+            }
+        }
+    }
+}
+
+/// Reads `path` as a lock (JSON, first non-blank byte `{`) or else as an ISO.
+pub(super) fn side(path: &Path) -> Result<Side, InputError> {
+    let unreadable = |source| InputError::Unreadable {
+        path: path.to_owned(),
+        source,
+    };
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(4096).read_to_end(&mut head))
+        .map_err(unreadable)?;
+    let label = path.display().to_string();
+    if head
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|b| *b == b'{')
+    {
+        let mut text = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(LOCK_LIMIT).read_to_end(&mut text))
+            .map_err(unreadable)?;
+        let lock = Lock::parse(&String::from_utf8_lossy(&text), &label)?;
+        return Ok(Side::from_lock(&label, Kind::Lock, &lock));
+    }
+    iso(path, &label)
+}
+
+fn iso(path: &Path, label: &str) -> Result<Side, InputError> {
+    let reader = IsoReader::open(path).map_err(|e| InputError::Neither {
+        path: path.to_owned(),
+        reason: e.reason,
+    })?;
+    let (declared, actual) = reader.sizes();
+    if actual < declared {
+        return Err(InputError::Truncated {
+            path: path.to_owned(),
+            declared,
+            actual,
+        });
+    }
+    let entries: BTreeMap<String, EntryInfo> = reader
+        .entries()?
+        .into_iter()
+        .map(|e| {
+            let kind = match e.kind {
+                FileType::File => EntryKind::File,
+                FileType::Dir => EntryKind::Dir,
+                FileType::Symlink => EntryKind::Symlink,
+                _ => EntryKind::Other,
+            };
+            let info = EntryInfo {
+                kind,
+                size: e.len,
+                mode: e.mode,
+            };
+            (e.path, info)
+        })
+        .collect();
+    let is_file = |p: &str| entries.get(p).is_some_and(|e| e.kind == EntryKind::File);
+    let side = if is_file(lock::FILE_NAME) {
+        let text = reader.read_small(lock::FILE_NAME, LOCK_LIMIT)?;
+        let origin = format!("{label}:{}", lock::FILE_NAME);
+        let lock = Lock::parse(&String::from_utf8_lossy(&text), &origin)?;
+        Side::from_lock(label, Kind::Iso, &lock)
+    } else if is_file("versions.txt") {
+        tracing::warn!(
+            "{label} has no {} (built by an older cks-iso?): comparing what its versions.txt \
+             says; its platform digests and kubeadm's versions are unknown",
+            lock::FILE_NAME
+        );
+        let text = reader.read_small("versions.txt", TEXT_LIMIT)?;
+        let versions = Versions::parse(&String::from_utf8_lossy(&text)).map_err(|source| {
+            InputError::Versions {
+                path: path.to_owned(),
+                source,
+            }
+        })?;
+        Side::from_versions(label, &versions)
+    } else {
+        tracing::warn!(
+            "{label} has neither {} nor versions.txt (the upstream script built it?): \
+             comparing its entries and manifests only",
+            lock::FILE_NAME
+        );
+        Side::bare(label)
+    };
+    // Root manifests, and whatever else the lock lists as one (the kubelet units).
+    let mut texts = BTreeMap::new();
+    for (path, e) in &entries {
+        let root_yaml = !path.contains('/') && path.ends_with(".yaml");
+        if e.kind == EntryKind::File && (root_yaml || side.manifests.contains_key(path)) {
+            texts.insert(path.clone(), reader.read_small(path, TEXT_LIMIT)?);
+        }
+    }
+    Ok(side.with_iso(reader.volume_id(), entries, texts))
+}

@@ -1,0 +1,33 @@
+//! `cks-iso diff A B`: read both sides, compare, print; the exit code says identical or not.
+
+mod load;
+
+use super::{AppError, Outcome};
+use crate::cli::DiffArgs;
+use crate::diff;
+
+/// Compares A with B; stdout gets the differences (nothing when identical) or JSON.
+pub fn run(args: DiffArgs) -> Result<Outcome, AppError> {
+    let read = |path| {
+        load::side(path).map_err(|e| {
+            let hint = e.hint();
+            AppError::usage(e, hint)
+        })
+    };
+    let a = read(&args.a)?;
+    let b = read(&args.b)?;
+    let report = diff::compare(&a, &b);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("JSON of plain values")
+        );
+    } else {
+        print!("{}", diff::render(&report));
+    }
+    if report.identical {
+        tracing::info!("{} and {} are identical", a.label, b.label);
+        return Ok(Outcome::Done);
+    }
+    Ok(Outcome::Differ)
+}

@@ -1,0 +1,239 @@
+//! What a lock needs from a cache: the one walk that `cache export`, `cache ls --locked` and
+//! `cache prune` share, so that what is carried across an air gap, what is reported missing and
+//! what is kept can never disagree.
+//!
+//! A lock names each image by its registry digest and platform manifest, each download by its
+//! sha256 and each URL manifest by the sha256 of the bytes taken. Those are blobs; the image's
+//! config and layers are found by reading its manifests from the cache ([`Image::load`]), so a
+//! missing manifest hides what lies below it. Besides blobs, an offline build without the lock
+//! looks things up by URL and by tag, so the index entries for them belong to the lock too
+//! (`url:<file URL>`, `url:<manifest URL>`, `tag:<reference>`), as does the entry under the
+//! primary URL of a file that was taken from its legacy name. Manifests from a local file or built
+//! into cks-iso are not downloads: `build --locked` takes them from the flags or the binary. No
+//! network; reads only the cache.
+
+use std::collections::BTreeSet;
+
+use super::Cache;
+use super::maint::IndexEntry;
+use crate::image::{Arch, Digest, Image, Reference};
+use crate::lock::Lock;
+
+/// A blob a lock needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Needed {
+    /// What it is, for people: `image registry.k8s.io/pause:3.10 (amd64) layer 1 of 2`.
+    pub what: String,
+    /// The blob.
+    pub digest: Digest,
+    /// Its size, when the lock or a manifest states it.
+    pub size: Option<u64>,
+    /// Why it is not usable, when it is not: absent, another size, or a manifest that cannot be
+    /// read. `None` when the cache has it.
+    pub problem: Option<String>,
+}
+
+/// An index entry a lock needs: `key` names `digest`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NeededKey {
+    /// `url:…` or `tag:…`.
+    pub key: String,
+    /// The blob it names.
+    pub digest: Digest,
+    /// Where the content really came from (the index entry's note).
+    pub note: String,
+}
+
+/// Everything a lock needs, in the lock's order, each blob once.
+#[derive(Debug, Clone, Default)]
+pub struct Needs {
+    /// The blobs, present or not.
+    pub blobs: Vec<Needed>,
+    /// The index entries.
+    pub keys: Vec<NeededKey>,
+    /// Whether an image's manifest is missing, so that its config and layers are unknown.
+    pub incomplete: bool,
+}
+
+impl Needs {
+    /// The blobs the cache lacks (or holds damaged), in order.
+    pub fn missing(&self) -> impl Iterator<Item = &Needed> {
+        self.blobs.iter().filter(|n| n.problem.is_some())
+    }
+
+    /// The digests, for set operations.
+    pub fn digests(&self) -> BTreeSet<Digest> {
+        self.blobs.iter().map(|n| n.digest.clone()).collect()
+    }
+
+    /// Adds `other`'s blobs and keys that are not here yet.
+    pub fn extend(&mut self, other: Needs) {
+        let mut seen = self.digests();
+        for blob in other.blobs {
+            if seen.insert(blob.digest.clone()) {
+                self.blobs.push(blob);
+            }
+        }
+        for key in other.keys {
+            if !self.keys.iter().any(|k| k.key == key.key) {
+                self.keys.push(key);
+            }
+        }
+        self.incomplete |= other.incomplete;
+    }
+
+    fn blob(&mut self, cache: &Cache, what: String, digest: Digest, size: Option<u64>) {
+        if self.blobs.iter().any(|n| n.digest == digest) {
+            return;
+        }
+        let problem = match (cache.size_of(&digest), size) {
+            (None, _) => Some("not in the cache".to_owned()),
+            (Some(found), Some(size)) if found != size => {
+                Some(format!("the cache holds {found} bytes instead of {size}"))
+            }
+            _ => None,
+        };
+        let size = size.or_else(|| problem.is_none().then(|| cache.size_of(&digest)).flatten());
+        self.blobs.push(Needed {
+            what,
+            digest,
+            size,
+            problem,
+        });
+    }
+
+    fn key(&mut self, key: String, digest: Digest, note: String) {
+        if !self.keys.iter().any(|k| k.key == key) {
+            self.keys.push(NeededKey { key, digest, note });
+        }
+    }
+
+    fn broken(&mut self, what: String, text: &str, problem: String) {
+        // A lock entry that is not even a digest: nothing to look up, but it must be reported.
+        self.incomplete = true;
+        self.blobs.push(Needed {
+            what,
+            digest: Digest::of(text.as_bytes()),
+            size: None,
+            problem: Some(problem),
+        });
+    }
+}
+
+impl Cache {
+    /// What `lock` needs from this cache, and which of it is missing.
+    pub fn needs(&self, lock: &Lock) -> Needs {
+        let mut needs = Needs::default();
+        let entries = self.index().unwrap_or_default();
+        for (arch_name, arch) in &lock.arches {
+            for file in &arch.files {
+                let what = format!("file {} ({arch_name}) from {}", file.path, file.url);
+                let Ok(digest) = Digest::parse(&format!("sha256:{}", file.sha256)) else {
+                    needs.broken(what, &file.sha256, "the lock's sha256 is not 64 hex".into());
+                    continue;
+                };
+                needs.blob(self, what, digest.clone(), Some(file.size));
+                needs.key(
+                    format!("url:{}", file.url),
+                    digest.clone(),
+                    file.url.clone(),
+                );
+                // Taken under its legacy name: the index knows it by the primary URL.
+                for entry in entries_naming(&entries, &digest) {
+                    if entry.note == file.url && entry.key.starts_with("url:") {
+                        needs.key(entry.key.clone(), digest.clone(), entry.note.clone());
+                    }
+                }
+            }
+            for image in &arch.images {
+                self.image_needs(&mut needs, arch_name, image);
+            }
+        }
+        for manifest in &lock.manifests {
+            if !(manifest.source.starts_with("https://") || manifest.source.starts_with("http://"))
+            {
+                continue;
+            }
+            let what = format!("manifest {} from {}", manifest.path, manifest.source);
+            let Ok(digest) = Digest::parse(&format!("sha256:{}", manifest.sha256_taken)) else {
+                let problem = "the lock's sha256_taken is not 64 hex".into();
+                needs.broken(what, &manifest.sha256_taken, problem);
+                continue;
+            };
+            needs.blob(self, what, digest.clone(), None);
+            let key = format!("url:{}", manifest.source);
+            needs.key(key, digest, manifest.source.clone());
+        }
+        needs
+    }
+
+    fn image_needs(&self, needs: &mut Needs, arch_name: &str, entry: &crate::lock::ImageEntry) {
+        let what = format!("image {} ({arch_name})", entry.reference);
+        let parsed = (
+            Reference::parse(&entry.reference),
+            Digest::parse(&entry.digest),
+            Digest::parse(&entry.manifest),
+            Arch::parse(arch_name),
+        );
+        let (Ok(reference), Ok(top), Ok(platform), Ok(arch)) = parsed else {
+            let problem = "the lock's reference, digest, manifest or arch does not parse".into();
+            needs.broken(what, &entry.reference, problem);
+            return;
+        };
+        // What a build records when it resolves a tag (not for a reference pinned by digest).
+        if reference.digest().is_none() {
+            let key = format!("tag:{reference}");
+            needs.key(key, top.clone(), reference.to_string());
+        }
+        let top_what = format!("{what} index or manifest");
+        match Image::load(reference, &top, arch, self) {
+            Ok(image) => {
+                let top_size = Some(image.top.bytes.len() as u64);
+                needs.blob(self, top_what, top, top_size);
+                if image.manifest.digest != image.top.digest {
+                    let size = Some(image.manifest.bytes.len() as u64);
+                    let what = format!("{what} platform manifest");
+                    needs.blob(self, what, image.manifest.digest.clone(), size);
+                }
+                if image.manifest.digest != platform {
+                    // The lock names another platform manifest than the index picks today:
+                    // keep the lock's too, it is what `--locked` checks against.
+                    needs.blob(self, format!("{what} locked manifest"), platform, None);
+                }
+                let config = &image.config;
+                let config_what = format!("{what} config");
+                needs.blob(self, config_what, config.digest.clone(), Some(config.size));
+                let count = image.layers.len();
+                for (i, layer) in image.layers.iter().enumerate() {
+                    let what = format!("{what} layer {} of {count}", i + 1);
+                    needs.blob(self, what, layer.digest.clone(), Some(layer.size));
+                }
+            }
+            Err(err) => {
+                // What lies below an unreadable manifest is unknown: name the gap.
+                needs.incomplete = true;
+                needs.blob(self, top_what, top.clone(), None);
+                if platform != top {
+                    let what = format!("{what} platform manifest");
+                    needs.blob(self, what, platform.clone(), None);
+                }
+                let gaps = [&top, &platform];
+                let named = needs
+                    .blobs
+                    .iter()
+                    .any(|n| gaps.contains(&&n.digest) && n.problem.is_some());
+                if !named && let Some(n) = needs.blobs.iter_mut().find(|n| n.digest == platform) {
+                    n.problem = Some(format!("cannot be read: {err}"));
+                }
+            }
+        }
+    }
+}
+
+/// The index entries naming `digest`.
+fn entries_naming<'a>(
+    entries: &'a [IndexEntry],
+    digest: &'a Digest,
+) -> impl Iterator<Item = &'a IndexEntry> {
+    entries.iter().filter(move |e| e.digest == *digest)
+}

@@ -1,0 +1,294 @@
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::lock::{
+    ArchEntry, Autoscaler, FileEntry, ImageEntry, Kubeadm, Lock, ManifestEntry, Request, VERSION,
+};
+use crate::versions::{FileRecord, ImageRecord, Versions};
+
+fn hex(c: char) -> String {
+    c.to_string().repeat(64)
+}
+
+fn arch_entry(uname: &str) -> ArchEntry {
+    ArchEntry {
+        iso: format!("setup-v1.33.1-{uname}.iso"),
+        files: vec![FileEntry {
+            path: "k8s/kubeadm".into(),
+            url: "https://dl.k8s.io/kubeadm".into(),
+            size: 10,
+            sha256: hex('a'),
+        }],
+        images: vec![ImageEntry {
+            reference: "registry.k8s.io/pause:3.10".into(),
+            digest: format!("sha256:{}", hex('b')),
+            manifest: format!("sha256:{}", hex('c')),
+            size: 100,
+        }],
+    }
+}
+
+fn lock() -> Lock {
+    Lock {
+        version: VERSION,
+        cks_iso: "0.1.0".into(),
+        epoch: 1_700_000_000,
+        request: Request {
+            kubernetes: "1.33.1".into(),
+            arches: vec!["amd64".into(), "arm64".into()],
+            cni: "1.6.2".into(),
+            crictl: "1.33.0".into(),
+            etcd: None,
+            csi: Some("v3.0.0".into()),
+            ccm: "v1.2.0".into(),
+            autoscaler: "1.33.3".into(),
+            volume_id: "CDROM".into(),
+            name: "setup-v1.33.1".into(),
+        },
+        autoscaler: Autoscaler {
+            version: "1.33.3".into(),
+            tag: "cluster-autoscaler-1.33.3".into(),
+            commit: Some("1".repeat(40)),
+            pinned: false,
+        },
+        kubeadm: Kubeadm {
+            pause: "3.10".into(),
+            etcd: "3.5.21-0".into(),
+            coredns: "v1.12.0".into(),
+            source: "embedded table".into(),
+        },
+        manifests: vec![ManifestEntry {
+            path: "network.yaml".into(),
+            role: "network".into(),
+            source: "file:network.yaml".into(),
+            sha256_taken: hex('d'),
+            sha256: hex('e'),
+        }],
+        arches: BTreeMap::from([
+            ("amd64".into(), arch_entry("x86_64")),
+            ("arm64".into(), arch_entry("aarch64")),
+        ]),
+    }
+}
+
+fn side(lock: &Lock) -> Side {
+    Side::from_lock("x.lock", Kind::Lock, lock)
+}
+
+#[test]
+fn a_lock_is_identical_to_itself_and_renders_nothing() {
+    let report = compare(&side(&lock()), &side(&lock()));
+    assert!(report.identical, "{report:#?}");
+    assert_eq!(render(&report), "");
+}
+
+#[test]
+fn versions_images_and_files_are_named_per_arch() {
+    let mut b = lock();
+    b.autoscaler.version = "1.33.1".into();
+    b.autoscaler.commit = Some("2".repeat(40));
+    b.request.etcd = Some("3.5.21".into());
+    let amd = b.arches.get_mut("amd64").unwrap();
+    amd.images[0].digest = format!("sha256:{}", hex('f'));
+    amd.files[0].sha256 = hex('9');
+    let report = compare(&side(&lock()), &side(&b));
+    assert!(!report.identical);
+    let names: Vec<&str> = report.versions.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["etcd", "autoscaler", "autoscaler-commit"]);
+    assert_eq!(report.versions[0].change, ChangeKind::Added);
+    assert_eq!(report.arches.len(), 1, "arm64 is the same: {report:#?}");
+    let amd = &report.arches[0];
+    assert_eq!(amd.a.as_deref(), Some("amd64"));
+    assert_eq!(amd.images[0].name, "registry.k8s.io/pause:3.10");
+    assert_eq!(amd.files[0].name, "k8s/kubeadm");
+    let text = render(&report);
+    for want in [
+        "~ autoscaler: 1.33.3 → 1.33.1",
+        "~ autoscaler-commit: 111111111111 → 222222222222",
+        "+ etcd: 3.5.21",
+        "images (amd64):",
+        "~ registry.k8s.io/pause:3.10: sha256:bbbbbbbbbbbb → sha256:ffffffffffff (platform sha256:cccccccccccc)",
+        "~ k8s/kubeadm: 10 B sha256:aaaaaaaaaaaa → 10 B sha256:999999999999",
+    ] {
+        assert!(text.contains(want), "{want:?} not in:\n{text}");
+    }
+}
+
+#[test]
+fn an_arch_only_one_lock_has_is_named_not_listed() {
+    let mut b = lock();
+    b.arches.remove("arm64");
+    b.arches.insert("riscv64".into(), arch_entry("riscv64"));
+    let report = compare(&side(&lock()), &side(&b));
+    let pairs: Vec<_> = report
+        .arches
+        .iter()
+        .map(|a| (a.a.as_deref(), a.b.as_deref(), a.files.len()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [(Some("arm64"), None, 0), (None, Some("riscv64"), 0)]
+    );
+    let text = render(&report);
+    assert!(text.contains("arch arm64: only in a"), "{text}");
+}
+
+#[test]
+fn two_single_arch_sides_are_compared_whatever_their_arch() {
+    let mut a = lock();
+    a.arches.remove("arm64");
+    let mut b = lock();
+    b.arches.remove("amd64");
+    let report = compare(&side(&a), &side(&b));
+    assert_eq!(report.arches.len(), 1);
+    assert_eq!(report.arches[0].b.as_deref(), Some("arm64"));
+    assert!(report.arches[0].images.is_empty(), "same content");
+    assert!(render(&report).contains("arch: amd64 → arm64"));
+}
+
+fn entry(kind: EntryKind, size: u64, mode: u32) -> EntryInfo {
+    EntryInfo { kind, size, mode }
+}
+
+fn iso(lock: &Lock, network: &str, extra: Option<EntryInfo>) -> Side {
+    let only = lock.only(&["amd64"], "x").unwrap();
+    let mut entries = BTreeMap::from([
+        ("/".to_owned(), entry(EntryKind::Dir, 2048, 0o755)),
+        ("k8s/kubeadm".to_owned(), entry(EntryKind::File, 10, 0o755)),
+        (
+            "docker/pause:3.10.tar".to_owned(),
+            entry(EntryKind::File, 99, 0o644),
+        ),
+        (
+            "network.yaml".to_owned(),
+            entry(EntryKind::File, network.len() as u64, 0o644),
+        ),
+    ]);
+    if let Some(e) = extra {
+        entries.insert("notes.txt".into(), e);
+    }
+    let texts = BTreeMap::from([("network.yaml".to_owned(), network.as_bytes().to_vec())]);
+    Side::from_lock("x.iso", Kind::Iso, &only).with_iso("CDROM", entries, texts)
+}
+
+#[test]
+fn iso_manifests_get_a_unified_diff_and_other_entries_are_listed() {
+    let old = "a: 1\nb: 2\nc: 3\n";
+    let new = "a: 1\nb: 20\nc: 3\n";
+    let a = iso(&lock(), old, None);
+    let b = iso(&lock(), new, Some(entry(EntryKind::File, 5, 0o600)));
+    let report = compare(&a, &b);
+    assert_eq!(report.manifests.len(), 1);
+    let diff = report.manifests[0].diff.as_deref().unwrap();
+    assert!(
+        diff.contains("--- a/network.yaml\n+++ b/network.yaml\n"),
+        "{diff}"
+    );
+    assert!(diff.contains("-b: 2\n+b: 20\n"), "{diff}");
+    assert_eq!(report.entries.len(), 1, "{:#?}", report.entries);
+    assert_eq!(report.entries[0].name, "notes.txt");
+    assert_eq!(report.entries[0].change, ChangeKind::Added);
+    let text = render(&report);
+    assert!(text.contains("  + notes.txt: file 5 B 0600"), "{text}");
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["manifests"][0]["name"], "network.yaml");
+    assert_eq!(json["entries"][0]["b"]["mode"], "0600");
+}
+
+#[test]
+fn a_lock_and_the_iso_it_describes_agree_and_the_iso_bytes_win() {
+    use sha2::Digest as _;
+    let text = "a: 1\n";
+    let mut locked = lock().only(&["amd64"], "x").unwrap();
+    locked.manifests[0].sha256 = hex::encode(sha2::Sha256::digest(text.as_bytes()));
+    let report = compare(&side(&locked), &iso(&lock(), text, None));
+    assert!(report.identical, "{report:#?}");
+    // The lock in the ISO says 'eee…', the bytes say otherwise: the bytes are compared.
+    let report = compare(
+        &side(&lock().only(&["amd64"], "x").unwrap()),
+        &iso(&lock(), text, None),
+    );
+    assert_eq!(report.manifests.len(), 1, "{report:#?}");
+}
+
+#[test]
+fn versions_txt_compares_with_a_lock_on_what_both_know() {
+    let versions = Versions {
+        kubernetes: "v1.33.1".into(),
+        arch: "amd64".into(),
+        cni_plugins: "v1.6.2".into(),
+        crictl: "v1.33.0".into(),
+        etcd: None,
+        autoscaler: "1.33.3".into(),
+        ccm: "v1.2.0".into(),
+        csi_driver: Some("v3.0.0".into()),
+        files: vec![
+            FileRecord {
+                path: "k8s/kubeadm".into(),
+                sha256: hex('a'),
+                source: "https://dl.k8s.io/kubeadm".into(),
+            },
+            FileRecord {
+                path: "network.yaml".into(),
+                sha256: hex('e'),
+                source: "file".into(),
+            },
+        ],
+        images: vec![ImageRecord {
+            name: "registry.k8s.io/pause:3.10".into(),
+            digest: format!("sha256:{}", hex('b')),
+            archive: "docker/pause:3.10.tar".into(),
+        }],
+    };
+    let old = Side::from_versions("old.iso", &versions).with_iso(
+        "CDROM",
+        BTreeMap::from([("k8s/kubeadm".to_owned(), entry(EntryKind::File, 10, 0o755))]),
+        BTreeMap::new(),
+    );
+    let new = side(&lock().only(&["amd64"], "x").unwrap());
+    let report = compare(&old, &new);
+    assert!(report.identical, "{report:#?}");
+    let mut other = lock().only(&["amd64"], "x").unwrap();
+    other.arches.get_mut("amd64").unwrap().files[0].size = 11;
+    let report = compare(&old, &side(&other));
+    assert_eq!(report.arches[0].files[0].name, "k8s/kubeadm", "{report:#?}");
+}
+
+#[test]
+fn records_are_entries_only_when_one_side_lacks_them() {
+    let text = "a: 1\n";
+    let mut a = iso(&lock(), text, None);
+    let mut b = iso(&lock(), text, None);
+    let put = |s: &mut Side, path: &str, size: u64| {
+        let entries = s.entries.as_mut().unwrap();
+        entries.insert(path.to_owned(), entry(EntryKind::File, size, 0o644));
+    };
+    put(&mut a, "versions.txt", 10);
+    put(&mut b, "versions.txt", 12);
+    put(&mut b, "sbom.cdx.json", 100);
+    put(&mut a, "docker/pause:3.10.tar", 1);
+    let report = compare(&a, &b);
+    let names: Vec<(&str, ChangeKind)> = report
+        .entries
+        .iter()
+        .map(|c| (c.name.as_str(), c.change))
+        .collect();
+    assert_eq!(names, [("sbom.cdx.json", ChangeKind::Added)]);
+}
+
+#[test]
+fn an_iso_is_compared_with_its_own_arch_of_a_lock_of_several() {
+    let text = "a: 1\n";
+    let mut all = lock();
+    all.manifests[0].sha256 = {
+        use sha2::Digest as _;
+        hex::encode(sha2::Sha256::digest(text.as_bytes()))
+    };
+    let report = compare(&side(&all), &iso(&lock(), text, None));
+    assert!(report.identical, "{report:#?}");
+    assert_eq!(report.a.arches, ["amd64", "arm64"]);
+    all.arches.get_mut("amd64").unwrap().files[0].sha256 = hex('0');
+    let report = compare(&iso(&lock(), text, None), &side(&all));
+    assert_eq!(report.arches.len(), 1);
+    assert_eq!(report.arches[0].files[0].name, "k8s/kubeadm");
+}

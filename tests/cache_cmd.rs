@@ -1,0 +1,545 @@
+//! `cks-iso cache export|import|ls|verify|prune` on a real cache: images pulled with `cks-iso pull`
+//! from the world's docker-registry, a downloaded file and a manifest kept by URL the way a build
+//! keeps them, and a lock written for exactly those. No mocks: every check reads the directories
+//! the commands left.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use cks_iso::cache::Cache;
+use cks_iso::image::Digest;
+use cks_iso_testworld::registry::{RegistryWorld, world};
+use serde_json::{Value, json};
+use support::registry::{pull, succeeded};
+use support::{cks_iso, p};
+
+const FILE_URL: &str = "https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm";
+const MANIFEST_URL: &str = "https://raw.githubusercontent.com/example/cni/v1/network.yaml";
+
+/// Images the lock names, per arch; busybox is pulled too but locked by nobody.
+const LOCKED: [(&str, &str); 4] = [
+    ("amd64", "registry.k8s.io/kube-apiserver:v1.33.1"),
+    ("amd64", "registry.k8s.io/pause:3.10"),
+    ("amd64", "quay.io/example/amd64-only:1.0"),
+    ("arm64", "registry.k8s.io/pause:3.10"),
+];
+const UNLOCKED: &str = "docker.io/library/busybox:1.36";
+
+/// A filled cache, the lock for part of it, and the digests that lock needs.
+struct Setup {
+    _world: RegistryWorld,
+    tmp: tempfile::TempDir,
+    cache: PathBuf,
+    lock: PathBuf,
+    needed: BTreeSet<String>,
+    needed_keys: BTreeSet<String>,
+    file: Digest,
+}
+
+fn setup() -> Setup {
+    let world = world();
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    for arch in ["amd64", "arm64"] {
+        let mut refs: Vec<String> = LOCKED
+            .iter()
+            .filter(|(a, _)| *a == arch)
+            .map(|(_, r)| r.to_string())
+            .collect();
+        if arch == "amd64" {
+            refs.push(UNLOCKED.into());
+        }
+        let mut args = refs.clone();
+        args.extend(["--arch".into(), arch.into()]);
+        args.extend(world.mirror_args(&world.registry.url()));
+        let lines = succeeded(&pull(
+            &args,
+            &cache,
+            &tmp.path().join(format!("out-{arch}")),
+        ));
+        assert_eq!(lines.len(), refs.len());
+    }
+    let store = Cache::new(&cache);
+    let kubeadm = b"\x7fELF kubeadm for the cache tests".to_vec();
+    let file = store.put_bytes(&kubeadm).unwrap();
+    let size = kubeadm.len() as u64;
+    store
+        .remember(&format!("url:{FILE_URL}"), &file, size, FILE_URL)
+        .unwrap();
+    let network = b"apiVersion: v1\nkind: ConfigMap\n".to_vec();
+    let taken = store.put_bytes(&network).unwrap();
+    let key = format!("url:{MANIFEST_URL}");
+    store
+        .remember(&key, &taken, network.len() as u64, MANIFEST_URL)
+        .unwrap();
+    // Things no lock needs: a checksum file and its entry.
+    let sum = store.put_bytes(b"0123 kubeadm\n").unwrap();
+    store
+        .remember(&format!("url:{FILE_URL}.sha256"), &sum, 13, "")
+        .unwrap();
+
+    let mut needed = BTreeSet::from([file.to_string(), taken.to_string()]);
+    let mut needed_keys = BTreeSet::from([format!("url:{FILE_URL}"), key]);
+    let mut arches = serde_json::Map::new();
+    for arch in ["amd64", "arm64"] {
+        let mut images = Vec::new();
+        for (_, reference) in LOCKED.iter().filter(|(a, _)| *a == arch) {
+            let fixture = world.corpus.get(reference);
+            let image = &fixture.per_arch[arch];
+            needed.insert(fixture.top.clone());
+            needed.extend([image.manifest.clone(), image.config.clone()]);
+            needed.extend(image.layers.iter().cloned());
+            needed_keys.insert(format!("tag:{reference}"));
+            images.push(json!({
+                "reference": reference, "digest": fixture.top,
+                "manifest": image.manifest, "size": 1,
+            }));
+        }
+        let files = match arch {
+            "amd64" => vec![json!({
+                "path": "k8s/kubeadm", "url": FILE_URL, "size": size, "sha256": file.hex(),
+            })],
+            _ => Vec::new(),
+        };
+        arches.insert(
+            arch.into(),
+            json!({"iso": format!("setup-{arch}.iso"), "files": files, "images": images}),
+        );
+    }
+    let lock = json!({
+        "version": 1, "cks_iso": env!("CARGO_PKG_VERSION"), "epoch": 1700000000,
+        "request": {
+            "kubernetes": "1.33.1", "arches": ["amd64", "arm64"], "cni": "1.6.2",
+            "crictl": "1.33.0", "etcd": null, "csi": null, "ccm": "v1.2.0",
+            "autoscaler": "1.33.4", "volume_id": "CDROM", "name": "setup-v1.33.1",
+        },
+        "autoscaler": {"version": "1.33.4", "tag": "cluster-autoscaler-1.33.4",
+                       "commit": null, "pinned": true},
+        "kubeadm": {"pause": "3.10", "etcd": "3.5.21-0", "coredns": "v1.12.0",
+                    "source": "embedded table"},
+        "manifests": [
+            {"path": "network.yaml", "role": "network", "source": MANIFEST_URL,
+             "sha256_taken": taken.hex(), "sha256": taken.hex()},
+            {"path": "kubelet.service", "role": "unit", "source": "builtin:kubelet.service",
+             "sha256_taken": Digest::of(b"unit").hex(), "sha256": Digest::of(b"unit").hex()},
+        ],
+        "arches": arches,
+    });
+    let lock_path = tmp.path().join("cks-iso.lock");
+    fs::write(&lock_path, serde_json::to_string_pretty(&lock).unwrap()).unwrap();
+    Setup {
+        _world: world,
+        tmp,
+        cache,
+        lock: lock_path,
+        needed,
+        needed_keys,
+        file,
+    }
+}
+
+/// `cks-iso cache <args> --cache-dir <cache>`.
+fn cache_cmd(cache: &Path, args: &[&str]) -> Output {
+    cks_iso()
+        .arg("cache")
+        .args(args)
+        .arg("--cache-dir")
+        .arg(cache)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    out
+}
+
+/// `sha256:<hex>` of every blob under its final name, and every index key, in `cache`.
+fn contents(cache: &Path) -> (BTreeSet<String>, BTreeSet<String>) {
+    let store = Cache::new(cache);
+    let (blobs, _) = store.blob_files().unwrap();
+    let keys = store.index().unwrap().into_iter().map(|e| e.key).collect();
+    (
+        blobs.into_iter().map(|b| b.digest.to_string()).collect(),
+        keys,
+    )
+}
+
+fn ls_json(cache: &Path, locked: &Path) -> Value {
+    let out = ok(cache_cmd(cache, &["ls", "--json", "--locked", p(locked)]));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn export_then_import_carries_exactly_what_the_lock_needs() {
+    let s = setup();
+    let export = s.tmp.path().join("export");
+    let out = ok(cache_cmd(
+        &s.cache,
+        &["export", "--locked", p(&s.lock), "-o", p(&export)],
+    ));
+    assert!(
+        text(&out.stdout).contains("exported"),
+        "{}",
+        text(&out.stdout)
+    );
+    let (blobs, keys) = contents(&export);
+    assert_eq!(blobs, s.needed, "the export holds exactly the needed blobs");
+    assert_eq!(keys, s.needed_keys, "and exactly the needed index entries");
+    assert!(
+        support::names(&export.join("blobs/sha256"))
+            .iter()
+            .all(|n| !n.starts_with('.'))
+    );
+
+    let carried = s.tmp.path().join("other-side");
+    let out = ok(cache_cmd(&carried, &["import", p(&export)]));
+    assert!(
+        text(&out.stdout).contains("imported"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(
+        contents(&carried),
+        (s.needed.clone(), s.needed_keys.clone())
+    );
+    let listed = ls_json(&carried, &s.lock);
+    assert_eq!(listed["locks"][0]["missing"], 0, "{listed:#}");
+    assert_eq!(listed["locks"][0]["complete"], true, "{listed:#}");
+    assert_eq!(listed["unneeded"]["count"], 0, "{listed:#}");
+    let store = Cache::new(&carried);
+    let pause = store
+        .recall("tag:registry.k8s.io/pause:3.10")
+        .expect("tag entry");
+    assert_eq!(
+        pause.digest.to_string(),
+        s._world.corpus.get("registry.k8s.io/pause:3.10").top
+    );
+    assert_eq!(
+        store.recall(&format!("url:{FILE_URL}")).unwrap().digest,
+        s.file
+    );
+
+    // The source still lists busybox as needed by no lock; the text form names each blob.
+    let out = ok(cache_cmd(&s.cache, &["ls", "--locked", p(&s.lock)]));
+    let listing = text(&out.stdout);
+    assert!(listing.contains("0 missing"), "{listing}");
+    assert!(
+        listing.contains(&format!("ok      {}", s.file)),
+        "{listing}"
+    );
+    assert!(
+        !listing.contains("needed by none of these locks: 0"),
+        "{listing}"
+    );
+}
+
+#[test]
+fn an_iso_carrying_a_lock_is_read_like_the_lock() {
+    let s = setup();
+    let root = s.tmp.path().join("root");
+    fs::create_dir_all(&root).unwrap();
+    fs::copy(&s.lock, root.join("cks-iso.lock")).unwrap();
+    let iso = s.tmp.path().join("with-lock.iso");
+    support::build_iso(&root, &iso);
+    let export = s.tmp.path().join("export");
+    ok(cache_cmd(
+        &s.cache,
+        &["export", "--locked", p(&iso), "-o", p(&export)],
+    ));
+    assert_eq!(contents(&export).0, s.needed);
+    // An ISO without a lock, and a file that is neither, are refused as bad input.
+    fs::remove_file(root.join("cks-iso.lock")).unwrap();
+    let bare = s.tmp.path().join("bare.iso");
+    support::build_iso(&root, &bare);
+    let out = cache_cmd(&s.cache, &["ls", "--locked", p(&bare)]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("cks-iso.lock"),
+        "{}",
+        text(&out.stderr)
+    );
+    let junk = s.tmp.path().join("junk.lock");
+    fs::write(&junk, "{ not json").unwrap();
+    let out = cache_cmd(&s.cache, &["ls", "--locked", p(&junk)]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("is not a cks-iso lock"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn export_names_the_first_missing_blob_and_writes_nothing() {
+    let s = setup();
+    let apiserver = &s._world.corpus.get(LOCKED[0].1).per_arch["amd64"];
+    let layer = &apiserver.layers[1];
+    fs::remove_file(s.cache.join("blobs/sha256").join(&layer[7..])).unwrap();
+    let export = s.tmp.path().join("export");
+    let out = cache_cmd(
+        &s.cache,
+        &["export", "--locked", p(&s.lock), "-o", p(&export)],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(layer) && err.contains("kube-apiserver"),
+        "{err}"
+    );
+    assert!(err.contains("hint:") && err.contains("--locked"), "{err}");
+    assert!(!export.exists(), "nothing written");
+    let listed = ls_json(&s.cache, &s.lock);
+    assert_eq!(listed["locks"][0]["missing"], 1, "{listed:#}");
+
+    // Without the index the layers are unknown: prune refuses rather than guess.
+    fs::remove_file(s.cache.join("blobs/sha256").join(&apiserver.manifest[7..])).unwrap();
+    let out = cache_cmd(&s.cache, &["prune", "--keep-locked", p(&s.lock)]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&apiserver.manifest) && err.contains("nothing removed"),
+        "{err}"
+    );
+    assert!(
+        contents(&s.cache).0.len() > s.needed.len(),
+        "nothing was pruned"
+    );
+}
+
+#[test]
+fn verify_names_a_flipped_byte_and_fix_removes_it() {
+    let s = setup();
+    ok(cache_cmd(&s.cache, &["verify"]));
+    let layer = s._world.corpus.get(LOCKED[1].1).per_arch["arm64"].layers[0].clone();
+    let path = s.cache.join("blobs/sha256").join(&layer[7..]);
+    let mut bytes = fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    fs::write(&path, &bytes).unwrap();
+    // A file a writer is busy with is not a problem.
+    fs::write(s.cache.join("blobs/sha256/.abc.1234.partial"), b"half").unwrap();
+    // An index entry whose blob is gone is one.
+    fs::remove_file(s.cache.join("blobs/sha256").join(s.file.hex())).unwrap();
+
+    let out = cache_cmd(&s.cache, &["verify"]);
+    let report = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{report}{}", text(&out.stderr));
+    assert!(report.contains(&format!("corrupt {layer}")), "{report}");
+    assert!(
+        report.contains(&format!("dangling index entry url:{FILE_URL}")),
+        "{report}"
+    );
+    assert!(!report.contains(".partial"), "{report}");
+    assert!(text(&out.stderr).contains("hint:"), "{}", text(&out.stderr));
+    assert!(path.exists(), "verify alone removes nothing");
+
+    let out = ok(cache_cmd(&s.cache, &["verify", "--fix"]));
+    let report = text(&out.stdout);
+    assert!(
+        report.contains(&format!("removed blob {layer}")),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!("removed index entry url:{FILE_URL}")),
+        "{report}"
+    );
+    assert!(!path.exists());
+    assert!(s.cache.join("blobs/sha256/.abc.1234.partial").exists());
+    ok(cache_cmd(&s.cache, &["verify"]));
+    let listed = ls_json(&s.cache, &s.lock);
+    assert_eq!(
+        listed["locks"][0]["missing"], 2,
+        "the layer and the file: {listed:#}"
+    );
+}
+
+#[test]
+fn import_refuses_a_corrupt_blob_and_takes_the_rest() {
+    let s = setup();
+    let export = s.tmp.path().join("export");
+    ok(cache_cmd(
+        &s.cache,
+        &["export", "--locked", p(&s.lock), "-o", p(&export)],
+    ));
+    let victim = s.file.clone();
+    let path = export.join("blobs/sha256").join(victim.hex());
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[0] ^= 0x80;
+    fs::write(&path, &bytes).unwrap();
+    let carried = s.tmp.path().join("other-side");
+    let out = cache_cmd(&carried, &["import", p(&export)]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&victim.to_string()) && err.contains("hint:"),
+        "{err}"
+    );
+    let (blobs, keys) = contents(&carried);
+    let mut expected = s.needed.clone();
+    expected.remove(&victim.to_string());
+    assert_eq!(blobs, expected, "every other blob imported");
+    assert!(
+        !keys.contains(&format!("url:{FILE_URL}")),
+        "no entry naming nothing"
+    );
+    let out = cache_cmd(&carried, &["import", p(&s.tmp.path().join("nowhere"))]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn prune_keeps_exactly_what_the_locks_need() {
+    let s = setup();
+    let out = cache_cmd(&s.cache, &["prune"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--keep-locked"));
+    let (before, keys_before) = contents(&s.cache);
+    let busybox = &s._world.corpus.get(UNLOCKED).per_arch["amd64"];
+    assert!(before.contains(&busybox.config));
+
+    let out = ok(cache_cmd(&s.cache, &["prune", "--keep-locked", p(&s.lock)]));
+    let report = text(&out.stdout);
+    assert!(report.contains("freed"), "{report}");
+    assert!(
+        report.contains(&format!("removed {}", busybox.config)),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!("removed index entry url:{FILE_URL}.sha256")),
+        "{report}"
+    );
+    // Tag entries are kept where the pulls wrote them.
+    let kept_keys = s.needed_keys.intersection(&keys_before).cloned().collect();
+    assert_eq!(contents(&s.cache), (s.needed.clone(), kept_keys));
+    let listed = ls_json(&s.cache, &s.lock);
+    assert_eq!(listed["locks"][0]["missing"], 0, "{listed:#}");
+    // A second prune finds nothing more.
+    let out = ok(cache_cmd(&s.cache, &["prune", "--keep-locked", p(&s.lock)]));
+    assert!(
+        text(&out.stdout).starts_with("freed 0 bytes"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+/// The whole air-gap trip: an online build writes its lock, the cache is exported for it and
+/// imported into an empty cache, every server stops, and `build --locked --offline` from that
+/// cache makes the same ISO byte for byte. On the way, a corrupt blob removed by `verify --fix`
+/// is fetched again by the next build.
+#[test]
+fn a_cache_exported_for_a_build_rebuilds_it_offline_elsewhere() {
+    use cks_iso_testworld::world::{Options, World};
+    let world = World::start(Options::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let at = |rel: &str| tmp.path().join(rel);
+    fs::create_dir_all(at("tmp")).unwrap();
+    let lock = at("cks-iso.lock");
+    ok(cks_iso()
+        .env("CKS_ISO_CONFIG", world.config_path())
+        .env("TMPDIR", at("tmp"))
+        .env("SOURCE_DATE_EPOCH", "1700000000")
+        .args([
+            "build",
+            "--arch",
+            "amd64",
+            "--kubernetes",
+            world.kubernetes(),
+        ])
+        .args([
+            "--network",
+            world.network_url(),
+            "--dashboard",
+            world.dashboard_url(),
+        ])
+        .args(["--headlamp", world.headlamp_url()])
+        .args(["--output", p(&at("online")), "--cache-dir", p(&at("cache"))])
+        .args(["--lock-file", p(&lock)])
+        .output()
+        .unwrap());
+    ok(cache_cmd(
+        &at("cache"),
+        &["export", "--locked", p(&lock), "-o", p(&at("export"))],
+    ));
+    ok(cache_cmd(&at("carried"), &["import", p(&at("export"))]));
+    assert_eq!(contents(&at("carried")), contents(&at("export")));
+    let listed = ls_json(&at("carried"), &lock);
+    assert_eq!(listed["locks"][0]["missing"], 0, "{listed:#}");
+
+    // A flipped byte in the online cache: verify names it, --fix removes it, and the next
+    // locked build fetches it again and makes the same ISO.
+    let (blobs, _) = Cache::new(at("cache")).blob_files().unwrap();
+    let biggest = blobs.iter().max_by_key(|b| b.size).unwrap().digest.clone();
+    let path = at("cache/blobs/sha256").join(biggest.hex());
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[7] ^= 0x20;
+    fs::write(&path, bytes).unwrap();
+    let out = cache_cmd(&at("cache"), &["verify"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stdout).contains(&format!("corrupt {biggest}")));
+    ok(cache_cmd(&at("cache"), &["verify", "--fix"]));
+    assert!(!path.exists());
+    ok(cks_iso()
+        .env("CKS_ISO_CONFIG", world.config_path())
+        .env("TMPDIR", at("tmp"))
+        .args([
+            "build",
+            "--locked",
+            p(&lock),
+            "--output",
+            p(&at("refetched")),
+        ])
+        .args(["--cache-dir", p(&at("cache"))])
+        .output()
+        .unwrap());
+    assert_eq!(
+        Cache::new(at("cache")).rehash(&biggest).unwrap().actual,
+        biggest
+    );
+    drop(world);
+
+    let out = ok(cks_iso()
+        .env_remove("CKS_ISO_CONFIG")
+        .env("TMPDIR", at("tmp"))
+        .args(["build", "--locked", p(&lock), "--offline"])
+        .args([
+            "--output",
+            p(&at("offline")),
+            "--cache-dir",
+            p(&at("carried")),
+        ])
+        .output()
+        .unwrap());
+    let isos = |dir: &str| -> Vec<String> {
+        support::names(&at(dir))
+            .into_iter()
+            .filter(|n| n.ends_with(".iso"))
+            .collect()
+    };
+    assert_eq!(isos("online").len(), 1, "{}", text(&out.stderr));
+    assert_eq!(isos("online"), isos("offline"));
+    let name = &isos("online")[0];
+    let (online, offline) = (at("online").join(name), at("offline").join(name));
+    assert!(
+        fs::read(&online).unwrap() == fs::read(&offline).unwrap(),
+        "{name} differs between the online build and the offline one from the carried cache"
+    );
+    assert!(
+        fs::read(&online).unwrap() == fs::read(at("refetched").join(name)).unwrap(),
+        "{name} differs after the corrupt blob was fetched again"
+    );
+    assert!(support::names(&at("tmp")).is_empty(), "nothing left behind");
+}

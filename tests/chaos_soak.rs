@@ -1,0 +1,184 @@
+//! The chaos soak: seeded random faults on a fifth of the requests to the registry, the upstream
+//! stand-in and git — server errors, 429 with `Retry-After`, resets before and during a body,
+//! truncation, an empty 200 that promised a length, a flipped byte, a stall past the idle timeout,
+//! Range ignored, refused or misanswered, a slow trickle — with the default retry settings. Each
+//! build must end either in an ISO byte-identical to the fault-free one, or in exit 1 naming what
+//! failed with no ISO, no partial file and no work dir left. At least 90 % must succeed. Prints the
+//! fault tally and the outcome of every build. `CKS_ISO_SOAK_BUILDS` sets how many (default 6).
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use cks_iso_testworld::chaos::Chaos;
+use cks_iso_testworld::faults::FaultProxy;
+use cks_iso_testworld::world::{Options, World};
+use support::*;
+
+const EPOCH: &str = "1700000000";
+const ISO: &str = "setup-v1.33.1-x86_64.iso";
+const RATE: f64 = 0.2;
+const IDLE_TIMEOUT: u64 = 2;
+
+/// `http://host:port` of a URL.
+fn origin(url: &str) -> String {
+    let rest = url
+        .strip_prefix("http://")
+        .expect("the world speaks plain HTTP");
+    format!("http://{}", rest.split('/').next().unwrap())
+}
+
+fn build(config: &Path, dir: &Path, world: &World) -> std::process::Output {
+    let tmp = dir.join("tmp");
+    fs::create_dir_all(&tmp).unwrap();
+    cks_iso()
+        .env("CKS_ISO_CONFIG", config)
+        .env("TMPDIR", &tmp)
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .args(["build", "--no-progress", "--kubernetes", "1.33.1"])
+        .args([
+            "--network",
+            world.network_url(),
+            "--dashboard",
+            world.dashboard_url(),
+        ])
+        .args(["--idle-timeout", &IDLE_TIMEOUT.to_string()])
+        .arg("--output")
+        .arg(dir.join("out"))
+        .arg("--cache-dir")
+        .arg(dir.join("cache"))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn builds_under_a_fifth_of_requests_faulted_end_identical_or_cleanly_and_nine_in_ten_succeed() {
+    let builds: u64 = std::env::var("CKS_ISO_SOAK_BUILDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(6);
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+
+    // The fault-free ISO every build is held to.
+    let clean = d.join("clean");
+    let out = build(world.config_path(), &clean, &world);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reference = fs::read(clean.join("out").join(ISO)).unwrap();
+
+    // Proxies in front of the registry, the upstream stand-in and git, named in the config.
+    let bases = [
+        origin(&world.registry_url()),
+        origin(&world.upstream().url()),
+        origin(&world.autoscaler_git_url()),
+    ];
+    let proxies: Vec<FaultProxy> = bases.iter().map(|b| FaultProxy::start(b)).collect();
+    let mut config = world.config_yaml().to_owned();
+    for (base, proxy) in bases.iter().zip(&proxies) {
+        config = config.replace(base.as_str(), &proxy.url());
+    }
+    let registry_proxy = proxies[0].url().trim_start_matches("http://").to_owned();
+    config = config.replace(
+        "insecure-registries: [",
+        &format!("insecure-registries: [\"{registry_proxy}\", "),
+    );
+    let config_path = d.join("chaos.yaml");
+    fs::write(&config_path, &config).unwrap();
+
+    let mut tally: BTreeMap<String, usize> = BTreeMap::new();
+    let mut requests = 0;
+    let mut outcomes = Vec::new();
+    let started = Instant::now();
+    for i in 0..builds {
+        for (n, proxy) in proxies.iter().enumerate() {
+            proxy.clear_log();
+            let seed = 0x5eed_0000 + i * 16 + n as u64;
+            let mix = Chaos::network_mix(Duration::from_secs(IDLE_TIMEOUT));
+            proxy.chaos(Some(Chaos::new(seed, RATE, mix)));
+        }
+        let run = d.join(format!("run{i}"));
+        let begun = Instant::now();
+        let out = build(&config_path, &run, &world);
+        let took = begun.elapsed();
+        let mut faults = 0;
+        for proxy in &proxies {
+            let log = proxy.log();
+            requests += log.len();
+            for name in log.into_iter().filter_map(|r| r.fault) {
+                let kind = name.split(' ').take(2).collect::<Vec<_>>().join(" ");
+                *tally.entry(kind).or_default() += 1;
+                faults += 1;
+            }
+        }
+        let iso = run.join("out").join(ISO);
+        let leftovers: Vec<String> = names(&run.join("tmp"));
+        assert!(
+            leftovers.is_empty(),
+            "build {i} left a work dir: {leftovers:?}"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let verdict = if out.status.success() {
+            assert!(
+                fs::read(&iso).unwrap() == reference,
+                "build {i} succeeded with an ISO that differs from the fault-free one"
+            );
+            "identical ISO".to_owned()
+        } else {
+            assert_eq!(out.status.code(), Some(1), "build {i}:\n{stderr}");
+            assert!(
+                stderr.contains("error:"),
+                "build {i} failed without saying why:\n{stderr}"
+            );
+            let left = names(&run.join("out"));
+            assert!(left.is_empty(), "build {i} failed and left {left:?}");
+            let first = stderr
+                .lines()
+                .find(|l| l.starts_with("error:"))
+                .unwrap_or_default();
+            format!("exit 1: {first}")
+        };
+        outcomes.push((i, faults, took, verdict));
+    }
+    for proxy in &proxies {
+        proxy.chaos(None);
+    }
+
+    eprintln!(
+        "\nchaos soak: {builds} builds, {requests} requests, {:.0} % faulted",
+        RATE * 100.0
+    );
+    eprintln!("fault tally:");
+    for (kind, count) in &tally {
+        eprintln!("  {count:>5}  {kind}");
+    }
+    eprintln!("outcomes:");
+    for (i, faults, took, verdict) in &outcomes {
+        eprintln!(
+            "  build {i}: {faults:>3} faults, {:>5.1} s, {verdict}",
+            took.as_secs_f64()
+        );
+    }
+    let succeeded = outcomes.iter().filter(|o| o.3 == "identical ISO").count() as u64;
+    eprintln!(
+        "{succeeded} of {builds} succeeded ({:.0} %) in {:.0} s",
+        100.0 * succeeded as f64 / builds as f64,
+        started.elapsed().as_secs_f64()
+    );
+    let faulted: usize = tally.values().sum();
+    assert!(
+        faulted as f64 >= requests as f64 * RATE * 0.5,
+        "the proxies faulted only {faulted} of {requests} requests"
+    );
+    assert!(
+        succeeded * 10 >= builds * 9,
+        "only {succeeded} of {builds} builds succeeded under chaos"
+    );
+}
