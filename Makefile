@@ -54,13 +54,17 @@ doc:
 test: deps lint
 	$(CARGO) test --locked --workspace
 
-# Man pages (cks-iso(1) and the cks-iso-COMMAND(1) it lists) and completions, from the binary.
+# Man pages (cks-iso(1), the cks-iso-COMMAND(1) it lists, and theirs in turn, e.g.
+# cks-iso-cache-export(1)) and completions, from the binary.
 assets: build
 	rm -rf $(ASSETS) && mkdir -p $(ASSETS)/man $(ASSETS)/completions
 	set -o pipefail; $(RELEASE_BIN) man | gzip -9n > $(ASSETS)/man/cks-iso.1.gz
-	set -o pipefail; subs=$$($(RELEASE_BIN) man | sed -n 's/^cks\\-iso\\-\([a-z]*\)(1)$$/\1/p'); \
-	[ -n "$$subs" ] || { echo "make assets: cks-iso man lists no subcommand" >&2; exit 1; }; \
-	for sub in $$subs; do $(RELEASE_BIN) man $$sub | gzip -9n > $(ASSETS)/man/cks-iso-$$sub.1.gz || exit 1; done
+	set -o pipefail; pages() { $(RELEASE_BIN) man $$1 | sed -n 's/^cks\\-iso\\-\([a-z\\-]*\)(1)$$/\1/p' | sed 's/\\-/-/g'; }; \
+	todo=$$(pages ""); [ -n "$$todo" ] || { echo "make assets: cks-iso man lists no subcommand" >&2; exit 1; }; \
+	while [ -n "$$todo" ]; do set -- $$todo; page=$$1; shift; todo="$$*"; \
+		$(RELEASE_BIN) man $${page//-/ } | gzip -9n > $(ASSETS)/man/cks-iso-$$page.1.gz || exit 1; \
+		todo="$$todo $$(pages "$${page//-/ }")"; todo=$${todo# }; \
+	done
 	$(RELEASE_BIN) completions bash > $(ASSETS)/completions/cks-iso
 	$(RELEASE_BIN) completions zsh > $(ASSETS)/completions/_cks-iso
 	$(RELEASE_BIN) completions fish > $(ASSETS)/completions/cks-iso.fish

@@ -121,9 +121,10 @@ pub enum Shell {
 #[derive(Debug, Args)]
 #[command(after_help = "Read it with: cks-iso man | man -l -")]
 pub struct ManArgs {
-    /// The subcommand whose page to print (the page cks-iso-COMMAND(1)) [default: cks-iso(1)].
+    /// The subcommand whose page to print, e.g. `build` for cks-iso-build(1) or `cache export`
+    /// for cks-iso-cache-export(1) [default: cks-iso(1)].
     #[arg(value_name = "COMMAND")]
-    pub command: Option<String>,
+    pub command: Vec<String>,
 }
 
 /// Network settings; each may also come from the configuration file, which the flags override.

@@ -65,18 +65,25 @@ pub fn man(args: ManArgs) -> Result<(), AppError> {
     // Building propagates the global options into the subcommands and names them `cks-iso-X`.
     cmd.build();
     let mut buf = Vec::new();
-    match args.command {
-        None => main_page(cmd, &mut buf),
-        Some(name) => {
-            let Some(sub) = cmd.find_subcommand(&name).cloned() else {
-                let names: Vec<&str> = cmd.get_subcommands().map(|s| s.get_name()).collect();
+    if args.command.is_empty() {
+        main_page(cmd, &mut buf)
+    } else {
+        let mut page = cmd;
+        for name in &args.command {
+            let Some(sub) = page.find_subcommand(name).cloned() else {
+                let names: Vec<&str> = page.get_subcommands().map(|s| s.get_name()).collect();
+                let hint = match names.is_empty() {
+                    true => format!("{} has no subcommands", page.get_name()),
+                    false => format!("one of: {}", names.join(", ")),
+                };
                 return Err(AppError::usage(
                     anyhow::anyhow!("there is no subcommand {name:?} to print the page of"),
-                    Some(format!("one of: {}", names.join(", "))),
+                    Some(hint),
                 ));
             };
-            man_for(sub).render(&mut buf)
+            page = sub;
         }
+        man_for(page).render(&mut buf)
     }
     .map_err(|e| AppError::failure(anyhow::Error::new(e).context("cannot render"), None))?;
     print(&buf)
