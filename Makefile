@@ -5,15 +5,21 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Debian packages the tests and the demo use: the real readers and servers we judge output with.
 DEB_PACKAGES := docker-registry git xorriso genisoimage libarchive-tools p7zip-full skopeo \
-	containerd time util-linux curl python3 python3-venv
+	containerd time util-linux curl python3 python3-venv man-db zsh fish lintian
 # The command each package provides, to tell whether it is already installed.
 DEB_COMMANDS := docker-registry git xorriso isoinfo bsdtar 7z skopeo containerd /usr/bin/time unshare curl \
-	python3
+	python3 man zsh fish lintian
 # The formats' own SBOM validators, from PyPI into a virtualenv the tests use (tests/build_e2e.rs).
 SBOM_VENV := .venv-sbom
 SBOM_PIP := cyclonedx-python-lib[json-validation]==11.12.0 spdx-tools==0.8.5
 
-.PHONY: all deps build test lint doc demo bench fuzz clean
+# `make deb`: cargo-deb packages the release binary with the man pages and completions that binary
+# generates into $(ASSETS). cargo-deb is installed by the target when missing.
+RELEASE_BIN := target/release/cks-iso
+ASSETS := target/assets
+CARGO_DEB_VERSION := 3.8.0
+
+.PHONY: all deps build test lint doc demo bench fuzz clean assets deb test-deb
 
 all: build
 
@@ -47,6 +53,45 @@ doc:
 
 test: deps lint doc
 	$(CARGO) test --locked --workspace
+
+# Man pages (cks-iso(1), the cks-iso-COMMAND(1) it lists, and theirs in turn, e.g.
+# cks-iso-cache-export(1)) and completions, from the binary.
+assets: build
+	rm -rf $(ASSETS) && mkdir -p $(ASSETS)/man $(ASSETS)/completions
+	set -o pipefail; $(RELEASE_BIN) man | gzip -9n > $(ASSETS)/man/cks-iso.1.gz
+	set -o pipefail; pages() { $(RELEASE_BIN) man $$1 | sed -n 's/^cks\\-iso\\-\([a-z\\-]*\)(1)$$/\1/p' | sed 's/\\-/-/g'; }; \
+	todo=$$(pages ""); [ -n "$$todo" ] || { echo "make assets: cks-iso man lists no subcommand" >&2; exit 1; }; \
+	while [ -n "$$todo" ]; do set -- $$todo; page=$$1; shift; todo="$$*"; \
+		$(RELEASE_BIN) man $${page//-/ } | gzip -9n > $(ASSETS)/man/cks-iso-$$page.1.gz || exit 1; \
+		todo="$$todo $$(pages "$${page//-/ }")"; todo=$${todo# }; \
+	done
+	$(RELEASE_BIN) completions bash > $(ASSETS)/completions/cks-iso
+	$(RELEASE_BIN) completions zsh > $(ASSETS)/completions/_cks-iso
+	$(RELEASE_BIN) completions fish > $(ASSETS)/completions/cks-iso.fish
+	gzip -9nc CHANGELOG.md > $(ASSETS)/changelog.gz
+	set -o pipefail; version=$$($(RELEASE_BIN) --version | cut -d' ' -f2); \
+	maintainer=$$(sed -n 's/^maintainer = "\(.*\)"$$/\1/p' Cargo.toml); \
+	date=$$(git log -1 --format=%cD 2>/dev/null || date -R); \
+	printf '%s\n' "cks-iso ($$version-1) unstable; urgency=medium" "" \
+		"  * cks-iso $$version; changes in /usr/share/doc/cks-iso/changelog.gz." "" \
+		" -- $$maintainer  $$date" > $(ASSETS)/changelog.Debian
+
+deb: assets
+	@command -v cargo-deb >/dev/null 2>&1 || { echo "make deb: installing cargo-deb $(CARGO_DEB_VERSION)"; \
+		$(CARGO) install cargo-deb --version $(CARGO_DEB_VERSION) --locked; }
+	rm -f target/debian/cks-iso_*.deb
+	$(CARGO) deb --locked --no-build -p cks-iso
+
+# The package judged by lintian, dpkg-deb and man, and `cargo install --path .`; needs the release
+# build, so it is its own target, which .ci/run calls after `make test`. The install runs here, not
+# in a test: under `cargo test` the environment differs enough that build scripts rebuild the
+# whole release tree, while from make it reuses the build `make deb` just made.
+test-deb: deps deb
+	$(CARGO) test --locked --test packaging -- --ignored
+	root=$$(mktemp -d) && trap 'rm -rf "$$root"' EXIT && \
+	$(CARGO) install --locked --path . --root "$$root" && \
+	"$$root/bin/cks-iso" --version | grep -q "^cks-iso $$($(RELEASE_BIN) --version | cut -d' ' -f2)" && \
+	echo "make test-deb: cargo install --path . works"
 
 demo: deps
 	./scripts/demo.sh

@@ -40,7 +40,7 @@ pub fn remove_on_signal() -> Result<(), ctrlc::Error> {
         for path in paths.iter().rev() {
             remove_path(path);
         }
-        eprintln!("interrupted: removed {} temporary path(s)", paths.len());
+        tracing::warn!("interrupted: removed {} temporary path(s)", paths.len());
         std::process::exit(INTERRUPTED_EXIT);
     })
 }

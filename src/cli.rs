@@ -6,11 +6,15 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::ui::Color;
+use crate::ui::{Color, LogFormat};
+
+/// The version and, when built from a git checkout, the commit: `0.1.0 (1a2b3c4d5e6f)` (set by
+/// `build.rs`).
+pub const VERSION: &str = env!("CKS_ISO_VERSION");
 
 /// Builds the CloudStack Kubernetes Service binaries ISO without root, daemon or mkisofs.
 #[derive(Debug, Parser)]
-#[command(name = "cks-iso", version, about, propagate_version = true)]
+#[command(name = "cks-iso", version = VERSION, about, propagate_version = true)]
 pub struct Cli {
     /// Options every subcommand takes.
     #[command(flatten)]
@@ -41,6 +45,9 @@ pub struct Global {
     /// Never draw progress bars or progress lines.
     #[arg(long, global = true, help_heading = "Global options")]
     pub no_progress: bool,
+    /// Format of stderr: text for people, or json (one object a line: logs and progress events).
+    #[arg(long, global = true, help_heading = "Global options", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
 }
 
 /// The subcommands.
@@ -61,6 +68,63 @@ pub enum Command {
     Cache(CacheCommand),
     /// Show what changed between two ISOs or locks; exit 0 when identical, 1 when different.
     Diff(DiffArgs),
+    /// Check, without building, that the configuration, mirrors, registries, credentials, git
+    /// endpoint and local directories work; one line per check, exit 1 if any fails.
+    Doctor(Box<DoctorArgs>),
+    /// Print the shell completion script for bash, zsh or fish on stdout.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) of cks-iso, or of one subcommand, on stdout.
+    Man(ManArgs),
+}
+
+/// `cks-iso doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Also resolve this Kubernetes release and check there is room for what its build needs.
+    #[arg(long, value_name = "VERSION")]
+    pub kubernetes: Option<String>,
+    /// Target architecture for the room check, repeatable: amd64 or arm64 [default: amd64].
+    #[arg(long = "arch", value_name = "ARCH")]
+    pub arches: Vec<String>,
+    /// Blob cache to check [default: $XDG_CACHE_HOME/cks-iso, else ~/.cache/cks-iso].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Network settings.
+    #[command(flatten)]
+    pub net: NetArgs,
+}
+
+/// `cks-iso completions`.
+#[derive(Debug, Args)]
+#[command(after_help = "Install, e.g.:\n  \
+    cks-iso completions bash > ~/.local/share/bash-completion/completions/cks-iso\n  \
+    cks-iso completions zsh > ~/.zfunc/_cks-iso   # a directory on $fpath\n  \
+    cks-iso completions fish > ~/.config/fish/completions/cks-iso.fish")]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// A shell cks-iso writes completions for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Shell {
+    /// GNU bash (bash-completion).
+    Bash,
+    /// Z shell.
+    Zsh,
+    /// fish.
+    Fish,
+}
+
+/// `cks-iso man`.
+#[derive(Debug, Args)]
+#[command(after_help = "Read it with: cks-iso man | man -l -")]
+pub struct ManArgs {
+    /// The subcommand whose page to print, e.g. `build` for cks-iso-build(1) or `cache export`
+    /// for cks-iso-cache-export(1) [default: cks-iso(1)].
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 /// Network settings; each may also come from the configuration file, which the flags override.

@@ -54,6 +54,12 @@ pub const HOME: Var = Var {
     about: "the default blob cache is `$HOME/.cache/cks-iso` when `XDG_CACHE_HOME` is unset; `$HOME/.docker/config.json` gives registry credentials",
 };
 
+/// Where temporary work directories go (read through `std::env::temp_dir`).
+pub const TMPDIR: Var = Var {
+    name: "TMPDIR",
+    about: "where `build` stages each ISO's tree before writing it (default `/tmp`); needs room for the images",
+};
+
 /// The configuration file, when `--config` is not given.
 pub const CKS_ISO_CONFIG: Var = Var {
     name: "CKS_ISO_CONFIG",
@@ -103,6 +109,7 @@ pub const ALL: &[Var] = &[
     NO_PROXY,
     XDG_CACHE_HOME,
     HOME,
+    TMPDIR,
     DOCKER_CONFIG,
     REGISTRY_AUTH_FILE,
 ];

@@ -2,19 +2,20 @@
 
 use std::process::ExitCode;
 
-use cks_iso::{app, atomic, cli::Cli, ui::Ui};
+use cks_iso::{app, atomic, cli::Cli, ui, ui::Ui};
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let args: Vec<_> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(err) => {
-            let _ = err.print();
+            ui::print_parse_error(&err, &args);
             return ExitCode::from(if err.use_stderr() { 2 } else { 0 });
         }
     };
     let g = &cli.global;
-    let ui = Ui::new(g.quiet, g.verbose, g.color, g.no_progress);
+    let ui = Ui::new(g.quiet, g.verbose, g.color, g.no_progress, g.log_format);
     ui.init_logging();
     if let Err(err) = atomic::remove_on_signal() {
         tracing::warn!(

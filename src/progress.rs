@@ -11,6 +11,27 @@ pub trait Progress: Sync {
     fn advance(&self, bytes: u64);
     /// All is done.
     fn finish(&self) {}
+    /// One item (an image blob, a downloaded file) of `bytes` is in place, taken from `source`.
+    fn item(&self, _item: &str, _bytes: u64, _source: Source) {}
+}
+
+/// Where an item came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Already in the local cache: nothing was transferred.
+    Cache,
+    /// Downloaded in this run.
+    Network,
+}
+
+impl Source {
+    /// `cache` or `network`, as the JSON progress events say.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Cache => "cache",
+            Source::Network => "network",
+        }
+    }
 }
 
 /// Progress nobody watches.

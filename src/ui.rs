@@ -4,6 +4,11 @@
 //! terminal progress is a bar; elsewhere (CI logs, pipes) it becomes a plain line every few
 //! seconds, so logs stay readable. `-q` silences both except errors; `--no-progress` keeps the
 //! log lines and drops the bars.
+//!
+//! With `--log-format json` every line on stderr is one JSON object, for CI systems: log records
+//! as tracing-subscriber's JSON formatter writes them, progress as records of the target
+//! `cks_iso::progress` (never bars), and the final error report as one `ERROR` record with its
+//! causes and hint. The schema is documented in the README ("JSON logs").
 
 use std::fmt;
 use std::io::IsTerminal;
@@ -17,7 +22,7 @@ use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::env;
-use crate::progress::Progress;
+use crate::progress::{Progress, Source};
 
 /// When to colour stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -29,6 +34,16 @@ pub enum Color {
     Always,
     /// Never.
     Never,
+}
+
+/// What stderr looks like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Lines for people: `warning: …`, progress bars on a terminal.
+    #[default]
+    Text,
+    /// One JSON object a line: log records and progress events, no bars, no colour.
+    Json,
 }
 
 /// How chatty to be, decided once from the global flags.
@@ -44,13 +59,23 @@ pub struct Ui {
     pub progress: bool,
     /// Whether progress may be drawn as a bar (stderr is a terminal).
     pub terminal: bool,
+    /// Whether stderr carries JSON lines (`--log-format json`).
+    pub json: bool,
 }
 
 impl Ui {
     /// Resolves the global flags against the environment.
-    pub fn new(quiet: bool, verbose: u8, color: Color, no_progress: bool) -> Self {
+    pub fn new(
+        quiet: bool,
+        verbose: u8,
+        color: Color,
+        no_progress: bool,
+        format: LogFormat,
+    ) -> Self {
         let terminal = std::io::stderr().is_terminal();
+        let json = format == LogFormat::Json;
         let color = match color {
+            _ if json => false,
             Color::Always => true,
             Color::Never => false,
             Color::Auto => terminal && env::NO_COLOR.get().is_none(),
@@ -61,6 +86,7 @@ impl Ui {
             color,
             progress: !quiet && !no_progress,
             terminal,
+            json,
         }
     }
 
@@ -76,6 +102,17 @@ impl Ui {
             .get()
             .and_then(|f| tracing_subscriber::EnvFilter::try_new(f).ok())
             .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(format!("cks_iso={level}")));
+        if self.json {
+            let _ = tracing_subscriber::fmt()
+                .json()
+                .with_current_span(false)
+                .with_span_list(false)
+                .with_env_filter(filter)
+                .with_writer(std::io::stderr)
+                .with_ansi(false)
+                .try_init();
+            return;
+        }
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(std::io::stderr)
@@ -88,6 +125,9 @@ impl Ui {
     pub fn bytes(&self, what: &str) -> Box<dyn Progress> {
         if !self.progress {
             return Box::new(());
+        }
+        if self.json {
+            return Box::new(Json::new(what));
         }
         if self.terminal {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
@@ -103,8 +143,21 @@ impl Ui {
         Box::new(Lines::new(what))
     }
 
+    /// Progress of work whose size is not known up front (files fetched one by one): events in
+    /// JSON mode, nothing in text mode, where the log lines already say what is fetched.
+    pub fn items(&self, what: &str) -> Box<dyn Progress> {
+        match self.json && self.progress {
+            true => Box::new(Json::new(what)),
+            false => Box::new(()),
+        }
+    }
+
     /// Prints `text` as the error report: the message, its causes once each, and a hint.
     pub fn error(&self, text: &str, causes: &[String], hint: Option<&str>) {
+        if self.json {
+            eprintln!("{}", error_record(text, causes, hint));
+            return;
+        }
         let paint = |code: &str, s: &str| match self.color {
             true => format!("\x1b[{code}m{s}\x1b[0m"),
             false => s.to_owned(),
@@ -183,6 +236,161 @@ impl Progress for Lines {
     }
 }
 
+/// Progress as JSON records of the target `cks_iso::progress`: `start`, `advance` (at most once a
+/// second), `item` (one blob or file in place, from the cache or the network) and `finish`.
+struct Json {
+    phase: String,
+    state: Mutex<JsonState>,
+}
+
+struct JsonState {
+    total: Option<u64>,
+    done: u64,
+    last: Instant,
+}
+
+const JSON_EVERY: Duration = Duration::from_secs(1);
+
+impl Json {
+    fn new(phase: &str) -> Self {
+        Self {
+            phase: phase.to_owned(),
+            state: Mutex::new(JsonState {
+                total: None,
+                done: 0,
+                last: Instant::now(),
+            }),
+        }
+    }
+
+    fn emit(&self, event: &str, s: &JsonState) {
+        let phase = self.phase.as_str();
+        let done = s.done;
+        match s.total {
+            Some(total) => tracing::info!(
+                target: "cks_iso::progress",
+                event,
+                phase,
+                bytes_done = done,
+                bytes_total = total,
+                "{phase}: {} of {}",
+                HumanBytes(done),
+                HumanBytes(total)
+            ),
+            None => tracing::info!(
+                target: "cks_iso::progress",
+                event,
+                phase,
+                bytes_done = done,
+                "{phase}: {}",
+                HumanBytes(done)
+            ),
+        }
+    }
+}
+
+impl Progress for Json {
+    fn start(&self, total: u64) {
+        let Ok(mut s) = self.state.lock() else { return };
+        s.total = Some(total);
+        s.last = Instant::now();
+        self.emit("start", &s);
+    }
+    fn advance(&self, bytes: u64) {
+        let Ok(mut s) = self.state.lock() else { return };
+        s.done += bytes;
+        if s.last.elapsed() >= JSON_EVERY {
+            s.last = Instant::now();
+            self.emit("advance", &s);
+        }
+    }
+    fn finish(&self) {
+        let Ok(s) = self.state.lock() else { return };
+        self.emit("finish", &s);
+    }
+    fn item(&self, item: &str, bytes: u64, source: Source) {
+        let phase = self.phase.as_str();
+        let source = source.as_str();
+        tracing::info!(
+            target: "cks_iso::progress",
+            event = "item",
+            phase,
+            item,
+            bytes,
+            source,
+            "{item}: {} from the {source}",
+            HumanBytes(bytes)
+        );
+    }
+}
+
+/// The error report as one record shaped like the tracing ones: `message`, and `causes` (an
+/// array) and `hint` in `fields`.
+fn error_record(text: &str, causes: &[String], hint: Option<&str>) -> String {
+    let mut fields = serde_json::Map::new();
+    fields.insert("message".into(), text.into());
+    fields.insert("causes".into(), causes.into());
+    if let Some(hint) = hint {
+        fields.insert("hint".into(), hint.into());
+    }
+    serde_json::json!({
+        "timestamp": timestamp(std::time::SystemTime::now()),
+        "level": "ERROR",
+        "fields": fields,
+        "target": "cks_iso",
+    })
+    .to_string()
+}
+
+/// Prints a command-line error (before the [`Ui`] exists): as clap renders it, or as one JSON
+/// error record when the arguments ask for `--log-format json`. Help and version go to stdout.
+pub fn print_parse_error(err: &clap::Error, args: &[std::ffi::OsString]) {
+    let wants_json = args
+        .windows(2)
+        .any(|w| w[0] == "--log-format" && w[1] == "json")
+        || args.iter().any(|a| a == "--log-format=json");
+    if !wants_json || !err.use_stderr() {
+        let _ = err.print();
+        return;
+    }
+    let rendered = err.render().to_string();
+    let mut lines = rendered.lines().filter(|l| !l.trim().is_empty());
+    let top = lines.next().unwrap_or_default();
+    let top = top.strip_prefix("error: ").unwrap_or(top);
+    let rest: Vec<String> = lines.map(|l| l.trim().to_owned()).collect();
+    eprintln!("{}", error_record(top, &rest, None));
+}
+
+/// `2026-01-31T12:34:56.123456Z`, as tracing-subscriber's JSON records write their time.
+fn timestamp(at: std::time::SystemTime) -> String {
+    let since = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Days since 1970-01-01 to a proleptic Gregorian date, counting from 0000-03-01 so that
+    // leap days fall at the end of each 400/100/4-year cycle.
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
+    let month = if month_from_march < 10 {
+        month_from_march + 3
+    } else {
+        month_from_march - 9
+    };
+    let year = era * 400 + year_of_era + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since.subsec_micros()
+    )
+}
+
 /// Log lines as `warning: …`, `error: …`, or just the message for info.
 struct Plain {
     color: bool,
@@ -214,5 +422,34 @@ where
         }
         ctx.format_fields(writer.by_ref(), event)?;
         writeln!(writer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::timestamp;
+
+    #[test]
+    fn timestamps_are_rfc3339_utc_with_microseconds() {
+        let at = |secs: u64, micros: u64| {
+            timestamp(UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_micros(micros))
+        };
+        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000000Z");
+        assert_eq!(at(951_782_400, 7), "2000-02-29T00:00:00.000007Z");
+        assert_eq!(at(1_709_251_199, 0), "2024-02-29T23:59:59.000000Z");
+        assert_eq!(at(4_102_444_800, 123_456), "2100-01-01T00:00:00.123456Z");
+    }
+
+    #[test]
+    fn the_error_record_is_one_json_object() {
+        let line = super::error_record("top", &["a".into(), "b\nc".into()], Some("do x"));
+        assert!(!line.contains('\n'));
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["level"], "ERROR");
+        assert_eq!(v["fields"]["message"], "top");
+        assert_eq!(v["fields"]["causes"][1], "b\nc");
+        assert_eq!(v["fields"]["hint"], "do x");
     }
 }

@@ -7,6 +7,8 @@
 mod build;
 mod cache;
 mod diff;
+mod docs;
+mod doctor;
 mod error;
 mod iso;
 mod locks;
@@ -50,5 +52,8 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<Outcome, AppError> {
         Command::Build(args) => done(build::run(*args, ui)),
         Command::Diff(args) => diff::run(args),
         Command::Cache(command) => done(cache::run(command, ui)),
+        Command::Doctor(args) => done(doctor::run(*args, ui)),
+        Command::Completions(args) => done(docs::completions(args)),
+        Command::Man(args) => done(docs::man(args)),
     }
 }

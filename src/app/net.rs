@@ -9,6 +9,7 @@ use crate::cli::NetArgs;
 use crate::config::{self, Overrides, Settings};
 use crate::env;
 use crate::fetch::Download;
+use crate::progress::Progress;
 use crate::registry::{AuthFiles, Registry, RegistryConfig, RegistryMirror, Routes};
 use crate::upstream::Fetcher;
 
@@ -71,18 +72,19 @@ pub(crate) fn cache(dir: Option<PathBuf>) -> Result<Cache, AppError> {
     Ok(Cache::new(root))
 }
 
-/// The upstream downloader for these settings, on `client`, without progress, keeping downloads
-/// in `store` when given.
+/// The upstream downloader for these settings, on `client`, reporting to `progress`, keeping
+/// downloads in `store` when given.
 pub(crate) fn fetcher<'a>(
     client: &'a reqwest::Client,
     settings: &'a Settings,
     store: Option<&'a Cache>,
+    progress: &'a dyn Progress,
 ) -> Fetcher<'a> {
     Fetcher {
         download: Download {
             client,
             retry: settings.http.retry,
-            progress: &(),
+            progress,
             offline: settings.http.offline,
         },
         mirrors: &settings.mirrors,

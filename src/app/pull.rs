@@ -24,8 +24,14 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
     let cache = net::cache(args.cache_dir)?;
     std::fs::create_dir_all(&args.out).map_err(|e| {
         AppError::failure(
-            anyhow::anyhow!(e).context(format!("cannot create {}", args.out.display())),
-            None,
+            anyhow::anyhow!(e).context(format!(
+                "cannot create the output directory {}",
+                args.out.display()
+            )),
+            Some(
+                "pass --out a directory you can write to (its parent must exist or be creatable)"
+                    .into(),
+            ),
         )
     })?;
     let settings = net::settings(args.net)?;
@@ -108,7 +114,11 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
                 references.len(),
                 failed.join(", ")
             ),
-            None,
+            Some(
+                "each error above names its image and cause; the other archives were written, and \
+                 running the same pull again downloads only what is missing"
+                    .into(),
+            ),
         )),
     }
 }
@@ -120,7 +130,10 @@ fn epoch() -> Result<u64, AppError> {
         Some(value) => value.trim().parse().map_err(|_| {
             AppError::usage(
                 anyhow::anyhow!("SOURCE_DATE_EPOCH={value:?} is not a whole number of seconds"),
-                None,
+                Some(
+                    "set it to seconds since 1970-01-01 UTC, e.g. $(git log -1 --format=%ct), or unset it"
+                        .into(),
+                ),
             )
         }),
     }

@@ -65,7 +65,7 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
         })?;
     let resolution = runtime.block_on(async {
         let client = build_client(&settings.http)?;
-        let fetcher = net::fetcher(&client, &settings, None);
+        let fetcher = net::fetcher(&client, &settings, None, &());
         Ok::<_, AppError>(resolve(partial, &client, &fetcher).await?)
     })?;
     for warning in &resolution.warnings {

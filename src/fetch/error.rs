@@ -134,7 +134,9 @@ impl FetchError {
                 "pass the CA that signed the server's certificate with --ca-file".into()
             }
             Self::Transport { .. } => {
-                "check the network, HTTPS_PROXY/NO_PROXY, or point --mirror at a reachable copy".into()
+                "check the network and HTTPS_PROXY/NO_PROXY, or point --mirror (files) or \
+                 --registry-mirror (images) at a reachable copy"
+                    .into()
             }
             Self::Redirects { .. } => {
                 "the server or mirror redirects in a circle; check the --mirror rules and the \

@@ -62,6 +62,11 @@ impl Mirrors {
         self.0.is_empty()
     }
 
+    /// The rules, longest prefix first.
+    pub fn rules(&self) -> &[Mirror] {
+        &self.0
+    }
+
     /// Where to fetch `url` from.
     pub fn rewrite(&self, url: &str) -> String {
         for m in &self.0 {

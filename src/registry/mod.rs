@@ -51,7 +51,7 @@ use crate::image::{
     Arch, Descriptor, Digest, Image, ImageError, Index, MAX_MANIFEST_SIZE, Manifest, MediaType,
     Reference, parse,
 };
-use crate::progress::Progress;
+use crate::progress::{Progress, Source};
 
 /// Largest token reply we read.
 const MAX_TOKEN_SIZE: u64 = 1024 * 1024;
@@ -454,6 +454,8 @@ impl Registry {
         progress: &dyn Progress,
     ) -> Result<(), RegistryError> {
         if self.cache.contains_sized(&desc.digest, desc.size) {
+            let item = format!("{reference} {what} {}", desc.digest);
+            progress.item(&item, desc.size, Source::Cache);
             return Ok(());
         }
         let scope = ep.scope();
@@ -537,6 +539,7 @@ impl Registry {
                 sink.set_mode(0o644).map_err(io_err)?;
                 sink.commit_unsynced().map_err(io_err)?;
                 self.cache.mark_verified(&desc.digest);
+                progress.item(&format!("{reference} {what}"), desc.size, Source::Network);
                 return Ok(());
             }
             let err = RegistryError::Mismatch {
@@ -628,6 +631,77 @@ impl Registry {
             .get_or_try_init(|| async { self.config.auth.lookup(ep.host()) })
             .await
             .cloned()
+    }
+
+    /// Checks, as a pull of `reference` would, that its registry (or mirror) answers `GET /v2/`
+    /// and, when it asks for authentication, that the configured credentials (or none, for an
+    /// anonymous token) get through: a pull token is obtained, or Basic credentials are
+    /// accepted. Returns what was found, for `cks-iso doctor`.
+    pub async fn check_access(&self, reference: &Reference) -> Result<String, RegistryError> {
+        let ep = self.config.routes.endpoint(reference);
+        let host = self.host(&ep);
+        let challenge = self.ping(&ep, reference).await?;
+        let creds = self.credentials(&host, &ep).await?;
+        let who = match creds {
+            Some(_) => "with the configured credentials",
+            None => "anonymously",
+        };
+        match challenge {
+            Challenge::None => Ok(format!(
+                "{} answers; no authentication asked",
+                ep.ping_url()
+            )),
+            Challenge::Basic => {
+                let Some(creds) = creds else {
+                    return Err(RegistryError::Auth {
+                        reference: reference.to_string(),
+                        registry: ep.host().to_owned(),
+                        reason:
+                            "it asks for Basic authentication and no credentials are configured"
+                                .into(),
+                    });
+                };
+                let mut headers = HeaderMap::new();
+                let mut value =
+                    HeaderValue::from_str(&creds.basic()).map_err(|_| RegistryError::Protocol {
+                        reference: reference.to_string(),
+                        registry: ep.host().to_owned(),
+                        reason: "the credentials are not a valid header value".into(),
+                    })?;
+                value.set_sensitive(true);
+                headers.insert(AUTHORIZATION, value);
+                let probed =
+                    fetch::probe(&self.download(&()), Method::GET, &ep.ping_url(), &headers)
+                        .await
+                        .map_err(|source| RegistryError::Fetch {
+                            reference: reference.to_string(),
+                            what: "the registry's API root".into(),
+                            source,
+                        })?;
+                match probed.status.as_u16() {
+                    401 | 403 => Err(RegistryError::Auth {
+                        reference: reference.to_string(),
+                        registry: ep.host().to_owned(),
+                        reason: format!(
+                            "it refused the configured credentials (HTTP {})",
+                            probed.status.as_u16()
+                        ),
+                    }),
+                    _ => Ok(format!(
+                        "{} answers; Basic authentication accepted {who}",
+                        ep.ping_url()
+                    )),
+                }
+            }
+            Challenge::Bearer { realm, service } => {
+                self.token(&host, &ep, reference, &realm, service.as_deref())
+                    .await?;
+                Ok(format!(
+                    "{} answers; pull token obtained {who}",
+                    ep.ping_url()
+                ))
+            }
+        }
     }
 
     /// `GET /v2/`: how the registry wants to be authenticated.

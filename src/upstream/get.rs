@@ -8,6 +8,7 @@ use super::{Artifact, Checksum, UpstreamError, file_name};
 use crate::cache::Cache;
 use crate::fetch::{Download, FetchError, FileSink, Mirrors, get_bytes};
 use crate::image::Digest;
+use crate::progress::Source;
 
 /// Checksum files are a line; more than this is not one.
 const CHECKSUM_LIMIT: u64 = 1 << 20;
@@ -38,6 +39,11 @@ pub struct Expected {
 /// The cache index key of an upstream URL.
 fn url_key(url: &str) -> String {
     format!("url:{url}")
+}
+
+/// The size of a file just written, for progress events (0 if it cannot be read).
+fn size_of(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
 }
 
 /// A verified file at its final path.
@@ -110,7 +116,9 @@ impl Fetcher<'_> {
         dest: &Path,
         expected: Option<&Expected>,
     ) -> Result<Got, UpstreamError> {
+        let progress = self.download.progress;
         if let Some(got) = self.cached(artifact, dest, expected)? {
+            progress.item(&got.url, size_of(&got.path), Source::Cache);
             return Ok(got);
         }
         // Bytes that fail verification were damaged on the way until proven otherwise: the file
@@ -139,6 +147,7 @@ impl Fetcher<'_> {
             tokio::time::sleep(self.download.retry.delay(attempt, None)).await;
             attempt += 1;
         };
+        progress.item(&got.url, size_of(&got.path), Source::Network);
         if let Some(store) = self.store {
             let kept = Digest::parse(&format!("sha256:{}", got.sha256))
                 .map_err(|e| crate::cache::CacheError::Io {

@@ -224,7 +224,9 @@ pub(super) async fn all(
     ui: &Ui,
 ) -> Result<Fetched, AppError> {
     let client = build_client(&settings.http)?;
-    let fetcher = net::fetcher(&client, settings, Some(&cache));
+    // Files come one by one, their total unknown up front: events in JSON mode only.
+    let files = ui.items("downloading files");
+    let fetcher = net::fetcher(&client, settings, Some(&cache), files.as_ref());
     tracing::info!("resolving versions for Kubernetes v{}", partial.kube);
     let resolution = resolve(partial, &client, &fetcher).await?;
     for warning in &resolution.warnings {
@@ -354,6 +356,7 @@ pub(super) async fn all(
             .await?,
         );
     }
+    files.finish();
     Ok(Fetched {
         resolution,
         registry,

@@ -1,0 +1,119 @@
+//! `cks-iso doctor` in the local world: healthy, every check `ok` and exit 0; then with a dead
+//! download mirror and a dead registry mirror, each named in its `FAIL` line with a hint, exit 1.
+
+mod support;
+
+use std::process::Output;
+
+use cks_iso_testworld::world::{Options, World};
+use support::*;
+
+fn doctor(world: &World, cache: &std::path::Path, extra: &[&str]) -> Output {
+    cks_iso()
+        .env("CKS_ISO_CONFIG", world.config_path())
+        .args(["doctor", "--cache-dir", p(cache)])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// A local port nothing listens on.
+fn dead_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[test]
+fn healthy_world_passes_every_check_and_a_dead_mirror_is_named() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+
+    let out = doctor(
+        &world,
+        &cache,
+        &[
+            "--kubernetes",
+            world.kubernetes(),
+            "--arch",
+            "amd64",
+            "--arch",
+            "arm64",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    for line in stdout.lines() {
+        assert!(line.starts_with("ok    "), "not ok: {line}\n{stdout}");
+    }
+    for want in [
+        "ok    configuration: ",
+        "ok    cache dir: ",
+        "ok    TMPDIR ",
+        "ok    mirror ",
+        "(for https://dl.k8s.io): answers",
+        "ok    git ",
+        "cluster-autoscaler tags listed",
+        "ok    registry registry.k8s.io: ",
+        "ok    registry docker.io: ",
+        "ok    resolve Kubernetes v",
+        " for arm64: ",
+        "ok    room in ",
+    ] {
+        assert!(stdout.contains(want), "{want:?} missing:\n{stdout}");
+    }
+
+    // The same world with one dead download mirror and one dead registry mirror.
+    let dead_files = format!("http://127.0.0.1:{}", dead_port());
+    let dead_registry = format!("http://127.0.0.1:{}", dead_port());
+    let out = doctor(
+        &world,
+        &cache,
+        &[
+            "--mirror",
+            &format!("https://dl.k8s.io={dead_files}/dl.k8s.io"),
+            "--registry-mirror",
+            &format!("quay.io={dead_registry}"),
+            "--insecure-registry",
+            dead_registry.trim_start_matches("http://"),
+            "--connect-timeout",
+            "2",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let fail = |needle: &str| {
+        let i = lines
+            .iter()
+            .position(|l| l.starts_with("FAIL  ") && l.contains(needle))
+            .unwrap_or_else(|| panic!("no FAIL naming {needle}:\n{stdout}"));
+        assert!(
+            lines
+                .get(i + 1)
+                .is_some_and(|l| l.trim_start().starts_with("hint: ")),
+            "no hint after {}",
+            lines[i]
+        );
+    };
+    fail(&format!(
+        "mirror {dead_files}/dl.k8s.io (for https://dl.k8s.io)"
+    ));
+    fail(&dead_registry.replace("http://", ""));
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("FAIL")).count(),
+        2,
+        "only the two dead mirrors fail:\n{stdout}"
+    );
+    assert!(
+        stdout.contains("ok    registry registry.k8s.io"),
+        "{stdout}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("2 of "));
+    println!("{stdout}");
+}
