@@ -9,9 +9,13 @@ use serde::Serialize;
 use crate::fetch::{FetchError, retrying};
 use crate::image::{ImageError, Reference};
 use crate::resolve::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, autoscaler_pin};
-use crate::resolve::{Extras, KubeVersion, ResolveError, choose_autoscaler, images, ls_remote};
+use crate::resolve::{
+    Extras, KubeVersion, ResolveError, ccm_tag, choose_autoscaler, images, ls_remote,
+};
 use crate::upstream::content::{check_yaml, images_in_yaml};
-use crate::upstream::{Arch, DEFAULT_CSI, Fetcher, Pins, bare_version, catalog};
+use crate::upstream::{
+    Arch, DEFAULT_CNI, DEFAULT_CSI, Fetcher, Pins, bare_version, catalog, default_crictl,
+};
 
 /// Manifests and constants files are small; more than this is not one.
 const TEXT_LIMIT: u64 = 8 << 20;
@@ -193,6 +197,46 @@ pub struct Partial {
     pub csi: Option<String>,
     /// What a lock already settled: nothing is listed or read for it.
     pub locked: Option<Locked>,
+}
+
+/// The versions the user gave (flags, environment, positional form), before defaults.
+#[derive(Debug, Clone, Default)]
+pub struct Given {
+    /// CNI plugins, with or without `v` [default: [`DEFAULT_CNI`]].
+    pub cni: Option<String>,
+    /// crictl [default: the Kubernetes minor's `.0`].
+    pub crictl: Option<String>,
+    /// etcd, when bundled.
+    pub etcd: Option<String>,
+    /// CSI driver tag, or `none` [default: [`DEFAULT_CSI`]].
+    pub csi: Option<String>,
+    /// CCM tag [default: `v1.2.0`].
+    pub ccm: Option<String>,
+    /// Autoscaler release [default: the newest of the minor].
+    pub autoscaler: Option<String>,
+}
+
+impl Partial {
+    /// The defaults applied to what was given, in one place for `resolve`, `build` and `doctor`.
+    pub fn new(kube: KubeVersion, arch: Arch, given: Given) -> Result<Self, ResolutionError> {
+        Ok(Self {
+            ccm: ccm_tag(given.ccm.as_deref())?,
+            pin: given.autoscaler,
+            cni: given
+                .cni
+                .as_deref()
+                .map_or(DEFAULT_CNI.to_owned(), bare_version),
+            crictl: given
+                .crictl
+                .as_deref()
+                .map_or_else(|| default_crictl(&kube), bare_version),
+            etcd: given.etcd.as_deref().map(bare_version),
+            csi: csi_tag(given.csi.as_deref()),
+            kube,
+            arch,
+            locked: None,
+        })
+    }
 }
 
 /// The parts of a resolution a lock records.

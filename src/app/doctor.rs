@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use reqwest::Method;
 use reqwest::header::HeaderMap;
 
-use crate::resolution::{Partial, csi_tag, resolve};
 use super::{AppError, net};
 use crate::cache::Cache;
 use crate::cli::DoctorArgs;
@@ -19,10 +18,11 @@ use crate::env;
 use crate::fetch::{Download, build_client, probe, redact};
 use crate::image::{Image, Reference};
 use crate::registry::Registry;
+use crate::resolution::{Given, Partial, resolve};
 use crate::resolve::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, check_supported};
-use crate::resolve::{KubeVersion, ccm_tag, ls_remote};
+use crate::resolve::{KubeVersion, ls_remote};
 use crate::ui::Ui;
-use crate::upstream::{Arch, DEFAULT_CNI, default_crictl};
+use crate::upstream::Arch;
 
 /// The upstream hosts a build downloads from, each checked through its mirror rule.
 const UPSTREAMS: &[&str] = &[
@@ -170,15 +170,7 @@ pub fn run(args: DoctorArgs, _ui: &Ui) -> Result<(), AppError> {
             // The network checks still run, with a scratch cache.
             _ => Cache::new(tmp.join(format!("cks-iso-doctor-{}", std::process::id()))),
         };
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| {
-                AppError::failure(
-                    anyhow::Error::new(e).context("cannot start the async runtime"),
-                    None,
-                )
-            })?;
+        let runtime = net::runtime()?;
         runtime.block_on(network(
             &mut checks,
             settings,
@@ -325,17 +317,12 @@ async fn room(
     let mut files = 0u64;
     let mut staged = 0u64;
     for &arch in arches {
-        let partial = Partial {
-            kube: kube.clone(),
-            arch,
-            ccm: ccm_tag(env::CCM_VERSION.get().as_deref())?,
-            pin: env::AUTOSCALER_VERSION.get(),
-            cni: DEFAULT_CNI.to_owned(),
-            crictl: default_crictl(kube),
-            etcd: None,
-            csi: csi_tag(None),
-            locked: None,
+        let given = Given {
+            ccm: env::CCM_VERSION.get(),
+            autoscaler: env::AUTOSCALER_VERSION.get(),
+            ..Given::default()
         };
+        let partial = Partial::new(kube.clone(), arch, given)?;
         let what = format!("resolve Kubernetes v{kube} for {}", arch.k8s());
         let resolution = match resolve(partial, client, &fetcher).await {
             Ok(r) => r,
@@ -349,7 +336,8 @@ async fn room(
             let size = probe(
                 &fetcher.download,
                 Method::HEAD,
-                &row.fetch_url,
+                // Not row.fetch_url: that one is for showing, with credentials masked.
+                &fetcher.mirrors.rewrite(&row.url),
                 &HeaderMap::new(),
             )
             .await

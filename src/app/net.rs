@@ -91,3 +91,16 @@ pub(crate) fn fetcher<'a>(
         store,
     }
 }
+
+/// A single-threaded runtime for the subcommands that only fetch metadata.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, AppError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            AppError::failure(
+                anyhow::Error::new(e).context("cannot start the async runtime"),
+                None,
+            )
+        })
+}

@@ -6,11 +6,11 @@ use super::{AppError, net};
 use crate::cli::ResolveArgs;
 use crate::env;
 use crate::fetch::build_client;
-use crate::resolution::{Partial, Resolution, csi_tag, resolve};
+use crate::resolution::{Given, Partial, Resolution, resolve};
+use crate::resolve::KubeVersion;
 use crate::resolve::version::check_supported;
-use crate::resolve::{KubeVersion, ccm_tag};
 use crate::ui::Ui;
-use crate::upstream::{Arch, DEFAULT_CNI, bare_version, default_crictl};
+use crate::upstream::Arch;
 
 /// Resolves and prints.
 pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
@@ -25,44 +25,24 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
             Some("use amd64 (x86_64) or arm64 (aarch64)".into()),
         )
     })?;
-    let ccm = ccm_tag(
-        args.ccm_version
-            .clone()
-            .or_else(|| env::CCM_VERSION.get())
-            .as_deref(),
-    )?;
-    let pin = args
-        .autoscaler_version
-        .clone()
-        .or_else(|| env::AUTOSCALER_VERSION.get());
     let json = args.json;
-    let partial = Partial {
-        cni: args
-            .cni
-            .as_deref()
-            .map_or(DEFAULT_CNI.to_owned(), bare_version),
-        crictl: args
-            .crictl
-            .as_deref()
-            .map_or_else(|| default_crictl(&kube), bare_version),
-        etcd: args.etcd.as_deref().map(bare_version),
-        csi: csi_tag(args.csi_version.as_deref()),
+    let partial = Partial::new(
         kube,
         arch,
-        ccm,
-        pin,
-        locked: None,
-    };
+        Given {
+            cni: args.cni.clone(),
+            crictl: args.crictl.clone(),
+            etcd: args.etcd.clone(),
+            csi: args.csi_version.clone(),
+            ccm: args.ccm_version.clone().or_else(|| env::CCM_VERSION.get()),
+            autoscaler: args
+                .autoscaler_version
+                .clone()
+                .or_else(|| env::AUTOSCALER_VERSION.get()),
+        },
+    )?;
     let settings = net::settings(args.net)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            AppError::failure(
-                anyhow::Error::new(e).context("cannot start the async runtime"),
-                None,
-            )
-        })?;
+    let runtime = net::runtime()?;
     let resolution = runtime.block_on(async {
         let client = build_client(&settings.http)?;
         let fetcher = net::fetcher(&client, &settings, None, &());

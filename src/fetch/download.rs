@@ -134,12 +134,7 @@ impl Download<'_> {
             self.progress.advance(0);
             return Err(Failed::Retry(
                 None,
-                FetchError::Status {
-                    method: Method::GET,
-                    url: url.to_owned(),
-                    status: status.as_u16(),
-                    attempts: attempt,
-                },
+                get_status(url, status.as_u16(), attempt),
             ));
         }
         if status.is_redirection()
@@ -152,12 +147,7 @@ impl Download<'_> {
             }));
         }
         if !status.is_success() {
-            let err = FetchError::Status {
-                method: Method::GET,
-                url: url.to_owned(),
-                status: status.as_u16(),
-                attempts: attempt,
-            };
+            let err = get_status(url, status.as_u16(), attempt);
             return Err(match retry::retryable_status(status) {
                 true => Failed::Retry(retry::retry_after(response.headers()), err),
                 false => Failed::Fatal(err),
@@ -171,12 +161,7 @@ impl Download<'_> {
                 // Another range than asked is no body to keep: ask again for all of it.
                 return Err(Failed::Retry(
                     None,
-                    FetchError::Status {
-                        method: Method::GET,
-                        url: url.to_owned(),
-                        status: status.as_u16(),
-                        attempts: attempt,
-                    },
+                    get_status(url, status.as_u16(), attempt),
                 ));
             }
         }
@@ -197,12 +182,7 @@ impl Download<'_> {
             // A body cut short without a transport error: resume where it stopped.
             return Err(Failed::Retry(
                 None,
-                FetchError::Status {
-                    method: Method::GET,
-                    url: url.to_owned(),
-                    status: StatusCode::PARTIAL_CONTENT.as_u16(),
-                    attempts: attempt,
-                },
+                get_status(url, StatusCode::PARTIAL_CONTENT.as_u16(), attempt),
             ));
         }
         Ok(Fetched {
@@ -249,4 +229,14 @@ pub async fn get_bytes(
     };
     let fetched = download.to_sink(url, headers, &mut sink).await?;
     Ok((sink.buf, fetched))
+}
+
+/// The error of a GET that ended with `status` on attempt `attempts`.
+fn get_status(url: &str, status: u16, attempts: u32) -> FetchError {
+    FetchError::Status {
+        method: Method::GET,
+        url: url.to_owned(),
+        status,
+        attempts,
+    }
 }

@@ -25,11 +25,10 @@ use crate::env;
 use crate::iso::VolumeId;
 use crate::lock::Lock;
 use crate::plan::{self, Flags, PlanError};
-use crate::resolution::{Locked, Partial, csi_tag};
+use crate::resolution::{Given, Locked, Partial};
 use crate::resolve::version::check_supported;
-use crate::resolve::{Extras, KubeVersion, ccm_tag};
+use crate::resolve::{Extras, KubeVersion};
 use crate::ui::Ui;
-use crate::upstream::{DEFAULT_CNI, bare_version, default_crictl};
 
 impl From<PlanError> for AppError {
     fn from(err: PlanError) -> Self {
@@ -136,32 +135,21 @@ fn setup(args: &BuildArgs) -> Result<Setup, AppError> {
             .unwrap_or(crate::iso::DEFAULT_VOLUME_ID),
     )?;
     let epoch = super::iso::epoch(args.source_date_epoch)?;
-    let ccm = ccm_tag(
-        args.ccm_version
-            .clone()
-            .or_else(|| env::CCM_VERSION.get())
-            .as_deref(),
-    )?;
-    let partial = Partial {
-        arch: request.arches[0],
-        ccm,
-        pin: args
-            .autoscaler_version
-            .clone()
-            .or_else(|| env::AUTOSCALER_VERSION.get()),
-        cni: request
-            .cni
-            .as_deref()
-            .map_or(DEFAULT_CNI.to_owned(), bare_version),
-        crictl: request
-            .crictl
-            .as_deref()
-            .map_or_else(|| default_crictl(&kube), bare_version),
-        etcd: request.etcd.as_deref().map(bare_version),
-        csi: csi_tag(args.csi_version.as_deref()),
+    let partial = Partial::new(
         kube,
-        locked: None,
-    };
+        request.arches[0],
+        Given {
+            cni: request.cni.clone(),
+            crictl: request.crictl.clone(),
+            etcd: request.etcd.clone(),
+            csi: args.csi_version.clone(),
+            ccm: args.ccm_version.clone().or_else(|| env::CCM_VERSION.get()),
+            autoscaler: args
+                .autoscaler_version
+                .clone()
+                .or_else(|| env::AUTOSCALER_VERSION.get()),
+        },
+    )?;
     Ok(Setup {
         request,
         partial,
