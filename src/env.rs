@@ -57,7 +57,7 @@ pub const HOME: Var = Var {
 /// Where temporary work directories go (read through `std::env::temp_dir`).
 pub const TMPDIR: Var = Var {
     name: "TMPDIR",
-    about: "where `build` stages each ISO's tree before writing it (default `/tmp`); needs room for the images",
+    about: "where `build` stages each ISO's tree before writing it (default `/tmp`); needs room for the images; `doctor` checks it",
 };
 
 /// The configuration file, when `--config` is not given.
