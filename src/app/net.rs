@@ -72,6 +72,58 @@ pub(crate) fn cache(dir: Option<PathBuf>) -> Result<Cache, AppError> {
     Ok(Cache::new(root))
 }
 
+/// The blob cache a build or pull writes to, checked writable before any request: `--cache-dir`
+/// must be (or the run fails at once, naming it); the default location, when it is not (a
+/// rootless CI container with `HOME=/nonexistent`), gives way to one under TMPDIR, with a warning
+/// that names both.
+pub(crate) fn writable_cache(dir: Option<PathBuf>) -> Result<Cache, AppError> {
+    if let Some(dir) = dir {
+        writable(&dir).map_err(|e| {
+            AppError::failure(
+                anyhow::Error::new(e)
+                    .context(format!("cannot write to --cache-dir {}", dir.display())),
+                Some("choose a --cache-dir you can write to".into()),
+            )
+        })?;
+        return Ok(Cache::new(dir));
+    }
+    let default = Cache::default_root();
+    let reason = match &default {
+        Ok(root) => match writable(root) {
+            Ok(()) => return Ok(Cache::new(root.clone())),
+            Err(e) => format!("{} is not writable ({e})", root.display()),
+        },
+        Err(e) => e.to_string(),
+    };
+    let fallback = std::env::temp_dir().join(format!(
+        "cks-iso-cache-{}",
+        rustix::process::geteuid().as_raw()
+    ));
+    writable(&fallback).map_err(|e| {
+        AppError::failure(
+            anyhow::Error::new(e).context(format!(
+                "no usable blob cache: {reason}, and {} is not writable either",
+                fallback.display()
+            )),
+            Some(
+                "pass --cache-dir DIR, or set XDG_CACHE_HOME or TMPDIR to a writable place".into(),
+            ),
+        )
+    })?;
+    tracing::warn!(
+        "the default cache cannot be used: {reason}; using {} instead, which may not last \
+         (set --cache-dir or XDG_CACHE_HOME to keep the cache between runs)",
+        fallback.display()
+    );
+    Ok(Cache::new(fallback))
+}
+
+/// Creates `dir` if needed and proves a file can be made in it.
+pub(crate) fn writable(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    tempfile::tempfile_in(dir).map(drop)
+}
+
 /// The upstream downloader for these settings, on `client`, reporting to `progress`, keeping
 /// downloads in `store` when given.
 pub(crate) fn fetcher<'a>(

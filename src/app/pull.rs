@@ -21,7 +21,7 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
             references.push(reference);
         }
     }
-    let cache = net::cache(args.cache_dir)?;
+    let cache = net::writable_cache(args.cache_dir)?;
     std::fs::create_dir_all(&args.out).map_err(|e| {
         AppError::failure(
             anyhow::anyhow!(e).context(format!(

@@ -499,7 +499,18 @@ async fn one_arch(
         let others: Vec<String> = failures.iter().map(ToString::to_string).collect();
         let hint = first.hint();
         let mut context = format!("cannot bundle the images for linux/{}", arch.k8s());
-        if count > 1 {
+        let root = |e: &dyn std::error::Error| {
+            let mut cause = e;
+            while let Some(next) = cause.source() {
+                cause = next;
+            }
+            cause.to_string()
+        };
+        let one_cause = failures.iter().all(|e| root(e) == root(&first));
+        if count > 1 && one_cause {
+            // One cause (an unwritable cache, a dead mirror) said once, not once per image.
+            context.push_str(&format!(": {count} images failed for one cause"));
+        } else if count > 1 {
             context.push_str(&format!(
                 " ({count} failed; the others: {})",
                 others.join("; ")

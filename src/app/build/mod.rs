@@ -78,10 +78,13 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     }
     let mut settings = net::settings(args.net)?;
     settings.http.offline = args.offline;
-    let cache = net::cache(args.cache_dir)?;
-    std::fs::create_dir_all(&request.output).map_err(|e| {
+    let cache = net::writable_cache(args.cache_dir)?;
+    net::writable(&request.output).map_err(|e| {
         AppError::failure(
-            anyhow::Error::new(e).context(format!("cannot create {}", request.output.display())),
+            anyhow::Error::new(e).context(format!(
+                "cannot write to the output directory {}",
+                request.output.display()
+            )),
             Some("choose an output directory you can write to".into()),
         )
     })?;
