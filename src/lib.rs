@@ -16,6 +16,7 @@
 //! - [`versions`]: `versions.txt`, written into the ISO and read back by `verify`.
 //! - [`sbom`]: the ISO's inventory as CycloneDX 1.6 and SPDX 2.3 JSON, from what the build knows;
 //!   pure.
+//! - [`signature`]: judges Sigstore image signatures against a trusted root and policy; pure.
 //! - [`verify`]: checks a finished ISO against the CKS contract with the project's own reader.
 //! - [`registry`]: the distribution API client that pulls images into the cache.
 //! - [`upstream`]: the files a build downloads (URLs, published checksums, content checks) and
@@ -43,6 +44,7 @@ pub mod progress;
 pub mod registry;
 pub mod resolve;
 pub mod sbom;
+pub mod signature;
 pub mod ui;
 pub mod units;
 pub mod upstream;
