@@ -263,6 +263,14 @@ pub struct BuildArgs {
     /// Make no network connection: everything comes from the cache.
     #[arg(long)]
     pub offline: bool,
+    /// Sigstore signatures of registry.k8s.io images: off, verify (bad ones fail, unsigned
+    /// ones warn) or enforce (unsigned ones fail too) [default: config file, else verify].
+    #[arg(long, value_name = "MODE", env = "CKS_ISO_SIGNATURES", value_parser = ["off", "verify", "enforce"])]
+    pub signatures: Option<String>,
+    /// Sigstore trusted_root.json to verify against [default: config file, else Sigstore's
+    /// public-good root embedded in cks-iso].
+    #[arg(long, value_name = "FILE")]
+    pub trusted_root: Option<PathBuf>,
     /// Network settings.
     #[command(flatten)]
     pub net: NetArgs,

@@ -1,5 +1,5 @@
-//! Phase 2 of `build`: per architecture, the image archives, `versions.txt`, the SBOMs, the ISO and
-//! its `.sha256` and SBOMs beside it, from what phase 1 staged. No network.
+//! Phase 2 of `build`: per architecture, the image archives, `signatures/`, `versions.txt`, the
+//! SBOMs, the ISO and its `.sha256` and SBOMs beside it, from what phase 1 staged. No network.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -8,6 +8,7 @@ use super::super::AppError;
 use super::Built;
 use super::fetch::{ArchFetched, Fetched};
 use super::sboms;
+use super::signatures;
 use crate::archive;
 use crate::atomic::AtomicFile;
 use crate::iso::{self, IsoSpec, VolumeId};
@@ -89,6 +90,9 @@ fn one(
             digest: image.top.digest.to_string(),
             archive: format!("docker/{file}"),
         });
+    }
+    if let Some(sigs) = &a.signatures {
+        signatures::write_into(&a.staging, sigs)?;
     }
     let v = &fetched.resolution.versions;
     let versions = Versions {

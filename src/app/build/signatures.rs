@@ -1,0 +1,249 @@
+//! Signatures in `build`: which mode and trust root apply, fetching and judging every image's
+//! `.sig` tags after the pull, and what goes into the ISO's `signatures/` directory.
+
+use std::path::{Path, PathBuf};
+
+use futures_util::{StreamExt, stream};
+
+use super::super::AppError;
+use crate::config::Settings;
+use crate::image::Image;
+use crate::registry::Registry;
+use crate::signature::{
+    self, ImageReport, Mode, PUBLIC_GOOD_ROOT, Policy, Report, SignatureError, SignatureManifest,
+    TrustedRoot,
+};
+
+/// The directory at the ISO's root that holds the evidence.
+pub(crate) const DIR: &str = "signatures";
+
+/// How this build judges signatures.
+pub(crate) struct Checker {
+    mode: Mode,
+    root: TrustedRoot,
+    root_sha256: String,
+    policy: Policy,
+}
+
+/// One architecture's verdicts and the signature manifests that carried them.
+pub(crate) struct ArchSignatures {
+    pub(crate) report: Report,
+    pub(crate) manifests: Vec<SignatureManifest>,
+}
+
+/// The mode (flag or `CKS_ISO_SIGNATURES`, else the config file, else `verify`) and the trusted
+/// root (`--trusted-root`, else the config file, else the embedded public-good root); `None` for
+/// `off`.
+pub(super) fn checker(
+    flag: Option<&str>,
+    trusted_root: Option<&PathBuf>,
+    settings: &Settings,
+) -> Result<Option<Checker>, AppError> {
+    let mode = match flag {
+        Some(text) => text
+            .parse::<Mode>()
+            .map_err(|e| AppError::usage(anyhow::anyhow!("--signatures: {e}"), None))?,
+        None => settings.signatures.unwrap_or_default(),
+    };
+    if mode == Mode::Off {
+        tracing::warn!("--signatures off: image signatures are not checked");
+        return Ok(None);
+    }
+    let (text, origin) = match trusted_root.or(settings.trusted_root.as_ref()) {
+        Some(path) => (read_root(path)?, path.display().to_string()),
+        None => (
+            PUBLIC_GOOD_ROOT.to_owned(),
+            "Sigstore's public-good root (embedded)".to_owned(),
+        ),
+    };
+    let root = TrustedRoot::from_json(&text).map_err(|e| {
+        AppError::usage(
+            anyhow::anyhow!("the trusted root {origin}: {e}"),
+            Some("pass a Sigstore trusted_root.json with --trusted-root".into()),
+        )
+    })?;
+    tracing::info!("image signatures: {mode}, against {origin}");
+    Ok(Some(Checker {
+        mode,
+        root_sha256: TrustedRoot::fingerprint(&text),
+        root,
+        policy: Policy::builtin(),
+    }))
+}
+
+fn read_root(path: &PathBuf) -> Result<String, AppError> {
+    std::fs::read_to_string(path).map_err(|e| {
+        AppError::usage(
+            anyhow::Error::new(e)
+                .context(format!("cannot read the trusted root {}", path.display())),
+            Some("pass a readable Sigstore trusted_root.json with --trusted-root".into()),
+        )
+    })
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Fetches and judges the signatures of `images` for linux/`arch`; fails, naming every image
+/// that failed, before anything is written.
+pub(super) async fn check(
+    checker: &Checker,
+    registry: &Registry,
+    images: &[Image],
+    arch: &str,
+) -> Result<ArchSignatures, AppError> {
+    let results: Vec<Result<(ImageReport, Option<SignatureManifest>), AppError>> =
+        stream::iter(images)
+            .map(|image| one(checker, registry, image))
+            .buffered(registry.jobs())
+            .collect()
+            .await;
+    let mut reports = Vec::new();
+    let mut manifests = Vec::new();
+    let mut failures = Vec::new();
+    for result in results {
+        match result {
+            Ok((report, manifest)) => {
+                reports.push(report);
+                manifests.extend(manifest);
+            }
+            Err(e) => failures.push(e),
+        }
+    }
+    if !failures.is_empty() {
+        let count = failures.len();
+        let mut first = failures.swap_remove(0);
+        if count > 1 {
+            first.error = first.error.context(format!(
+                "{count} images of linux/{arch} failed the signature check; the first"
+            ));
+        }
+        return Err(first);
+    }
+    reports.sort_by(|a, b| a.reference.cmp(&b.reference));
+    let verified = reports.iter().filter(|r| r.verdict == "verified").count();
+    let unsigned = reports.iter().filter(|r| r.verdict == "unsigned").count();
+    tracing::info!(
+        "linux/{arch}: {verified} image signatures verified, {unsigned} covered images unsigned"
+    );
+    Ok(ArchSignatures {
+        report: Report {
+            version: 1,
+            mode: checker.mode.to_string(),
+            trusted_root_sha256: checker.root_sha256.clone(),
+            images: reports,
+        },
+        manifests,
+    })
+}
+
+async fn one(
+    checker: &Checker,
+    registry: &Registry,
+    image: &Image,
+) -> Result<(ImageReport, Option<SignatureManifest>), AppError> {
+    let artifact = image.reference.to_string();
+    let mut report = ImageReport {
+        reference: artifact.clone(),
+        digest: image.top.digest.to_string(),
+        manifest: image.manifest.digest.to_string(),
+        verdict: "not-covered",
+        signed_digest: None,
+        signature_manifest: None,
+        identity: None,
+        issuer: None,
+        log_index: None,
+        integrated_time: None,
+        docker_reference: None,
+    };
+    let Some(rule) = checker.policy.rule_for(image.reference.domain()) else {
+        return Ok((report, None));
+    };
+    let fetch_err = |e: crate::registry::RegistryError| {
+        let hint = e.hint();
+        AppError::failure(
+            anyhow::Error::new(e).context(format!("cannot fetch the signatures of {artifact}")),
+            hint,
+        )
+    };
+    // The platform manifest's own signature first; the index's only when that does not do.
+    let mut found = Vec::new();
+    let mut digests = vec![&image.manifest.digest];
+    if image.top.digest != image.manifest.digest {
+        digests.push(&image.top.digest);
+    }
+    let mut accepted = None;
+    for digest in digests {
+        if let Some(sig) = registry
+            .signature(&image.reference, digest)
+            .await
+            .map_err(fetch_err)?
+        {
+            found.push(sig);
+        }
+        match signature::judge(&checker.root, rule, &artifact, &found, now()) {
+            Ok(Some(ok)) => {
+                accepted = Some(ok);
+                break;
+            }
+            Ok(None) | Err(_) => continue,
+        }
+    }
+    let accepted = match accepted {
+        Some(ok) => ok,
+        None => match signature::judge(&checker.root, rule, &artifact, &found, now()) {
+            Err(e) => return Err(untrusted(e)),
+            Ok(Some(ok)) => ok,
+            Ok(None) if checker.mode == Mode::Enforce => {
+                return Err(untrusted(SignatureError::Unsigned {
+                    artifact,
+                    digest: image.manifest.digest.to_string(),
+                }));
+            }
+            Ok(None) => {
+                tracing::warn!(
+                    "{artifact}: UNSIGNED: no signature for {} or its index; recorded as unsigned \
+                     (--signatures enforce refuses it)",
+                    image.manifest.digest
+                );
+                report.verdict = "unsigned";
+                return Ok((report, None));
+            }
+        },
+    };
+    let (signed, manifest_digest, verified) = accepted;
+    let manifest = found.into_iter().find(|m| m.digest == manifest_digest);
+    report.verdict = "verified";
+    report.signed_digest = Some(signed.to_string());
+    report.signature_manifest = Some(format!("{DIR}/images/{}.json", manifest_digest.hex()));
+    report.identity = Some(verified.identity);
+    report.issuer = Some(verified.issuer);
+    report.log_index = Some(verified.log_index);
+    report.integrated_time = Some(verified.integrated_time);
+    report.docker_reference = Some(verified.docker_reference);
+    Ok((report, manifest))
+}
+
+fn untrusted(err: SignatureError) -> AppError {
+    let hint = err.hint();
+    AppError::failure(anyhow::Error::new(err), hint)
+}
+
+/// Writes `signatures/` (see [`signature::evidence`]) into the staging directory `staging`.
+pub(super) fn write_into(staging: &Path, sigs: &ArchSignatures) -> Result<(), AppError> {
+    for (rel, bytes) in signature::evidence(&sigs.report, &sigs.manifests) {
+        let path = staging.join(DIR).join(&rel);
+        let fail = |e: std::io::Error| {
+            AppError::failure(
+                anyhow::Error::new(e).context(format!("cannot write {}", path.display())),
+                None,
+            )
+        };
+        std::fs::create_dir_all(path.parent().expect("under signatures/")).map_err(fail)?;
+        std::fs::write(&path, bytes).map_err(fail)?;
+    }
+    Ok(())
+}
