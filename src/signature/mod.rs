@@ -14,6 +14,8 @@
 //! Own code on `ring` (already in the tree through rustls) and a small DER reader, not
 //! `sigstore-verify`: see the README's "Signatures" section for why.
 
+#[cfg(test)]
+mod cases;
 mod der;
 pub mod root;
 pub mod verify;
