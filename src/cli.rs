@@ -164,6 +164,14 @@ pub struct VerifyArgs {
     /// The volume ID nodes search for.
     #[arg(long, value_name = "ID", default_value = crate::iso::DEFAULT_VOLUME_ID)]
     pub volume_id: String,
+    /// Also re-verify the image signatures the ISO carries, offline, against cks-iso's own
+    /// trusted root (or --trusted-root), and that they sign the images it holds.
+    #[arg(long)]
+    pub signatures: bool,
+    /// Sigstore trusted_root.json for --signatures [default: Sigstore's public-good root
+    /// embedded in cks-iso; never the ISO's].
+    #[arg(long, value_name = "FILE", requires = "signatures")]
+    pub trusted_root: Option<PathBuf>,
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,

@@ -115,6 +115,8 @@ fn locked_rebuilds_are_byte_identical_online_in_another_environment_and_offline_
     let world = World::start(Options::default());
     let config = d.join("config.yaml");
     fs::write(&config, world.config_yaml()).unwrap();
+    // The configuration names the world's trust root relative to itself; it outlives the world.
+    fs::copy(world.trusted_root_path(), d.join("trusted_root.json")).unwrap();
     let tmp = tmp_in(d, "tmp");
     run(build(
         &config,

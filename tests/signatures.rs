@@ -160,6 +160,105 @@ fn both_arches_verify_and_carry_the_evidence() {
         let b = fs::read(dir.path().join("again").join(&name)).unwrap();
         assert!(a == b, "{name} differs between two builds");
     }
+
+    // Re-verified offline, every server stopped, against the world's root given by hand.
+    let root = dir.path().join("root.json");
+    fs::copy(world.trusted_root_path(), &root).unwrap();
+    let version = world.kubernetes().to_owned();
+    drop(world);
+    let iso = dir.path().join(format!("out/setup-v{version}-x86_64.iso"));
+    let verify = |iso: &Path, root: Option<&Path>| {
+        let mut cmd = cks_iso();
+        cmd.args(["verify", "--signatures"]);
+        if let Some(root) = root {
+            cmd.args(["--trusted-root", p(root)]);
+        }
+        cmd.arg(p(iso)).output().unwrap()
+    };
+    let out = verify(&iso, Some(&root));
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr(&out)
+    );
+    // Sigstore's public root (the default) did not sign the world's images.
+    let out = verify(&iso, None);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        !out.status.success() && text.contains("Rekor signed entry timestamp"),
+        "{text}"
+    );
+
+    // Tampered ISOs: re-authored from the extracted tree with one thing changed.
+    let tree = dir.path().join("tree-amd64");
+    let report_path = tree.join("signatures/report.json");
+    let report: serde_json::Value =
+        serde_json::from_slice(&fs::read(&report_path).unwrap()).unwrap();
+    let verified: Vec<&serde_json::Value> = report["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["verdict"] == "verified")
+        .collect();
+    let retamper = |name: &str, edit: &dyn Fn(&Path)| {
+        let copy = dir.path().join(format!("tamper-{name}"));
+        run(Command::new("cp").args(["-a", p(&tree), p(&copy)]));
+        edit(&copy);
+        let bad = dir.path().join(format!("{name}.iso"));
+        run(cks_iso().args(["iso", p(&copy), "-o", p(&bad)]));
+        let out = verify(&bad, Some(&root));
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            !out.status.success(),
+            "{name}: verify --signatures passed:\n{text}"
+        );
+        text
+    };
+    // A flipped byte in a payload.
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &fs::read(tree.join(verified[0]["signature_manifest"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    let payload = format!(
+        "signatures/images/blobs/sha256/{}",
+        manifest["layers"][0]["digest"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("sha256:")
+    );
+    let text = retamper("payload", &|t| {
+        let mut bytes = fs::read(t.join(&payload)).unwrap();
+        bytes[10] ^= 1;
+        fs::write(t.join(&payload), bytes).unwrap();
+    });
+    assert!(text.contains("layer integrity"), "{text}");
+    // Two images' signatures swapped in the report.
+    let text = retamper("swapped", &|t| {
+        let mut r = report.clone();
+        let images = r["images"].as_array_mut().unwrap();
+        let (a, b) = (
+            images
+                .iter()
+                .position(|i| i["reference"] == verified[0]["reference"])
+                .unwrap(),
+            images
+                .iter()
+                .position(|i| i["reference"] == verified[1]["reference"])
+                .unwrap(),
+        );
+        for key in ["signed_digest", "signature_manifest"] {
+            let tmp = images[a][key].clone();
+            images[a][key] = images[b][key].clone();
+            images[b][key] = tmp;
+        }
+        fs::write(
+            t.join("signatures/report.json"),
+            serde_json::to_vec(&r).unwrap(),
+        )
+        .unwrap();
+    });
+    assert!(text.contains("which the ISO does not ship"), "{text}");
 }
 
 /// Replaces the `.sig` tags of pause's index and platform manifests with `layer`s signed so.

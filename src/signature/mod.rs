@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use root::TrustedRoot;
 pub use verify::{Failure, Step, Verified};
@@ -151,7 +151,7 @@ pub struct SignatureManifest {
 }
 
 /// What the check of one image found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImageReport {
     /// The reference as bundled.
     pub reference: String,
@@ -160,23 +160,23 @@ pub struct ImageReport {
     /// The platform manifest shipped.
     pub manifest: String,
     /// `verified`, `unsigned` or `not-covered`.
-    pub verdict: &'static str,
+    pub verdict: String,
     /// Which digest the accepted signature signs (the platform manifest or the index).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signed_digest: Option<String>,
     /// The `.sig` manifest that holds it (its file under `signatures/images/`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature_manifest: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issuer: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_index: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integrated_time: Option<i64>,
     /// The payload's docker-reference: recorded, not trusted.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub docker_reference: Option<String>,
 }
 
@@ -287,7 +287,7 @@ pub fn judge(
 }
 
 /// The report written as `signatures/report.json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     /// Schema version.
     pub version: u32,
@@ -298,6 +298,9 @@ pub struct Report {
     /// Per image, sorted by reference.
     pub images: Vec<ImageReport>,
 }
+
+/// The report's path in the ISO.
+pub const REPORT_PATH: &str = "signatures/report.json";
 
 /// The files of `signatures/` (paths relative to it) for `report` and the `.sig` manifests it
 /// accepted: each manifest byte-exact as `images/<hex>.json`, each payload as

@@ -356,10 +356,10 @@ impl World {
         let dir = tempfile::tempdir().expect("temp dir");
         let trusted_root = dir.path().join("trusted_root.json");
         std::fs::write(&trusted_root, sigstore.trusted_root()).expect("write the trusted root");
-        yaml.push_str(&format!(
-            "# the world's own Sigstore signs registry.k8s.io's images\ntrusted-root: \"{}\"\n",
-            trusted_root.display()
-        ));
+        // Relative to the configuration file: a copy of both side by side still works.
+        yaml.push_str(
+            "# the world's own Sigstore signs registry.k8s.io's images\ntrusted-root: trusted_root.json\n",
+        );
         let config_path = dir.path().join("cks-iso.yaml");
         std::fs::write(&config_path, &yaml).expect("write the configuration");
 
@@ -452,7 +452,8 @@ impl World {
         &self.sigstore
     }
 
-    /// The world's `trusted_root.json` (the configuration names it as `trusted-root`).
+    /// The world's `trusted_root.json`, beside [`World::config_path`]; the configuration names it
+    /// as `trusted-root: trusted_root.json`, relative to itself.
     pub fn trusted_root_path(&self) -> &Path {
         &self.trusted_root
     }

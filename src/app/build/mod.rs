@@ -16,6 +16,8 @@ mod fetch;
 mod record;
 mod sboms;
 mod signatures;
+
+pub(crate) use signatures::trusted_root;
 mod write;
 
 use std::path::PathBuf;

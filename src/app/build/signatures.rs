@@ -36,7 +36,7 @@ pub(crate) struct ArchSignatures {
 /// `off`.
 pub(super) fn checker(
     flag: Option<&str>,
-    trusted_root: Option<&PathBuf>,
+    trusted_root_flag: Option<&PathBuf>,
     settings: &Settings,
 ) -> Result<Option<Checker>, AppError> {
     let mode = match flag {
@@ -49,7 +49,23 @@ pub(super) fn checker(
         tracing::warn!("--signatures off: image signatures are not checked");
         return Ok(None);
     }
-    let (text, origin) = match trusted_root.or(settings.trusted_root.as_ref()) {
+    let (root, root_sha256) = trusted_root(trusted_root_flag, settings.trusted_root.as_ref())?;
+    tracing::info!("image signatures: {mode}");
+    Ok(Some(Checker {
+        mode,
+        root_sha256,
+        root,
+        policy: Policy::builtin(),
+    }))
+}
+
+/// The trusted root: `flag`, else `file` (the configuration's), else the embedded public-good
+/// root; with the sha256 of its text.
+pub(crate) fn trusted_root(
+    flag: Option<&PathBuf>,
+    file: Option<&PathBuf>,
+) -> Result<(TrustedRoot, String), AppError> {
+    let (text, origin) = match flag.or(file) {
         Some(path) => (read_root(path)?, path.display().to_string()),
         None => (
             PUBLIC_GOOD_ROOT.to_owned(),
@@ -62,13 +78,8 @@ pub(super) fn checker(
             Some("pass a Sigstore trusted_root.json with --trusted-root".into()),
         )
     })?;
-    tracing::info!("image signatures: {mode}, against {origin}");
-    Ok(Some(Checker {
-        mode,
-        root_sha256: TrustedRoot::fingerprint(&text),
-        root,
-        policy: Policy::builtin(),
-    }))
+    tracing::info!("trusted root for signatures: {origin}");
+    Ok((root, TrustedRoot::fingerprint(&text)))
 }
 
 fn read_root(path: &PathBuf) -> Result<String, AppError> {
@@ -150,7 +161,7 @@ async fn one(
         reference: artifact.clone(),
         digest: image.top.digest.to_string(),
         manifest: image.manifest.digest.to_string(),
-        verdict: "not-covered",
+        verdict: "not-covered".into(),
         signed_digest: None,
         signature_manifest: None,
         identity: None,
@@ -209,14 +220,14 @@ async fn one(
                      (--signatures enforce refuses it)",
                     image.manifest.digest
                 );
-                report.verdict = "unsigned";
+                report.verdict = "unsigned".into();
                 return Ok((report, None));
             }
         },
     };
     let (signed, manifest_digest, verified) = accepted;
     let manifest = found.into_iter().find(|m| m.digest == manifest_digest);
-    report.verdict = "verified";
+    report.verdict = "verified".into();
     report.signed_digest = Some(signed.to_string());
     report.signature_manifest = Some(format!("{DIR}/images/{}.json", manifest_digest.hex()));
     report.identity = Some(verified.identity);
