@@ -310,6 +310,32 @@ fn bad_or_missing_signatures_fail_the_build_before_writing() {
         &[PAUSE, "no signature", "enforce"],
     );
 
+    // Only the index signed (as before recursive signing, 2023): accepted through the index.
+    let image = world.image(PAUSE);
+    let layer = world
+        .sigstore()
+        .sign(&image.repository, &image.digest, &SignOptions::default());
+    world.push_signature(&image.repository, &image.digest, &[layer]);
+    let out = ok(build(&world, dir.path(), "index", &enforce)
+        .output()
+        .unwrap());
+    let iso = dir
+        .path()
+        .join(format!("index/setup-v{}-x86_64.iso", world.kubernetes()));
+    let tree = dir.path().join("tree-index");
+    fs::create_dir_all(&tree).unwrap();
+    tool("bsdtar", ["-x", "-f", p(&iso), "-C", p(&tree)]);
+    let report: serde_json::Value =
+        serde_json::from_slice(&fs::read(tree.join("signatures/report.json")).unwrap()).unwrap();
+    let entry = report["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["reference"] == PAUSE)
+        .unwrap();
+    assert_eq!(entry["verdict"], "verified", "{}", stderr(&out));
+    assert_eq!(entry["signed_digest"], image.digest.as_str(), "{entry:#}");
+
     let pause = world.image(PAUSE).manifests["amd64"].clone();
     let cases: Vec<(&str, SignOptions, Vec<&str>)> = vec![
         (

@@ -243,3 +243,65 @@ fn a_tampered_sct_fails() {
     );
     assert_eq!(check(&store, &l), Err(Step::Sct));
 }
+
+fn manifest(signs: &str, layers: &[&SignedLayer]) -> super::SignatureManifest {
+    use crate::image::{Descriptor, Digest};
+    super::SignatureManifest {
+        signs: Digest::parse(signs).unwrap(),
+        digest: Digest::of(b"manifest"),
+        bytes: b"manifest".to_vec(),
+        layers: layers
+            .iter()
+            .map(|l| {
+                let desc = Descriptor {
+                    media_type: super::SIMPLE_SIGNING.into(),
+                    digest: Digest::parse(&digest_of(&l.payload)).unwrap(),
+                    size: l.payload.len() as u64,
+                    platform: None,
+                    annotations: l.annotations.clone(),
+                };
+                (desc, l.payload.clone())
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn any_layer_that_verifies_accepts_and_otherwise_the_first_failure_is_named() {
+    // kpromo copies the staging signature, then appends its own: two layers, one manifest.
+    let store = Sigstore::generate();
+    let root = TrustedRoot::from_json(store.trusted_root()).unwrap();
+    let rule = Policy::builtin()
+        .rule_for("registry.k8s.io")
+        .unwrap()
+        .clone();
+    let staging = signed(
+        &store,
+        SignOptions {
+            identity: "krel-staging@k8s-releng-prod.iam.gserviceaccount.com".into(),
+            ..SignOptions::default()
+        },
+    );
+    let trust = signed(&store, SignOptions::default());
+    let both = manifest(SIGNED, &[&staging, &trust]);
+    let (signed_digest, _, v) = super::judge(&root, &rule, REPO, &[both], now())
+        .unwrap()
+        .unwrap();
+    assert_eq!(signed_digest.to_string(), SIGNED);
+    assert_eq!(v.identity, super::K8S_IMAGE_IDENTITY);
+    let only_staging = manifest(SIGNED, &[&staging]);
+    let err = super::judge(&root, &rule, REPO, &[only_staging], now()).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("identity check") && text.contains("krel-staging"),
+        "{text}"
+    );
+    // A manifest without layers is malformed, never "unsigned".
+    let empty = manifest(SIGNED, &[]);
+    assert!(super::judge(&root, &rule, REPO, &[empty], now()).is_err());
+    assert!(
+        super::judge(&root, &rule, REPO, &[], now())
+            .unwrap()
+            .is_none()
+    );
+}
