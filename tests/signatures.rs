@@ -10,6 +10,7 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
 use cks_iso_testworld::sigstore::{IssuerForm, SignOptions};
 use cks_iso_testworld::world::{Options, World};
 use sha2::Digest as _;
@@ -415,4 +416,72 @@ fn bad_or_missing_signatures_fail_the_build_before_writing() {
     ok(build(&world, dir.path(), "good", &enforce)
         .output()
         .unwrap());
+}
+
+/// The world's configuration with its registry behind `proxy`, in `dir` beside a copy of its
+/// trust root.
+fn config_through(world: &World, proxy: &FaultProxy, dir: &Path) -> std::path::PathBuf {
+    let yaml = world
+        .config_yaml()
+        .replace(&world.registry_url(), &proxy.url())
+        .replace(
+            &world.registry_host(),
+            proxy.url().trim_start_matches("http://"),
+        );
+    let config = dir.join("cks-iso.yaml");
+    fs::write(&config, yaml).unwrap();
+    fs::copy(world.trusted_root_path(), dir.join("trusted_root.json")).unwrap();
+    config
+}
+
+#[test]
+fn signature_fetches_are_retried_and_never_accepted_corrupt() {
+    let world = World::start(Options::default());
+    let proxy = FaultProxy::start(&world.registry_url());
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_through(&world, &proxy, dir.path());
+    // pause's signatures again, with a payload whose digest the test knows.
+    let image = world.image(PAUSE);
+    let platform = image.manifests["amd64"].clone();
+    let layer = world
+        .sigstore()
+        .sign(&image.repository, &platform, &SignOptions::default());
+    world.push_signature(&image.repository, &platform, std::slice::from_ref(&layer));
+    let payload = format!("sha256:{}", sha256_hex(&layer.payload));
+    let tag = format!("/manifests/{}.sig", platform.replace(':', "-"));
+
+    // 503s on the .sig tag and the payload: retried, then verified.
+    proxy.add(Rule::path_contains(&tag).times(2).fault(Fault::Status(503)));
+    proxy.add(
+        Rule::path_contains(&payload)
+            .times(1)
+            .fault(Fault::Status(503)),
+    );
+    let out = build(
+        &world,
+        dir.path(),
+        "out",
+        &["--arch", "amd64", "--signatures", "enforce"],
+    )
+    .env("CKS_ISO_CONFIG", &config)
+    .output()
+    .unwrap();
+    ok(out);
+    assert!(proxy.requests_to(&tag).len() >= 3);
+
+    // A payload that always arrives with a flipped byte is never taken.
+    proxy.clear_rules();
+    proxy.add(Rule::path_contains(&payload).fault(Fault::FlipByte { offset: 5 }));
+    fs::remove_dir_all(dir.path().join("cache")).unwrap();
+    let out = build(&world, dir.path(), "bad", &["--arch", "amd64"])
+        .env("CKS_ISO_CONFIG", &config)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("signature payload") && err.contains(&payload),
+        "{err}"
+    );
+    assert!(isos(&dir.path().join("bad")).is_empty());
 }
