@@ -305,3 +305,80 @@ fn any_layer_that_verifies_accepts_and_otherwise_the_first_failure_is_named() {
             .is_none()
     );
 }
+
+/// A real public-good signature (see `testdata/README.md`): cosign's annotations rebuilt from
+/// its bundle, judged against the embedded root. Checks 1 to 8 pass on production material:
+/// the P-384 Fulcio chain, the CT log's SCT, Rekor's SET over its entry, the signature, the time,
+/// identity and issuer.
+#[test]
+fn production_material_verifies_under_the_embedded_root() {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let blob = include_bytes!("testdata/cosign-v3-blob.txt");
+    let bundle: Value =
+        serde_json::from_str(include_str!("testdata/cosign-v3-blob.sigstore.json")).unwrap();
+    let vm = &bundle["verificationMaterial"];
+    let entry = &vm["tlogEntries"][0];
+    let cert = b64
+        .decode(vm["certificate"]["rawBytes"].as_str().unwrap())
+        .unwrap();
+    let pem = format!(
+        "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
+        b64.encode(&cert)
+    );
+    let log_id = b64
+        .decode(entry["logId"]["keyId"].as_str().unwrap())
+        .unwrap();
+    let rekor = serde_json::json!({
+        "SignedEntryTimestamp": entry["inclusionPromise"]["signedEntryTimestamp"],
+        "Payload": {
+            "body": entry["canonicalizedBody"],
+            "integratedTime": entry["integratedTime"].as_str().unwrap().parse::<i64>().unwrap(),
+            "logID": hex::encode(log_id),
+            "logIndex": entry["logIndex"].as_str().unwrap().parse::<i64>().unwrap(),
+        },
+    });
+    let annotations = std::collections::BTreeMap::from([
+        (
+            ANN_SIGNATURE.to_owned(),
+            bundle["messageSignature"]["signature"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        ),
+        (ANN_CERTIFICATE.to_owned(), pem),
+        (ANN_BUNDLE.to_owned(), rekor.to_string()),
+    ]);
+    let root = TrustedRoot::from_json(super::PUBLIC_GOOD_ROOT).unwrap();
+    let rule = super::Rule {
+        registry: String::new(),
+        identity: "w.vollprecht@gmail.com".into(),
+        issuer: "https://github.com/login/oauth".into(),
+    };
+    let digest = digest_of(blob);
+    let v = super::verify::blob(&root, &rule, &digest, &annotations, blob, now()).unwrap();
+    assert_eq!(v.log_index, 738_312_748);
+    // The same material under the test world's root, or for another signer, fails.
+    let world = TrustedRoot::from_json(Sigstore::generate().trusted_root()).unwrap();
+    let err = super::verify::blob(&world, &rule, &digest, &annotations, blob, now()).unwrap_err();
+    assert_eq!(err.step, Step::RekorSet);
+    let k8s = Policy::builtin()
+        .rule_for("registry.k8s.io")
+        .unwrap()
+        .clone();
+    let err = super::verify::blob(&root, &k8s, &digest, &annotations, blob, now()).unwrap_err();
+    assert_eq!(err.step, Step::Identity);
+    // And one flipped byte of the blob breaks it.
+    let mut other = blob.to_vec();
+    other[0] ^= 1;
+    let err = super::verify::blob(
+        &root,
+        &rule,
+        &digest_of(&other),
+        &annotations,
+        &other,
+        now(),
+    )
+    .unwrap_err();
+    assert_eq!(err.step, Step::RekorEntry);
+}

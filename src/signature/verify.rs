@@ -186,6 +186,42 @@ pub fn layer(
     payload: &[u8],
     now: i64,
 ) -> Result<Verified, Failure> {
+    let mut verified = blob(root, rule, layer_digest, annotations, payload, now)?;
+    // 9. Binding to the digest.
+    let claim: SimpleSigning = serde_json::from_slice(payload).map_err(|e| Failure {
+        step: Step::Binding,
+        reason: format!("the payload is not simple signing JSON: {e}"),
+    })?;
+    if claim.critical.kind != SIMPLE_SIGNING_TYPE {
+        return fail(
+            Step::Binding,
+            format!("the payload's type is {:?}", claim.critical.kind),
+        );
+    }
+    if claim.critical.image.docker_manifest_digest != signed {
+        return fail(
+            Step::Binding,
+            format!(
+                "the payload signs {}, not {signed} (a signature copied from another image)",
+                claim.critical.image.docker_manifest_digest
+            ),
+        );
+    }
+    verified.docker_reference = claim.critical.identity.docker_reference;
+    Ok(verified)
+}
+
+/// Checks 1 to 8 for any signed blob (a layer's payload, or a file): what cosign's annotations
+/// (or a `.sig`/`.cert` pair with its Rekor entry, put in the same shape) say about `payload`,
+/// whose digest its descriptor names as `layer_digest`.
+pub fn blob(
+    root: &TrustedRoot,
+    rule: &Rule,
+    layer_digest: &str,
+    annotations: &BTreeMap<String, String>,
+    payload: &[u8],
+    now: i64,
+) -> Result<Verified, Failure> {
     use Step::*;
     // 1. Layer integrity.
     let payload_hex = hex::encode(Sha256::digest(payload));
@@ -368,32 +404,12 @@ pub fn layer(
         );
     }
 
-    // 9. Binding to the digest.
-    let claim: SimpleSigning = serde_json::from_slice(payload).map_err(|e| Failure {
-        step: Binding,
-        reason: format!("the payload is not simple signing JSON: {e}"),
-    })?;
-    if claim.critical.kind != SIMPLE_SIGNING_TYPE {
-        return fail(
-            Binding,
-            format!("the payload's type is {:?}", claim.critical.kind),
-        );
-    }
-    if claim.critical.image.docker_manifest_digest != signed {
-        return fail(
-            Binding,
-            format!(
-                "the payload signs {}, not {signed} (a signature copied from another image)",
-                claim.critical.image.docker_manifest_digest
-            ),
-        );
-    }
     Ok(Verified {
         identity,
         issuer: rule.issuer.clone(),
         log_index: p.log_index,
         integrated_time: t,
-        docker_reference: claim.critical.identity.docker_reference,
+        docker_reference: String::new(),
     })
 }
 
