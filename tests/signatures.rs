@@ -135,6 +135,12 @@ fn both_arches_verify_and_carry_the_evidence() {
         for image in images.iter().filter(|i| !k8s.contains(i)) {
             assert_eq!(image["verdict"], "not-covered", "{image:#}");
         }
+        let versions = fs::read_to_string(tree.join("versions.txt")).unwrap();
+        let line = format!(
+            "# signatures verify: {n} of {n} covered images verified, 0 unsigned",
+            n = k8s.len()
+        );
+        assert!(versions.contains(&line), "{versions}");
         // Node scripts never see it: nothing new in docker/, no *.yaml.
         for entry in fs::read_dir(tree.join("docker")).unwrap() {
             assert!(

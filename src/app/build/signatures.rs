@@ -243,6 +243,19 @@ fn untrusted(err: SignatureError) -> AppError {
     AppError::failure(anyhow::Error::new(err), hint)
 }
 
+/// The one line `versions.txt` gets: `# signatures verify: 9 of 9 covered images verified, 0
+/// unsigned (signatures/report.json)`.
+pub(super) fn summary(sigs: &ArchSignatures) -> String {
+    let count = |v: &str| sigs.report.images.iter().filter(|i| i.verdict == v).count();
+    let (verified, unsigned) = (count("verified"), count("unsigned"));
+    format!(
+        "# signatures {}: {verified} of {} covered images verified, {unsigned} unsigned \
+         ({DIR}/report.json)\n",
+        sigs.report.mode,
+        verified + unsigned
+    )
+}
+
 /// Writes `signatures/` (see [`signature::evidence`]) into the staging directory `staging`.
 pub(super) fn write_into(staging: &Path, sigs: &ArchSignatures) -> Result<(), AppError> {
     for (rel, bytes) in signature::evidence(&sigs.report, &sigs.manifests) {

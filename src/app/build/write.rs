@@ -115,7 +115,12 @@ fn one(
             .collect(),
         images,
     };
-    std::fs::write(a.staging.join("versions.txt"), versions.render()).map_err(|e| {
+    let mut text = versions.render();
+    if let Some(sigs) = &a.signatures {
+        // A comment: readers of versions.txt (older cks-iso verify too) skip it.
+        text.push_str(&signatures::summary(sigs));
+    }
+    std::fs::write(a.staging.join("versions.txt"), text).map_err(|e| {
         AppError::failure(
             anyhow::Error::new(e).context("cannot write versions.txt"),
             None,
