@@ -189,6 +189,16 @@ fn both_arches_verify_and_carry_the_evidence() {
         String::from_utf8_lossy(&out.stdout),
         stderr(&out)
     );
+    // An independent oracle (Python's `cryptography`) agrees on both ISOs' evidence.
+    for arch in ["amd64", "arm64"] {
+        let out = oracle(&dir.path().join(format!("tree-{arch}")), &root);
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "oracle: {}", stderr(&out));
+        assert!(
+            said.starts_with("ok: ") && !said.starts_with("ok: 0 "),
+            "{said}"
+        );
+    }
     // Sigstore's public root (the default) did not sign the world's images.
     let out = verify(&iso, None);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -240,6 +250,8 @@ fn both_arches_verify_and_carry_the_evidence() {
         fs::write(t.join(&payload), bytes).unwrap();
     });
     assert!(text.contains("layer integrity"), "{text}");
+    let out = oracle(&dir.path().join("tamper-payload"), &root);
+    assert!(!out.status.success() && stderr(&out).contains("payload digest"));
     // Two images' signatures swapped in the report.
     let text = retamper("swapped", &|t| {
         let mut r = report.clone();
@@ -266,6 +278,33 @@ fn both_arches_verify_and_carry_the_evidence() {
         .unwrap();
     });
     assert!(text.contains("which the ISO does not ship"), "{text}");
+}
+
+/// `scripts/check-image-signatures.py` on an extracted ISO: the independent oracle.
+fn oracle(tree: &Path, root: &Path) -> Output {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check-image-signatures.py");
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-sbom/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run `make deps`",
+        python.display()
+    );
+    let out = Command::new(&python)
+        .arg(&script)
+        .args([
+            p(tree),
+            p(root),
+            "krel-trust@k8s-releng-prod.iam.gserviceaccount.com",
+            "https://accounts.google.com",
+        ])
+        .output()
+        .expect("the virtualenv's python (run `make deps`)");
+    assert!(
+        !stderr(&out).contains("ModuleNotFoundError"),
+        "the oracle needs Python's `cryptography` in .venv-sbom: run `make deps`: {}",
+        stderr(&out)
+    );
+    out
 }
 
 /// Replaces the `.sig` tags of pause's index and platform manifests with `layer`s signed so.
