@@ -172,6 +172,9 @@ pub struct VerifyArgs {
     /// embedded in cks-iso; never the ISO's].
     #[arg(long, value_name = "FILE", requires = "signatures")]
     pub trusted_root: Option<PathBuf>,
+    /// The policy file the ISO was built with, for --signatures.
+    #[arg(long, value_name = "FILE", requires = "signatures")]
+    pub signature_policy: Option<PathBuf>,
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -279,6 +282,10 @@ pub struct BuildArgs {
     /// public-good root embedded in cks-iso].
     #[arg(long, value_name = "FILE")]
     pub trusted_root: Option<PathBuf>,
+    /// YAML rules (match, identity or identity-regex, issuer) for more images' signers, tried
+    /// before the built-in registry.k8s.io rule [default: config file].
+    #[arg(long, value_name = "FILE")]
+    pub signature_policy: Option<PathBuf>,
     /// Network settings.
     #[command(flatten)]
     pub net: NetArgs,

@@ -18,6 +18,7 @@
 //! idle-timeout: 30              # seconds
 //! signatures: verify            # off | verify | enforce (see README, Signatures)
 //! trusted-root: trusted_root.json  # Sigstore trust root instead of the embedded public-good one
+//! signature-policy: policy.yaml  # more signers (see `crate::signature::policy`)
 //! ```
 //!
 //! Combining: a scalar flag replaces the file's value; a `--mirror` or `--registry-mirror` for a
@@ -66,6 +67,8 @@ pub struct FileConfig {
     pub signatures: Option<String>,
     /// A Sigstore `trusted_root.json`.
     pub trusted_root: Option<PathBuf>,
+    /// A signature policy file.
+    pub signature_policy: Option<PathBuf>,
 }
 
 /// What the flags set; `None`/empty means "not given".
@@ -110,6 +113,8 @@ pub struct Settings {
     pub signatures: Option<Mode>,
     /// The file's trusted root (`--trusted-root` comes first).
     pub trusted_root: Option<PathBuf>,
+    /// The file's signature policy (`--signature-policy` comes first).
+    pub signature_policy: Option<PathBuf>,
     /// The file the settings came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -155,7 +160,8 @@ impl ConfigError {
             }
             Self::Parse { .. } => {
                 "known keys: mirrors, registry-mirrors, insecure-registries, ca-files, authfile, \
-                 jobs, retries, connect-timeout, idle-timeout, signatures, trusted-root (see \
+                 jobs, retries, connect-timeout, idle-timeout, signatures, trusted-root, \
+                 signature-policy (see \
                  README, Configuration file)"
                     .into()
             }
@@ -183,6 +189,7 @@ impl FileConfig {
         config.ca_files = config.ca_files.into_iter().map(anchor).collect();
         config.authfile = config.authfile.map(anchor);
         config.trusted_root = config.trusted_root.map(anchor);
+        config.signature_policy = config.signature_policy.map(anchor);
         Ok(config)
     }
 
@@ -297,6 +304,7 @@ pub fn combine(
         jobs,
         signatures,
         trusted_root: file.trusted_root,
+        signature_policy: file.signature_policy,
         source,
     })
 }
@@ -326,11 +334,12 @@ mod tests {
              registry-mirrors:\n  docker.io: m:5000\n\
              insecure-registries: [m:5000]\nca-files: [ca.pem]\nauthfile: auth.json\n\
              jobs: 2\nretries: 3\nconnect-timeout: 4\nidle-timeout: 5\n\
-             signatures: enforce\ntrusted-root: root.json\n",
+             signatures: enforce\ntrusted-root: root.json\nsignature-policy: p.yaml\n",
         )
         .unwrap();
         assert_eq!(c.signatures.as_deref(), Some("enforce"));
         assert_eq!(c.trusted_root, Some(PathBuf::from("root.json")));
+        assert_eq!(c.signature_policy, Some(PathBuf::from("p.yaml")));
         assert_eq!(c.mirrors["https://github.com"], "http://m:1/github.com");
         assert_eq!(c.registry_mirrors["docker.io"], "m:5000");
         assert_eq!(c.insecure_registries, ["m:5000"]);

@@ -461,6 +461,29 @@ fn bad_or_missing_signatures_fail_the_build_before_writing() {
     ok(build(&world, dir.path(), "good", &enforce)
         .output()
         .unwrap());
+
+    // A policy file covering an image nobody signed: enforce refuses it by name.
+    let other = world
+        .images()
+        .iter()
+        .find(|i| i.source == "network")
+        .expect("the CNI manifest names images");
+    let policy = dir.path().join("policy.yaml");
+    fs::write(
+        &policy,
+        format!(
+            "rules:\n  - match: \"{}\"\n    identity: release@cni.example\n    issuer: {}\n",
+            other.repository, "https://accounts.google.com"
+        ),
+    )
+    .unwrap();
+    let with_policy = [&enforce[..], &["--signature-policy", p(&policy)]].concat();
+    fails_with(
+        &world,
+        dir.path(),
+        &with_policy,
+        &[&other.repository, "no signature"],
+    );
 }
 
 /// The world's configuration with its registry behind `proxy`, in `dir` beside a copy of its

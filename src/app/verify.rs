@@ -4,7 +4,6 @@ use serde_json::json;
 
 use super::AppError;
 use crate::cli::VerifyArgs;
-use crate::signature::Policy;
 use crate::verify::{self, Expect, SignatureCheck};
 
 /// Verifies each ISO; stdout gets one line per violation (or per good ISO), or JSON.
@@ -12,7 +11,7 @@ pub fn run(args: VerifyArgs) -> Result<(), AppError> {
     let signatures = match args.signatures {
         true => Some(SignatureCheck {
             root: super::build::trusted_root(args.trusted_root.as_ref(), None)?.0,
-            policy: Policy::builtin(),
+            policy: super::build::policy(args.signature_policy.as_ref())?,
             now: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs() as i64),

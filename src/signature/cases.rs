@@ -25,7 +25,7 @@ fn digest_of(payload: &[u8]) -> String {
 
 fn check_with(root: &TrustedRoot, l: &SignedLayer, digest: &str, at: i64) -> Result<(), Step> {
     let rule = Policy::builtin()
-        .rule_for("registry.k8s.io")
+        .rule_for("registry.k8s.io/pause")
         .unwrap()
         .clone();
     layer(root, &rule, SIGNED, digest, &l.annotations, &l.payload, at)
@@ -48,7 +48,7 @@ fn a_good_signature_verifies_and_says_who_signed() {
     let l = signed(&store, SignOptions::default());
     let root = TrustedRoot::from_json(store.trusted_root()).unwrap();
     let rule = Policy::builtin()
-        .rule_for("registry.k8s.io")
+        .rule_for("registry.k8s.io/pause")
         .unwrap()
         .clone();
     let v = layer(
@@ -272,7 +272,7 @@ fn any_layer_that_verifies_accepts_and_otherwise_the_first_failure_is_named() {
     let store = Sigstore::generate();
     let root = TrustedRoot::from_json(store.trusted_root()).unwrap();
     let rule = Policy::builtin()
-        .rule_for("registry.k8s.io")
+        .rule_for("registry.k8s.io/pause")
         .unwrap()
         .clone();
     let staging = signed(
@@ -350,11 +350,11 @@ fn production_material_verifies_under_the_embedded_root() {
         (ANN_BUNDLE.to_owned(), rekor.to_string()),
     ]);
     let root = TrustedRoot::from_json(super::PUBLIC_GOOD_ROOT).unwrap();
-    let rule = super::Rule {
-        registry: String::new(),
-        identity: "w.vollprecht@gmail.com".into(),
-        issuer: "https://github.com/login/oauth".into(),
-    };
+    let rule = super::Rule::exact(
+        "**",
+        "w.vollprecht@gmail.com",
+        "https://github.com/login/oauth",
+    );
     let digest = digest_of(blob);
     let v = super::verify::blob(&root, &rule, &digest, &annotations, blob, now()).unwrap();
     assert_eq!(v.log_index, 738_312_748);
@@ -363,7 +363,7 @@ fn production_material_verifies_under_the_embedded_root() {
     let err = super::verify::blob(&world, &rule, &digest, &annotations, blob, now()).unwrap_err();
     assert_eq!(err.step, Step::RekorSet);
     let k8s = Policy::builtin()
-        .rule_for("registry.k8s.io")
+        .rule_for("registry.k8s.io/pause")
         .unwrap()
         .clone();
     let err = super::verify::blob(&root, &k8s, &digest, &annotations, blob, now()).unwrap_err();

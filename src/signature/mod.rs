@@ -17,6 +17,7 @@
 #[cfg(test)]
 mod cases;
 mod der;
+pub mod policy;
 pub mod root;
 pub mod verify;
 mod x509;
@@ -27,6 +28,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+pub use policy::{GOOGLE_ISSUER, K8S_IMAGE_IDENTITY, Policy, Rule};
 pub use root::TrustedRoot;
 pub use verify::{Failure, Step, Verified};
 
@@ -93,47 +95,6 @@ impl FromStr for Mode {
             "enforce" => Ok(Self::Enforce),
             _ => Err(format!("{text:?} is not off, verify or enforce")),
         }
-    }
-}
-
-/// Who must have signed the images of one registry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rule {
-    /// The registry the rule covers (`registry.k8s.io`), as the image reference names it (not
-    /// the mirror it is pulled through).
-    pub registry: String,
-    /// The SAN (e-mail or URI) of the signing certificate.
-    pub identity: String,
-    /// The OIDC issuer the certificate records.
-    pub issuer: String,
-}
-
-/// Kubernetes' image signer: the promoter's service account, through Google's OIDC.
-pub const K8S_IMAGE_IDENTITY: &str = "krel-trust@k8s-releng-prod.iam.gserviceaccount.com";
-/// Google's OIDC issuer.
-pub const GOOGLE_ISSUER: &str = "https://accounts.google.com";
-
-/// The rules that say which images must be signed by whom.
-#[derive(Debug, Clone)]
-pub struct Policy {
-    rules: Vec<Rule>,
-}
-
-impl Policy {
-    /// The built-in rule: registry.k8s.io images are signed by krel-trust.
-    pub fn builtin() -> Self {
-        Self {
-            rules: vec![Rule {
-                registry: "registry.k8s.io".into(),
-                identity: K8S_IMAGE_IDENTITY.into(),
-                issuer: GOOGLE_ISSUER.into(),
-            }],
-        }
-    }
-
-    /// The rule covering images of `registry`, if any.
-    pub fn rule_for(&self, registry: &str) -> Option<&Rule> {
-        self.rules.iter().find(|r| r.registry == registry)
     }
 }
 

@@ -379,14 +379,14 @@ pub fn blob(
     })?;
     let identity = ids
         .iter()
-        .find(|i| **i == rule.identity)
+        .find(|i| rule.identity.matches(i))
         .cloned()
         .ok_or_else(|| Failure {
             step: Identity,
             reason: format!(
                 "signed by {}, the policy wants {}",
                 list(&ids),
-                rule.identity
+                rule.identity.describe()
             ),
         })?;
     let issuer = leaf.oidc_issuer().map_err(|e| Failure {

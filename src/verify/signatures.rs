@@ -58,8 +58,10 @@ pub(super) fn check(cx: &mut Ctx, versions: Option<&Versions>, sig: &SignatureCh
             );
             continue;
         }
-        let domain = image.name.split('/').next().unwrap_or_default();
-        let Some(rule) = sig.policy.rule_for(domain) else {
+        let repository = crate::image::Reference::parse(&image.name)
+            .map(|r| r.repository())
+            .unwrap_or_default();
+        let Some(rule) = sig.policy.rule_for(&repository) else {
             continue;
         };
         if entry.verdict != "verified" {

@@ -17,7 +17,7 @@ mod record;
 mod sboms;
 mod signatures;
 
-pub(crate) use signatures::trusted_root;
+pub(crate) use signatures::{policy, trusted_root};
 mod write;
 
 use std::path::PathBuf;
@@ -88,6 +88,7 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     let checker = signatures::checker(
         args.signatures.as_deref(),
         args.trusted_root.as_ref(),
+        args.signature_policy.as_ref(),
         &settings,
     )?;
     let cache = net::cache(args.cache_dir)?;

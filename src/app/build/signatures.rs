@@ -37,6 +37,7 @@ pub(crate) struct ArchSignatures {
 pub(super) fn checker(
     flag: Option<&str>,
     trusted_root_flag: Option<&PathBuf>,
+    policy_flag: Option<&PathBuf>,
     settings: &Settings,
 ) -> Result<Option<Checker>, AppError> {
     let mode = match flag {
@@ -50,13 +51,40 @@ pub(super) fn checker(
         return Ok(None);
     }
     let (root, root_sha256) = trusted_root(trusted_root_flag, settings.trusted_root.as_ref())?;
+    let policy = policy(policy_flag.or(settings.signature_policy.as_ref()))?;
     tracing::info!("image signatures: {mode}");
     Ok(Some(Checker {
         mode,
         root_sha256,
         root,
-        policy: Policy::builtin(),
+        policy,
     }))
+}
+
+/// The built-in policy, after the rules of `file` when given.
+pub(crate) fn policy(file: Option<&PathBuf>) -> Result<Policy, AppError> {
+    let Some(path) = file else {
+        return Ok(Policy::builtin());
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        AppError::usage(
+            anyhow::Error::new(e).context(format!(
+                "cannot read the signature policy {}",
+                path.display()
+            )),
+            None,
+        )
+    })?;
+    Policy::with_file(&text).map_err(|e| {
+        AppError::usage(
+            anyhow::anyhow!("signature policy {}: {e}", path.display()),
+            Some(
+                "each rule has match, issuer and one of identity, identity-regex (see README, \
+                 Signatures)"
+                    .into(),
+            ),
+        )
+    })
 }
 
 /// The trusted root: `flag`, else `file` (the configuration's), else the embedded public-good
@@ -170,7 +198,7 @@ async fn one(
         integrated_time: None,
         docker_reference: None,
     };
-    let Some(rule) = checker.policy.rule_for(image.reference.domain()) else {
+    let Some(rule) = checker.policy.rule_for(&image.reference.repository()) else {
         return Ok((report, None));
     };
     let fetch_err = |e: crate::registry::RegistryError| {
