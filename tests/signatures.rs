@@ -135,6 +135,28 @@ fn both_arches_verify_and_carry_the_evidence() {
         for image in images.iter().filter(|i| !k8s.contains(i)) {
             assert_eq!(image["verdict"], "not-covered", "{image:#}");
         }
+        // The CycloneDX SBOM names each covered image's signer.
+        let bom: serde_json::Value =
+            serde_json::from_slice(&fs::read(tree.join("sbom.cdx.json")).unwrap()).unwrap();
+        let pause = bom["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["bom-ref"] == "docker/pause:3.10.tar")
+            .unwrap();
+        let signature = pause["properties"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "cks-iso:signature")
+            .unwrap();
+        assert!(
+            signature["value"]
+                .as_str()
+                .unwrap()
+                .starts_with("verified: krel-trust@k8s-releng-prod.iam.gserviceaccount.com via https://accounts.google.com, Rekor log index "),
+            "{signature}"
+        );
         let versions = fs::read_to_string(tree.join("versions.txt")).unwrap();
         let line = format!(
             "# signatures verify: {n} of {n} covered images verified, 0 unsigned",

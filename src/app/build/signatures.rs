@@ -271,6 +271,37 @@ fn untrusted(err: SignatureError) -> AppError {
     AppError::failure(anyhow::Error::new(err), hint)
 }
 
+/// Per image archive (`docker/<file>`), what the SBOM says of its signature; images no rule
+/// covers get nothing. `files` names each reference's archive.
+pub(super) fn sbom_notes(
+    sigs: &ArchSignatures,
+    files: &std::collections::BTreeMap<crate::image::Reference, String>,
+) -> std::collections::BTreeMap<String, String> {
+    let mut notes = std::collections::BTreeMap::new();
+    for (reference, file) in files {
+        let Some(r) = sigs
+            .report
+            .images
+            .iter()
+            .find(|i| i.reference == reference.to_string())
+        else {
+            continue;
+        };
+        let note = match r.verdict.as_str() {
+            "verified" => format!(
+                "verified: {} via {}, Rekor log index {}",
+                r.identity.as_deref().unwrap_or_default(),
+                r.issuer.as_deref().unwrap_or_default(),
+                r.log_index.unwrap_or_default()
+            ),
+            "unsigned" => "unsigned".to_owned(),
+            _ => continue,
+        };
+        notes.insert(format!("docker/{file}"), note);
+    }
+    notes
+}
+
 /// The one line `versions.txt` gets: `# signatures verify: 9 of 9 covered images verified, 0
 /// unsigned (signatures/report.json)`.
 pub(super) fn summary(sigs: &ArchSignatures) -> String {

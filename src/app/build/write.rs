@@ -146,6 +146,11 @@ fn one(
                 (archive, i.manifest.digest.to_string())
             })
             .collect(),
+        signatures: a
+            .signatures
+            .as_ref()
+            .map(|s| signatures::sbom_notes(s, &naming.files))
+            .unwrap_or_default(),
         epoch,
     };
     sboms::write_into(&a.staging, &inventory)?;
