@@ -250,7 +250,11 @@ fn locked_rebuilds_are_byte_identical_online_in_another_environment_and_offline_
         ],
     ));
     same_bytes(&out.join(ISOS[1]), &out4.join(ISOS[1]));
-    assert_eq!(names(&out4).len(), 2, "only the arm64 ISO and its .sha256");
+    assert_eq!(
+        names(&out4).len(),
+        4,
+        "only the arm64 ISO, its .sha256 and its two SBOMs"
+    );
 
     // Offline on an empty cache: exit 1 naming the first missing item, nothing left behind.
     let out5 = d.join("out5");
