@@ -218,6 +218,18 @@ fn logs_outside_the_root_are_refused() {
     let digest = digest_of(&l.payload);
     let no_ct = root_without(&store, "ctlogs");
     assert_eq!(check_with(&no_ct, &l, &digest, now()), Err(Step::Sct));
+    let mut json: Value = serde_json::from_str(store.trusted_root()).unwrap();
+    json["ctlogs"][0]["publicKey"]["validFor"]["end"] =
+        Value::String("2021-06-01T00:00:00Z".into());
+    let retired = TrustedRoot::from_json(&json.to_string()).unwrap();
+    assert_eq!(check_with(&retired, &l, &digest, now()), Err(Step::Sct));
+    let mut json: Value = serde_json::from_str(store.trusted_root()).unwrap();
+    json["tlogs"][0]["publicKey"]["validFor"]["end"] = Value::String("2021-06-01T00:00:00Z".into());
+    let retired = TrustedRoot::from_json(&json.to_string()).unwrap();
+    assert_eq!(
+        check_with(&retired, &l, &digest, now()),
+        Err(Step::RekorSet)
+    );
     let no_rekor = root_without(&store, "tlogs");
     assert_eq!(
         check_with(&no_rekor, &l, &digest, now()),

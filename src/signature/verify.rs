@@ -489,6 +489,13 @@ fn sct(root: &TrustedRoot, leaf: &Cert<'_>, issuer_spki: &[u8]) -> Result<(), St
             why.push("its CT log's key is of an unsupported kind".into());
             continue;
         };
+        if !log.valid.covers((s.timestamp / 1000) as i64) {
+            why.push(format!(
+                "log {} was not valid when it signed the SCT",
+                hex::encode(&s.log_id)
+            ));
+            continue;
+        }
         let hash = match (s.hash_alg, s.sig_alg) {
             (4, 3) => Hash::Sha256,
             (5, 3) => Hash::Sha384,
