@@ -394,3 +394,27 @@ fn production_material_verifies_under_the_embedded_root() {
     .unwrap_err();
     assert_eq!(err.step, Step::RekorEntry);
 }
+
+#[test]
+fn a_backing_registry_docker_reference_is_recorded_not_trusted() {
+    // Before kpromo 4.0.2 the payload named the backing registry, not registry.k8s.io.
+    let store = Sigstore::generate();
+    let backing = "europe-west1-docker.pkg.dev/k8s-artifacts-prod/images/pause";
+    let l = store.sign(backing, SIGNED, &SignOptions::default());
+    let root = TrustedRoot::from_json(store.trusted_root()).unwrap();
+    let rule = Policy::builtin()
+        .rule_for("registry.k8s.io/pause")
+        .unwrap()
+        .clone();
+    let v = layer(
+        &root,
+        &rule,
+        SIGNED,
+        &digest_of(&l.payload),
+        &l.annotations,
+        &l.payload,
+        now(),
+    )
+    .unwrap();
+    assert_eq!(v.docker_reference, backing);
+}
