@@ -195,6 +195,16 @@ pub struct PullArgs {
     /// Blob cache [default: $XDG_CACHE_HOME/cks-iso, else ~/.cache/cks-iso].
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Sigstore signatures: off, verify or enforce, as for build; an image that fails is not
+    /// written [default: off for pull].
+    #[arg(long, value_name = "MODE", env = "CKS_ISO_SIGNATURES", value_parser = ["off", "verify", "enforce"])]
+    pub signatures: Option<String>,
+    /// Sigstore trusted_root.json [default: config file, else the embedded public-good root].
+    #[arg(long, value_name = "FILE")]
+    pub trusted_root: Option<PathBuf>,
+    /// More signers (YAML rules) [default: config file].
+    #[arg(long, value_name = "FILE")]
+    pub signature_policy: Option<PathBuf>,
     /// Network settings (mirrors, registries, CA files, credentials, jobs, retries, timeouts).
     #[command(flatten)]
     pub net: NetArgs,

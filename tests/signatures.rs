@@ -500,6 +500,37 @@ fn bad_or_missing_signatures_fail_the_build_before_writing() {
     )
     .unwrap();
     let with_policy = [&enforce[..], &["--signature-policy", p(&policy)]].concat();
+    // pull checks too when asked: the spoiled image is named and not written, the others are.
+    spoil(
+        &world,
+        &SignOptions {
+            identity: "mallory@example.com".into(),
+            ..SignOptions::default()
+        },
+        None,
+    );
+    let pulled = dir.path().join("pulled");
+    let out = cks_iso()
+        .env("CKS_ISO_CONFIG", world.config_path())
+        .args([
+            "pull",
+            PAUSE,
+            "registry.k8s.io/etcd:3.5.21-0",
+            "--arch",
+            "amd64",
+        ])
+        .args(["--signatures", "enforce", "--out", p(&pulled)])
+        .args(["--cache-dir", p(&dir.path().join("cache"))])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("fails the identity check"), "{err}");
+    let written: Vec<String> = fs::read_dir(&pulled)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(written, ["etcd:3.5.21-0.tar"], "{err}");
     fails_with(
         &world,
         dir.path(),

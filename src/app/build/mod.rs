@@ -17,7 +17,7 @@ mod record;
 mod sboms;
 mod signatures;
 
-pub(crate) use signatures::{policy, trusted_root};
+pub(crate) use signatures::{check_image, checker, policy, trusted_root};
 mod write;
 
 use std::path::PathBuf;

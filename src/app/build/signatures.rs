@@ -34,7 +34,7 @@ pub(crate) struct ArchSignatures {
 /// The mode (flag or `CKS_ISO_SIGNATURES`, else the config file, else `verify`) and the trusted
 /// root (`--trusted-root`, else the config file, else the embedded public-good root); `None` for
 /// `off`.
-pub(super) fn checker(
+pub(crate) fn checker(
     flag: Option<&str>,
     trusted_root_flag: Option<&PathBuf>,
     policy_flag: Option<&PathBuf>,
@@ -136,7 +136,7 @@ pub(super) async fn check(
 ) -> Result<ArchSignatures, AppError> {
     let results: Vec<Result<(ImageReport, Option<SignatureManifest>), AppError>> =
         stream::iter(images)
-            .map(|image| one(checker, registry, image))
+            .map(|image| check_image(checker, registry, image))
             .buffered(registry.jobs())
             .collect()
             .await;
@@ -179,7 +179,8 @@ pub(super) async fn check(
     })
 }
 
-async fn one(
+/// Fetches and judges one image's signatures (see [`check`]).
+pub(crate) async fn check_image(
     checker: &Checker,
     registry: &Registry,
     image: &Image,
