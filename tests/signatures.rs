@@ -157,6 +157,11 @@ fn both_arches_verify_and_carry_the_evidence() {
                 .starts_with("verified: krel-trust@k8s-releng-prod.iam.gserviceaccount.com via https://accounts.google.com, Rekor log index "),
             "{signature}"
         );
+        let spdx = fs::read_to_string(tree.join("sbom.spdx.json")).unwrap();
+        assert!(
+            spdx.contains("; signature verified: krel-trust@"),
+            "the SPDX comment names the signer"
+        );
         let versions = fs::read_to_string(tree.join("versions.txt")).unwrap();
         let line = format!(
             "# signatures verify: {n} of {n} covered images verified, 0 unsigned",
