@@ -97,6 +97,10 @@ fn both_arches_verify_and_carry_the_evidence() {
         assert_eq!(report["mode"], "verify");
         let root = fs::read(world.trusted_root_path()).unwrap();
         assert_eq!(report["trusted_root_sha256"], sha256_hex(&root));
+        assert_eq!(
+            fs::read(tree.join("signatures/trusted_root.json")).unwrap(),
+            root
+        );
         let images = report["images"].as_array().unwrap();
         let k8s: Vec<_> = images
             .iter()

@@ -265,9 +265,16 @@ pub const REPORT_PATH: &str = "signatures/report.json";
 
 /// The files of `signatures/` (paths relative to it) for `report` and the `.sig` manifests it
 /// accepted: each manifest byte-exact as `images/<hex>.json`, each payload as
-/// `images/blobs/sha256/<hex>`, and `report.json`. Sorted, so the ISO stays reproducible.
-pub fn evidence(report: &Report, manifests: &[SignatureManifest]) -> BTreeMap<String, Vec<u8>> {
+/// `images/blobs/sha256/<hex>`, `report.json`, and a copy of the trusted root that judged as
+/// `trusted_root.json`, for third-party tools (cks-iso itself never trusts it). Sorted, so the ISO
+/// stays reproducible.
+pub fn evidence(
+    report: &Report,
+    manifests: &[SignatureManifest],
+    trusted_root: &str,
+) -> BTreeMap<String, Vec<u8>> {
     let mut files = BTreeMap::new();
+    files.insert("trusted_root.json".into(), trusted_root.as_bytes().to_vec());
     for m in manifests {
         files.insert(format!("images/{}.json", m.digest.hex()), m.bytes.clone());
         for (desc, payload) in &m.layers {

@@ -21,7 +21,7 @@ pub(crate) const DIR: &str = "signatures";
 pub(crate) struct Checker {
     mode: Mode,
     root: TrustedRoot,
-    root_sha256: String,
+    root_text: String,
     policy: Policy,
 }
 
@@ -29,6 +29,8 @@ pub(crate) struct Checker {
 pub(crate) struct ArchSignatures {
     pub(crate) report: Report,
     pub(crate) manifests: Vec<SignatureManifest>,
+    /// The trusted root's text, copied into the ISO for third-party tools.
+    pub(crate) trusted_root: String,
 }
 
 /// The mode (flag or `CKS_ISO_SIGNATURES`, else the config file, else `verify`) and the trusted
@@ -50,12 +52,12 @@ pub(crate) fn checker(
         tracing::warn!("--signatures off: image signatures are not checked");
         return Ok(None);
     }
-    let (root, root_sha256) = trusted_root(trusted_root_flag, settings.trusted_root.as_ref())?;
+    let (root, root_text) = trusted_root(trusted_root_flag, settings.trusted_root.as_ref())?;
     let policy = policy(policy_flag.or(settings.signature_policy.as_ref()))?;
     tracing::info!("image signatures: {mode}");
     Ok(Some(Checker {
         mode,
-        root_sha256,
+        root_text,
         root,
         policy,
     }))
@@ -88,7 +90,7 @@ pub(crate) fn policy(file: Option<&PathBuf>) -> Result<Policy, AppError> {
 }
 
 /// The trusted root: `flag`, else `file` (the configuration's), else the embedded public-good
-/// root; with the sha256 of its text.
+/// root; with its text.
 pub(crate) fn trusted_root(
     flag: Option<&PathBuf>,
     file: Option<&PathBuf>,
@@ -107,7 +109,7 @@ pub(crate) fn trusted_root(
         )
     })?;
     tracing::info!("trusted root for signatures: {origin}");
-    Ok((root, TrustedRoot::fingerprint(&text)))
+    Ok((root, text))
 }
 
 fn read_root(path: &PathBuf) -> Result<String, AppError> {
@@ -172,10 +174,11 @@ pub(super) async fn check(
         report: Report {
             version: 1,
             mode: checker.mode.to_string(),
-            trusted_root_sha256: checker.root_sha256.clone(),
+            trusted_root_sha256: TrustedRoot::fingerprint(&checker.root_text),
             images: reports,
         },
         manifests,
+        trusted_root: checker.root_text.clone(),
     })
 }
 
@@ -318,7 +321,7 @@ pub(super) fn summary(sigs: &ArchSignatures) -> String {
 
 /// Writes `signatures/` (see [`signature::evidence`]) into the staging directory `staging`.
 pub(super) fn write_into(staging: &Path, sigs: &ArchSignatures) -> Result<(), AppError> {
-    for (rel, bytes) in signature::evidence(&sigs.report, &sigs.manifests) {
+    for (rel, bytes) in signature::evidence(&sigs.report, &sigs.manifests, &sigs.trusted_root) {
         let path = staging.join(DIR).join(&rel);
         let fail = |e: std::io::Error| {
             AppError::failure(
