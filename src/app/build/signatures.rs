@@ -159,7 +159,7 @@ pub(super) async fn check(
         let mut first = failures.swap_remove(0);
         if count > 1 {
             first.error = first.error.context(format!(
-                "{count} images of linux/{arch} failed the signature check; the first"
+                "{count} images of linux/{arch} failed the signature check, this one first"
             ));
         }
         return Err(first);
