@@ -309,6 +309,21 @@ fn both_arches_verify_and_carry_the_evidence() {
         .unwrap();
     });
     assert!(text.contains("which the ISO does not ship"), "{text}");
+    // A verdict rewritten to hide an image from the re-check.
+    let text = retamper("hidden", &|t| {
+        let mut r = report.clone();
+        for image in r["images"].as_array_mut().unwrap() {
+            if image["reference"] == verified[0]["reference"] {
+                image["verdict"] = "not-covered".into();
+            }
+        }
+        fs::write(
+            t.join("signatures/report.json"),
+            serde_json::to_vec(&r).unwrap(),
+        )
+        .unwrap();
+    });
+    assert!(text.contains("recorded as not-covered"), "{text}");
 }
 
 /// `scripts/check-image-signatures.py` on an extracted ISO: the independent oracle.
