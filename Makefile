@@ -9,9 +9,11 @@ DEB_PACKAGES := docker-registry git xorriso genisoimage libarchive-tools p7zip-f
 # The command each package provides, to tell whether it is already installed.
 DEB_COMMANDS := docker-registry git xorriso isoinfo bsdtar 7z skopeo containerd /usr/bin/time unshare curl \
 	python3 man zsh fish lintian
-# The formats' own SBOM validators, from PyPI into a virtualenv the tests use (tests/build_e2e.rs).
+# The formats' own SBOM validators, from PyPI into a virtualenv the tests use (tests/build_e2e.rs),
+# and `cryptography` for the independent image-signature oracle (tests/signatures.rs; Debian 12's
+# python3-cryptography 38 lacks the certificate APIs it uses).
 SBOM_VENV := .venv-sbom
-SBOM_PIP := cyclonedx-python-lib[json-validation]==11.12.0 spdx-tools==0.8.5
+SBOM_PIP := cyclonedx-python-lib[json-validation]==11.12.0 spdx-tools==0.8.5 cryptography==48.0.0
 
 # `make deb`: cargo-deb packages the release binary with the man pages and completions that binary
 # generates into $(ASSETS). cargo-deb is installed by the target when missing.
@@ -32,7 +34,7 @@ deps:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(DEB_PACKAGES); \
 	else echo "make deps: all tools present"; fi
 	@command -v cargo >/dev/null || { echo "make deps: cargo is missing; install Rust from rustup.rs" >&2; exit 1; }
-	@if $(SBOM_VENV)/bin/python -c 'import cyclonedx.validation.json, jsonschema, spdx_tools' 2>/dev/null \
+	@if $(SBOM_VENV)/bin/python -c 'import cyclonedx.validation.json, jsonschema, spdx_tools, cryptography' 2>/dev/null \
 		&& [ -x $(SBOM_VENV)/bin/pyspdxtools ]; then echo "make deps: SBOM validators present"; \
 	else \
 		echo "make deps: installing $(SBOM_PIP) into $(SBOM_VENV)"; \

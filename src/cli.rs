@@ -235,6 +235,17 @@ pub struct VerifyArgs {
     /// The volume ID nodes search for.
     #[arg(long, value_name = "ID", default_value = crate::iso::DEFAULT_VOLUME_ID)]
     pub volume_id: String,
+    /// Also re-verify the image signatures the ISO carries, offline, against cks-iso's own
+    /// trusted root (or --trusted-root), and that they sign the images it holds.
+    #[arg(long)]
+    pub signatures: bool,
+    /// Sigstore trusted_root.json for --signatures [default: Sigstore's public-good root
+    /// embedded in cks-iso; never the ISO's].
+    #[arg(long, value_name = "FILE", requires = "signatures")]
+    pub trusted_root: Option<PathBuf>,
+    /// The policy file the ISO was built with, for --signatures.
+    #[arg(long, value_name = "FILE", requires = "signatures")]
+    pub signature_policy: Option<PathBuf>,
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -269,6 +280,16 @@ pub struct PullArgs {
     /// Blob cache [default: $XDG_CACHE_HOME/cks-iso, else ~/.cache/cks-iso].
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Sigstore signatures: off, verify or enforce, as for build; an image that fails is not
+    /// written [default: off for pull].
+    #[arg(long, value_name = "MODE", env = "CKS_ISO_SIGNATURES", value_parser = ["off", "verify", "enforce"])]
+    pub signatures: Option<String>,
+    /// Sigstore trusted_root.json [default: config file, else the embedded public-good root].
+    #[arg(long, value_name = "FILE")]
+    pub trusted_root: Option<PathBuf>,
+    /// More signers (YAML rules) [default: config file].
+    #[arg(long, value_name = "FILE")]
+    pub signature_policy: Option<PathBuf>,
     /// Network settings (mirrors, registries, CA files, credentials, jobs, retries, timeouts).
     #[command(flatten)]
     pub net: NetArgs,
@@ -348,6 +369,18 @@ pub struct BuildArgs {
     /// Make no network connection: everything comes from the cache.
     #[arg(long)]
     pub offline: bool,
+    /// Sigstore signatures of registry.k8s.io images: off, verify (bad ones fail, unsigned
+    /// ones warn) or enforce (unsigned ones fail too) [default: config file, else verify].
+    #[arg(long, value_name = "MODE", env = "CKS_ISO_SIGNATURES", value_parser = ["off", "verify", "enforce"])]
+    pub signatures: Option<String>,
+    /// Sigstore trusted_root.json to verify against [default: config file, else Sigstore's
+    /// public-good root embedded in cks-iso].
+    #[arg(long, value_name = "FILE")]
+    pub trusted_root: Option<PathBuf>,
+    /// YAML rules (match, identity or identity-regex, issuer) for more images' signers, tried
+    /// before the built-in registry.k8s.io rule [default: config file].
+    #[arg(long, value_name = "FILE")]
+    pub signature_policy: Option<PathBuf>,
     /// Network settings.
     #[command(flatten)]
     pub net: NetArgs,

@@ -16,6 +16,9 @@
 //! retries: 5                    # attempts in all, the first included
 //! connect-timeout: 15           # seconds
 //! idle-timeout: 30              # seconds
+//! signatures: verify            # off | verify | enforce (see README, Signatures)
+//! trusted-root: trusted_root.json  # Sigstore trust root instead of the embedded public-good one
+//! signature-policy: policy.yaml  # more signers (see `crate::signature::policy`)
 //! ```
 //!
 //! Combining: a scalar flag replaces the file's value; a `--mirror` or `--registry-mirror` for a
@@ -29,6 +32,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::fetch::{HttpConfig, Mirror, Mirrors, RetryPolicy};
+use crate::signature::Mode;
 
 /// Parallel transfers when neither flag nor file says.
 pub const DEFAULT_JOBS: usize = 4;
@@ -59,6 +63,12 @@ pub struct FileConfig {
     pub connect_timeout: Option<u64>,
     /// Seconds of silence before a transfer counts as stalled.
     pub idle_timeout: Option<u64>,
+    /// `off`, `verify` or `enforce`.
+    pub signatures: Option<String>,
+    /// A Sigstore `trusted_root.json`.
+    pub trusted_root: Option<PathBuf>,
+    /// A signature policy file.
+    pub signature_policy: Option<PathBuf>,
 }
 
 /// What the flags set; `None`/empty means "not given".
@@ -99,6 +109,12 @@ pub struct Settings {
     pub authfile: Option<PathBuf>,
     /// Parallel transfers.
     pub jobs: usize,
+    /// The file's signature mode (flags and `CKS_ISO_SIGNATURES` come first).
+    pub signatures: Option<Mode>,
+    /// The file's trusted root (`--trusted-root` comes first).
+    pub trusted_root: Option<PathBuf>,
+    /// The file's signature policy (`--signature-policy` comes first).
+    pub signature_policy: Option<PathBuf>,
     /// The file the settings came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -144,7 +160,9 @@ impl ConfigError {
             }
             Self::Parse { .. } => {
                 "known keys: mirrors, registry-mirrors, insecure-registries, ca-files, authfile, \
-                 jobs, retries, connect-timeout, idle-timeout (see README, Configuration file)"
+                 jobs, retries, connect-timeout, idle-timeout, signatures, trusted-root, \
+                 signature-policy (see \
+                 README, Configuration file)"
                     .into()
             }
             Self::Value { .. } => return None,
@@ -170,6 +188,8 @@ impl FileConfig {
         };
         config.ca_files = config.ca_files.into_iter().map(anchor).collect();
         config.authfile = config.authfile.map(anchor);
+        config.trusted_root = config.trusted_root.map(anchor);
+        config.signature_policy = config.signature_policy.map(anchor);
         Ok(config)
     }
 
@@ -224,6 +244,12 @@ pub fn combine(
             insecure.push(host);
         }
     }
+    let signatures = file
+        .signatures
+        .as_deref()
+        .map(str::parse::<Mode>)
+        .transpose()
+        .map_err(|reason| value(&origin, "signatures", reason))?;
     let mut ca_files = file.ca_files;
     ca_files.extend(flags.ca_files);
     let jobs = flags.jobs.or(file.jobs).unwrap_or(DEFAULT_JOBS);
@@ -276,6 +302,9 @@ pub fn combine(
         insecure_registries: insecure,
         authfile: flags.authfile.or(file.authfile),
         jobs,
+        signatures,
+        trusted_root: file.trusted_root,
+        signature_policy: file.signature_policy,
         source,
     })
 }
@@ -304,9 +333,13 @@ mod tests {
             "mirrors:\n  https://github.com: http://m:1/github.com\n\
              registry-mirrors:\n  docker.io: m:5000\n\
              insecure-registries: [m:5000]\nca-files: [ca.pem]\nauthfile: auth.json\n\
-             jobs: 2\nretries: 3\nconnect-timeout: 4\nidle-timeout: 5\n",
+             jobs: 2\nretries: 3\nconnect-timeout: 4\nidle-timeout: 5\n\
+             signatures: enforce\ntrusted-root: root.json\nsignature-policy: p.yaml\n",
         )
         .unwrap();
+        assert_eq!(c.signatures.as_deref(), Some("enforce"));
+        assert_eq!(c.trusted_root, Some(PathBuf::from("root.json")));
+        assert_eq!(c.signature_policy, Some(PathBuf::from("p.yaml")));
         assert_eq!(c.mirrors["https://github.com"], "http://m:1/github.com");
         assert_eq!(c.registry_mirrors["docker.io"], "m:5000");
         assert_eq!(c.insecure_registries, ["m:5000"]);

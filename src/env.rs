@@ -96,6 +96,12 @@ pub const REGISTRY_AUTH_FILE: Var = Var {
     about: "a Podman/skopeo `auth.json` read for registry credentials before the Docker config; `--authfile` comes first",
 };
 
+/// The signature mode of `build`, when `--signatures` is not given (read by clap).
+pub const CKS_ISO_SIGNATURES: Var = Var {
+    name: "CKS_ISO_SIGNATURES",
+    about: "`off`, `verify` or `enforce`: how `build` treats Sigstore signatures of registry.k8s.io images when --signatures is not given",
+};
+
 /// Every variable above, in the order the README lists them.
 pub const ALL: &[Var] = &[
     SOURCE_DATE_EPOCH,
@@ -104,6 +110,7 @@ pub const ALL: &[Var] = &[
     AUTOSCALER_VERSION,
     CCM_VERSION,
     CKS_ISO_CONFIG,
+    CKS_ISO_SIGNATURES,
     HTTPS_PROXY,
     HTTP_PROXY,
     NO_PROXY,

@@ -18,6 +18,7 @@
 //!   entries); pure.
 //! - [`sbom`]: the ISO's inventory as CycloneDX 1.6 and SPDX 2.3 JSON, from what the build knows;
 //!   pure.
+//! - [`signature`]: judges Sigstore image signatures against a trusted root and policy; pure.
 //! - [`verify`]: checks a finished ISO against the CKS contract with the project's own reader.
 //! - [`registry`]: the distribution API client that pulls images into the cache.
 //! - [`upstream`]: the files a build downloads (URLs, published checksums, content checks) and
@@ -48,6 +49,7 @@ pub mod registry;
 pub mod resolution;
 pub mod resolve;
 pub mod sbom;
+pub mod signature;
 pub mod ui;
 pub mod units;
 pub mod upstream;

@@ -115,6 +115,8 @@ fn locked_rebuilds_are_byte_identical_online_in_another_environment_and_offline_
     let world = World::start(Options::default());
     let config = d.join("config.yaml");
     fs::write(&config, world.config_yaml()).unwrap();
+    // The configuration names the world's trust root relative to itself; it outlives the world.
+    fs::copy(world.trusted_root_path(), d.join("trusted_root.json")).unwrap();
     let tmp = tmp_in(d, "tmp");
     run(build(
         &config,
@@ -248,7 +250,11 @@ fn locked_rebuilds_are_byte_identical_online_in_another_environment_and_offline_
         ],
     ));
     same_bytes(&out.join(ISOS[1]), &out4.join(ISOS[1]));
-    assert_eq!(names(&out4).len(), 2, "only the arm64 ISO and its .sha256");
+    assert_eq!(
+        names(&out4).len(),
+        4,
+        "only the arm64 ISO, its .sha256 and its two SBOMs"
+    );
 
     // Offline on an empty cache: exit 1 naming the first missing item, nothing left behind.
     let out5 = d.join("out5");

@@ -125,6 +125,7 @@ fn good_tree(world: &World, root: &Path, arch: Arch) {
         iso: format!("setup-v1.33.1-{arch}.iso"),
         versions: &versions,
         manifests,
+        signatures: Default::default(),
         epoch: 1_700_000_000,
     };
     write(root, "sbom.cdx.json", sbom::cyclonedx(&inventory, None));

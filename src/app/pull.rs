@@ -1,7 +1,8 @@
 //! `cks-iso pull IMAGE... --arch ARCH --out DIR`: pull images from registries into the blob cache
-//! and write one image archive per image.
+//! and write one image archive per image; with `--signatures verify|enforce`, only images whose
+//! signatures pass (see [`build::check_image`]).
 
-use super::{AppError, net};
+use super::{AppError, build, net};
 use futures_util::{StreamExt, stream};
 
 use crate::archive::{self, Written};
@@ -35,6 +36,18 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
         )
     })?;
     let settings = net::settings(args.net)?;
+    // pull checks signatures only when asked: it is the low-level building block.
+    let mode = args.signatures.as_deref().unwrap_or("off");
+    let checker = match mode {
+        "off" => None,
+        _ => build::checker(
+            Some(mode),
+            args.trusted_root.as_ref(),
+            args.signature_policy.as_ref(),
+            &settings,
+        )?,
+    };
+    let checker = checker.as_ref();
     let registry = net::registry(&settings, cache)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -69,6 +82,10 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
                 async move {
                     let image = image?;
                     registry.fetch_blobs(&image, progress).await?;
+                    // A bad signature (or, enforced, none) and the archive is not written.
+                    if let Some(checker) = checker {
+                        build::check_image(checker, registry, &image).await?;
+                    }
                     let cache = registry.cache().clone();
                     tokio::task::spawn_blocking(move || {
                         let written = archive::write(&image, &cache, &path, mtime)?;

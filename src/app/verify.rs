@@ -4,12 +4,23 @@ use serde_json::json;
 
 use super::AppError;
 use crate::cli::VerifyArgs;
-use crate::verify::{self, Expect};
+use crate::verify::{self, Expect, SignatureCheck};
 
 /// Verifies each ISO; stdout gets one line per violation (or per good ISO), or JSON.
 pub fn run(args: VerifyArgs) -> Result<(), AppError> {
+    let signatures = match args.signatures {
+        true => Some(SignatureCheck {
+            root: super::build::trusted_root(args.trusted_root.as_ref(), None)?.0,
+            policy: super::build::policy(args.signature_policy.as_ref())?,
+            now: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64),
+        }),
+        false => None,
+    };
     let expect = Expect {
         volume_id: args.volume_id,
+        signatures,
     };
     let mut reports = Vec::new();
     for iso in &args.isos {

@@ -30,6 +30,7 @@
 mod auth;
 mod endpoint;
 mod error;
+mod signatures;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

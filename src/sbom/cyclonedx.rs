@@ -174,6 +174,9 @@ pub(super) fn render(inventory: &Inventory, iso: Option<&IsoFacts>) -> String {
             if let Some(source) = &item.source {
                 properties.push(property("source", source));
             }
+            if let Some(signature) = &item.signature {
+                properties.push(property("signature", signature));
+            }
             Component {
                 kind: match item.kind {
                     Kind::Image => "container",

@@ -42,6 +42,9 @@ pub struct Inventory<'a> {
     /// Per image archive path (`docker/pause:3.10.tar`), its platform manifest's digest. An image
     /// not here is taken as single-platform: its registry digest is its manifest's.
     pub manifests: BTreeMap<String, String>,
+    /// Per image archive path, what its signature check found (`verified: <identity> via
+    /// <issuer>, Rekor log index N` or `unsigned`); CycloneDX's `cks-iso:signature` property.
+    pub signatures: BTreeMap<String, String>,
     /// The build's epoch (seconds), the documents' timestamp.
     pub epoch: i64,
 }
@@ -80,6 +83,8 @@ struct Item {
     source: Option<String>,
     /// An image's registry (index) digest.
     index_digest: Option<String>,
+    /// An image's signature verdict and signer.
+    signature: Option<String>,
 }
 
 impl Inventory<'_> {
@@ -113,6 +118,7 @@ impl Inventory<'_> {
                 url: None,
                 source: None,
                 index_digest: Some(image.digest.clone()),
+                signature: self.signatures.get(&image.archive).cloned(),
             });
         }
         items.sort_by(|a, b| a.path.cmp(&b.path));
@@ -170,6 +176,7 @@ fn file_item(v: &Versions, f: &crate::versions::FileRecord) -> Item {
         url,
         source: Some(source),
         index_digest: None,
+        signature: None,
     }
 }
 
@@ -271,6 +278,7 @@ mod tests {
                 "docker/pause:3.10.tar".to_owned(),
                 format!("sha256:{}", "d".repeat(64)),
             )]),
+            signatures: BTreeMap::new(),
             epoch: 1_700_000_000,
         }
     }

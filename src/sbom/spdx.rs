@@ -206,7 +206,10 @@ pub(super) fn render(inventory: &Inventory, iso: Option<&IsoFacts>) -> String {
         }
         p.comment = match (&item.index_digest, &item.source) {
             (Some(index), _) => Some(format!(
-                "registry digest {index}; the checksum is the platform manifest's"
+                "registry digest {index}; the checksum is the platform manifest's{}",
+                item.signature
+                    .as_ref()
+                    .map_or(String::new(), |s| format!("; signature {s}"))
             )),
             (None, Some(source)) if p.download_location == NOASSERTION => {
                 Some(format!("source: {source}"))

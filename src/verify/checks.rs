@@ -96,6 +96,9 @@ pub(super) fn run(
         super::lock::check(&mut cx, versions);
     }
     super::sboms::check(&mut cx, versions.as_ref());
+    if let Some(sig) = &expect.signatures {
+        super::signatures::check(&mut cx, versions.as_ref(), sig);
+    }
     Ok(())
 }
 

@@ -8,11 +8,13 @@
 //! agreeing with the files (hashes) and the archives (one line each), every image referenced by a
 //! root `*.yaml` being bundled (air-gap completeness), the SBOMs listing exactly the files and
 //! archives the ISO holds with their hashes, modes and owners, and the embedded `cks-iso.lock`
-//! agreeing with all of it. No network.
+//! agreeing with all of it. With `--signatures`, the image signatures in `signatures/` verify
+//! again against cks-iso's trusted root and bind to the archives the ISO holds. No network.
 
 mod checks;
 mod lock;
 mod sboms;
+mod signatures;
 
 use std::path::{Path, PathBuf};
 
@@ -26,12 +28,26 @@ pub const README_SECTION: &str = "The ISO contract";
 pub struct Expect {
     /// The volume ID nodes search for.
     pub volume_id: String,
+    /// Re-verify the image signatures in `signatures/` (`verify --signatures`).
+    pub signatures: Option<SignatureCheck>,
+}
+
+/// What image signatures are judged against: never anything found in the ISO itself.
+#[derive(Debug, Clone)]
+pub struct SignatureCheck {
+    /// The trusted root.
+    pub root: crate::signature::TrustedRoot,
+    /// Who must have signed.
+    pub policy: crate::signature::Policy,
+    /// The verifier's clock (seconds), for "not integrated in the future".
+    pub now: i64,
 }
 
 impl Default for Expect {
     fn default() -> Self {
         Self {
             volume_id: crate::iso::DEFAULT_VOLUME_ID.to_owned(),
+            signatures: None,
         }
     }
 }

@@ -15,6 +15,8 @@
 //!   a generated snapshot (ELF binaries, tarballs, manifests, checksum files) with CDN redirects.
 //! - [`world`]: all of them together, populated with every image a `cks-iso build` pulls for
 //!   amd64 and arm64, and the cks-iso configuration that points at them.
+//! - [`sigstore`]: a per-run Sigstore (CAs, CT log, Rekor SETs, trusted root) that signs the
+//!   registry.k8s.io images like Kubernetes' promoter.
 //! - [`faults`]: a programmable fault-injecting HTTP/1.1 proxy in front of any of them.
 
 pub mod bench;
@@ -25,5 +27,6 @@ pub mod http;
 pub mod images;
 pub mod registry;
 pub mod server;
+pub mod sigstore;
 pub mod upstream;
 pub mod world;

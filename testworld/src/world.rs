@@ -25,6 +25,7 @@ use crate::images::{
     push_manifest,
 };
 use crate::registry::DockerRegistry;
+use crate::sigstore::{SignOptions, SignedLayer, Sigstore, signature_manifest, signature_tag};
 use crate::upstream::{
     DASHBOARD_PATH, HEADLAMP_PATH, KubeRelease, NETWORK_PATH, Snapshot, UpstreamServer,
 };
@@ -52,6 +53,10 @@ pub struct Options {
     /// A normalised reference as listed by [`World::images`] (`registry.k8s.io/pause:3.10`) to
     /// publish without arm64: an OCI index listing amd64 and an attestation only.
     pub without_arm64: Option<String>,
+    /// Normalised references (as [`World::images`] lists them, without `@digest`) of
+    /// registry.k8s.io images to leave unsigned; every other registry.k8s.io image is signed by
+    /// the world's [`Sigstore`], its index and each platform manifest.
+    pub unsigned: Vec<String>,
 }
 
 impl Default for Options {
@@ -61,6 +66,7 @@ impl Default for Options {
             snapshot: None,
             ccm_tag: "v1.2.0".into(),
             without_arm64: None,
+            unsigned: Vec::new(),
         }
     }
 }
@@ -115,6 +121,9 @@ pub struct Image {
     /// `headlamp`), or
     /// `autoscaler-other` for the autoscaler releases a default build does not pin.
     pub source: &'static str,
+    /// The platform manifests per architecture (`amd64` → `sha256:…`); for a single-platform
+    /// image, the manifest itself.
+    pub manifests: BTreeMap<String, String>,
 }
 
 /// A running world; dropping it stops git, the stand-in and the registry and removes their files.
@@ -131,6 +140,8 @@ pub struct World {
     git: GitServer,
     repo: Repo,
     registry: DockerRegistry,
+    sigstore: Sigstore,
+    trusted_root: PathBuf,
     _storage: TempDir,
     _dir: TempDir,
 }
@@ -257,6 +268,7 @@ impl World {
             if let Some(path) = repository.strip_prefix("k8s.gcr.io/") {
                 push(&addr, &format!("registry.k8s.io/{path}"), &plan);
             }
+            let manifests = platform_manifests(&plan, &top);
             if let Some(old) = &digest {
                 renamed.insert(old.clone(), top.clone());
             }
@@ -279,6 +291,7 @@ impl World {
                 arches,
                 shape,
                 source,
+                manifests,
             });
         }
         if let Some(missing) = &options.without_arm64 {
@@ -287,6 +300,25 @@ impl World {
                     || i.reference.split('@').next() == Some(missing.as_str())),
                 "without_arm64: {missing} is not an image of this world"
             );
+        }
+
+        // Sign registry.k8s.io's images, as its promoter does: the index and every platform.
+        let sigstore = Sigstore::generate();
+        for image in images
+            .iter()
+            .filter(|i| i.repository.starts_with("registry.k8s.io/"))
+        {
+            let name = image.reference.split('@').next().unwrap_or_default();
+            if options.unsigned.iter().any(|u| u == name) {
+                continue;
+            }
+            let mut digests = vec![image.digest.clone()];
+            digests.extend(image.manifests.values().cloned());
+            digests.dedup();
+            for digest in digests {
+                let layer = sigstore.sign(&image.repository, &digest, &SignOptions::default());
+                push_signature(&addr, &image.repository, &digest, &[layer]);
+            }
         }
 
         // Make digest pins in the manifests the real digests.
@@ -326,6 +358,12 @@ impl World {
         }
         yaml.push_str(&format!("insecure-registries: [\"{addr}\"]\n"));
         let dir = tempfile::tempdir().expect("temp dir");
+        let trusted_root = dir.path().join("trusted_root.json");
+        std::fs::write(&trusted_root, sigstore.trusted_root()).expect("write the trusted root");
+        // Relative to the configuration file: a copy of both side by side still works.
+        yaml.push_str(
+            "# the world's own Sigstore signs registry.k8s.io's images\ntrusted-root: trusted_root.json\n",
+        );
         let config_path = dir.path().join("cks-iso.yaml");
         std::fs::write(&config_path, &yaml).expect("write the configuration");
 
@@ -342,6 +380,8 @@ impl World {
             git,
             repo,
             registry,
+            sigstore,
+            trusted_root,
             _storage: storage,
             _dir: dir,
         }
@@ -409,6 +449,23 @@ impl World {
     /// The upstream stand-in.
     pub fn upstream(&self) -> &UpstreamServer {
         &self.upstream
+    }
+
+    /// The world's Sigstore, to sign more (or spoiled) signatures.
+    pub fn sigstore(&self) -> &Sigstore {
+        &self.sigstore
+    }
+
+    /// The world's `trusted_root.json`, beside [`World::config_path`]; the configuration names it
+    /// as `trusted-root: trusted_root.json`, relative to itself.
+    pub fn trusted_root_path(&self) -> &Path {
+        &self.trusted_root
+    }
+
+    /// Pushes (or replaces) the `.sig` tag of `digest` in `repository` with `layers`; returns
+    /// the signature manifest's digest.
+    pub fn push_signature(&self, repository: &str, digest: &str, layers: &[SignedLayer]) -> String {
+        push_signature(&self.registry.host(), repository, digest, layers)
     }
 
     /// The git URL standing in for `https://github.com/kubernetes/autoscaler`.
@@ -724,6 +781,51 @@ fn attestation(plan: &mut Plan, of: &Value) -> Value {
     });
     plan.manifests.push((digest, OCI_MANIFEST.into(), bytes));
     desc
+}
+
+/// The platform manifests `top` lists per architecture (attestations left out), or `top` itself
+/// for amd64 when it is a single-platform manifest.
+fn platform_manifests(plan: &Plan, top: &str) -> BTreeMap<String, String> {
+    let bytes = plan
+        .manifests
+        .iter()
+        .find(|(_, _, b)| sha256(b) == top)
+        .map(|(_, _, b)| b.clone())
+        .expect("the top manifest was pushed");
+    let value: Value = serde_json::from_slice(&bytes).expect("manifest JSON");
+    match value["manifests"].as_array() {
+        Some(entries) => entries
+            .iter()
+            .filter(|e| e["platform"]["os"] == "linux")
+            .map(|e| {
+                (
+                    e["platform"]["architecture"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    e["digest"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect(),
+        None => BTreeMap::from([("amd64".to_owned(), top.to_owned())]),
+    }
+}
+
+fn push_signature(addr: &str, repository: &str, digest: &str, layers: &[SignedLayer]) -> String {
+    let (manifest, blobs) = signature_manifest(layers);
+    for (blob, bytes) in &blobs {
+        push_blob(addr, repository, blob, bytes)
+            .unwrap_or_else(|e| panic!("push {repository} {blob}: {e}"));
+    }
+    push_manifest(
+        addr,
+        repository,
+        &signature_tag(digest),
+        OCI_MANIFEST,
+        &manifest,
+    )
+    .unwrap_or_else(|e| panic!("push {repository} signature of {digest}: {e}"));
+    sha256(&manifest)
 }
 
 fn push(addr: &str, repository: &str, plan: &Plan) {

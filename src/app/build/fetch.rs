@@ -8,6 +8,7 @@ use futures_util::{StreamExt, stream};
 use sha2::{Digest as _, Sha256};
 
 use super::super::{AppError, net};
+use super::signatures::{self, ArchSignatures, Checker};
 use crate::cache::Cache;
 use crate::config::Settings;
 use crate::fetch::build_client;
@@ -42,6 +43,8 @@ pub(crate) struct ArchFetched {
     pub(crate) staging: PathBuf,
     pub(crate) files: Vec<IsoFile>,
     pub(crate) images: Vec<Image>,
+    /// The images' signature verdicts and evidence; `None` with `--signatures off`.
+    pub(crate) signatures: Option<ArchSignatures>,
 }
 
 /// Everything phase 1 produced.
@@ -213,13 +216,16 @@ async fn manifest(
     Ok((file, edited, entry))
 }
 
-/// Resolves, downloads and pulls for every architecture of `request`.
+/// Resolves, downloads and pulls for every architecture of `request`, and checks the images'
+/// signatures with `checker`.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn all(
     request: &Request,
     partial: Partial,
     settings: &Settings,
     cache: Cache,
     locked: Option<&Lock>,
+    checker: Option<&Checker>,
     work: &Path,
     ui: &Ui,
 ) -> Result<Fetched, AppError> {
@@ -350,6 +356,7 @@ pub(super) async fn all(
                 &references,
                 &registry,
                 locked.map(|l| &l.arches[arch.k8s()]),
+                checker,
                 work,
                 ui,
             )
@@ -389,6 +396,7 @@ async fn one_arch(
     references: &[Reference],
     registry: &Registry,
     locked: Option<&lock::ArchEntry>,
+    checker: Option<&Checker>,
     work: &Path,
     ui: &Ui,
 ) -> Result<ArchFetched, AppError> {
@@ -521,11 +529,16 @@ async fn one_arch(
             hint,
         ));
     }
+    let signatures = match checker {
+        Some(checker) => Some(signatures::check(checker, registry, &images, arch.k8s()).await?),
+        None => None,
+    };
     Ok(ArchFetched {
         arch,
         staging,
         files,
         images,
+        signatures,
     })
 }
 

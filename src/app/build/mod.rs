@@ -4,14 +4,20 @@
 //!    arch-independent ones (manifests) once for all ISOs — edit the manifests, and pull every
 //!    image for every architecture into the blob cache. A failure here (a 404, an image missing
 //!    for arm64) stops the run before any ISO exists.
-//! 2. Local (sync): per architecture, write the image archives, `versions.txt`, the SBOMs and the
-//!    ISO, with `<iso>.sha256` and the SBOMs `<iso>.cdx.json`, `<iso>.spdx.json` beside it. If one ISO fails, the ISOs this run already wrote are removed.
+//!    Then every registry.k8s.io image's Sigstore signature is fetched and verified
+//!    ([`signatures`]); a bad one (or, with `enforce`, a missing one) also stops the run here.
+//! 2. Local (sync): per architecture, write the image archives, `signatures/`, `versions.txt`,
+//!    the SBOMs and the ISO, with `<iso>.sha256` and the SBOMs `<iso>.cdx.json`,
+//!    `<iso>.spdx.json` beside it. If one ISO fails, the ISOs this run already wrote are removed.
 //!
 //! Everything happens in a private work directory that is removed on success, error and Ctrl-C.
 
 mod fetch;
 mod record;
 mod sboms;
+mod signatures;
+
+pub(crate) use signatures::{check_image, checker, policy, trusted_root};
 mod write;
 
 use std::path::PathBuf;
@@ -78,6 +84,12 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     }
     let mut settings = net::settings(args.net)?;
     settings.http.offline = args.offline;
+    let checker = signatures::checker(
+        args.signatures.as_deref(),
+        args.trusted_root.as_ref(),
+        args.signature_policy.as_ref(),
+        &settings,
+    )?;
     let cache = net::writable_cache(args.cache_dir)?;
     net::writable(&request.output).map_err(|e| {
         AppError::failure(
@@ -111,6 +123,7 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         &settings,
         cache,
         lock.as_ref(),
+        checker.as_ref(),
         work.path(),
         ui,
     ))?;

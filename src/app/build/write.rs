@@ -1,5 +1,5 @@
-//! Phase 2 of `build`: per architecture, the image archives, `versions.txt`, the SBOMs, the ISO and
-//! its `.sha256` and SBOMs beside it, from what phase 1 staged. No network.
+//! Phase 2 of `build`: per architecture, the image archives, `signatures/`, `versions.txt`, the
+//! SBOMs, the ISO and its `.sha256` and SBOMs beside it, from what phase 1 staged. No network.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -8,6 +8,7 @@ use super::super::AppError;
 use super::Built;
 use super::fetch::{ArchFetched, Fetched};
 use super::sboms;
+use super::signatures;
 use crate::archive;
 use crate::atomic::AtomicFile;
 use crate::iso::{self, IsoSpec, VolumeId};
@@ -90,6 +91,9 @@ fn one(
             archive: format!("docker/{file}"),
         });
     }
+    if let Some(sigs) = &a.signatures {
+        signatures::write_into(&a.staging, sigs)?;
+    }
     let v = &fetched.resolution.versions;
     let versions = Versions {
         kubernetes: format!("v{}", fetched.resolution.kubernetes),
@@ -111,7 +115,12 @@ fn one(
             .collect(),
         images,
     };
-    std::fs::write(a.staging.join("versions.txt"), versions.render()).map_err(|e| {
+    let mut text = versions.render();
+    if let Some(sigs) = &a.signatures {
+        // A comment: readers of versions.txt (older cks-iso verify too) skip it.
+        text.push_str(&signatures::summary(sigs));
+    }
+    std::fs::write(a.staging.join("versions.txt"), text).map_err(|e| {
         AppError::failure(
             anyhow::Error::new(e).context("cannot write versions.txt"),
             None,
@@ -137,6 +146,11 @@ fn one(
                 (archive, i.manifest.digest.to_string())
             })
             .collect(),
+        signatures: a
+            .signatures
+            .as_ref()
+            .map(|s| signatures::sbom_notes(s, &naming.files))
+            .unwrap_or_default(),
         epoch,
     };
     sboms::write_into(&a.staging, &inventory)?;

@@ -1,0 +1,321 @@
+//! Verifies Kubernetes' Sigstore signatures of images, offline, and says what was verified.
+//!
+//! An ISO crosses an air gap once and is trusted for years; registry.k8s.io signs every image it
+//! serves (cosign's keyless "simple signing" format: a `sha256-<digest>.sig` tag whose layers are
+//! the signed payloads, with the signature, the Fulcio leaf and the Rekor signed entry timestamp in
+//! annotations). This module judges those layers with the nine checks of [`verify::Step`] against
+//! a [`TrustedRoot`] and a policy [`Rule`] (identity and OIDC issuer), binding by digest only: the
+//! payload's `docker-reference` is recorded, never trusted (it named backing registries for years).
+//!
+//! Pure: no network, no file system. [`crate::registry`] fetches the `.sig` manifests and
+//! payloads; `app::build` decides per [`Mode`] what a missing or bad signature means and writes
+//! the evidence ([`evidence`]) into the ISO.
+//!
+//! Own code on `ring` (already in the tree through rustls) and a small DER reader, not
+//! `sigstore-verify`: see the README's "Signatures" section for why.
+
+#[cfg(test)]
+mod cases;
+mod der;
+pub mod policy;
+pub mod root;
+pub mod verify;
+mod x509;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+pub use policy::{GOOGLE_ISSUER, K8S_IMAGE_IDENTITY, Policy, Rule};
+pub use root::TrustedRoot;
+pub use verify::{Failure, Step, Verified};
+
+use crate::image::{Descriptor, Digest};
+
+/// Annotation: base64 of the DER ECDSA signature over the payload.
+pub const ANN_SIGNATURE: &str = "dev.cosignproject.cosign/signature";
+/// Annotation: the Fulcio leaf, PEM.
+pub const ANN_CERTIFICATE: &str = "dev.sigstore.cosign/certificate";
+/// Annotation: the chain, PEM; untrusted and ignored (the trusted root decides).
+pub const ANN_CHAIN: &str = "dev.sigstore.cosign/chain";
+/// Annotation: the Rekor bundle (SET and entry).
+pub const ANN_BUNDLE: &str = "dev.sigstore.cosign/bundle";
+/// Media type of a simple-signing layer.
+pub const SIMPLE_SIGNING: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
+/// `critical.type` of a cosign image signature.
+pub const SIMPLE_SIGNING_TYPE: &str = "cosign container image signature";
+
+/// Sigstore's public-good trusted root, as shipped in the `sigstore-trust-root` 0.15.1 crate
+/// (`src/trusted_root.json`, sha256
+/// `6494e21ea73fa7ee769f85f57d5a3e6a08725eae1e38c755fc3517c9e6bc0b66`).
+pub const PUBLIC_GOOD_ROOT: &str = include_str!("sigstore-public-good.trusted_root.json");
+
+/// The `.sig` tag cosign attaches to `digest`.
+pub fn tag_for(digest: &Digest) -> String {
+    format!("sha256-{}.sig", digest.hex())
+}
+
+/// What a build does about signatures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Nothing is fetched or checked; nothing is recorded.
+    Off,
+    /// Every signature found must verify; a covered image without one is a warning.
+    #[default]
+    Verify,
+    /// Every covered image needs a valid signature.
+    Enforce,
+}
+
+impl Mode {
+    /// Its name, as the flag takes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Verify => "verify",
+            Self::Enforce => "enforce",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "off" => Ok(Self::Off),
+            "verify" => Ok(Self::Verify),
+            "enforce" => Ok(Self::Enforce),
+            _ => Err(format!("{text:?} is not off, verify or enforce")),
+        }
+    }
+}
+
+/// One `sha256-<digest>.sig` manifest as the registry served it, with its layers' payloads.
+#[derive(Debug, Clone)]
+pub struct SignatureManifest {
+    /// The digest it signs (whose tag it is).
+    pub signs: Digest,
+    /// Its own digest (of `bytes`).
+    pub digest: Digest,
+    /// Its exact bytes.
+    pub bytes: Vec<u8>,
+    /// Each layer's descriptor and payload.
+    pub layers: Vec<(Descriptor, Vec<u8>)>,
+}
+
+/// What the check of one image found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageReport {
+    /// The reference as bundled.
+    pub reference: String,
+    /// The index (or manifest) digest the reference resolved to.
+    pub digest: String,
+    /// The platform manifest shipped.
+    pub manifest: String,
+    /// `verified`, `unsigned` or `not-covered`.
+    pub verdict: String,
+    /// Which digest the accepted signature signs (the platform manifest or the index).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_digest: Option<String>,
+    /// The `.sig` manifest that holds it (its file under `signatures/images/`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature_manifest: Option<String>,
+    /// The signer's identity from the certificate (its SAN).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+    /// The OIDC issuer from the certificate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    /// The transparency log entry's index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_index: Option<i64>,
+    /// When the log integrated the entry (seconds since 1970).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrated_time: Option<i64>,
+    /// The payload's docker-reference: recorded, not trusted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub docker_reference: Option<String>,
+}
+
+/// Why an image's signatures are not acceptable.
+#[derive(Debug, thiserror::Error)]
+pub enum SignatureError {
+    /// Signatures exist, and none verifies.
+    #[error("{artifact}: the signature of {digest} fails the {} check: {reason}", step.name())]
+    Invalid {
+        /// The image reference.
+        artifact: String,
+        /// The digest the failing signature is for.
+        digest: String,
+        /// The failed step (of the first failing layer).
+        step: Step,
+        /// What that step found.
+        reason: String,
+    },
+    /// `--signatures enforce` and no signature.
+    #[error("{artifact}: no signature for {digest} or its index (--signatures enforce)")]
+    Unsigned {
+        /// The image reference.
+        artifact: String,
+        /// The platform manifest.
+        digest: String,
+    },
+    /// The `.sig` manifest itself is malformed.
+    #[error("{artifact}: the signature manifest for {digest} is malformed: {reason}")]
+    Malformed {
+        /// The image reference.
+        artifact: String,
+        /// The digest it signs.
+        digest: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl SignatureError {
+    /// What the user can do about it.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            Self::Invalid {
+                step: Step::Identity | Step::Issuer,
+                ..
+            } => "the image is signed, but not by whom the policy expects; check the registry or \
+                 mirror serving it"
+                .into(),
+            Self::Invalid { .. } | Self::Malformed { .. } => {
+                "the image or its signature was altered, or the trusted root (--trusted-root) is \
+                 not the one that signed it; no ISO was written"
+                    .into()
+            }
+            Self::Unsigned { .. } => {
+                "use --signatures verify to accept unsigned images with a warning".into()
+            }
+        })
+    }
+}
+
+/// Judges an image's signatures: those found for its platform manifest and for its index
+/// (`found`, either may be missing), under `rule`. `Ok(None)` when nothing was found; the
+/// caller's [`Mode`] decides what that means. The index path needs no extra membership check:
+/// the platform manifest was chosen from that index, verified by digest.
+pub fn judge(
+    root: &TrustedRoot,
+    rule: &Rule,
+    artifact: &str,
+    found: &[SignatureManifest],
+    now: i64,
+) -> Result<Option<(Digest, Digest, Verified)>, SignatureError> {
+    let mut first: Option<SignatureError> = None;
+    for sig in found {
+        if sig.layers.is_empty() {
+            first.get_or_insert(SignatureError::Malformed {
+                artifact: artifact.into(),
+                digest: sig.signs.to_string(),
+                reason: "it has no layers".into(),
+            });
+        }
+        for (desc, payload) in &sig.layers {
+            let result = verify::layer(
+                root,
+                rule,
+                &sig.signs.to_string(),
+                &desc.digest.to_string(),
+                &desc.annotations,
+                payload,
+                now,
+            );
+            match result {
+                Ok(verified) => return Ok(Some((sig.signs.clone(), sig.digest.clone(), verified))),
+                Err(Failure { step, reason }) => {
+                    first.get_or_insert(SignatureError::Invalid {
+                        artifact: artifact.into(),
+                        digest: sig.signs.to_string(),
+                        step,
+                        reason,
+                    });
+                }
+            }
+        }
+    }
+    match first {
+        Some(err) => Err(err),
+        None => Ok(None),
+    }
+}
+
+/// The report written as `signatures/report.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    /// Schema version.
+    pub version: u32,
+    /// The mode of the build.
+    pub mode: String,
+    /// sha256 of the trusted root's text that judged.
+    pub trusted_root_sha256: String,
+    /// Per image, sorted by reference.
+    pub images: Vec<ImageReport>,
+}
+
+/// The report's path in the ISO.
+pub const REPORT_PATH: &str = "signatures/report.json";
+
+/// The files of `signatures/` (paths relative to it) for `report` and the `.sig` manifests it
+/// accepted: each manifest byte-exact as `images/<hex>.json`, each payload as
+/// `images/blobs/sha256/<hex>`, `report.json`, and a copy of the trusted root that judged as
+/// `trusted_root.json`, for third-party tools (cks-iso itself never trusts it). Sorted, so the ISO
+/// stays reproducible.
+pub fn evidence(
+    report: &Report,
+    manifests: &[SignatureManifest],
+    trusted_root: &str,
+) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    files.insert("trusted_root.json".into(), trusted_root.as_bytes().to_vec());
+    for m in manifests {
+        files.insert(format!("images/{}.json", m.digest.hex()), m.bytes.clone());
+        for (desc, payload) in &m.layers {
+            files.insert(
+                format!("images/blobs/sha256/{}", desc.digest.hex()),
+                payload.clone(),
+            );
+        }
+    }
+    let mut json = serde_json::to_vec_pretty(report).expect("plain JSON");
+    json.push(b'\n');
+    files.insert("report.json".into(), json);
+    files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_good_root_parses() {
+        let root = TrustedRoot::from_json(PUBLIC_GOOD_ROOT).unwrap();
+        assert_eq!(root.cas.len(), 2);
+        assert_eq!(root.ctlogs.len(), 2);
+        // Rekor v1 (P-256) is usable; its log id is the SHA-256 of its key.
+        let rekor = &root.tlogs[0];
+        assert_eq!(
+            hex::encode(&rekor.id),
+            "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d"
+        );
+        assert!(rekor.key.is_some());
+    }
+
+    #[test]
+    fn modes_parse() {
+        assert_eq!("enforce".parse::<Mode>().unwrap(), Mode::Enforce);
+        assert!("on".parse::<Mode>().is_err());
+        assert_eq!(Mode::default(), Mode::Verify);
+    }
+}

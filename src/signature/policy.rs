@@ -1,0 +1,206 @@
+//! Who must have signed which images: the built-in rule for registry.k8s.io, and rules a
+//! `--signature-policy` file adds (a company's own images, say). Rules match the image's
+//! `registry/repository` (its name, not the mirror serving it); the first match wins, the file's
+//! rules before the built-in one. An image no rule matches is not covered.
+//!
+//! ```yaml
+//! rules:
+//!   - match: "quay.io/acme/**"          # `*` within one path segment, `**` across segments
+//!     identity: "release@acme.example"  # exactly this SAN (e-mail or URI), or:
+//!   # identity-regex: "^https://github.com/acme/.+$"   (the whole SAN must match)
+//!     issuer: "https://accounts.google.com"
+//! ```
+
+use serde::Deserialize;
+
+/// Kubernetes' image signer: the promoter's service account, through Google's OIDC.
+pub const K8S_IMAGE_IDENTITY: &str = "krel-trust@k8s-releng-prod.iam.gserviceaccount.com";
+/// Google's OIDC issuer.
+pub const GOOGLE_ISSUER: &str = "https://accounts.google.com";
+
+/// The identity a rule requires.
+#[derive(Debug, Clone)]
+pub enum Identity {
+    /// Exactly this SAN.
+    Exact(String),
+    /// A SAN the whole of which matches.
+    Regex(regex::Regex),
+}
+
+impl Identity {
+    /// Whether `san` is acceptable.
+    pub fn matches(&self, san: &str) -> bool {
+        match self {
+            Self::Exact(want) => want == san,
+            Self::Regex(re) => re
+                .find(san)
+                .is_some_and(|m| m.start() == 0 && m.end() == san.len()),
+        }
+    }
+
+    /// For errors: what is wanted.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Exact(want) => want.clone(),
+            Self::Regex(re) => format!("an identity matching /{}/", re.as_str()),
+        }
+    }
+}
+
+/// Who must have signed the images whose name matches.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// A glob on `registry/repository` (`registry.k8s.io/**`).
+    pub pattern: String,
+    /// The SAN (e-mail or URI) of the signing certificate.
+    pub identity: Identity,
+    /// The OIDC issuer the certificate records.
+    pub issuer: String,
+}
+
+impl Rule {
+    /// A rule with an exact identity.
+    pub fn exact(pattern: &str, identity: &str, issuer: &str) -> Self {
+        Self {
+            pattern: pattern.into(),
+            identity: Identity::Exact(identity.into()),
+            issuer: issuer.into(),
+        }
+    }
+
+    /// Whether it covers `repository` (`registry.k8s.io/pause`).
+    pub fn covers(&self, repository: &str) -> bool {
+        glob(self.pattern.as_bytes(), repository.as_bytes())
+    }
+}
+
+/// `*` matches within a path segment, `**` across them; everything else literally.
+fn glob(pattern: &[u8], text: &[u8]) -> bool {
+    match pattern {
+        [] => text.is_empty(),
+        [b'*', b'*', rest @ ..] => (0..=text.len()).any(|i| glob(rest, &text[i..])),
+        [b'*', rest @ ..] => (0..=text.len())
+            .take_while(|&i| i == 0 || text[i - 1] != b'/')
+            .any(|i| glob(rest, &text[i..])),
+        [c, rest @ ..] => text.first() == Some(c) && glob(rest, &text[1..]),
+    }
+}
+
+/// The rules, in the order they are tried.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    rules: Vec<Rule>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    rules: Vec<FileRule>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct FileRule {
+    #[serde(rename = "match")]
+    pattern: String,
+    identity: Option<String>,
+    identity_regex: Option<String>,
+    issuer: String,
+}
+
+impl Policy {
+    /// The built-in rule: registry.k8s.io images are signed by krel-trust.
+    pub fn builtin() -> Self {
+        Self {
+            rules: vec![Rule::exact(
+                "registry.k8s.io/**",
+                K8S_IMAGE_IDENTITY,
+                GOOGLE_ISSUER,
+            )],
+        }
+    }
+
+    /// The built-in rule after the rules of a policy file's YAML `text`.
+    pub fn with_file(text: &str) -> Result<Self, String> {
+        let file: File = serde_saphyr::from_str(text).map_err(|e| {
+            let text = e.to_string();
+            text.lines().next().unwrap_or_default().to_owned()
+        })?;
+        let mut rules = Vec::new();
+        for (i, r) in file.rules.into_iter().enumerate() {
+            let n = i + 1;
+            let identity = match (r.identity, r.identity_regex) {
+                (Some(exact), None) => Identity::Exact(exact),
+                (None, Some(re)) => Identity::Regex(
+                    regex::Regex::new(&re).map_err(|e| format!("rule {n}: identity-regex: {e}"))?,
+                ),
+                _ => {
+                    return Err(format!(
+                        "rule {n}: give exactly one of identity, identity-regex"
+                    ));
+                }
+            };
+            if r.pattern.is_empty() || r.issuer.is_empty() {
+                return Err(format!("rule {n}: match and issuer must not be empty"));
+            }
+            rules.push(Rule {
+                pattern: r.pattern,
+                identity,
+                issuer: r.issuer,
+            });
+        }
+        rules.extend(Self::builtin().rules);
+        Ok(Self { rules })
+    }
+
+    /// The first rule covering `repository` (`registry.k8s.io/pause`), if any.
+    pub fn rule_for(&self, repository: &str) -> Option<&Rule> {
+        self.rules.iter().find(|r| r.covers(repository))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob(
+            b"registry.k8s.io/**",
+            b"registry.k8s.io/coredns/coredns"
+        ));
+        assert!(!glob(b"registry.k8s.io/**", b"registry.k8s.io.evil/pause"));
+        assert!(glob(b"quay.io/*/node", b"quay.io/calico/node"));
+        assert!(!glob(b"quay.io/*", b"quay.io/calico/node"));
+        assert!(glob(b"quay.io/calico/*", b"quay.io/calico/node"));
+    }
+
+    #[test]
+    fn the_file_comes_first_and_the_builtin_stays() {
+        let policy = Policy::with_file(
+            "rules:\n  - match: \"docker.io/calico/**\"\n    identity-regex: \"^https://github.com/projectcalico/.+$\"\n    issuer: https://token.actions.githubusercontent.com\n",
+        )
+        .unwrap();
+        let calico = policy.rule_for("docker.io/calico/node").unwrap();
+        assert!(
+            calico
+                .identity
+                .matches("https://github.com/projectcalico/calico/x")
+        );
+        assert!(
+            !calico
+                .identity
+                .matches("evil https://github.com/projectcalico/x")
+        );
+        let k8s = policy.rule_for("registry.k8s.io/pause").unwrap();
+        assert!(k8s.identity.matches(K8S_IMAGE_IDENTITY));
+        assert!(policy.rule_for("docker.io/library/nginx").is_none());
+        assert!(Policy::with_file("rules:\n  - match: a\n    issuer: b\n").is_err());
+        assert!(
+            Policy::with_file(
+                "rules:\n  - match: a\n    identity: x\n    issuer: b\n    extra: 1\n"
+            )
+            .is_err()
+        );
+    }
+}

@@ -1,0 +1,189 @@
+//! Sigstore's `trusted_root.json` (protobuf-specs `TrustedRoot`, JSON form): the Fulcio CA
+//! chains, the transparency logs' keys (Rekor) and the CT logs' keys a signature is judged
+//! against. Nothing else is trusted: a chain shipped beside a signature is ignored.
+
+use base64::Engine as _;
+use serde::Deserialize;
+use sha2::{Digest as _, Sha256};
+
+use super::der;
+use super::x509::{Cert, PublicKey};
+
+/// The media type this reader understands.
+pub const MEDIA_TYPE: &str = "application/vnd.dev.sigstore.trustedroot+json;version=0.1";
+
+/// A parsed trusted root.
+#[derive(Debug, Clone)]
+pub struct TrustedRoot {
+    pub(crate) cas: Vec<Authority>,
+    pub(crate) tlogs: Vec<LogKey>,
+    pub(crate) ctlogs: Vec<LogKey>,
+}
+
+/// One certificate authority: its chain (intermediates first, the root last).
+#[derive(Debug, Clone)]
+pub(crate) struct Authority {
+    pub(crate) chain: Vec<Vec<u8>>,
+    pub(crate) valid: Validity,
+}
+
+/// A log's key and its id (SHA-256 of the key's DER for Rekor v1 and CT logs).
+#[derive(Debug, Clone)]
+pub(crate) struct LogKey {
+    pub(crate) id: Vec<u8>,
+    pub(crate) key: Option<PublicKey>,
+    pub(crate) valid: Validity,
+}
+
+/// `validFor`: from `start`, until `end` if given (seconds).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Validity {
+    pub(crate) start: Option<i64>,
+    pub(crate) end: Option<i64>,
+}
+
+impl Validity {
+    pub(crate) fn covers(&self, t: i64) -> bool {
+        self.start.is_none_or(|s| s <= t) && self.end.is_none_or(|e| t <= e)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Raw {
+    media_type: String,
+    #[serde(default)]
+    tlogs: Vec<RawLog>,
+    #[serde(default)]
+    certificate_authorities: Vec<RawCa>,
+    #[serde(default)]
+    ctlogs: Vec<RawLog>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawLog {
+    public_key: RawKey,
+    log_id: RawLogId,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawKey {
+    raw_bytes: Option<String>,
+    valid_for: Option<RawValidity>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawLogId {
+    key_id: String,
+}
+
+#[derive(Deserialize)]
+struct RawValidity {
+    start: Option<String>,
+    end: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawCa {
+    cert_chain: RawChain,
+    valid_for: Option<RawValidity>,
+}
+
+#[derive(Deserialize)]
+struct RawChain {
+    certificates: Vec<RawCert>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawCert {
+    raw_bytes: String,
+}
+
+fn b64(text: &str, what: &str) -> Result<Vec<u8>, String> {
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|_| format!("{what} is not base64"))
+}
+
+fn validity(raw: Option<&RawValidity>) -> Result<Validity, String> {
+    let at = |t: Option<&String>| t.map(|t| der::rfc3339(t)).transpose();
+    Ok(match raw {
+        Some(v) => Validity {
+            start: at(v.start.as_ref())?,
+            end: at(v.end.as_ref())?,
+        },
+        None => Validity {
+            start: None,
+            end: None,
+        },
+    })
+}
+
+fn log(raw: &RawLog, what: &str) -> Result<LogKey, String> {
+    let id = b64(&raw.log_id.key_id, &format!("a {what} logId"))?;
+    // A key this reader cannot use (RSA, an unknown curve) is kept out, not an error: the root
+    // lists keys for clients of every kind.
+    let key = match &raw.public_key.raw_bytes {
+        Some(bytes) => PublicKey::from_spki(&b64(bytes, &format!("a {what} key"))?).ok(),
+        None => None,
+    };
+    Ok(LogKey {
+        id,
+        key,
+        valid: validity(raw.public_key.valid_for.as_ref())?,
+    })
+}
+
+impl TrustedRoot {
+    /// Parses the JSON text of a trusted root.
+    pub fn from_json(text: &str) -> Result<Self, String> {
+        let raw: Raw =
+            serde_json::from_str(text).map_err(|e| format!("not a trusted root: {e}"))?;
+        if raw.media_type != MEDIA_TYPE {
+            return Err(format!(
+                "media type {:?}, expected {MEDIA_TYPE:?}",
+                raw.media_type
+            ));
+        }
+        let mut cas = Vec::new();
+        for ca in &raw.certificate_authorities {
+            let chain = ca
+                .cert_chain
+                .certificates
+                .iter()
+                .map(|c| b64(&c.raw_bytes, "a CA certificate"))
+                .collect::<Result<Vec<_>, _>>()?;
+            for der in &chain {
+                Cert::parse(der).map_err(|e| format!("a CA certificate: {e}"))?;
+            }
+            if chain.is_empty() {
+                return Err("a certificate authority without certificates".into());
+            }
+            cas.push(Authority {
+                chain,
+                valid: validity(ca.valid_for.as_ref())?,
+            });
+        }
+        let tlogs = raw
+            .tlogs
+            .iter()
+            .map(|l| log(l, "transparency log"))
+            .collect::<Result<_, _>>()?;
+        let ctlogs = raw
+            .ctlogs
+            .iter()
+            .map(|l| log(l, "CT log"))
+            .collect::<Result<_, _>>()?;
+        Ok(Self { cas, tlogs, ctlogs })
+    }
+
+    /// A fingerprint of the text, for the report: which root judged.
+    pub fn fingerprint(text: &str) -> String {
+        hex::encode(Sha256::digest(text.as_bytes()))
+    }
+}

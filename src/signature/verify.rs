@@ -1,0 +1,586 @@
+//! The nine checks one cosign signature layer must pass, in cosign's order, against a trusted
+//! root and a policy rule. Each failure names its [`Step`]; the first failing step ends the layer.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use serde::Deserialize;
+use sha2::{Digest as _, Sha256};
+
+use super::Rule;
+use super::root::TrustedRoot;
+use super::x509::{Cert, Hash, PublicKey, pem_certificates};
+use super::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_SIGNATURE, SIMPLE_SIGNING_TYPE};
+
+/// The checks, in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// 1: the payload hashes to its layer descriptor's digest; the annotations are present.
+    LayerIntegrity,
+    /// 2: the Rekor signed entry timestamp verifies with a transparency log key of the root.
+    RekorSet,
+    /// 3: the Rekor entry is the hashedrekord of this payload, signature and certificate.
+    RekorEntry,
+    /// 4: the leaf chains to a Fulcio CA of the root at the integrated time, for code signing.
+    CertificateChain,
+    /// 5: the leaf embeds an SCT that a CT log of the root signed.
+    Sct,
+    /// 6: the leaf's key signed the payload.
+    Signature,
+    /// 7: the integrated time lies inside the leaf's validity (and not in the future).
+    Time,
+    /// 8a: the leaf's SAN is the policy's identity.
+    Identity,
+    /// 8b: the leaf's OIDC issuer is the policy's issuer.
+    Issuer,
+    /// 9: the payload signs this very digest, as a cosign container image signature.
+    Binding,
+}
+
+impl Step {
+    /// Its name in errors and the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::LayerIntegrity => "layer integrity",
+            Self::RekorSet => "Rekor signed entry timestamp",
+            Self::RekorEntry => "Rekor entry",
+            Self::CertificateChain => "certificate chain",
+            Self::Sct => "signed certificate timestamp",
+            Self::Signature => "signature",
+            Self::Time => "signing time",
+            Self::Identity => "identity",
+            Self::Issuer => "issuer",
+            Self::Binding => "signed digest",
+        }
+    }
+}
+
+/// Why one layer failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The step that failed.
+    pub step: Step,
+    /// What it found.
+    pub reason: String,
+}
+
+fn fail<T>(step: Step, reason: impl Into<String>) -> Result<T, Failure> {
+    Err(Failure {
+        step,
+        reason: reason.into(),
+    })
+}
+
+/// What a verified layer establishes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    /// The SAN that matched the policy.
+    pub identity: String,
+    /// The OIDC issuer.
+    pub issuer: String,
+    /// The Rekor log index (global).
+    pub log_index: i64,
+    /// When Rekor integrated the entry (seconds since the epoch).
+    pub integrated_time: i64,
+    /// The docker-reference the payload names: recorded, never trusted.
+    pub docker_reference: String,
+}
+
+/// One `dev.sigstore.cosign/bundle` annotation.
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct RekorBundle {
+    signed_entry_timestamp: String,
+    payload: RekorPayload,
+}
+
+#[derive(Deserialize, serde::Serialize)]
+struct RekorPayload {
+    // Field order is the RFC 8785 (JCS) order: the keys sorted. Values are an ASCII string, a hex
+    // string and integers, for which serde_json's compact output is the canonical form.
+    body: String,
+    #[serde(rename = "integratedTime")]
+    integrated_time: i64,
+    #[serde(rename = "logID")]
+    log_id: String,
+    #[serde(rename = "logIndex")]
+    log_index: i64,
+}
+
+#[derive(Deserialize)]
+struct HashedRekord {
+    #[serde(rename = "apiVersion")]
+    api_version: String,
+    kind: String,
+    spec: HashedRekordSpec,
+}
+
+#[derive(Deserialize)]
+struct HashedRekordSpec {
+    data: HashedData,
+    signature: HashedSignature,
+}
+
+#[derive(Deserialize)]
+struct HashedData {
+    hash: HashValue,
+}
+
+#[derive(Deserialize)]
+struct HashValue {
+    algorithm: String,
+    value: String,
+}
+
+#[derive(Deserialize)]
+struct HashedSignature {
+    content: String,
+    #[serde(rename = "publicKey")]
+    public_key: PublicKeyContent,
+}
+
+#[derive(Deserialize)]
+struct PublicKeyContent {
+    content: String,
+}
+
+#[derive(Deserialize)]
+struct SimpleSigning {
+    critical: Critical,
+}
+
+#[derive(Deserialize)]
+struct Critical {
+    identity: CriticalIdentity,
+    image: CriticalImage,
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+#[derive(Deserialize)]
+struct CriticalIdentity {
+    #[serde(rename = "docker-reference", default)]
+    docker_reference: String,
+}
+
+#[derive(Deserialize)]
+struct CriticalImage {
+    #[serde(rename = "docker-manifest-digest")]
+    docker_manifest_digest: String,
+}
+
+fn b64(text: &str) -> Option<Vec<u8>> {
+    base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .ok()
+}
+
+/// Verifies one layer: its descriptor digest (`sha256:<hex>`), its annotations and its payload,
+/// as a signature of `signed` (`sha256:<hex>`), under `rule`, at `now` (seconds).
+pub fn layer(
+    root: &TrustedRoot,
+    rule: &Rule,
+    signed: &str,
+    layer_digest: &str,
+    annotations: &BTreeMap<String, String>,
+    payload: &[u8],
+    now: i64,
+) -> Result<Verified, Failure> {
+    let mut verified = blob(root, rule, layer_digest, annotations, payload, now)?;
+    // 9. Binding to the digest.
+    let claim: SimpleSigning = serde_json::from_slice(payload).map_err(|e| Failure {
+        step: Step::Binding,
+        reason: format!("the payload is not simple signing JSON: {e}"),
+    })?;
+    if claim.critical.kind != SIMPLE_SIGNING_TYPE {
+        return fail(
+            Step::Binding,
+            format!("the payload's type is {:?}", claim.critical.kind),
+        );
+    }
+    if claim.critical.image.docker_manifest_digest != signed {
+        return fail(
+            Step::Binding,
+            format!(
+                "the payload signs {}, not {signed} (a signature copied from another image)",
+                claim.critical.image.docker_manifest_digest
+            ),
+        );
+    }
+    verified.docker_reference = claim.critical.identity.docker_reference;
+    Ok(verified)
+}
+
+/// Checks 1 to 8 for any signed blob (a layer's payload, or a file): what cosign's annotations
+/// (or a `.sig`/`.cert` pair with its Rekor entry, put in the same shape) say about `payload`,
+/// whose digest its descriptor names as `layer_digest`.
+pub fn blob(
+    root: &TrustedRoot,
+    rule: &Rule,
+    layer_digest: &str,
+    annotations: &BTreeMap<String, String>,
+    payload: &[u8],
+    now: i64,
+) -> Result<Verified, Failure> {
+    use Step::*;
+    // 1. Layer integrity.
+    let payload_hex = hex::encode(Sha256::digest(payload));
+    if layer_digest != format!("sha256:{payload_hex}") {
+        return fail(
+            LayerIntegrity,
+            format!(
+                "the payload hashes to sha256:{payload_hex}, its descriptor says {layer_digest}"
+            ),
+        );
+    }
+    let annotation = |name: &str| {
+        annotations.get(name).ok_or_else(|| Failure {
+            step: LayerIntegrity,
+            reason: format!("the layer has no {name} annotation"),
+        })
+    };
+    let sig_text = annotation(ANN_SIGNATURE)?;
+    let signature = b64(sig_text).ok_or_else(|| Failure {
+        step: LayerIntegrity,
+        reason: "the signature annotation is not base64".into(),
+    })?;
+    let leaf_pem = annotation(ANN_CERTIFICATE)?;
+    let leaf_der = match pem_certificates(leaf_pem) {
+        Ok(mut certs) if certs.len() == 1 => certs.remove(0),
+        _ => {
+            return fail(
+                LayerIntegrity,
+                "the certificate annotation is not one PEM certificate",
+            );
+        }
+    };
+    let leaf = Cert::parse(&leaf_der).map_err(|e| Failure {
+        step: LayerIntegrity,
+        reason: format!("the certificate: {e}"),
+    })?;
+    let bundle: RekorBundle =
+        serde_json::from_str(annotation(ANN_BUNDLE)?).map_err(|e| Failure {
+            step: LayerIntegrity,
+            reason: format!("the bundle annotation is not a Rekor bundle: {e}"),
+        })?;
+
+    // 2. Rekor SET.
+    let p = &bundle.payload;
+    let log_id = hex::decode(&p.log_id).map_err(|_| Failure {
+        step: RekorSet,
+        reason: "the logID is not hex".into(),
+    })?;
+    let tlog = root
+        .tlogs
+        .iter()
+        .find(|l| l.id == log_id)
+        .ok_or_else(|| Failure {
+            step: RekorSet,
+            reason: format!(
+                "log {} is not a transparency log of the trusted root",
+                p.log_id
+            ),
+        })?;
+    let Some(key) = tlog
+        .key
+        .as_ref()
+        .filter(|_| tlog.valid.covers(p.integrated_time))
+    else {
+        return fail(
+            RekorSet,
+            format!("log {} has no usable key at the integrated time", p.log_id),
+        );
+    };
+    let canonical = serde_json::to_vec(p).expect("plain JSON");
+    let set = b64(&bundle.signed_entry_timestamp).ok_or_else(|| Failure {
+        step: RekorSet,
+        reason: "the SignedEntryTimestamp is not base64".into(),
+    })?;
+    key.verify(Hash::Sha256, &canonical, &set)
+        .map_err(|_| Failure {
+            step: RekorSet,
+            reason: format!(
+                "the SignedEntryTimestamp does not verify with the key of log {}",
+                p.log_id
+            ),
+        })?;
+
+    // 3. Rekor entry: the body names this payload, this signature and this certificate.
+    let entry = b64(&p.body)
+        .and_then(|body| serde_json::from_slice::<HashedRekord>(&body).ok())
+        .ok_or_else(|| Failure {
+            step: RekorEntry,
+            reason: "the body is not a hashedrekord".into(),
+        })?;
+    if entry.kind != "hashedrekord" || entry.api_version != "0.0.1" {
+        return fail(
+            RekorEntry,
+            format!(
+                "a {} {} entry, not hashedrekord 0.0.1",
+                entry.kind, entry.api_version
+            ),
+        );
+    }
+    let hash = &entry.spec.data.hash;
+    if hash.algorithm != "sha256" || hash.value != payload_hex {
+        return fail(
+            RekorEntry,
+            format!(
+                "the entry logs {}:{}, not this payload",
+                hash.algorithm, hash.value
+            ),
+        );
+    }
+    if b64(&entry.spec.signature.content) != Some(signature.clone()) {
+        return fail(RekorEntry, "the entry logs another signature");
+    }
+    let logged_cert = b64(&entry.spec.signature.public_key.content)
+        .and_then(|pem| pem_certificates(&String::from_utf8_lossy(&pem)).ok());
+    if logged_cert.as_deref() != Some(std::slice::from_ref(&leaf_der)) {
+        return fail(RekorEntry, "the entry logs another certificate");
+    }
+    let t = p.integrated_time;
+
+    // 4. Chain, with the root's CAs only.
+    let issuer_spki = chain(root, &leaf, t).map_err(|reason| Failure {
+        step: CertificateChain,
+        reason,
+    })?;
+
+    // 5. SCT.
+    sct(root, &leaf, &issuer_spki).map_err(|reason| Failure { step: Sct, reason })?;
+
+    // 6. Signature over the payload.
+    PublicKey::from_spki(leaf.spki)
+        .and_then(|k| k.verify(Hash::Sha256, payload, &signature))
+        .map_err(|e| Failure {
+            step: Signature,
+            reason: format!("the leaf's key: {e}"),
+        })?;
+
+    // 7. Time.
+    if t < leaf.not_before || t > leaf.not_after {
+        return fail(
+            Time,
+            format!(
+                "integrated at {t}, outside the certificate's validity {}..{}",
+                leaf.not_before, leaf.not_after
+            ),
+        );
+    }
+    if t > now + 300 {
+        return fail(Time, format!("integrated at {t}, in the future"));
+    }
+
+    // 8. Identity and issuer.
+    let ids = leaf.identities().map_err(|e| Failure {
+        step: Identity,
+        reason: e,
+    })?;
+    let identity = ids
+        .iter()
+        .find(|i| rule.identity.matches(i))
+        .cloned()
+        .ok_or_else(|| Failure {
+            step: Identity,
+            reason: format!(
+                "signed by {}, the policy wants {}",
+                list(&ids),
+                rule.identity.describe()
+            ),
+        })?;
+    let issuer = leaf.oidc_issuer().map_err(|e| Failure {
+        step: Issuer,
+        reason: e,
+    })?;
+    if issuer.as_deref() != Some(rule.issuer.as_str()) {
+        return fail(
+            Issuer,
+            format!(
+                "issued for {}, the policy wants {}",
+                issuer.as_deref().unwrap_or("no OIDC issuer"),
+                rule.issuer
+            ),
+        );
+    }
+
+    Ok(Verified {
+        identity,
+        issuer: rule.issuer.clone(),
+        log_index: p.log_index,
+        integrated_time: t,
+        docker_reference: String::new(),
+    })
+}
+
+fn list(ids: &[String]) -> String {
+    match ids.is_empty() {
+        true => "no identity".into(),
+        false => ids.join(", "),
+    }
+}
+
+/// Chains `leaf` to one of the root's CAs valid at `t`; returns the issuing CA's SPKI.
+fn chain(root: &TrustedRoot, leaf: &Cert<'_>, t: i64) -> Result<Vec<u8>, String> {
+    if leaf.is_ca()? {
+        return Err("the leaf is a CA certificate".into());
+    }
+    if !leaf.code_signing()? {
+        return Err("the leaf is not for code signing".into());
+    }
+    let mut why = Vec::new();
+    for ca in root.cas.iter().filter(|ca| ca.valid.covers(t)) {
+        let certs: Vec<Cert<'_>> = ca
+            .chain
+            .iter()
+            .filter_map(|d| Cert::parse(d).ok())
+            .collect();
+        let attempt = || -> Result<(), String> {
+            leaf.signed_by(&certs[0])?;
+            for pair in certs.windows(2) {
+                pair[0].signed_by(&pair[1])?;
+            }
+            let last = certs.last().expect("non-empty");
+            if last.issuer == last.subject {
+                last.signed_by(last)?;
+            }
+            for c in &certs {
+                if !c.is_ca()? {
+                    return Err("a certificate of the CA chain is not a CA".into());
+                }
+                if t < c.not_before || t > c.not_after {
+                    return Err("a CA certificate is not valid at the integrated time".into());
+                }
+            }
+            Ok(())
+        };
+        match attempt() {
+            Ok(()) => return Ok(certs[0].spki.to_vec()),
+            Err(e) => why.push(e),
+        }
+    }
+    Err(match why.is_empty() {
+        true => {
+            "no certificate authority of the trusted root is valid at the integrated time".into()
+        }
+        false => format!(
+            "not issued by a CA of the trusted root ({})",
+            why.join("; ")
+        ),
+    })
+}
+
+/// Checks the leaf's embedded SCTs: at least one from a CT log of the root must verify.
+fn sct(root: &TrustedRoot, leaf: &Cert<'_>, issuer_spki: &[u8]) -> Result<(), String> {
+    let list = leaf.sct_list()?.ok_or("the leaf embeds no SCT")?;
+    let scts = parse_scts(list)?;
+    let tbs = leaf.precert_tbs();
+    let issuer_hash = Sha256::digest(issuer_spki);
+    let mut why = Vec::new();
+    for s in &scts {
+        let Some(log) = root.ctlogs.iter().find(|l| l.id == s.log_id) else {
+            why.push(format!(
+                "log {} is not a CT log of the trusted root",
+                hex::encode(&s.log_id)
+            ));
+            continue;
+        };
+        let Some(key) = &log.key else {
+            why.push("its CT log's key is of an unsupported kind".into());
+            continue;
+        };
+        if !log.valid.covers((s.timestamp / 1000) as i64) {
+            why.push(format!(
+                "log {} was not valid when it signed the SCT",
+                hex::encode(&s.log_id)
+            ));
+            continue;
+        }
+        let hash = match (s.hash_alg, s.sig_alg) {
+            (4, 3) => Hash::Sha256,
+            (5, 3) => Hash::Sha384,
+            _ => {
+                why.push("an SCT signature algorithm other than ECDSA".into());
+                continue;
+            }
+        };
+        let mut signed = vec![0u8, 0u8];
+        signed.extend(s.timestamp.to_be_bytes());
+        signed.extend(1u16.to_be_bytes());
+        signed.extend(issuer_hash.as_slice());
+        signed.extend(&(tbs.len() as u32).to_be_bytes()[1..]);
+        signed.extend(&tbs);
+        signed.extend((s.extensions.len() as u16).to_be_bytes());
+        signed.extend(&s.extensions);
+        match key.verify(hash, &signed, &s.signature) {
+            Ok(()) => return Ok(()),
+            Err(_) => why.push(format!(
+                "the SCT of log {} does not verify",
+                hex::encode(&s.log_id)
+            )),
+        }
+    }
+    Err(match why.is_empty() {
+        true => "the SCT list is empty".into(),
+        false => why.join("; "),
+    })
+}
+
+struct Sct {
+    log_id: Vec<u8>,
+    timestamp: u64,
+    extensions: Vec<u8>,
+    hash_alg: u8,
+    sig_alg: u8,
+    signature: Vec<u8>,
+}
+
+/// The TLS `SignedCertificateTimestampList` (RFC 6962 §3.3).
+fn parse_scts(bytes: &[u8]) -> Result<Vec<Sct>, String> {
+    let bad = || "a malformed SCT list".to_owned();
+    let mut r = Tls(bytes);
+    let mut list = Tls(r.take_vec(2).ok_or_else(bad)?);
+    let mut out = Vec::new();
+    while !list.0.is_empty() {
+        let mut s = Tls(list.take_vec(2).ok_or_else(bad)?);
+        if s.take(1).ok_or_else(bad)? != [0] {
+            return Err("an SCT of a version other than 1".into());
+        }
+        let log_id = s.take(32).ok_or_else(bad)?.to_vec();
+        let ts = s.take(8).ok_or_else(bad)?;
+        let timestamp = u64::from_be_bytes(ts.try_into().map_err(|_| bad())?);
+        let extensions = s.take_vec(2).ok_or_else(bad)?.to_vec();
+        let algs = s.take(2).ok_or_else(bad)?;
+        let signature = s.take_vec(2).ok_or_else(bad)?.to_vec();
+        out.push(Sct {
+            log_id,
+            timestamp,
+            extensions,
+            hash_alg: algs[0],
+            sig_alg: algs[1],
+            signature,
+        });
+    }
+    Ok(out)
+}
+
+struct Tls<'a>(&'a [u8]);
+
+impl<'a> Tls<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        (self.0.len() >= n).then(|| {
+            let (head, rest) = self.0.split_at(n);
+            self.0 = rest;
+            head
+        })
+    }
+
+    /// A vector with a `len`-byte big-endian length prefix.
+    fn take_vec(&mut self, len: usize) -> Option<&'a [u8]> {
+        let n = self
+            .take(len)?
+            .iter()
+            .fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
+        self.take(n)
+    }
+}

@@ -1,0 +1,632 @@
+//! Sigstore signatures of registry.k8s.io images, end to end against the local world, whose own
+//! small Sigstore (testworld `sigstore`: CAs, CT log, Rekor SETs, `trusted_root.json`) signs them
+//! the way Kubernetes' promoter does. Happy path for both arches (evidence in `signatures/`,
+//! deterministic, `verify` still passes), then one world for the negative matrix: each spoiled
+//! signature fails the build with its own error, before any ISO is written.
+
+mod support;
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
+use cks_iso_testworld::sigstore::{IssuerForm, SignOptions};
+use cks_iso_testworld::world::{Options, World};
+use sha2::Digest as _;
+use support::*;
+
+const EPOCH: &str = "1700000000";
+const PAUSE: &str = "registry.k8s.io/pause:3.10";
+
+fn build(world: &World, dir: &Path, out: &str, args: &[&str]) -> Command {
+    let tmp = dir.join("tmp");
+    fs::create_dir_all(&tmp).unwrap();
+    let mut cmd = cks_iso();
+    cmd.env("CKS_ISO_CONFIG", world.config_path())
+        .env("TMPDIR", &tmp)
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .env_remove("CKS_ISO_SIGNATURES")
+        .arg("build")
+        .args([
+            "--kubernetes",
+            world.kubernetes(),
+            "--network",
+            world.network_url(),
+            "--dashboard",
+            world.dashboard_url(),
+            "--output",
+            p(&dir.join(out)),
+            "--cache-dir",
+            p(&dir.join("cache")),
+        ])
+        .args(args);
+    cmd
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn ok(out: Output) -> Output {
+    assert!(out.status.success(), "build failed:\n{}", stderr(&out));
+    out
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+fn isos(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .map(|r| {
+            r.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".iso"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn both_arches_verify_and_carry_the_evidence() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let first = ok(build(
+        &world,
+        dir.path(),
+        "out",
+        &["--arch", "amd64", "--arch", "arm64"],
+    )
+    .output()
+    .unwrap());
+    assert!(
+        stderr(&first).contains("image signatures verified"),
+        "{}",
+        stderr(&first)
+    );
+    for (arch, name) in [("amd64", "x86_64"), ("arm64", "aarch64")] {
+        let iso = dir
+            .path()
+            .join(format!("out/setup-v{}-{name}.iso", world.kubernetes()));
+        let tree = dir.path().join(format!("tree-{arch}"));
+        fs::create_dir_all(&tree).unwrap();
+        tool("bsdtar", ["-x", "-f", p(&iso), "-C", p(&tree)]);
+        let report: serde_json::Value =
+            serde_json::from_slice(&fs::read(tree.join("signatures/report.json")).unwrap())
+                .unwrap();
+        assert_eq!(report["mode"], "verify");
+        let root = fs::read(world.trusted_root_path()).unwrap();
+        assert_eq!(report["trusted_root_sha256"], sha256_hex(&root));
+        assert_eq!(
+            fs::read(tree.join("signatures/trusted_root.json")).unwrap(),
+            root
+        );
+        let images = report["images"].as_array().unwrap();
+        let k8s: Vec<_> = images
+            .iter()
+            .filter(|i| {
+                i["reference"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("registry.k8s.io/")
+            })
+            .collect();
+        assert!(k8s.len() >= 8, "{report:#}");
+        for image in &k8s {
+            assert_eq!(image["verdict"], "verified", "{image:#}");
+            assert_eq!(
+                image["identity"],
+                "krel-trust@k8s-releng-prod.iam.gserviceaccount.com"
+            );
+            assert_eq!(image["issuer"], "https://accounts.google.com");
+            // The platform manifest's own signature is the one taken.
+            assert_eq!(image["signed_digest"], image["manifest"], "{image:#}");
+            let file = tree.join(image["signature_manifest"].as_str().unwrap());
+            let bytes = fs::read(&file).unwrap();
+            let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+            assert_eq!(sha256_hex(&bytes), name, "byte-exact signature manifest");
+            let manifest: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            for layer in manifest["layers"].as_array().unwrap() {
+                let hex = layer["digest"]
+                    .as_str()
+                    .unwrap()
+                    .trim_start_matches("sha256:");
+                let payload =
+                    fs::read(tree.join("signatures/images/blobs/sha256").join(hex)).unwrap();
+                assert_eq!(sha256_hex(&payload), hex);
+            }
+        }
+        for image in images.iter().filter(|i| !k8s.contains(i)) {
+            assert_eq!(image["verdict"], "not-covered", "{image:#}");
+        }
+        // The CycloneDX SBOM names each covered image's signer.
+        let bom: serde_json::Value =
+            serde_json::from_slice(&fs::read(tree.join("sbom.cdx.json")).unwrap()).unwrap();
+        let pause = bom["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["bom-ref"] == "docker/pause:3.10.tar")
+            .unwrap();
+        let signature = pause["properties"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "cks-iso:signature")
+            .unwrap();
+        assert!(
+            signature["value"]
+                .as_str()
+                .unwrap()
+                .starts_with("verified: krel-trust@k8s-releng-prod.iam.gserviceaccount.com via https://accounts.google.com, Rekor log index "),
+            "{signature}"
+        );
+        let spdx = fs::read_to_string(tree.join("sbom.spdx.json")).unwrap();
+        assert!(
+            spdx.contains("; signature verified: krel-trust@"),
+            "the SPDX comment names the signer"
+        );
+        let versions = fs::read_to_string(tree.join("versions.txt")).unwrap();
+        let line = format!(
+            "# signatures verify: {n} of {n} covered images verified, 0 unsigned",
+            n = k8s.len()
+        );
+        assert!(versions.contains(&line), "{versions}");
+        // Node scripts never see it: nothing new in docker/, no *.yaml.
+        for entry in fs::read_dir(tree.join("docker")).unwrap() {
+            assert!(
+                entry
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".tar")
+            );
+        }
+        run(cks_iso().args(["verify", p(&iso)]));
+    }
+    // Deterministic: a second build makes the same bytes.
+    ok(build(
+        &world,
+        dir.path(),
+        "again",
+        &["--arch", "amd64", "--arch", "arm64"],
+    )
+    .output()
+    .unwrap());
+    for name in isos(&dir.path().join("out")) {
+        let a = fs::read(dir.path().join("out").join(&name)).unwrap();
+        let b = fs::read(dir.path().join("again").join(&name)).unwrap();
+        assert!(a == b, "{name} differs between two builds");
+    }
+
+    // Re-verified offline, every server stopped, against the world's root given by hand.
+    let root = dir.path().join("root.json");
+    fs::copy(world.trusted_root_path(), &root).unwrap();
+    let version = world.kubernetes().to_owned();
+    drop(world);
+    let iso = dir.path().join(format!("out/setup-v{version}-x86_64.iso"));
+    let verify = |iso: &Path, root: Option<&Path>| {
+        let mut cmd = cks_iso();
+        cmd.args(["verify", "--signatures"]);
+        if let Some(root) = root {
+            cmd.args(["--trusted-root", p(root)]);
+        }
+        cmd.arg(p(iso)).output().unwrap()
+    };
+    let out = verify(&iso, Some(&root));
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr(&out)
+    );
+    // An independent oracle (Python's `cryptography`) agrees on both ISOs' evidence.
+    for arch in ["amd64", "arm64"] {
+        let out = oracle(&dir.path().join(format!("tree-{arch}")), &root);
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "oracle: {}", stderr(&out));
+        assert!(
+            said.starts_with("ok: ") && !said.starts_with("ok: 0 "),
+            "{said}"
+        );
+    }
+    // Sigstore's public root (the default) did not sign the world's images.
+    let out = verify(&iso, None);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        !out.status.success() && text.contains("Rekor signed entry timestamp"),
+        "{text}"
+    );
+
+    // Tampered ISOs: re-authored from the extracted tree with one thing changed.
+    let tree = dir.path().join("tree-amd64");
+    let report_path = tree.join("signatures/report.json");
+    let report: serde_json::Value =
+        serde_json::from_slice(&fs::read(&report_path).unwrap()).unwrap();
+    let verified: Vec<&serde_json::Value> = report["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["verdict"] == "verified")
+        .collect();
+    let retamper = |name: &str, edit: &dyn Fn(&Path)| {
+        let copy = dir.path().join(format!("tamper-{name}"));
+        run(Command::new("cp").args(["-a", p(&tree), p(&copy)]));
+        edit(&copy);
+        let bad = dir.path().join(format!("{name}.iso"));
+        run(cks_iso().args(["iso", p(&copy), "-o", p(&bad)]));
+        let out = verify(&bad, Some(&root));
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            !out.status.success(),
+            "{name}: verify --signatures passed:\n{text}"
+        );
+        text
+    };
+    // A flipped byte in a payload.
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &fs::read(tree.join(verified[0]["signature_manifest"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    let payload = format!(
+        "signatures/images/blobs/sha256/{}",
+        manifest["layers"][0]["digest"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("sha256:")
+    );
+    let text = retamper("payload", &|t| {
+        let mut bytes = fs::read(t.join(&payload)).unwrap();
+        bytes[10] ^= 1;
+        fs::write(t.join(&payload), bytes).unwrap();
+    });
+    assert!(text.contains("layer integrity"), "{text}");
+    let out = oracle(&dir.path().join("tamper-payload"), &root);
+    assert!(!out.status.success() && stderr(&out).contains("payload digest"));
+    // Two images' signatures swapped in the report.
+    let text = retamper("swapped", &|t| {
+        let mut r = report.clone();
+        let images = r["images"].as_array_mut().unwrap();
+        let (a, b) = (
+            images
+                .iter()
+                .position(|i| i["reference"] == verified[0]["reference"])
+                .unwrap(),
+            images
+                .iter()
+                .position(|i| i["reference"] == verified[1]["reference"])
+                .unwrap(),
+        );
+        for key in ["signed_digest", "signature_manifest"] {
+            let tmp = images[a][key].clone();
+            images[a][key] = images[b][key].clone();
+            images[b][key] = tmp;
+        }
+        fs::write(
+            t.join("signatures/report.json"),
+            serde_json::to_vec(&r).unwrap(),
+        )
+        .unwrap();
+    });
+    assert!(text.contains("which the ISO does not ship"), "{text}");
+    // A verdict rewritten to hide an image from the re-check.
+    let text = retamper("hidden", &|t| {
+        let mut r = report.clone();
+        for image in r["images"].as_array_mut().unwrap() {
+            if image["reference"] == verified[0]["reference"] {
+                image["verdict"] = "not-covered".into();
+            }
+        }
+        fs::write(
+            t.join("signatures/report.json"),
+            serde_json::to_vec(&r).unwrap(),
+        )
+        .unwrap();
+    });
+    assert!(text.contains("recorded as not-covered"), "{text}");
+}
+
+/// `scripts/check-image-signatures.py` on an extracted ISO: the independent oracle.
+fn oracle(tree: &Path, root: &Path) -> Output {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check-image-signatures.py");
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-sbom/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run `make deps`",
+        python.display()
+    );
+    let out = Command::new(&python)
+        .arg(&script)
+        .args([
+            p(tree),
+            p(root),
+            "krel-trust@k8s-releng-prod.iam.gserviceaccount.com",
+            "https://accounts.google.com",
+        ])
+        .output()
+        .expect("the virtualenv's python (run `make deps`)");
+    assert!(
+        !stderr(&out).contains("ModuleNotFoundError"),
+        "the oracle needs Python's `cryptography` in .venv-sbom: run `make deps`: {}",
+        stderr(&out)
+    );
+    out
+}
+
+/// Replaces the `.sig` tags of pause's index and platform manifests with `layer`s signed so.
+fn spoil(world: &World, opts: &SignOptions, payload_of: Option<(&str, &str)>) {
+    let image = world.image(PAUSE);
+    let mut digests = vec![image.digest.clone()];
+    digests.extend(image.manifests.values().cloned());
+    for digest in digests {
+        let layer = match payload_of {
+            // A genuine signature of another image, copied to this one's tag.
+            Some((repository, other)) => world.sigstore().sign(repository, other, opts),
+            None => world.sigstore().sign(&image.repository, &digest, opts),
+        };
+        world.push_signature(&image.repository, &digest, &[layer]);
+    }
+}
+
+fn fails_with(world: &World, dir: &Path, args: &[&str], wanted: &[&str]) {
+    let out = build(world, dir, "bad", args).output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    for w in wanted {
+        assert!(err.contains(w), "missing {w:?} in:\n{err}");
+    }
+    assert!(isos(&dir.join("bad")).is_empty(), "no ISO after:\n{err}");
+}
+
+#[test]
+fn bad_or_missing_signatures_fail_the_build_before_writing() {
+    let world = World::start(Options {
+        unsigned: vec![PAUSE.into()],
+        ..Options::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let amd64 = ["--arch", "amd64"];
+
+    // Unsigned: a loud warning under verify (and recorded), an error under enforce.
+    let out = ok(build(&world, dir.path(), "out", &amd64).output().unwrap());
+    assert!(
+        stderr(&out).contains(&format!("{PAUSE}: UNSIGNED")),
+        "{}",
+        stderr(&out)
+    );
+    let enforce = [&amd64[..], &["--signatures", "enforce"]].concat();
+    fails_with(
+        &world,
+        dir.path(),
+        &enforce,
+        &[PAUSE, "no signature", "enforce"],
+    );
+
+    // Only the index signed (as before recursive signing, 2023): accepted through the index.
+    let image = world.image(PAUSE);
+    let layer = world
+        .sigstore()
+        .sign(&image.repository, &image.digest, &SignOptions::default());
+    world.push_signature(&image.repository, &image.digest, &[layer]);
+    let out = ok(build(&world, dir.path(), "index", &enforce)
+        .output()
+        .unwrap());
+    let iso = dir
+        .path()
+        .join(format!("index/setup-v{}-x86_64.iso", world.kubernetes()));
+    let tree = dir.path().join("tree-index");
+    fs::create_dir_all(&tree).unwrap();
+    tool("bsdtar", ["-x", "-f", p(&iso), "-C", p(&tree)]);
+    let report: serde_json::Value =
+        serde_json::from_slice(&fs::read(tree.join("signatures/report.json")).unwrap()).unwrap();
+    let entry = report["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["reference"] == PAUSE)
+        .unwrap();
+    assert_eq!(entry["verdict"], "verified", "{}", stderr(&out));
+    assert_eq!(entry["signed_digest"], image.digest.as_str(), "{entry:#}");
+
+    let pause = world.image(PAUSE).manifests["amd64"].clone();
+    let cases: Vec<(&str, SignOptions, Vec<&str>)> = vec![
+        (
+            "wrong identity",
+            SignOptions {
+                identity: "mallory@example.com".into(),
+                ..SignOptions::default()
+            },
+            vec!["fails the identity check", "mallory@example.com"],
+        ),
+        (
+            "wrong issuer (.1.8)",
+            SignOptions {
+                issuer: "https://token.actions.githubusercontent.com".into(),
+                issuer_form: IssuerForm::V2,
+                ..SignOptions::default()
+            },
+            vec!["fails the issuer check", "token.actions"],
+        ),
+        (
+            "wrong issuer (.1.1)",
+            SignOptions {
+                issuer: "https://token.actions.githubusercontent.com".into(),
+                issuer_form: IssuerForm::V1,
+                ..SignOptions::default()
+            },
+            vec!["fails the issuer check", "token.actions"],
+        ),
+        (
+            "leaf from a CA not in the root",
+            SignOptions {
+                rogue_ca: true,
+                ..SignOptions::default()
+            },
+            vec![
+                "fails the certificate chain check",
+                "not issued by a CA of the trusted root",
+            ],
+        ),
+        (
+            "flipped bit in the SET",
+            SignOptions {
+                flip_set: true,
+                ..SignOptions::default()
+            },
+            vec!["fails the Rekor signed entry timestamp check"],
+        ),
+    ];
+    for (what, opts, wanted) in cases {
+        spoil(&world, &opts, None);
+        let mut wanted = wanted;
+        wanted.extend([PAUSE, pause.as_str()]);
+        eprintln!("case: {what}");
+        fails_with(&world, dir.path(), &amd64, &wanted);
+    }
+
+    // A valid signature of etcd, copied to pause's tags.
+    let etcd = world.image("registry.k8s.io/etcd:3.5.21-0");
+    spoil(
+        &world,
+        &SignOptions::default(),
+        Some((&etcd.repository, &etcd.digest)),
+    );
+    fails_with(
+        &world,
+        dir.path(),
+        &amd64,
+        &[
+            "fails the signed digest check",
+            "copied from another image",
+            &etcd.digest,
+        ],
+    );
+
+    // Signed properly again: the same world builds.
+    spoil(&world, &SignOptions::default(), None);
+    ok(build(&world, dir.path(), "good", &enforce)
+        .output()
+        .unwrap());
+
+    // A policy file covering an image nobody signed: enforce refuses it by name.
+    let other = world
+        .images()
+        .iter()
+        .find(|i| i.source == "network")
+        .expect("the CNI manifest names images");
+    let policy = dir.path().join("policy.yaml");
+    fs::write(
+        &policy,
+        format!(
+            "rules:\n  - match: \"{}\"\n    identity: release@cni.example\n    issuer: {}\n",
+            other.repository, "https://accounts.google.com"
+        ),
+    )
+    .unwrap();
+    let with_policy = [&enforce[..], &["--signature-policy", p(&policy)]].concat();
+    // pull checks too when asked: the spoiled image is named and not written, the others are.
+    spoil(
+        &world,
+        &SignOptions {
+            identity: "mallory@example.com".into(),
+            ..SignOptions::default()
+        },
+        None,
+    );
+    let pulled = dir.path().join("pulled");
+    let out = cks_iso()
+        .env("CKS_ISO_CONFIG", world.config_path())
+        .args([
+            "pull",
+            PAUSE,
+            "registry.k8s.io/etcd:3.5.21-0",
+            "--arch",
+            "amd64",
+        ])
+        .args(["--signatures", "enforce", "--out", p(&pulled)])
+        .args(["--cache-dir", p(&dir.path().join("cache"))])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("fails the identity check"), "{err}");
+    let written: Vec<String> = fs::read_dir(&pulled)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(written, ["etcd:3.5.21-0.tar"], "{err}");
+    fails_with(
+        &world,
+        dir.path(),
+        &with_policy,
+        &[&other.repository, "no signature"],
+    );
+}
+
+/// The world's configuration with its registry behind `proxy`, in `dir` beside a copy of its
+/// trust root.
+fn config_through(world: &World, proxy: &FaultProxy, dir: &Path) -> std::path::PathBuf {
+    let yaml = world
+        .config_yaml()
+        .replace(&world.registry_url(), &proxy.url())
+        .replace(
+            &world.registry_host(),
+            proxy.url().trim_start_matches("http://"),
+        );
+    let config = dir.join("cks-iso.yaml");
+    fs::write(&config, yaml).unwrap();
+    fs::copy(world.trusted_root_path(), dir.join("trusted_root.json")).unwrap();
+    config
+}
+
+#[test]
+fn signature_fetches_are_retried_and_never_accepted_corrupt() {
+    let world = World::start(Options::default());
+    let proxy = FaultProxy::start(&world.registry_url());
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_through(&world, &proxy, dir.path());
+    // pause's signatures again, with a payload whose digest the test knows.
+    let image = world.image(PAUSE);
+    let platform = image.manifests["amd64"].clone();
+    let layer = world
+        .sigstore()
+        .sign(&image.repository, &platform, &SignOptions::default());
+    world.push_signature(&image.repository, &platform, std::slice::from_ref(&layer));
+    let payload = format!("sha256:{}", sha256_hex(&layer.payload));
+    let tag = format!("/manifests/{}.sig", platform.replace(':', "-"));
+
+    // 503s on the .sig tag and the payload: retried, then verified.
+    proxy.add(Rule::path_contains(&tag).times(2).fault(Fault::Status(503)));
+    proxy.add(
+        Rule::path_contains(&payload)
+            .times(1)
+            .fault(Fault::Status(503)),
+    );
+    let out = build(
+        &world,
+        dir.path(),
+        "out",
+        &["--arch", "amd64", "--signatures", "enforce"],
+    )
+    .env("CKS_ISO_CONFIG", &config)
+    .output()
+    .unwrap();
+    ok(out);
+    assert!(proxy.requests_to(&tag).len() >= 3);
+
+    // A payload that always arrives with a flipped byte is never taken.
+    proxy.clear_rules();
+    proxy.add(Rule::path_contains(&payload).fault(Fault::FlipByte { offset: 5 }));
+    fs::remove_dir_all(dir.path().join("cache")).unwrap();
+    let out = build(&world, dir.path(), "bad", &["--arch", "amd64"])
+        .env("CKS_ISO_CONFIG", &config)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("signature payload") && err.contains(&payload),
+        "{err}"
+    );
+    assert!(isos(&dir.path().join("bad")).is_empty());
+}
