@@ -509,12 +509,20 @@ fn a_cache_exported_for_a_build_rebuilds_it_offline_elsewhere() {
         Cache::new(at("cache")).rehash(&biggest).unwrap().actual,
         biggest
     );
+    // The world's Sigstore root, which its signatures chain to, outlives the world.
+    let root = at("trusted_root.json");
+    fs::copy(
+        world.config_path().with_file_name("trusted_root.json"),
+        &root,
+    )
+    .unwrap();
     drop(world);
 
     let out = ok(cks_iso()
         .env_remove("CKS_ISO_CONFIG")
         .env("TMPDIR", at("tmp"))
         .args(["build", "--locked", p(&lock), "--offline"])
+        .args(["--trusted-root", p(&root)])
         .args([
             "--output",
             p(&at("offline")),

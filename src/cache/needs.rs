@@ -185,6 +185,10 @@ impl Cache {
             let key = format!("tag:{reference}");
             needs.key(key, top.clone(), reference.to_string());
         }
+        // The signatures the cache holds for it: a locked offline build verifies them again.
+        for signed in [&platform, &top] {
+            self.signature_needs(needs, &what, &reference, signed);
+        }
         let top_what = format!("{what} index or manifest");
         match Image::load(reference, &top, arch, self) {
             Ok(image) => {
@@ -225,6 +229,41 @@ impl Cache {
                 if !named && let Some(n) = needs.blobs.iter_mut().find(|n| n.digest == platform) {
                     n.problem = Some(format!("cannot be read: {err}"));
                 }
+            }
+        }
+    }
+}
+
+impl Cache {
+    /// The cosign signature of `signed` that the cache recorded for `reference`'s repository,
+    /// if any: its index entry, its manifest and its payloads.
+    fn signature_needs(
+        &self,
+        needs: &mut Needs,
+        what: &str,
+        reference: &Reference,
+        signed: &Digest,
+    ) {
+        let tag = crate::signature::tag_for(signed);
+        let key = format!("sig:{}/{}:{tag}", reference.domain(), reference.path());
+        let Some(found) = self.recall(&key) else {
+            return;
+        };
+        needs.key(key, found.digest.clone(), found.note.clone());
+        let sig_what = format!("{what} signature {tag}");
+        needs.blob(
+            self,
+            sig_what.clone(),
+            found.digest.clone(),
+            Some(found.size),
+        );
+        let Ok(bytes) = std::fs::read(self.blob_path(&found.digest)) else {
+            return;
+        };
+        if let Ok(manifest) = serde_json::from_slice::<crate::image::Manifest>(&bytes) {
+            for (i, layer) in manifest.layers.iter().enumerate() {
+                let what = format!("{sig_what} payload {}", i + 1);
+                needs.blob(self, what, layer.digest.clone(), Some(layer.size));
             }
         }
     }
