@@ -9,18 +9,18 @@ use hadris_io::{Error, ErrorType};
 use hadris_storage::host::FileDevice;
 use hadris_storage::sync::BlockDevice;
 use hadris_storage::{BlockIndex, BlockSize};
-use sha2::{Digest as _, Sha256};
-
 use super::IsoError;
+use super::hasher::Background;
 use crate::progress::Progress;
 
 /// A [`FileDevice`] that counts what is written and hashes the image as it goes, so the ISO's
-/// sha256 needs no second read of a multi-GiB file.
+/// sha256 needs no second read of a multi-GiB file. The hashing itself runs on a helper thread
+/// ([`Background`]), overlapped with the writes.
 pub(super) struct Counting<'p> {
     inner: FileDevice,
     progress: &'p dyn Progress,
     /// The hash of bytes `[0, .1)`, while writes arrive in ascending order.
-    hash: Option<(Sha256, u64)>,
+    hash: Option<(Background, u64)>,
 }
 
 impl<'p> Counting<'p> {
@@ -28,14 +28,15 @@ impl<'p> Counting<'p> {
         Ok(Self {
             inner: FileDevice::new(file)?,
             progress,
-            hash: Some((Sha256::new(), 0)),
+            hash: Some((Background::start()?, 0)),
         })
     }
 
-    /// The sha256 of the image, if every write came in order (gaps count as zeros).
-    pub(super) fn sha256(&self, len: u64) -> Option<String> {
-        let (hasher, pos) = self.hash.as_ref()?;
-        (*pos == len).then(|| hex::encode(hasher.clone().finalize()))
+    /// The sha256 of the image, if every write came in order (gaps count as zeros). Waits for
+    /// the hasher to catch up with the last write.
+    pub(super) fn sha256(&mut self, len: u64) -> Option<String> {
+        let (hasher, pos) = self.hash.take()?;
+        (pos == len).then(|| hasher.finish()).flatten()
     }
 
     fn hash(&mut self, offset: u64, buf: &[u8]) {
@@ -46,12 +47,8 @@ impl<'p> Counting<'p> {
             self.hash = None;
             return;
         }
-        const ZEROS: [u8; 4096] = [0; 4096];
-        while *pos < offset {
-            let n = (offset - *pos).min(ZEROS.len() as u64);
-            hasher.update(&ZEROS[..n as usize]);
-            *pos += n;
-        }
+        hasher.zeros(offset - *pos);
+        *pos = offset;
         hasher.update(buf);
         *pos += buf.len() as u64;
     }

@@ -16,6 +16,7 @@
 
 mod device;
 mod error;
+mod hasher;
 pub mod read;
 pub mod tree;
 mod volume_id;
