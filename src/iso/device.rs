@@ -5,31 +5,56 @@ use std::fs::File;
 use std::io;
 use std::path::Path;
 
+use super::IsoError;
+use super::hasher::Background;
+use super::splice::Splicer;
+use crate::progress::Progress;
 use hadris_io::{Error, ErrorType};
 use hadris_storage::host::FileDevice;
 use hadris_storage::sync::BlockDevice;
 use hadris_storage::{BlockIndex, BlockSize};
-use super::IsoError;
-use super::hasher::Background;
-use crate::progress::Progress;
 
 /// A [`FileDevice`] that counts what is written and hashes the image as it goes, so the ISO's
 /// sha256 needs no second read of a multi-GiB file. The hashing itself runs on a helper thread
 /// ([`Background`]), overlapped with the writes.
-pub(super) struct Counting<'p> {
+///
+/// With a [`Splicer`], the bytes written over spliced files' placeholders are replaced by the
+/// files' real bytes before they reach the file and the hash.
+pub(super) struct Counting<'p, 's> {
     inner: FileDevice,
+    splicer: Option<Splicer<'s>>,
+    /// Where a write that touches a spliced file is assembled.
+    scratch: Vec<u8>,
     progress: &'p dyn Progress,
     /// The hash of bytes `[0, .1)`, while writes arrive in ascending order.
     hash: Option<(Background, u64)>,
 }
 
-impl<'p> Counting<'p> {
-    pub(super) fn new(file: File, progress: &'p dyn Progress) -> io::Result<Self> {
+impl<'p, 's> Counting<'p, 's> {
+    pub(super) fn new(
+        file: File,
+        progress: &'p dyn Progress,
+        splicer: Option<Splicer<'s>>,
+    ) -> io::Result<Self> {
         Ok(Self {
             inner: FileDevice::new(file)?,
+            splicer,
+            scratch: Vec::new(),
             progress,
             hash: Some((Background::start()?, 0)),
         })
+    }
+
+    /// The splicer, to ask what failed or whether every spliced file was written whole.
+    pub(super) fn splicer(&self) -> Option<&Splicer<'s>> {
+        self.splicer.as_ref()
+    }
+
+    /// Takes the first failure of a spliced file's filler.
+    pub(super) fn splice_failure(
+        &mut self,
+    ) -> Option<(String, Box<dyn std::error::Error + Send + Sync>)> {
+        self.splicer.as_mut()?.failed.take()
     }
 
     /// The sha256 of the image, if every write came in order (gaps count as zeros). Waits for
@@ -54,11 +79,11 @@ impl<'p> Counting<'p> {
     }
 }
 
-impl ErrorType for Counting<'_> {
+impl ErrorType for Counting<'_, '_> {
     type Error = io::Error;
 }
 
-impl BlockDevice for Counting<'_> {
+impl BlockDevice for Counting<'_, '_> {
     fn block_size(&self) -> BlockSize {
         self.inner.block_size()
     }
@@ -80,10 +105,31 @@ impl BlockDevice for Counting<'_> {
     }
 
     fn write_blocks(&mut self, first: BlockIndex, buf: &[u8]) -> Result<(), Error<io::Error>> {
-        self.inner.write_blocks(first, buf)?;
         let offset = first.get() * u64::from(self.inner.block_size().get());
-        self.hash(offset, buf);
-        self.progress.advance(buf.len() as u64);
+        let end = offset + buf.len() as u64;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let buf = match &mut self.splicer {
+            Some(splicer) if splicer.touches(offset, end) => {
+                scratch.clear();
+                scratch.extend_from_slice(buf);
+                if splicer.splice(offset, &mut scratch).is_err() {
+                    self.scratch = scratch;
+                    return Err(Error::device(
+                        io::Error::other("a spliced file could not be produced"),
+                        "spliced file failed",
+                    ));
+                }
+                &scratch[..]
+            }
+            _ => buf,
+        };
+        let written = self.inner.write_blocks(first, buf);
+        if written.is_ok() {
+            self.hash(offset, buf);
+        }
+        self.scratch = scratch;
+        written?;
+        self.progress.advance(end - offset);
         Ok(())
     }
 
