@@ -8,6 +8,7 @@ use std::path::Path;
 use super::IsoError;
 use super::hasher::Background;
 use super::splice::Splicer;
+use super::writeback::WriteBack;
 use crate::progress::Progress;
 use hadris_io::{Error, ErrorType};
 use hadris_storage::host::FileDevice;
@@ -22,6 +23,7 @@ use hadris_storage::{BlockIndex, BlockSize};
 /// files' real bytes before they reach the file and the hash.
 pub(super) struct Counting<'p, 's> {
     inner: FileDevice,
+    writeback: WriteBack,
     splicer: Option<Splicer<'s>>,
     /// Where a write that touches a spliced file is assembled.
     scratch: Vec<u8>,
@@ -37,6 +39,7 @@ impl<'p, 's> Counting<'p, 's> {
         splicer: Option<Splicer<'s>>,
     ) -> io::Result<Self> {
         Ok(Self {
+            writeback: WriteBack::new(file.try_clone()?),
             inner: FileDevice::new(file)?,
             splicer,
             scratch: Vec::new(),
@@ -129,6 +132,7 @@ impl BlockDevice for Counting<'_, '_> {
         }
         self.scratch = scratch;
         written?;
+        self.writeback.written(end);
         self.progress.advance(end - offset);
         Ok(())
     }

@@ -21,6 +21,7 @@ pub mod read;
 mod splice;
 pub mod tree;
 mod volume_id;
+mod writeback;
 
 use std::path::{Path, PathBuf};
 
