@@ -17,7 +17,8 @@ use hadris_storage::{BlockIndex, BlockSize};
 
 /// A [`FileDevice`] that counts what is written and hashes the image as it goes, so the ISO's
 /// sha256 needs no second read of a multi-GiB file. The hashing itself runs on a helper thread
-/// ([`Background`]), overlapped with the writes.
+/// ([`Background`]) that reads the written bytes back from the page cache, overlapped with the
+/// writes; this thread only reports how far it got.
 ///
 /// With a [`Splicer`], the bytes written over spliced files' placeholders are replaced by the
 /// files' real bytes before they reach the file and the hash.
@@ -28,7 +29,7 @@ pub(super) struct Counting<'p, 's> {
     /// Where a write that touches a spliced file is assembled.
     scratch: Vec<u8>,
     progress: &'p dyn Progress,
-    /// The hash of bytes `[0, .1)`, while writes arrive in ascending order.
+    /// The hasher and the end of the last write, while writes arrive in ascending order.
     hash: Option<(Background, u64)>,
 }
 
@@ -38,13 +39,14 @@ impl<'p, 's> Counting<'p, 's> {
         progress: &'p dyn Progress,
         splicer: Option<Splicer<'s>>,
     ) -> io::Result<Self> {
+        let hasher = Background::start(file.try_clone()?)?;
         Ok(Self {
             writeback: WriteBack::new(file.try_clone()?),
             inner: FileDevice::new(file)?,
             splicer,
             scratch: Vec::new(),
             progress,
-            hash: Some((Background::start()?, 0)),
+            hash: Some((hasher, 0)),
         })
     }
 
@@ -64,10 +66,12 @@ impl<'p, 's> Counting<'p, 's> {
     /// the hasher to catch up with the last write.
     pub(super) fn sha256(&mut self, len: u64) -> Option<String> {
         let (hasher, pos) = self.hash.take()?;
-        (pos == len).then(|| hasher.finish()).flatten()
+        (pos == len).then(|| hasher.finish(len)).flatten()
     }
 
-    fn hash(&mut self, offset: u64, buf: &[u8]) {
+    /// Bytes `[offset, end)` were written: everything before `end` is final unless a write went
+    /// back, which ends hashing (the caller then hashes the finished file).
+    fn hash(&mut self, offset: u64, end: u64) {
         let Some((hasher, pos)) = self.hash.as_mut() else {
             return;
         };
@@ -75,10 +79,8 @@ impl<'p, 's> Counting<'p, 's> {
             self.hash = None;
             return;
         }
-        hasher.zeros(offset - *pos);
-        *pos = offset;
-        hasher.update(buf);
-        *pos += buf.len() as u64;
+        *pos = end;
+        hasher.written(end);
     }
 }
 
@@ -128,7 +130,7 @@ impl BlockDevice for Counting<'_, '_> {
         };
         let written = self.inner.write_blocks(first, buf);
         if written.is_ok() {
-            self.hash(offset, buf);
+            self.hash(offset, end);
         }
         self.scratch = scratch;
         written?;
