@@ -8,7 +8,10 @@
 //!   modes, owners, symlinks) and Joliet (names may be shortened there: a warning, never an error);
 //! - directories 0755, files 0644 or 0755 when executable in the source, owner 0:0 (see [`tree`]);
 //! - every date is the build's epoch, so the same tree and epoch give the same bytes;
-//! - file data is streamed in 64 KiB chunks, so memory does not grow with file size;
+//! - file data is streamed in 64 KiB chunks, so memory does not grow with file size; files made
+//!   while the image is written (`build`'s image archives) are spliced in (`splice`);
+//! - the image's sha256 is computed on a helper thread (`hasher`) and its write-back is started
+//!   while it is written (`writeback`), so neither waits at the end;
 //! - the image is written under a temporary name in the output directory and renamed when
 //!   complete ([`crate::atomic`]), so a failure or Ctrl-C leaves neither an ISO nor a temp file.
 //!
@@ -87,7 +90,7 @@ pub fn author(
 }
 
 /// Writes the directory `source` plus the `spliced` files, whose bytes are produced while the
-/// image is written ([`splice`]), as an ISO at `output`. The image is the one [`author`] writes
+/// image is written (see [`Spliced`]), as an ISO at `output`. The image is the one [`author`] writes
 /// from a directory holding real files with the same bytes at the same paths.
 pub fn author_spliced(
     source: &Path,
