@@ -225,3 +225,130 @@ fn corrupted_cached_manifest_is_refused_when_loading() {
         "{text}"
     );
 }
+
+/// `build`'s sink: each archive spliced into the ISO straight from the cache. The ISO must be
+/// byte for byte the one written from a directory of the archives `pull` writes (so each archive
+/// inside it is exactly `pull`'s), whether the blobs were verified in this process (read as they
+/// are) or not (a later run's cache: hashed while copied).
+#[test]
+fn archives_spliced_into_an_iso_are_the_bytes_pull_writes() {
+    use cks_iso::iso::{self, IsoSpec, Spliced};
+    let world = world();
+    let images = [
+        load(&world, APISERVER, Arch::Amd64).unwrap(),
+        load(&world, "busybox:1.36", Arch::Arm64).unwrap(),
+    ];
+    let spec = IsoSpec {
+        volume_id: iso::VolumeId::parse(iso::DEFAULT_VOLUME_ID).unwrap(),
+        epoch: EPOCH as i64,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (pulled, staged, out) = (
+        dir.path().join("pulled"),
+        dir.path().join("staged"),
+        dir.path().join("out"),
+    );
+    for d in [pulled.join("docker"), staged.join("docker"), out.clone()] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(pulled.join("version"), "v1\n").unwrap();
+    std::fs::write(staged.join("version"), "v1\n").unwrap();
+    let mut names = Vec::new();
+    for image in &images {
+        let name = archive::plain_name(&image.reference);
+        let written = archive::write(
+            image,
+            &world.cache,
+            &pulled.join("docker").join(&name),
+            EPOCH,
+        )
+        .unwrap();
+        let described = archive::Archive::describe(image, EPOCH).unwrap();
+        assert_eq!(
+            described.size(),
+            written.size,
+            "the size is known before writing"
+        );
+        names.push(name);
+    }
+    let reference = iso::author(&pulled, &out.join("pulled.iso"), &spec, &()).unwrap();
+    let later_run = Cache::new(world.cache.root());
+    for (i, cache) in [&world.cache, &later_run].into_iter().enumerate() {
+        let described: Vec<_> = images
+            .iter()
+            .map(|image| archive::Archive::describe(image, EPOCH).unwrap())
+            .collect();
+        let spliced = described
+            .iter()
+            .zip(&names)
+            .map(|(a, name)| Spliced {
+                path: format!("docker/{name}"),
+                len: a.size(),
+                filler: Box::new(a.reader(cache)),
+            })
+            .collect();
+        let iso_path = out.join(format!("spliced-{i}.iso"));
+        let written = iso::author_spliced(&staged, spliced, &iso_path, &spec, &()).unwrap();
+        assert_eq!(written.counts, reference.counts);
+        assert_eq!(written.sha256, reference.sha256);
+        assert!(
+            std::fs::read(&iso_path).unwrap() == std::fs::read(&reference.path).unwrap(),
+            "the spliced ISO ({i}) differs from the one of pull's archives"
+        );
+    }
+    assert_eq!(
+        support::names(&out),
+        ["pulled.iso", "spliced-0.iso", "spliced-1.iso"],
+        "no placeholder left beside the ISOs"
+    );
+}
+
+/// A damaged blob fails the spliced ISO naming the image, the blob and both digests, and leaves
+/// neither an ISO nor a placeholder behind.
+#[test]
+fn corrupted_blob_fails_the_spliced_iso_and_leaves_nothing() {
+    use cks_iso::iso::{self, IsoError, IsoSpec, Spliced};
+    let world = world();
+    let image = load(&world, APISERVER, Arch::Amd64).unwrap();
+    let layer = &image.layers[1];
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let actual = corrupt(&world, &layer.digest);
+    let later_run = Cache::new(world.cache.root());
+    for cache in [&world.cache, &later_run] {
+        let dir = tempfile::tempdir().unwrap();
+        let (staged, out) = (dir.path().join("staged"), dir.path().join("out"));
+        std::fs::create_dir_all(staged.join("docker")).unwrap();
+        std::fs::create_dir_all(&out).unwrap();
+        let described = archive::Archive::describe(&image, EPOCH).unwrap();
+        let spliced = vec![Spliced {
+            path: "docker/x.tar".into(),
+            len: described.size(),
+            filler: Box::new(described.reader(cache)),
+        }];
+        let spec = IsoSpec {
+            volume_id: iso::VolumeId::parse(iso::DEFAULT_VOLUME_ID).unwrap(),
+            epoch: EPOCH as i64,
+        };
+        let err =
+            iso::author_spliced(&staged, spliced, &out.join("x.iso"), &spec, &()).unwrap_err();
+        let IsoError::Spliced { path, source } = err else {
+            panic!("{err}")
+        };
+        assert_eq!(path, "docker/x.tar");
+        let err = source.downcast::<ArchiveError>().unwrap();
+        let text = err.to_string();
+        assert!(matches!(*err, ArchiveError::Mismatch { .. }), "{text}");
+        for part in [
+            APISERVER,
+            "layer 2 of 2",
+            &layer.digest.to_string(),
+            &actual.to_string(),
+        ] {
+            assert!(text.contains(part), "{part:?} missing from: {text}");
+        }
+        assert!(
+            support::names(&out).is_empty(),
+            "no ISO, temp file or placeholder"
+        );
+    }
+}

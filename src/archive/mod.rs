@@ -30,6 +30,7 @@
 mod error;
 mod inspect;
 mod layout;
+mod model;
 pub mod naming;
 mod stream;
 mod verify;
@@ -45,6 +46,8 @@ use crate::image::{BlobSource, Descriptor, Digest, Image, Opened};
 pub use error::ArchiveError;
 pub use inspect::{InspectError, Inspected, inspect};
 pub use layout::{IMAGE_NAME, REF_NAME};
+use model::Piece;
+pub use model::{Archive, Reader};
 pub use naming::{Naming, Renamed, assign as assign_names, plain_name};
 use stream::TarStream;
 
@@ -110,74 +113,54 @@ fn blobs(image: &Image) -> Vec<(Descriptor, Blob<'_>)> {
     blobs
 }
 
-/// Writes the archive of `image` to `out`. An [`ArchiveError::Output`] from here has an empty
-/// path; [`write()`] fills it in.
+/// Writes the archive of `image` to `out`, laying down the pieces [`Archive::describe`] gives. An
+/// [`ArchiveError::Output`] from here has an empty path; [`write()`] fills it in.
 pub fn write_to<W: Write>(
     image: &Image,
     source: &dyn BlobSource,
     out: W,
     mtime: u64,
 ) -> Result<(), ArchiveError> {
-    let blobs = blobs(image);
-    let name = image.reference.to_string();
+    let archive = Archive::describe(image, mtime)?;
+    let name = &archive.image;
     let mut tar = TarStream::new(out);
-    for dir in ["blobs/", "blobs/sha256/"] {
-        let header = header(dir, EntryType::Directory, 0o755, 0, mtime).map_err(output)?;
-        tar.file(&header, &[]).map_err(output)?;
-    }
-    for (desc, blob) in &blobs {
-        let path = layout::blob_path(&desc.digest);
-        let header = header(&path, EntryType::Regular, 0o644, desc.size, mtime).map_err(output)?;
-        match blob {
-            Blob::Bytes(what, bytes) => {
-                verify::bytes(&name, what, desc, bytes)?;
-                tar.file(&header, bytes).map_err(output)?;
+    for piece in &archive.pieces {
+        let (desc, what) = match piece {
+            Piece::Bytes(bytes) => {
+                tar.raw(bytes).map_err(output)?;
+                continue;
             }
-            Blob::Stream(what) => {
-                let opened =
-                    source
-                        .open_for_copy(&desc.digest)
-                        .map_err(|source| ArchiveError::Source {
-                            image: name.clone(),
-                            blob: what.clone(),
-                            digest: desc.digest.clone(),
-                            source,
-                        })?;
-                tar.header(&header).map_err(output)?;
-                match opened {
-                    Opened::Verified(file) if has_size(&file, desc.size) => {
-                        tar.copy_file(&file, desc.size)
-                            .map_err(|e| match e.kind() {
-                                // The blob shrank under us: the source's fault, not the archive's.
-                                io::ErrorKind::UnexpectedEof => ArchiveError::Source {
-                                    image: name.clone(),
-                                    blob: what.clone(),
-                                    digest: desc.digest.clone(),
-                                    source: e,
-                                },
-                                _ => output(e),
-                            })?
-                    }
-                    Opened::Verified(file) => copy_checked(&mut tar, file, desc, &name, what)?,
-                    Opened::Unverified(reader) => {
-                        copy_checked(&mut tar, reader, desc, &name, what)?;
-                        source.confirm(&desc.digest);
-                    }
-                }
-                tar.pad(desc.size).map_err(output)?;
+            Piece::Blob { desc, what } => (desc, what),
+        };
+        let opened = source
+            .open_for_copy(&desc.digest)
+            .map_err(|source| ArchiveError::Source {
+                image: name.clone(),
+                blob: what.clone(),
+                digest: desc.digest.clone(),
+                source,
+            })?;
+        match opened {
+            Opened::Verified(file) if has_size(&file, desc.size) => tar
+                .copy_file(&file, desc.size)
+                .map_err(|e| match e.kind() {
+                    // The blob shrank under us: the source's fault, not the archive's.
+                    io::ErrorKind::UnexpectedEof => ArchiveError::Source {
+                        image: name.clone(),
+                        blob: what.clone(),
+                        digest: desc.digest.clone(),
+                        source: e,
+                    },
+                    _ => output(e),
+                })?,
+            Opened::Verified(file) => copy_checked(&mut tar, file, desc, name, what)?,
+            Opened::Unverified(reader) => {
+                copy_checked(&mut tar, reader, desc, name, what)?;
+                source.confirm(&desc.digest);
             }
         }
     }
-    let files = [
-        ("index.json", layout::index_json(image)),
-        ("manifest.json", layout::manifest_json(image)),
-        ("oci-layout", layout::oci_layout()),
-    ];
-    for (path, bytes) in files {
-        let header = header(path, EntryType::Regular, 0o644, bytes.len() as u64, mtime);
-        tar.file(&header.map_err(output)?, &bytes).map_err(output)?;
-    }
-    tar.finish().map_err(output)
+    tar.flush().map_err(output)
 }
 
 /// An output error whose path [`write`] fills in.

@@ -5,40 +5,73 @@ use std::fs::File;
 use std::io;
 use std::path::Path;
 
+use super::IsoError;
+use super::hasher::Background;
+use super::splice::Splicer;
+use super::writeback::WriteBack;
+use crate::progress::Progress;
 use hadris_io::{Error, ErrorType};
 use hadris_storage::host::FileDevice;
 use hadris_storage::sync::BlockDevice;
 use hadris_storage::{BlockIndex, BlockSize};
-use sha2::{Digest as _, Sha256};
-
-use super::IsoError;
-use crate::progress::Progress;
 
 /// A [`FileDevice`] that counts what is written and hashes the image as it goes, so the ISO's
-/// sha256 needs no second read of a multi-GiB file.
-pub(super) struct Counting<'p> {
+/// sha256 needs no second read of a multi-GiB file. The hashing itself runs on a helper thread
+/// ([`Background`]) that reads the written bytes back from the page cache, overlapped with the
+/// writes; this thread only reports how far it got.
+///
+/// With a [`Splicer`], the bytes written over spliced files' placeholders are replaced by the
+/// files' real bytes before they reach the file and the hash.
+pub(super) struct Counting<'p, 's> {
     inner: FileDevice,
+    writeback: WriteBack,
+    splicer: Option<Splicer<'s>>,
+    /// Where a write that touches a spliced file is assembled.
+    scratch: Vec<u8>,
     progress: &'p dyn Progress,
-    /// The hash of bytes `[0, .1)`, while writes arrive in ascending order.
-    hash: Option<(Sha256, u64)>,
+    /// The hasher and the end of the last write, while writes arrive in ascending order.
+    hash: Option<(Background, u64)>,
 }
 
-impl<'p> Counting<'p> {
-    pub(super) fn new(file: File, progress: &'p dyn Progress) -> io::Result<Self> {
+impl<'p, 's> Counting<'p, 's> {
+    pub(super) fn new(
+        file: File,
+        progress: &'p dyn Progress,
+        splicer: Option<Splicer<'s>>,
+    ) -> io::Result<Self> {
+        let hasher = Background::start(file.try_clone()?)?;
         Ok(Self {
+            writeback: WriteBack::new(file.try_clone()?),
             inner: FileDevice::new(file)?,
+            splicer,
+            scratch: Vec::new(),
             progress,
-            hash: Some((Sha256::new(), 0)),
+            hash: Some((hasher, 0)),
         })
     }
 
-    /// The sha256 of the image, if every write came in order (gaps count as zeros).
-    pub(super) fn sha256(&self, len: u64) -> Option<String> {
-        let (hasher, pos) = self.hash.as_ref()?;
-        (*pos == len).then(|| hex::encode(hasher.clone().finalize()))
+    /// The splicer, to ask what failed or whether every spliced file was written whole.
+    pub(super) fn splicer(&self) -> Option<&Splicer<'s>> {
+        self.splicer.as_ref()
     }
 
-    fn hash(&mut self, offset: u64, buf: &[u8]) {
+    /// Takes the first failure of a spliced file's filler.
+    pub(super) fn splice_failure(
+        &mut self,
+    ) -> Option<(String, Box<dyn std::error::Error + Send + Sync>)> {
+        self.splicer.as_mut()?.failed.take()
+    }
+
+    /// The sha256 of the image, if every write came in order (gaps count as zeros). Waits for
+    /// the hasher to catch up with the last write.
+    pub(super) fn sha256(&mut self, len: u64) -> Option<String> {
+        let (hasher, pos) = self.hash.take()?;
+        (pos == len).then(|| hasher.finish(len)).flatten()
+    }
+
+    /// Bytes `[offset, end)` were written: everything before `end` is final unless a write went
+    /// back, which ends hashing (the caller then hashes the finished file).
+    fn hash(&mut self, offset: u64, end: u64) {
         let Some((hasher, pos)) = self.hash.as_mut() else {
             return;
         };
@@ -46,22 +79,16 @@ impl<'p> Counting<'p> {
             self.hash = None;
             return;
         }
-        const ZEROS: [u8; 4096] = [0; 4096];
-        while *pos < offset {
-            let n = (offset - *pos).min(ZEROS.len() as u64);
-            hasher.update(&ZEROS[..n as usize]);
-            *pos += n;
-        }
-        hasher.update(buf);
-        *pos += buf.len() as u64;
+        *pos = end;
+        hasher.written(end);
     }
 }
 
-impl ErrorType for Counting<'_> {
+impl ErrorType for Counting<'_, '_> {
     type Error = io::Error;
 }
 
-impl BlockDevice for Counting<'_> {
+impl BlockDevice for Counting<'_, '_> {
     fn block_size(&self) -> BlockSize {
         self.inner.block_size()
     }
@@ -83,10 +110,32 @@ impl BlockDevice for Counting<'_> {
     }
 
     fn write_blocks(&mut self, first: BlockIndex, buf: &[u8]) -> Result<(), Error<io::Error>> {
-        self.inner.write_blocks(first, buf)?;
         let offset = first.get() * u64::from(self.inner.block_size().get());
-        self.hash(offset, buf);
-        self.progress.advance(buf.len() as u64);
+        let end = offset + buf.len() as u64;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let buf = match &mut self.splicer {
+            Some(splicer) if splicer.touches(offset, end) => {
+                scratch.clear();
+                scratch.extend_from_slice(buf);
+                if splicer.splice(offset, &mut scratch).is_err() {
+                    self.scratch = scratch;
+                    return Err(Error::device(
+                        io::Error::other("a spliced file could not be produced"),
+                        "spliced file failed",
+                    ));
+                }
+                &scratch[..]
+            }
+            _ => buf,
+        };
+        let written = self.inner.write_blocks(first, buf);
+        if written.is_ok() {
+            self.hash(offset, end);
+        }
+        self.scratch = scratch;
+        written?;
+        self.writeback.written(end);
+        self.progress.advance(end - offset);
         Ok(())
     }
 

@@ -59,6 +59,16 @@ pub enum IsoError {
         /// Seconds since 1970.
         epoch: i64,
     },
+    /// A spliced file's bytes could not be produced (for `build`: an image archive whose blob
+    /// could not be read or does not match its digest); the image was not written.
+    #[error("cannot write {path} into the image")]
+    Spliced {
+        /// The file's path in the image.
+        path: String,
+        /// Why (an [`crate::archive::ArchiveError`] for an image archive).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// Laying out the image failed.
     #[error("cannot lay out the image")]
     Plan(#[source] Box<hadris_fs::PathError>),
@@ -150,7 +160,9 @@ impl IsoError {
             Self::NoSpace { .. } => {
                 "free some space or write the ISO to another file system".into()
             }
-            Self::Tree { .. } | Self::Plan(_) | Self::Write { .. } => return None,
+            Self::Tree { .. } | Self::Plan(_) | Self::Write { .. } | Self::Spliced { .. } => {
+                return None;
+            }
         })
     }
 }

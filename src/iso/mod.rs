@@ -8,7 +8,10 @@
 //!   modes, owners, symlinks) and Joliet (names may be shortened there: a warning, never an error);
 //! - directories 0755, files 0644 or 0755 when executable in the source, owner 0:0 (see [`tree`]);
 //! - every date is the build's epoch, so the same tree and epoch give the same bytes;
-//! - file data is streamed in 64 KiB chunks, so memory does not grow with file size;
+//! - file data is streamed in 64 KiB chunks, so memory does not grow with file size; files made
+//!   while the image is written (`build`'s image archives) are spliced in (`splice`);
+//! - the image's sha256 is computed on a helper thread (`hasher`) and its write-back is started
+//!   while it is written (`writeback`), so neither waits at the end;
 //! - the image is written under a temporary name in the output directory and renamed when
 //!   complete ([`crate::atomic`]), so a failure or Ctrl-C leaves neither an ISO nor a temp file.
 //!
@@ -16,9 +19,12 @@
 
 mod device;
 mod error;
+mod hasher;
 pub mod read;
+mod splice;
 pub mod tree;
 mod volume_id;
+mod writeback;
 
 use std::path::{Path, PathBuf};
 
@@ -28,6 +34,7 @@ use hadris_iso::{IsoId, IsoLevel, IsoOptions, NameCase, Preserve};
 use crate::atomic::AtomicFile;
 use crate::progress::Progress;
 pub use error::IsoError;
+pub use splice::{Filler, Spliced};
 pub use tree::Counts;
 pub use volume_id::{DEFAULT as DEFAULT_VOLUME_ID, VolumeId};
 
@@ -79,14 +86,42 @@ pub fn author(
     spec: &IsoSpec,
     progress: &dyn Progress,
 ) -> Result<Written, IsoError> {
+    author_spliced(source, Vec::new(), output, spec, progress)
+}
+
+/// Writes the directory `source` plus the `spliced` files, whose bytes are produced while the
+/// image is written (see [`Spliced`]), as an ISO at `output`. The image is the one [`author`] writes
+/// from a directory holding real files with the same bytes at the same paths.
+pub fn author_spliced(
+    source: &Path,
+    spliced: Vec<Spliced<'_>>,
+    output: &Path,
+    spec: &IsoSpec,
+    progress: &dyn Progress,
+) -> Result<Written, IsoError> {
     let options = options(spec)?;
     let time = options.time();
-    let (tree, counts) = tree::read(source, time)?;
+    let dir = output_dir(output)?;
+    let (mut tree, mut counts) = tree::read(source, time)?;
+    let (_placeholders, paths) = splice::Placeholders::create(&dir, &spliced)?;
+    for (file, placeholder) in spliced.iter().zip(&paths) {
+        let content = hadris_fs::host::file(placeholder).map_err(|e| IsoError::Unreadable {
+            path: placeholder.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        tree::add_file(&mut tree, &mut counts, &file.path, content, time)?;
+    }
     let report = hadris_iso::plan(&tree, &options).map_err(|e| IsoError::Plan(Box::new(e)))?;
     let size = report.size();
     let joliet_renamed = joliet_renames(report.warnings());
+    let splicer = match spliced.is_empty() {
+        true => None,
+        false => {
+            let regions = splice::regions(&report, &spliced)?;
+            Some(splice::Splicer::new(spliced, regions))
+        }
+    };
 
-    let dir = output_dir(output)?;
     device::check_space(&dir, output, size)?;
     let mut out = AtomicFile::create(output).map_err(|source| IsoError::OutputDir {
         dir: dir.clone(),
@@ -100,9 +135,15 @@ pub fn author(
         .try_clone()
         .map_err(|source| IsoError::write(output, source))?;
     let mut device =
-        device::Counting::new(file, progress).map_err(|e| IsoError::write(output, e))?;
-    hadris_iso::sync::write(&mut device, &tree, &options)
-        .map_err(|source| IsoError::from_write(output, source))?;
+        device::Counting::new(file, progress, splicer).map_err(|e| IsoError::write(output, e))?;
+    let result = hadris_iso::sync::write(&mut device, &tree, &options);
+    if let Some((path, source)) = device.splice_failure() {
+        return Err(IsoError::Spliced { path, source });
+    }
+    result.map_err(|source| IsoError::from_write(output, source))?;
+    if let Some(splicer) = device.splicer() {
+        splicer.finish()?;
+    }
     let sha256 = device.sha256(size);
     progress.finish();
     let path = out

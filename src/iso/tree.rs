@@ -61,6 +61,45 @@ pub fn read(root: &Path, time: DateTime) -> Result<(Tree, Counts), IsoError> {
     Ok((walk.tree, walk.counts))
 }
 
+/// Adds a regular file (mode [`FILE_MODE`]) at `path`, relative to the root and `/`-separated, with
+/// `content`; missing parent directories are created as [`read`] creates directories, so the image
+/// is the one a real file at that path in the source would give.
+pub fn add_file(
+    tree: &mut Tree,
+    counts: &mut Counts,
+    path: &str,
+    content: hadris_fs::Content,
+    time: DateTime,
+) -> Result<(), IsoError> {
+    let walk = Walk {
+        tree: Tree::new(),
+        counts: Counts::default(),
+        time,
+    };
+    let error = |source| IsoError::Tree {
+        path: PathBuf::from(path),
+        source: Box::new(source),
+    };
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let mut at = String::new();
+    for dir in &parts[..parts.len().saturating_sub(1)] {
+        at.push('/');
+        at.push_str(dir);
+        if tree.get(&at).is_none() {
+            tree.insert(&at, Node::dir().with_attrs(walk.attrs(DIR_MODE)))
+                .map_err(error)?;
+            counts.dirs += 1;
+        }
+    }
+    counts.files += 1;
+    counts.bytes += content.len();
+    tree.insert(
+        format!("/{}", parts.join("/")),
+        Node::file(content).with_attrs(walk.attrs(FILE_MODE)),
+    )
+    .map_err(error)
+}
+
 struct Walk {
     tree: Tree,
     counts: Counts,

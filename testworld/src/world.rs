@@ -677,11 +677,23 @@ fn seed_of(text: &str) -> u64 {
     u64::from_str_radix(&digest["sha256:".len()..][..16], 16).unwrap_or(1)
 }
 
+/// KiB of noise in each image's own layer: 4, or `CKS_WORLD_OWN_LAYER_KIB` for full-size images
+/// in benchmarks (the layer is incompressible, so its blob is about that size).
+fn own_layer_kib() -> usize {
+    std::env::var("CKS_WORLD_OWN_LAYER_KIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4)
+}
+
 fn own_layer(repository: &str, tag: Option<&str>, arch: &str) -> crate::images::Layer {
     let name = repository.rsplit('/').next().unwrap_or_default();
     let what = format!("{repository}:{} {arch}\n", tag.unwrap_or_default());
     layer(&[
-        (&format!("usr/bin/{name}"), noise(seed_of(&what), 4 * 1024)),
+        (
+            &format!("usr/bin/{name}"),
+            noise(seed_of(&what), own_layer_kib() * 1024),
+        ),
         ("etc/image", what.into_bytes()),
     ])
 }

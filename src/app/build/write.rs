@@ -80,11 +80,15 @@ fn one(
     }
     let mtime = u64::try_from(epoch).unwrap_or(0);
     let mut images = Vec::new();
-    tracing::info!("linux/{arch}: writing {} image archives", a.images.len());
+    // Each archive is described now (its exact size is known without reading a blob) and its bytes
+    // go from the cache straight into the ISO: no `docker/*.tar` in the work dir (issue 9).
+    let mut archives = Vec::new();
     for image in &a.images {
         let file = &naming.files[&image.reference];
-        let path = a.staging.join("docker").join(file);
-        archive::write(image, fetched.registry.cache(), &path, mtime)?;
+        archives.push((
+            format!("docker/{file}"),
+            archive::Archive::describe(image, mtime)?,
+        ));
         images.push(ImageRecord {
             name: image.reference.to_string(),
             digest: image.top.digest.to_string(),
@@ -157,15 +161,31 @@ fn one(
 
     let output = request.output.join(&inventory.iso);
     let progress = ui.bytes(&format!("writing {}", output.display()));
-    let written = iso::author(
+    tracing::info!(
+        "linux/{arch}: writing {} with {} image archives",
+        output.display(),
+        archives.len()
+    );
+    let cache = fetched.registry.cache();
+    let spliced = archives
+        .iter()
+        .map(|(path, archive)| iso::Spliced {
+            path: path.clone(),
+            len: archive.size(),
+            filler: Box::new(archive.reader(cache)),
+        })
+        .collect();
+    let written = iso::author_spliced(
         &a.staging,
+        spliced,
         &output,
         &IsoSpec {
             volume_id: volume_id.clone(),
             epoch,
         },
         progress.as_ref(),
-    )?;
+    )
+    .map_err(iso_error)?;
     let sha256 = match &written.sha256 {
         Some(sha) => sha.clone(),
         None => hash_file(&written.path)?,
@@ -208,6 +228,19 @@ fn one(
         images: a.images.len(),
         files: a.files.len(),
     })
+}
+
+/// An archive that failed inside the ISO is reported as the archive error it is (naming the image,
+/// the blob and both digests, with its hint).
+fn iso_error(err: iso::IsoError) -> AppError {
+    match err {
+        iso::IsoError::Spliced { path, source } => match source.downcast::<archive::ArchiveError>()
+        {
+            Ok(archive) => AppError::from(*archive),
+            Err(source) => AppError::from(iso::IsoError::Spliced { path, source }),
+        },
+        other => AppError::from(other),
+    }
 }
 
 fn hash_file(path: &Path) -> Result<String, AppError> {

@@ -9,7 +9,8 @@
 //! `CKS_WORLD_HEADLAMP` holding the manifest URLs to pass as `--network` / `--dashboard` /
 //! `--headlamp`, stops everything, and exits
 //! with `CMD`'s status. With no command it prints the configuration and serves until stdin
-//! closes. `CKS_WORLD_KUBERNETES` picks another Kubernetes release.
+//! closes. `CKS_WORLD_KUBERNETES` picks another Kubernetes release; `CKS_WORLD_OWN_LAYER_KIB`
+//! gives every image an incompressible layer of that many KiB (4 by default), for benchmarks.
 //!
 //! Ctrl-C or SIGTERM stops the world cleanly (servers stopped, temp dirs removed): the command,
 //! which gets a terminal's Ctrl-C itself, has 5 s to exit before it is killed.

@@ -1,0 +1,293 @@
+//! One archive, described before a byte of it is written: the exact bytes of every tar header,
+//! small entry and padding, and between them the blobs to take from the cache, in order. Its size
+//! is known up front, which is what lets the ISO writer reserve its extent and fill it straight
+//! from the cache (issue 9: every image byte written once).
+//!
+//! The same description feeds both sinks, so they cannot drift apart: [`super::write_to`] lays it
+//! into a file (`pull`), [`Reader`] hands it out in order to whoever asks (the ISO writer in
+//! `build`). Both apply the cache's rule: a blob not verified in this process is hashed as it is
+//! copied, and a mismatch fails naming the blob.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt as _;
+
+use tar::EntryType;
+
+use super::{ArchiveError, header, layout, verify};
+use crate::image::{BlobSource, Descriptor, Image, Opened};
+
+const BLOCK: u64 = 512;
+
+/// A stretch of the archive.
+#[derive(Debug)]
+pub(super) enum Piece {
+    /// Headers, in-memory entries, padding and the end-of-archive blocks, merged when adjacent.
+    Bytes(Vec<u8>),
+    /// A blob's data, taken from the blob source.
+    Blob {
+        /// What the manifest says it is.
+        desc: Descriptor,
+        /// What to call it in errors (`config`, `layer 2 of 5`).
+        what: String,
+    },
+}
+
+/// An archive of one image, as pieces whose lengths add up to [`Archive::size`].
+#[derive(Debug)]
+pub struct Archive {
+    /// The image's full reference, for errors.
+    pub(super) image: String,
+    pub(super) pieces: Vec<Piece>,
+    size: u64,
+}
+
+impl Archive {
+    /// Describes the archive of `image` with every entry dated `mtime`. Reads nothing; fails only
+    /// when a header cannot hold a field or an in-memory manifest does not match its digest.
+    pub fn describe(image: &Image, mtime: u64) -> Result<Self, ArchiveError> {
+        let mut archive = Self {
+            image: image.reference.to_string(),
+            pieces: Vec::new(),
+            size: 0,
+        };
+        let output = super::output;
+        for dir in ["blobs/", "blobs/sha256/"] {
+            let header = header(dir, EntryType::Directory, 0o755, 0, mtime).map_err(output)?;
+            archive.bytes(header.as_bytes());
+        }
+        for (desc, blob) in super::blobs(image) {
+            let path = layout::blob_path(&desc.digest);
+            let header =
+                header(&path, EntryType::Regular, 0o644, desc.size, mtime).map_err(output)?;
+            archive.bytes(header.as_bytes());
+            match blob {
+                super::Blob::Bytes(what, bytes) => {
+                    verify::bytes(&archive.image, what, &desc, bytes)?;
+                    archive.bytes(bytes);
+                }
+                super::Blob::Stream(what) => {
+                    archive.size += desc.size;
+                    archive.pieces.push(Piece::Blob { desc, what });
+                }
+            }
+            archive.pad();
+        }
+        let files = [
+            ("index.json", layout::index_json(image)),
+            ("manifest.json", layout::manifest_json(image)),
+            ("oci-layout", layout::oci_layout()),
+        ];
+        for (path, bytes) in files {
+            let header = header(path, EntryType::Regular, 0o644, bytes.len() as u64, mtime);
+            archive.bytes(header.map_err(output)?.as_bytes());
+            archive.bytes(&bytes);
+            archive.pad();
+        }
+        archive.bytes(&[0; 2 * BLOCK as usize]);
+        Ok(archive)
+    }
+
+    /// Its exact size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// A reader of its bytes from `source`, front to back.
+    pub fn reader<'a>(&'a self, source: &'a dyn BlobSource) -> Reader<'a> {
+        Reader {
+            archive: self,
+            source,
+            piece: 0,
+            at: 0,
+            open: None,
+            pos: 0,
+        }
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.size += bytes.len() as u64;
+        match self.pieces.last_mut() {
+            Some(Piece::Bytes(last)) => last.extend_from_slice(bytes),
+            _ => self.pieces.push(Piece::Bytes(bytes.to_vec())),
+        }
+    }
+
+    /// Zeros up to the next 512-byte boundary.
+    fn pad(&mut self) {
+        let pad = (BLOCK - self.size % BLOCK) % BLOCK;
+        self.bytes(&[0; BLOCK as usize][..pad as usize]);
+    }
+}
+
+/// The blob being read.
+enum Open<'a> {
+    /// Verified in this process and of the right size: read as it is.
+    Verified(File),
+    /// Hashed while read; checked when its last byte has been read.
+    Checked(verify::Verifying<'a, Box<dyn Read + Send + 'a>>),
+}
+
+/// Reads an [`Archive`] front to back, opening each blob when its first byte is wanted and
+/// checking an unverified one when its last byte has been read.
+pub struct Reader<'a> {
+    archive: &'a Archive,
+    source: &'a dyn BlobSource,
+    /// The piece being read, and the offset in it.
+    piece: usize,
+    at: u64,
+    open: Option<Open<'a>>,
+    /// Bytes handed out so far.
+    pos: u64,
+}
+
+impl<'a> Reader<'a> {
+    /// Bytes handed out so far: the archive offset of the next byte.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Fills `buf` with the next bytes of the archive; fewer only at its end.
+    pub fn fill(&mut self, buf: &mut [u8]) -> Result<usize, ArchiveError> {
+        let mut done = 0;
+        while done < buf.len() {
+            let archive: &'a Archive = self.archive;
+            let Some(piece) = archive.pieces.get(self.piece) else {
+                break;
+            };
+            let n = match piece {
+                Piece::Bytes(bytes) => {
+                    let rest = &bytes[self.at as usize..];
+                    let n = rest.len().min(buf.len() - done);
+                    buf[done..done + n].copy_from_slice(&rest[..n]);
+                    n
+                }
+                Piece::Blob { desc, what } => {
+                    let want = ((desc.size - self.at) as usize).min(buf.len() - done);
+                    self.blob(desc, what, &mut buf[done..done + want])?;
+                    want
+                }
+            };
+            done += n;
+            self.at += n as u64;
+            self.pos += n as u64;
+            if self.at == self.piece_len(piece) {
+                if let Piece::Blob { desc, what } = piece {
+                    self.close(desc, what)?;
+                }
+                self.piece += 1;
+                self.at = 0;
+            }
+        }
+        Ok(done)
+    }
+
+    fn piece_len(&self, piece: &Piece) -> u64 {
+        match piece {
+            Piece::Bytes(bytes) => bytes.len() as u64,
+            Piece::Blob { desc, .. } => desc.size,
+        }
+    }
+
+    fn source_error(&self, desc: &Descriptor, what: &str, source: io::Error) -> ArchiveError {
+        ArchiveError::Source {
+            image: self.archive.image.clone(),
+            blob: what.to_owned(),
+            digest: desc.digest.clone(),
+            source,
+        }
+    }
+
+    /// Reads the blob's bytes `[self.at, self.at + buf.len())` into `buf`.
+    fn blob(
+        &mut self,
+        desc: &'a Descriptor,
+        what: &str,
+        buf: &mut [u8],
+    ) -> Result<(), ArchiveError> {
+        if self.open.is_none() {
+            let opened = self
+                .source
+                .open_for_copy(&desc.digest)
+                .map_err(|e| self.source_error(desc, what, e))?;
+            self.open = Some(match opened {
+                Opened::Verified(file) if super::has_size(&file, desc.size) => Open::Verified(file),
+                Opened::Verified(file) => {
+                    Open::Checked(verify::Verifying::new(Box::new(file), desc))
+                }
+                Opened::Unverified(reader) => Open::Checked(verify::Verifying::new(reader, desc)),
+            });
+        }
+        let at = self.at;
+        match self.open.as_mut().expect("opened above") {
+            Open::Verified(file) => file.read_exact_at(buf, at).map_err(|e| {
+                // The blob shrank under us: the source's fault.
+                self.source_error(desc, what, e)
+            }),
+            Open::Checked(reader) => match read_full(reader, buf) {
+                Ok(()) => Ok(()),
+                Err(e) => {
+                    let Some(Open::Checked(reader)) = self.open.take() else {
+                        unreachable!("matched above")
+                    };
+                    Err(reader
+                        .check(Err(e), &self.archive.image, what)
+                        .expect_err("an error stays an error"))
+                }
+            },
+        }
+    }
+
+    /// After a blob's last byte: an unverified blob must end here and hash to its digest.
+    fn close(&mut self, desc: &Descriptor, what: &str) -> Result<(), ArchiveError> {
+        match self.open.take() {
+            Some(Open::Checked(mut reader)) => {
+                let end = reader.read(&mut [0u8; 1]).and_then(|n| match n {
+                    0 => Ok(()),
+                    _ => Err(io::Error::other(
+                        "unreachable: Verifying stops past the size",
+                    )),
+                });
+                reader.check(end, &self.archive.image, what)?;
+                self.source.confirm(&desc.digest);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The ISO sink: the archive's bytes go straight into its extent of the image.
+impl crate::iso::Filler for Reader<'_> {
+    fn fill(&mut self, buf: &mut [u8]) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let n = Reader::fill(self, buf)?;
+        match n == buf.len() {
+            true => Ok(()),
+            false => Err(format!(
+                "{}: the archive ended after {} bytes, {} more were asked",
+                self.archive.image,
+                self.pos,
+                buf.len() - n
+            )
+            .into()),
+        }
+    }
+}
+
+/// Reads exactly `buf.len()` bytes; a short source is `UnexpectedEof`.
+fn read_full(reader: &mut impl Read, mut buf: &mut [u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        match reader.read(buf) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the blob ended early",
+                ));
+            }
+            Ok(n) => buf = &mut buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
