@@ -520,6 +520,12 @@ fn kubernetes_before_1_25_bundles_its_images_from_k8s_gcr_io() {
         "{yaml}"
     );
     fs::write(&config, yaml).unwrap();
+    // The configuration names the world's Sigstore root beside itself.
+    fs::copy(
+        world.trusted_root_path(),
+        dir.path().join("trusted_root.json"),
+    )
+    .unwrap();
     let mut args = flags(&world, p(&out), p(&cache));
     args.extend(["--arch", "arm64"]);
     let mut cmd = build(&world, &tmp, &args);
@@ -740,6 +746,12 @@ fn etcd_ccm_from_the_environment_a_pinned_autoscaler_without_git_and_a_spaced_pa
         .collect();
     assert!(yaml.contains("127.0.0.1:9/autoscaler.git"), "{yaml}");
     fs::write(&config, yaml).unwrap();
+    // The configuration names the world's Sigstore root beside itself.
+    fs::copy(
+        world.trusted_root_path(),
+        dir.path().join("trusted_root.json"),
+    )
+    .unwrap();
     // The world's Headlamp manifest, as a local file in a directory with a space and a `#`.
     let files = cks_iso_testworld::world::default_snapshot(world.kubernetes()).files();
     let headlamp_url = world.headlamp_url().trim_start_matches("https://");

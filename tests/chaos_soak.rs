@@ -92,6 +92,8 @@ fn builds_under_a_fifth_of_requests_faulted_end_identical_or_cleanly_and_nine_in
     );
     let config_path = d.join("chaos.yaml");
     fs::write(&config_path, &config).unwrap();
+    // The configuration names the world's Sigstore root beside itself.
+    fs::copy(world.trusted_root_path(), d.join("trusted_root.json")).unwrap();
 
     let mut tally: BTreeMap<String, usize> = BTreeMap::new();
     let mut requests = 0;
