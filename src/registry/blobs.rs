@@ -1,0 +1,129 @@
+//! Blobs into the cache: each fetched once however many images share it (single-flight per
+//! digest and repository), streamed through a temporary file hashed while written, resumed with
+//! `Range`, and renamed only when digest and size match; a mismatch is fetched again within the
+//! retry budget.
+
+use super::*;
+
+impl Registry {
+    /// Makes sure the blob `desc` is in the cache, downloading it once however many images ask.
+    /// When that download fails, the image that ran it gets its error, and the others sharing the
+    /// blob *through the same repository* fail at once, naming that first failure, instead of
+    /// downloading it again; an image whose repository (or registry) differs tries its own, once.
+    pub(super) async fn blob(
+        &self,
+        ep: &Endpoint,
+        reference: &Reference,
+        desc: &Descriptor,
+        what: &str,
+        progress: &dyn Progress,
+    ) -> Result<(), RegistryError> {
+        if self.cache.contains_sized(&desc.digest, desc.size) {
+            let item = format!("{reference} {what} {}", desc.digest);
+            progress.item(&item, desc.size, Source::Cache);
+            return Ok(());
+        }
+        let scope = ep.scope();
+        // First whoever asks first, from wherever; then, if that failed elsewhere, from here.
+        for attempt in [None, Some(scope.clone())] {
+            let cell = {
+                let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+                let key = (desc.digest.clone(), attempt);
+                inflight.entry(key).or_default().clone()
+            };
+            let work = async {
+                if self.cache.size_of(&desc.digest) == Some(desc.size) {
+                    return Ok(());
+                }
+                let _permit = self.blob_permits.acquire().await.expect("never closed");
+                self.download_blob(ep, reference, desc, what, progress)
+                    .await
+            };
+            match once(&cell, &scope, work).await {
+                Ok(()) => return Ok(()),
+                Err(Failed::Here(err)) => return Err(err),
+                Err(Failed::Earlier(first)) if first.scope != scope => continue,
+                // Another repository may have fetched it since.
+                Err(Failed::Earlier(_)) if self.cache.size_of(&desc.digest) == Some(desc.size) => {
+                    return Ok(());
+                }
+                Err(Failed::Earlier(first)) => {
+                    return Err(RegistryError::SharedBlob {
+                        reference: reference.to_string(),
+                        what: format!("{what} {}", desc.digest),
+                        reason: first.text,
+                        hint: first.hint,
+                    });
+                }
+            }
+        }
+        unreachable!("the attempt scoped to this repository fails only with this scope")
+    }
+
+    pub(super) async fn download_blob(
+        &self,
+        ep: &Endpoint,
+        reference: &Reference,
+        desc: &Descriptor,
+        what: &str,
+        progress: &dyn Progress,
+    ) -> Result<(), RegistryError> {
+        let url = ep.blob_url(&desc.digest);
+        let target = self.cache.blob_path(&desc.digest);
+        let what = format!("{what} {}", desc.digest);
+        let io_err = |source: std::io::Error| RegistryError::Cache {
+            reference: reference.to_string(),
+            source: CacheError::Io {
+                path: target.clone(),
+                source,
+            },
+        };
+        if let Some(dir) = target.parent() {
+            std::fs::create_dir_all(dir).map_err(io_err)?;
+        }
+        let mut attempt = 1;
+        loop {
+            let mut sink = FileSink::create(&target).map_err(io_err)?;
+            let mut renewed = false;
+            loop {
+                let headers = self.auth_headers(ep, reference, renewed).await?;
+                match self
+                    .download(progress)
+                    .to_sink(&url, &headers, &mut sink)
+                    .await
+                {
+                    Ok(_) => break,
+                    Err(err) => {
+                        renewed = self.judge(err, ep, reference, Kind::Blob, &what, renewed)?
+                    }
+                }
+            }
+            let actual = Digest::parse(&format!("sha256:{}", sink.sha256()))
+                .expect("sha256 hex is a digest");
+            if actual == desc.digest && sink.written() == desc.size {
+                sink.set_mode(0o644).map_err(io_err)?;
+                sink.commit_unsynced().map_err(io_err)?;
+                self.cache.mark_verified(&desc.digest);
+                progress.item(&format!("{reference} {what}"), desc.size, Source::Network);
+                return Ok(());
+            }
+            let err = RegistryError::Mismatch {
+                reference: reference.to_string(),
+                what: what.clone(),
+                expected: desc.digest.clone(),
+                actual,
+                expected_size: desc.size,
+                actual_size: sink.written(),
+            };
+            // The sink is dropped here, and with it the unverified file.
+            drop(sink);
+            // Damaged on the way until proven otherwise: the same budget as a 5xx.
+            if attempt >= self.retry.attempts.max(2) {
+                return Err(err);
+            }
+            tracing::warn!("{err}; downloading it again");
+            tokio::time::sleep(self.retry.delay(attempt, None)).await;
+            attempt += 1;
+        }
+    }
+}

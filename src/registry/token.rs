@@ -1,0 +1,263 @@
+//! The auth flow of a request: the registry's challenge (`GET /v2/`, once per host), a bearer
+//! token per repository from the challenge's realm (renewed once on a 401), or basic credentials
+//! from the Docker config; `check_access` for `doctor`. Parsing challenges and credential files is
+//! `auth`'s.
+
+use super::*;
+
+impl Registry {
+    /// The `Authorization` header for requests on `ep`, fetching a fresh token when `renew`.
+    pub(super) async fn auth_headers(
+        &self,
+        ep: &Endpoint,
+        reference: &Reference,
+        renew: bool,
+    ) -> Result<HeaderMap, RegistryError> {
+        let host = self.host(ep);
+        let challenge = match once(&host.challenge, ep.host(), self.ping(ep, reference)).await {
+            Ok(challenge) => challenge,
+            Err(Failed::Here(err)) => return Err(err),
+            Err(Failed::Earlier(first)) => {
+                return Err(RegistryError::Unreachable {
+                    reference: reference.to_string(),
+                    registry: ep.host().to_owned(),
+                    reason: first.reason,
+                    hint: first.hint,
+                });
+            }
+        };
+        let mut headers = HeaderMap::new();
+        let value = match challenge {
+            Challenge::None => return Ok(headers),
+            Challenge::Basic => match self.credentials(&host, ep).await? {
+                Some(creds) => creds.basic(),
+                None => return Ok(headers),
+            },
+            Challenge::Bearer { realm, service } => {
+                let cached = host
+                    .tokens
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&ep.name)
+                    .cloned();
+                let token = match cached.filter(|_| !renew) {
+                    Some(token) => token,
+                    None => {
+                        let token = self
+                            .token(&host, ep, reference, realm, service.as_deref())
+                            .await?;
+                        host.tokens
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(ep.name.clone(), token.clone());
+                        token
+                    }
+                };
+                format!("Bearer {token}")
+            }
+        };
+        let mut value = HeaderValue::from_str(&value).map_err(|_| RegistryError::Protocol {
+            reference: reference.to_string(),
+            registry: ep.host().to_owned(),
+            reason: "the token or credentials are not a valid header value".into(),
+        })?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
+        Ok(headers)
+    }
+
+    pub(super) async fn credentials(
+        &self,
+        host: &HostState,
+        ep: &Endpoint,
+    ) -> Result<Option<Credentials>, RegistryError> {
+        host.credentials
+            .get_or_try_init(|| async { self.config.auth.lookup(ep.host()) })
+            .await
+            .cloned()
+    }
+
+    /// Checks, as a pull of `reference` would, that its registry (or mirror) answers `GET /v2/`
+    /// and, when it asks for authentication, that the configured credentials (or none, for an
+    /// anonymous token) get through: a pull token is obtained, or Basic credentials are
+    /// accepted. Returns what was found, for `cks-iso doctor`.
+    pub async fn check_access(&self, reference: &Reference) -> Result<String, RegistryError> {
+        let ep = self.config.routes.endpoint(reference);
+        let host = self.host(&ep);
+        let challenge = self.ping(&ep, reference).await?;
+        let creds = self.credentials(&host, &ep).await?;
+        let who = match creds {
+            Some(_) => "with the configured credentials",
+            None => "anonymously",
+        };
+        match challenge {
+            Challenge::None => Ok(format!(
+                "{} answers; no authentication asked",
+                ep.ping_url()
+            )),
+            Challenge::Basic => {
+                let Some(creds) = creds else {
+                    return Err(RegistryError::Auth {
+                        reference: reference.to_string(),
+                        registry: ep.host().to_owned(),
+                        reason:
+                            "it asks for Basic authentication and no credentials are configured"
+                                .into(),
+                    });
+                };
+                let mut headers = HeaderMap::new();
+                let mut value =
+                    HeaderValue::from_str(&creds.basic()).map_err(|_| RegistryError::Protocol {
+                        reference: reference.to_string(),
+                        registry: ep.host().to_owned(),
+                        reason: "the credentials are not a valid header value".into(),
+                    })?;
+                value.set_sensitive(true);
+                headers.insert(AUTHORIZATION, value);
+                let probed =
+                    fetch::probe(&self.download(&()), Method::GET, &ep.ping_url(), &headers)
+                        .await
+                        .map_err(|source| RegistryError::Fetch {
+                            reference: reference.to_string(),
+                            what: "the registry's API root".into(),
+                            source,
+                        })?;
+                match probed.status.as_u16() {
+                    401 | 403 => Err(RegistryError::Auth {
+                        reference: reference.to_string(),
+                        registry: ep.host().to_owned(),
+                        reason: format!(
+                            "it refused the configured credentials (HTTP {})",
+                            probed.status.as_u16()
+                        ),
+                    }),
+                    _ => Ok(format!(
+                        "{} answers; Basic authentication accepted {who}",
+                        ep.ping_url()
+                    )),
+                }
+            }
+            Challenge::Bearer { realm, service } => {
+                self.token(&host, &ep, reference, &realm, service.as_deref())
+                    .await?;
+                Ok(format!(
+                    "{} answers; pull token obtained {who}",
+                    ep.ping_url()
+                ))
+            }
+        }
+    }
+
+    /// `GET /v2/`: how the registry wants to be authenticated.
+    pub(super) async fn ping(
+        &self,
+        ep: &Endpoint,
+        reference: &Reference,
+    ) -> Result<Challenge, RegistryError> {
+        let url = ep.ping_url();
+        let probed = fetch::probe(&self.download(&()), Method::GET, &url, &HeaderMap::new())
+            .await
+            .map_err(|source| RegistryError::Fetch {
+                reference: reference.to_string(),
+                what: "the registry's API root".into(),
+                source,
+            })?;
+        if probed.status.as_u16() != 401 {
+            return Ok(Challenge::None);
+        }
+        let challenge = probed
+            .headers
+            .get_all(WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find_map(Challenge::parse);
+        challenge.ok_or_else(|| RegistryError::Protocol {
+            reference: reference.to_string(),
+            registry: ep.host().to_owned(),
+            reason: "401 on /v2/ without a Basic or Bearer challenge".into(),
+        })
+    }
+
+    /// An anonymous (or, with credentials, authenticated) pull token for `ep.name`.
+    pub(super) async fn token(
+        &self,
+        host: &HostState,
+        ep: &Endpoint,
+        reference: &Reference,
+        realm: &str,
+        service: Option<&str>,
+    ) -> Result<String, RegistryError> {
+        let mut url = reqwest::Url::parse(realm).map_err(|_| RegistryError::Protocol {
+            reference: reference.to_string(),
+            registry: ep.host().to_owned(),
+            reason: format!("the token realm {realm:?} is not a URL"),
+        })?;
+        {
+            let mut query = url.query_pairs_mut();
+            if let Some(service) = service {
+                query.append_pair("service", service);
+            }
+            query.append_pair("scope", &format!("repository:{}:pull", ep.name));
+        }
+        let mut headers = HeaderMap::new();
+        if let Some(creds) = self.credentials(host, ep).await? {
+            let mut value =
+                HeaderValue::from_str(&creds.basic()).map_err(|_| RegistryError::Protocol {
+                    reference: reference.to_string(),
+                    registry: ep.host().to_owned(),
+                    reason: "the credentials are not a valid header value".into(),
+                })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        let token_host = url.host_str().unwrap_or_default().to_owned();
+        #[derive(Deserialize)]
+        struct Reply {
+            token: Option<String>,
+            access_token: Option<String>,
+        }
+        let mut attempt = 1;
+        let reply: Reply = loop {
+            let (bytes, _) =
+                fetch::get_bytes(&self.download(&()), url.as_str(), &headers, MAX_TOKEN_SIZE)
+                    .await
+                    .map_err(|err| match err.status() {
+                        Some(status @ (401 | 403)) => RegistryError::Auth {
+                            reference: reference.to_string(),
+                            registry: token_host.clone(),
+                            reason: format!("its token service answered HTTP {status}"),
+                        },
+                        _ => RegistryError::Fetch {
+                            reference: reference.to_string(),
+                            what: "a pull token".into(),
+                            source: err,
+                        },
+                    })?;
+            match serde_json::from_slice(&bytes) {
+                Ok(reply) => break reply,
+                // Damaged on the way until proven otherwise.
+                Err(_) if attempt < self.retry.attempts => {
+                    tracing::debug!("the token reply from {token_host} is not JSON; asking again");
+                    tokio::time::sleep(self.retry.delay(attempt, None)).await;
+                    attempt += 1;
+                }
+                Err(_) => {
+                    return Err(RegistryError::Protocol {
+                        reference: reference.to_string(),
+                        registry: token_host,
+                        reason: "the token reply is not JSON".into(),
+                    });
+                }
+            }
+        };
+        reply
+            .token
+            .or(reply.access_token)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| RegistryError::Protocol {
+                reference: reference.to_string(),
+                registry: token_host,
+                reason: "the token reply has neither `token` nor `access_token`".into(),
+            })
+    }
+}
