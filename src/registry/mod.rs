@@ -4,19 +4,19 @@
 //! Upstream pulled through containerd: root, a daemon, the host's platform only, and races with
 //! its garbage collector. Here, on the shared [`crate::fetch`] client and retry policy:
 //!
-//! - **Auth** (`auth` parses challenges and credential files, `token` runs the flow): `GET /v2/` tells how the registry wants to be spoken to; bearer tokens
-//!   are fetched from the challenge's realm per repository (`scope=repository:<name>:pull`),
+//! - **Auth** (`auth` parses challenges and credential files, `token` runs the flow): `GET /v2/`
+//!   tells how the registry wants to be spoken to; bearer tokens are fetched from the challenge's realm per repository (`scope=repository:<name>:pull`),
 //!   cached, and fetched again once on a 401; basic credentials come from the Docker config or a
 //!   credential helper. No credential is logged or put into an error.
-//! - **Manifests** (`manifests`): a tag is resolved with `HEAD` (Docker Hub does not count those against its
-//!   pull limit), a manifest already cached under that digest is not fetched again, others are
+//! - **Manifests** (`manifests`): a tag is resolved with `HEAD` (Docker Hub does not count those
+//!   against its pull limit), a manifest already cached under that digest is not fetched again, others are
 //!   fetched by digest with the four manifest media types in `Accept`, capped at
 //!   [`MAX_MANIFEST_SIZE`], verified, and stored byte for byte. The platform is chosen by
 //!   [`crate::image::platform`]; [`Image::load`] then re-reads and re-checks everything from the
 //!   cache, so the registry path and the offline path share one set of rules.
-//! - **Blobs** (`blobs`) stream into the cache through a temporary file hashed while written, resumed with
-//!   `Range` after a cut, renamed only when digest and size match (one fresh download is tried
-//!   after a mismatch). A blob in the cache with its descriptor's size is not fetched again (its
+//! - **Blobs** (`blobs`) stream into the cache through a temporary file hashed while written,
+//!   resumed with `Range` after a cut, renamed only when digest and size match (a mismatch is
+//!   fetched again within the retry budget, like a 5xx). A blob in the cache with its descriptor's size is not fetched again (its
 //!   content is checked when copied, see [`crate::cache`]); a blob several images share is
 //!   fetched once, however many images wait for it, and a failure is not retried for other
 //!   images of the same repository. A cached manifest that does not hash to its digest is
