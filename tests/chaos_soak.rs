@@ -20,6 +20,7 @@ use support::*;
 
 const EPOCH: &str = "1700000000";
 const ISO: &str = "setup-v1.33.1-x86_64.iso";
+/// The fault rate the goal is stated for; `CKS_ISO_SOAK_RATE` (0–1) explores others.
 const RATE: f64 = 0.2;
 const IDLE_TIMEOUT: u64 = 2;
 
@@ -56,6 +57,10 @@ fn build(config: &Path, dir: &Path, world: &World) -> std::process::Output {
 
 #[test]
 fn builds_under_a_fifth_of_requests_faulted_end_identical_or_cleanly_and_nine_in_ten_succeed() {
+    let rate: f64 = std::env::var("CKS_ISO_SOAK_RATE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(RATE);
     let builds: u64 = std::env::var("CKS_ISO_SOAK_BUILDS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -104,7 +109,7 @@ fn builds_under_a_fifth_of_requests_faulted_end_identical_or_cleanly_and_nine_in
             proxy.clear_log();
             let seed = 0x5eed_0000 + i * 16 + n as u64;
             let mix = Chaos::network_mix(Duration::from_secs(IDLE_TIMEOUT));
-            proxy.chaos(Some(Chaos::new(seed, RATE, mix)));
+            proxy.chaos(Some(Chaos::new(seed, rate, mix)));
         }
         let run = d.join(format!("run{i}"));
         let begun = Instant::now();
@@ -141,11 +146,12 @@ fn builds_under_a_fifth_of_requests_faulted_end_identical_or_cleanly_and_nine_in
             );
             let left = names(&run.join("out"));
             assert!(left.is_empty(), "build {i} failed and left {left:?}");
-            let first = stderr
+            let why: Vec<&str> = stderr
                 .lines()
-                .find(|l| l.starts_with("error:"))
-                .unwrap_or_default();
-            format!("exit 1: {first}")
+                .skip_while(|l| !l.starts_with("error:"))
+                .take_while(|l| !l.starts_with("hint:"))
+                .collect();
+            format!("exit 1: {}", why.join(" / "))
         };
         outcomes.push((i, faults, took, verdict));
     }
@@ -155,7 +161,7 @@ fn builds_under_a_fifth_of_requests_faulted_end_identical_or_cleanly_and_nine_in
 
     eprintln!(
         "\nchaos soak: {builds} builds, {requests} requests, {:.0} % faulted",
-        RATE * 100.0
+        rate * 100.0
     );
     eprintln!("fault tally:");
     for (kind, count) in &tally {
@@ -176,7 +182,7 @@ fn builds_under_a_fifth_of_requests_faulted_end_identical_or_cleanly_and_nine_in
     );
     let faulted: usize = tally.values().sum();
     assert!(
-        faulted as f64 >= requests as f64 * RATE * 0.5,
+        faulted as f64 >= requests as f64 * rate * 0.5,
         "the proxies faulted only {faulted} of {requests} requests"
     );
     assert!(

@@ -114,7 +114,12 @@ impl Registry {
             // parse was damaged on the way as surely as one that does not hash to its digest.
             let damaged = match expected {
                 Some(expected) => *expected != actual,
-                None => MediaType::sniff(&bytes).is_err(),
+                // Parsed whole: a flipped byte deep in a string still sniffs as a manifest.
+                None => match MediaType::sniff(&bytes) {
+                    Err(_) => true,
+                    Ok(kind) if kind.is_index() => serde_json::from_slice::<Index>(&bytes).is_err(),
+                    Ok(_) => serde_json::from_slice::<Manifest>(&bytes).is_err(),
+                },
             };
             if !damaged {
                 break bytes;
