@@ -11,7 +11,8 @@ use std::process::Command;
 use cks_iso_testworld::world::{Options, World};
 use support::*;
 
-/// Runs a build with `which` of cache, tmp and out on a 768 KiB tmpfs; returns (exit code,
+/// Runs a build with `which` of cache, tmp and out on a small tmpfs (768 KiB; 96 KiB for TMPDIR,
+/// which holds only the downloaded files since archives go from the cache into the ISO); returns (exit code,
 /// stderr, what the script reported).
 fn build_with_full(world: &World, dir: &Path, which: &str) -> (Option<i32>, String, String) {
     let small = dir.join(format!("small-{which}"));
@@ -27,7 +28,7 @@ fn build_with_full(world: &World, dir: &Path, which: &str) -> (Option<i32>, Stri
     };
     let (cache, tmp, out) = (place("cache"), place("tmp"), place("out"));
     let script = format!(
-        "mount -t tmpfs -o size=768k cks-iso-full '{small}' || exit 99
+        "mount -t tmpfs -o size={size} cks-iso-full '{small}' || exit 99
          TMPDIR='{tmp}' '{bin}' build --no-progress --kubernetes 1.33.1 \
            --network '{network}' --dashboard '{dashboard}' \
            --output '{out}' --cache-dir '{cache}'
@@ -38,6 +39,7 @@ fn build_with_full(world: &World, dir: &Path, which: &str) -> (Option<i32>, Stri
          '{bin}' cache verify --cache-dir '{cache}' >/dev/null 2>&1; echo \"cache verify: $?\"
          exit $rc",
         small = p(&small),
+        size = if which == "tmp" { "96k" } else { "768k" },
         tmp = p(&tmp),
         out = p(&out),
         cache = p(&cache),

@@ -187,7 +187,8 @@ const RECORDS: [&str; 4] = [
 ];
 
 /// ISO entries no other section speaks for: not a listed file or manifest, not a record that
-/// merely changed, and, when both sides list their images, not in `docker/`.
+/// merely changed, and, when both sides list their images, not in `docker/` nor the image
+/// signature evidence in `signatures/images/` (which follows the images' digests).
 fn entries(a: &Side, b: &Side) -> Vec<Change<EntryInfo>> {
     let (Some(ea), Some(eb)) = (&a.entries, &b.entries) else {
         return Vec::new();
@@ -203,7 +204,8 @@ fn entries(a: &Side, b: &Side) -> Vec<Change<EntryInfo>> {
     let spoken_for = |c: &Change<EntryInfo>| {
         covered.contains(c.name.as_str())
             || (c.change == ChangeKind::Changed && RECORDS.contains(&c.name.as_str()))
-            || (images_known && c.name.starts_with("docker/"))
+            || (images_known
+                && (c.name.starts_with("docker/") || c.name.starts_with("signatures/images/")))
     };
     changes(ea, eb, entry_differs)
         .into_iter()
