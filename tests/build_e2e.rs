@@ -628,7 +628,7 @@ fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
         (
             vec!["--arch", "s390x"],
             2,
-            vec!["unknown architecture \"s390x\"", "hint:"],
+            vec!["--arch \"s390x\" is not an architecture", "hint: use amd64"],
         ),
         (vec!["--kubernetes", "1.33.x"], 2, vec!["1.33.x"]),
         (

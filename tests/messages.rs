@@ -1,4 +1,5 @@
-//! STYLE.md in practice: errors the user can act on end with a `hint:`, in `pull` as in `build`.
+//! STYLE.md in practice: errors the user can act on end with a `hint:`, and the same situation
+//! reads the same in every subcommand (`build`, `pull`, `iso`, `resolve`, `doctor`).
 
 mod support;
 
@@ -41,7 +42,7 @@ fn pull_errors_name_the_item_and_end_with_a_hint() {
             ],
             vec![],
             1,
-            "cannot create the output directory",
+            "cannot write to the output directory",
         ),
         (
             vec![
@@ -75,6 +76,179 @@ fn pull_errors_name_the_item_and_end_with_a_hint() {
         assert!(
             lines.last().unwrap().starts_with("hint: "),
             "no hint:\n{err}"
+        );
+    }
+}
+
+/// The `error:` line of `err` and what follows it (info lines may come before).
+fn report(err: &str) -> Vec<&str> {
+    let lines: Vec<&str> = err.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no error line:\n{err}"));
+    lines[start..].to_vec()
+}
+
+/// The `hint:` line of a report.
+fn hint<'a>(report: &[&'a str]) -> &'a str {
+    let last = report.last().unwrap();
+    assert!(
+        last.starts_with("hint: "),
+        "no hint:\n{}",
+        report.join("\n")
+    );
+    last
+}
+
+/// `build` arguments that get past the version checks without the network (it stops earlier).
+const BUILD: [&str; 6] = [
+    "build",
+    "--kubernetes",
+    "1.33.1",
+    "--network",
+    "https://x.invalid/network.yaml",
+    "--dashboard",
+];
+
+fn build_args<'a>(rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args: Vec<&str> = BUILD.to_vec();
+    args.push("https://x.invalid/dashboard.yaml");
+    args.extend_from_slice(rest);
+    args
+}
+
+/// An output directory that cannot be created reads the same in `build`, `pull` and `iso`: the
+/// directory as given, the system's reason once, and a hint naming each one's flag.
+#[test]
+fn unwritable_output_dir_reads_the_same_in_build_pull_and_iso() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("a"), "a").unwrap();
+    let out = file.join("out");
+    let iso = out.join("x.iso");
+    let cases: Vec<(Vec<&str>, &str, &str)> = vec![
+        (
+            build_args(&["--output", p(&out), "--cache-dir", p(&cache)]),
+            "--output",
+            p(&out),
+        ),
+        (
+            vec![
+                "pull",
+                "pause",
+                "--arch",
+                "amd64",
+                "--out",
+                p(&out),
+                "--cache-dir",
+                p(&cache),
+            ],
+            "--out",
+            p(&out),
+        ),
+        (vec!["iso", "-o", p(&iso), p(&src)], "-o", p(&out)),
+    ];
+    for (args, flag, named) in cases {
+        let err = fails(&args, &[], 1);
+        let report = report(&err);
+        assert_eq!(
+            report[0],
+            format!("error: cannot write to the output directory {named}"),
+            "{err}"
+        );
+        assert!(
+            report[1].starts_with("  caused by: ") && report.len() == 3,
+            "the cause once:\n{err}"
+        );
+        assert!(
+            hint(&report).starts_with(&format!("hint: pass {flag} a ")),
+            "{err}"
+        );
+    }
+}
+
+/// A malformed `SOURCE_DATE_EPOCH` gives one error and one hint, word for word, in `build`,
+/// `pull` and `iso`.
+#[test]
+fn malformed_source_date_epoch_reads_the_same_in_build_pull_and_iso() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("a"), "a").unwrap();
+    let out = dir.path().join("out");
+    let iso = dir.path().join("x.iso");
+    let runs: Vec<Vec<&str>> = vec![
+        build_args(&["--output", p(&out), "--cache-dir", p(&cache)]),
+        vec![
+            "pull",
+            "pause",
+            "--arch",
+            "amd64",
+            "--out",
+            p(&out),
+            "--cache-dir",
+            p(&cache),
+        ],
+        vec!["iso", "-o", p(&iso), p(&src)],
+    ];
+    for args in runs {
+        let err = fails(&args, &[("SOURCE_DATE_EPOCH", "1.5e9")], 2);
+        assert_eq!(
+            report(&err),
+            [
+                "error: SOURCE_DATE_EPOCH=\"1.5e9\" is not a whole number of seconds",
+                "hint: set SOURCE_DATE_EPOCH to seconds since 1970-01-01 UTC, e.g. $(git log -1 \
+                 --format=%ct), or unset it",
+            ],
+            "{args:?}"
+        );
+    }
+}
+
+/// An architecture cks-iso does not build for gives one error and one hint, word for word, in
+/// `build`, `pull`, `resolve` and `doctor`.
+#[test]
+fn unknown_architecture_reads_the_same_in_every_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let out = dir.path().join("out");
+    let runs: Vec<Vec<&str>> = vec![
+        build_args(&[
+            "--arch",
+            "ppc64le",
+            "--output",
+            p(&out),
+            "--cache-dir",
+            p(&cache),
+        ]),
+        vec![
+            "pull",
+            "pause",
+            "--arch",
+            "ppc64le",
+            "--out",
+            p(&out),
+            "--cache-dir",
+            p(&cache),
+        ],
+        vec!["resolve", "--kubernetes", "1.33.1", "--arch", "ppc64le"],
+        vec!["doctor", "--arch", "ppc64le"],
+    ];
+    for args in runs {
+        let err = fails(&args, &[], 2);
+        assert_eq!(
+            report(&err),
+            [
+                "error: --arch \"ppc64le\" is not an architecture cks-iso builds for",
+                "hint: use amd64 (x86_64) or arm64 (aarch64)",
+            ],
+            "{args:?}"
         );
     }
 }

@@ -195,14 +195,7 @@ fn net_arches(given: &[String]) -> Result<Vec<Arch>, AppError> {
     }
     given
         .iter()
-        .map(|a| {
-            Arch::parse(a).map_err(|_| {
-                AppError::usage(
-                    anyhow::anyhow!("--arch {a:?} is not an architecture cks-iso builds for"),
-                    Some("use amd64 (x86_64) or arm64 (aarch64)".into()),
-                )
-            })
-        })
+        .map(|a| Arch::parse(a).map_err(|_| AppError::unknown_arch(a)))
         .collect()
 }
 

@@ -2,6 +2,12 @@
 
 use std::fmt;
 
+/// The hint for a malformed `SOURCE_DATE_EPOCH`, wherever it is read.
+pub(crate) const EPOCH_HINT: &str = "set SOURCE_DATE_EPOCH to seconds since 1970-01-01 UTC, e.g. $(git log -1 --format=%ct), or unset it";
+
+/// The hint for an architecture cks-iso does not build for, wherever it is given.
+pub(crate) const ARCH_HINT: &str = "use amd64 (x86_64) or arm64 (aarch64)";
+
 /// How a failed run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitKind {
@@ -39,6 +45,41 @@ impl AppError {
             error: error.into(),
             hint,
         }
+    }
+
+    /// `SOURCE_DATE_EPOCH` set to something else than seconds: the same error in every
+    /// subcommand that reads it.
+    pub(crate) fn bad_epoch(value: &str) -> Self {
+        Self::usage(
+            anyhow::anyhow!("SOURCE_DATE_EPOCH={value:?} is not a whole number of seconds"),
+            Some(EPOCH_HINT.into()),
+        )
+    }
+
+    /// `--arch` naming an architecture cks-iso does not build for, in every subcommand.
+    pub(crate) fn unknown_arch(given: &str) -> Self {
+        Self::usage(
+            anyhow::anyhow!("--arch {given:?} is not an architecture cks-iso builds for"),
+            Some(ARCH_HINT.into()),
+        )
+    }
+
+    /// An output directory (given with `flag`) that cannot be created or written, in every
+    /// subcommand that writes one.
+    pub(crate) fn output_dir(
+        dir: &std::path::Path,
+        flag: &str,
+        err: impl Into<anyhow::Error>,
+    ) -> Self {
+        Self::failure(
+            err.into().context(format!(
+                "cannot write to the output directory {}",
+                dir.display()
+            )),
+            Some(format!(
+                "pass {flag} a directory you can write to (it is created if its parent exists)"
+            )),
+        )
     }
 
     /// What the user can do: the given hint, else one for a full disk anywhere in the chain.

@@ -49,15 +49,10 @@ pub(crate) fn epoch(flag: Option<i64>) -> Result<i64, AppError> {
         return Ok(epoch);
     }
     if let Some(value) = env::SOURCE_DATE_EPOCH.get() {
-        return value.trim().parse().map_err(|_| {
-            AppError::usage(
-                anyhow::anyhow!("SOURCE_DATE_EPOCH={value:?} is not a whole number of seconds"),
-                Some(
-                    "set it to seconds since 1970-01-01 UTC, e.g. $(git log -1 --format=%ct)"
-                        .into(),
-                ),
-            )
-        });
+        return value
+            .trim()
+            .parse()
+            .map_err(|_| AppError::bad_epoch(&value));
     }
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)

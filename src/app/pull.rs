@@ -13,7 +13,7 @@ use crate::ui::Ui;
 
 /// Pulls, writes the archives, prints `<full name> <digest> <file>` per image on stdout.
 pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
-    let arch = Arch::parse(&args.arch)?;
+    let arch = Arch::parse(&args.arch).map_err(|_| AppError::unknown_arch(&args.arch))?;
     let mut references: Vec<Reference> = Vec::new();
     for text in &args.images {
         let reference = Reference::parse(text)?;
@@ -23,18 +23,7 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
         }
     }
     let cache = net::writable_cache(args.cache_dir)?;
-    std::fs::create_dir_all(&args.out).map_err(|e| {
-        AppError::failure(
-            anyhow::anyhow!(e).context(format!(
-                "cannot create the output directory {}",
-                args.out.display()
-            )),
-            Some(
-                "pass --out a directory you can write to (its parent must exist or be creatable)"
-                    .into(),
-            ),
-        )
-    })?;
+    net::writable(&args.out).map_err(|e| AppError::output_dir(&args.out, "--out", e))?;
     let settings = net::settings(args.net)?;
     // pull checks signatures only when asked: it is the low-level building block.
     let mode = args.signatures.as_deref().unwrap_or("off");
@@ -144,14 +133,9 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
 fn epoch() -> Result<u64, AppError> {
     match env::SOURCE_DATE_EPOCH.get() {
         None => Ok(0),
-        Some(value) => value.trim().parse().map_err(|_| {
-            AppError::usage(
-                anyhow::anyhow!("SOURCE_DATE_EPOCH={value:?} is not a whole number of seconds"),
-                Some(
-                    "set it to seconds since 1970-01-01 UTC, e.g. $(git log -1 --format=%ct), or unset it"
-                        .into(),
-                ),
-            )
-        }),
+        Some(value) => value
+            .trim()
+            .parse()
+            .map_err(|_| AppError::bad_epoch(&value)),
     }
 }

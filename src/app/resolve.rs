@@ -16,15 +16,7 @@ use crate::upstream::Arch;
 pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
     let kube: KubeVersion = args.kubernetes.parse()?;
     check_supported(&kube)?;
-    let arch = Arch::parse(&args.arch).map_err(|_| {
-        AppError::usage(
-            anyhow::anyhow!(
-                "--arch {:?} is not an architecture cks-iso builds for",
-                args.arch
-            ),
-            Some("use amd64 (x86_64) or arm64 (aarch64)".into()),
-        )
-    })?;
+    let arch = Arch::parse(&args.arch).map_err(|_| AppError::unknown_arch(&args.arch))?;
     let json = args.json;
     let partial = Partial::new(
         kube,

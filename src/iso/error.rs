@@ -37,7 +37,7 @@ pub enum IsoError {
         path: PathBuf,
     },
     /// The tree library refused an entry.
-    #[error("cannot add {} to the image", path.display())]
+    #[error("cannot add {} to the ISO", path.display())]
     Tree {
         /// The entry.
         path: PathBuf,
@@ -54,14 +54,14 @@ pub enum IsoError {
         reason: String,
     },
     /// The epoch cannot be represented.
-    #[error("the epoch {epoch} is out of range")]
+    #[error("the epoch {epoch} is out of the range of ISO 9660 dates")]
     Epoch {
         /// Seconds since 1970.
         epoch: i64,
     },
     /// A spliced file's bytes could not be produced (for `build`: an image archive whose blob
     /// could not be read or does not match its digest); the image was not written.
-    #[error("cannot write {path} into the image")]
+    #[error("cannot write {path} into the ISO")]
     Spliced {
         /// The file's path in the image.
         path: String,
@@ -70,10 +70,10 @@ pub enum IsoError {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// Laying out the image failed.
-    #[error("cannot lay out the image")]
+    #[error("cannot lay out the ISO")]
     Plan(#[source] Box<hadris_fs::PathError>),
     /// The output directory is missing, not a directory, or not writable.
-    #[error("cannot write into the output directory {}", dir.display())]
+    #[error("cannot write to the output directory {}", dir.display())]
     OutputDir {
         /// The directory.
         dir: PathBuf,
@@ -82,7 +82,12 @@ pub enum IsoError {
         source: io::Error,
     },
     /// The output file system is full, or would be.
-    #[error("no space left on the device for {}: the image needs {needed} bytes, {available} are free", path.display())]
+    #[error(
+        "no space left for {}: the ISO needs {}, {} are free",
+        path.display(),
+        indicatif::HumanBytes(*needed),
+        indicatif::HumanBytes(*available)
+    )]
     NoSpace {
         /// The ISO being written.
         path: PathBuf,
@@ -153,12 +158,18 @@ impl IsoError {
                 "CloudStack nodes look for the label {:?}; leave --volume-id unset to use it",
                 super::volume_id::DEFAULT
             ),
-            Self::Epoch { .. } => "SOURCE_DATE_EPOCH is seconds since 1970-01-01 UTC".into(),
+            Self::Epoch { .. } => {
+                "pass --source-date-epoch (or set SOURCE_DATE_EPOCH to) seconds since 1970-01-01 \
+                 UTC, e.g. $(git log -1 --format=%ct)"
+                    .into()
+            }
             Self::OutputDir { .. } => {
-                "create the output directory, or choose one you can write to".into()
+                "pass -o a file in a directory you can write to (create the directory first)".into()
             }
             Self::NoSpace { .. } => {
-                "free some space or write the ISO to another file system".into()
+                "free space on that file system, or write the ISO to a disk with room (-o for `cks-iso \
+                 iso`, --output for `cks-iso build`)"
+                    .into()
             }
             Self::Tree { .. } | Self::Plan(_) | Self::Write { .. } | Self::Spliced { .. } => {
                 return None;

@@ -79,7 +79,7 @@ pub enum PlanError {
     #[error(transparent)]
     Lock(crate::lock::LockError),
     /// An architecture cks-iso cannot build for.
-    #[error("unknown architecture {given:?}")]
+    #[error("--arch {given:?} is not an architecture cks-iso builds for")]
     Arch {
         /// What was given.
         given: String,

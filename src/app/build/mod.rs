@@ -91,15 +91,8 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         &settings,
     )?;
     let cache = net::writable_cache(args.cache_dir)?;
-    net::writable(&request.output).map_err(|e| {
-        AppError::failure(
-            anyhow::Error::new(e).context(format!(
-                "cannot write to the output directory {}",
-                request.output.display()
-            )),
-            Some("choose an output directory you can write to".into()),
-        )
-    })?;
+    net::writable(&request.output)
+        .map_err(|e| AppError::output_dir(&request.output, "--output", e))?;
     // What killed runs (SIGKILL, a crash) left: their work dirs and half-written ISOs.
     for dir in [std::env::temp_dir(), request.output.clone()] {
         for path in crate::atomic::sweep_stale(&dir) {
