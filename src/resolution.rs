@@ -41,7 +41,9 @@ pub enum ResolutionError {
         reason: String,
     },
     /// Offline, with nothing to choose the autoscaler release from.
-    #[error("offline: cannot list the autoscaler releases at {AUTOSCALER_REPO} to choose one")]
+    #[error(
+        "cannot list the autoscaler releases at {AUTOSCALER_REPO} with --offline to choose one"
+    )]
     OfflineUnpinned,
     /// kubeadm's extras cannot be told.
     #[error(

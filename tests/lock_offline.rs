@@ -274,7 +274,10 @@ fn locked_rebuilds_are_byte_identical_online_in_another_environment_and_offline_
             ],
         ),
         1,
-        &["offline:", "is not in the cache", "hint:"],
+        &[
+            "with --offline: it is not in the cache",
+            "hint: run the same build once with network",
+        ],
     );
     assert_no_isos(&out5);
     assert_no_isos(&tmp5);

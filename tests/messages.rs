@@ -252,3 +252,143 @@ fn unknown_architecture_reads_the_same_in_every_subcommand() {
         );
     }
 }
+
+/// A file an `--offline` build lacks: the URL in full, and the hint that says how to fill the
+/// cache. (`pull` has no `--offline`.)
+#[test]
+fn offline_miss_names_the_url_and_how_to_fill_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, cache) = (dir.path().join("out"), dir.path().join("cache"));
+    let args = build_args(&[
+        "--arch",
+        "amd64",
+        "--cni",
+        "1.6.2",
+        "--crictl",
+        "1.33.0",
+        "--etcd",
+        "3.5.21",
+        "--autoscaler-version",
+        "1.33.0",
+        "--ccm-version",
+        "v1.1.0",
+        "--csi-version",
+        "v0.6.0",
+        "--offline",
+        "--output",
+        p(&out),
+        "--cache-dir",
+        p(&cache),
+    ]);
+    let err = fails(&args, &[], 1);
+    let report = report(&err);
+    assert!(
+        report.iter().any(|l| l.contains(
+            "cannot fetch https://github.com/cloudstack/cloudstack-csi-driver/releases/download/\
+             v0.6.0/manifest.yaml with --offline: it is not in the cache"
+        )),
+        "{err}"
+    );
+    assert_eq!(
+        hint(&report),
+        "hint: run the same build once with network and this --cache-dir, or bring the cache \
+         over with `cks-iso cache export`/`cache import`"
+    );
+}
+
+/// A blob the registry always sends corrupt reads the same in `build` and `pull`: the image in
+/// full, the blob, both digests, and the same hint naming --registry-mirror.
+#[test]
+fn digest_mismatch_reads_the_same_in_build_and_pull() {
+    use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
+    use cks_iso_testworld::world::{Options, World};
+
+    const PAUSE: &str = "registry.k8s.io/pause:3.10";
+    let world = World::start(Options::default());
+    let proxy = FaultProxy::start(&world.registry_url());
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = world
+        .config_yaml()
+        .replace(&world.registry_url(), &proxy.url())
+        .replace(
+            &world.registry_host(),
+            proxy.url().trim_start_matches("http://"),
+        );
+    let config = dir.path().join("cks-iso.yaml");
+    std::fs::write(&config, yaml).unwrap();
+    std::fs::copy(
+        world.trusted_root_path(),
+        dir.path().join("trusted_root.json"),
+    )
+    .unwrap();
+    let repository = world.image(PAUSE).repository.clone();
+    proxy.add(
+        Rule::path_contains(&format!("{repository}/blobs/")).fault(Fault::FlipByte { offset: 5 }),
+    );
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let env = [
+        ("CKS_ISO_CONFIG", p(&config)),
+        ("TMPDIR", p(&tmp)),
+        ("HOME", p(dir.path())),
+    ];
+    let d = |name: &str| dir.path().join(name);
+    let (out_build, cache_build, out_pull, cache_pull) = (
+        d("out-build"),
+        d("cache-build"),
+        d("out-pull"),
+        d("cache-pull"),
+    );
+    let runs: Vec<Vec<&str>> = vec![
+        vec![
+            "build",
+            "--kubernetes",
+            world.kubernetes(),
+            "--network",
+            world.network_url(),
+            "--dashboard",
+            world.dashboard_url(),
+            "--arch",
+            "amd64",
+            "--retries",
+            "2",
+            "--output",
+            p(&out_build),
+            "--cache-dir",
+            p(&cache_build),
+        ],
+        vec![
+            "pull",
+            PAUSE,
+            "--arch",
+            "amd64",
+            "--retries",
+            "2",
+            "--out",
+            p(&out_pull),
+            "--cache-dir",
+            p(&cache_pull),
+        ],
+    ];
+    for args in runs {
+        let err = fails(&args, &env, 1);
+        let line = err
+            .lines()
+            .find(|l| l.contains(&format!("{PAUSE}: ")) && l.contains(" does not match: "))
+            .unwrap_or_else(|| panic!("no line names {PAUSE} and the mismatch:\n{err}"));
+        let digests: Vec<&str> = line.matches("sha256:").collect();
+        assert!(
+            line.contains(" does not match: expected sha256:")
+                && line.contains(", got sha256:")
+                && digests.len() >= 2,
+            "{line}"
+        );
+        assert!(
+            err.lines().any(|l| l
+                == "hint: the registry or a proxy on the way serves corrupt bytes; try again \
+                    later, or pull through another registry mirror (--registry-mirror \
+                    REGISTRY=URL)"),
+            "{args:?}:\n{err}"
+        );
+    }
+}

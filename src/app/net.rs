@@ -102,7 +102,7 @@ pub(crate) fn writable_cache(dir: Option<PathBuf>) -> Result<Cache, AppError> {
     writable(&fallback).map_err(|e| {
         AppError::failure(
             anyhow::Error::new(e).context(format!(
-                "no usable blob cache: {reason}, and {} is not writable either",
+                "no usable cache: {reason}, and {} is not writable either",
                 fallback.display()
             )),
             Some(

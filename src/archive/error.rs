@@ -32,8 +32,9 @@ pub enum ArchiveError {
     },
     /// A blob's content does not match its digest or size; the archive was not written.
     #[error(
-        "{image}: {blob} should be {expected} ({expected_size} bytes) but its content hashes to \
-         {actual} ({actual_size} bytes)"
+        "{image}: {blob} does not match: expected {expected} ({}), got {actual} ({}) from the cache",
+        indicatif::HumanBytes(*expected_size),
+        indicatif::HumanBytes(*actual_size)
     )]
     Mismatch {
         /// The full reference.
@@ -57,7 +58,8 @@ impl ArchiveError {
         Some(match self {
             Self::Output { .. } => "check that the output directory exists and is writable".into(),
             Self::Mismatch { .. } => {
-                "the stored blob is corrupt; remove it from the cache and pull the image again"
+                "the cached blob is corrupt: `cks-iso cache verify --fix` removes it, and the same \
+                 command run again fetches it anew"
                     .into()
             }
             Self::Source { .. } => return None,

@@ -30,8 +30,11 @@ pub enum CacheError {
         source: io::Error,
     },
     /// The content does not match the digest (or size) that names it; nothing was stored.
-    #[error("blob should be {expected}{} but the content received hashes to {actual} ({actual_size} bytes)",
-        expected_size.map(|s| format!(" ({s} bytes)")).unwrap_or_default())]
+    #[error(
+        "blob {expected} does not match: expected {expected}{}, got {actual} ({})",
+        expected_size.map(|s| format!(" ({})", indicatif::HumanBytes(s))).unwrap_or_default(),
+        indicatif::HumanBytes(*actual_size)
+    )]
     Mismatch {
         /// The digest it was asked for under.
         expected: Digest,
@@ -63,12 +66,25 @@ impl CacheError {
     /// What the user can do about it.
     pub fn hint(&self) -> Option<String> {
         Some(match self {
-            Self::NoRoot => "set XDG_CACHE_HOME or HOME, or pass a cache directory".into(),
-            Self::Io { .. } => "check that the cache directory is writable and has space".into(),
-            Self::Mismatch { .. } => {
-                "the source served other bytes than it named; fetching again may help".into()
+            Self::NoRoot => {
+                "set XDG_CACHE_HOME or HOME to an absolute path, or pass --cache-dir DIR".into()
             }
-            Self::NotFound { .. } => "fetch the image again to fill the cache".into(),
+            // A full disk gets the hint every subcommand gives for one (AppError::advice).
+            Self::Io { source, .. } if source.kind() == io::ErrorKind::StorageFull => return None,
+            Self::Io { .. } => {
+                "make the cache directory writable, or pass --cache-dir DIR to use another".into()
+            }
+            Self::Mismatch { .. } => {
+                "the registry, a proxy or an imported cache gave corrupt bytes; if the cache's own \
+                 copy is corrupt, `cks-iso cache verify --fix` removes it; then run the same \
+                 command again"
+                    .into()
+            }
+            Self::NotFound { .. } => {
+                "run the same command again with network to fetch it, or bring it over with \
+                 `cks-iso cache import`"
+                    .into()
+            }
             Self::Source { .. } => return None,
         })
     }

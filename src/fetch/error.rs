@@ -89,7 +89,7 @@ pub enum FetchError {
         location: String,
     },
     /// `--offline` forbids the request, and the cache did not have what it would fetch.
-    #[error("offline: {shown_url} is not in the cache", shown_url = crate::fetch::redact(url))]
+    #[error("cannot fetch {shown_url} with --offline: it is not in the cache", shown_url = crate::fetch::redact(url))]
     Offline {
         /// The URL that would have been requested.
         url: String,

@@ -70,7 +70,7 @@ pub enum ImageError {
         found: Platform,
     },
     /// Bytes that do not hash to the digest that names them.
-    #[error("{image}: {what} should be {expected} but its content hashes to {actual}")]
+    #[error("{image}: {what} does not match: expected {expected}, got {actual}")]
     DigestMismatch {
         /// The full reference.
         image: String,

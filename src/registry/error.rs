@@ -38,8 +38,10 @@ pub enum RegistryError {
     },
     /// A downloaded blob is not what its digest names, also after downloading it again.
     #[error(
-        "{reference}: {what} should be {expected} ({expected_size} bytes) but the registry sent \
-         {actual_size} bytes hashing to {actual}"
+        "{reference}: {what} does not match: expected {expected} ({}), got {actual} ({}) from the \
+         registry",
+        indicatif::HumanBytes(*expected_size),
+        indicatif::HumanBytes(*actual_size)
     )]
     Mismatch {
         /// The full reference.
@@ -94,7 +96,7 @@ pub enum RegistryError {
     #[error(transparent)]
     Image(#[from] ImageError),
     /// The blob cache failed.
-    #[error("{reference}: the blob cache failed")]
+    #[error("{reference}: the cache failed")]
     Cache {
         /// The full reference.
         reference: String,
@@ -141,8 +143,8 @@ impl RegistryError {
                     .into()
             }
             Self::Mismatch { .. } => {
-                "the registry or a proxy on the way serves corrupt bytes; try again later or \
-                 use another mirror"
+                "the registry or a proxy on the way serves corrupt bytes; try again later, or \
+                 pull through another registry mirror (--registry-mirror REGISTRY=URL)"
                     .into()
             }
             Self::Helper { helper, .. } => {

@@ -28,8 +28,8 @@ pub enum UpstreamError {
     },
     /// The bytes do not match the published checksum.
     #[error(
-        "checksum mismatch for {name} from {shown_url}: expected sha256 {expected}, got {actual} \
-         (published in {shown_checksum_url})",
+        "{name} from {shown_url} does not match the checksum published in \
+         {shown_checksum_url}: expected sha256:{expected}, got sha256:{actual}",
         shown_url = crate::fetch::redact(url),
         shown_checksum_url = crate::fetch::redact(checksum_url)
     )]
@@ -59,8 +59,8 @@ pub enum UpstreamError {
     },
     /// A locked build got other bytes than the lock records.
     #[error(
-        "{name} from {shown_url} changed since it was locked: the lock says sha256 {expected}, \
-         the download is {actual}",
+        "{name} from {shown_url} changed since it was locked: expected sha256:{expected} (the \
+         lock), got sha256:{actual}",
         shown_url = crate::fetch::redact(url)
     )]
     Drift {
@@ -108,7 +108,7 @@ impl UpstreamError {
             ),
             Self::Mismatch { .. } => Some(
                 "the download was altered on the way or the mirror holds a different file; \
-                 retry, or check the mirror's copy against upstream"
+                 compare the mirror's copy with upstream, or drop the --mirror rule for this URL"
                     .into(),
             ),
             Self::Content { .. } => Some(

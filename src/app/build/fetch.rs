@@ -114,8 +114,8 @@ fn role_name(dest: &str) -> &'static str {
 fn drift(what: &str, origin: &str, expected: &str, actual: &str) -> AppError {
     AppError::failure(
         anyhow::anyhow!(
-            "{what} from {origin} changed since it was locked: the lock says sha256 {expected}, \
-             it is {actual}"
+            "{what} from {origin} changed since it was locked: expected sha256:{expected} (the \
+             lock), got sha256:{actual}"
         ),
         Some(
             "restore the locked file, or build without --locked to take the new one (and review \
