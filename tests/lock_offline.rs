@@ -446,7 +446,7 @@ fn drift_in_a_local_manifest_or_a_served_binary_fails_naming_it_and_both_hashes(
             ],
         ),
         2,
-        &["--cni 9.9.9 contradicts the lock, which says 1.6.2"],
+        &["--cni \"9.9.9\" contradicts the lock, which says \"1.6.2\""],
     );
     fails(
         &mut build(

@@ -84,10 +84,13 @@ fn an_unwritable_cache_dir_fails_at_once_naming_it_before_any_request() {
     let err = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{err}");
     assert!(
-        err.contains(&format!("cannot write to --cache-dir {}", p(&cache))),
+        err.contains(&format!(
+            "cannot write to the cache directory {}",
+            p(&cache)
+        )),
         "{err}"
     );
-    assert!(err.contains("hint:"), "{err}");
+    assert!(err.contains("hint: pass --cache-dir a directory"), "{err}");
     assert_eq!(
         world.upstream().served().len(),
         before,

@@ -144,7 +144,7 @@ pub fn run(args: DoctorArgs, _ui: &Ui) -> Result<(), AppError> {
             Ok(cache) => writable(cache.root(), true).map_err(|e| {
                 problem(
                     e,
-                    "pass --cache-dir DIR (or set XDG_CACHE_HOME) on a writable filesystem",
+                    "pass --cache-dir a directory you can write to (or set XDG_CACHE_HOME)",
                 )
             }),
             Err(err) => Err(Box::new(Problem {
@@ -184,7 +184,11 @@ pub fn run(args: DoctorArgs, _ui: &Ui) -> Result<(), AppError> {
         0 => Ok(()),
         n => Err(AppError::failure(
             anyhow::anyhow!("{n} of {} checks failed", checks.total),
-            None,
+            Some(
+                "each FAIL line above has its own hint; run `cks-iso doctor` again once they are \
+                 fixed"
+                    .into(),
+            ),
         )),
     }
 }
@@ -206,7 +210,7 @@ fn writable(dir: &Path, create: bool) -> Result<String, String> {
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
+        .map_err(|e| format!("cannot write to {}: {e}", dir.display()))?;
     Ok(format!("{} is writable", dir.display()))
 }
 
@@ -237,7 +241,7 @@ async fn network(
         let (what, hint) = match target == *source {
             true => (
                 format!("upstream {source}"),
-                "check the network and HTTPS_PROXY/NO_PROXY, or configure a mirror for it (--mirror FROM=TO)"
+                "check the network and HTTPS_PROXY/NO_PROXY, or point --mirror at a reachable copy (--mirror FROM=TO)"
                     .to_owned(),
             ),
             false => (
@@ -403,7 +407,7 @@ async fn room(
             )),
             Some(free) => Err(problem(
                 format!("{} free, the build needs about {}", size(free), size(need)),
-                "free some space, or point --cache-dir and TMPDIR at a larger filesystem",
+                "free space there, or point --cache-dir and TMPDIR at a disk with room",
             )),
             None => Err(problem(
                 "cannot tell the free space",

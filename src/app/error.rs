@@ -94,7 +94,7 @@ impl AppError {
         });
         full.then(|| {
             "the disk named above is full: free space there, or point --cache-dir, TMPDIR or \
-             --output at a disk with room"
+             the output (--output, --out, -o) at a disk with room"
                 .into()
         })
     }

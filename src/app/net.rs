@@ -80,9 +80,15 @@ pub(crate) fn writable_cache(dir: Option<PathBuf>) -> Result<Cache, AppError> {
     if let Some(dir) = dir {
         writable(&dir).map_err(|e| {
             AppError::failure(
-                anyhow::Error::new(e)
-                    .context(format!("cannot write to --cache-dir {}", dir.display())),
-                Some("choose a --cache-dir you can write to".into()),
+                anyhow::Error::new(e).context(format!(
+                    "cannot write to the cache directory {}",
+                    dir.display()
+                )),
+                Some(
+                    "pass --cache-dir a directory you can write to (it is created if its parent \
+                     exists)"
+                        .into(),
+                ),
             )
         })?;
         return Ok(Cache::new(dir));

@@ -43,7 +43,10 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
         .enable_all()
         .build()
         .map_err(|e| {
-            AppError::failure(anyhow::anyhow!(e).context("cannot start the runtime"), None)
+            AppError::failure(
+                anyhow::anyhow!(e).context("cannot start the async runtime"),
+                None,
+            )
         })?;
     let naming = archive::assign_names(&references);
     for renamed in &naming.renamed {
@@ -82,7 +85,10 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
                     })
                     .await
                     .map_err(|e| {
-                        AppError::failure(anyhow::anyhow!("archive writer failed: {e}"), None)
+                        AppError::failure(
+                            anyhow::anyhow!("{reference}: the archive writer stopped: {e}"),
+                            None,
+                        )
                     })?
                 }
             })

@@ -138,7 +138,10 @@ impl Cache {
             Some(found) if found == size => true,
             Some(found) => {
                 tracing::warn!(
-                    "cached blob {digest} has {found} bytes instead of {size}; fetching it again"
+                    "cached blob {digest} has the wrong size: expected {}, found {}; fetching it \
+                     again",
+                    indicatif::HumanBytes(size),
+                    indicatif::HumanBytes(found)
                 );
                 false
             }

@@ -52,7 +52,7 @@ pub enum FetchError {
         source: reqwest::Error,
     },
     /// A body larger than the limit for its kind (manifests, checksums, tokens).
-    #[error("GET {shown_url}: the body is larger than {limit} bytes", shown_url = crate::fetch::redact(url))]
+    #[error("GET {shown_url}: the body is larger than {}", indicatif::HumanBytes(*limit), shown_url = crate::fetch::redact(url))]
     TooLarge {
         /// The URL requested.
         url: String,
@@ -124,11 +124,20 @@ impl FetchError {
             Self::Status { status: 404, .. } => {
                 "check the version or URL; behind a mirror, check that it holds this file (--mirror)".into()
             }
-            Self::Status { status: 401 | 403, .. } => {
-                "the server wants credentials: log in (docker login) or pass --authfile".into()
-            }
+            Self::Status { status: 401 | 403, .. } => format!(
+                "the server wants credentials; for a registry: {}; for a file: point --mirror at \
+                 a copy that needs none",
+                crate::registry::AUTH_HINT
+            ),
             Self::Status { status: 429, .. } => {
-                "the server is rate limiting: wait, log in for a higher limit, or use a mirror".into()
+                "the server is rate limiting: wait, log in (`docker login`, or --authfile) for a \
+                 higher limit, or point --registry-mirror (images) or --mirror (files) at a copy"
+                    .into()
+            }
+            Self::Status { status: 500..=599, .. } => {
+                "the server fails on every attempt; try again later, or point --mirror (files) \
+                 or --registry-mirror (images) at another copy"
+                    .into()
             }
             Self::Certificate { .. } => {
                 "pass the CA that signed the server's certificate with --ca-file".into()

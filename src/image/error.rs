@@ -24,7 +24,7 @@ pub enum ImageError {
         reason: String,
     },
     /// Not an architecture CKS nodes run.
-    #[error("unsupported architecture {arch:?}")]
+    #[error("{arch:?} is not an architecture cks-iso builds for")]
     InvalidArch {
         /// The text given.
         arch: String,
@@ -82,7 +82,10 @@ pub enum ImageError {
         actual: Digest,
     },
     /// A manifest, index or config larger than [`super::MAX_MANIFEST_SIZE`].
-    #[error("{image}: {what} {digest} is larger than {limit} bytes")]
+    #[error(
+        "{image}: {what} {digest} is larger than {}",
+        indicatif::HumanBytes(*limit)
+    )]
     TooLarge {
         /// The full reference.
         image: String,
@@ -136,8 +139,8 @@ impl ImageError {
                 "use a tag or image published for linux/{wanted}, or build the ISO for another arch"
             ),
             Self::DigestMismatch { .. } => {
-                "the content is not what its digest names: remove the cached copy and fetch it \
-                 again, or correct a pinned @sha256: digest"
+                "correct a pinned @sha256: digest; if the cache's copy is corrupt, `cks-iso cache \
+                 verify --fix` removes it, and the same command run again fetches it anew"
                     .into()
             }
             Self::Malformed { .. }

@@ -60,7 +60,9 @@ impl ManifestError {
     pub fn hint(&self) -> Option<String> {
         Some(match self {
             Self::Html { .. } => {
-                "the server answered with a web page: check the URL or the mirror".into()
+                "the server answered with a web page: check the URL, and the --mirror rule that \
+                 rewrites it"
+                    .into()
             }
             Self::ImageCount { .. } => {
                 "the upstream manifest changed shape; pin another version, or report it so the pin rule can follow".into()

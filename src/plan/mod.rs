@@ -56,7 +56,7 @@ pub enum PlanError {
     #[error("--locked takes its versions from the lock, not from positional arguments")]
     LockedPositional,
     /// A flag says something else than the lock.
-    #[error("{flag} {given} contradicts the lock, which says {locked}")]
+    #[error("{} contradicts the lock, which says {locked:?}", setting(flag, given))]
     Contradicts {
         /// The flag (or environment variable).
         flag: &'static str,
@@ -94,6 +94,14 @@ pub enum PlanError {
         /// What was given.
         given: String,
     },
+}
+
+/// A flag with its value (`--cni "1.7.0"`), or a variable with its (`AUTOSCALER_VERSION="1.2"`).
+fn setting(flag: &str, given: &str) -> String {
+    match flag.starts_with('-') {
+        true => format!("{flag} {given:?}"),
+        false => format!("{flag}={given:?}"),
+    }
 }
 
 /// `0.40.1` or `v0.40.1`: what CloudStack 4.23's script takes as its sixth argument.

@@ -119,6 +119,10 @@ pub enum RegistryError {
     },
 }
 
+/// What to do when a registry refuses the credentials (or wants some), wherever it happens.
+pub(crate) const AUTH_HINT: &str = "log in with `docker login` or `podman login`, or pass \
+     --authfile FILE with credentials for this registry";
+
 impl RegistryError {
     /// Whether the user gave a wrong argument or setting rather than the pull failing.
     pub fn is_usage(&self) -> bool {
@@ -137,11 +141,7 @@ impl RegistryError {
                  (--registry-mirror)"
                     .into()
             }
-            Self::Auth { .. } => {
-                "log in (docker login / podman login) or pass --authfile with credentials for \
-                 this registry"
-                    .into()
-            }
+            Self::Auth { .. } => AUTH_HINT.into(),
             Self::Mismatch { .. } => {
                 "the registry or a proxy on the way serves corrupt bytes; try again later, or \
                  pull through another registry mirror (--registry-mirror REGISTRY=URL)"
@@ -150,7 +150,11 @@ impl RegistryError {
             Self::Helper { helper, .. } => {
                 format!("check that docker-credential-{helper} is installed and logged in")
             }
-            Self::Config(_) => "see `cks-iso pull --help`".into(),
+            Self::Config(_) => {
+                "fix that file, or pass --authfile a Docker config.json whose `auths` hold \
+                 base64 user:password"
+                    .into()
+            }
             Self::Fetch { source, .. } => return source.hint(),
             Self::Unreachable { hint, .. } | Self::SharedBlob { hint, .. } => {
                 return hint.clone();

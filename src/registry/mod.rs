@@ -47,6 +47,7 @@ use tokio::sync::{OnceCell, Semaphore};
 
 pub use auth::{AuthFiles, Challenge, Credentials};
 pub use endpoint::{DOCKER_HUB_API, Endpoint, RegistryMirror, Routes};
+pub(crate) use error::AUTH_HINT;
 pub use error::RegistryError;
 
 use crate::cache::{Cache, CacheError};

@@ -146,10 +146,13 @@ impl ResolveError {
                 env::CCM_VERSION.name
             ),
             Self::Http { .. } => {
-                "check the network or point the git URL at a reachable mirror".into()
+                "check the network and HTTPS_PROXY/NO_PROXY, or point --mirror at a reachable \
+                 copy of the repository"
+                    .into()
             }
             Self::Status { status, .. } if status.as_u16() == 404 => {
-                "check the repository URL or its mirror".into()
+                "check the repository URL named above and the --mirror rules that rewrite it"
+                    .into()
             }
             Self::NotSmart { .. } => {
                 "the server must speak git's smart HTTP protocol (git http-backend, GitHub, a \

@@ -187,8 +187,8 @@ impl SignatureError {
             Self::Invalid {
                 step: Step::Identity | Step::Issuer,
                 ..
-            } => "the image is signed, but not by whom the policy expects; check the registry or \
-                 mirror serving it"
+            } => "the image is signed, but not by whom the policy expects; check the registry \
+                 mirror serving it (--registry-mirror), or the identities in --signature-policy"
                 .into(),
             Self::Invalid { .. } | Self::Malformed { .. } => {
                 "the image or its signature was altered, or the trusted root (--trusted-root) is \

@@ -201,9 +201,9 @@ async fn manifest(
     if let Some(entry) = locked.filter(|e| e.sha256 != file.sha256) {
         tracing::warn!(
             "{dest}: this cks-iso edits it into other bytes than the one that wrote the lock \
-             (sha256 {} instead of {}); the ISO will differ",
-            file.sha256,
-            entry.sha256
+             (expected sha256:{}, got sha256:{}); the ISO will differ",
+            entry.sha256,
+            file.sha256
         );
     }
     let entry = ManifestEntry {

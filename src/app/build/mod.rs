@@ -106,7 +106,7 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         .build()
         .map_err(|e| {
             AppError::failure(
-                anyhow::Error::new(e).context("cannot start the runtime"),
+                anyhow::Error::new(e).context("cannot start the async runtime"),
                 None,
             )
         })?;

@@ -90,7 +90,7 @@ fn a_flag_repeating_the_lock_is_fine_and_one_contradicting_it_is_a_usage_error()
     let err = locked(&lock(), "x", &[], flags, Extra::default()).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "--cni 1.7.0 contradicts the lock, which says 1.6.2"
+        "--cni \"1.7.0\" contradicts the lock, which says \"1.6.2\""
     );
     let extra = Extra {
         autoscaler: Some(("1.33.1".into(), "AUTOSCALER_VERSION")),
@@ -98,7 +98,8 @@ fn a_flag_repeating_the_lock_is_fine_and_one_contradicting_it_is_a_usage_error()
     };
     let err = locked(&lock(), "x", &[], network_file(), extra).unwrap_err();
     assert!(
-        err.to_string().starts_with("AUTOSCALER_VERSION 1.33.1"),
+        err.to_string()
+            .starts_with("AUTOSCALER_VERSION=\"1.33.1\" contradicts"),
         "{err}"
     );
 }
