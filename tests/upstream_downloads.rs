@@ -189,8 +189,12 @@ async fn checksum_mismatch_names_file_expected_and_actual() {
     .unwrap_err();
     let text = err.to_string();
     assert!(text.contains("kubelet"), "{text}");
-    assert!(text.contains(&format!("expected sha256 {wrong}")), "{text}");
-    assert!(text.contains(&format!("got {good}")), "{text}");
+    assert!(text.contains(&format!("expected sha256:{wrong}")), "{text}");
+    assert!(text.contains(&format!("got sha256:{good}")), "{text}");
+    assert!(
+        text.contains("does not match the checksum published in"),
+        "{text}"
+    );
     assert!(err.hint().is_some());
     assert!(entries(dir.path()).is_empty());
 }

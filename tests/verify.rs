@@ -260,7 +260,8 @@ fn a_corrupt_layer_is_named_with_both_digests() {
         "corrupt.iso",
         &[
             "docker/busybox:1.36.tar: blobs/sha256/",
-            "hashes to sha256:",
+            " does not match: expected sha256:",
+            ", got sha256:",
         ],
     );
 }

@@ -43,7 +43,7 @@ pub enum InspectError {
     #[error("unexpected {0}")]
     Unexpected(String),
     /// A blob whose content is not what its name says.
-    #[error("blobs/sha256/{} hashes to {actual}, not {named}", named.hex())]
+    #[error("blobs/sha256/{} does not match: expected {named}, got {actual}", named.hex())]
     Blob {
         /// The digest its name gives.
         named: Digest,

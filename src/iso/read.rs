@@ -138,7 +138,10 @@ impl IsoReader {
             .read_to_end(&mut buf)
             .map_err(|e| self.fail(path, e))?;
         if buf.len() as u64 > limit {
-            return Err(self.fail(path, format!("larger than {limit} bytes")));
+            return Err(self.fail(
+                path,
+                format!("larger than {}", indicatif::HumanBytes(limit)),
+            ));
         }
         Ok(buf)
     }

@@ -115,7 +115,7 @@ fn load(cx: &mut Ctx, path: &str, signed: &str) -> Option<SignatureManifest> {
     if digest.hex() != named {
         cx.violation(
             path,
-            format!("its content hashes to {digest}, not its name"),
+            format!("does not match its name: expected sha256:{named}, got {digest}"),
         );
         return None;
     }

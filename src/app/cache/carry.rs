@@ -166,7 +166,11 @@ pub(super) fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
                 args.dir.display(),
                 corrupt.join(", ")
             ),
-            Some("export them again from the source cache; the others were imported".into()),
+            Some(
+                "run `cks-iso cache export` again where the cache came from, and import that; \
+                 the others were imported"
+                    .into(),
+            ),
         )),
     }
 }

@@ -38,8 +38,10 @@ pub(super) enum InputError {
     },
     /// Shorter than its volume.
     #[error(
-        "{} is truncated: its volume declares {declared} bytes but the file has {actual}",
-        path.display()
+        "{} is truncated: its volume declares {}, the file has {}",
+        path.display(),
+        indicatif::HumanBytes(*declared),
+        indicatif::HumanBytes(*actual)
     )]
     Truncated {
         /// The file.
