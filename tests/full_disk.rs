@@ -83,6 +83,13 @@ fn a_full_cache_tmpdir_or_output_dir_fails_naming_it_and_leaves_nothing_partial(
             err.contains("o space left") || err.contains("needs"),
             "{which} full: the error does not say the disk is full:\n{err}"
         );
+        // The same situation, the same advice: free space, or point the flag at a disk with room.
+        let hint = err.lines().last().unwrap_or_default();
+        assert!(
+            hint.starts_with("hint: free space") || hint.starts_with("hint: the disk named above"),
+            "{which} full: no full-disk hint:\n{err}"
+        );
+        assert!(hint.contains("with room"), "{which} full: {hint}");
         for want in ["partial: 0", "isos: 0", "work dirs: 0", "cache verify: 0"] {
             assert!(
                 report.contains(want),

@@ -392,3 +392,104 @@ fn digest_mismatch_reads_the_same_in_build_and_pull() {
         );
     }
 }
+
+/// A registry that cannot be reached gives the same hint in `build`, `pull` and `doctor`: the
+/// network, the proxy variables, and the flags that point elsewhere.
+#[test]
+fn unreachable_registry_gives_the_same_hint_in_build_pull_and_doctor() {
+    use cks_iso_testworld::world::{Options, World};
+
+    const HINT: &str = "hint: check the network and HTTPS_PROXY/NO_PROXY, or point --mirror \
+                        (files) or --registry-mirror (images) at a reachable copy";
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    // Port 9 (discard) on the loopback: nothing listens, the connection is refused at once.
+    let dead = "http://127.0.0.1:9";
+    let yaml = world
+        .config_yaml()
+        .replace(&world.registry_url(), dead)
+        .replace(&world.registry_host(), dead.trim_start_matches("http://"));
+    let config = dir.path().join("cks-iso.yaml");
+    std::fs::write(&config, yaml).unwrap();
+    std::fs::copy(
+        world.trusted_root_path(),
+        dir.path().join("trusted_root.json"),
+    )
+    .unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let env = [
+        ("CKS_ISO_CONFIG", p(&config)),
+        ("TMPDIR", p(&tmp)),
+        ("HOME", p(dir.path())),
+    ];
+    let d = |name: &str| dir.path().join(name);
+    let (out, cache) = (d("out"), d("cache"));
+    let build = [
+        "build",
+        "--kubernetes",
+        world.kubernetes(),
+        "--network",
+        world.network_url(),
+        "--dashboard",
+        world.dashboard_url(),
+        "--arch",
+        "amd64",
+        "--retries",
+        "1",
+        "--output",
+        p(&out),
+        "--cache-dir",
+        p(&cache),
+    ];
+    let err = fails(&build, &env, 1);
+    assert!(
+        err.contains("cannot fetch the registry's API root") && err.contains(dead),
+        "{err}"
+    );
+    assert_eq!(hint(&report(&err)), HINT, "{err}");
+
+    let pull = [
+        "pull",
+        "registry.k8s.io/pause:3.10",
+        "--arch",
+        "amd64",
+        "--retries",
+        "1",
+        "--out",
+        p(&out),
+        "--cache-dir",
+        p(&cache),
+    ];
+    let err = fails(&pull, &env, 1);
+    let first = report(&err);
+    assert!(
+        first[0]
+            .starts_with("error: registry.k8s.io/pause:3.10: cannot fetch the registry's API root"),
+        "{err}"
+    );
+    assert!(err.lines().any(|l| l == HINT), "{err}");
+
+    // doctor reports on stdout, one line per check, with the hint under a failed one.
+    let out = cks_iso()
+        .args(["doctor", "--retries", "1", "--cache-dir", p(&cache)])
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let fail = lines
+        .iter()
+        .position(|l| l.starts_with("FAIL  registry ") && l.contains(dead))
+        .unwrap_or_else(|| panic!("no failed registry check names {dead}:\n{stdout}"));
+    assert_eq!(lines[fail + 1], format!("      {HINT}"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        report(&stderr)
+            .last()
+            .unwrap()
+            .starts_with("hint: each FAIL line above"),
+        "{stderr}"
+    );
+}

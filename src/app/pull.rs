@@ -112,7 +112,8 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
             }
             Err(err) => {
                 let (top, causes) = err.lines();
-                ui.error(&top, &causes, err.hint.as_deref());
+                // advice(): the given hint, else the full-disk one every subcommand gives.
+                ui.error(&top, &causes, err.advice().as_deref());
                 failed.push(reference.to_string());
             }
         }
@@ -126,11 +127,14 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
                 references.len(),
                 failed.join(", ")
             ),
-            Some(
-                "each error above names its image and cause; the other archives were written, and \
-                 running the same pull again downloads only what is missing"
+            Some(match failed.len() == references.len() {
+                true => "each error above names its image and cause; running the same pull again \
+                         downloads only what is missing"
                     .into(),
-            ),
+                false => "each error above names its image and cause; the other archives were \
+                          written, and running the same pull again downloads only what is missing"
+                    .into(),
+            }),
         )),
     }
 }
