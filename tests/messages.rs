@@ -307,31 +307,12 @@ fn digest_mismatch_reads_the_same_in_build_and_pull() {
     let world = World::start(Options::default());
     let proxy = FaultProxy::start(&world.registry_url());
     let dir = tempfile::tempdir().unwrap();
-    let yaml = world
-        .config_yaml()
-        .replace(&world.registry_url(), &proxy.url())
-        .replace(
-            &world.registry_host(),
-            proxy.url().trim_start_matches("http://"),
-        );
-    let config = dir.path().join("cks-iso.yaml");
-    std::fs::write(&config, yaml).unwrap();
-    std::fs::copy(
-        world.trusted_root_path(),
-        dir.path().join("trusted_root.json"),
-    )
-    .unwrap();
+    let env = world_env(&world, &proxy.url(), dir.path());
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let repository = world.image(PAUSE).repository.clone();
     proxy.add(
         Rule::path_contains(&format!("{repository}/blobs/")).fault(Fault::FlipByte { offset: 5 }),
     );
-    let tmp = dir.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    let env = [
-        ("CKS_ISO_CONFIG", p(&config)),
-        ("TMPDIR", p(&tmp)),
-        ("HOME", p(dir.path())),
-    ];
     let d = |name: &str| dir.path().join(name);
     let (out_build, cache_build, out_pull, cache_pull) = (
         d("out-build"),
@@ -340,23 +321,17 @@ fn digest_mismatch_reads_the_same_in_build_and_pull() {
         d("cache-pull"),
     );
     let runs: Vec<Vec<&str>> = vec![
-        vec![
-            "build",
-            "--kubernetes",
-            world.kubernetes(),
-            "--network",
-            world.network_url(),
-            "--dashboard",
-            world.dashboard_url(),
-            "--arch",
-            "amd64",
-            "--retries",
-            "2",
-            "--output",
-            p(&out_build),
-            "--cache-dir",
-            p(&cache_build),
-        ],
+        world_build(
+            &world,
+            &[
+                "--retries",
+                "2",
+                "--output",
+                p(&out_build),
+                "--cache-dir",
+                p(&cache_build),
+            ],
+        ),
         vec![
             "pull",
             PAUSE,
@@ -405,43 +380,21 @@ fn unreachable_registry_gives_the_same_hint_in_build_pull_and_doctor() {
     let dir = tempfile::tempdir().unwrap();
     // Port 9 (discard) on the loopback: nothing listens, the connection is refused at once.
     let dead = "http://127.0.0.1:9";
-    let yaml = world
-        .config_yaml()
-        .replace(&world.registry_url(), dead)
-        .replace(&world.registry_host(), dead.trim_start_matches("http://"));
-    let config = dir.path().join("cks-iso.yaml");
-    std::fs::write(&config, yaml).unwrap();
-    std::fs::copy(
-        world.trusted_root_path(),
-        dir.path().join("trusted_root.json"),
-    )
-    .unwrap();
-    let tmp = dir.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    let env = [
-        ("CKS_ISO_CONFIG", p(&config)),
-        ("TMPDIR", p(&tmp)),
-        ("HOME", p(dir.path())),
-    ];
+    let env = world_env(&world, dead, dir.path());
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let d = |name: &str| dir.path().join(name);
     let (out, cache) = (d("out"), d("cache"));
-    let build = [
-        "build",
-        "--kubernetes",
-        world.kubernetes(),
-        "--network",
-        world.network_url(),
-        "--dashboard",
-        world.dashboard_url(),
-        "--arch",
-        "amd64",
-        "--retries",
-        "1",
-        "--output",
-        p(&out),
-        "--cache-dir",
-        p(&cache),
-    ];
+    let build = world_build(
+        &world,
+        &[
+            "--retries",
+            "2",
+            "--output",
+            p(&out),
+            "--cache-dir",
+            p(&cache),
+        ],
+    );
     let err = fails(&build, &env, 1);
     assert!(
         err.contains("cannot fetch the registry's API root") && err.contains(dead),
@@ -492,4 +445,93 @@ fn unreachable_registry_gives_the_same_hint_in_build_pull_and_doctor() {
             .starts_with("hint: each FAIL line above"),
         "{stderr}"
     );
+}
+
+/// Writes a configuration for `world` whose registry is reached at `url` (a proxy, a token front,
+/// a dead port) into `dir`, with the world's trusted root beside it; returns the environment a
+/// run in `dir` needs.
+fn world_env(
+    world: &cks_iso_testworld::world::World,
+    url: &str,
+    dir: &std::path::Path,
+) -> Vec<(String, String)> {
+    let yaml = world
+        .config_yaml()
+        .replace(&world.registry_url(), url)
+        .replace(&world.registry_host(), url.trim_start_matches("http://"));
+    let config = dir.join("cks-iso.yaml");
+    std::fs::write(&config, yaml).unwrap();
+    std::fs::copy(world.trusted_root_path(), dir.join("trusted_root.json")).unwrap();
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    vec![
+        ("CKS_ISO_CONFIG".into(), p(&config).into()),
+        ("TMPDIR".into(), p(&tmp).into()),
+        ("HOME".into(), p(dir).into()),
+    ]
+}
+
+/// `build` of the world for amd64 with `rest`.
+fn world_build<'a>(world: &'a cks_iso_testworld::world::World, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "build",
+        "--kubernetes",
+        world.kubernetes(),
+        "--network",
+        world.network_url(),
+        "--dashboard",
+        world.dashboard_url(),
+        "--arch",
+        "amd64",
+    ];
+    args.extend_from_slice(rest);
+    args
+}
+
+/// A registry that refuses anonymous pulls gives the same hint in `build` and `pull`: log in, or
+/// pass --authfile.
+#[test]
+fn auth_failure_gives_the_same_hint_in_build_and_pull() {
+    use cks_iso_testworld::registry::{FrontAuth, TokenFront};
+    use cks_iso_testworld::world::{Options, World};
+
+    const HINT: &str = "hint: log in with `docker login` or `podman login`, or pass --authfile \
+                        FILE with credentials for this registry";
+    let world = World::start(Options::default());
+    let front = TokenFront::start(
+        &world.registry_host(),
+        FrontAuth::Password {
+            user: "cks".into(),
+            password: "right-horse".into(),
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let env = world_env(&world, &front.url(), dir.path());
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let d = |name: &str| dir.path().join(name);
+    let (out, cache) = (d("out"), d("cache"));
+    // A refusal is not retried; the default retries absorb a slow machine's timeouts elsewhere.
+    let common = ["--cache-dir", p(&cache)];
+    let mut build = world_build(&world, &["--output", p(&out)]);
+    build.extend_from_slice(&common);
+    let mut pull = vec![
+        "pull",
+        "registry.k8s.io/pause:3.10",
+        "--arch",
+        "amd64",
+        "--out",
+        p(&out),
+    ];
+    pull.extend_from_slice(&common);
+    for args in [build, pull] {
+        let err = fails(&args, &env, 1);
+        let line = err
+            .lines()
+            .find(|l| l.contains("refused access"))
+            .unwrap_or_else(|| {
+                panic!("{args:?}: no line says the registry refused access:\n{err}")
+            });
+        assert!(line.contains(&front.host()), "{line}");
+        assert!(err.lines().any(|l| l == HINT), "{args:?}:\n{err}");
+    }
 }

@@ -210,7 +210,11 @@ impl Registry {
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
-        let token_host = url.host_str().unwrap_or_default().to_owned();
+        // host[:port], named in full in messages.
+        let token_host = match url.port() {
+            Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
+            None => url.host_str().unwrap_or_default().to_owned(),
+        };
         #[derive(Deserialize)]
         struct Reply {
             token: Option<String>,
