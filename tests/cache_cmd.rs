@@ -430,7 +430,7 @@ fn prune_keeps_exactly_what_the_locks_need() {
     // A second prune finds nothing more.
     let out = ok(cache_cmd(&s.cache, &["prune", "--keep-locked", p(&s.lock)]));
     assert!(
-        text(&out.stdout).starts_with("freed 0 bytes"),
+        text(&out.stdout).starts_with("freed 0 B: 0 blob(s) and 0 index entries removed"),
         "{}",
         text(&out.stdout)
     );

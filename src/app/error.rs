@@ -142,7 +142,11 @@ impl From<crate::iso::read::ReadError> for AppError {
     fn from(err: crate::iso::read::ReadError) -> Self {
         Self::failure(
             err,
-            Some("is it an ISO 9660 image? `isoinfo -d -i FILE` tells".into()),
+            Some(
+                "pass an ISO built by cks-iso or the upstream script; `isoinfo -d -i FILE` shows \
+                 whether a file is an ISO 9660 image"
+                    .into(),
+            ),
         )
     }
 }

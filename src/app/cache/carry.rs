@@ -41,6 +41,8 @@ pub(super) fn export(args: CacheExportArgs, ui: &Ui) -> Result<(), AppError> {
             )),
         ));
     }
+    crate::app::net::writable(&args.output)
+        .map_err(|e| AppError::output_dir(&args.output, "-o", e))?;
     let out = Cache::new(&args.output);
     let total = needs.blobs.iter().filter_map(|n| n.size).sum();
     let progress = ui.bytes(&format!("exporting {} blob(s)", needs.blobs.len()));

@@ -263,8 +263,7 @@ pub(super) fn prune(args: CachePruneArgs) -> Result<(), AppError> {
         }
     }
     println!(
-        "freed {freed} bytes ({}): {count} blob(s) and {forgotten} index entries removed, {} \
-         blob(s) kept",
+        "freed {}: {count} blob(s) and {forgotten} index entries removed, {} blob(s) kept",
         human(freed),
         blobs.len() - count
     );

@@ -57,28 +57,18 @@ fn open(dir: Option<PathBuf>) -> Result<Cache, AppError> {
     net::cache(dir)
 }
 
-/// `1.5 MiB`.
+/// `1.50 KiB`, as indicatif's `HumanBytes` writes sizes everywhere else (STYLE.md).
 fn human(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    match unit {
-        0 => format!("{bytes} bytes"),
-        _ => format!("{value:.1} {}", UNITS[unit]),
-    }
+    indicatif::HumanBytes(bytes).to_string()
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn sizes_read_like_people_write_them() {
-        assert_eq!(super::human(0), "0 bytes");
-        assert_eq!(super::human(1023), "1023 bytes");
-        assert_eq!(super::human(1536), "1.5 KiB");
-        assert_eq!(super::human(5 << 30), "5.0 GiB");
+        assert_eq!(super::human(0), "0 B");
+        assert_eq!(super::human(1023), "1023 B");
+        assert_eq!(super::human(1536), "1.50 KiB");
+        assert_eq!(super::human(5 << 30), "5.00 GiB");
     }
 }
