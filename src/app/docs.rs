@@ -85,7 +85,12 @@ pub fn man(args: ManArgs) -> Result<(), AppError> {
         }
         man_for(page).render(&mut buf)
     }
-    .map_err(|e| AppError::failure(anyhow::Error::new(e).context("cannot render"), None))?;
+    .map_err(|e| {
+        AppError::failure(
+            anyhow::Error::new(e).context("cannot render the manual page"),
+            None,
+        )
+    })?;
     print(&buf)
 }
 

@@ -151,8 +151,7 @@ impl ResolveError {
                     .into()
             }
             Self::Status { status, .. } if status.as_u16() == 404 => {
-                "check the repository URL named above and the --mirror rules that rewrite it"
-                    .into()
+                "check the repository URL named above and the --mirror rules that rewrite it".into()
             }
             Self::NotSmart { .. } => {
                 "the server must speak git's smart HTTP protocol (git http-backend, GitHub, a \
@@ -160,7 +159,8 @@ impl ResolveError {
                     .into()
             }
             Self::Constants { .. } => {
-                "the constants file may have changed shape; the embedded table covers known releases"
+                "kubeadm's constants file changed shape in this release: a newer cks-iso may read \
+                 it; meanwhile build a Kubernetes release this cks-iso knows"
                     .into()
             }
             Self::Status { .. } | Self::Protocol { .. } | Self::PktLine { .. } => return None,

@@ -43,9 +43,12 @@ pub(crate) fn checker(
     settings: &Settings,
 ) -> Result<Option<Checker>, AppError> {
     let mode = match flag {
-        Some(text) => text
-            .parse::<Mode>()
-            .map_err(|e| AppError::usage(anyhow::anyhow!("--signatures: {e}"), None))?,
+        Some(text) => text.parse::<Mode>().map_err(|e| {
+            AppError::usage(
+                anyhow::anyhow!("--signatures: {e}"),
+                Some("pass --signatures off, verify (the default) or enforce".into()),
+            )
+        })?,
         None => settings.signatures.unwrap_or_default(),
     };
     if mode == Mode::Off {
