@@ -512,7 +512,11 @@ async fn one_arch(
             while let Some(next) = cause.source() {
                 cause = next;
             }
-            cause.to_string()
+            // A root cause may start with its image (`ref: host refused access`): compared
+            // without it, one refusing registry is one cause.
+            let text = cause.to_string();
+            text.split_once(": ")
+                .map_or(text.clone(), |(_, rest)| rest.to_owned())
         };
         let one_cause = failures.iter().all(|e| root(e) == root(&first));
         if count > 1 && one_cause {
