@@ -45,13 +45,13 @@ pub const CCM_VERSION: Var = Var {
 /// Where the blob cache lives (`$XDG_CACHE_HOME/cks-iso`), per the XDG base directory spec.
 pub const XDG_CACHE_HOME: Var = Var {
     name: "XDG_CACHE_HOME",
-    about: "the blob cache is `$XDG_CACHE_HOME/cks-iso` (an absolute path), else `~/.cache/cks-iso`",
+    about: "the cache is `$XDG_CACHE_HOME/cks-iso` (an absolute path), else `~/.cache/cks-iso`",
 };
 
 /// The user's home, for the default cache directory when `XDG_CACHE_HOME` is unset.
 pub const HOME: Var = Var {
     name: "HOME",
-    about: "the default blob cache is `$HOME/.cache/cks-iso` when `XDG_CACHE_HOME` is unset; `$HOME/.docker/config.json` gives registry credentials",
+    about: "the default cache is `$HOME/.cache/cks-iso` when `XDG_CACHE_HOME` is unset; `$HOME/.docker/config.json` gives registry credentials",
 };
 
 /// Where temporary work directories go (read through `std::env::temp_dir`).

@@ -534,10 +534,6 @@ fn auth_failure_gives_the_same_hint_in_build_and_pull() {
         assert!(line.contains(&front.host()), "{line}");
         assert!(err.lines().any(|l| l == HINT), "{args:?}:\n{err}");
         // One refusing registry is one cause, said once, not once per image.
-        assert_eq!(
-            err.matches("refused access").count(),
-            1,
-            "{args:?}:\n{err}"
-        );
+        assert_eq!(err.matches("refused access").count(), 1, "{args:?}:\n{err}");
     }
 }

@@ -137,8 +137,8 @@ impl RegistryError {
     pub fn hint(&self) -> Option<String> {
         Some(match self {
             Self::NotFound { .. } => {
-                "check the name, tag and digest; behind a mirror, check that the mirror holds it \
-                 (--registry-mirror)"
+                "check the name, tag and digest; behind a registry mirror (--registry-mirror), \
+                 check that it holds the image"
                     .into()
             }
             Self::Auth { .. } => AUTH_HINT.into(),
