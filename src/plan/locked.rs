@@ -102,7 +102,15 @@ pub fn locked(
         true => lock
             .arches
             .keys()
-            .map(|k| Arch::parse(k).map_err(|_| PlanError::Arch { given: k.clone() }))
+            .map(|k| {
+                // Not --arch: the lock itself names it.
+                Arch::parse(k).map_err(|_| {
+                    PlanError::Lock(crate::lock::LockError::Invalid {
+                        origin: origin.to_owned(),
+                        reason: format!("it locks {k:?}, not an architecture cks-iso builds for"),
+                    })
+                })
+            })
             .collect::<Result<_, _>>()?,
         false => arches,
     };
