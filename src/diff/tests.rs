@@ -18,6 +18,7 @@ fn arch_entry(uname: &str) -> ArchEntry {
             url: "https://dl.k8s.io/kubeadm".into(),
             size: 10,
             sha256: hex('a'),
+            signature: None,
         }],
         images: vec![ImageEntry {
             reference: "registry.k8s.io/pause:3.10".into(),
@@ -226,6 +227,7 @@ fn versions_txt_compares_with_a_lock_on_what_both_know() {
             FileRecord {
                 path: "k8s/kubeadm".into(),
                 sha256: hex('a'),
+                signature: None,
                 source: "https://dl.k8s.io/kubeadm".into(),
             },
             FileRecord {
