@@ -147,8 +147,11 @@ impl Cache {
                 }
                 // Its signature material: `.sig`, `.cert` and the Rekor entry reply.
                 if let Some(sig) = &file.signature {
-                    for (kind, hex) in [("sig", &sig.sig), ("cert", &sig.cert), ("rekor", &sig.rekor)]
-                    {
+                    for (kind, hex) in [
+                        ("sig", &sig.sig),
+                        ("cert", &sig.cert),
+                        ("rekor", &sig.rekor),
+                    ] {
                         let what = format!("{what} {kind}");
                         let Ok(d) = Digest::parse(&format!("sha256:{hex}")) else {
                             needs.broken(what, hex, "the lock's sha256 is not 64 hex".into());

@@ -227,7 +227,6 @@ fn versions_txt_compares_with_a_lock_on_what_both_know() {
             FileRecord {
                 path: "k8s/kubeadm".into(),
                 sha256: hex('a'),
-                signature: None,
                 source: "https://dl.k8s.io/kubeadm".into(),
             },
             FileRecord {

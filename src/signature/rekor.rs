@@ -404,7 +404,12 @@ pub fn checkpoint(root: &TrustedRoot, envelope: &str) -> Result<Checkpoint, Stri
             why.push("a signature line does not start with an em dash".to_owned());
             continue;
         };
-        let Some(sig) = rest.rsplit(' ').next().and_then(b64).filter(|s| s.len() > 4) else {
+        let Some(sig) = rest
+            .rsplit(' ')
+            .next()
+            .and_then(b64)
+            .filter(|s| s.len() > 4)
+        else {
             why.push("a signature line has no base64 signature".to_owned());
             continue;
         };

@@ -120,7 +120,10 @@ fn binaries(cx: &mut Ctx, versions: &Versions, report: &Report, sig: &SignatureC
         let Some(entry) = reported.get(file.path.as_str()) else {
             cx.violation(
                 REPORT_PATH,
-                format!("{} ({}) is covered but not reported", file.path, file.source),
+                format!(
+                    "{} ({}) is covered but not reported",
+                    file.path, file.source
+                ),
             );
             continue;
         };

@@ -533,8 +533,7 @@ async fn one_arch(
         Some(checker) => {
             let mut sigs = signatures::check(checker, registry, &images, arch.k8s()).await?;
             let (reports, evidence) =
-                signatures::check_files(checker, fetcher, &pins.kubernetes, &files, locked)
-                    .await?;
+                signatures::check_files(checker, fetcher, &pins.kubernetes, &files, locked).await?;
             sigs.report.binaries = reports;
             sigs.binaries = evidence;
             Some(sigs)

@@ -11,7 +11,6 @@ use crate::cache::Cache;
 use crate::config::Settings;
 use crate::fetch::{FetchError, get_bytes, post_json};
 use crate::image::Digest;
-use crate::upstream::Fetcher;
 use crate::image::Image;
 use crate::registry::Registry;
 use crate::signature::rekor;
@@ -19,6 +18,7 @@ use crate::signature::{
     self, BinaryEvidence, BinaryReport, ImageReport, Mode, PUBLIC_GOOD_ROOT, Policy, Report,
     SignatureError, SignatureManifest, TrustedRoot,
 };
+use crate::upstream::Fetcher;
 
 /// The directory at the ISO's root that holds the evidence.
 pub(crate) const DIR: &str = "signatures";
@@ -456,9 +456,18 @@ async fn rekor_entry(
     let index = fetcher
         .mirrors
         .rewrite(&format!("{}/api/v1/index/retrieve", checker.rekor_url));
-    let reply = post_json(&fetcher.download, &index, &rekor::index_query(&hex), 1 << 20).await?;
+    let reply = post_json(
+        &fetcher.download,
+        &index,
+        &rekor::index_query(&hex),
+        1 << 20,
+    )
+    .await?;
     let uuids = rekor::uuids(&reply).unwrap_or_default();
-    for uuid in uuids.iter().filter(|u| u.chars().all(|c| c.is_ascii_alphanumeric())) {
+    for uuid in uuids
+        .iter()
+        .filter(|u| u.chars().all(|c| c.is_ascii_alphanumeric()))
+    {
         let url = format!("{}/api/v1/log/entries/{uuid}", checker.rekor_url);
         let (bytes, _) = get_bytes(
             &fetcher.download,
@@ -507,8 +516,7 @@ pub(super) async fn check_files(
         let fetch_err = |e: FetchError| {
             let hint = e.hint();
             AppError::failure(
-                anyhow::Error::new(e)
-                    .context(format!("cannot fetch the signature of {artifact}")),
+                anyhow::Error::new(e).context(format!("cannot fetch the signature of {artifact}")),
                 hint,
             )
         };
@@ -623,10 +631,7 @@ pub(super) async fn check_files(
         let verified = rekor::verify_file(&checker.root, rule, &bytes, &ev, now())
             .map_err(|f| invalid(f.step, f.reason))?;
         report.verdict = "verified".into();
-        report.bundle = Some(format!(
-            "{DIR}/{}",
-            BinaryEvidence::bundle_path(&file.dest)
-        ));
+        report.bundle = Some(format!("{DIR}/{}", BinaryEvidence::bundle_path(&file.dest)));
         report.identity = Some(verified.identity);
         report.issuer = Some(verified.issuer);
         report.log_index = Some(verified.log_index);
