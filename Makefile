@@ -12,7 +12,7 @@ DEB_COMMANDS := docker-registry git xorriso isoinfo bsdtar 7z skopeo containerd 
 # The formats' own SBOM validators, from PyPI into a virtualenv the tests use (tests/build_e2e.rs),
 # and `cryptography` for the independent image-signature oracle (tests/signatures.rs; Debian 12's
 # python3-cryptography 38 lacks the certificate APIs it uses), and Sigstore's own client, the
-# oracle that verifies the binaries' bundles offline (tests/binary_signatures.rs).
+# oracle that verifies the binaries' bundles offline (tests/signatures.rs).
 SBOM_VENV := .venv-sbom
 SBOM_PIP := cyclonedx-python-lib[json-validation]==11.12.0 spdx-tools==0.8.5 cryptography==48.0.0 sigstore==4.5.1
 

@@ -594,16 +594,7 @@ mod binaries {
         let bundle = include_bytes!("testdata/cosign-v3-blob.sigstore.json");
         let ev = Evidence::from_bundle(bundle).unwrap();
         let root = TrustedRoot::from_json(super::super::PUBLIC_GOOD_ROOT).unwrap();
-        let body = super::super::verify::b64(&ev.body).unwrap();
         let p = &ev.proof;
-        inclusion(
-            p.log_index,
-            p.tree_size,
-            leaf_hash(&body),
-            &p.hashes,
-            &p.root_hash,
-        )
-        .unwrap();
         let cp = checkpoint(&root, &p.checkpoint).unwrap();
         assert_eq!(
             (cp.size, cp.root.clone()),
@@ -615,7 +606,12 @@ mod binaries {
             "w.vollprecht@gmail.com",
             "https://github.com/login/oauth",
         );
+        // Every check, the inclusion proof up to the checkpoint's root included.
         verify_file(&root, &rule, blob, &ev, now()).unwrap();
+        let mut spoiled = ev.clone();
+        spoiled.proof.hashes[3][7] ^= 1;
+        let err = verify_file(&root, &rule, blob, &spoiled, now()).unwrap_err();
+        assert_eq!(err.step, Step::InclusionProof);
         // The world's root knows neither the log nor its checkpoint key.
         let world = TrustedRoot::from_json(Sigstore::generate().trusted_root()).unwrap();
         assert!(checkpoint(&world, &p.checkpoint).is_err());

@@ -520,20 +520,16 @@ pub(super) async fn check_files(
                 hint,
             )
         };
-        let sig = side_file(
-            fetcher,
-            &format!("{}.sig", file.source),
-            lock_sig.as_ref().map(|s| s.sig.as_str()),
-        )
-        .await
-        .map_err(fetch_err)?;
-        let cert = side_file(
-            fetcher,
-            &format!("{}.cert", file.source),
-            lock_sig.as_ref().map(|s| s.cert.as_str()),
-        )
-        .await
-        .map_err(fetch_err)?;
+        let mut side = Vec::new();
+        for (ext, locked) in [
+            ("sig", lock_sig.as_ref().map(|s| s.sig.as_str())),
+            ("cert", lock_sig.as_ref().map(|s| s.cert.as_str())),
+        ] {
+            let url = format!("{}.{ext}", file.source);
+            side.push(side_file(fetcher, &url, locked).await.map_err(fetch_err)?);
+        }
+        let cert = side.pop().flatten();
+        let sig = side.pop().flatten();
         let found = match (sig, cert) {
             (Some(sig), Some(cert)) => {
                 let entry = rekor_entry(
