@@ -370,8 +370,8 @@ pub struct BuildArgs {
     #[arg(long)]
     pub offline: bool,
     /// Sigstore signatures of registry.k8s.io images and dl.k8s.io binaries (.sig/.cert and
-    /// their Rekor entry): off, verify (bad ones fail, unsigned ones warn, except a Kubernetes
-    /// >= 1.26 binary without one, which fails) or enforce (unsigned ones fail too)
+    /// their Rekor entry): off, verify (bad ones fail, unsigned ones warn, except a binary of
+    /// Kubernetes 1.26 or later without one, which fails) or enforce (unsigned ones fail too)
     /// [default: config file, else verify].
     #[arg(long, value_name = "MODE", env = "CKS_ISO_SIGNATURES", value_parser = ["off", "verify", "enforce"])]
     pub signatures: Option<String>,
