@@ -80,16 +80,25 @@ fn isos(dir: &Path) -> Vec<String> {
 fn both_arches_verify_and_carry_the_evidence() {
     let world = World::start(Options::default());
     let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("run.lock");
     let first = ok(build(
         &world,
         dir.path(),
         "out",
-        &["--arch", "amd64", "--arch", "arm64"],
+        &[
+            "--arch",
+            "amd64",
+            "--arch",
+            "arm64",
+            "--lock-file",
+            p(&lock),
+        ],
     )
     .output()
     .unwrap());
     assert!(
-        stderr(&first).contains("image signatures verified"),
+        stderr(&first).contains("image signatures verified")
+            && stderr(&first).contains("3 of 3 covered files' signatures verified"),
         "{}",
         stderr(&first)
     );
@@ -192,6 +201,15 @@ fn both_arches_verify_and_carry_the_evidence() {
             );
         }
         run(cks_iso().args(["verify", p(&iso)]));
+        binaries_evidence(&world, &tree);
+    }
+    // The lock records the binaries' signature material.
+    let locked: serde_json::Value = serde_json::from_slice(&fs::read(&lock).unwrap()).unwrap();
+    let files = locked["arches"]["amd64"]["files"].as_array().unwrap();
+    let kubeadm = files.iter().find(|f| f["path"] == "k8s/kubeadm").unwrap();
+    for key in ["sig", "cert", "rekor"] {
+        let hex = kubeadm["signature"][key].as_str().unwrap_or_default();
+        assert_eq!(hex.len(), 64, "{kubeadm:#}");
     }
     // Deterministic: a second build makes the same bytes.
     ok(build(
@@ -222,13 +240,18 @@ fn both_arches_verify_and_carry_the_evidence() {
         }
         cmd.arg(p(iso)).output().unwrap()
     };
-    let out = verify(&iso, Some(&root));
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        stderr(&out)
-    );
+    for iso in [
+        iso.clone(),
+        dir.path().join(format!("out/setup-v{version}-aarch64.iso")),
+    ] {
+        let out = verify(&iso, Some(&root));
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            stderr(&out)
+        );
+    }
     // An independent oracle (Python's `cryptography`) agrees on both ISOs' evidence.
     for arch in ["amd64", "arm64"] {
         let out = oracle(&dir.path().join(format!("tree-{arch}")), &root);
@@ -238,6 +261,16 @@ fn both_arches_verify_and_carry_the_evidence() {
             said.starts_with("ok: ") && !said.starts_with("ok: 0 "),
             "{said}"
         );
+        // Sigstore's own client verifies the binaries' bundles, offline.
+        if let Some(out) = bundle_oracle(&dir.path().join(format!("tree-{arch}")), &root) {
+            let said = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(
+                out.status.success(),
+                "bundle oracle: {said}{}",
+                stderr(&out)
+            );
+            assert_eq!(said.trim(), "ok: 3 bundles");
+        }
     }
     // Sigstore's public root (the default) did not sign the world's images.
     let out = verify(&iso, None);
@@ -333,6 +366,104 @@ fn both_arches_verify_and_carry_the_evidence() {
         .unwrap();
     });
     assert!(text.contains("recorded as not-covered"), "{text}");
+    // A flipped byte in a binary, and a flipped bit in a bundle's SET.
+    fn flip(rel: &str, at: usize) -> impl Fn(&Path) + '_ {
+        move |t: &Path| {
+            let mut bytes = fs::read(t.join(rel)).unwrap();
+            bytes[at] ^= 1;
+            fs::write(t.join(rel), bytes).unwrap();
+        }
+    }
+    let text = retamper("binary", &flip("k8s/kubeadm", 5000));
+    assert!(text.contains("k8s/kubeadm"), "{text}");
+    let bundle = "signatures/binaries/k8s/kubectl.sigstore.json";
+    let json = fs::read_to_string(tree.join(bundle)).unwrap();
+    let at = json.find("\"signedEntryTimestamp\": \"").unwrap() + 30;
+    let text = retamper("bundle", &flip(bundle, at));
+    assert!(text.contains("kubectl") && text.contains("Rekor"), "{text}");
+}
+
+/// The binaries' evidence in an extracted ISO: verified by krel-staging, a bundle and the
+/// original `.sig`/`.cert` (as the world serves them) each, named in both SBOMs and versions.txt.
+fn binaries_evidence(world: &World, tree: &Path) {
+    let report: serde_json::Value =
+        serde_json::from_slice(&fs::read(tree.join("signatures/report.json")).unwrap()).unwrap();
+    let binaries = report["binaries"].as_array().unwrap();
+    let paths: Vec<&str> = binaries
+        .iter()
+        .map(|b| b["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        ["k8s/kubeadm", "k8s/kubectl", "k8s/kubelet"],
+        "{report:#}"
+    );
+    for b in binaries {
+        assert_eq!(b["verdict"], "verified", "{b:#}");
+        assert_eq!(b["identity"], STAGING);
+        assert_eq!(b["issuer"], "https://accounts.google.com");
+        let file = fs::read(tree.join(b["path"].as_str().unwrap())).unwrap();
+        let hex = hex::encode(sha2::Sha256::digest(&file));
+        assert_eq!(b["sha256"], hex.as_str());
+        let path = b["path"].as_str().unwrap();
+        let url = b["url"].as_str().unwrap();
+        assert!(url.starts_with("https://dl.k8s.io/release/"), "{url}");
+        let bundle: serde_json::Value =
+            serde_json::from_slice(&fs::read(tree.join(b["bundle"].as_str().unwrap())).unwrap())
+                .unwrap();
+        assert_eq!(
+            bundle["mediaType"],
+            "application/vnd.dev.sigstore.bundle.v0.3+json"
+        );
+        let entry = &bundle["verificationMaterial"]["tlogEntries"][0];
+        assert_eq!(entry["kindVersion"]["kind"], "hashedrekord");
+        assert!(entry["inclusionProof"]["checkpoint"]["envelope"].is_string());
+        // The original .sig and .cert, byte for byte as served.
+        let served = url.trim_start_matches("https://");
+        for ext in ["sig", "cert"] {
+            let kept = fs::read(tree.join(format!("signatures/binaries/{path}.{ext}"))).unwrap();
+            let upstream = world.upstream().take(&format!("{served}.{ext}")).unwrap();
+            world.upstream().put(
+                &format!("{served}.{ext}"),
+                upstream.body.clone(),
+                upstream.content_type,
+            );
+            assert_eq!(kept, upstream.body, "{path}.{ext}");
+        }
+    }
+    // The SBOM names the binary's signer.
+    let spdx = fs::read_to_string(tree.join("sbom.spdx.json")).unwrap();
+    assert!(
+        spdx.contains(&format!("\"signature verified: {STAGING}")),
+        "SPDX"
+    );
+    let versions = fs::read_to_string(tree.join("versions.txt")).unwrap();
+    assert!(
+        versions.contains("; 3 of 3 binaries verified"),
+        "{versions}"
+    );
+}
+
+/// `scripts/check-binary-bundles.py` (Sigstore's Python client) on an extracted ISO, when
+/// `make deps` installed it: `None` when it is not there.
+fn bundle_oracle(tree: &Path, root: &Path) -> Option<Output> {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-sbom/bin/python");
+    let has_sigstore = Command::new(&python)
+        .args(["-c", "import sigstore.verify"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_sigstore {
+        eprintln!("the sigstore Python package is not in .venv-sbom (make deps): oracle skipped");
+        return None;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check-binary-bundles.py");
+    Some(
+        Command::new(&python)
+            .arg(&script)
+            .args([p(tree), p(root), STAGING, "https://accounts.google.com"])
+            .output()
+            .unwrap(),
+    )
 }
 
 /// `scripts/check-image-signatures.py` on an extracted ISO: the independent oracle.
@@ -645,181 +776,6 @@ fn kubeadm_path(world: &World, arch: &str) -> String {
         "dl.k8s.io/release/v{}/bin/linux/{arch}/kubeadm",
         world.kubernetes()
     )
-}
-
-#[test]
-fn both_arches_verify_binaries_and_carry_their_bundles() {
-    let world = World::start(Options::default());
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let lock = d.join("run.lock");
-    let both = ["--arch", "amd64", "--arch", "arm64"];
-    let args = [&both[..], &["--lock-file", p(&lock)]].concat();
-    let out = ok(build(&world, d, "out", &args).output().unwrap());
-    assert!(
-        stderr(&out).contains("3 of 3 covered files' signatures verified"),
-        "{}",
-        stderr(&out)
-    );
-    for (arch, name) in [("amd64", "x86_64"), ("arm64", "aarch64")] {
-        let iso = d.join(format!("out/setup-v{}-{name}.iso", world.kubernetes()));
-        let tree = d.join(format!("tree-{arch}"));
-        fs::create_dir_all(&tree).unwrap();
-        tool("bsdtar", ["-x", "-f", p(&iso), "-C", p(&tree)]);
-        let report: serde_json::Value =
-            serde_json::from_slice(&fs::read(tree.join("signatures/report.json")).unwrap())
-                .unwrap();
-        let binaries = report["binaries"].as_array().unwrap();
-        let paths: Vec<&str> = binaries
-            .iter()
-            .map(|b| b["path"].as_str().unwrap())
-            .collect();
-        assert_eq!(
-            paths,
-            ["k8s/kubeadm", "k8s/kubectl", "k8s/kubelet"],
-            "{report:#}"
-        );
-        for b in binaries {
-            assert_eq!(b["verdict"], "verified", "{b:#}");
-            assert_eq!(b["identity"], STAGING);
-            assert_eq!(b["issuer"], "https://accounts.google.com");
-            let file = fs::read(tree.join(b["path"].as_str().unwrap())).unwrap();
-            let hex = hex::encode(sha2::Sha256::digest(&file));
-            assert_eq!(b["sha256"], hex.as_str());
-            let path = b["path"].as_str().unwrap();
-            let url = b["url"].as_str().unwrap();
-            assert!(url.starts_with("https://dl.k8s.io/release/"), "{url}");
-            let bundle: serde_json::Value = serde_json::from_slice(
-                &fs::read(tree.join(b["bundle"].as_str().unwrap())).unwrap(),
-            )
-            .unwrap();
-            assert_eq!(
-                bundle["mediaType"],
-                "application/vnd.dev.sigstore.bundle.v0.3+json"
-            );
-            let entry = &bundle["verificationMaterial"]["tlogEntries"][0];
-            assert_eq!(entry["kindVersion"]["kind"], "hashedrekord");
-            assert!(entry["inclusionProof"]["checkpoint"]["envelope"].is_string());
-            // The original .sig and .cert, byte for byte as served.
-            let served = url.trim_start_matches("https://");
-            for ext in ["sig", "cert"] {
-                let kept =
-                    fs::read(tree.join(format!("signatures/binaries/{path}.{ext}"))).unwrap();
-                let upstream = world.upstream().take(&format!("{served}.{ext}")).unwrap();
-                world.upstream().put(
-                    &format!("{served}.{ext}"),
-                    upstream.body.clone(),
-                    upstream.content_type,
-                );
-                assert_eq!(kept, upstream.body, "{path}.{ext}");
-            }
-        }
-        // The SBOM names the binary's signer.
-        let spdx = fs::read_to_string(tree.join("sbom.spdx.json")).unwrap();
-        assert!(
-            spdx.contains(&format!("\"signature verified: {STAGING}")),
-            "SPDX"
-        );
-        let versions = fs::read_to_string(tree.join("versions.txt")).unwrap();
-        assert!(
-            versions.contains("; 3 of 3 binaries verified"),
-            "{versions}"
-        );
-    }
-    // The lock records the material's digests.
-    let locked: serde_json::Value = serde_json::from_slice(&fs::read(&lock).unwrap()).unwrap();
-    let files = locked["arches"]["amd64"]["files"].as_array().unwrap();
-    let kubeadm = files.iter().find(|f| f["path"] == "k8s/kubeadm").unwrap();
-    for key in ["sig", "cert", "rekor"] {
-        assert_eq!(
-            kubeadm["signature"][key].as_str().unwrap().len(),
-            64,
-            "{kubeadm:#}"
-        );
-    }
-    // Deterministic: a second build makes the same bytes.
-    ok(build(&world, d, "again", &both).output().unwrap());
-    for name in isos(&d.join("out")) {
-        let a = fs::read(d.join("out").join(&name)).unwrap();
-        let b = fs::read(d.join("again").join(&name)).unwrap();
-        assert!(a == b, "{name} differs between two builds");
-    }
-
-    // Re-verified offline, every server stopped, against the world's root given by hand.
-    let root = d.join("root.json");
-    fs::copy(world.trusted_root_path(), &root).unwrap();
-    let version = world.kubernetes().to_owned();
-    drop(world);
-    let verify = |iso: &Path| {
-        cks_iso()
-            .args(["verify", "--signatures", "--trusted-root", p(&root)])
-            .arg(p(iso))
-            .output()
-            .unwrap()
-    };
-    for name in ["x86_64", "aarch64"] {
-        let out = verify(&d.join(format!("out/setup-v{version}-{name}.iso")));
-        assert!(
-            out.status.success(),
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            stderr(&out)
-        );
-    }
-    // The independent oracle, when the virtualenv has Sigstore's Python client.
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-sbom/bin/python");
-    let has_sigstore = Command::new(&python)
-        .args(["-c", "import sigstore.verify"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if has_sigstore {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check-binary-bundles.py");
-        let out = Command::new(&python)
-            .arg(&script)
-            .args([
-                p(&d.join("tree-amd64")),
-                p(&root),
-                STAGING,
-                "https://accounts.google.com",
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "oracle: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            stderr(&out)
-        );
-    } else {
-        eprintln!("the sigstore Python package is not in .venv-sbom: its oracle is skipped");
-    }
-
-    // Tampered ISOs: re-authored from the extracted tree with one thing changed.
-    let tree = d.join("tree-amd64");
-    let retamper = |name: &str, rel: &str, at: usize| {
-        let copy = d.join(format!("tamper-{name}"));
-        run(Command::new("cp").args(["-a", p(&tree), p(&copy)]));
-        let mut bytes = fs::read(copy.join(rel)).unwrap();
-        bytes[at] ^= 1;
-        fs::write(copy.join(rel), bytes).unwrap();
-        let bad = d.join(format!("{name}.iso"));
-        run(cks_iso().args(["iso", p(&copy), "-o", p(&bad)]));
-        let out = verify(&bad);
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            !out.status.success(),
-            "{name}: verify --signatures passed:\n{text}"
-        );
-        text
-    };
-    let text = retamper("binary", "k8s/kubeadm", 5000);
-    assert!(text.contains("k8s/kubeadm"), "{text}");
-    // A flipped bit inside the bundle's base64 signature text still parses, and fails.
-    let bundle = "signatures/binaries/k8s/kubectl.sigstore.json";
-    let body = fs::read_to_string(tree.join(bundle)).unwrap();
-    let at = body.find("\"signedEntryTimestamp\": \"").unwrap() + 30;
-    let text = retamper("bundle", bundle, at);
-    assert!(text.contains("kubectl"), "{text}");
 }
 
 #[test]
