@@ -68,14 +68,7 @@ pub(super) fn check(cx: &mut Ctx, versions: Option<&Versions>, sig: &SignatureCh
         let Some(rule) = sig.policy.rule_for(&repository) else {
             continue;
         };
-        if entry.verdict != "verified" {
-            cx.violation(
-                REPORT_PATH,
-                format!(
-                    "{}: recorded as {}, nothing to re-verify",
-                    image.name, entry.verdict
-                ),
-            );
+        if !verified(cx, &image.name, &entry.verdict) {
             continue;
         }
         let signed = entry.signed_digest.clone().unwrap_or_default();
@@ -100,6 +93,17 @@ pub(super) fn check(cx: &mut Ctx, versions: Option<&Versions>, sig: &SignatureCh
         }
     }
     binaries(cx, versions, &report, sig);
+}
+
+/// Whether a covered artifact is reported verified; a violation when not.
+fn verified(cx: &mut Ctx, artifact: &str, verdict: &str) -> bool {
+    if verdict != "verified" {
+        cx.violation(
+            REPORT_PATH,
+            format!("{artifact}: recorded as {verdict}, nothing to re-verify"),
+        );
+    }
+    verdict == "verified"
 }
 
 /// Each file a rule covers by URL has a verified bundle in `signatures/binaries/` that verifies
@@ -127,14 +131,7 @@ fn binaries(cx: &mut Ctx, versions: &Versions, report: &Report, sig: &SignatureC
             );
             continue;
         };
-        if entry.verdict != "verified" {
-            cx.violation(
-                REPORT_PATH,
-                format!(
-                    "{}: recorded as {}, nothing to re-verify",
-                    file.source, entry.verdict
-                ),
-            );
+        if !verified(cx, &file.source, &entry.verdict) {
             continue;
         }
         let bundle_path = format!("signatures/{}", BinaryEvidence::bundle_path(&file.path));

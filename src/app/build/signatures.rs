@@ -312,31 +312,35 @@ pub(super) fn sbom_notes(
         else {
             continue;
         };
-        let note = match r.verdict.as_str() {
-            "verified" => format!(
-                "verified: {} via {}, Rekor log index {}",
-                r.identity.as_deref().unwrap_or_default(),
-                r.issuer.as_deref().unwrap_or_default(),
-                r.log_index.unwrap_or_default()
-            ),
-            "unsigned" => "unsigned".to_owned(),
-            _ => continue,
-        };
-        notes.insert(format!("docker/{file}"), note);
+        if let Some(note) = note(&r.verdict, &r.identity, &r.issuer, r.log_index) {
+            notes.insert(format!("docker/{file}"), note);
+        }
     }
     for b in &sigs.report.binaries {
-        let note = match b.verdict.as_str() {
-            "verified" => format!(
-                "verified: {} via {}, Rekor log index {}",
-                b.identity.as_deref().unwrap_or_default(),
-                b.issuer.as_deref().unwrap_or_default(),
-                b.log_index.unwrap_or_default()
-            ),
-            other => other.to_owned(),
-        };
-        notes.insert(b.path.clone(), note);
+        if let Some(note) = note(&b.verdict, &b.identity, &b.issuer, b.log_index) {
+            notes.insert(b.path.clone(), note);
+        }
     }
     notes
+}
+
+/// `verified: <identity> via <issuer>, Rekor log index N`, `unsigned`, or nothing (not covered).
+fn note(
+    verdict: &str,
+    identity: &Option<String>,
+    issuer: &Option<String>,
+    log_index: Option<i64>,
+) -> Option<String> {
+    match verdict {
+        "verified" => Some(format!(
+            "verified: {} via {}, Rekor log index {}",
+            identity.as_deref().unwrap_or_default(),
+            issuer.as_deref().unwrap_or_default(),
+            log_index.unwrap_or_default()
+        )),
+        "unsigned" => Some("unsigned".to_owned()),
+        _ => None,
+    }
 }
 
 /// The one line `versions.txt` gets: `# signatures verify: 9 of 9 covered images verified, 0
