@@ -259,8 +259,8 @@ impl SignatureError {
             }
             Self::UnsignedFile { .. } => {
                 "dl.k8s.io publishes .sig and .cert beside every Kubernetes >= 1.26 binary: check \
-                 that the mirror serving it (--mirror) carries them too; --signatures off skips \
-                 the check"
+                 that the mirror serving it (--mirror) carries them too (offline, that the cache \
+                 holds them from an online build); --signatures off skips the check"
                     .into()
             }
             Self::Unsigned { .. } => {

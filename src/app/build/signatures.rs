@@ -504,6 +504,7 @@ pub(super) async fn check_files(
     kubernetes: &crate::resolve::KubeVersion,
     files: &[IsoFile],
     locked: Option<&crate::lock::ArchEntry>,
+    arch: &str,
 ) -> Result<(Vec<BinaryReport>, Vec<BinaryEvidence>), AppError> {
     let mut reports = Vec::new();
     let mut evidence = Vec::new();
@@ -649,7 +650,7 @@ pub(super) async fn check_files(
     evidence.sort_by(|a, b| a.path.cmp(&b.path));
     let verified = reports.iter().filter(|r| r.verdict == "verified").count();
     tracing::info!(
-        "{verified} of {} covered files' signatures verified",
+        "linux/{arch}: {verified} of {} covered files' signatures verified",
         reports.len()
     );
     Ok((reports, evidence))
