@@ -769,6 +769,34 @@ fn signature_fetches_are_retried_and_never_accepted_corrupt() {
         "{err}"
     );
     assert!(isos(&dir.path().join("bad")).is_empty());
+
+    // The binaries' Rekor entries: a 503 is retried, a flipped byte in one is fetched again (with
+    // its .sig and .cert), and the build verifies them.
+    proxy.clear_rules();
+    let rekor = FaultProxy::start(&world.rekor().url());
+    let yaml = fs::read_to_string(&config)
+        .unwrap()
+        .replace(&world.rekor().url(), &rekor.url());
+    fs::write(&config, yaml).unwrap();
+    let entries = "/api/v1/log/entries/";
+    rekor.add(
+        Rule::path_contains(entries)
+            .times(1)
+            .fault(Fault::Status(503)),
+    );
+    rekor.add(
+        Rule::path_contains(entries)
+            .times(1)
+            .fault(Fault::FlipByte { offset: 120 }),
+    );
+    let out = build(&world, dir.path(), "rekor", &["--arch", "amd64"])
+        .env("CKS_ISO_CONFIG", &config)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    ok(out);
+    assert!(err.contains("fetching its signature again"), "{err}");
+    assert!(rekor.requests_to(entries).len() >= 5, "{err}");
 }
 
 fn kubeadm_path(world: &World, arch: &str) -> String {
@@ -783,7 +811,8 @@ fn bad_or_missing_binary_signatures_fail_the_build_before_writing() {
     let world = World::start(Options::default());
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let amd64 = ["--arch", "amd64"];
+    // Bad material is fetched again before it fails the build: once is enough here.
+    let amd64 = ["--arch", "amd64", "--retries", "2"];
     let path = kubeadm_path(&world, "amd64");
     let file = world.upstream().take(&path).unwrap();
     world

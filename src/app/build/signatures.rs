@@ -512,139 +512,28 @@ pub(super) async fn check_files(
         let Some(rule) = checker.policy.rule_for_url(&file.source) else {
             continue;
         };
-        let digest = hex::decode(&file.sha256).unwrap_or_default();
-        let artifact = file.source.clone();
-        let shown = format!("sha256:{}", file.sha256);
         let lock_sig = locked
             .and_then(|l| l.files.iter().find(|f| f.path == file.dest))
             .and_then(|f| f.signature.clone());
-        let fetch_err = |e: FetchError| {
-            let hint = e.hint();
-            AppError::failure(
-                anyhow::Error::new(e).context(format!("cannot fetch the signature of {artifact}")),
-                hint,
-            )
-        };
-        let mut side = Vec::new();
-        for (ext, locked) in [
-            ("sig", lock_sig.as_ref().map(|s| s.sig.as_str())),
-            ("cert", lock_sig.as_ref().map(|s| s.cert.as_str())),
-        ] {
-            let url = format!("{}.{ext}", file.source);
-            side.push(side_file(fetcher, &url, locked).await.map_err(fetch_err)?);
-        }
-        let cert = side.pop().flatten();
-        let sig = side.pop().flatten();
-        let found = match (sig, cert) {
-            (Some(sig), Some(cert)) => {
-                let entry = rekor_entry(
-                    checker,
-                    fetcher,
-                    &digest,
-                    &sig,
-                    &cert,
-                    lock_sig.as_ref().map(|s| s.rekor.as_str()),
-                )
-                .await
-                .map_err(fetch_err)?;
-                match entry {
-                    Some(entry) => Found::Signed(sig, cert, entry),
-                    None => {
-                        return Err(untrusted(SignatureError::Invalid {
-                            artifact,
-                            digest: shown,
-                            step: signature::Step::RekorEntry,
-                            reason: format!(
-                                "{} has no entry that logs this file, signature and certificate",
-                                checker.rekor_url
-                            ),
-                        }));
-                    }
+        // Material that fails verification was damaged on the way until proven otherwise (a
+        // flipped byte in a .sig): fetched again, within the budget of a 5xx.
+        let retry = fetcher.download.retry;
+        let mut attempt = 1;
+        let (report, found) = loop {
+            match check_file(checker, fetcher, kubernetes, file, rule, lock_sig.as_ref()).await {
+                Ok(done) => break done,
+                Err((err, true))
+                    if !fetcher.download.offline && attempt < retry.attempts.max(2) =>
+                {
+                    tracing::warn!("{:#}; fetching its signature again", err.error);
+                    tokio::time::sleep(retry.delay(attempt, None)).await;
+                    attempt += 1;
                 }
-            }
-            (None, None) => Found::Unsigned("no .sig or .cert beside it".into()),
-            (None, Some(_)) => Found::Unsigned("a .cert but no .sig beside it".into()),
-            (Some(_), None) => Found::Unsigned("a .sig but no .cert beside it".into()),
-        };
-        let mut report = BinaryReport {
-            path: file.dest.clone(),
-            url: file.source.clone(),
-            sha256: file.sha256.clone(),
-            verdict: "unsigned".into(),
-            bundle: None,
-            identity: None,
-            issuer: None,
-            log_index: None,
-            integrated_time: None,
-        };
-        let (sig, cert, entry) = match found {
-            Found::Signed(sig, cert, entry) => (sig, cert, entry),
-            Found::Unsigned(why) => {
-                let kube_binary = file.source.starts_with("https://dl.k8s.io/release/");
-                let required = kube_binary && kubernetes.major == 1 && kubernetes.minor >= 26;
-                if checker.mode == Mode::Enforce || required {
-                    let why = match required {
-                        true => format!(
-                            "{why}, and Kubernetes v{kubernetes} binaries are always signed"
-                        ),
-                        false => format!("{why} (--signatures enforce)"),
-                    };
-                    return Err(untrusted(SignatureError::UnsignedFile {
-                        artifact,
-                        digest: shown,
-                        why,
-                    }));
-                }
-                tracing::warn!(
-                    "{artifact}: UNSIGNED: {why}; recorded as unsigned (--signatures enforce \
-                     refuses it)"
-                );
-                reports.push(report);
-                continue;
+                Err((err, _)) => return Err(err),
             }
         };
-        let invalid = |step, reason| {
-            untrusted(SignatureError::Invalid {
-                artifact: artifact.clone(),
-                digest: shown.clone(),
-                step,
-                reason,
-            })
-        };
-        let map = rekor::entries(&entry).map_err(|e| invalid(signature::Step::RekorEntry, e))?;
-        let logged = map
-            .values()
-            .find(|e| rekor::Evidence::logged_by(&digest, &sig, &cert, e))
-            .ok_or_else(|| {
-                invalid(
-                    signature::Step::RekorEntry,
-                    "the Rekor entry does not log this file, signature and certificate".into(),
-                )
-            })?;
-        let ev = rekor::Evidence::from_rekor(&digest, &sig, &cert, logged)
-            .map_err(|e| invalid(signature::Step::LayerIntegrity, e))?;
-        let bytes = std::fs::read(&file.path).map_err(|e| {
-            AppError::failure(
-                anyhow::Error::new(e).context(format!("cannot read {}", file.path.display())),
-                None,
-            )
-        })?;
-        let verified = rekor::verify_file(&checker.root, rule, &bytes, &ev, now())
-            .map_err(|f| invalid(f.step, f.reason))?;
-        report.verdict = "verified".into();
-        report.bundle = Some(format!("{DIR}/{}", BinaryEvidence::bundle_path(&file.dest)));
-        report.identity = Some(verified.identity);
-        report.issuer = Some(verified.issuer);
-        report.log_index = Some(verified.log_index);
-        report.integrated_time = Some(verified.integrated_time);
         reports.push(report);
-        evidence.push(BinaryEvidence {
-            path: file.dest.clone(),
-            bundle: ev.bundle(),
-            sig,
-            cert,
-            entry,
-        });
+        evidence.extend(found);
     }
     reports.sort_by(|a, b| a.path.cmp(&b.path));
     evidence.sort_by(|a, b| a.path.cmp(&b.path));
@@ -654,4 +543,150 @@ pub(super) async fn check_files(
         reports.len()
     );
     Ok((reports, evidence))
+}
+
+/// Fetches and verifies one covered file's signature (see [`check_files`]); an error says
+/// whether fetching the material again may help.
+async fn check_file(
+    checker: &Checker,
+    fetcher: &Fetcher<'_>,
+    kubernetes: &crate::resolve::KubeVersion,
+    file: &IsoFile,
+    rule: &signature::Rule,
+    lock_sig: Option<&crate::lock::FileSignature>,
+) -> Result<(BinaryReport, Option<BinaryEvidence>), (AppError, bool)> {
+    let digest = hex::decode(&file.sha256).unwrap_or_default();
+    let artifact = file.source.clone();
+    let shown = format!("sha256:{}", file.sha256);
+    let fetch_err = |e: FetchError| {
+        let hint = e.hint();
+        let err = AppError::failure(
+            anyhow::Error::new(e).context(format!("cannot fetch the signature of {artifact}")),
+            hint,
+        );
+        (err, false)
+    };
+    let mut side = Vec::new();
+    for (ext, locked) in [
+        ("sig", lock_sig.as_ref().map(|s| s.sig.as_str())),
+        ("cert", lock_sig.as_ref().map(|s| s.cert.as_str())),
+    ] {
+        let url = format!("{}.{ext}", file.source);
+        side.push(side_file(fetcher, &url, locked).await.map_err(fetch_err)?);
+    }
+    let cert = side.pop().flatten();
+    let sig = side.pop().flatten();
+    let found = match (sig, cert) {
+        (Some(sig), Some(cert)) => {
+            let entry = rekor_entry(
+                checker,
+                fetcher,
+                &digest,
+                &sig,
+                &cert,
+                lock_sig.as_ref().map(|s| s.rekor.as_str()),
+            )
+            .await
+            .map_err(fetch_err)?;
+            match entry {
+                Some(entry) => Found::Signed(sig, cert, entry),
+                None => {
+                    let err = untrusted(SignatureError::Invalid {
+                        artifact,
+                        digest: shown,
+                        step: signature::Step::RekorEntry,
+                        reason: format!(
+                            "{} has no entry that logs this file, signature and certificate",
+                            checker.rekor_url
+                        ),
+                    });
+                    return Err((err, true));
+                }
+            }
+        }
+        (None, None) => Found::Unsigned("no .sig or .cert beside it".into()),
+        (None, Some(_)) => Found::Unsigned("a .cert but no .sig beside it".into()),
+        (Some(_), None) => Found::Unsigned("a .sig but no .cert beside it".into()),
+    };
+    let mut report = BinaryReport {
+        path: file.dest.clone(),
+        url: file.source.clone(),
+        sha256: file.sha256.clone(),
+        verdict: "unsigned".into(),
+        bundle: None,
+        identity: None,
+        issuer: None,
+        log_index: None,
+        integrated_time: None,
+    };
+    let (sig, cert, entry) = match found {
+        Found::Signed(sig, cert, entry) => (sig, cert, entry),
+        Found::Unsigned(why) => {
+            let kube_binary = file.source.starts_with("https://dl.k8s.io/release/");
+            let required = kube_binary && kubernetes.major == 1 && kubernetes.minor >= 26;
+            if checker.mode == Mode::Enforce || required {
+                let why = match required {
+                    true => {
+                        format!("{why}, and Kubernetes v{kubernetes} binaries are always signed")
+                    }
+                    false => format!("{why} (--signatures enforce)"),
+                };
+                let err = untrusted(SignatureError::UnsignedFile {
+                    artifact,
+                    digest: shown,
+                    why,
+                });
+                return Err((err, false));
+            }
+            tracing::warn!(
+                "{artifact}: UNSIGNED: {why}; recorded as unsigned (--signatures enforce \
+                 refuses it)"
+            );
+            return Ok((report, None));
+        }
+    };
+    let invalid = |step, reason| {
+        let err = untrusted(SignatureError::Invalid {
+            artifact: artifact.clone(),
+            digest: shown.clone(),
+            step,
+            reason,
+        });
+        (err, true)
+    };
+    let map = rekor::entries(&entry).map_err(|e| invalid(signature::Step::RekorEntry, e))?;
+    let logged = map
+        .values()
+        .find(|e| rekor::Evidence::logged_by(&digest, &sig, &cert, e))
+        .ok_or_else(|| {
+            invalid(
+                signature::Step::RekorEntry,
+                "the Rekor entry does not log this file, signature and certificate".into(),
+            )
+        })?;
+    let ev = rekor::Evidence::from_rekor(&digest, &sig, &cert, logged)
+        .map_err(|e| invalid(signature::Step::LayerIntegrity, e))?;
+    let bytes = std::fs::read(&file.path).map_err(|e| {
+        let err = AppError::failure(
+            anyhow::Error::new(e).context(format!("cannot read {}", file.path.display())),
+            None,
+        );
+        (err, false)
+    })?;
+    let verified = rekor::verify_file(&checker.root, rule, &bytes, &ev, now())
+        .map_err(|f| invalid(f.step, f.reason))?;
+    report.verdict = "verified".into();
+    report.bundle = Some(format!("{DIR}/{}", BinaryEvidence::bundle_path(&file.dest)));
+    report.identity = Some(verified.identity);
+    report.issuer = Some(verified.issuer);
+    report.log_index = Some(verified.log_index);
+    report.integrated_time = Some(verified.integrated_time);
+    let evidence = BinaryEvidence {
+        path: file.dest.clone(),
+        bundle: ev.bundle(),
+        sig,
+        cert,
+        entry,
+    };
+    Ok((report, Some(evidence)))
 }
