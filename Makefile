@@ -11,9 +11,10 @@ DEB_COMMANDS := docker-registry git xorriso isoinfo bsdtar 7z skopeo containerd 
 	python3 man zsh fish lintian
 # The formats' own SBOM validators, from PyPI into a virtualenv the tests use (tests/build_e2e.rs),
 # and `cryptography` for the independent image-signature oracle (tests/signatures.rs; Debian 12's
-# python3-cryptography 38 lacks the certificate APIs it uses).
+# python3-cryptography 38 lacks the certificate APIs it uses), and Sigstore's own client, the
+# oracle that verifies the binaries' bundles offline (tests/signatures.rs).
 SBOM_VENV := .venv-sbom
-SBOM_PIP := cyclonedx-python-lib[json-validation]==11.12.0 spdx-tools==0.8.5 cryptography==48.0.0
+SBOM_PIP := cyclonedx-python-lib[json-validation]==11.12.0 spdx-tools==0.8.5 cryptography==48.0.0 sigstore==4.5.1
 
 # `make deb`: cargo-deb packages the release binary with the man pages and completions that binary
 # generates into $(ASSETS). cargo-deb is installed by the target when missing.
@@ -34,7 +35,7 @@ deps:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(DEB_PACKAGES); \
 	else echo "make deps: all tools present"; fi
 	@command -v cargo >/dev/null || { echo "make deps: cargo is missing; install Rust from rustup.rs" >&2; exit 1; }
-	@if $(SBOM_VENV)/bin/python -c 'import cyclonedx.validation.json, jsonschema, spdx_tools, cryptography' 2>/dev/null \
+	@if $(SBOM_VENV)/bin/python -c 'import cyclonedx.validation.json, jsonschema, spdx_tools, cryptography, sigstore.verify' 2>/dev/null \
 		&& [ -x $(SBOM_VENV)/bin/pyspdxtools ]; then echo "make deps: SBOM validators present"; \
 	else \
 		echo "make deps: installing $(SBOM_PIP) into $(SBOM_VENV)"; \

@@ -235,8 +235,8 @@ pub struct VerifyArgs {
     /// The volume ID nodes search for.
     #[arg(long, value_name = "ID", default_value = crate::iso::DEFAULT_VOLUME_ID)]
     pub volume_id: String,
-    /// Also re-verify the image signatures the ISO carries, offline, against cks-iso's own
-    /// trusted root (or --trusted-root), and that they sign the images it holds.
+    /// Also re-verify the image and binary signatures the ISO carries, offline, against
+    /// cks-iso's own trusted root (or --trusted-root), and that they sign what it holds.
     #[arg(long)]
     pub signatures: bool,
     /// Sigstore trusted_root.json for --signatures [default: Sigstore's public-good root
@@ -369,18 +369,24 @@ pub struct BuildArgs {
     /// Make no network connection: everything comes from the cache.
     #[arg(long)]
     pub offline: bool,
-    /// Sigstore signatures of registry.k8s.io images: off, verify (bad ones fail, unsigned
-    /// ones warn) or enforce (unsigned ones fail too) [default: config file, else verify].
+    /// Sigstore signatures of registry.k8s.io images and dl.k8s.io binaries (.sig/.cert and
+    /// their Rekor entry): off, verify (bad ones fail, unsigned ones warn, except a binary of
+    /// Kubernetes 1.26 or later without one, which fails) or enforce (unsigned ones fail too)
+    /// [default: config file, else verify].
     #[arg(long, value_name = "MODE", env = "CKS_ISO_SIGNATURES", value_parser = ["off", "verify", "enforce"])]
     pub signatures: Option<String>,
     /// Sigstore trusted_root.json to verify against [default: config file, else Sigstore's
     /// public-good root embedded in cks-iso].
     #[arg(long, value_name = "FILE")]
     pub trusted_root: Option<PathBuf>,
-    /// YAML rules (match, identity or identity-regex, issuer) for more images' signers, tried
-    /// before the built-in registry.k8s.io rule [default: config file].
+    /// YAML rules (match, identity or identity-regex, issuer) for more signers, tried before
+    /// the built-in registry.k8s.io and dl.k8s.io rules [default: config file].
     #[arg(long, value_name = "FILE")]
     pub signature_policy: Option<PathBuf>,
+    /// Rekor server where binaries' signatures are looked up, through the mirrors like any URL
+    /// [default: config file, else https://rekor.sigstore.dev].
+    #[arg(long, value_name = "URL", env = "CKS_ISO_REKOR_URL")]
+    pub rekor_url: Option<String>,
     /// Network settings.
     #[command(flatten)]
     pub net: NetArgs,

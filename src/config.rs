@@ -19,6 +19,7 @@
 //! signatures: verify            # off | verify | enforce (see README, Signatures)
 //! trusted-root: trusted_root.json  # Sigstore trust root instead of the embedded public-good one
 //! signature-policy: policy.yaml  # more signers (see `crate::signature::policy`)
+//! rekor-url: https://rekor.sigstore.dev  # where binaries' signatures are looked up
 //! ```
 //!
 //! Combining: a scalar flag replaces the file's value; a `--mirror` or `--registry-mirror` for a
@@ -69,6 +70,8 @@ pub struct FileConfig {
     pub trusted_root: Option<PathBuf>,
     /// A signature policy file.
     pub signature_policy: Option<PathBuf>,
+    /// The Rekor server for binaries' signatures.
+    pub rekor_url: Option<String>,
 }
 
 /// What the flags set; `None`/empty means "not given".
@@ -115,6 +118,8 @@ pub struct Settings {
     pub trusted_root: Option<PathBuf>,
     /// The file's signature policy (`--signature-policy` comes first).
     pub signature_policy: Option<PathBuf>,
+    /// The file's Rekor URL (`--rekor-url` and `CKS_ISO_REKOR_URL` come first).
+    pub rekor_url: Option<String>,
     /// The file the settings came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -161,7 +166,7 @@ impl ConfigError {
             Self::Parse { .. } => {
                 "known keys: mirrors, registry-mirrors, insecure-registries, ca-files, authfile, \
                  jobs, retries, connect-timeout, idle-timeout, signatures, trusted-root, \
-                 signature-policy (see \
+                 signature-policy, rekor-url (see \
                  README, Configuration file)"
                     .into()
             }
@@ -305,6 +310,7 @@ pub fn combine(
         signatures,
         trusted_root: file.trusted_root,
         signature_policy: file.signature_policy,
+        rekor_url: file.rekor_url,
         source,
     })
 }

@@ -99,7 +99,13 @@ pub const REGISTRY_AUTH_FILE: Var = Var {
 /// The signature mode of `build`, when `--signatures` is not given (read by clap).
 pub const CKS_ISO_SIGNATURES: Var = Var {
     name: "CKS_ISO_SIGNATURES",
-    about: "`off`, `verify` or `enforce`: how `build` treats Sigstore signatures of registry.k8s.io images when --signatures is not given",
+    about: "`off`, `verify` or `enforce`: how `build` treats Sigstore signatures of registry.k8s.io images and dl.k8s.io binaries when --signatures is not given",
+};
+
+/// The Rekor server `build` asks for dl.k8s.io binaries' log entries (read by clap).
+pub const CKS_ISO_REKOR_URL: Var = Var {
+    name: "CKS_ISO_REKOR_URL",
+    about: "the Rekor server `build` looks up Kubernetes binaries' signatures in, when --rekor-url is not given; default `https://rekor.sigstore.dev` (through the mirrors like any URL)",
 };
 
 /// Every variable above, in the order the README lists them.
@@ -111,6 +117,7 @@ pub const ALL: &[Var] = &[
     CCM_VERSION,
     CKS_ISO_CONFIG,
     CKS_ISO_SIGNATURES,
+    CKS_ISO_REKOR_URL,
     HTTPS_PROXY,
     HTTP_PROXY,
     NO_PROXY,

@@ -32,13 +32,16 @@
 //!   "arches": {
 //!     "amd64": {
 //!       "iso": "setup-v1.33.1-x86_64.iso",
-//!       "files": [ { "path": "k8s/kubeadm", "url": "https://…", "size": 1, "sha256": "<hex>" } ],
+//!       "files": [ { "path": "k8s/kubeadm", "url": "https://…", "size": 1, "sha256": "<hex>",
+//!                    "signature": { "sig": "<hex>", "cert": "<hex>", "rekor": "<hex>" } } ],
 //!       "images": [ { "reference": "registry.k8s.io/pause:3.10", "digest": "sha256:…",
 //!                     "manifest": "sha256:…", "size": 1 } ] } }
 //! }
 //! ```
 //!
-//! `size` of an image is its manifest, config and layers in bytes, as the registry serves them. A
+//! A file's `signature` (dl.k8s.io binaries whose `.sig`/`.cert` verified) is optional: version 1
+//! locks without it still read, and build with the material fetched anew. `size` of an image is
+//! its manifest, config and layers in bytes, as the registry serves them. A
 //! local manifest's source keeps only its file name (`file:<name>`): hosts differ, content does
 //! not, and `--locked` checks the content. Pure: no network, no file system.
 
@@ -176,6 +179,23 @@ pub struct FileEntry {
     pub size: u64,
     /// sha256, lowercase hex.
     pub sha256: String,
+    /// Its verified signature material (dl.k8s.io binaries), absent in locks written before
+    /// binaries were checked and for files without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<FileSignature>,
+}
+
+/// The sha256 (hex) of the signature material a file was verified with, each kept in the cache
+/// by content, so `--locked --offline` takes the same bytes and writes the same bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSignature {
+    /// The `.sig` file.
+    pub sig: String,
+    /// The `.cert` file.
+    pub cert: String,
+    /// The Rekor log entry reply the bundle was built from.
+    pub rekor: String,
 }
 
 /// One image.

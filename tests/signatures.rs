@@ -3,6 +3,12 @@
 //! the way Kubernetes' promoter does. Happy path for both arches (evidence in `signatures/`,
 //! deterministic, `verify` still passes), then one world for the negative matrix: each spoiled
 //! signature fails the build with its own error, before any ISO is written.
+//!
+//! The same for dl.k8s.io's Kubernetes binaries: the world's Sigstore signs each 1.26+ binary
+//! (`.sig`/`.cert` served beside it, identity krel-staging) and logs it in its Rekor stand-in (a
+//! real Merkle tree, signed checkpoints). Bundles in `signatures/binaries/`, deterministic, in the
+//! lock, re-verified with every server stopped (and by Sigstore's Python client when `make deps`
+//! installed it), ISO tampering caught; then the binaries' negative matrix.
 
 mod support;
 
@@ -11,13 +17,15 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
+use cks_iso_testworld::rekor::Tamper;
 use cks_iso_testworld::sigstore::{IssuerForm, SignOptions};
-use cks_iso_testworld::world::{Options, World};
+use cks_iso_testworld::world::{Options, World, binary_signer};
 use sha2::Digest as _;
 use support::*;
 
 const EPOCH: &str = "1700000000";
 const PAUSE: &str = "registry.k8s.io/pause:3.10";
+const STAGING: &str = "krel-staging@k8s-releng-prod.iam.gserviceaccount.com";
 
 fn build(world: &World, dir: &Path, out: &str, args: &[&str]) -> Command {
     let tmp = dir.join("tmp");
@@ -27,6 +35,7 @@ fn build(world: &World, dir: &Path, out: &str, args: &[&str]) -> Command {
         .env("TMPDIR", &tmp)
         .env("SOURCE_DATE_EPOCH", EPOCH)
         .env_remove("CKS_ISO_SIGNATURES")
+        .env_remove("CKS_ISO_REKOR_URL")
         .arg("build")
         .args([
             "--kubernetes",
@@ -71,16 +80,25 @@ fn isos(dir: &Path) -> Vec<String> {
 fn both_arches_verify_and_carry_the_evidence() {
     let world = World::start(Options::default());
     let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("run.lock");
     let first = ok(build(
         &world,
         dir.path(),
         "out",
-        &["--arch", "amd64", "--arch", "arm64"],
+        &[
+            "--arch",
+            "amd64",
+            "--arch",
+            "arm64",
+            "--lock-file",
+            p(&lock),
+        ],
     )
     .output()
     .unwrap());
     assert!(
-        stderr(&first).contains("image signatures verified"),
+        stderr(&first).contains("image signatures verified")
+            && stderr(&first).contains("3 of 3 covered files' signatures verified"),
         "{}",
         stderr(&first)
     );
@@ -183,6 +201,15 @@ fn both_arches_verify_and_carry_the_evidence() {
             );
         }
         run(cks_iso().args(["verify", p(&iso)]));
+        binaries_evidence(&world, &tree);
+    }
+    // The lock records the binaries' signature material.
+    let locked: serde_json::Value = serde_json::from_slice(&fs::read(&lock).unwrap()).unwrap();
+    let files = locked["arches"]["amd64"]["files"].as_array().unwrap();
+    let kubeadm = files.iter().find(|f| f["path"] == "k8s/kubeadm").unwrap();
+    for key in ["sig", "cert", "rekor"] {
+        let hex = kubeadm["signature"][key].as_str().unwrap_or_default();
+        assert_eq!(hex.len(), 64, "{kubeadm:#}");
     }
     // Deterministic: a second build makes the same bytes.
     ok(build(
@@ -213,13 +240,18 @@ fn both_arches_verify_and_carry_the_evidence() {
         }
         cmd.arg(p(iso)).output().unwrap()
     };
-    let out = verify(&iso, Some(&root));
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        stderr(&out)
-    );
+    for iso in [
+        iso.clone(),
+        dir.path().join(format!("out/setup-v{version}-aarch64.iso")),
+    ] {
+        let out = verify(&iso, Some(&root));
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            stderr(&out)
+        );
+    }
     // An independent oracle (Python's `cryptography`) agrees on both ISOs' evidence.
     for arch in ["amd64", "arm64"] {
         let out = oracle(&dir.path().join(format!("tree-{arch}")), &root);
@@ -229,6 +261,16 @@ fn both_arches_verify_and_carry_the_evidence() {
             said.starts_with("ok: ") && !said.starts_with("ok: 0 "),
             "{said}"
         );
+        // Sigstore's own client verifies the binaries' bundles, offline.
+        if let Some(out) = bundle_oracle(&dir.path().join(format!("tree-{arch}")), &root) {
+            let said = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(
+                out.status.success(),
+                "bundle oracle: {said}{}",
+                stderr(&out)
+            );
+            assert_eq!(said.trim(), "ok: 3 bundles");
+        }
     }
     // Sigstore's public root (the default) did not sign the world's images.
     let out = verify(&iso, None);
@@ -324,6 +366,104 @@ fn both_arches_verify_and_carry_the_evidence() {
         .unwrap();
     });
     assert!(text.contains("recorded as not-covered"), "{text}");
+    // A flipped byte in a binary, and a flipped bit in a bundle's SET.
+    fn flip(rel: &str, at: usize) -> impl Fn(&Path) + '_ {
+        move |t: &Path| {
+            let mut bytes = fs::read(t.join(rel)).unwrap();
+            bytes[at] ^= 1;
+            fs::write(t.join(rel), bytes).unwrap();
+        }
+    }
+    let text = retamper("binary", &flip("k8s/kubeadm", 5000));
+    assert!(text.contains("k8s/kubeadm"), "{text}");
+    let bundle = "signatures/binaries/k8s/kubectl.sigstore.json";
+    let json = fs::read_to_string(tree.join(bundle)).unwrap();
+    let at = json.find("\"signedEntryTimestamp\": \"").unwrap() + 30;
+    let text = retamper("bundle", &flip(bundle, at));
+    assert!(text.contains("kubectl") && text.contains("Rekor"), "{text}");
+}
+
+/// The binaries' evidence in an extracted ISO: verified by krel-staging, a bundle and the
+/// original `.sig`/`.cert` (as the world serves them) each, named in both SBOMs and versions.txt.
+fn binaries_evidence(world: &World, tree: &Path) {
+    let report: serde_json::Value =
+        serde_json::from_slice(&fs::read(tree.join("signatures/report.json")).unwrap()).unwrap();
+    let binaries = report["binaries"].as_array().unwrap();
+    let paths: Vec<&str> = binaries
+        .iter()
+        .map(|b| b["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        ["k8s/kubeadm", "k8s/kubectl", "k8s/kubelet"],
+        "{report:#}"
+    );
+    for b in binaries {
+        assert_eq!(b["verdict"], "verified", "{b:#}");
+        assert_eq!(b["identity"], STAGING);
+        assert_eq!(b["issuer"], "https://accounts.google.com");
+        let file = fs::read(tree.join(b["path"].as_str().unwrap())).unwrap();
+        let hex = hex::encode(sha2::Sha256::digest(&file));
+        assert_eq!(b["sha256"], hex.as_str());
+        let path = b["path"].as_str().unwrap();
+        let url = b["url"].as_str().unwrap();
+        assert!(url.starts_with("https://dl.k8s.io/release/"), "{url}");
+        let bundle: serde_json::Value =
+            serde_json::from_slice(&fs::read(tree.join(b["bundle"].as_str().unwrap())).unwrap())
+                .unwrap();
+        assert_eq!(
+            bundle["mediaType"],
+            "application/vnd.dev.sigstore.bundle.v0.3+json"
+        );
+        let entry = &bundle["verificationMaterial"]["tlogEntries"][0];
+        assert_eq!(entry["kindVersion"]["kind"], "hashedrekord");
+        assert!(entry["inclusionProof"]["checkpoint"]["envelope"].is_string());
+        // The original .sig and .cert, byte for byte as served.
+        let served = url.trim_start_matches("https://");
+        for ext in ["sig", "cert"] {
+            let kept = fs::read(tree.join(format!("signatures/binaries/{path}.{ext}"))).unwrap();
+            let upstream = world.upstream().take(&format!("{served}.{ext}")).unwrap();
+            world.upstream().put(
+                &format!("{served}.{ext}"),
+                upstream.body.clone(),
+                upstream.content_type,
+            );
+            assert_eq!(kept, upstream.body, "{path}.{ext}");
+        }
+    }
+    // The SBOM names the binary's signer.
+    let spdx = fs::read_to_string(tree.join("sbom.spdx.json")).unwrap();
+    assert!(
+        spdx.contains(&format!("\"signature verified: {STAGING}")),
+        "SPDX"
+    );
+    let versions = fs::read_to_string(tree.join("versions.txt")).unwrap();
+    assert!(
+        versions.contains("; 3 of 3 binaries verified"),
+        "{versions}"
+    );
+}
+
+/// `scripts/check-binary-bundles.py` (Sigstore's Python client) on an extracted ISO, when
+/// `make deps` installed it: `None` when it is not there.
+fn bundle_oracle(tree: &Path, root: &Path) -> Option<Output> {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-sbom/bin/python");
+    let has_sigstore = Command::new(&python)
+        .args(["-c", "import sigstore.verify"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_sigstore {
+        eprintln!("the sigstore Python package is not in .venv-sbom (make deps): oracle skipped");
+        return None;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check-binary-bundles.py");
+    Some(
+        Command::new(&python)
+            .arg(&script)
+            .args([p(tree), p(root), STAGING, "https://accounts.google.com"])
+            .output()
+            .unwrap(),
+    )
 }
 
 /// `scripts/check-image-signatures.py` on an extracted ISO: the independent oracle.
@@ -629,4 +769,153 @@ fn signature_fetches_are_retried_and_never_accepted_corrupt() {
         "{err}"
     );
     assert!(isos(&dir.path().join("bad")).is_empty());
+
+    // The binaries' Rekor entries: a 503 is retried, a flipped byte in one is fetched again (with
+    // its .sig and .cert), and the build verifies them.
+    proxy.clear_rules();
+    let rekor = FaultProxy::start(&world.rekor().url());
+    let yaml = fs::read_to_string(&config)
+        .unwrap()
+        .replace(&world.rekor().url(), &rekor.url());
+    fs::write(&config, yaml).unwrap();
+    let entries = "/api/v1/log/entries/";
+    rekor.add(
+        Rule::path_contains(entries)
+            .times(1)
+            .fault(Fault::Status(503)),
+    );
+    rekor.add(
+        Rule::path_contains(entries)
+            .times(1)
+            .fault(Fault::FlipByte { offset: 120 }),
+    );
+    let out = build(&world, dir.path(), "rekor", &["--arch", "amd64"])
+        .env("CKS_ISO_CONFIG", &config)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    ok(out);
+    assert!(err.contains("fetching its signature again"), "{err}");
+    assert!(rekor.requests_to(entries).len() >= 5, "{err}");
+}
+
+fn kubeadm_path(world: &World, arch: &str) -> String {
+    format!(
+        "dl.k8s.io/release/v{}/bin/linux/{arch}/kubeadm",
+        world.kubernetes()
+    )
+}
+
+#[test]
+fn bad_or_missing_binary_signatures_fail_the_build_before_writing() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Bad material is fetched again before it fails the build: once is enough here.
+    let amd64 = ["--arch", "amd64", "--retries", "2"];
+    let path = kubeadm_path(&world, "amd64");
+    let file = world.upstream().take(&path).unwrap();
+    world
+        .upstream()
+        .put(&path, file.body.clone(), file.content_type);
+    let body = file.body;
+    let url = format!("https://{path}");
+    let restore = || world.sign_binary(&path, &body, &binary_signer(), None);
+
+    let cases: Vec<(&str, SignOptions, Option<String>, Vec<&str>)> = vec![
+        (
+            "wrong identity",
+            SignOptions {
+                identity: "mallory@example.com".into(),
+                ..binary_signer()
+            },
+            None,
+            vec!["fails the identity check", "mallory@example.com", STAGING],
+        ),
+        (
+            "flipped bit in the SET",
+            SignOptions {
+                flip_set: true,
+                ..binary_signer()
+            },
+            None,
+            vec!["fails the Rekor signed entry timestamp check"],
+        ),
+        (
+            "a Rekor entry for another blob",
+            binary_signer(),
+            Some("ab".repeat(32)),
+            vec![
+                "fails the Rekor entry check",
+                "has no entry that logs this file",
+            ],
+        ),
+    ];
+    for (name, opts, other, wanted) in &cases {
+        world.sign_binary(&path, &body, opts, other.as_deref());
+        let wanted = [&[url.as_str(), "sha256:", "hint:"][..], wanted].concat();
+        eprintln!("case: {name}");
+        fails_with(&world, d, &amd64, &wanted);
+    }
+    restore();
+    for (tamper, step) in [
+        (Tamper::Checkpoint, "fails the Rekor checkpoint check"),
+        (Tamper::ProofHash, "fails the Rekor inclusion proof check"),
+    ] {
+        world.rekor().tamper(tamper);
+        fails_with(&world, d, &amd64, &[url.as_str(), step]);
+    }
+    world.rekor().tamper(Tamper::None);
+
+    // A 1.26+ binary without .sig is an error, whatever the mode but off.
+    let sig = world.upstream().take(&format!("{path}.sig")).unwrap();
+    fails_with(
+        &world,
+        d,
+        &amd64,
+        &[
+            url.as_str(),
+            "no signature for sha256:",
+            "always signed",
+            "hint:",
+        ],
+    );
+    ok(build(
+        &world,
+        d,
+        "off",
+        &[&amd64[..], &["--signatures", "off"]].concat(),
+    )
+    .output()
+    .unwrap());
+    world
+        .upstream()
+        .put(&format!("{path}.sig"), sig.body, sig.content_type);
+
+    // A policy rule covering CNI, which publishes no signature: a warning under verify, an
+    // error under enforce.
+    let policy = d.join("policy.yaml");
+    fs::write(
+        &policy,
+        "rules:\n  - match: \"github.com/containernetworking/**\"\n    identity: release@cni.example\n    issuer: https://accounts.google.com\n",
+    )
+    .unwrap();
+    let with_policy = [&amd64[..], &["--signature-policy", p(&policy)]].concat();
+    let out = ok(build(&world, d, "cni", &with_policy).output().unwrap());
+    assert!(
+        stderr(&out).contains("UNSIGNED: no .sig or .cert"),
+        "{}",
+        stderr(&out)
+    );
+    let enforce = [&with_policy[..], &["--signatures", "enforce"]].concat();
+    fails_with(
+        &world,
+        d,
+        &enforce,
+        &[
+            "containernetworking",
+            "no signature for",
+            "--signatures enforce",
+        ],
+    );
 }

@@ -33,6 +33,7 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
             Some(mode),
             args.trusted_root.as_ref(),
             args.signature_policy.as_ref(),
+            None,
             &settings,
         )?,
     };

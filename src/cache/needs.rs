@@ -8,7 +8,8 @@
 //! missing manifest hides what lies below it. Besides blobs, an offline build without the lock
 //! looks things up by URL and by tag, so the index entries for them belong to the lock too
 //! (`url:<file URL>`, `url:<manifest URL>`, `tag:<reference>`), as does the entry under the
-//! primary URL of a file that was taken from its legacy name. Manifests from a local file or built
+//! primary URL of a file that was taken from its legacy name, and a signed file's `.sig`, `.cert`
+//! (`url:<file URL>.sig`) and Rekor entry (`rekor:<rekor URL>:sha256:<hex>`). Manifests from a local file or built
 //! into cks-iso are not downloads: `build --locked` takes them from the flags or the binary. No
 //! network; reads only the cache.
 
@@ -132,7 +133,7 @@ impl Cache {
                     needs.broken(what, &file.sha256, "the lock's sha256 is not 64 hex".into());
                     continue;
                 };
-                needs.blob(self, what, digest.clone(), Some(file.size));
+                needs.blob(self, what.clone(), digest.clone(), Some(file.size));
                 needs.key(
                     format!("url:{}", file.url),
                     digest.clone(),
@@ -142,6 +143,34 @@ impl Cache {
                 for entry in entries_naming(&entries, &digest) {
                     if entry.note == file.url && entry.key.starts_with("url:") {
                         needs.key(entry.key.clone(), digest.clone(), entry.note.clone());
+                    }
+                }
+                // Its signature material: `.sig`, `.cert` and the Rekor entry reply.
+                if let Some(sig) = &file.signature {
+                    for (kind, hex) in [
+                        ("sig", &sig.sig),
+                        ("cert", &sig.cert),
+                        ("rekor", &sig.rekor),
+                    ] {
+                        let what = format!("{what} {kind}");
+                        let Ok(d) = Digest::parse(&format!("sha256:{hex}")) else {
+                            needs.broken(what, hex, "the lock's sha256 is not 64 hex".into());
+                            continue;
+                        };
+                        needs.blob(self, what, d.clone(), None);
+                        match kind {
+                            "rekor" => {
+                                for entry in entries_naming(&entries, &d) {
+                                    if entry.key.starts_with("rekor:") {
+                                        needs.key(entry.key.clone(), d.clone(), entry.note.clone());
+                                    }
+                                }
+                            }
+                            _ => {
+                                let url = format!("{}.{kind}", file.url);
+                                needs.key(format!("url:{url}"), d, url);
+                            }
+                        }
                     }
                 }
             }

@@ -18,6 +18,7 @@ fn arch_entry(uname: &str) -> ArchEntry {
             url: "https://dl.k8s.io/kubeadm".into(),
             size: 10,
             sha256: hex('a'),
+            signature: None,
         }],
         images: vec![ImageEntry {
             reference: "registry.k8s.io/pause:3.10".into(),

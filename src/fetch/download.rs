@@ -231,6 +231,70 @@ pub async fn get_bytes(
     Ok((sink.buf, fetched))
 }
 
+/// POSTs the JSON `body` to `url` and reads a small reply (a Rekor index query), retrying
+/// connection failures and transient statuses like a GET.
+pub async fn post_json(
+    download: &Download<'_>,
+    url: &str,
+    body: &[u8],
+    limit: u64,
+) -> Result<Vec<u8>, FetchError> {
+    if download.offline {
+        return Err(FetchError::Offline {
+            url: url.to_owned(),
+        });
+    }
+    let attempts = std::cell::Cell::new(0u32);
+    let once = || async {
+        attempts.set(attempts.get() + 1);
+        let attempt = attempts.get();
+        let transport = |source: reqwest::Error| FetchError::Transport {
+            method: Method::POST,
+            url: url.to_owned(),
+            attempts: attempt,
+            source: source.without_url(),
+        };
+        let mut response = download
+            .client
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_vec())
+            .send()
+            .await
+            .map_err(transport)?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(FetchError::Status {
+                method: Method::POST,
+                url: url.to_owned(),
+                status: status.as_u16(),
+                attempts: attempt,
+            });
+        }
+        let mut buf = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(transport)? {
+            if (buf.len() + chunk.len()) as u64 > limit {
+                return Err(FetchError::TooLarge {
+                    url: url.to_owned(),
+                    limit,
+                });
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        Ok(buf)
+    };
+    retry::retrying(download.retry, once, |err: &FetchError| match err {
+        FetchError::Status { status, .. }
+            if retry::retryable_status(StatusCode::from_u16(*status).unwrap_or_default()) =>
+        {
+            Some(None)
+        }
+        FetchError::Transport { .. } => Some(None),
+        _ => None,
+    })
+    .await
+}
+
 /// The error of a GET that ended with `status` on attempt `attempts`.
 fn get_status(url: &str, status: u16, attempts: u32) -> FetchError {
     FetchError::Status {

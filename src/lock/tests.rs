@@ -15,12 +15,14 @@ fn sample() -> Lock {
                 url: "https://dl.k8s.io/kubelet".into(),
                 size: 2,
                 sha256: "c".repeat(64),
+                signature: None,
             },
             FileEntry {
                 path: "k8s/kubeadm".into(),
                 url: "https://dl.k8s.io/kubeadm".into(),
                 size: 1,
                 sha256: "d".repeat(64),
+                signature: None,
             },
         ],
         images: vec![

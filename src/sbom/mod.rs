@@ -42,7 +42,8 @@ pub struct Inventory<'a> {
     /// Per image archive path (`docker/pause:3.10.tar`), its platform manifest's digest. An image
     /// not here is taken as single-platform: its registry digest is its manifest's.
     pub manifests: BTreeMap<String, String>,
-    /// Per image archive path, what its signature check found (`verified: <identity> via
+    /// Per image archive path (and per signed file's path, `k8s/kubeadm`), what its signature
+    /// check found (`verified: <identity> via
     /// <issuer>, Rekor log index N` or `unsigned`); CycloneDX's `cks-iso:signature` property.
     pub signatures: BTreeMap<String, String>,
     /// The build's epoch (seconds), the documents' timestamp.
@@ -91,7 +92,15 @@ impl Inventory<'_> {
     /// The items, sorted by path in the ISO.
     fn items(&self) -> Vec<Item> {
         let v = self.versions;
-        let mut items: Vec<Item> = v.files.iter().map(|f| file_item(v, f)).collect();
+        let mut items: Vec<Item> = v
+            .files
+            .iter()
+            .map(|f| {
+                let mut item = file_item(v, f);
+                item.signature = self.signatures.get(&item.path).cloned();
+                item
+            })
+            .collect();
         for image in &v.images {
             let reference = Reference::parse(&image.name).ok();
             let manifest = self

@@ -214,7 +214,8 @@ pub(super) fn render(inventory: &Inventory, iso: Option<&IsoFacts>) -> String {
             (None, Some(source)) if p.download_location == NOASSERTION => {
                 Some(format!("source: {source}"))
             }
-            _ => None,
+            // A signed download (a dl.k8s.io binary): its signer.
+            _ => item.signature.as_ref().map(|s| format!("signature {s}")),
         };
         p.external_refs = item
             .purl

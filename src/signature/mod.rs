@@ -18,6 +18,7 @@
 mod cases;
 mod der;
 pub mod policy;
+pub mod rekor;
 pub mod root;
 pub mod verify;
 mod x509;
@@ -28,7 +29,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-pub use policy::{GOOGLE_ISSUER, K8S_IMAGE_IDENTITY, Policy, Rule};
+pub use policy::{GOOGLE_ISSUER, K8S_BINARY_IDENTITY, K8S_IMAGE_IDENTITY, Policy, Rule};
 pub use root::TrustedRoot;
 pub use verify::{Failure, Step, Verified};
 
@@ -145,6 +146,56 @@ pub struct ImageReport {
     pub docker_reference: Option<String>,
 }
 
+/// What the check of one downloaded file (a dl.k8s.io binary) found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BinaryReport {
+    /// Its path in the ISO (`k8s/kubeadm`).
+    pub path: String,
+    /// The upstream URL.
+    pub url: String,
+    /// Its sha256, hex.
+    pub sha256: String,
+    /// `verified` or `unsigned`.
+    pub verdict: String,
+    /// The Sigstore bundle that verified it, in the ISO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<String>,
+    /// The signer's identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+    /// The OIDC issuer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    /// The Rekor entry's index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_index: Option<i64>,
+    /// When Rekor integrated it (seconds since 1970).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrated_time: Option<i64>,
+}
+
+/// A verified file's signature material, as written under `signatures/binaries/`.
+#[derive(Debug, Clone)]
+pub struct BinaryEvidence {
+    /// Its path in the ISO (`k8s/kubeadm`).
+    pub path: String,
+    /// The `.sig` file as downloaded.
+    pub sig: Vec<u8>,
+    /// The `.cert` file as downloaded.
+    pub cert: Vec<u8>,
+    /// The Rekor entry as Rekor served it (kept in the cache, not the ISO).
+    pub entry: Vec<u8>,
+    /// The Sigstore bundle built from them.
+    pub bundle: Vec<u8>,
+}
+
+impl BinaryEvidence {
+    /// The bundle's path under `signatures/`.
+    pub fn bundle_path(path: &str) -> String {
+        format!("binaries/{path}.sigstore.json")
+    }
+}
+
 /// Why an image's signatures are not acceptable.
 #[derive(Debug, thiserror::Error)]
 pub enum SignatureError {
@@ -168,6 +219,17 @@ pub enum SignatureError {
         /// The platform manifest.
         digest: String,
     },
+    /// A covered file without a signature, where one is required: `enforce`, or a Kubernetes
+    /// binary of a release that always publishes one.
+    #[error("{artifact}: no signature for {digest}: {why}")]
+    UnsignedFile {
+        /// The file's URL.
+        artifact: String,
+        /// Its digest.
+        digest: String,
+        /// Why that fails the build.
+        why: String,
+    },
     /// The `.sig` manifest itself is malformed.
     #[error("{artifact}: the signature manifest for {digest} is malformed: {reason}")]
     Malformed {
@@ -187,12 +249,19 @@ impl SignatureError {
             Self::Invalid {
                 step: Step::Identity | Step::Issuer,
                 ..
-            } => "the image is signed, but not by whom the policy expects; check the registry \
-                 mirror serving it (--registry-mirror), or the identities in --signature-policy"
+            } => "it is signed, but not by whom the policy expects; check the registry mirror \
+                 (--registry-mirror) or mirror (--mirror) serving it, or the identities in \
+                 --signature-policy"
                 .into(),
             Self::Invalid { .. } | Self::Malformed { .. } => {
-                "the image or its signature was altered, or the trusted root (--trusted-root) is \
-                 not the one that signed it; no ISO was written"
+                "the artifact or its signature was altered, or the trusted root (--trusted-root) \
+                 is not the one that signed it; no ISO was written"
+                    .into()
+            }
+            Self::UnsignedFile { .. } => {
+                "dl.k8s.io publishes .sig and .cert beside every Kubernetes >= 1.26 binary: check \
+                 that the mirror serving it (--mirror) carries them too (offline, that the cache \
+                 holds them from an online build); --signatures off skips the check"
                     .into()
             }
             Self::Unsigned { .. } => {
@@ -262,6 +331,9 @@ pub struct Report {
     pub trusted_root_sha256: String,
     /// Per image, sorted by reference.
     pub images: Vec<ImageReport>,
+    /// Per downloaded file a rule covers (the dl.k8s.io binaries), sorted by path.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub binaries: Vec<BinaryReport>,
 }
 
 /// The report's path in the ISO.
@@ -270,14 +342,21 @@ pub const REPORT_PATH: &str = "signatures/report.json";
 /// The files of `signatures/` (paths relative to it) for `report` and the `.sig` manifests it
 /// accepted: each manifest byte-exact as `images/<hex>.json`, each payload as
 /// `images/blobs/sha256/<hex>`, `report.json`, and a copy of the trusted root that judged as
-/// `trusted_root.json`, for third-party tools (cks-iso itself never trusts it). Sorted, so the ISO
-/// stays reproducible.
+/// `trusted_root.json`, for third-party tools (cks-iso itself never trusts it); per verified
+/// binary `binaries/<path>.sigstore.json` (a Sigstore bundle) beside its original `.sig` and
+/// `.cert`. Sorted, so the ISO stays reproducible.
 pub fn evidence(
     report: &Report,
     manifests: &[SignatureManifest],
+    binaries: &[BinaryEvidence],
     trusted_root: &str,
 ) -> BTreeMap<String, Vec<u8>> {
     let mut files = BTreeMap::new();
+    for b in binaries {
+        files.insert(BinaryEvidence::bundle_path(&b.path), b.bundle.clone());
+        files.insert(format!("binaries/{}.sig", b.path), b.sig.clone());
+        files.insert(format!("binaries/{}.cert", b.path), b.cert.clone());
+    }
     files.insert("trusted_root.json".into(), trusted_root.as_bytes().to_vec());
     for m in manifests {
         files.insert(format!("images/{}.json", m.digest.hex()), m.bytes.clone());

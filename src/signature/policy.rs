@@ -15,6 +15,8 @@ use serde::Deserialize;
 
 /// Kubernetes' image signer: the promoter's service account, through Google's OIDC.
 pub const K8S_IMAGE_IDENTITY: &str = "krel-trust@k8s-releng-prod.iam.gserviceaccount.com";
+/// Kubernetes' binary signer (dl.k8s.io's `.sig`/`.cert`): the release staging account.
+pub const K8S_BINARY_IDENTITY: &str = "krel-staging@k8s-releng-prod.iam.gserviceaccount.com";
 /// Google's OIDC issuer.
 pub const GOOGLE_ISSUER: &str = "https://accounts.google.com";
 
@@ -109,14 +111,14 @@ struct FileRule {
 }
 
 impl Policy {
-    /// The built-in rule: registry.k8s.io images are signed by krel-trust.
+    /// The built-in rules: registry.k8s.io images are signed by krel-trust, dl.k8s.io files
+    /// (matched by URL without the scheme) by krel-staging.
     pub fn builtin() -> Self {
         Self {
-            rules: vec![Rule::exact(
-                "registry.k8s.io/**",
-                K8S_IMAGE_IDENTITY,
-                GOOGLE_ISSUER,
-            )],
+            rules: vec![
+                Rule::exact("registry.k8s.io/**", K8S_IMAGE_IDENTITY, GOOGLE_ISSUER),
+                Rule::exact("dl.k8s.io/**", K8S_BINARY_IDENTITY, GOOGLE_ISSUER),
+            ],
         }
     }
 
@@ -151,6 +153,13 @@ impl Policy {
         }
         rules.extend(Self::builtin().rules);
         Ok(Self { rules })
+    }
+
+    /// The first rule covering a downloaded file's `url` (matched without its scheme:
+    /// `dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm`), if any.
+    pub fn rule_for_url(&self, url: &str) -> Option<&Rule> {
+        let bare = url.split_once("://").map_or(url, |(_, rest)| rest);
+        self.rule_for(bare)
     }
 
     /// The first rule covering `repository` (`registry.k8s.io/pause`), if any.
@@ -195,6 +204,15 @@ mod tests {
         let k8s = policy.rule_for("registry.k8s.io/pause").unwrap();
         assert!(k8s.identity.matches(K8S_IMAGE_IDENTITY));
         assert!(policy.rule_for("docker.io/library/nginx").is_none());
+        let bin = policy
+            .rule_for_url("https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm")
+            .unwrap();
+        assert!(bin.identity.matches(K8S_BINARY_IDENTITY));
+        assert!(
+            policy
+                .rule_for_url("https://github.com/containernetworking/plugins/x.tgz")
+                .is_none()
+        );
         assert!(Policy::with_file("rules:\n  - match: a\n    issuer: b\n").is_err());
         assert!(
             Policy::with_file(

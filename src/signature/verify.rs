@@ -35,6 +35,10 @@ pub enum Step {
     Issuer,
     /// 9: the payload signs this very digest, as a cosign container image signature.
     Binding,
+    /// Binaries: the entry's RFC 6962 inclusion proof leads to the proof's root hash.
+    InclusionProof,
+    /// Binaries: the log's signed checkpoint commits to that root hash and tree size.
+    Checkpoint,
 }
 
 impl Step {
@@ -51,6 +55,8 @@ impl Step {
             Self::Identity => "identity",
             Self::Issuer => "issuer",
             Self::Binding => "signed digest",
+            Self::InclusionProof => "Rekor inclusion proof",
+            Self::Checkpoint => "Rekor checkpoint",
         }
     }
 }
@@ -169,7 +175,7 @@ struct CriticalImage {
     docker_manifest_digest: String,
 }
 
-fn b64(text: &str) -> Option<Vec<u8>> {
+pub(crate) fn b64(text: &str) -> Option<Vec<u8>> {
     base64::engine::general_purpose::STANDARD
         .decode(text.trim())
         .ok()
@@ -306,39 +312,10 @@ pub fn blob(
         })?;
 
     // 3. Rekor entry: the body names this payload, this signature and this certificate.
-    let entry = b64(&p.body)
-        .and_then(|body| serde_json::from_slice::<HashedRekord>(&body).ok())
-        .ok_or_else(|| Failure {
-            step: RekorEntry,
-            reason: "the body is not a hashedrekord".into(),
-        })?;
-    if entry.kind != "hashedrekord" || entry.api_version != "0.0.1" {
-        return fail(
-            RekorEntry,
-            format!(
-                "a {} {} entry, not hashedrekord 0.0.1",
-                entry.kind, entry.api_version
-            ),
-        );
-    }
-    let hash = &entry.spec.data.hash;
-    if hash.algorithm != "sha256" || hash.value != payload_hex {
-        return fail(
-            RekorEntry,
-            format!(
-                "the entry logs {}:{}, not this payload",
-                hash.algorithm, hash.value
-            ),
-        );
-    }
-    if b64(&entry.spec.signature.content) != Some(signature.clone()) {
-        return fail(RekorEntry, "the entry logs another signature");
-    }
-    let logged_cert = b64(&entry.spec.signature.public_key.content)
-        .and_then(|pem| pem_certificates(&String::from_utf8_lossy(&pem)).ok());
-    if logged_cert.as_deref() != Some(std::slice::from_ref(&leaf_der)) {
-        return fail(RekorEntry, "the entry logs another certificate");
-    }
+    logs(&p.body, &payload_hex, &signature, &leaf_der).map_err(|reason| Failure {
+        step: RekorEntry,
+        reason,
+    })?;
     let t = p.integrated_time;
 
     // 4. Chain, with the root's CAs only.
@@ -411,6 +388,41 @@ pub fn blob(
         integrated_time: t,
         docker_reference: String::new(),
     })
+}
+
+/// Whether the Rekor entry `body` (base64 of the canonical JSON) is the hashedrekord 0.0.1 of
+/// a blob hashing to `payload_hex`, with `signature` and the certificate `leaf_der`.
+pub(crate) fn logs(
+    body: &str,
+    payload_hex: &str,
+    signature: &[u8],
+    leaf_der: &[u8],
+) -> Result<(), String> {
+    let entry = b64(body)
+        .and_then(|body| serde_json::from_slice::<HashedRekord>(&body).ok())
+        .ok_or("the body is not a hashedrekord")?;
+    if entry.kind != "hashedrekord" || entry.api_version != "0.0.1" {
+        return Err(format!(
+            "a {} {} entry, not hashedrekord 0.0.1",
+            entry.kind, entry.api_version
+        ));
+    }
+    let hash = &entry.spec.data.hash;
+    if hash.algorithm != "sha256" || hash.value != payload_hex {
+        return Err(format!(
+            "the entry logs {}:{}, not this payload",
+            hash.algorithm, hash.value
+        ));
+    }
+    if b64(&entry.spec.signature.content).as_deref() != Some(signature) {
+        return Err("the entry logs another signature".into());
+    }
+    let logged_cert = b64(&entry.spec.signature.public_key.content)
+        .and_then(|pem| pem_certificates(&String::from_utf8_lossy(&pem)).ok());
+    if !logged_cert.is_some_and(|certs| certs.len() == 1 && certs[0] == leaf_der) {
+        return Err("the entry logs another certificate".into());
+    }
+    Ok(())
 }
 
 fn list(ids: &[String]) -> String {

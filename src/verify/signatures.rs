@@ -2,14 +2,18 @@
 //! against cks-iso's own trusted root (or `--trusted-root`), never a root found in the ISO, and
 //! they belong to the archives the ISO holds: each covered image's accepted signature signs the
 //! platform manifest of its archive (recomputed from the archive's blobs) or the index
-//! `versions.txt` records for it.
+//! `versions.txt` records for it. Each dl.k8s.io binary's Sigstore bundle verifies fully (chain,
+//! SCT, signature over the file's bytes as read from the ISO, SET, inclusion proof, checkpoint).
 
 use std::collections::BTreeMap;
+use std::io::Read as _;
+
+use sha2::{Digest as _, Sha256};
 
 use super::SignatureCheck;
 use super::checks::Ctx;
 use crate::image::{Descriptor, Digest, MAX_MANIFEST_SIZE, Manifest, parse};
-use crate::signature::{self, REPORT_PATH, Report, SignatureManifest};
+use crate::signature::{self, BinaryEvidence, REPORT_PATH, Report, SignatureManifest, rekor};
 use crate::versions::Versions;
 
 pub(super) fn check(cx: &mut Ctx, versions: Option<&Versions>, sig: &SignatureCheck) {
@@ -64,14 +68,7 @@ pub(super) fn check(cx: &mut Ctx, versions: Option<&Versions>, sig: &SignatureCh
         let Some(rule) = sig.policy.rule_for(&repository) else {
             continue;
         };
-        if entry.verdict != "verified" {
-            cx.violation(
-                REPORT_PATH,
-                format!(
-                    "{}: recorded as {}, nothing to re-verify",
-                    image.name, entry.verdict
-                ),
-            );
+        if !verified(cx, &image.name, &entry.verdict) {
             continue;
         }
         let signed = entry.signed_digest.clone().unwrap_or_default();
@@ -93,6 +90,96 @@ pub(super) fn check(cx: &mut Ctx, versions: Option<&Versions>, sig: &SignatureCh
             Ok(Some(_)) => {}
             Ok(None) => cx.violation(&path, format!("{}: the signature has no layer", image.name)),
             Err(e) => cx.violation(&path, e.to_string()),
+        }
+    }
+    binaries(cx, versions, &report, sig);
+}
+
+/// Whether a covered artifact is reported verified; a violation when not.
+fn verified(cx: &mut Ctx, artifact: &str, verdict: &str) -> bool {
+    if verdict != "verified" {
+        cx.violation(
+            REPORT_PATH,
+            format!("{artifact}: recorded as {verdict}, nothing to re-verify"),
+        );
+    }
+    verdict == "verified"
+}
+
+/// Each file a rule covers by URL has a verified bundle in `signatures/binaries/` that verifies
+/// again against the file's bytes as read from the ISO.
+fn binaries(cx: &mut Ctx, versions: &Versions, report: &Report, sig: &SignatureCheck) {
+    let reported: BTreeMap<&str, &signature::BinaryReport> = report
+        .binaries
+        .iter()
+        .map(|b| (b.path.as_str(), b))
+        .collect();
+    for file in &versions.files {
+        let Some(rule) = sig.policy.rule_for_url(&file.source) else {
+            continue;
+        };
+        if !file.source.starts_with("https://") && !file.source.starts_with("http://") {
+            continue;
+        }
+        let Some(entry) = reported.get(file.path.as_str()) else {
+            cx.violation(
+                REPORT_PATH,
+                format!(
+                    "{} ({}) is covered but not reported",
+                    file.path, file.source
+                ),
+            );
+            continue;
+        };
+        if !verified(cx, &file.source, &entry.verdict) {
+            continue;
+        }
+        let bundle_path = format!("signatures/{}", BinaryEvidence::bundle_path(&file.path));
+        let bundle = match cx.reader.read_small(&bundle_path, 16 << 20) {
+            Ok(b) => b,
+            Err(e) => {
+                cx.violation(&bundle_path, e.reason);
+                continue;
+            }
+        };
+        let evidence = match rekor::Evidence::from_bundle(&bundle) {
+            Ok(e) => e,
+            Err(e) => {
+                cx.violation(&bundle_path, format!("not a usable Sigstore bundle: {e}"));
+                continue;
+            }
+        };
+        let mut bytes = Vec::new();
+        let read = cx
+            .reader
+            .open_file(&file.path)
+            .map_err(|e| e.reason)
+            .and_then(|mut f| f.read_to_end(&mut bytes).map_err(|e| e.to_string()));
+        if let Err(e) = read {
+            cx.violation(&file.path, e);
+            continue;
+        }
+        let actual = hex::encode(Sha256::digest(&bytes));
+        if actual != entry.sha256 {
+            cx.violation(
+                &file.path,
+                format!(
+                    "hashes to sha256:{actual}, the signature report says sha256:{}",
+                    entry.sha256
+                ),
+            );
+            continue;
+        }
+        if let Err(f) = rekor::verify_file(&sig.root, rule, &bytes, &evidence, sig.now) {
+            cx.violation(
+                &bundle_path,
+                format!(
+                    "{}: the signature of sha256:{actual} fails the {} check: {}",
+                    file.source,
+                    f.step.name(),
+                    f.reason
+                ),
+            );
         }
     }
 }

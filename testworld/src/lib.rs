@@ -26,6 +26,7 @@ pub mod git;
 pub mod http;
 pub mod images;
 pub mod registry;
+pub mod rekor;
 pub mod server;
 pub mod sigstore;
 pub mod upstream;

@@ -24,6 +24,8 @@ use crate::http::base64;
 
 /// Kubernetes' image signer.
 pub const K8S_IDENTITY: &str = "krel-trust@k8s-releng-prod.iam.gserviceaccount.com";
+/// Kubernetes' binary signer (dl.k8s.io `.sig`/`.cert`).
+pub const K8S_BINARY_IDENTITY: &str = "krel-staging@k8s-releng-prod.iam.gserviceaccount.com";
 /// Google's OIDC issuer.
 pub const GOOGLE_ISSUER: &str = "https://accounts.google.com";
 /// The media type of a simple-signing layer.
@@ -331,41 +333,9 @@ impl Sigstore {
     /// Signs `digest` of `repository` as the promoter would: leaf, signature, Rekor entry, SET.
     pub fn sign(&self, repository: &str, digest: &str, opts: &SignOptions) -> SignedLayer {
         let payload = Self::payload(repository, opts.payload_digest.as_deref().unwrap_or(digest));
-        let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("leaf key");
-        let issued = now() - 120 - opts.integrated_after.max(0);
-        let leaf = self.leaf(&key, opts, issued);
-        let t = issued + opts.integrated_after;
         let index = self.next_index.fetch_add(1, Ordering::SeqCst);
-        let signature = key.sign(&payload).expect("signature");
-        let leaf_pem = pem(&leaf);
-        let body = json!({
-            "apiVersion": "0.0.1",
-            "kind": "hashedrekord",
-            "spec": {
-                "data": {"hash": {"algorithm": "sha256", "value": crate::http::hex(&sha256(&payload))}},
-                "signature": {
-                    "content": base64(&signature),
-                    "publicKey": {"content": base64(leaf_pem.as_bytes())},
-                },
-            },
-        });
-        let log_id = crate::http::hex(&sha256(&self.rekor.subject_public_key_info()));
-        // serde_json sorts object keys: compact output is the JCS form of these ASCII values.
-        let entry = json!({
-            "body": base64(&serde_json::to_vec(&body).expect("JSON")),
-            "integratedTime": t,
-            "logID": log_id,
-            "logIndex": index,
-        });
-        let mut set = self
-            .rekor
-            .sign(&serde_json::to_vec(&entry).expect("JSON"))
-            .expect("SET");
-        if opts.flip_set {
-            let last = set.len() - 1;
-            set[last] ^= 0x01;
-        }
-        let bundle = json!({"SignedEntryTimestamp": base64(&set), "Payload": entry});
+        let signed = self.sign_bytes(&payload, None, index, opts);
+        let bundle = json!({"SignedEntryTimestamp": base64(&signed.set), "Payload": signed.entry});
         let chain = [&self.ca.intermediate, &self.ca.root]
             .iter()
             .map(|c| pem(c.der()))
@@ -373,9 +343,12 @@ impl Sigstore {
         let annotations = BTreeMap::from([
             (
                 "dev.cosignproject.cosign/signature".to_owned(),
-                base64(&signature),
+                base64(&signed.signature),
             ),
-            ("dev.sigstore.cosign/certificate".to_owned(), leaf_pem),
+            (
+                "dev.sigstore.cosign/certificate".to_owned(),
+                signed.leaf_pem,
+            ),
             ("dev.sigstore.cosign/chain".to_owned(), chain),
             (
                 "dev.sigstore.cosign/bundle".to_owned(),
@@ -387,6 +360,130 @@ impl Sigstore {
             annotations,
         }
     }
+
+    /// Signs a file as Kubernetes' release tooling does for dl.k8s.io: `.sig` (base64 of the DER
+    /// signature) and `.cert` (base64 of the leaf's PEM), logged as entry `index` of the world's
+    /// Rekor. `logged_hash` (hex) makes the entry log another blob.
+    pub fn sign_blob(
+        &self,
+        file: &[u8],
+        index: i64,
+        logged_hash: Option<&str>,
+        opts: &SignOptions,
+    ) -> SignedBlob {
+        let signed = self.sign_bytes(file, logged_hash, index, opts);
+        SignedBlob {
+            sig: base64(&signed.signature).into_bytes(),
+            cert: base64(signed.leaf_pem.as_bytes()).into_bytes(),
+            body: signed.body,
+            integrated_time: signed.integrated_time,
+            log_index: index,
+            log_id: self.rekor_log_id(),
+            set: signed.set,
+        }
+    }
+
+    /// The Rekor log id (hex of the SHA-256 of its key).
+    pub fn rekor_log_id(&self) -> String {
+        crate::http::hex(&sha256(&self.rekor.subject_public_key_info()))
+    }
+
+    /// A checkpoint (signed note) for a tree of `size` with `root`, as Rekor v1 writes it: origin,
+    /// size, base64 root, a blank line, `— <name> <base64(key hint ‖ DER signature)>`.
+    pub fn checkpoint(&self, size: u64, root: &[u8]) -> String {
+        let note = format!(
+            "rekor.world.invalid - 1234567890\n{size}\n{}\n",
+            base64(root)
+        );
+        let sig = self
+            .rekor
+            .sign(note.as_bytes())
+            .expect("checkpoint signature");
+        let mut signed = sha256(&self.rekor.subject_public_key_info())[..4].to_vec();
+        signed.extend(sig);
+        format!("{note}\n\u{2014} rekor.world.invalid {}\n", base64(&signed))
+    }
+
+    /// Leaf, signature over `message`, hashedrekord body (logging `logged_hash` or the message's
+    /// hash), and the SET over the entry at `index`.
+    fn sign_bytes(
+        &self,
+        message: &[u8],
+        logged_hash: Option<&str>,
+        index: i64,
+        opts: &SignOptions,
+    ) -> Signed {
+        let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("leaf key");
+        let issued = now() - 120 - opts.integrated_after.max(0);
+        let leaf = self.leaf(&key, opts, issued);
+        let t = issued + opts.integrated_after;
+        let signature = key.sign(message).expect("signature");
+        let leaf_pem = pem(&leaf);
+        let hash = logged_hash.map_or_else(|| crate::http::hex(&sha256(message)), str::to_owned);
+        let body = json!({
+            "apiVersion": "0.0.1",
+            "kind": "hashedrekord",
+            "spec": {
+                "data": {"hash": {"algorithm": "sha256", "value": hash}},
+                "signature": {
+                    "content": base64(&signature),
+                    "publicKey": {"content": base64(leaf_pem.as_bytes())},
+                },
+            },
+        });
+        let body = serde_json::to_vec(&body).expect("JSON");
+        // serde_json sorts object keys: compact output is the JCS form of these ASCII values.
+        let entry = json!({
+            "body": base64(&body),
+            "integratedTime": t,
+            "logID": self.rekor_log_id(),
+            "logIndex": index,
+        });
+        let mut set = self
+            .rekor
+            .sign(&serde_json::to_vec(&entry).expect("JSON"))
+            .expect("SET");
+        if opts.flip_set {
+            let last = set.len() - 1;
+            set[last] ^= 0x01;
+        }
+        Signed {
+            signature,
+            leaf_pem,
+            body,
+            integrated_time: t,
+            entry,
+            set,
+        }
+    }
+}
+
+struct Signed {
+    signature: Vec<u8>,
+    leaf_pem: String,
+    body: Vec<u8>,
+    integrated_time: i64,
+    entry: Value,
+    set: Vec<u8>,
+}
+
+/// A file signed for dl.k8s.io, and what its Rekor entry holds.
+#[derive(Debug, Clone)]
+pub struct SignedBlob {
+    /// The `.sig` file's bytes.
+    pub sig: Vec<u8>,
+    /// The `.cert` file's bytes.
+    pub cert: Vec<u8>,
+    /// The canonical hashedrekord body.
+    pub body: Vec<u8>,
+    /// Seconds since the epoch.
+    pub integrated_time: i64,
+    /// The entry's index in the world's log.
+    pub log_index: i64,
+    /// The log id, hex.
+    pub log_id: String,
+    /// The signed entry timestamp.
+    pub set: Vec<u8>,
 }
 
 /// The `.sig` manifest holding `layers`, and the blobs it names (config and payloads), by digest.

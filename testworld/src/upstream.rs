@@ -686,7 +686,7 @@ pub struct Served {
 }
 
 struct Shared {
-    files: BTreeMap<String, File>,
+    files: Mutex<BTreeMap<String, File>>,
     /// Where `302`s send release downloads (the CDN, or a proxy in front of it).
     cdn_base: Mutex<String>,
     log: Mutex<Vec<Served>>,
@@ -710,7 +710,7 @@ impl UpstreamServer {
         let cdn = Arc::new(Server::http("127.0.0.1:0").expect("bind 127.0.0.1"));
         let cdn_port = cdn.server_addr().to_ip().expect("an IP listener").port();
         let shared = Arc::new(Shared {
-            files: snapshot.files(),
+            files: Mutex::new(snapshot.files()),
             cdn_base: Mutex::new(format!("http://127.0.0.1:{cdn_port}")),
             log: Mutex::new(Vec::new()),
         });
@@ -765,6 +765,26 @@ impl UpstreamServer {
         Self::mirror_rules_via(&self.url())
     }
 
+    /// Serves `body` at `path` (host-prefixed) from now on: how a test spoils a `.sig` mid-run.
+    pub fn put(&self, path: &str, body: impl Into<Vec<u8>>, content_type: &'static str) {
+        self.shared.files.lock().unwrap().insert(
+            path.trim_start_matches('/').to_owned(),
+            File {
+                body: body.into(),
+                content_type,
+            },
+        );
+    }
+
+    /// Makes `path` answer 404 from now on; returns what it served.
+    pub fn take(&self, path: &str) -> Option<File> {
+        self.shared
+            .files
+            .lock()
+            .unwrap()
+            .remove(path.trim_start_matches('/'))
+    }
+
     /// Every request answered so far.
     pub fn served(&self) -> Vec<Served> {
         self.shared.log.lock().unwrap().clone()
@@ -807,7 +827,8 @@ fn handle(req: Request, role: &'static str, shared: &Shared) {
         "cdn" => path.split_once('/').map_or("", |(_, rest)| rest),
         _ => path,
     };
-    let (status, response) = match shared.files.get(lookup) {
+    let file = shared.files.lock().unwrap().get(lookup).cloned();
+    let (status, response) = match file.as_ref() {
         Some(_) if role == "origin" && redirected(lookup) => {
             let cdn_host = match lookup.starts_with("dl.k8s.io/") {
                 true => "cdn.dl.k8s.io",

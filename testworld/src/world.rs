@@ -25,6 +25,7 @@ use crate::images::{
     push_manifest,
 };
 use crate::registry::DockerRegistry;
+use crate::rekor::RekorServer;
 use crate::sigstore::{SignOptions, SignedLayer, Sigstore, signature_manifest, signature_tag};
 use crate::upstream::{
     DASHBOARD_PATH, HEADLAMP_PATH, KubeRelease, NETWORK_PATH, Snapshot, UpstreamServer,
@@ -141,6 +142,7 @@ pub struct World {
     repo: Repo,
     registry: DockerRegistry,
     sigstore: Sigstore,
+    rekor: RekorServer,
     trusted_root: PathBuf,
     _storage: TempDir,
     _dir: TempDir,
@@ -332,6 +334,22 @@ impl World {
                 snapshot = snapshot.replace(path, new, "text/plain; charset=utf-8");
             }
         }
+        // Sign the Kubernetes binaries as dl.k8s.io does from 1.26 on (`.sig`/`.cert` beside
+        // each, logged in the world's Rekor); older releases stay unsigned, as upstream's are.
+        let rekor = RekorServer::start();
+        let binaries: Vec<(&String, &Vec<u8>)> = files
+            .iter()
+            .filter(|(path, _)| signed_binary(path))
+            .map(|(path, file)| (path, &file.body))
+            .collect();
+        for (path, body) in binaries {
+            let blob = sigstore.sign_blob(body, rekor.next_index(), None, &binary_signer());
+            let (sig, cert) = (blob.sig.clone(), blob.cert.clone());
+            rekor.add(&sigstore, blob, &crate::upstream::sha256_hex(body));
+            snapshot = snapshot
+                .replace(&format!("{path}.sig"), sig, "text/plain; charset=utf-8")
+                .replace(&format!("{path}.cert"), cert, "text/plain; charset=utf-8");
+        }
         let upstream = UpstreamServer::start(&snapshot);
 
         let mut yaml = String::from(
@@ -362,8 +380,9 @@ impl World {
         std::fs::write(&trusted_root, sigstore.trusted_root()).expect("write the trusted root");
         // Relative to the configuration file: a copy of both side by side still works.
         yaml.push_str(
-            "# the world's own Sigstore signs registry.k8s.io's images\ntrusted-root: trusted_root.json\n",
+            "# the world's own Sigstore signs registry.k8s.io's images and dl.k8s.io's binaries\ntrusted-root: trusted_root.json\n",
         );
+        yaml.push_str(&format!("rekor-url: {}\n", rekor.url()));
         let config_path = dir.path().join("cks-iso.yaml");
         std::fs::write(&config_path, &yaml).expect("write the configuration");
 
@@ -381,6 +400,7 @@ impl World {
             repo,
             registry,
             sigstore,
+            rekor,
             trusted_root,
             _storage: storage,
             _dir: dir,
@@ -456,6 +476,31 @@ impl World {
         &self.sigstore
     }
 
+    /// The world's Rekor stand-in, which logs the binaries' signatures.
+    pub fn rekor(&self) -> &RekorServer {
+        &self.rekor
+    }
+
+    /// Signs `body` (a file served at `path`, host-prefixed) with `opts` and serves the new
+    /// `.sig`/`.cert` beside it; `logged_hash` (hex) makes the Rekor entry log another blob.
+    pub fn sign_binary(
+        &self,
+        path: &str,
+        body: &[u8],
+        opts: &SignOptions,
+        logged_hash: Option<&str>,
+    ) {
+        let blob = self
+            .sigstore
+            .sign_blob(body, self.rekor.next_index(), logged_hash, opts);
+        let (sig, cert) = (blob.sig.clone(), blob.cert.clone());
+        self.rekor
+            .add(&self.sigstore, blob, &crate::upstream::sha256_hex(body));
+        let text = "text/plain; charset=utf-8";
+        self.upstream.put(&format!("{path}.sig"), sig, text);
+        self.upstream.put(&format!("{path}.cert"), cert, text);
+    }
+
     /// The world's `trusted_root.json`, beside [`World::config_path`]; the configuration names it
     /// as `trusted-root: trusted_root.json`, relative to itself.
     pub fn trusted_root_path(&self) -> &Path {
@@ -472,6 +517,25 @@ impl World {
     pub fn autoscaler_git_url(&self) -> String {
         self.git.url(&self.repo)
     }
+}
+
+/// Options that sign as Kubernetes' release tooling signs binaries.
+pub fn binary_signer() -> SignOptions {
+    SignOptions {
+        identity: crate::sigstore::K8S_BINARY_IDENTITY.into(),
+        ..SignOptions::default()
+    }
+}
+
+/// A dl.k8s.io Kubernetes binary of a release that upstream signs (1.26 and later).
+fn signed_binary(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix("dl.k8s.io/release/v") else {
+        return false;
+    };
+    let version = rest.split('/').next().unwrap_or_default();
+    rest.contains("/bin/linux/")
+        && !rest.ends_with(".sha256")
+        && numbers(version).is_some_and(|(major, minor, _)| major == 1 && minor >= 26)
 }
 
 fn minor_of(version: &str) -> Option<u64> {

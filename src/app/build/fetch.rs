@@ -534,7 +534,21 @@ async fn one_arch(
         ));
     }
     let signatures = match checker {
-        Some(checker) => Some(signatures::check(checker, registry, &images, arch.k8s()).await?),
+        Some(checker) => {
+            let mut sigs = signatures::check(checker, registry, &images, arch.k8s()).await?;
+            let (reports, evidence) = signatures::check_files(
+                checker,
+                fetcher,
+                &pins.kubernetes,
+                &files,
+                locked,
+                arch.k8s(),
+            )
+            .await?;
+            sigs.report.binaries = reports;
+            sigs.binaries = evidence;
+            Some(sigs)
+        }
         None => None,
     };
     Ok(ArchFetched {

@@ -88,6 +88,7 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         args.signatures.as_deref(),
         args.trusted_root.as_ref(),
         args.signature_policy.as_ref(),
+        args.rekor_url.as_deref(),
         &settings,
     )?;
     let cache = net::writable_cache(args.cache_dir)?;

@@ -33,6 +33,15 @@ pub(super) fn lock(
                     url: f.source.clone(),
                     size: f.size,
                     sha256: f.sha256.clone(),
+                    signature: a.signatures.as_ref().and_then(|s| {
+                        let b = s.binaries.iter().find(|b| b.path == f.dest)?;
+                        let hex = |bytes: &[u8]| crate::image::Digest::of(bytes).hex().to_owned();
+                        Some(lock::FileSignature {
+                            sig: hex(&b.sig),
+                            cert: hex(&b.cert),
+                            rekor: hex(&b.entry),
+                        })
+                    }),
                 })
                 .collect();
             let images = a

@@ -6,13 +6,19 @@ use std::path::{Path, PathBuf};
 use futures_util::{StreamExt, stream};
 
 use super::super::AppError;
+use super::fetch::IsoFile;
+use crate::cache::Cache;
 use crate::config::Settings;
+use crate::fetch::{FetchError, get_bytes, post_json};
+use crate::image::Digest;
 use crate::image::Image;
 use crate::registry::Registry;
+use crate::signature::rekor;
 use crate::signature::{
-    self, ImageReport, Mode, PUBLIC_GOOD_ROOT, Policy, Report, SignatureError, SignatureManifest,
-    TrustedRoot,
+    self, BinaryEvidence, BinaryReport, ImageReport, Mode, PUBLIC_GOOD_ROOT, Policy, Report,
+    SignatureError, SignatureManifest, TrustedRoot,
 };
+use crate::upstream::Fetcher;
 
 /// The directory at the ISO's root that holds the evidence.
 pub(crate) const DIR: &str = "signatures";
@@ -23,12 +29,19 @@ pub(crate) struct Checker {
     root: TrustedRoot,
     root_text: String,
     policy: Policy,
+    /// Where binaries' Rekor entries are looked up.
+    pub(super) rekor_url: String,
 }
+
+/// Rekor's public-good instance.
+pub(crate) const DEFAULT_REKOR_URL: &str = "https://rekor.sigstore.dev";
 
 /// One architecture's verdicts and the signature manifests that carried them.
 pub(crate) struct ArchSignatures {
     pub(crate) report: Report,
     pub(crate) manifests: Vec<SignatureManifest>,
+    /// The verified binaries' signature material.
+    pub(crate) binaries: Vec<BinaryEvidence>,
     /// The trusted root's text, copied into the ISO for third-party tools.
     pub(crate) trusted_root: String,
 }
@@ -40,6 +53,7 @@ pub(crate) fn checker(
     flag: Option<&str>,
     trusted_root_flag: Option<&PathBuf>,
     policy_flag: Option<&PathBuf>,
+    rekor_flag: Option<&str>,
     settings: &Settings,
 ) -> Result<Option<Checker>, AppError> {
     let mode = match flag {
@@ -52,17 +66,22 @@ pub(crate) fn checker(
         None => settings.signatures.unwrap_or_default(),
     };
     if mode == Mode::Off {
-        tracing::warn!("--signatures off: image signatures are not checked");
+        tracing::warn!("--signatures off: image and binary signatures are not checked");
         return Ok(None);
     }
     let (root, root_text) = trusted_root(trusted_root_flag, settings.trusted_root.as_ref())?;
     let policy = policy(policy_flag.or(settings.signature_policy.as_ref()))?;
-    tracing::info!("image signatures: {mode}");
+    tracing::info!("signatures: {mode}");
+    let rekor_url = rekor_flag
+        .map(str::to_owned)
+        .or_else(|| settings.rekor_url.clone())
+        .unwrap_or_else(|| DEFAULT_REKOR_URL.to_owned());
     Ok(Some(Checker {
         mode,
         root_text,
         root,
         policy,
+        rekor_url: rekor_url.trim_end_matches('/').to_owned(),
     }))
 }
 
@@ -179,8 +198,10 @@ pub(super) async fn check(
             mode: checker.mode.to_string(),
             trusted_root_sha256: TrustedRoot::fingerprint(&checker.root_text),
             images: reports,
+            binaries: Vec::new(),
         },
         manifests,
+        binaries: Vec::new(),
         trusted_root: checker.root_text.clone(),
     })
 }
@@ -294,19 +315,35 @@ pub(super) fn sbom_notes(
         else {
             continue;
         };
-        let note = match r.verdict.as_str() {
-            "verified" => format!(
-                "verified: {} via {}, Rekor log index {}",
-                r.identity.as_deref().unwrap_or_default(),
-                r.issuer.as_deref().unwrap_or_default(),
-                r.log_index.unwrap_or_default()
-            ),
-            "unsigned" => "unsigned".to_owned(),
-            _ => continue,
-        };
-        notes.insert(format!("docker/{file}"), note);
+        if let Some(note) = note(&r.verdict, &r.identity, &r.issuer, r.log_index) {
+            notes.insert(format!("docker/{file}"), note);
+        }
+    }
+    for b in &sigs.report.binaries {
+        if let Some(note) = note(&b.verdict, &b.identity, &b.issuer, b.log_index) {
+            notes.insert(b.path.clone(), note);
+        }
     }
     notes
+}
+
+/// `verified: <identity> via <issuer>, Rekor log index N`, `unsigned`, or nothing (not covered).
+fn note(
+    verdict: &str,
+    identity: &Option<String>,
+    issuer: &Option<String>,
+    log_index: Option<i64>,
+) -> Option<String> {
+    match verdict {
+        "verified" => Some(format!(
+            "verified: {} via {}, Rekor log index {}",
+            identity.as_deref().unwrap_or_default(),
+            issuer.as_deref().unwrap_or_default(),
+            log_index.unwrap_or_default()
+        )),
+        "unsigned" => Some("unsigned".to_owned()),
+        _ => None,
+    }
 }
 
 /// The one line `versions.txt` gets: `# signatures verify: 9 of 9 covered images verified, 0
@@ -314,9 +351,21 @@ pub(super) fn sbom_notes(
 pub(super) fn summary(sigs: &ArchSignatures) -> String {
     let count = |v: &str| sigs.report.images.iter().filter(|i| i.verdict == v).count();
     let (verified, unsigned) = (count("verified"), count("unsigned"));
+    let bins = |v: &str| {
+        let b = &sigs.report.binaries;
+        b.iter().filter(|i| i.verdict == v).count()
+    };
+    let binaries = match sigs.report.binaries.is_empty() {
+        true => String::new(),
+        false => format!(
+            "; {} of {} binaries verified",
+            bins("verified"),
+            sigs.report.binaries.len()
+        ),
+    };
     format!(
-        "# signatures {}: {verified} of {} covered images verified, {unsigned} unsigned \
-         ({DIR}/report.json)\n",
+        "# signatures {}: {verified} of {} covered images verified, {unsigned} unsigned\
+         {binaries} ({DIR}/report.json)\n",
         sigs.report.mode,
         verified + unsigned
     )
@@ -324,7 +373,12 @@ pub(super) fn summary(sigs: &ArchSignatures) -> String {
 
 /// Writes `signatures/` (see [`signature::evidence`]) into the staging directory `staging`.
 pub(super) fn write_into(staging: &Path, sigs: &ArchSignatures) -> Result<(), AppError> {
-    for (rel, bytes) in signature::evidence(&sigs.report, &sigs.manifests, &sigs.trusted_root) {
+    for (rel, bytes) in signature::evidence(
+        &sigs.report,
+        &sigs.manifests,
+        &sigs.binaries,
+        &sigs.trusted_root,
+    ) {
         let path = staging.join(DIR).join(&rel);
         let fail = |e: std::io::Error| {
             AppError::failure(
@@ -336,4 +390,306 @@ pub(super) fn write_into(staging: &Path, sigs: &ArchSignatures) -> Result<(), Ap
         std::fs::write(&path, bytes).map_err(fail)?;
     }
     Ok(())
+}
+
+/// Index key of the Rekor entry chosen for a file's sha256 (the entry reply's bytes).
+fn rekor_key(rekor_url: &str, sha256_hex: &str) -> String {
+    format!("rekor:{rekor_url}:sha256:{sha256_hex}")
+}
+
+/// Bytes the cache holds under `digest` (hex), if intact.
+fn cached(store: Option<&Cache>, digest: &str) -> Option<Vec<u8>> {
+    let store = store?;
+    let digest = Digest::parse(&format!("sha256:{digest}")).ok()?;
+    let bytes = std::fs::read(store.blob_path(&digest)).ok()?;
+    (Digest::of(&bytes) == digest).then_some(bytes)
+}
+
+/// What a signature lookup found for one file.
+enum Found {
+    /// `.sig`, `.cert` and the Rekor entry reply.
+    Signed(Vec<u8>, Vec<u8>, Vec<u8>),
+    /// No `.sig`/`.cert` (404, or offline and never seen): why.
+    Unsigned(String),
+}
+
+/// The `.sig` or `.cert` beside `url`: the locked bytes when the cache has them, else through the
+/// mirrors (offline: what the cache last saw); `None` when there is none.
+async fn side_file(
+    fetcher: &Fetcher<'_>,
+    url: &str,
+    locked: Option<&str>,
+) -> Result<Option<Vec<u8>>, FetchError> {
+    if let Some(bytes) = locked.and_then(|d| cached(fetcher.store, d)) {
+        return Ok(Some(bytes));
+    }
+    match fetcher.text(url, 64 * 1024).await {
+        Ok(text) => Ok(Some(text.into_bytes())),
+        Err(e) if e.status() == Some(404) || matches!(e, FetchError::Offline { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The Rekor entry reply (`{uuid: entry}`) that logs this file, signature and certificate.
+async fn rekor_entry(
+    checker: &Checker,
+    fetcher: &Fetcher<'_>,
+    digest: &[u8],
+    sig: &[u8],
+    cert: &[u8],
+    locked: Option<&str>,
+) -> Result<Option<Vec<u8>>, FetchError> {
+    let hex = hex::encode(digest);
+    let key = rekor_key(&checker.rekor_url, &hex);
+    let logs = |bytes: &[u8]| {
+        rekor::entries(bytes).is_ok_and(|map| {
+            map.values()
+                .any(|e| rekor::Evidence::logged_by(digest, sig, cert, e))
+        })
+    };
+    if let Some(bytes) = locked.and_then(|d| cached(fetcher.store, d)) {
+        return Ok(Some(bytes));
+    }
+    if fetcher.download.offline {
+        let recalled = fetcher.store.and_then(|s| s.recall(&key));
+        let bytes = recalled.and_then(|r| cached(fetcher.store, r.digest.hex()));
+        return match bytes {
+            Some(bytes) => Ok(Some(bytes)),
+            None => Err(FetchError::Offline {
+                url: format!("{}/api/v1/index/retrieve", checker.rekor_url),
+            }),
+        };
+    }
+    let index = fetcher
+        .mirrors
+        .rewrite(&format!("{}/api/v1/index/retrieve", checker.rekor_url));
+    let reply = post_json(
+        &fetcher.download,
+        &index,
+        &rekor::index_query(&hex),
+        1 << 20,
+    )
+    .await?;
+    let uuids = rekor::uuids(&reply).unwrap_or_default();
+    for uuid in uuids
+        .iter()
+        .filter(|u| u.chars().all(|c| c.is_ascii_alphanumeric()))
+    {
+        let url = format!("{}/api/v1/log/entries/{uuid}", checker.rekor_url);
+        let (bytes, _) = get_bytes(
+            &fetcher.download,
+            &fetcher.mirrors.rewrite(&url),
+            &reqwest::header::HeaderMap::new(),
+            4 << 20,
+        )
+        .await?;
+        if logs(&bytes) {
+            if let Some(store) = fetcher.store {
+                let kept = store
+                    .put_bytes(&bytes)
+                    .and_then(|d| store.remember(&key, &d, bytes.len() as u64, &url));
+                if let Err(e) = kept {
+                    tracing::warn!("cannot keep the Rekor entry {uuid} in the cache: {e}");
+                }
+            }
+            return Ok(Some(bytes));
+        }
+    }
+    Ok(None)
+}
+
+/// Checks the signature of every downloaded file a policy rule covers by URL (the dl.k8s.io
+/// Kubernetes binaries): `.sig`, `.cert` and the Rekor entry, verified as a Sigstore bundle.
+/// Fails, naming the file's URL, digest and the failed step, before anything is written.
+pub(super) async fn check_files(
+    checker: &Checker,
+    fetcher: &Fetcher<'_>,
+    kubernetes: &crate::resolve::KubeVersion,
+    files: &[IsoFile],
+    locked: Option<&crate::lock::ArchEntry>,
+    arch: &str,
+) -> Result<(Vec<BinaryReport>, Vec<BinaryEvidence>), AppError> {
+    let mut reports = Vec::new();
+    let mut evidence = Vec::new();
+    for file in files {
+        let Some(rule) = checker.policy.rule_for_url(&file.source) else {
+            continue;
+        };
+        let lock_sig = locked
+            .and_then(|l| l.files.iter().find(|f| f.path == file.dest))
+            .and_then(|f| f.signature.clone());
+        // Material that fails verification was damaged on the way until proven otherwise (a
+        // flipped byte in a .sig): fetched again, within the budget of a 5xx.
+        let retry = fetcher.download.retry;
+        let mut attempt = 1;
+        let (report, found) = loop {
+            match check_file(checker, fetcher, kubernetes, file, rule, lock_sig.as_ref()).await {
+                Ok(done) => break done,
+                Err((err, true))
+                    if !fetcher.download.offline && attempt < retry.attempts.max(2) =>
+                {
+                    tracing::warn!("{:#}; fetching its signature again", err.error);
+                    tokio::time::sleep(retry.delay(attempt, None)).await;
+                    attempt += 1;
+                }
+                Err((err, _)) => return Err(err),
+            }
+        };
+        reports.push(report);
+        evidence.extend(found);
+    }
+    reports.sort_by(|a, b| a.path.cmp(&b.path));
+    evidence.sort_by(|a, b| a.path.cmp(&b.path));
+    let verified = reports.iter().filter(|r| r.verdict == "verified").count();
+    tracing::info!(
+        "linux/{arch}: {verified} of {} covered files' signatures verified",
+        reports.len()
+    );
+    Ok((reports, evidence))
+}
+
+/// Fetches and verifies one covered file's signature (see [`check_files`]); an error says
+/// whether fetching the material again may help.
+async fn check_file(
+    checker: &Checker,
+    fetcher: &Fetcher<'_>,
+    kubernetes: &crate::resolve::KubeVersion,
+    file: &IsoFile,
+    rule: &signature::Rule,
+    lock_sig: Option<&crate::lock::FileSignature>,
+) -> Result<(BinaryReport, Option<BinaryEvidence>), (AppError, bool)> {
+    let digest = hex::decode(&file.sha256).unwrap_or_default();
+    let artifact = file.source.clone();
+    let shown = format!("sha256:{}", file.sha256);
+    let fetch_err = |e: FetchError| {
+        let hint = e.hint();
+        let err = AppError::failure(
+            anyhow::Error::new(e).context(format!("cannot fetch the signature of {artifact}")),
+            hint,
+        );
+        (err, false)
+    };
+    let mut side = Vec::new();
+    for (ext, locked) in [
+        ("sig", lock_sig.as_ref().map(|s| s.sig.as_str())),
+        ("cert", lock_sig.as_ref().map(|s| s.cert.as_str())),
+    ] {
+        let url = format!("{}.{ext}", file.source);
+        side.push(side_file(fetcher, &url, locked).await.map_err(fetch_err)?);
+    }
+    let cert = side.pop().flatten();
+    let sig = side.pop().flatten();
+    let found = match (sig, cert) {
+        (Some(sig), Some(cert)) => {
+            let entry = rekor_entry(
+                checker,
+                fetcher,
+                &digest,
+                &sig,
+                &cert,
+                lock_sig.as_ref().map(|s| s.rekor.as_str()),
+            )
+            .await
+            .map_err(fetch_err)?;
+            match entry {
+                Some(entry) => Found::Signed(sig, cert, entry),
+                None => {
+                    let err = untrusted(SignatureError::Invalid {
+                        artifact,
+                        digest: shown,
+                        step: signature::Step::RekorEntry,
+                        reason: format!(
+                            "{} has no entry that logs this file, signature and certificate",
+                            checker.rekor_url
+                        ),
+                    });
+                    return Err((err, true));
+                }
+            }
+        }
+        (None, None) => Found::Unsigned("no .sig or .cert beside it".into()),
+        (None, Some(_)) => Found::Unsigned("a .cert but no .sig beside it".into()),
+        (Some(_), None) => Found::Unsigned("a .sig but no .cert beside it".into()),
+    };
+    let mut report = BinaryReport {
+        path: file.dest.clone(),
+        url: file.source.clone(),
+        sha256: file.sha256.clone(),
+        verdict: "unsigned".into(),
+        bundle: None,
+        identity: None,
+        issuer: None,
+        log_index: None,
+        integrated_time: None,
+    };
+    let (sig, cert, entry) = match found {
+        Found::Signed(sig, cert, entry) => (sig, cert, entry),
+        Found::Unsigned(why) => {
+            let kube_binary = file.source.starts_with("https://dl.k8s.io/release/");
+            let required = kube_binary && kubernetes.major == 1 && kubernetes.minor >= 26;
+            if checker.mode == Mode::Enforce || required {
+                let why = match required {
+                    true => {
+                        format!("{why}, and Kubernetes v{kubernetes} binaries are always signed")
+                    }
+                    false => format!("{why} (--signatures enforce)"),
+                };
+                let err = untrusted(SignatureError::UnsignedFile {
+                    artifact,
+                    digest: shown,
+                    why,
+                });
+                return Err((err, false));
+            }
+            tracing::warn!(
+                "{artifact}: UNSIGNED: {why}; recorded as unsigned (--signatures enforce \
+                 refuses it)"
+            );
+            return Ok((report, None));
+        }
+    };
+    let invalid = |step, reason| {
+        let err = untrusted(SignatureError::Invalid {
+            artifact: artifact.clone(),
+            digest: shown.clone(),
+            step,
+            reason,
+        });
+        (err, true)
+    };
+    let map = rekor::entries(&entry).map_err(|e| invalid(signature::Step::RekorEntry, e))?;
+    let logged = map
+        .values()
+        .find(|e| rekor::Evidence::logged_by(&digest, &sig, &cert, e))
+        .ok_or_else(|| {
+            invalid(
+                signature::Step::RekorEntry,
+                "the Rekor entry does not log this file, signature and certificate".into(),
+            )
+        })?;
+    let ev = rekor::Evidence::from_rekor(&digest, &sig, &cert, logged)
+        .map_err(|e| invalid(signature::Step::LayerIntegrity, e))?;
+    let bytes = std::fs::read(&file.path).map_err(|e| {
+        let err = AppError::failure(
+            anyhow::Error::new(e).context(format!("cannot read {}", file.path.display())),
+            None,
+        );
+        (err, false)
+    })?;
+    let verified = rekor::verify_file(&checker.root, rule, &bytes, &ev, now())
+        .map_err(|f| invalid(f.step, f.reason))?;
+    report.verdict = "verified".into();
+    report.bundle = Some(format!("{DIR}/{}", BinaryEvidence::bundle_path(&file.dest)));
+    report.identity = Some(verified.identity);
+    report.issuer = Some(verified.issuer);
+    report.log_index = Some(verified.log_index);
+    report.integrated_time = Some(verified.integrated_time);
+    let evidence = BinaryEvidence {
+        path: file.dest.clone(),
+        bundle: ev.bundle(),
+        sig,
+        cert,
+        entry,
+    };
+    Ok((report, Some(evidence)))
 }

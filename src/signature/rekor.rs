@@ -1,0 +1,520 @@
+//! Signed files (dl.k8s.io's Kubernetes binaries): a `.sig` (base64 of the DER ECDSA signature
+//! over the file) and a `.cert` (base64 of the Fulcio leaf's PEM) beside each file, and the Rekor
+//! v1 entry that logged them, with its inclusion proof and signed checkpoint. [`Evidence`] is that
+//! material in one shape, read from Rekor's API ([`Evidence::from_rekor`]) or from a Sigstore
+//! bundle v0.3 ([`Evidence::from_bundle`]), written as one ([`Evidence::bundle`]).
+//!
+//! [`verify_file`] runs checks 1 to 8 of [`super::verify::blob`] (the same code that judges
+//! image signature layers: SET, entry, chain, SCT, signature, time, identity, issuer), then the
+//! two a bundle adds: the RFC 6962 inclusion proof of the entry up to the proof's root hash, and
+//! the checkpoint (a signed note) by a transparency log key of the trusted root committing to that
+//! root hash and tree size. Pure: no network, no file system.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use serde::Deserialize;
+use serde_json::json;
+use sha2::{Digest as _, Sha256};
+
+use super::root::TrustedRoot;
+use super::verify::{self, Failure, Step, Verified, b64};
+use super::x509::{Hash, pem_certificates};
+use super::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_SIGNATURE, Rule};
+
+/// The bundle media type written.
+pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+
+/// A Rekor v1 log entry as `GET /api/v1/log/entries/<uuid>` serves it (the value under its UUID).
+#[derive(Debug, Clone, Deserialize)]
+pub struct LogEntry {
+    /// Base64 of the canonical entry body.
+    pub body: String,
+    /// Seconds since the epoch.
+    #[serde(rename = "integratedTime")]
+    pub integrated_time: i64,
+    /// The log's id, hex.
+    #[serde(rename = "logID")]
+    pub log_id: String,
+    /// The global log index.
+    #[serde(rename = "logIndex")]
+    pub log_index: i64,
+    /// Proof and promise.
+    pub verification: Verification,
+}
+
+/// The entry's `verification` object.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Verification {
+    /// The inclusion proof (Rekor always sends one for an integrated entry).
+    #[serde(rename = "inclusionProof")]
+    pub inclusion_proof: Option<ApiProof>,
+    /// Base64 of the SET.
+    #[serde(rename = "signedEntryTimestamp")]
+    pub signed_entry_timestamp: String,
+}
+
+/// An inclusion proof as Rekor's API gives it (hex hashes).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ApiProof {
+    /// The signed note.
+    pub checkpoint: String,
+    /// Audit path, hex.
+    pub hashes: Vec<String>,
+    /// The index within the tree (shard).
+    #[serde(rename = "logIndex")]
+    pub log_index: i64,
+    /// Hex.
+    #[serde(rename = "rootHash")]
+    pub root_hash: String,
+    /// The tree size the proof is for.
+    #[serde(rename = "treeSize")]
+    pub tree_size: i64,
+}
+
+/// The entries of a `GET /api/v1/log/entries/<uuid>` reply, by UUID.
+pub fn entries(reply: &[u8]) -> Result<BTreeMap<String, LogEntry>, String> {
+    serde_json::from_slice(reply).map_err(|e| format!("not a Rekor log entry reply: {e}"))
+}
+
+/// The UUIDs of a `POST /api/v1/index/retrieve` reply.
+pub fn uuids(reply: &[u8]) -> Result<Vec<String>, String> {
+    serde_json::from_slice(reply).map_err(|e| format!("not a Rekor index reply: {e}"))
+}
+
+/// The body of the `POST /api/v1/index/retrieve` that finds a file by its sha256 (hex).
+pub fn index_query(sha256_hex: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({"hash": format!("sha256:{sha256_hex}")})).expect("plain JSON")
+}
+
+/// An inclusion proof with decoded hashes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proof {
+    /// Index of the entry in the tree.
+    pub log_index: i64,
+    /// The root hash the path leads to.
+    pub root_hash: Vec<u8>,
+    /// The tree size.
+    pub tree_size: i64,
+    /// The audit path, leaf side first.
+    pub hashes: Vec<Vec<u8>>,
+    /// The checkpoint (signed note) text.
+    pub checkpoint: String,
+}
+
+/// Everything that shows a file was signed and logged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evidence {
+    /// sha256 of the file.
+    pub digest: Vec<u8>,
+    /// The DER ECDSA signature.
+    pub signature: Vec<u8>,
+    /// The Fulcio leaf, DER.
+    pub leaf: Vec<u8>,
+    /// Base64 of the canonical entry body.
+    pub body: String,
+    /// Seconds since the epoch.
+    pub integrated_time: i64,
+    /// The log id (SHA-256 of the log's key).
+    pub log_id: Vec<u8>,
+    /// Global log index.
+    pub log_index: i64,
+    /// The signed entry timestamp.
+    pub set: Vec<u8>,
+    /// The inclusion proof.
+    pub proof: Proof,
+}
+
+fn b64_encode(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn pem(der: &[u8]) -> String {
+    let text = b64_encode(der);
+    let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
+    for chunk in text.as_bytes().chunks(64) {
+        out.push_str(std::str::from_utf8(chunk).expect("ASCII"));
+        out.push('\n');
+    }
+    out.push_str("-----END CERTIFICATE-----\n");
+    out
+}
+
+/// The `.sig` file's signature and the `.cert` file's leaf (DER).
+pub fn read_pair(sig: &[u8], cert: &[u8]) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let signature = b64(&String::from_utf8_lossy(sig)).ok_or("the .sig is not base64")?;
+    let pem_text = b64(&String::from_utf8_lossy(cert)).ok_or("the .cert is not base64")?;
+    let mut certs = pem_certificates(&String::from_utf8_lossy(&pem_text))
+        .map_err(|e| format!("the .cert: {e}"))?;
+    if certs.len() != 1 {
+        return Err("the .cert is not one PEM certificate".into());
+    }
+    Ok((signature, certs.remove(0)))
+}
+
+fn unhex(text: &str, what: &str) -> Result<Vec<u8>, String> {
+    hex::decode(text).map_err(|_| format!("{what} is not hex"))
+}
+
+impl Evidence {
+    /// The evidence for a file hashing to `digest`, from its `.sig` and `.cert` bytes and the
+    /// Rekor entry that logs them.
+    pub fn from_rekor(
+        digest: &[u8],
+        sig: &[u8],
+        cert: &[u8],
+        entry: &LogEntry,
+    ) -> Result<Self, String> {
+        let (signature, leaf) = read_pair(sig, cert)?;
+        let p = entry
+            .verification
+            .inclusion_proof
+            .as_ref()
+            .ok_or("the Rekor entry has no inclusion proof")?;
+        Ok(Self {
+            digest: digest.to_vec(),
+            signature,
+            leaf,
+            body: entry.body.clone(),
+            integrated_time: entry.integrated_time,
+            log_id: unhex(&entry.log_id, "the logID")?,
+            log_index: entry.log_index,
+            set: b64(&entry.verification.signed_entry_timestamp)
+                .ok_or("the signedEntryTimestamp is not base64")?,
+            proof: Proof {
+                log_index: p.log_index,
+                root_hash: unhex(&p.root_hash, "the rootHash")?,
+                tree_size: p.tree_size,
+                hashes: p
+                    .hashes
+                    .iter()
+                    .map(|h| unhex(h, "a proof hash"))
+                    .collect::<Result<_, _>>()?,
+                checkpoint: p.checkpoint.clone(),
+            },
+        })
+    }
+
+    /// Whether `entry` logs this file's digest, signature and leaf (how the right one is picked
+    /// among those the index lists).
+    pub fn logged_by(digest: &[u8], sig: &[u8], cert: &[u8], entry: &LogEntry) -> bool {
+        read_pair(sig, cert).is_ok_and(|(signature, leaf)| {
+            verify::logs(&entry.body, &hex::encode(digest), &signature, &leaf).is_ok()
+        })
+    }
+
+    /// The Sigstore bundle v0.3 (JSON, keys sorted, pretty): byte-identical for the same
+    /// evidence.
+    pub fn bundle(&self) -> Vec<u8> {
+        let p = &self.proof;
+        let value = json!({
+            "mediaType": BUNDLE_MEDIA_TYPE,
+            "verificationMaterial": {
+                "certificate": {"rawBytes": b64_encode(&self.leaf)},
+                "tlogEntries": [{
+                    "logIndex": self.log_index.to_string(),
+                    "logId": {"keyId": b64_encode(&self.log_id)},
+                    "kindVersion": {"kind": "hashedrekord", "version": "0.0.1"},
+                    "integratedTime": self.integrated_time.to_string(),
+                    "inclusionPromise": {"signedEntryTimestamp": b64_encode(&self.set)},
+                    "inclusionProof": {
+                        "logIndex": p.log_index.to_string(),
+                        "rootHash": b64_encode(&p.root_hash),
+                        "treeSize": p.tree_size.to_string(),
+                        "hashes": p.hashes.iter().map(|h| b64_encode(h)).collect::<Vec<_>>(),
+                        "checkpoint": {"envelope": p.checkpoint},
+                    },
+                    "canonicalizedBody": self.body,
+                }],
+            },
+            "messageSignature": {
+                "messageDigest": {"algorithm": "SHA2_256", "digest": b64_encode(&self.digest)},
+                "signature": b64_encode(&self.signature),
+            },
+        });
+        let mut out = serde_json::to_vec_pretty(&value).expect("plain JSON");
+        out.push(b'\n');
+        out
+    }
+
+    /// Reads a bundle (v0.1 to v0.3, a certificate or a one-certificate chain, one tlog entry
+    /// with an inclusion proof).
+    pub fn from_bundle(bytes: &[u8]) -> Result<Self, String> {
+        let v: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+        let s = |v: &serde_json::Value, what: &str| {
+            v.as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("no {what}"))
+        };
+        let d = |v: &serde_json::Value, what: &str| {
+            b64(&s(v, what)?).ok_or_else(|| format!("{what} is not base64"))
+        };
+        let n = |v: &serde_json::Value, what: &str| {
+            v.as_str()
+                .and_then(|t| t.parse::<i64>().ok())
+                .or_else(|| v.as_i64())
+                .ok_or_else(|| format!("no {what}"))
+        };
+        let media = s(&v["mediaType"], "mediaType")?;
+        if !media.starts_with("application/vnd.dev.sigstore.bundle") {
+            return Err(format!("media type {media:?} is not a Sigstore bundle"));
+        }
+        let vm = &v["verificationMaterial"];
+        let leaf = match vm["certificate"]["rawBytes"].is_string() {
+            true => d(&vm["certificate"]["rawBytes"], "certificate")?,
+            false => d(
+                &vm["x509CertificateChain"]["certificates"][0]["rawBytes"],
+                "certificate",
+            )?,
+        };
+        let entries = vm["tlogEntries"].as_array().ok_or("no tlogEntries")?;
+        let [e] = entries.as_slice() else {
+            return Err(format!("{} tlog entries, expected one", entries.len()));
+        };
+        let kind = (&e["kindVersion"]["kind"], &e["kindVersion"]["version"]);
+        if kind.0 != "hashedrekord" || kind.1 != "0.0.1" {
+            return Err("the tlog entry is not a hashedrekord 0.0.1".into());
+        }
+        let p = &e["inclusionProof"];
+        let ms = &v["messageSignature"];
+        if ms["messageDigest"]["algorithm"] != "SHA2_256" {
+            return Err("the message digest is not SHA2_256".into());
+        }
+        Ok(Self {
+            digest: d(&ms["messageDigest"]["digest"], "messageDigest")?,
+            signature: d(&ms["signature"], "signature")?,
+            leaf,
+            body: s(&e["canonicalizedBody"], "canonicalizedBody")?,
+            integrated_time: n(&e["integratedTime"], "integratedTime")?,
+            log_id: d(&e["logId"]["keyId"], "logId")?,
+            log_index: n(&e["logIndex"], "logIndex")?,
+            set: d(
+                &e["inclusionPromise"]["signedEntryTimestamp"],
+                "signedEntryTimestamp",
+            )?,
+            proof: Proof {
+                log_index: n(&p["logIndex"], "inclusionProof.logIndex")?,
+                root_hash: d(&p["rootHash"], "rootHash")?,
+                tree_size: n(&p["treeSize"], "treeSize")?,
+                hashes: p["hashes"]
+                    .as_array()
+                    .ok_or("no inclusionProof.hashes")?
+                    .iter()
+                    .map(|h| d(h, "a proof hash"))
+                    .collect::<Result<_, _>>()?,
+                checkpoint: s(&p["checkpoint"]["envelope"], "checkpoint")?,
+            },
+        })
+    }
+}
+
+/// RFC 6962 leaf hash.
+pub fn leaf_hash(entry: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update([0u8]);
+    h.update(entry);
+    h.finalize().into()
+}
+
+/// RFC 6962 interior node hash.
+pub fn node_hash(left: &[u8], right: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update([1u8]);
+    h.update(left);
+    h.update(right);
+    h.finalize().into()
+}
+
+/// Checks that `path` leads from `leaf` at `index` in a tree of `size` to `root` (RFC 9162
+/// §2.1.3.2).
+pub fn inclusion(
+    index: i64,
+    size: i64,
+    leaf: [u8; 32],
+    path: &[Vec<u8>],
+    root: &[u8],
+) -> Result<(), String> {
+    if index < 0 || size <= 0 || index >= size {
+        return Err(format!("index {index} is outside a tree of size {size}"));
+    }
+    let (mut f, mut s) = (index as u64, size as u64 - 1);
+    let mut r = leaf;
+    for p in path {
+        if s == 0 {
+            return Err("the proof has more hashes than the tree has levels".into());
+        }
+        if f & 1 == 1 || f == s {
+            r = node_hash(p, &r);
+            while f & 1 == 0 && f != 0 {
+                f >>= 1;
+                s >>= 1;
+            }
+        } else {
+            r = node_hash(&r, p);
+        }
+        f >>= 1;
+        s >>= 1;
+    }
+    if s != 0 {
+        return Err("the proof has fewer hashes than the tree has levels".into());
+    }
+    if r.as_slice() != root {
+        return Err(format!(
+            "the path leads to {}, not to the root hash {}",
+            hex::encode(r),
+            hex::encode(root)
+        ));
+    }
+    Ok(())
+}
+
+/// A checkpoint's note: origin, tree size, root hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The log's origin line.
+    pub origin: String,
+    /// Its tree size.
+    pub size: i64,
+    /// Its root hash.
+    pub root: Vec<u8>,
+}
+
+/// Verifies the signed note `envelope` with a transparency-log key of `root` (the signature line
+/// `— <name> <base64(key hint ‖ signature)>`, the hint being the first four bytes of the log's
+/// id) and returns what it commits to.
+pub fn checkpoint(root: &TrustedRoot, envelope: &str) -> Result<Checkpoint, String> {
+    let split = envelope
+        .find("\n\n")
+        .ok_or("the checkpoint has no signature block")?;
+    let note = &envelope[..split + 1];
+    let mut lines = note.lines();
+    let origin = lines.next().unwrap_or_default().to_owned();
+    let size = lines
+        .next()
+        .and_then(|l| l.parse::<i64>().ok())
+        .ok_or("the checkpoint's second line is not a tree size")?;
+    let root_hash = lines
+        .next()
+        .and_then(b64)
+        .ok_or("the checkpoint's third line is not a base64 root hash")?;
+    let mut why = Vec::new();
+    for line in envelope[split + 2..].lines().filter(|l| !l.is_empty()) {
+        let Some(rest) = line.strip_prefix("\u{2014} ") else {
+            why.push("a signature line does not start with an em dash".to_owned());
+            continue;
+        };
+        let Some(sig) = rest
+            .rsplit(' ')
+            .next()
+            .and_then(b64)
+            .filter(|s| s.len() > 4)
+        else {
+            why.push("a signature line has no base64 signature".to_owned());
+            continue;
+        };
+        let (hint, sig) = sig.split_at(4);
+        let Some(log) = root.tlogs.iter().find(|l| l.id.starts_with(hint)) else {
+            why.push(format!(
+                "key hint {} is no transparency log of the trusted root",
+                hex::encode(hint)
+            ));
+            continue;
+        };
+        let Some(key) = &log.key else {
+            why.push("its log's key is of an unsupported kind".into());
+            continue;
+        };
+        match key.verify(Hash::Sha256, note.as_bytes(), sig) {
+            Ok(()) => {
+                return Ok(Checkpoint {
+                    origin,
+                    size,
+                    root: root_hash,
+                });
+            }
+            Err(_) => why.push(format!(
+                "the signature of log {} does not verify",
+                hex::encode(&log.id)
+            )),
+        }
+    }
+    Err(match why.is_empty() {
+        true => "the checkpoint is not signed".into(),
+        false => why.join("; "),
+    })
+}
+
+/// Verifies that `file` (its bytes) was signed as `evidence` says, under `rule`, at `now`:
+/// checks 1 to 8 of [`verify::blob`], then the inclusion proof and the checkpoint.
+pub fn verify_file(
+    root: &TrustedRoot,
+    rule: &Rule,
+    file: &[u8],
+    evidence: &Evidence,
+    now: i64,
+) -> Result<Verified, Failure> {
+    let digest = Sha256::digest(file);
+    if digest.as_slice() != evidence.digest.as_slice() {
+        return Err(Failure {
+            step: Step::LayerIntegrity,
+            reason: format!(
+                "the file hashes to sha256:{}, the signature material is for sha256:{}",
+                hex::encode(digest),
+                hex::encode(&evidence.digest)
+            ),
+        });
+    }
+    // The same checks as an image signature layer, with the material in cosign's annotations.
+    let rekor = json!({
+        "SignedEntryTimestamp": b64_encode(&evidence.set),
+        "Payload": {
+            "body": evidence.body,
+            "integratedTime": evidence.integrated_time,
+            "logID": hex::encode(&evidence.log_id),
+            "logIndex": evidence.log_index,
+        },
+    });
+    let annotations = BTreeMap::from([
+        (ANN_SIGNATURE.to_owned(), b64_encode(&evidence.signature)),
+        (ANN_CERTIFICATE.to_owned(), pem(&evidence.leaf)),
+        (ANN_BUNDLE.to_owned(), rekor.to_string()),
+    ]);
+    let layer_digest = format!("sha256:{}", hex::encode(digest));
+    let verified = verify::blob(root, rule, &layer_digest, &annotations, file, now)?;
+    // The inclusion proof, from the entry's leaf to the proof's root.
+    let p = &evidence.proof;
+    let body = b64(&evidence.body).ok_or_else(|| Failure {
+        step: Step::InclusionProof,
+        reason: "the entry body is not base64".into(),
+    })?;
+    inclusion(
+        p.log_index,
+        p.tree_size,
+        leaf_hash(&body),
+        &p.hashes,
+        &p.root_hash,
+    )
+    .map_err(|reason| Failure {
+        step: Step::InclusionProof,
+        reason,
+    })?;
+    // The checkpoint, signed by a log of the root, commits to that root.
+    let cp = checkpoint(root, &p.checkpoint).map_err(|reason| Failure {
+        step: Step::Checkpoint,
+        reason,
+    })?;
+    if cp.size != p.tree_size || cp.root != p.root_hash {
+        return Err(Failure {
+            step: Step::Checkpoint,
+            reason: format!(
+                "the checkpoint commits to tree size {} with root {}, the proof to {} with {}",
+                cp.size,
+                hex::encode(&cp.root),
+                p.tree_size,
+                hex::encode(&p.root_hash)
+            ),
+        });
+    }
+    Ok(verified)
+}

@@ -1,0 +1,302 @@
+//! A Rekor v1 stand-in for the world: the entries the world's [`Sigstore`] logs for signed files,
+//! in a real RFC 6962 Merkle tree, served the way rekor.sigstore.dev serves them:
+//!
+//! - `POST /api/v1/index/retrieve` with `{"hash":"sha256:<hex>"}` answers the UUIDs of the entries
+//!   indexed under that hash (a JSON array);
+//! - `GET /api/v1/log/entries/<uuid>` answers `{"<uuid>": {body, integratedTime, logID, logIndex,
+//!   verification: {inclusionProof: {checkpoint, hashes, logIndex, rootHash, treeSize},
+//!   signedEntryTimestamp}}}`, the proof against the current tree and a checkpoint the world's
+//!   Rekor key signs.
+//!
+//! Written from RFC 6962 and Rekor's API, independently of cks-iso's verifier. [`Tamper`] spoils
+//! what it serves, for the tests' negative cases.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use serde_json::json;
+use sha2::Digest as _;
+use tiny_http::{Header, Response, Server};
+
+use crate::http::{base64, hex};
+use crate::sigstore::{SignedBlob, Sigstore};
+
+/// What to spoil in the entries served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Tamper {
+    /// Serve the truth.
+    #[default]
+    None,
+    /// One character of the checkpoint's root hash line changed (its signature fails).
+    Checkpoint,
+    /// One bit of the first audit path hash flipped.
+    ProofHash,
+}
+
+struct Stored {
+    uuid: String,
+    blob: SignedBlob,
+}
+
+struct State {
+    entries: Vec<Stored>,
+    /// Hash (hex) → UUIDs.
+    index: BTreeMap<String, Vec<String>>,
+    checkpoint: String,
+    tamper: Tamper,
+}
+
+/// The server; stops when dropped.
+pub struct RekorServer {
+    server: Arc<Server>,
+    state: Arc<Mutex<State>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+fn leaf(body: &[u8]) -> Vec<u8> {
+    let mut h = sha2::Sha256::new();
+    h.update([0u8]);
+    h.update(body);
+    h.finalize().to_vec()
+}
+
+fn node(l: &[u8], r: &[u8]) -> Vec<u8> {
+    let mut h = sha2::Sha256::new();
+    h.update([1u8]);
+    h.update(l);
+    h.update(r);
+    h.finalize().to_vec()
+}
+
+/// The largest power of two smaller than `n` (n > 1).
+fn split(n: usize) -> usize {
+    let mut k = 1;
+    while k * 2 < n {
+        k *= 2;
+    }
+    k
+}
+
+/// RFC 6962 §2.1 Merkle tree hash of `leaves` (leaf hashes).
+pub fn tree_hash(leaves: &[Vec<u8>]) -> Vec<u8> {
+    match leaves.len() {
+        0 => sha2::Sha256::digest([]).to_vec(),
+        1 => leaves[0].clone(),
+        n => {
+            let k = split(n);
+            node(&tree_hash(&leaves[..k]), &tree_hash(&leaves[k..]))
+        }
+    }
+}
+
+/// RFC 6962 §2.1.1 audit path of leaf `m` in `leaves`.
+pub fn audit_path(m: usize, leaves: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let n = leaves.len();
+    if n <= 1 {
+        return Vec::new();
+    }
+    let k = split(n);
+    if m < k {
+        let mut path = audit_path(m, &leaves[..k]);
+        path.push(tree_hash(&leaves[k..]));
+        path
+    } else {
+        let mut path = audit_path(m - k, &leaves[k..]);
+        path.push(tree_hash(&leaves[..k]));
+        path
+    }
+}
+
+impl RekorServer {
+    /// An empty log on an ephemeral 127.0.0.1 port.
+    pub fn start() -> Self {
+        let server = Arc::new(Server::http("127.0.0.1:0").expect("bind 127.0.0.1"));
+        let state = Arc::new(Mutex::new(State {
+            entries: Vec::new(),
+            index: BTreeMap::new(),
+            checkpoint: String::new(),
+            tamper: Tamper::None,
+        }));
+        let mut threads = Vec::new();
+        for _ in 0..2 {
+            let (server, state) = (server.clone(), state.clone());
+            threads.push(std::thread::spawn(move || {
+                for req in server.incoming_requests() {
+                    handle(req, &state);
+                }
+            }));
+        }
+        Self {
+            server,
+            state,
+            threads,
+        }
+    }
+
+    /// Its base URL, `http://127.0.0.1:P`.
+    pub fn url(&self) -> String {
+        let port = self.server.server_addr().to_ip().unwrap().port();
+        format!("http://127.0.0.1:{port}")
+    }
+
+    /// The index the next entry gets.
+    pub fn next_index(&self) -> i64 {
+        self.state.lock().unwrap().entries.len() as i64
+    }
+
+    /// Appends `blob` (signed by `sigstore` at [`RekorServer::next_index`]), indexed under
+    /// `hash` (hex: the file's sha256, or another file's for a misleading index), and signs a new
+    /// checkpoint. Returns its UUID.
+    pub fn add(&self, sigstore: &Sigstore, blob: SignedBlob, hash: &str) -> String {
+        let mut state = self.state.lock().unwrap();
+        assert_eq!(
+            blob.log_index,
+            state.entries.len() as i64,
+            "entries in order"
+        );
+        let uuid = hex(&leaf(&blob.body));
+        state
+            .index
+            .entry(hash.to_owned())
+            .or_default()
+            .push(uuid.clone());
+        state.entries.push(Stored {
+            uuid: uuid.clone(),
+            blob,
+        });
+        let leaves: Vec<Vec<u8>> = state.entries.iter().map(|e| leaf(&e.blob.body)).collect();
+        state.checkpoint = sigstore.checkpoint(leaves.len() as u64, &tree_hash(&leaves));
+        uuid
+    }
+
+    /// Spoils what is served from now on.
+    pub fn tamper(&self, tamper: Tamper) {
+        self.state.lock().unwrap().tamper = tamper;
+    }
+}
+
+impl Drop for RekorServer {
+    fn drop(&mut self) {
+        for _ in &self.threads {
+            self.server.unblock();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn entry_reply(state: &State, uuid: &str) -> Option<Vec<u8>> {
+    let m = state.entries.iter().position(|e| e.uuid == uuid)?;
+    let leaves: Vec<Vec<u8>> = state.entries.iter().map(|e| leaf(&e.blob.body)).collect();
+    let root = tree_hash(&leaves);
+    let mut hashes: Vec<String> = audit_path(m, &leaves).iter().map(|h| hex(h)).collect();
+    let mut checkpoint = state.checkpoint.clone();
+    match state.tamper {
+        Tamper::None => {}
+        Tamper::ProofHash => {
+            if let Some(first) = hashes.first_mut() {
+                let flipped = if first.starts_with('0') { "1" } else { "0" };
+                first.replace_range(0..1, flipped);
+            }
+        }
+        Tamper::Checkpoint => {
+            let b64 = base64(&root);
+            let swapped = match b64.starts_with('A') {
+                true => format!("B{}", &b64[1..]),
+                false => format!("A{}", &b64[1..]),
+            };
+            checkpoint = checkpoint.replacen(&b64, &swapped, 1);
+        }
+    }
+    let e = &state.entries[m].blob;
+    let value = json!({ uuid: {
+        "body": base64(&e.body),
+        "integratedTime": e.integrated_time,
+        "logID": e.log_id,
+        "logIndex": e.log_index,
+        "verification": {
+            "inclusionProof": {
+                "checkpoint": checkpoint,
+                "hashes": hashes,
+                "logIndex": m,
+                "rootHash": hex(&root),
+                "treeSize": leaves.len(),
+            },
+            "signedEntryTimestamp": base64(&e.set),
+        },
+    }});
+    Some(serde_json::to_vec(&value).expect("JSON"))
+}
+
+fn handle(mut req: tiny_http::Request, state: &Mutex<State>) {
+    let json_type =
+        Header::from_bytes(&b"Content-Type"[..], &b"application/json"[..]).expect("header");
+    let url = req.url().to_owned();
+    let method = req.method().as_str().to_owned();
+    let reply = |status: u16, body: Vec<u8>| {
+        Response::from_data(body)
+            .with_status_code(status)
+            .with_header(json_type.clone())
+    };
+    let response = match (method.as_str(), url.as_str()) {
+        ("POST", "/api/v1/index/retrieve") => {
+            let mut body = Vec::new();
+            let _ = req.as_reader().read_to_end(&mut body);
+            let query: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            match query["hash"]
+                .as_str()
+                .and_then(|h| h.strip_prefix("sha256:"))
+            {
+                Some(hash) => {
+                    let state = state.lock().unwrap();
+                    let uuids = state.index.get(hash).cloned().unwrap_or_default();
+                    reply(200, serde_json::to_vec(&uuids).expect("JSON"))
+                }
+                None => reply(400, br#"{"message":"bad query"}"#.to_vec()),
+            }
+        }
+        ("GET", path) if path.starts_with("/api/v1/log/entries/") => {
+            let uuid = &path["/api/v1/log/entries/".len()..];
+            match entry_reply(&state.lock().unwrap(), uuid) {
+                Some(body) => reply(200, body),
+                None => reply(404, br#"{"message":"not found"}"#.to_vec()),
+            }
+        }
+        _ => reply(404, br#"{"message":"not found"}"#.to_vec()),
+    };
+    let _ = req.respond(response);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn audit_paths_lead_to_the_root() {
+        for n in 1..12usize {
+            let leaves: Vec<Vec<u8>> = (0..n).map(|i| leaf(&[i as u8])).collect();
+            let root = tree_hash(&leaves);
+            for m in 0..n {
+                // Recompute the root from the path the RFC 9162 way.
+                let (mut f, mut s) = (m, n - 1);
+                let mut r = leaves[m].clone();
+                for p in audit_path(m, &leaves) {
+                    if f & 1 == 1 || f == s {
+                        r = node(&p, &r);
+                        while f & 1 == 0 && f != 0 {
+                            f >>= 1;
+                            s >>= 1;
+                        }
+                    } else {
+                        r = node(&r, &p);
+                    }
+                    f >>= 1;
+                    s >>= 1;
+                }
+                assert_eq!(r, root, "n={n} m={m}");
+            }
+        }
+    }
+}
