@@ -27,6 +27,7 @@ pub mod http;
 pub mod images;
 pub mod registry;
 pub mod server;
+pub mod shaper;
 pub mod sigstore;
 pub mod upstream;
 pub mod world;
