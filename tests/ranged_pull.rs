@@ -10,7 +10,7 @@ use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
 use cks_iso_testworld::registry::DockerRegistry;
 use support::registry::{assert_cache_verified, pull, succeeded};
 
-/// 40 MiB: over the 32 MiB from which a blob is fetched in parts (five of 8 MiB).
+/// 40 MiB: over the 16 MiB from which a blob is fetched in parts (eight of 5 MiB).
 const BIG_MIB: u64 = 40;
 
 struct Big {
@@ -52,7 +52,7 @@ fn pull_big(big: &Big, dir: &Path, extra: &[&str]) -> PathBuf {
     PathBuf::from(&lines[0].2)
 }
 
-/// The ranged requests the proxy saw for the big layer (the only blob over 32 MiB).
+/// The ranged requests the proxy saw for the big layer (the only blob over 16 MiB).
 fn ranged_blob_requests(proxy: &FaultProxy) -> Vec<String> {
     proxy
         .requests_to("/blobs/")

@@ -34,9 +34,9 @@ use super::*;
 use crate::atomic::AtomicFile;
 
 /// Blobs at least this large are fetched in parts.
-pub(super) const RANGED_MIN: u64 = 32 << 20;
+pub(super) const RANGED_MIN: u64 = 16 << 20;
 /// No part is smaller than this.
-pub(super) const PART_MIN: u64 = 8 << 20;
+pub(super) const PART_MIN: u64 = 4 << 20;
 /// No blob is cut into more parts than this.
 pub(super) const MAX_PARTS: u64 = 8;
 /// Part requests beyond each blob's first, at once, per registry host.
