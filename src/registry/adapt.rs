@@ -4,8 +4,8 @@
 //! the link itself is the limit, growing stops after two steps that bring no gain.
 //!
 //! Throughput is measured over windows of [`WINDOW`] from the bytes downloads report; a window
-//! that beats the best so far by [`GAIN`] adds slots (half the current count, at least 2) up to
-//! [`MAX_JOBS`]. Slots are never taken back: each transfer streams, so memory stays flat at any
+//! that beats the best so far by [`GAIN`] doubles the slots, up to [`MAX_JOBS`] (from the default
+//! 4: 8 after the first window that moves bytes, 16 after the next that gains). Slots are never taken back: each transfer streams, so memory stays flat at any
 //! count.
 
 use std::sync::Mutex;
@@ -78,7 +78,7 @@ impl Adaptive {
         if rate > state.best * GAIN {
             state.best = rate;
             state.flat = 0;
-            let add = (state.slots / 2).max(2).min(MAX_JOBS - state.slots);
+            let add = state.slots.min(MAX_JOBS - state.slots);
             state.slots += add;
             permits.add_permits(add);
             tracing::debug!(
@@ -123,21 +123,32 @@ mod tests {
 
     #[test]
     fn grows_while_throughput_grows_and_stops_when_flat() {
-        let permits = Semaphore::new(4);
-        let adaptive = Adaptive::new(4, true);
+        let permits = Semaphore::new(2);
+        let adaptive = Adaptive::new(2, true);
         let window = |bytes: u64| {
             std::thread::sleep(WINDOW + Duration::from_millis(5));
             adaptive.advance(bytes, &permits);
         };
         window(1_000_000);
-        assert_eq!(permits.available_permits(), 6);
+        assert_eq!(permits.available_permits(), 4);
         window(2_000_000);
-        assert_eq!(permits.available_permits(), 9);
+        assert_eq!(permits.available_permits(), 8);
         window(2_000_000);
         window(2_000_000);
-        assert_eq!(permits.available_permits(), 9, "two flat windows stop it");
+        assert_eq!(permits.available_permits(), 8, "two flat windows stop it");
         window(50_000_000);
-        assert_eq!(permits.available_permits(), 9, "stopped for good");
+        assert_eq!(permits.available_permits(), 8, "stopped for good");
+    }
+
+    #[test]
+    fn growth_ends_at_the_cap() {
+        let permits = Semaphore::new(4);
+        let adaptive = Adaptive::new(4, true);
+        for bytes in [1_000_000, 2_000_000, 4_000_000, 8_000_000] {
+            std::thread::sleep(WINDOW + Duration::from_millis(5));
+            adaptive.advance(bytes, &permits);
+        }
+        assert_eq!(permits.available_permits(), MAX_JOBS);
     }
 
     #[test]
