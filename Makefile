@@ -102,6 +102,7 @@ demo: deps
 bench: deps build
 	./bench/iso.sh
 	./bench/pull.sh
+	./bench/wan.sh
 
 # Coverage-guided fuzzing of the parsers that read untrusted input (fuzz/fuzz_targets). cargo-fuzz
 # needs nightly features; RUSTC_BOOTSTRAP lets the stable toolchain provide them.

@@ -150,7 +150,7 @@ pub struct NetArgs {
     /// Registry credentials in Docker's config.json format.
     #[arg(long, value_name = "FILE")]
     pub authfile: Option<PathBuf>,
-    /// Transfers to run in parallel [default: 4].
+    /// Transfers to run in parallel, fixed [default: start at 4, grow to 16 while throughput grows].
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Attempts per request for transient failures, the first included [default: 5].

@@ -112,6 +112,8 @@ pub struct Settings {
     pub authfile: Option<PathBuf>,
     /// Parallel transfers.
     pub jobs: usize,
+    /// Whether `jobs` was left to its default, so blob transfers may grow from it.
+    pub jobs_adaptive: bool,
     /// The file's signature mode (flags and `CKS_ISO_SIGNATURES` come first).
     pub signatures: Option<Mode>,
     /// The file's trusted root (`--trusted-root` comes first).
@@ -257,6 +259,7 @@ pub fn combine(
         .map_err(|reason| value(&origin, "signatures", reason))?;
     let mut ca_files = file.ca_files;
     ca_files.extend(flags.ca_files);
+    let jobs_adaptive = flags.jobs.or(file.jobs).is_none();
     let jobs = flags.jobs.or(file.jobs).unwrap_or(DEFAULT_JOBS);
     if jobs == 0 {
         return Err(value(&origin, "jobs", "must be at least 1".into()));
@@ -307,6 +310,7 @@ pub fn combine(
         insecure_registries: insecure,
         authfile: flags.authfile.or(file.authfile),
         jobs,
+        jobs_adaptive,
         signatures,
         trusted_root: file.trusted_root,
         signature_policy: file.signature_policy,

@@ -56,6 +56,7 @@ pub(crate) fn registry(settings: &Settings, cache: Cache) -> Result<Registry, Ap
         },
         auth: AuthFiles::from_env(settings.authfile.clone()),
         jobs: settings.jobs,
+        adaptive: settings.jobs_adaptive,
     };
     Ok(Registry::new(config, &settings.http, cache)?)
 }

@@ -52,6 +52,31 @@ impl Download<'_> {
         headers: &HeaderMap,
         sink: &mut dyn Sink,
     ) -> Result<Fetched, FetchError> {
+        self.fetch(url, headers, sink, None).await
+    }
+
+    /// GETs bytes `[start, end)` of `url` into `sink` (which starts empty and receives only those
+    /// bytes), resuming within the range after an interrupted body. A server that answers anything
+    /// but `206` with exactly the asked range (it ignores or refuses ranges) fails at once with
+    /// [`FetchError::Status`], its status; the caller falls back to a plain GET.
+    pub async fn range_to_sink(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        sink: &mut dyn Sink,
+        start: u64,
+        end: u64,
+    ) -> Result<Fetched, FetchError> {
+        self.fetch(url, headers, sink, Some((start, end))).await
+    }
+
+    async fn fetch(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        sink: &mut dyn Sink,
+        span: Option<(u64, u64)>,
+    ) -> Result<Fetched, FetchError> {
         if self.offline {
             return Err(FetchError::Offline {
                 url: url.to_owned(),
@@ -60,7 +85,14 @@ impl Download<'_> {
         let mut attempt = 1;
         loop {
             let before = sink.written();
-            match self.attempt(url, headers, sink, attempt).await {
+            let result = match span {
+                None => self.attempt(url, headers, sink, attempt).await,
+                Some((start, end)) => {
+                    self.attempt_span(url, headers, sink, start, end, attempt)
+                        .await
+                }
+            };
+            match result {
                 Ok(fetched) => return Ok(fetched),
                 Err(Failed::Fatal(err)) => return Err(err),
                 Err(Failed::Retry(wait, err)) => {
@@ -81,6 +113,68 @@ impl Download<'_> {
         }
     }
 
+    /// One attempt at the rest of bytes `[start, end)`: only a `206` for exactly that rest is
+    /// taken.
+    async fn attempt_span(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        sink: &mut dyn Sink,
+        start: u64,
+        end: u64,
+        attempt: u32,
+    ) -> Result<Fetched, Failed> {
+        let from = start + sink.written();
+        let request = self
+            .client
+            .get(url)
+            .headers(headers.clone())
+            .header(RANGE, format!("bytes={from}-{}", end - 1));
+        let mut response = request
+            .send()
+            .await
+            .map_err(|e| transport(url, attempt, e))?;
+        let status = response.status();
+        if status != StatusCode::PARTIAL_CONTENT || !resumes_at(&response, from) {
+            let err = get_status(url, status.as_u16(), attempt);
+            return Err(match retry::retryable_status(status) {
+                true => Failed::Retry(retry::retry_after(response.headers()), err),
+                false => Failed::Fatal(err),
+            });
+        }
+        let target = sink.path().map_or_else(|| url.into(), Path::to_path_buf);
+        let io = |source| {
+            Failed::Fatal(FetchError::Io {
+                path: target.clone(),
+                source,
+            })
+        };
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| transport(url, attempt, e))?
+        {
+            // Never past the end of the range, whatever the server sends.
+            let room = (end - start - sink.written()) as usize;
+            let take = &chunk[..chunk.len().min(room)];
+            sink.write(take).map_err(io)?;
+            self.progress.advance(take.len() as u64);
+        }
+        if start + sink.written() != end {
+            // Cut short without a transport error: resume where it stopped.
+            return Err(Failed::Retry(
+                None,
+                get_status(url, StatusCode::PARTIAL_CONTENT.as_u16(), attempt),
+            ));
+        }
+        Ok(Fetched {
+            final_url: response.url().to_string(),
+            content_type: None,
+            len: sink.written(),
+            attempts: attempt,
+        })
+    }
+
     async fn attempt(
         &self,
         url: &str,
@@ -93,32 +187,7 @@ impl Download<'_> {
         if offset > 0 {
             request = request.header(RANGE, format!("bytes={offset}-"));
         }
-        let transport = |source: reqwest::Error| {
-            if source.is_redirect() {
-                return Failed::Fatal(FetchError::Redirects {
-                    url: url.to_owned(),
-                    source: source.without_url(),
-                });
-            }
-            if retry::is_certificate_error(&source) {
-                return Failed::Fatal(FetchError::Certificate {
-                    url: url.to_owned(),
-                    source: source.without_url(),
-                });
-            }
-            let retryable = retry::retryable_error(&source);
-            let err = FetchError::Transport {
-                method: Method::GET,
-                url: url.to_owned(),
-                attempts: attempt,
-                source: source.without_url(),
-            };
-            if retryable {
-                Failed::Retry(None, err)
-            } else {
-                Failed::Fatal(err)
-            }
-        };
+        let transport = |source: reqwest::Error| transport(url, attempt, source);
         let mut response = request.send().await.map_err(transport)?;
         let status = response.status();
         let target = sink.path().map_or_else(|| url.into(), Path::to_path_buf);
@@ -195,6 +264,35 @@ impl Download<'_> {
             len: sink.written(),
             attempts: attempt,
         })
+    }
+}
+
+/// How a transport error counts: certificate and redirect trouble is final, a dropped or timed
+/// out connection worth another try.
+fn transport(url: &str, attempt: u32, source: reqwest::Error) -> Failed {
+    if source.is_redirect() {
+        return Failed::Fatal(FetchError::Redirects {
+            url: url.to_owned(),
+            source: source.without_url(),
+        });
+    }
+    if retry::is_certificate_error(&source) {
+        return Failed::Fatal(FetchError::Certificate {
+            url: url.to_owned(),
+            source: source.without_url(),
+        });
+    }
+    let retryable = retry::retryable_error(&source);
+    let err = FetchError::Transport {
+        method: Method::GET,
+        url: url.to_owned(),
+        attempts: attempt,
+        source: source.without_url(),
+    };
+    if retryable {
+        Failed::Retry(None, err)
+    } else {
+        Failed::Fatal(err)
     }
 }
 

@@ -36,7 +36,25 @@ impl Registry {
                     return Ok(());
                 }
                 let _permit = self.blob_permits.acquire().await.expect("never closed");
-                self.download_blob(ep, reference, desc, what, progress)
+                let progress = adapt::Counted {
+                    inner: progress,
+                    adaptive: &self.adaptive,
+                    permits: &self.blob_permits,
+                };
+                if desc.size >= ranged::RANGED_MIN {
+                    match self.download_ranged(ep, reference, desc, &progress).await {
+                        Ok(()) => {
+                            let item = format!("{reference} {what} {}", desc.digest);
+                            progress.item(&item, desc.size, Source::Network);
+                            return Ok(());
+                        }
+                        Err(ranged::GaveUp::Cache(err)) => return Err(err),
+                        Err(ranged::GaveUp::Fallback(why)) => {
+                            tracing::debug!("{what} {} in parts: {why}; one GET", desc.digest);
+                        }
+                    }
+                }
+                self.download_blob(ep, reference, desc, what, &progress)
                     .await
             };
             match once(&cell, &scope, work).await {

@@ -25,13 +25,17 @@
 //!   Redirects to other hosts (registry.k8s.io's CDN) are followed by the fetch layer's client,
 //!   which drops `Authorization` when the host or port changes.
 //!
-//! Concurrency: images resolve and blobs download concurrently, bounded by `jobs`.
+//! Concurrency: images resolve and blobs download concurrently, bounded by `jobs`; when it was not
+//! chosen, blob transfers start at the default and grow while throughput does (`adapt`), and a
+//! large blob is fetched as several `Range` requests at once (`ranged`).
 
+mod adapt;
 mod auth;
 mod blobs;
 mod endpoint;
 mod error;
 mod manifests;
+mod ranged;
 mod signatures;
 mod token;
 
@@ -45,6 +49,7 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue, WWW_AUTHENT
 use serde::Deserialize;
 use tokio::sync::{OnceCell, Semaphore};
 
+pub use adapt::MAX_JOBS;
 pub use auth::{AuthFiles, Challenge, Credentials};
 pub use endpoint::{DOCKER_HUB_API, Endpoint, RegistryMirror, Routes};
 pub(crate) use error::AUTH_HINT;
@@ -70,6 +75,9 @@ pub struct RegistryConfig {
     pub auth: AuthFiles,
     /// Transfers at once (images resolving, blobs downloading).
     pub jobs: usize,
+    /// Whether `jobs` is where blob transfers start rather than a fixed count: then they grow
+    /// while throughput does, up to [`MAX_JOBS`] (see `adapt`).
+    pub adaptive: bool,
 }
 
 /// What we know about one registry endpoint (`scheme://host[:port]`).
@@ -91,6 +99,8 @@ pub struct Registry {
     config: RegistryConfig,
     cache: Cache,
     blob_permits: Semaphore,
+    adaptive: adapt::Adaptive,
+    part_slots: ranged::PartSlots,
     hosts: Mutex<HashMap<String, Arc<HostState>>>,
     /// Blob downloads, each done once per run: the first by whichever image asks first
     /// (`None`), and after a failure, once per other repository that serves it (`Some(scope)`).
@@ -116,6 +126,8 @@ impl Registry {
             retry: http.retry,
             offline: http.offline,
             blob_permits: Semaphore::new(config.jobs.max(1)),
+            adaptive: adapt::Adaptive::new(config.jobs.max(1), config.adaptive),
+            part_slots: ranged::PartSlots::default(),
             config,
             cache,
             hosts: Mutex::default(),
@@ -142,9 +154,13 @@ impl Registry {
         hosts.entry(ep.base.clone()).or_default().clone()
     }
 
-    /// Transfers at once, as configured.
+    /// Transfers at once, as configured; with `adaptive`, the most they may grow to (the blob
+    /// slots themselves start at `jobs` and grow only while throughput does).
     pub fn jobs(&self) -> usize {
-        self.config.jobs.max(1)
+        match self.config.adaptive {
+            true => self.config.jobs.max(MAX_JOBS),
+            false => self.config.jobs.max(1),
+        }
     }
 
     /// Resolves `references` for `arch`, `jobs` at a time; one result per reference, in order.

@@ -28,6 +28,7 @@ pub mod images;
 pub mod registry;
 pub mod rekor;
 pub mod server;
+pub mod shaper;
 pub mod sigstore;
 pub mod upstream;
 pub mod world;

@@ -5,12 +5,14 @@
 //! - `registry-world --bench IMAGES BASE_MB OWN_MB BIG_MB [binary|noise]`: an empty registry
 //!   filled with [`cks_iso_testworld::bench`]'s set (`BENCH=` lines; layers of binary-like
 //!   content unless `noise`, sizes compressed; `BLOB_<arch>=` the URL of each of its blobs, once)
-//!   and a big single-layer image (`BIG=`).
+//!   and a big single-layer image (`BIG=`). With `CKS_WORLD_SHAPE=<ms>,<mbit>` (e.g. `50,200`)
+//!   a [`cks_iso_testworld::shaper`] proxy in front of it too (`SHAPED=` its host): +ms per
+//!   request, mbit Mbit/s per connection.
 
 use std::io::{Read, Write};
 
-use cks_iso_testworld::bench;
 use cks_iso_testworld::registry::{DockerRegistry, FrontAuth, TokenFront, world};
+use cks_iso_testworld::{bench, shaper};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -30,6 +32,19 @@ fn main() {
         let registry = DockerRegistry::start(storage.path(), None);
         let host = registry.host();
         writeln!(out, "REGISTRY={host}").unwrap();
+        let _shaper = std::env::var("CKS_WORLD_SHAPE").ok().map(|spec| {
+            let (ms, mbit) = spec
+                .split_once(',')
+                .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
+                .unwrap_or_else(|| panic!("CKS_WORLD_SHAPE must be <ms>,<mbit>, not {spec:?}"));
+            let shape = shaper::Shape {
+                delay: std::time::Duration::from_millis(ms),
+                bytes_per_sec: mbit * 1_000_000 / 8,
+            };
+            let proxy = shaper::ShapingProxy::start(&host, shape);
+            writeln!(out, "SHAPED={}", proxy.host()).unwrap();
+            proxy
+        });
         out.flush().unwrap();
         let set = bench::push_set(&host, num(1) as usize, num(2), num(3), content).unwrap();
         for reference in &set.refs {

@@ -1,0 +1,151 @@
+//! Large blobs fetched as several `Range` requests at once: the archive is byte for byte the one
+//! a single GET gives, and a registry that ignores or refuses ranges still serves the pull.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use cks_iso_testworld::bench;
+use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
+use cks_iso_testworld::registry::DockerRegistry;
+use support::registry::{assert_cache_verified, pull, succeeded};
+
+/// 40 MiB: over the 16 MiB from which a blob is fetched in parts (eight of 5 MiB).
+const BIG_MIB: u64 = 40;
+
+struct Big {
+    _storage: tempfile::TempDir,
+    _registry: DockerRegistry,
+    proxy: FaultProxy,
+    /// `bench/big:v1` under the proxy's host.
+    reference: String,
+}
+
+fn big() -> Big {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = DockerRegistry::start(storage.path(), None);
+    let reference = bench::push_big(&registry.host(), BIG_MIB).unwrap();
+    let proxy = FaultProxy::start(&registry.url());
+    let host = proxy.url().trim_start_matches("http://").to_owned();
+    Big {
+        reference: format!("{host}/{reference}"),
+        _storage: storage,
+        _registry: registry,
+        proxy,
+    }
+}
+
+/// Pulls the big image through the proxy into a fresh cache; its archive's path.
+fn pull_big(big: &Big, dir: &Path, extra: &[&str]) -> PathBuf {
+    let host = big.reference.split('/').next().unwrap();
+    let mut args: Vec<String> = vec![
+        big.reference.clone(),
+        "--arch".into(),
+        "amd64".into(),
+        "--insecure-registry".into(),
+        host.into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let (cache, out) = (dir.join("cache"), dir.join("out"));
+    let lines = succeeded(&pull(&args, &cache, &out));
+    assert_cache_verified(&cache);
+    PathBuf::from(&lines[0].2)
+}
+
+/// The ranged requests the proxy saw for the big layer (the only blob over 16 MiB).
+fn ranged_blob_requests(proxy: &FaultProxy) -> Vec<String> {
+    proxy
+        .requests_to("/blobs/")
+        .iter()
+        .filter_map(|r| r.range().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn a_large_blob_in_parts_gives_the_archive_a_single_get_gives() {
+    let big = big();
+    let tmp = tempfile::tempdir().unwrap();
+    // The reference: every blob request answered whole, so every blob arrives by one GET.
+    big.proxy
+        .add(Rule::path_contains("/blobs/").fault(Fault::IgnoreRange));
+    let whole = pull_big(&big, &tmp.path().join("whole"), &[]);
+    big.proxy.clear_rules();
+    big.proxy.clear_log();
+
+    let parts = pull_big(&big, &tmp.path().join("parts"), &[]);
+    let ranges = ranged_blob_requests(&big.proxy);
+    assert!(
+        ranges.len() >= 4,
+        "the 40 MiB layer comes in parts: {ranges:?}"
+    );
+    assert!(
+        ranges.iter().any(|r| r.starts_with("bytes=0-")),
+        "{ranges:?}"
+    );
+    assert!(
+        std::fs::read(&whole).unwrap() == std::fs::read(&parts).unwrap(),
+        "the archive of a blob in parts differs from the one of a single GET"
+    );
+    // A chosen --jobs fixes the number of blob transfers, not whether a blob comes in parts.
+    big.proxy.clear_log();
+    let fixed = pull_big(&big, &tmp.path().join("fixed"), &["--jobs", "1"]);
+    assert!(ranged_blob_requests(&big.proxy).len() >= 4);
+    assert!(std::fs::read(&whole).unwrap() == std::fs::read(&fixed).unwrap());
+}
+
+#[test]
+fn registries_that_ignore_or_refuse_ranges_still_serve_the_pull() {
+    let big = big();
+    let tmp = tempfile::tempdir().unwrap();
+    let reference = pull_big(&big, &tmp.path().join("reference"), &[]);
+    let faults = [
+        ("ignored", Fault::IgnoreRange),
+        ("rejected", Fault::RangeRejected),
+        ("wrong range", Fault::WrongContentRange),
+    ];
+    for (name, fault) in faults {
+        big.proxy.clear_rules();
+        big.proxy.clear_log();
+        // These faults bend only requests with a `Range`: the single GET the pull falls back
+        // to passes.
+        big.proxy.add(Rule::path_contains("/blobs/").fault(fault));
+        let got = pull_big(&big, &tmp.path().join(name), &[]);
+        assert!(
+            std::fs::read(&reference).unwrap() == std::fs::read(&got).unwrap(),
+            "{name}: the archive differs"
+        );
+        let log = big.proxy.requests_to("/blobs/");
+        assert!(
+            log.iter().any(|r| r.fault.is_some() && r.range().is_some()),
+            "{name}: the fault was applied: {log:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_part_cut_short_resumes_within_its_range() {
+    let big = big();
+    let tmp = tempfile::tempdir().unwrap();
+    let reference = pull_big(&big, &tmp.path().join("reference"), &[]);
+    let start = |r: &String| {
+        r.trim_start_matches("bytes=")
+            .split('-')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    let part_starts: Vec<String> = ranged_blob_requests(&big.proxy).iter().map(start).collect();
+    big.proxy.clear_log();
+    big.proxy.add(
+        Rule::path_contains("/blobs/")
+            .times(3)
+            .fault(Fault::ResetAfter { after: 1 << 20 }),
+    );
+    let got = pull_big(&big, &tmp.path().join("cut"), &[]);
+    assert!(std::fs::read(&reference).unwrap() == std::fs::read(&got).unwrap());
+    let ranges = ranged_blob_requests(&big.proxy);
+    assert!(
+        ranges.iter().any(|r| !part_starts.contains(&start(r))),
+        "a cut part is asked again for its rest only: {ranges:?} (parts start at {part_starts:?})"
+    );
+}
