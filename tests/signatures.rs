@@ -7,8 +7,8 @@
 //! The same for dl.k8s.io's Kubernetes binaries: the world's Sigstore signs each 1.26+ binary
 //! (`.sig`/`.cert` served beside it, identity krel-staging) and logs it in its Rekor stand-in (a
 //! real Merkle tree, signed checkpoints). Bundles in `signatures/binaries/`, deterministic, in the
-//! lock, re-verified with every server stopped (and by Sigstore's Python client when `make deps`
-//! installed it), ISO tampering caught; then the binaries' negative matrix.
+//! lock, re-verified with every server stopped (and by Sigstore's Python client, which `make deps`
+//! installs), ISO tampering caught; then the binaries' negative matrix.
 
 mod support;
 
@@ -262,15 +262,14 @@ fn both_arches_verify_and_carry_the_evidence() {
             "{said}"
         );
         // Sigstore's own client verifies the binaries' bundles, offline.
-        if let Some(out) = bundle_oracle(&dir.path().join(format!("tree-{arch}")), &root) {
-            let said = String::from_utf8_lossy(&out.stdout).into_owned();
-            assert!(
-                out.status.success(),
-                "bundle oracle: {said}{}",
-                stderr(&out)
-            );
-            assert_eq!(said.trim(), "ok: 3 bundles");
-        }
+        let out = bundle_oracle(&dir.path().join(format!("tree-{arch}")), &root);
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "bundle oracle: {said}{}",
+            stderr(&out)
+        );
+        assert_eq!(said.trim(), "ok: 3 bundles");
     }
     // Sigstore's public root (the default) did not sign the world's images.
     let out = verify(&iso, None);
@@ -444,26 +443,25 @@ fn binaries_evidence(world: &World, tree: &Path) {
     );
 }
 
-/// `scripts/check-binary-bundles.py` (Sigstore's Python client) on an extracted ISO, when
-/// `make deps` installed it: `None` when it is not there.
-fn bundle_oracle(tree: &Path, root: &Path) -> Option<Output> {
+/// `scripts/check-binary-bundles.py` (Sigstore's Python client, installed by `make deps`) on an
+/// extracted ISO. A missing package fails the test: `make test` installs it.
+fn bundle_oracle(tree: &Path, root: &Path) -> Output {
     let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-sbom/bin/python");
     let has_sigstore = Command::new(&python)
         .args(["-c", "import sigstore.verify"])
         .output()
         .is_ok_and(|o| o.status.success());
-    if !has_sigstore {
-        eprintln!("the sigstore Python package is not in .venv-sbom (make deps): oracle skipped");
-        return None;
-    }
+    assert!(
+        has_sigstore,
+        "the sigstore Python package is not in {}: run `make deps`",
+        python.display()
+    );
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check-binary-bundles.py");
-    Some(
-        Command::new(&python)
-            .arg(&script)
-            .args([p(tree), p(root), STAGING, "https://accounts.google.com"])
-            .output()
-            .unwrap(),
-    )
+    Command::new(&python)
+        .arg(&script)
+        .args([p(tree), p(root), STAGING, "https://accounts.google.com"])
+        .output()
+        .unwrap()
 }
 
 /// `scripts/check-image-signatures.py` on an extracted ISO: the independent oracle.
