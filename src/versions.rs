@@ -92,8 +92,11 @@ impl Versions {
             "# CKS binaries ISO contents, written by cks-iso {}",
             env!("CARGO_PKG_VERSION")
         );
+        // A record without a value would not read back: one that was absent stays absent.
         let mut kv = |k: &str, v: &str| {
-            let _ = writeln!(out, "{k} {v}");
+            if !v.is_empty() {
+                let _ = writeln!(out, "{k} {v}");
+            }
         };
         kv("kubernetes", &self.kubernetes);
         kv("arch", &self.arch);
@@ -300,6 +303,16 @@ mod tests {
         );
         assert!(lines[8].starts_with("file k8s/kubeadm sha256:aaaa"));
         assert!(lines[10].starts_with("image registry.k8s.io/pause:3.10 sha256:cccc"));
+    }
+
+    #[test]
+    fn a_record_absent_when_read_stays_absent_when_rendered() {
+        // Found by `make fuzz` (versions_txt): `cni-plugins ` rendered for a missing value did
+        // not parse back.
+        let v = Versions::parse("kubernetes v1.33.1\narch amd64\n").unwrap();
+        let text = v.render();
+        assert!(!text.contains("cni-plugins"), "{text}");
+        assert_eq!(Versions::parse(&text).unwrap(), v);
     }
 
     #[test]
