@@ -4,7 +4,6 @@ use std::fmt::Write as _;
 
 use super::{AppError, net};
 use crate::cli::ResolveArgs;
-use crate::env;
 use crate::fetch::build_client;
 use crate::resolution::{Given, Partial, Resolution, resolve};
 use crate::resolve::KubeVersion;
@@ -30,15 +29,12 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
         kube,
         arch,
         Given {
-            cni: args.cni.clone(),
-            crictl: args.crictl.clone(),
-            etcd: args.etcd.clone(),
-            csi: args.csi_version.clone(),
-            ccm: args.ccm_version.clone().or_else(|| env::CCM_VERSION.get()),
-            autoscaler: args
-                .autoscaler_version
-                .clone()
-                .or_else(|| env::AUTOSCALER_VERSION.get()),
+            cni: args.versions.cni.clone(),
+            crictl: args.versions.crictl.clone(),
+            etcd: args.versions.etcd.clone(),
+            csi: args.versions.csi_version.clone(),
+            ccm: args.versions.ccm_version.clone(),
+            autoscaler: args.versions.autoscaler_version.clone(),
         },
     )?;
     let settings = net::settings(args.net)?;
