@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::{AppError, net};
-use crate::cli::ResolveArgs;
+use crate::cli::{ResolveArgs, VersionArgs};
 use crate::fetch::build_client;
 use crate::resolution::{Given, Partial, Resolution, resolve};
 use crate::resolve::KubeVersion;
@@ -25,18 +25,7 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
         )
     })?;
     let json = args.json;
-    let partial = Partial::new(
-        kube,
-        arch,
-        Given {
-            cni: args.versions.cni.clone(),
-            crictl: args.versions.crictl.clone(),
-            etcd: args.versions.etcd.clone(),
-            csi: args.versions.csi_version.clone(),
-            ccm: args.versions.ccm_version.clone(),
-            autoscaler: args.versions.autoscaler_version.clone(),
-        },
-    )?;
+    let partial = Partial::new(kube, arch, given(&args.versions))?;
     let settings = net::settings(args.net)?;
     let runtime = net::runtime()?;
     let resolution = runtime.block_on(async {
@@ -55,6 +44,20 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
         print!("{}", table(&resolution));
     }
     Ok(())
+}
+
+/// The versions the flags (and `AUTOSCALER_VERSION`, `CCM_VERSION`) give, for `resolve` and
+/// `build`.
+pub(super) fn given(versions: &VersionArgs) -> Given {
+    let v = versions.clone();
+    Given {
+        cni: v.cni,
+        crictl: v.crictl,
+        etcd: v.etcd,
+        csi: v.csi_version,
+        ccm: v.ccm_version,
+        autoscaler: v.autoscaler_version,
+    }
 }
 
 /// The human-readable report.

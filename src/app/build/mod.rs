@@ -154,13 +154,12 @@ fn setup(args: &BuildArgs) -> Result<Setup, AppError> {
     let partial = Partial::new(
         kube,
         request.arches[0],
+        // The positional form may give these three instead of the flags.
         Given {
             cni: request.cni.clone(),
             crictl: request.crictl.clone(),
             etcd: request.etcd.clone(),
-            csi: args.versions.csi_version.clone(),
-            ccm: args.versions.ccm_version.clone(),
-            autoscaler: args.versions.autoscaler_version.clone(),
+            ..super::resolve::given(&args.versions)
         },
     )?;
     Ok(Setup {
