@@ -337,16 +337,21 @@ fn write_authfile(dir: &Path, host: &str, user: &str, password: &str) -> PathBuf
     path
 }
 
-#[test]
-fn bad_credentials_fail_as_an_auth_error_without_the_secret() {
-    let world = world();
-    let front = TokenFront::start(
+/// A token front that gives tokens only to `cks` with the password `right-horse`.
+fn password_front(world: &RegistryWorld) -> TokenFront {
+    TokenFront::start(
         &world.registry.host(),
         FrontAuth::Password {
             user: "cks".into(),
             password: "right-horse".into(),
         },
-    );
+    )
+}
+
+#[test]
+fn bad_credentials_fail_as_an_auth_error_without_the_secret() {
+    let world = world();
+    let front = password_front(&world);
     let tmp = tempfile::tempdir().unwrap();
     let (cache, out) = (tmp.path().join("cache"), tmp.path().join("out"));
     let pause = world.corpus.get("registry.k8s.io/pause:3.10").reference();
@@ -508,13 +513,7 @@ fn images_sharing_an_archive_name_get_distinct_files_and_a_warning() {
 #[test]
 fn doctor_obtains_a_pull_token_as_a_pull_would() {
     let world = world();
-    let front = TokenFront::start(
-        &world.registry.host(),
-        FrontAuth::Password {
-            user: "cks".into(),
-            password: "right-horse".into(),
-        },
-    );
+    let front = password_front(&world);
     let tmp = tempfile::tempdir().unwrap();
     let doctor = |authfile: Option<&Path>| {
         let mut cmd = support::cks_iso();
