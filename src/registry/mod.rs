@@ -50,7 +50,7 @@ pub use endpoint::{DOCKER_HUB_API, Endpoint, RegistryMirror, Routes};
 pub use error::RegistryError;
 
 use crate::cache::{Cache, CacheError};
-use crate::fetch::{self, Download, FetchError, FileSink, HttpConfig, RetryPolicy, Sink};
+use crate::fetch::{self, Download, FetchError, HttpConfig, RetryPolicy};
 use crate::image::{
     Arch, Descriptor, Digest, Image, ImageError, Index, MAX_MANIFEST_SIZE, Manifest, MediaType,
     Reference, parse,
