@@ -6,7 +6,17 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use self::env_args::FromEnv;
+use crate::env;
+use crate::resolve::version::DEFAULT_CCM_TAG;
 use crate::ui::{Color, LogFormat};
+use crate::upstream::{DEFAULT_CNI, DEFAULT_CSI};
+
+mod env_args;
+
+/// The network flags, declared once with the configuration file's keys in
+/// [`crate::config::Network`].
+pub type Net = FromEnv<crate::config::Network>;
 
 /// The version and, when built from a git checkout, the commit: `0.1.0 (1a2b3c4d5e6f)` (set by
 /// `build.rs`).
@@ -91,7 +101,7 @@ pub struct DoctorArgs {
     pub cache_dir: Option<PathBuf>,
     /// Network settings.
     #[command(flatten)]
-    pub net: NetArgs,
+    pub net: Net,
 }
 
 /// `cks-iso completions`.
@@ -127,54 +137,6 @@ pub struct ManArgs {
     pub command: Vec<String>,
 }
 
-/// Network settings; each may also come from the configuration file, which the flags override.
-#[derive(Debug, Args)]
-pub struct NetArgs {
-    /// YAML configuration file holding these settings [env: CKS_ISO_CONFIG].
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Fetch URLs starting with FROM from TO instead (downloads and git), e.g.
-    /// https://github.com=http://mirror:8080/github.com. Repeatable.
-    #[arg(long = "mirror", value_name = "FROM=TO")]
-    pub mirrors: Vec<crate::fetch::Mirror>,
-    /// Pull images of REGISTRY from the mirror URL instead, e.g.
-    /// registry.k8s.io=http://127.0.0.1:5000/k8s (a URL path prefixes the repository). Repeatable.
-    #[arg(long = "registry-mirror", value_name = "REGISTRY=URL", value_parser = parse_pair)]
-    pub registry_mirrors: Vec<(String, String)>,
-    /// Reach this registry over plain HTTP instead of HTTPS (for TLS with a private CA, use --ca-file). Repeatable.
-    #[arg(long = "insecure-registry", value_name = "HOST[:PORT]")]
-    pub insecure_registries: Vec<String>,
-    /// Trust the PEM CA certificates in FILE besides the system's. Repeatable.
-    #[arg(long = "ca-file", value_name = "FILE")]
-    pub ca_files: Vec<PathBuf>,
-    /// Registry credentials in Docker's config.json format.
-    #[arg(long, value_name = "FILE")]
-    pub authfile: Option<PathBuf>,
-    /// Transfers to run in parallel, fixed [default: start at 4, grow to 16 while throughput grows].
-    #[arg(long, value_name = "N")]
-    pub jobs: Option<usize>,
-    /// Attempts per request for transient failures, the first included [default: 5].
-    #[arg(long, visible_alias = "attempts", value_name = "N")]
-    pub retries: Option<u32>,
-    /// Seconds to establish a connection [default: 15].
-    #[arg(long, value_name = "SECONDS")]
-    pub connect_timeout: Option<u64>,
-    /// Seconds of silence before a transfer counts as stalled and is resumed [default: 30].
-    #[arg(long, value_name = "SECONDS")]
-    pub idle_timeout: Option<u64>,
-}
-
-fn parse_pair(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((a, b)) if !a.trim().is_empty() && !b.trim().is_empty() => {
-            Ok((a.trim().to_owned(), b.trim().to_owned()))
-        }
-        _ => Err(format!(
-            "{s:?} is not REGISTRY=MIRROR (e.g. docker.io=mirror:5000)"
-        )),
-    }
-}
-
 /// `cks-iso resolve`.
 #[derive(Debug, Args)]
 pub struct ResolveArgs {
@@ -184,30 +146,69 @@ pub struct ResolveArgs {
     /// Target architecture: amd64 (x86_64) or arm64 (aarch64).
     #[arg(long, value_name = "ARCH", default_value = "amd64")]
     pub arch: String,
-    /// CNI plugins release [default: 1.6.2].
-    #[arg(long, value_name = "VERSION")]
-    pub cni: Option<String>,
-    /// cri-tools (crictl) release [default: the Kubernetes minor's .0].
-    #[arg(long, value_name = "VERSION")]
-    pub crictl: Option<String>,
-    /// etcd release to bundle (none by default).
-    #[arg(long, value_name = "VERSION")]
-    pub etcd: Option<String>,
-    /// Exact cluster-autoscaler release [env: AUTOSCALER_VERSION; default: newest of the minor].
-    #[arg(long, value_name = "VERSION")]
-    pub autoscaler_version: Option<String>,
-    /// CloudStack CCM tag [env: CCM_VERSION; default: v1.2.0].
-    #[arg(long, value_name = "TAG")]
-    pub ccm_version: Option<String>,
-    /// CloudStack CSI driver release [default: v3.0.0].
-    #[arg(long, value_name = "TAG")]
-    pub csi_version: Option<String>,
+    /// The component versions.
+    #[command(flatten)]
+    pub versions: FromEnv<VersionArgs>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
     /// Network settings.
     #[command(flatten)]
-    pub net: NetArgs,
+    pub net: Net,
+}
+
+/// The component versions `resolve` and `build` both take.
+#[derive(Debug, Clone, Args)]
+pub struct VersionArgs {
+    /// `--cni`.
+    #[arg(
+        long,
+        value_name = "VERSION",
+        help = format!("CNI plugins release [default: {DEFAULT_CNI}]")
+    )]
+    pub cni: Option<String>,
+    /// `--crictl`.
+    #[arg(
+        long,
+        value_name = "VERSION",
+        help = "cri-tools (crictl) release [default: the Kubernetes minor's .0]"
+    )]
+    pub crictl: Option<String>,
+    /// `--etcd`.
+    #[arg(
+        long,
+        value_name = "VERSION",
+        help = "etcd release to bundle for etcd nodes (none by default)"
+    )]
+    pub etcd: Option<String>,
+    /// `--autoscaler-version` or `AUTOSCALER_VERSION`.
+    #[arg(
+        long,
+        value_name = "VERSION",
+        env = env::AUTOSCALER_VERSION.name,
+        hide_env_values = true,
+        help = "Exact cluster-autoscaler release [default: newest of the minor]"
+    )]
+    pub autoscaler_version: Option<String>,
+    /// `--ccm-version` or `CCM_VERSION`.
+    #[arg(
+        long,
+        value_name = "TAG",
+        env = env::CCM_VERSION.name,
+        hide_env_values = true,
+        help = format!("CloudStack CCM tag [default: {DEFAULT_CCM_TAG}]")
+    )]
+    pub ccm_version: Option<String>,
+    /// `--csi-version`.
+    #[arg(
+        long,
+        value_name = "TAG",
+        help = format!(
+            "CloudStack CSI driver release, or `none` to leave the CSI manifests out \
+             [default: {DEFAULT_CSI}]"
+        )
+    )]
+    pub csi_version: Option<String>,
 }
 
 /// `cks-iso iso`.
@@ -282,7 +283,7 @@ pub struct PullArgs {
     pub cache_dir: Option<PathBuf>,
     /// Sigstore signatures: off, verify or enforce, as for build; an image that fails is not
     /// written [default: off for pull].
-    #[arg(long, value_name = "MODE", env = "CKS_ISO_SIGNATURES", value_parser = ["off", "verify", "enforce"])]
+    #[arg(long, value_name = "MODE", env = env::CKS_ISO_SIGNATURES.name, value_parser = ["off", "verify", "enforce"])]
     pub signatures: Option<String>,
     /// Sigstore trusted_root.json [default: config file, else the embedded public-good root].
     #[arg(long, value_name = "FILE")]
@@ -292,18 +293,19 @@ pub struct PullArgs {
     pub signature_policy: Option<PathBuf>,
     /// Network settings (mirrors, registries, CA files, credentials, jobs, retries, timeouts).
     #[command(flatten)]
-    pub net: NetArgs,
+    pub net: Net,
 }
 
 /// `cks-iso build`: flags, or upstream's positional form
 /// `OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION NETWORK_YAML DASHBOARD_YAML BUILD_NAME [ARCH] [ETCD_VERSION]`.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Positional form (drop-in for create-kubernetes-binaries-iso.sh):\n  \
+#[command(after_help = format!(
+    "Positional form (drop-in for create-kubernetes-binaries-iso.sh):\n  \
     cks-iso build OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION NETWORK_YAML \
     DASHBOARD_YAML BUILD_NAME [ARCH] [ETCD_VERSION]\n  \
-    AUTOSCALER_VERSION and CCM_VERSION are read from the environment."
-)]
+    {} and {} are read from the environment.",
+    env::AUTOSCALER_VERSION.name, env::CCM_VERSION.name
+))]
 pub struct BuildArgs {
     /// Upstream's positional arguments (see below); cannot be mixed with the same flags.
     #[arg(value_name = "ARG", num_args = 0..=9)]
@@ -311,18 +313,12 @@ pub struct BuildArgs {
     /// Kubernetes release, e.g. 1.33.1.
     #[arg(long, value_name = "VERSION")]
     pub kubernetes: Option<String>,
-    /// CNI plugins release [default: 1.6.2].
-    #[arg(long, value_name = "VERSION")]
-    pub cni: Option<String>,
-    /// cri-tools (crictl) release [default: the Kubernetes minor's .0].
-    #[arg(long, value_name = "VERSION")]
-    pub crictl: Option<String>,
+    /// The component versions.
+    #[command(flatten)]
+    pub versions: FromEnv<VersionArgs>,
     /// Target architecture, repeatable: amd64 (x86_64) or arm64 (aarch64) [default: amd64].
     #[arg(long = "arch", value_name = "ARCH")]
     pub arches: Vec<String>,
-    /// etcd release to bundle for etcd nodes (none by default).
-    #[arg(long, value_name = "VERSION")]
-    pub etcd: Option<String>,
     /// CNI manifest (network.yaml): URL or local file.
     #[arg(long, value_name = "URL|FILE")]
     pub network: Option<String>,
@@ -332,15 +328,6 @@ pub struct BuildArgs {
     /// Headlamp manifest (headlamp.yaml), optional: URL or local file.
     #[arg(long, value_name = "URL|FILE")]
     pub headlamp: Option<String>,
-    /// Exact cluster-autoscaler release [env: AUTOSCALER_VERSION; default: newest of the minor].
-    #[arg(long, value_name = "VERSION")]
-    pub autoscaler_version: Option<String>,
-    /// CloudStack CCM tag [env: CCM_VERSION; default: v1.2.0].
-    #[arg(long, value_name = "TAG")]
-    pub ccm_version: Option<String>,
-    /// CloudStack CSI driver release, or `none` to leave the CSI manifests out [default: v3.0.0].
-    #[arg(long, value_name = "TAG")]
-    pub csi_version: Option<String>,
     /// Directory the ISOs are written to (created if missing) [default: .].
     #[arg(long, short, value_name = "DIR")]
     pub output: Option<PathBuf>,
@@ -373,7 +360,7 @@ pub struct BuildArgs {
     /// their Rekor entry): off, verify (bad ones fail, unsigned ones warn, except a binary of
     /// Kubernetes 1.26 or later without one, which fails) or enforce (unsigned ones fail too)
     /// [default: config file, else verify].
-    #[arg(long, value_name = "MODE", env = "CKS_ISO_SIGNATURES", value_parser = ["off", "verify", "enforce"])]
+    #[arg(long, value_name = "MODE", env = env::CKS_ISO_SIGNATURES.name, value_parser = ["off", "verify", "enforce"])]
     pub signatures: Option<String>,
     /// Sigstore trusted_root.json to verify against [default: config file, else Sigstore's
     /// public-good root embedded in cks-iso].
@@ -385,11 +372,11 @@ pub struct BuildArgs {
     pub signature_policy: Option<PathBuf>,
     /// Rekor server where binaries' signatures are looked up, through the mirrors like any URL
     /// [default: config file, else https://rekor.sigstore.dev].
-    #[arg(long, value_name = "URL", env = "CKS_ISO_REKOR_URL")]
+    #[arg(long, value_name = "URL", env = env::CKS_ISO_REKOR_URL.name)]
     pub rekor_url: Option<String>,
     /// Network settings.
     #[command(flatten)]
-    pub net: NetArgs,
+    pub net: Net,
 }
 
 /// `cks-iso cache`.

@@ -32,69 +32,158 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::env;
 use crate::fetch::{HttpConfig, Mirror, Mirrors, RetryPolicy};
 use crate::signature::Mode;
 
 /// Parallel transfers when neither flag nor file says.
 pub const DEFAULT_JOBS: usize = 4;
 
-/// The file as written: every key optional, unknown keys refused.
-#[derive(Debug, Default, Deserialize)]
+/// The network settings, declared once: clap fills them from the flags (`--mirror`, `--jobs`…),
+/// serde from the file (`mirrors:`, `jobs:`…), and [`merge`] combines the two. `None`/empty means
+/// "not given". Each field's doc names its flag and its key.
+#[derive(Debug, Default, Clone, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct FileConfig {
-    /// Download and git mirrors, `FROM: TO`.
-    #[serde(default)]
-    pub mirrors: BTreeMap<String, String>,
-    /// Registry mirrors, `registry: mirror`.
-    #[serde(default)]
-    pub registry_mirrors: BTreeMap<String, String>,
-    /// Registries reached over plain HTTP or with unverified TLS.
+pub struct Network {
+    /// `--config FILE` or `CKS_ISO_CONFIG`; no key.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = env::CKS_ISO_CONFIG.name,
+        hide_env_values = true,
+        help = "YAML configuration file holding these settings"
+    )]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// `--mirror FROM=TO` (repeatable), `mirrors: {FROM: TO}`; [`merge`] checks the file's.
+    #[arg(
+        long = "mirror",
+        value_name = "FROM=TO",
+        help = "Fetch URLs starting with FROM from TO instead (downloads and git), e.g. \
+                https://github.com=http://mirror:8080/github.com. Repeatable"
+    )]
+    #[serde(default, deserialize_with = "unchecked_rules")]
+    pub mirrors: Vec<Mirror>,
+    /// `--registry-mirror REGISTRY=URL` (repeatable), `registry-mirrors: {REGISTRY: URL}`.
+    #[arg(
+        long = "registry-mirror",
+        value_name = "REGISTRY=URL",
+        value_parser = parse_pair,
+        help = "Pull images of REGISTRY from the mirror URL instead, e.g. \
+                registry.k8s.io=http://127.0.0.1:5000/k8s (a URL path prefixes the repository). \
+                Repeatable"
+    )]
+    #[serde(default, deserialize_with = "pairs")]
+    pub registry_mirrors: Vec<(String, String)>,
+    /// `--insecure-registry HOST[:PORT]` (repeatable), `insecure-registries: [...]`.
+    #[arg(
+        long = "insecure-registry",
+        value_name = "HOST[:PORT]",
+        help = "Reach this registry over plain HTTP instead of HTTPS (for TLS with a private CA, \
+                use --ca-file). Repeatable"
+    )]
     #[serde(default)]
     pub insecure_registries: Vec<String>,
-    /// Extra PEM CA files.
+    /// `--ca-file FILE` (repeatable), `ca-files: [...]` (relative to the file).
+    #[arg(
+        long = "ca-file",
+        value_name = "FILE",
+        help = "Trust the PEM CA certificates in FILE besides the system's. Repeatable"
+    )]
     #[serde(default)]
     pub ca_files: Vec<PathBuf>,
-    /// Registry credentials (Docker `config.json` format).
+    /// `--authfile FILE`, `authfile:` (relative to the file).
+    #[arg(
+        long,
+        value_name = "FILE",
+        help = "Registry credentials in Docker's config.json format"
+    )]
     pub authfile: Option<PathBuf>,
-    /// Parallel transfers.
+    /// `--jobs N`, `jobs:`.
+    #[arg(
+        long,
+        value_name = "N",
+        help = format!(
+            "Transfers to run in parallel, fixed [default: start at {DEFAULT_JOBS}, grow to {} \
+             while throughput grows]",
+            crate::registry::MAX_JOBS
+        )
+    )]
     pub jobs: Option<usize>,
-    /// Attempts per request, the first included.
+    /// `--retries N` (alias `--attempts`), `retries:`.
+    #[arg(
+        long,
+        visible_alias = "attempts",
+        value_name = "N",
+        help = format!(
+            "Attempts per request for transient failures, the first included [default: {}]",
+            RetryPolicy::default().attempts
+        )
+    )]
     pub retries: Option<u32>,
-    /// Seconds to establish a connection.
+    /// `--connect-timeout SECONDS`, `connect-timeout:`.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        help = format!(
+            "Seconds to establish a connection [default: {}]",
+            HttpConfig::default().connect_timeout.as_secs()
+        )
+    )]
     pub connect_timeout: Option<u64>,
-    /// Seconds of silence before a transfer counts as stalled.
+    /// `--idle-timeout SECONDS`, `idle-timeout:`.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        help = format!(
+            "Seconds of silence before a transfer counts as stalled and is resumed [default: {}]",
+            HttpConfig::default().idle_timeout.as_secs()
+        )
+    )]
     pub idle_timeout: Option<u64>,
-    /// `off`, `verify` or `enforce`.
+    /// `signatures:` (`off`, `verify` or `enforce`); the subcommands' own `--signatures` and
+    /// `CKS_ISO_SIGNATURES` come first.
+    #[arg(skip)]
     pub signatures: Option<String>,
-    /// A Sigstore `trusted_root.json`.
+    /// `trusted-root:`, a Sigstore `trusted_root.json`; `--trusted-root` comes first.
+    #[arg(skip)]
     pub trusted_root: Option<PathBuf>,
-    /// A signature policy file.
+    /// `signature-policy:`, a signature policy file; `--signature-policy` comes first.
+    #[arg(skip)]
     pub signature_policy: Option<PathBuf>,
-    /// The Rekor server for binaries' signatures.
+    /// `rekor-url:`, the Rekor server for binaries' signatures; `--rekor-url` and
+    /// `CKS_ISO_REKOR_URL` come first.
+    #[arg(skip)]
     pub rekor_url: Option<String>,
 }
 
-/// What the flags set; `None`/empty means "not given".
-#[derive(Debug, Default, Clone)]
-pub struct Overrides {
-    /// `--mirror FROM=TO`, repeatable.
-    pub mirrors: Vec<Mirror>,
-    /// `--registry-mirror REGISTRY=MIRROR`, repeatable.
-    pub registry_mirrors: Vec<(String, String)>,
-    /// `--insecure-registry HOST`, repeatable.
-    pub insecure_registries: Vec<String>,
-    /// `--ca-file FILE`, repeatable.
-    pub ca_files: Vec<PathBuf>,
-    /// `--authfile FILE`.
-    pub authfile: Option<PathBuf>,
-    /// `--jobs N`.
-    pub jobs: Option<usize>,
-    /// `--retries N`.
-    pub retries: Option<u32>,
-    /// `--connect-timeout SECONDS`.
-    pub connect_timeout: Option<u64>,
-    /// `--idle-timeout SECONDS`.
-    pub idle_timeout: Option<u64>,
+/// `--registry-mirror`'s `REGISTRY=URL`.
+fn parse_pair(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((a, b)) if !a.trim().is_empty() && !b.trim().is_empty() => {
+            Ok((a.trim().to_owned(), b.trim().to_owned()))
+        }
+        _ => Err(format!(
+            "{s:?} is not REGISTRY=URL (e.g. docker.io=http://mirror:5000)"
+        )),
+    }
+}
+
+/// The file's `mirrors:` map as rules, not yet checked: [`merge`] checks them, naming the file
+/// and the key, as it checks every other value of the file.
+fn unchecked_rules<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Mirror>, D::Error> {
+    let map = BTreeMap::<String, String>::deserialize(d)?;
+    Ok(map
+        .into_iter()
+        .map(|(from, to)| Mirror { from, to })
+        .collect())
+}
+
+/// The file's `registry-mirrors:` map as the pairs the flags give.
+fn pairs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(String, String)>, D::Error> {
+    Ok(BTreeMap::<String, String>::deserialize(d)?
+        .into_iter()
+        .collect())
 }
 
 /// The effective settings after combining file and flags.
@@ -177,7 +266,7 @@ impl ConfigError {
     }
 }
 
-impl FileConfig {
+impl Network {
     /// Reads and parses `path`; relative paths inside it are made relative to its directory.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -216,14 +305,12 @@ impl FileConfig {
     }
 }
 
-/// Combines the file (if any) and the flags into the effective settings.
-pub fn combine(
-    file: Option<(PathBuf, FileConfig)>,
-    flags: Overrides,
-) -> Result<Settings, ConfigError> {
+/// Combines the file (if any) and the flags into the effective settings: a scalar flag replaces
+/// the file's value, a mirror rule replaces the file's rule for the same prefix, lists add up.
+pub fn merge(file: Option<(PathBuf, Network)>, flags: Network) -> Result<Settings, ConfigError> {
     let (source, file) = match file {
         Some((path, config)) => (Some(path), config),
-        None => (None, FileConfig::default()),
+        None => (None, Network::default()),
     };
     let origin = source
         .as_ref()
@@ -234,7 +321,7 @@ pub fn combine(
         reason,
     };
     let mut mirrors: BTreeMap<String, Mirror> = BTreeMap::new();
-    for (from, to) in &file.mirrors {
+    for Mirror { from, to } in &file.mirrors {
         let rule: Mirror = format!("{from}={to}")
             .parse()
             .map_err(|reason| value(&origin, &format!("mirrors.{from}"), reason))?;
@@ -243,7 +330,8 @@ pub fn combine(
     for rule in flags.mirrors {
         mirrors.insert(rule.from.clone(), rule);
     }
-    let mut registry_mirrors = file.registry_mirrors;
+    let mut registry_mirrors: BTreeMap<String, String> =
+        file.registry_mirrors.into_iter().collect();
     registry_mirrors.extend(flags.registry_mirrors);
     let mut insecure = file.insecure_registries;
     for host in flags.insecure_registries {
@@ -319,12 +407,15 @@ pub fn combine(
     })
 }
 
-/// Loads the file named by `path` (the flag or `CKS_ISO_CONFIG`) and combines it with `flags`.
-pub fn load(path: Option<&Path>, flags: Overrides) -> Result<Settings, ConfigError> {
-    let file = path
-        .map(|p| FileConfig::load(p).map(|c| (p.to_owned(), c)))
+/// Loads the file the flags name (`--config` or `CKS_ISO_CONFIG`), if any, and merges the flags
+/// into it.
+pub fn load(flags: Network) -> Result<Settings, ConfigError> {
+    let file = flags
+        .config
+        .as_deref()
+        .map(|p| Network::load(p).map(|c| (p.to_owned(), c)))
         .transpose()?;
-    combine(file, flags)
+    merge(file, flags)
 }
 
 #[cfg(test)]
@@ -333,13 +424,13 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_errors_naming_the_key() {
-        let err = FileConfig::parse("mirrors: {}\nmirorrs:\n  a: b\n").unwrap_err();
+        let err = Network::parse("mirrors: {}\nmirorrs:\n  a: b\n").unwrap_err();
         assert!(err.contains("mirorrs"), "{err}");
     }
 
     #[test]
     fn every_key_parses() {
-        let c = FileConfig::parse(
+        let c = Network::parse(
             "mirrors:\n  https://github.com: http://m:1/github.com\n\
              registry-mirrors:\n  docker.io: m:5000\n\
              insecure-registries: [m:5000]\nca-files: [ca.pem]\nauthfile: auth.json\n\
@@ -350,15 +441,18 @@ mod tests {
         assert_eq!(c.signatures.as_deref(), Some("enforce"));
         assert_eq!(c.trusted_root, Some(PathBuf::from("root.json")));
         assert_eq!(c.signature_policy, Some(PathBuf::from("p.yaml")));
-        assert_eq!(c.mirrors["https://github.com"], "http://m:1/github.com");
-        assert_eq!(c.registry_mirrors["docker.io"], "m:5000");
+        assert_eq!(
+            c.mirrors[0].to_string(),
+            "https://github.com=http://m:1/github.com"
+        );
+        assert_eq!(c.registry_mirrors, [("docker.io".into(), "m:5000".into())]);
         assert_eq!(c.insecure_registries, ["m:5000"]);
         assert_eq!(c.jobs, Some(2));
         assert_eq!(c.retries, Some(3));
         assert_eq!(c.idle_timeout, Some(5));
-        assert!(FileConfig::parse("").unwrap().mirrors.is_empty());
+        assert!(Network::parse("").unwrap().mirrors.is_empty());
         assert!(
-            FileConfig::parse("# only a comment\n")
+            Network::parse("# only a comment\n")
                 .unwrap()
                 .mirrors
                 .is_empty()
@@ -367,18 +461,18 @@ mod tests {
 
     #[test]
     fn flags_override_the_file() {
-        let file = FileConfig::parse(
+        let file = Network::parse(
             "mirrors:\n  https://github.com: http://file:1/gh\n  https://dl.k8s.io: http://file:1/dl\n\
              jobs: 2\nretries: 3\nidle-timeout: 9\nca-files: [/a.pem]\n",
         )
         .unwrap();
-        let flags = Overrides {
+        let flags = Network {
             mirrors: vec!["https://github.com=http://flag:2/gh".parse().unwrap()],
             jobs: Some(7),
             ca_files: vec!["/b.pem".into()],
-            ..Overrides::default()
+            ..Network::default()
         };
-        let s = combine(Some(("/etc/c.yaml".into(), file)), flags).unwrap();
+        let s = merge(Some(("/etc/c.yaml".into(), file)), flags).unwrap();
         assert_eq!(s.jobs, 7);
         assert_eq!(s.http.retry.attempts, 3);
         assert_eq!(s.http.idle_timeout, Duration::from_secs(9));
@@ -395,11 +489,11 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_key() {
-        let file = FileConfig::parse("mirrors:\n  github.com: http://m\n").unwrap();
-        let err = combine(Some(("c.yaml".into(), file)), Overrides::default()).unwrap_err();
+        let file = Network::parse("mirrors:\n  github.com: http://m\n").unwrap();
+        let err = merge(Some(("c.yaml".into(), file)), Network::default()).unwrap_err();
         assert!(err.to_string().contains("mirrors.github.com"), "{err}");
-        let file = FileConfig::parse("jobs: 0\n").unwrap();
-        let err = combine(Some(("c.yaml".into(), file)), Overrides::default()).unwrap_err();
+        let file = Network::parse("jobs: 0\n").unwrap();
+        let err = merge(Some(("c.yaml".into(), file)), Network::default()).unwrap_err();
         assert!(err.to_string().contains("jobs"), "{err}");
     }
 }

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::fetch::{FetchError, retrying};
 use crate::image::{ImageError, Reference};
+use crate::plan;
 use crate::resolve::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, autoscaler_pin};
 use crate::resolve::{
     Extras, KubeVersion, ResolveError, ccm_tag, choose_autoscaler, images, ls_remote,
@@ -96,6 +97,16 @@ pub struct Resolution {
     /// The pins the URLs were derived from, for `build`.
     #[serde(skip)]
     pub pins: Pins,
+}
+
+impl Resolution {
+    /// The images kubeadm names (pause, etcd, coredns, the control plane), as resolved.
+    pub fn kubeadm_images(&self) -> impl Iterator<Item = &str> {
+        self.images
+            .iter()
+            .filter(|row| row.source == ImageSource::Kubeadm)
+            .map(|row| row.image.as_str())
+    }
 }
 
 /// Resolved versions and where the choices came from.
@@ -326,16 +337,10 @@ pub async fn resolve(
         add(&image, ImageSource::Kubeadm)?;
     }
     add(
-        &format!(
-            "registry.k8s.io/autoscaling/cluster-autoscaler:v{}",
-            choice.version
-        ),
+        &plan::autoscaler_image(&choice.version),
         ImageSource::Autoscaler,
     )?;
-    add(
-        &format!("apache/cloudstack-kubernetes-provider:{}", p.ccm),
-        ImageSource::Ccm,
-    )?;
+    add(&plan::provider_image(&p.ccm), ImageSource::Ccm)?;
     if let Some(csi) = artifacts
         .iter()
         .find(|a| a.dest == "manifest.yaml")

@@ -468,6 +468,27 @@ fn drift_in_a_local_manifest_or_a_served_binary_fails_naming_it_and_both_hashes(
         2,
         &["locks amd64, not arm64"],
     );
+    // A contradiction from the environment names the variable, one from the flag the flag.
+    let locked_ccm = |ccm: &[&str]| {
+        let mut cmd = build(
+            world.config_path(),
+            &tmp,
+            &[
+                &["--locked", p(&lock), "--network", p(&local)][..],
+                ccm,
+                &["--output", p(&out2), "--cache-dir", p(&cache)],
+            ]
+            .concat(),
+        );
+        cmd.env("CCM_VERSION", "v9.9.9");
+        cmd
+    };
+    fails(&mut locked_ccm(&[]), 2, &["CCM_VERSION v9.9.9 contradicts"]);
+    fails(
+        &mut locked_ccm(&["--ccm-version", "v8.8.8"]),
+        2,
+        &["--ccm-version v8.8.8 contradicts"],
+    );
     drop(world);
 
     // Upstream now serves another kubeadm (with a matching checksum): a locked build with a

@@ -337,16 +337,21 @@ fn write_authfile(dir: &Path, host: &str, user: &str, password: &str) -> PathBuf
     path
 }
 
-#[test]
-fn bad_credentials_fail_as_an_auth_error_without_the_secret() {
-    let world = world();
-    let front = TokenFront::start(
+/// A token front that gives tokens only to `cks` with the password `right-horse`.
+fn password_front(world: &RegistryWorld) -> TokenFront {
+    TokenFront::start(
         &world.registry.host(),
         FrontAuth::Password {
             user: "cks".into(),
             password: "right-horse".into(),
         },
-    );
+    )
+}
+
+#[test]
+fn bad_credentials_fail_as_an_auth_error_without_the_secret() {
+    let world = world();
+    let front = password_front(&world);
     let tmp = tempfile::tempdir().unwrap();
     let (cache, out) = (tmp.path().join("cache"), tmp.path().join("out"));
     let pause = world.corpus.get("registry.k8s.io/pause:3.10").reference();
@@ -500,5 +505,39 @@ fn images_sharing_an_archive_name_get_distinct_files_and_a_warning() {
     assert!(
         text.contains("shares the archive name pause:3.10.tar"),
         "{text}"
+    );
+}
+
+/// `doctor` asks for a pull token the way a pull does: anonymously it is refused, with the
+/// configured credentials it gets one, and the check line says which.
+#[test]
+fn doctor_obtains_a_pull_token_as_a_pull_would() {
+    let world = world();
+    let front = password_front(&world);
+    let tmp = tempfile::tempdir().unwrap();
+    let doctor = |authfile: Option<&Path>| {
+        let mut cmd = support::cks_iso();
+        cmd.arg("doctor")
+            .args(world.mirror_args(&front.url()))
+            .args(["--retries", "1", "--connect-timeout", "2"])
+            .arg("--cache-dir")
+            .arg(tmp.path().join("cache"))
+            .env("HOME", tmp.path())
+            .env_remove("DOCKER_CONFIG")
+            .env_remove("REGISTRY_AUTH_FILE")
+            .env_remove("CKS_ISO_CONFIG");
+        if let Some(file) = authfile {
+            cmd.arg("--authfile").arg(file);
+        }
+        let out = cmd.output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let anonymous = doctor(None);
+    assert!(!anonymous.contains("pull token obtained"), "{anonymous}");
+    let authfile = write_authfile(tmp.path(), &front.host(), "cks", "right-horse");
+    let with_file = doctor(Some(&authfile));
+    assert!(
+        with_file.contains("pull token obtained with the configured credentials"),
+        "{with_file}"
     );
 }

@@ -312,8 +312,15 @@ fn a_pinned_autoscaler_needs_no_git() {
         .unwrap());
     assert!(stdout.contains("1.33.0 (pinned)"), "{stdout}");
     assert!(w.git.seen().is_empty(), "{:?}", w.git.seen());
-    // Without a pin the same command needs the listing, and git is not there.
-    let out = w.cmd().args(&args).output().unwrap();
+    // Without a pin the same command needs the listing, and git is not there. A variable set
+    // but empty is no pin (nor an empty CCM tag).
+    let out = w
+        .cmd()
+        .env("AUTOSCALER_VERSION", "")
+        .env("CCM_VERSION", "")
+        .args(&args)
+        .output()
+        .unwrap();
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("127.0.0.1:9"), "{stderr}");

@@ -5,31 +5,16 @@ use std::path::PathBuf;
 
 use super::AppError;
 use crate::cache::Cache;
-use crate::cli::NetArgs;
-use crate::config::{self, Overrides, Settings};
-use crate::env;
+use crate::cli::Net;
+use crate::config::{self, Settings};
 use crate::fetch::Download;
 use crate::progress::Progress;
 use crate::registry::{AuthFiles, Registry, RegistryConfig, RegistryMirror, Routes};
 use crate::upstream::Fetcher;
 
 /// Loads the file, if any, and lets the flags override it.
-pub(crate) fn settings(net: NetArgs) -> Result<Settings, AppError> {
-    let path = net
-        .config
-        .or_else(|| env::CKS_ISO_CONFIG.get().map(PathBuf::from));
-    let flags = Overrides {
-        mirrors: net.mirrors,
-        registry_mirrors: net.registry_mirrors,
-        insecure_registries: net.insecure_registries,
-        ca_files: net.ca_files,
-        authfile: net.authfile,
-        jobs: net.jobs,
-        retries: net.retries,
-        connect_timeout: net.connect_timeout,
-        idle_timeout: net.idle_timeout,
-    };
-    let settings = config::load(path.as_deref(), flags)?;
+pub(crate) fn settings(net: Net) -> Result<Settings, AppError> {
+    let settings = config::load(net.into_inner())?;
     if let Some(source) = &settings.source {
         tracing::debug!("configuration from {}", source.display());
     }

@@ -3,8 +3,7 @@
 use std::fmt::Write as _;
 
 use super::{AppError, net};
-use crate::cli::ResolveArgs;
-use crate::env;
+use crate::cli::{ResolveArgs, VersionArgs};
 use crate::fetch::build_client;
 use crate::resolution::{Given, Partial, Resolution, resolve};
 use crate::resolve::KubeVersion;
@@ -18,21 +17,7 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
     check_supported(&kube)?;
     let arch = Arch::parse(&args.arch).map_err(|_| AppError::unknown_arch(&args.arch))?;
     let json = args.json;
-    let partial = Partial::new(
-        kube,
-        arch,
-        Given {
-            cni: args.cni.clone(),
-            crictl: args.crictl.clone(),
-            etcd: args.etcd.clone(),
-            csi: args.csi_version.clone(),
-            ccm: args.ccm_version.clone().or_else(|| env::CCM_VERSION.get()),
-            autoscaler: args
-                .autoscaler_version
-                .clone()
-                .or_else(|| env::AUTOSCALER_VERSION.get()),
-        },
-    )?;
+    let partial = Partial::new(kube, arch, given(&args.versions))?;
     let settings = net::settings(args.net)?;
     let runtime = net::runtime()?;
     let resolution = runtime.block_on(async {
@@ -51,6 +36,20 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
         print!("{}", table(&resolution));
     }
     Ok(())
+}
+
+/// The versions the flags (and `AUTOSCALER_VERSION`, `CCM_VERSION`) give, for `resolve` and
+/// `build`.
+pub(super) fn given(versions: &VersionArgs) -> Given {
+    let v = versions.clone();
+    Given {
+        cni: v.cni,
+        crictl: v.crictl,
+        etcd: v.etcd,
+        csi: v.csi_version,
+        ccm: v.ccm_version,
+        autoscaler: v.autoscaler_version,
+    }
 }
 
 /// The human-readable report.

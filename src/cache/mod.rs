@@ -21,14 +21,15 @@
 //! `cache verify --fix` and `cache prune` remove final names. A process killed mid-write leaves
 //! its temporary file, which nothing reads and `cache verify --fix` removes once it is stale.
 //!
-//! [`Cache::put`] streams a reader into a temporary file beside the final name while hashing it
-//! and renames it only when the digest (and the size, when known) match; otherwise the temporary
-//! file is removed and the error names the expected and the actual digest. Memory does not grow
-//! with blob size. A file under its final name is only ever replaced by a verified one (when it
+//! [`Cache::put`] streams a reader, and a [`BlobWriter`] the chunks a download brings (resumable
+//! with `Range`), into a temporary file beside the final name while hashing it, and renames it
+//! only when the digest (and the size, when known) match; otherwise the temporary file is removed
+//! and the error names the expected and the actual digest. Nothing else names a blob. Memory
+//! does not grow with blob size. A file under its final name is only ever replaced by a verified one (when it
 //! has the wrong size, see below). No network.
 //!
 //! Blobs are renamed into place without waiting for the disk (see
-//! [`AtomicFile::commit_unsynced`]), so a power loss can leave one short or, rarely, damaged. Two
+//! [`crate::atomic::AtomicFile::commit_unsynced`]), so a power loss can leave one short or, rarely, damaged. Two
 //! checks catch that without re-reading what this run wrote: [`Cache::contains_sized`] does not
 //! count a blob whose size is not the descriptor's (it is fetched again and replaced), and
 //! [`BlobSource::open_for_copy`] hands out as [`Opened::Verified`] only blobs this process hashed
@@ -44,21 +45,23 @@ mod error;
 mod index;
 mod maint;
 mod needs;
+mod writer;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::{File, Metadata};
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::atomic::AtomicFile;
 use crate::env;
-use crate::image::{BlobSource, Digest, Hashing, Opened};
+use crate::fetch::Sink as _;
+use crate::image::{BlobSource, Digest, Opened};
 pub use error::CacheError;
 pub use index::Recalled;
 pub use maint::{BlobFile, IndexEntry, Rehashed, STALE_AFTER, Stray};
 pub use needs::{Needed, NeededKey, Needs};
+pub use writer::BlobWriter;
 
 /// The directory under the cache root that holds sha256 blobs.
 const BLOBS: &str = "blobs/sha256";
@@ -103,9 +106,8 @@ impl Cache {
         self.verified.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Records that the file now under `digest`'s name was hashed to `digest` by this process
-    /// (for writers that stream into [`Cache::blob_path`] themselves, like the registry client).
-    pub fn mark_verified(&self, digest: &Digest) {
+    /// Records that the file now under `digest`'s name was hashed to `digest` by this process.
+    pub(crate) fn mark_verified(&self, digest: &Digest) {
         if let Ok(meta) = std::fs::metadata(self.blob_path(digest)) {
             self.verified().insert(digest.clone(), Stamp::of(&meta));
         }
@@ -171,35 +173,11 @@ impl Cache {
         {
             return Ok(meta.len());
         }
-        let dir = self.root.join(BLOBS);
-        std::fs::create_dir_all(&dir).map_err(|source| CacheError::io(&dir, source))?;
-        let mut out = AtomicFile::create(&target).map_err(|source| CacheError::io(&dir, source))?;
-        let temp = out.temp_path().to_owned();
+        let mut writer = self.blob_writer(digest)?;
         // One byte more than announced is enough to know the source is too long.
         let limit = size.map_or(u64::MAX, |s| s.saturating_add(1));
-        let mut hashing = Hashing::new(reader.take(limit));
-        let mut writer = BufWriter::new(out.file());
-        copy(&mut hashing, &mut writer, digest, &temp)?;
-        writer
-            .flush()
-            .map_err(|source| CacheError::io(&temp, source))?;
-        drop(writer);
-        let actual = hashing.digest();
-        let actual_size = hashing.count();
-        if actual != *digest || size.is_some_and(|s| s != actual_size) {
-            return Err(CacheError::Mismatch {
-                expected: digest.clone(),
-                actual,
-                expected_size: size,
-                actual_size,
-            });
-        }
-        out.set_mode(0o644)
-            .map_err(|source| CacheError::io(&temp, source))?;
-        out.commit_unsynced()
-            .map_err(|source| CacheError::io(&target, source))?;
-        self.mark_verified(digest);
-        Ok(actual_size)
+        copy(&mut reader.take(limit), &mut writer, digest)?;
+        writer.commit(size)
     }
 
     /// Stores `bytes` (a manifest, an index, a config) under their own digest.
@@ -231,12 +209,7 @@ fn root_from(xdg: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
 }
 
 /// Copies `from` into `to`, telling a failing source from a failing disk.
-fn copy(
-    from: &mut impl Read,
-    to: &mut impl Write,
-    digest: &Digest,
-    temp: &Path,
-) -> Result<(), CacheError> {
+fn copy(from: &mut impl Read, to: &mut BlobWriter, digest: &Digest) -> Result<(), CacheError> {
     let mut buf = vec![0; 64 * 1024];
     loop {
         let n = match from.read(&mut buf) {
@@ -250,8 +223,8 @@ fn copy(
                 });
             }
         };
-        to.write_all(&buf[..n])
-            .map_err(|source| CacheError::io(temp, source))?;
+        to.write(&buf[..n])
+            .map_err(|source| CacheError::io(to.temp_path(), source))?;
     }
 }
 

@@ -159,3 +159,47 @@ fn blob_changed_since_it_was_hashed_is_copied_hashed() {
         Opened::Unverified(_)
     ));
 }
+
+#[test]
+fn a_blob_writer_resumes_verifies_and_alone_names_the_blob() {
+    use crate::fetch::Sink;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::new(dir.path());
+    let digest = Digest::of(b"layer");
+    let mut writer = cache.blob_writer(&digest).unwrap();
+    // A temporary name stamped with this process, beside the final one; nothing named yet.
+    let temp = writer.temp_path().to_owned();
+    let name = temp.file_name().unwrap().to_str().unwrap().to_owned();
+    assert!(name.contains(&std::process::id().to_string()), "{name}");
+    assert!(name.ends_with(".partial"), "{name}");
+    assert_eq!(temp.parent(), cache.blob_path(&digest).parent());
+    // A response cut short and resumed: what is kept is where the next `Range` starts.
+    writer.write(b"la").unwrap();
+    assert_eq!(writer.written(), 2);
+    assert!(!cache.contains(&digest));
+    writer.write(b"yer").unwrap();
+    assert_eq!(writer.commit(Some(5)).unwrap(), 5);
+    assert_eq!(files(&cache), [digest.hex()]);
+    assert!(!temp.exists());
+
+    // A server that ignored `Range` and sent everything: start over, then verify.
+    let other = Digest::of(b"other");
+    let mut writer = cache.blob_writer(&other).unwrap();
+    writer.write(b"ot").unwrap();
+    writer.restart().unwrap();
+    writer.write(b"other").unwrap();
+    writer.commit(None).unwrap();
+    assert!(cache.contains(&other));
+
+    // Bytes that are not the blob never get its name, and leave no file behind.
+    let wanted = Digest::of(b"third");
+    let mut writer = cache.blob_writer(&wanted).unwrap();
+    writer.write(b"thirD").unwrap();
+    let err = writer.commit(Some(5)).unwrap_err();
+    assert!(
+        matches!(err, CacheError::Mismatch { actual_size: 5, .. }),
+        "{err}"
+    );
+    assert!(!cache.contains(&wanted));
+    assert_eq!(files(&cache).len(), 2, "{:?}", files(&cache));
+}

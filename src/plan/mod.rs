@@ -1,12 +1,15 @@
 //! What goes into a CKS ISO, decided from the command line and resolved versions, without touching
 //! the network: the normalised request (flags or upstream's positional form), the edits each
-//! manifest gets, the image set and the ISO's file name. `app::build` carries the plan out.
+//! manifest gets (and which manifests, [`manifests`]), the image set and the ISO's file name.
+//! `app::build` carries the plan out.
 
 mod locked;
+mod manifests;
 
 use std::path::PathBuf;
 
 pub use locked::{Extra, Locked, locked};
+pub use manifests::{Role, Taken, autoscaler_image, manifests, not_taken, provider_image};
 
 use crate::image::Reference;
 use crate::manifest::{self, ManifestError};
@@ -265,23 +268,6 @@ pub fn iso_file_name(name: &str, arch: Arch) -> String {
     format!("{name}-{}.iso", arch.uname())
 }
 
-/// What a manifest is for, which decides its edits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Role {
-    /// The autoscaler example: its one image pinned to this image, extra RBAC appended.
-    Autoscaler {
-        /// `registry.k8s.io/autoscaling/cluster-autoscaler:v<version>`.
-        image: String,
-    },
-    /// The CCM deployment: its one image set to this image.
-    Provider {
-        /// `apache/cloudstack-kubernetes-provider:<tag>`.
-        image: String,
-    },
-    /// Any other manifest: only the pull policy changes.
-    Other,
-}
-
 /// A manifest after its edits, with the images it references.
 #[derive(Debug, Clone)]
 pub struct Edited {
@@ -322,7 +308,7 @@ pub fn edit(name: &str, text: &str, role: &Role) -> Result<Edited, ManifestError
             text = manifest::pin_single_image(name, &text, image)?;
             notes.push(format!("image set to {image}"));
         }
-        Role::Other => {}
+        Role::Network | Role::Dashboard | Role::Headlamp | Role::Csi | Role::Unit => {}
     }
     let (pulled, changed) = manifest::pull_if_not_present(&text);
     if changed > 0 {
@@ -564,7 +550,7 @@ mod tests {
     #[test]
     fn joined_separators_are_split_and_reported() {
         let text = "kind: A\nmetadata:\n  name: rbac.authorization.k8s.io---\nkind: B\nmetadata:\n  name: b\n";
-        let e = edit("manifest.yaml", text, &Role::Other).unwrap();
+        let e = edit("manifest.yaml", text, &Role::Csi).unwrap();
         assert!(e.warnings[0].contains("line 3 joins two documents"));
         assert!(e.notes.is_empty(), "a repair is a warning, not a note");
     }
@@ -572,7 +558,7 @@ mod tests {
     #[test]
     fn a_byte_order_mark_and_a_right_quoted_policy_leave_the_file_unchanged() {
         let text = "\u{feff}---\nkind: Pod\nspec:\n  containers:\n  - image: busybox:1\n    imagePullPolicy: \"IfNotPresent\"\n";
-        let e = edit("network.yaml", text, &Role::Other).unwrap();
+        let e = edit("network.yaml", text, &Role::Network).unwrap();
         assert_eq!(e.text, text);
         assert!(e.notes.is_empty(), "{:?}", e.notes);
         assert_eq!(e.images, ["busybox:1"]);
@@ -585,7 +571,7 @@ mod tests {
             "registry.k8s.io/pause:3.10",
         ];
         let text = "kind: DaemonSet\nspec:\n  template:\n    spec:\n      containers:\n      - image: calico/node:v3\n      - name: sandbox\n        image: \"registry.k8s.io/pause:3.9\"\n";
-        let net = edit("network.yaml", text, &Role::Other).unwrap();
+        let net = edit("network.yaml", text, &Role::Network).unwrap();
         let err = one_pause(&kubeadm, [("network.yaml", "file:///n.yaml", &net)]).unwrap_err();
         let msg = err.to_string();
         for want in [
@@ -599,7 +585,7 @@ mod tests {
         assert!(err.hint().contains("registry.k8s.io/pause:3.10"));
         // kubeadm's own pause, written short or long, and other images named like it are fine.
         let same = "image: registry.k8s.io/pause:3.10\n---\nimage: rancher/mirrored-pause:3.6\n";
-        let same = edit("dashboard.yaml", same, &Role::Other).unwrap();
+        let same = edit("dashboard.yaml", same, &Role::Dashboard).unwrap();
         assert!(one_pause(&kubeadm, [("dashboard.yaml", "u", &same)]).is_ok());
     }
 

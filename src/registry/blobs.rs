@@ -1,7 +1,7 @@
 //! Blobs into the cache: each fetched once however many images share it (single-flight per
-//! digest and repository), streamed through a temporary file hashed while written, resumed with
-//! `Range`, and renamed only when digest and size match; a mismatch is fetched again within the
-//! retry budget.
+//! digest and repository), streamed into the cache's [`crate::cache::BlobWriter`] (hashed while
+//! written, resumed with `Range`, named only when digest and size match); a mismatch is fetched
+//! again within the retry budget.
 
 use super::*;
 
@@ -87,27 +87,20 @@ impl Registry {
         progress: &dyn Progress,
     ) -> Result<(), RegistryError> {
         let url = ep.blob_url(&desc.digest);
-        let target = self.cache.blob_path(&desc.digest);
         let what = format!("{what} {}", desc.digest);
-        let io_err = |source: std::io::Error| RegistryError::Cache {
+        let cache_err = |source: CacheError| RegistryError::Cache {
             reference: reference.to_string(),
-            source: CacheError::Io {
-                path: target.clone(),
-                source,
-            },
+            source,
         };
-        if let Some(dir) = target.parent() {
-            std::fs::create_dir_all(dir).map_err(io_err)?;
-        }
         let mut attempt = 1;
         loop {
-            let mut sink = FileSink::create(&target).map_err(io_err)?;
+            let mut writer = self.cache.blob_writer(&desc.digest).map_err(cache_err)?;
             let mut renewed = false;
             loop {
                 let headers = self.auth_headers(ep, reference, renewed).await?;
                 match self
                     .download(progress)
-                    .to_sink(&url, &headers, &mut sink)
+                    .to_sink(&url, &headers, &mut writer)
                     .await
                 {
                     Ok(_) => break,
@@ -116,25 +109,26 @@ impl Registry {
                     }
                 }
             }
-            let actual = Digest::parse(&format!("sha256:{}", sink.sha256()))
-                .expect("sha256 hex is a digest");
-            if actual == desc.digest && sink.written() == desc.size {
-                sink.set_mode(0o644).map_err(io_err)?;
-                sink.commit_unsynced().map_err(io_err)?;
-                self.cache.mark_verified(&desc.digest);
-                progress.item(&format!("{reference} {what}"), desc.size, Source::Network);
-                return Ok(());
-            }
-            let err = RegistryError::Mismatch {
-                reference: reference.to_string(),
-                what: what.clone(),
-                expected: desc.digest.clone(),
-                actual,
-                expected_size: desc.size,
-                actual_size: sink.written(),
+            // The unverified file is removed here if it is not the blob.
+            let err = match writer.commit(Some(desc.size)) {
+                Ok(_) => {
+                    progress.item(&format!("{reference} {what}"), desc.size, Source::Network);
+                    return Ok(());
+                }
+                Err(CacheError::Mismatch {
+                    actual,
+                    actual_size,
+                    ..
+                }) => RegistryError::Mismatch {
+                    reference: reference.to_string(),
+                    what: what.clone(),
+                    expected: desc.digest.clone(),
+                    actual,
+                    expected_size: desc.size,
+                    actual_size,
+                },
+                Err(other) => return Err(cache_err(other)),
             };
-            // The sink is dropped here, and with it the unverified file.
-            drop(sink);
             // Damaged on the way until proven otherwise: the same budget as a 5xx.
             if attempt >= self.retry.attempts.max(2) {
                 return Err(err);

@@ -56,7 +56,7 @@ pub(crate) use error::AUTH_HINT;
 pub use error::RegistryError;
 
 use crate::cache::{Cache, CacheError};
-use crate::fetch::{self, Download, FetchError, FileSink, HttpConfig, RetryPolicy, Sink};
+use crate::fetch::{self, Download, FetchError, HttpConfig, RetryPolicy};
 use crate::image::{
     Arch, Descriptor, Digest, Image, ImageError, Index, MAX_MANIFEST_SIZE, Manifest, MediaType,
     Reference, parse,

@@ -26,12 +26,31 @@ impl Registry {
                 });
             }
         };
-        let mut headers = HeaderMap::new();
-        let value = match challenge {
-            Challenge::None => return Ok(headers),
-            Challenge::Basic => match self.credentials(&host, ep).await? {
+        let value = self
+            .authorization(&host, ep, reference, challenge, renew)
+            .await?;
+        match value {
+            Some(value) => authorization_header(&value, ep, reference, "the token or credentials"),
+            None => Ok(HeaderMap::new()),
+        }
+    }
+
+    /// The `Authorization` value `challenge` asks for on `ep`: none when it asks for none (or for
+    /// Basic and no credentials are configured), the Basic credentials, or a bearer token for the
+    /// repository (the cached one unless `renew`). Pulls and `doctor` ask the same way.
+    async fn authorization(
+        &self,
+        host: &HostState,
+        ep: &Endpoint,
+        reference: &Reference,
+        challenge: &Challenge,
+        renew: bool,
+    ) -> Result<Option<String>, RegistryError> {
+        Ok(Some(match challenge {
+            Challenge::None => return Ok(None),
+            Challenge::Basic => match self.credentials(host, ep).await? {
                 Some(creds) => creds.basic(),
-                None => return Ok(headers),
+                None => return Ok(None),
             },
             Challenge::Bearer { realm, service } => {
                 let cached = host
@@ -44,7 +63,7 @@ impl Registry {
                     Some(token) => token,
                     None => {
                         let token = self
-                            .token(&host, ep, reference, realm, service.as_deref())
+                            .token(host, ep, reference, realm, service.as_deref())
                             .await?;
                         host.tokens
                             .lock()
@@ -55,15 +74,7 @@ impl Registry {
                 };
                 format!("Bearer {token}")
             }
-        };
-        let mut value = HeaderValue::from_str(&value).map_err(|_| RegistryError::Protocol {
-            reference: reference.to_string(),
-            registry: ep.host().to_owned(),
-            reason: "the token or credentials are not a valid header value".into(),
-        })?;
-        value.set_sensitive(true);
-        headers.insert(AUTHORIZATION, value);
-        Ok(headers)
+        }))
     }
 
     pub(super) async fn credentials(
@@ -105,15 +116,8 @@ impl Registry {
                                 .into(),
                     });
                 };
-                let mut headers = HeaderMap::new();
-                let mut value =
-                    HeaderValue::from_str(&creds.basic()).map_err(|_| RegistryError::Protocol {
-                        reference: reference.to_string(),
-                        registry: ep.host().to_owned(),
-                        reason: "the credentials are not a valid header value".into(),
-                    })?;
-                value.set_sensitive(true);
-                headers.insert(AUTHORIZATION, value);
+                let headers =
+                    authorization_header(&creds.basic(), &ep, reference, "the credentials")?;
                 let probed =
                     fetch::probe(&self.download(&()), Method::GET, &ep.ping_url(), &headers)
                         .await
@@ -137,8 +141,8 @@ impl Registry {
                     )),
                 }
             }
-            Challenge::Bearer { realm, service } => {
-                self.token(&host, &ep, reference, &realm, service.as_deref())
+            bearer @ Challenge::Bearer { .. } => {
+                self.authorization(&host, &ep, reference, &bearer, true)
                     .await?;
                 Ok(format!(
                     "{} answers; pull token obtained {who}",
@@ -199,17 +203,10 @@ impl Registry {
             }
             query.append_pair("scope", &format!("repository:{}:pull", ep.name));
         }
-        let mut headers = HeaderMap::new();
-        if let Some(creds) = self.credentials(host, ep).await? {
-            let mut value =
-                HeaderValue::from_str(&creds.basic()).map_err(|_| RegistryError::Protocol {
-                    reference: reference.to_string(),
-                    registry: ep.host().to_owned(),
-                    reason: "the credentials are not a valid header value".into(),
-                })?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-        }
+        let headers = match self.credentials(host, ep).await? {
+            Some(creds) => authorization_header(&creds.basic(), ep, reference, "the credentials")?,
+            None => HeaderMap::new(),
+        };
         // host[:port], named in full in messages.
         let token_host = match url.port() {
             Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
@@ -264,4 +261,21 @@ impl Registry {
                 reason: "the token reply has neither `token` nor `access_token`".into(),
             })
     }
+}
+
+/// `Authorization: <value>`, marked sensitive so that no log shows it; `what` names the value in
+/// the error when it cannot be a header.
+fn authorization_header(
+    value: &str,
+    ep: &Endpoint,
+    reference: &Reference,
+    what: &str,
+) -> Result<HeaderMap, RegistryError> {
+    let mut value = HeaderValue::from_str(value).map_err(|_| RegistryError::Protocol {
+        reference: reference.to_string(),
+        registry: ep.host().to_owned(),
+        reason: format!("{what} are not a valid header value"),
+    })?;
+    value.set_sensitive(true);
+    Ok(HeaderMap::from_iter([(AUTHORIZATION, value)]))
 }

@@ -34,8 +34,8 @@
 //! - [`Fault`] lists what can be done; those that need the upstream's answer (reset, truncation,
 //!   flipped byte, stall) fetch it first and damage it on the way back.
 
-use crate::http::header;
-use std::io::{BufRead, BufReader, Write};
+use crate::http::{Incoming, header, read_body, read_head, read_request, reason, status_of};
+use std::io::{BufReader, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -365,74 +365,6 @@ impl Drop for FaultProxy {
     }
 }
 
-/// A parsed request head plus its body.
-struct Request {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-fn read_head(reader: &mut impl BufRead) -> std::io::Result<(String, Vec<(String, String)>)> {
-    let mut first = String::new();
-    reader.read_line(&mut first)?;
-    let headers = crate::http::read_headers(reader)?;
-    Ok((first.trim_end_matches(['\r', '\n']).to_owned(), headers))
-}
-
-/// Reads a body framed by `Content-Length` or chunked encoding; `to_eof` reads until close.
-fn read_body(
-    reader: &mut impl BufRead,
-    headers: &[(String, String)],
-    to_eof: bool,
-) -> std::io::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    if header(headers, "transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
-        loop {
-            let mut size = String::new();
-            reader.read_line(&mut size)?;
-            let size = usize::from_str_radix(size.trim().split(';').next().unwrap_or(""), 16)
-                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-            if size == 0 {
-                // Trailers, then the empty line.
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
-                        break;
-                    }
-                }
-                break;
-            }
-            let start = body.len();
-            body.resize(start + size, 0);
-            reader.read_exact(&mut body[start..])?;
-            let mut crlf = String::new();
-            reader.read_line(&mut crlf)?;
-        }
-    } else if let Some(len) = header(headers, "content-length").and_then(|v| v.parse().ok()) {
-        body.resize(len, 0);
-        reader.read_exact(&mut body)?;
-    } else if to_eof {
-        reader.read_to_end(&mut body)?;
-    }
-    Ok(body)
-}
-
-fn read_request(stream: &TcpStream) -> std::io::Result<Request> {
-    let mut reader = BufReader::new(stream);
-    let (first, headers) = read_head(&mut reader)?;
-    let mut parts = first.split(' ');
-    let method = parts.next().unwrap_or("").to_owned();
-    let path = parts.next().unwrap_or("/").to_owned();
-    let body = read_body(&mut reader, &headers, false)?;
-    Ok(Request {
-        method,
-        path,
-        headers,
-        body,
-    })
-}
-
 /// The upstream's answer.
 struct Answer {
     status_line: String,
@@ -443,14 +375,14 @@ struct Answer {
 }
 
 fn forward(
-    request: &Request,
+    request: &Incoming,
     upstream: &Upstream,
     rewrite_to: Option<&str>,
 ) -> std::io::Result<Answer> {
     let mut conn = TcpStream::connect(&upstream.authority)?;
     let mut head = format!(
         "{} {}{} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n",
-        request.method, upstream.prefix, request.path, upstream.authority
+        request.method, upstream.prefix, request.target, upstream.authority
     );
     for (name, value) in &request.headers {
         if matches!(
@@ -469,8 +401,7 @@ fn forward(
     conn.write_all(&request.body)?;
     let mut reader = BufReader::new(conn);
     let (status_line, headers) = read_head(&mut reader)?;
-    let status = status_line.split(' ').nth(1).unwrap_or("");
-    let head_only = request.method == "HEAD" || matches!(status, "204" | "304");
+    let head_only = request.method == "HEAD" || matches!(status_of(&status_line), Some(204 | 304));
     let body = match head_only {
         true => Vec::new(),
         false => read_body(&mut reader, &headers, true)?,
@@ -528,23 +459,10 @@ fn canned(status: u16, reason: &str, headers: &[(&str, String)], body: &str) -> 
     }
 }
 
-fn reason(status: u16) -> &'static str {
-    match status {
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        404 => "Not Found",
-        403 => "Forbidden",
-        408 => "Request Timeout",
-        _ => "Fault",
-    }
-}
-
-fn pick_fault(state: &State, request: &Request) -> Option<Fault> {
+fn pick_fault(state: &State, request: &Incoming) -> Option<Fault> {
     let mut rules = state.rules.lock().unwrap();
     for rule in rules.iter_mut() {
-        if rule.remaining == Some(0) || !rule.matcher.matches(&request.path) {
+        if rule.remaining == Some(0) || !rule.matcher.matches(&request.target) {
             continue;
         }
         if rule
@@ -570,11 +488,13 @@ fn pick_fault(state: &State, request: &Request) -> Option<Fault> {
 }
 
 fn serve(mut stream: TcpStream, state: &State, upstream: &Upstream) -> std::io::Result<()> {
-    let request = read_request(&stream)?;
+    let Some(request) = read_request(&mut BufReader::new(&stream))? else {
+        return Ok(());
+    };
     let fault = pick_fault(state, &request);
     state.log.lock().unwrap().push(LoggedRequest {
         method: request.method.clone(),
-        path: request.path.clone(),
+        path: request.target.clone(),
         headers: request.headers.clone(),
         fault: fault.as_ref().map(Fault::name),
     });
@@ -621,7 +541,7 @@ fn serve(mut stream: TcpStream, state: &State, upstream: &Upstream) -> std::io::
             &canned(
                 302,
                 "Found",
-                &[("location", request.path.clone())],
+                &[("location", request.target.clone())],
                 "redirecting\n",
             ),
         ),

@@ -1,8 +1,11 @@
-//! The smallest HTTP/1.1 client the world needs to push images and to proxy to the registry:
-//! one request per connection, plain TCP, chunked bodies understood and sent. Its own code, so
-//! the world does not share a client (or its bugs) with cks-iso.
+//! The world's one HTTP/1.1 reader and its smallest client. The reader ([`read_head`],
+//! [`read_body`], [`read_request`], [`status_of`]) is shared by the server of the world's fronts
+//! (`server`), the fault proxy (`faults`) and the client here, so each message is parsed one way.
+//! The client pushes images and proxies to the registry: one request per connection, plain TCP,
+//! chunked bodies understood and sent. Its own code, so the world does not share a client (or its
+//! bugs) with cks-iso.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
@@ -15,6 +18,26 @@ pub struct Reply {
     pub headers: Vec<(String, String)>,
     /// The body (empty for HEAD).
     pub body: Vec<u8>,
+}
+
+/// A request as received.
+#[derive(Debug, Clone)]
+pub struct Incoming {
+    /// `GET`, `HEAD`, …
+    pub method: String,
+    /// Path and query.
+    pub target: String,
+    /// Header names (lower case) and values, in order.
+    pub headers: Vec<(String, String)>,
+    /// The body (by `Content-Length` or chunked).
+    pub body: Vec<u8>,
+}
+
+impl Incoming {
+    /// The first header called `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        header(&self.headers, name)
+    }
 }
 
 /// The first header called `name` (case-insensitive) in a list whose names are lower case.
@@ -117,46 +140,117 @@ pub fn read_headers(reader: &mut impl BufRead) -> io::Result<Vec<(String, String
     }
 }
 
-fn read_reply(stream: TcpStream, head_only: bool) -> io::Result<Reply> {
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let status = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| io::Error::other(format!("bad status line {line:?}")))?;
-    let headers = read_headers(&mut reader)?;
-    let mut reply = Reply {
-        status,
-        headers,
-        body: Vec::new(),
-    };
-    if head_only {
-        return Ok(reply);
-    }
-    if reply.header("transfer-encoding") == Some("chunked") {
+/// Reads a message head: the start line (without its line end) and the headers.
+pub fn read_head(reader: &mut impl BufRead) -> io::Result<(String, Vec<(String, String)>)> {
+    let mut first = String::new();
+    reader.read_line(&mut first)?;
+    let headers = read_headers(reader)?;
+    Ok((first.trim_end_matches(['\r', '\n']).to_owned(), headers))
+}
+
+/// The status code of a status line (`HTTP/1.1 200 OK`).
+pub fn status_of(status_line: &str) -> Option<u16> {
+    status_line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Reads a body framed by chunked encoding or `Content-Length`; without either, `to_eof` reads
+/// until the peer closes (a response) and otherwise there is none (a request).
+pub fn read_body(
+    reader: &mut impl BufRead,
+    headers: &[(String, String)],
+    to_eof: bool,
+) -> io::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    if header(headers, "transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
         loop {
-            line.clear();
-            reader.read_line(&mut line)?;
-            let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
-                .map_err(|_| io::Error::other(format!("bad chunk size {line:?}")))?;
+            let mut size = String::new();
+            reader.read_line(&mut size)?;
+            let size = usize::from_str_radix(size.trim().split(';').next().unwrap_or(""), 16)
+                .map_err(|_| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("bad chunk size {size:?}"),
+                    )
+                })?;
             if size == 0 {
+                // Trailers, then the empty line.
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
+                        break;
+                    }
+                }
                 break;
             }
-            let start = reply.body.len();
-            reply.body.resize(start + size, 0);
-            reader.read_exact(&mut reply.body[start..])?;
-            line.clear();
-            reader.read_line(&mut line)?;
+            let start = body.len();
+            body.resize(start + size, 0);
+            reader.read_exact(&mut body[start..])?;
+            let mut crlf = String::new();
+            reader.read_line(&mut crlf)?;
         }
-    } else if let Some(len) = reply.header("content-length").and_then(|l| l.parse().ok()) {
-        reply.body.resize(len, 0);
-        reader.read_exact(&mut reply.body)?;
-    } else {
-        reader.read_to_end(&mut reply.body)?;
+    } else if let Some(len) = header(headers, "content-length").and_then(|v| v.parse().ok()) {
+        body.resize(len, 0);
+        reader.read_exact(&mut body)?;
+    } else if to_eof {
+        reader.read_to_end(&mut body)?;
     }
-    Ok(reply)
+    Ok(body)
+}
+
+/// Reads a request: its line, headers and body. `None` when the line is not `METHOD TARGET …`
+/// (the peer closed or sent garbage).
+pub fn read_request(reader: &mut impl BufRead) -> io::Result<Option<Incoming>> {
+    let (first, headers) = read_head(reader)?;
+    let mut parts = first.split_whitespace();
+    let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
+        return Ok(None);
+    };
+    let (method, target) = (method.to_owned(), target.to_owned());
+    let body = read_body(reader, &headers, false)?;
+    Ok(Some(Incoming {
+        method,
+        target,
+        headers,
+        body,
+    }))
+}
+
+fn read_reply(stream: TcpStream, head_only: bool) -> io::Result<Reply> {
+    let mut reader = BufReader::new(stream);
+    let (line, headers) = read_head(&mut reader)?;
+    let status =
+        status_of(&line).ok_or_else(|| io::Error::other(format!("bad status line {line:?}")))?;
+    let body = match head_only {
+        true => Vec::new(),
+        false => read_body(&mut reader, &headers, true)?,
+    };
+    Ok(Reply {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// The reason phrase the world's servers send with `status`.
+pub fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
+        206 => "Partial Content",
+        307 => "Temporary Redirect",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        408 => "Request Timeout",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "Status",
+    }
 }
 
 /// `sha256:<hex>` of `bytes`, with the world's own hashing.
@@ -192,6 +286,38 @@ pub fn base64(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn one_parser_reads_requests_and_replies_however_framed() {
+        let raw = "PUT /v2/x?a=1 HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: Chunked\r\n\r\n\
+                   3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nTrailer: t\r\n\r\n";
+        let got = read_request(&mut raw.as_bytes()).unwrap().unwrap();
+        assert_eq!(
+            (got.method.as_str(), got.target.as_str()),
+            ("PUT", "/v2/x?a=1")
+        );
+        assert_eq!(got.header("HOST"), Some("h"));
+        assert_eq!(got.body, b"abcde");
+        assert!(read_request(&mut "\r\n\r\n".as_bytes()).unwrap().is_none());
+
+        let reply = "HTTP/1.1 206 Partial Content\r\nContent-Length: 2\r\n\r\nxyz";
+        let mut reader = reply.as_bytes();
+        let (line, headers) = read_head(&mut reader).unwrap();
+        assert_eq!(status_of(&line), Some(206));
+        assert_eq!(read_body(&mut reader, &headers, true).unwrap(), b"xy");
+        let mut unframed = "rest until close".as_bytes();
+        assert_eq!(
+            read_body(&mut unframed, &[], true).unwrap(),
+            b"rest until close"
+        );
+        assert!(
+            read_body(&mut "ignored".as_bytes(), &[], false)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
     #[test]
     fn base64_matches_the_rfc_examples() {
         for (plain, coded) in [

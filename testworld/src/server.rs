@@ -1,34 +1,16 @@
 //! A tiny threaded HTTP/1.1 server for the world's own fronts: one thread per connection, one
 //! request per connection (`Connection: close`), so what a client sees depends only on the
-//! handler, never on a server library's keep-alive or `HEAD` handling.
+//! handler, never on a server library's keep-alive or `HEAD` handling. Requests are read by the
+//! world's one parser (`http`).
 
-use crate::http::header;
-use std::io::{self, BufRead, BufReader, Read, Write};
+pub use crate::http::Incoming;
+use crate::http::{read_request, reason};
+use std::io::{self, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
-
-/// A request as received.
-#[derive(Debug, Clone)]
-pub struct Incoming {
-    /// `GET`, `HEAD`, …
-    pub method: String,
-    /// Path and query.
-    pub target: String,
-    /// Header names (lower case) and values.
-    pub headers: Vec<(String, String)>,
-    /// The body (by `Content-Length`).
-    pub body: Vec<u8>,
-}
-
-impl Incoming {
-    /// The first header called `name` (case-insensitive).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        header(&self.headers, name)
-    }
-}
 
 /// A response to send.
 #[derive(Debug, Clone, Default)]
@@ -117,27 +99,9 @@ impl Drop for HttpServer {
 fn serve(stream: TcpStream, handler: &Handler) -> io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(60)))?;
     let mut reader = BufReader::new(stream.try_clone()?);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let mut parts = line.split_whitespace();
-    let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
+    let Some(incoming) = read_request(&mut reader)? else {
         return Ok(());
     };
-    let (method, target) = (method.to_owned(), target.to_owned());
-    let headers = crate::http::read_headers(&mut reader)?;
-    let mut incoming = Incoming {
-        method,
-        target,
-        headers,
-        body: Vec::new(),
-    };
-    if let Some(len) = incoming
-        .header("content-length")
-        .and_then(|l| l.parse::<usize>().ok())
-    {
-        incoming.body.resize(len, 0);
-        reader.read_exact(&mut incoming.body)?;
-    }
     let head = incoming.method == "HEAD";
     let out = handler(incoming);
     let mut text = format!("HTTP/1.1 {} {}\r\n", out.status, reason(out.status));
@@ -154,18 +118,4 @@ fn serve(stream: TcpStream, handler: &Handler) -> io::Result<()> {
         stream.write_all(&out.body)?;
     }
     stream.flush()
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        201 => "Created",
-        202 => "Accepted",
-        206 => "Partial Content",
-        307 => "Temporary Redirect",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        _ => "Status",
-    }
 }

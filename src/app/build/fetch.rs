@@ -16,7 +16,7 @@ use crate::image::{Digest, Image, Reference};
 use crate::lock::{self, Lock, ManifestEntry};
 use crate::plan::{self, Edited, Request, Role, Source};
 use crate::registry::{Registry, RegistryError};
-use crate::resolution::{ImageSource, Partial, Resolution, resolve};
+use crate::resolution::{Partial, Resolution, resolve};
 use crate::ui::Ui;
 use crate::units;
 use crate::upstream::{Arch, Artifact, Content, Expected, Fetcher, catalog};
@@ -96,18 +96,6 @@ fn put_text(dir: &Path, dest: &str, source: String, text: &str) -> Result<IsoFil
         path,
         size: text.len() as u64,
     })
-}
-
-/// What a manifest at `dest` is for, as the lock names it.
-fn role_name(dest: &str) -> &'static str {
-    match dest {
-        "network.yaml" => "network",
-        "dashboard.yaml" => "dashboard",
-        "headlamp.yaml" => "headlamp",
-        "autoscaler.yaml" => "autoscaler",
-        "provider.yaml" => "provider",
-        _ => "csi",
-    }
 }
 
 /// A locked input whose bytes are not the locked ones.
@@ -208,7 +196,7 @@ async fn manifest(
     }
     let entry = ManifestEntry {
         path: dest.to_owned(),
-        role: role_name(dest).to_owned(),
+        role: role.name().to_owned(),
         source: origin,
         sha256_taken: taken,
         sha256: file.sha256.clone(),
@@ -244,63 +232,19 @@ pub(super) async fn all(
     let common = work.join("common");
     let mut shared: Vec<IsoFile> = Vec::new();
     let mut manifest_images: Vec<String> = Vec::new();
-    let autoscaler_image = format!(
-        "registry.k8s.io/autoscaling/cluster-autoscaler:v{}",
-        pins.autoscaler
-    );
-    let provider_image = format!("apache/cloudstack-kubernetes-provider:{}", pins.ccm_tag);
-    let mut manifests: Vec<(String, Source, Role)> = Vec::new();
-    for a in catalog(&pins, request.arches[0])
-        .iter()
-        .filter(|a| matches!(a.content, Content::Yaml))
-    {
-        let role = match a.dest.as_str() {
-            "autoscaler.yaml" => Role::Autoscaler {
-                image: autoscaler_image.clone(),
-            },
-            "provider.yaml" => Role::Provider {
-                image: provider_image.clone(),
-            },
-            _ => Role::Other,
-        };
-        manifests.push((a.dest.clone(), Source::Url(a.url.clone()), role));
+    let manifests = plan::manifests(request, &pins);
+    if let Some(missing) = locked.and_then(|lock| plan::not_taken(lock, &manifests)) {
+        return Err(AppError::failure(
+            anyhow::anyhow!("the lock holds {missing} but this build would not take it"),
+            Some("the lock was written by another cks-iso; build without --locked".into()),
+        ));
     }
-    manifests.push(("network.yaml".into(), request.network.clone(), Role::Other));
-    manifests.push((
-        "dashboard.yaml".into(),
-        request.dashboard.clone(),
-        Role::Other,
-    ));
-    if let Some(headlamp) = &request.headlamp {
-        manifests.push(("headlamp.yaml".into(), headlamp.clone(), Role::Other));
-    }
-    if let Some(lock) = locked {
-        let taking: Vec<&str> = manifests.iter().map(|(d, _, _)| d.as_str()).collect();
-        if let Some(missing) = lock
-            .manifests
-            .iter()
-            .find(|m| m.role != "unit" && !taking.contains(&m.path.as_str()))
-        {
-            return Err(AppError::failure(
-                anyhow::anyhow!(
-                    "the lock holds {} but this build would not take it",
-                    missing.path
-                ),
-                Some("the lock was written by another cks-iso; build without --locked".into()),
-            ));
-        }
-    }
-    let taken = try_join_all(manifests.iter().map(|(dest, source, role)| {
-        let entry = locked.and_then(|l| l.manifest(dest));
-        manifest(&fetcher, &common, dest, source, role, entry)
+    let taken = try_join_all(manifests.iter().map(|m| {
+        let entry = locked.and_then(|l| l.manifest(&m.dest));
+        manifest(&fetcher, &common, &m.dest, &m.source, &m.role, entry)
     }))
     .await?;
-    let kubeadm: Vec<&str> = resolution
-        .images
-        .iter()
-        .filter(|row| row.source == ImageSource::Kubeadm)
-        .map(|row| row.image.as_str())
-        .collect();
+    let kubeadm: Vec<&str> = resolution.kubeadm_images().collect();
     // Before any pull: a second pause image would be the one nodes run (`sort | tail -1`).
     plan::one_pause(
         &kubeadm,
@@ -326,7 +270,7 @@ pub(super) async fn all(
         let file = put_text(&common, dest, source.clone(), &units::to_opt_bin(text))?;
         entries.push(ManifestEntry {
             path: dest.to_owned(),
-            role: "unit".into(),
+            role: Role::Unit.name().into(),
             source,
             sha256_taken: sha256(text.as_bytes()),
             sha256: file.sha256.clone(),

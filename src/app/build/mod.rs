@@ -148,16 +148,12 @@ fn setup(args: &BuildArgs) -> Result<Setup, AppError> {
     let partial = Partial::new(
         kube,
         request.arches[0],
+        // The positional form may give these three instead of the flags.
         Given {
             cni: request.cni.clone(),
             crictl: request.crictl.clone(),
             etcd: request.etcd.clone(),
-            csi: args.csi_version.clone(),
-            ccm: args.ccm_version.clone().or_else(|| env::CCM_VERSION.get()),
-            autoscaler: args
-                .autoscaler_version
-                .clone()
-                .or_else(|| env::AUTOSCALER_VERSION.get()),
+            ..super::resolve::given(&args.versions)
         },
     )?;
     Ok(Setup {
@@ -172,24 +168,26 @@ fn setup(args: &BuildArgs) -> Result<Setup, AppError> {
 /// The setup of `--locked`: everything from the lock; flags may only repeat it.
 fn locked_setup(args: &BuildArgs, path: &std::path::Path) -> Result<Setup, AppError> {
     let (lock, origin) = locks::read(path)?;
-    let from = |flag: Option<&String>, flag_name: &'static str, var: &env::Var, var_name| {
-        flag.map(|v| (v.clone(), flag_name))
-            .or_else(|| var.get().map(|v| (v, var_name)))
+    let v = &args.versions;
+    // Where a pin came from, for the message when it contradicts the lock.
+    let from = |value: &Option<String>, id, flag: &'static str, var: &env::Var| {
+        let origin = if v.from_env(id) { var.name } else { flag };
+        value.clone().map(|value| (value, origin))
     };
     let extra = plan::Extra {
         autoscaler: from(
-            args.autoscaler_version.as_ref(),
+            &v.autoscaler_version,
+            "autoscaler_version",
             "--autoscaler-version",
             &env::AUTOSCALER_VERSION,
-            "AUTOSCALER_VERSION",
         ),
         ccm: from(
-            args.ccm_version.as_ref(),
+            &v.ccm_version,
+            "ccm_version",
             "--ccm-version",
             &env::CCM_VERSION,
-            "CCM_VERSION",
         ),
-        csi: args.csi_version.clone(),
+        csi: v.csi_version.clone(),
         volume_id: args.volume_id.clone(),
     };
     let locked = plan::locked(&lock, &origin, &args.positional, flags(args), extra)?;
@@ -235,10 +233,10 @@ fn locked_setup(args: &BuildArgs, path: &std::path::Path) -> Result<Setup, AppEr
 fn flags(args: &BuildArgs) -> Flags {
     Flags {
         kubernetes: args.kubernetes.clone(),
-        cni: args.cni.clone(),
-        crictl: args.crictl.clone(),
+        cni: args.versions.cni.clone(),
+        crictl: args.versions.crictl.clone(),
         arches: args.arches.clone(),
-        etcd: args.etcd.clone(),
+        etcd: args.versions.etcd.clone(),
         network: args.network.clone(),
         dashboard: args.dashboard.clone(),
         headlamp: args.headlamp.clone(),

@@ -1,0 +1,182 @@
+//! Which manifests an ISO takes, what each is for and which image it is pinned to, decided in one
+//! place from the request and the resolved versions: the role decides a manifest's edits
+//! ([`super::edit`]) and is the name the lock records, and `app::build` only carries the list out.
+
+use std::fmt::Display;
+
+use super::{Request, Source};
+use crate::lock::Lock;
+use crate::upstream::{Content, Pins, catalog};
+
+/// What a manifest of the ISO is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// The CNI manifest (`network.yaml`): only the pull policy changes.
+    Network,
+    /// The dashboard manifest (`dashboard.yaml`): only the pull policy changes.
+    Dashboard,
+    /// The optional Headlamp manifest (`headlamp.yaml`): only the pull policy changes.
+    Headlamp,
+    /// The autoscaler example: its one image pinned to this image, extra RBAC appended.
+    Autoscaler {
+        /// [`autoscaler_image`].
+        image: String,
+    },
+    /// The CCM deployment: its one image set to this image.
+    Provider {
+        /// [`provider_image`].
+        image: String,
+    },
+    /// One of the CSI driver's manifests: only the pull policy changes.
+    Csi,
+    /// A kubelet unit cks-iso carries (`kubelet.service`, `10-kubeadm.conf`): not edited here.
+    Unit,
+}
+
+impl Role {
+    /// The name the lock records (`role`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Network => "network",
+            Self::Dashboard => "dashboard",
+            Self::Headlamp => "headlamp",
+            Self::Autoscaler { .. } => "autoscaler",
+            Self::Provider { .. } => "provider",
+            Self::Csi => "csi",
+            Self::Unit => "unit",
+        }
+    }
+}
+
+/// The cluster-autoscaler image of a release (`1.33.4`).
+pub fn autoscaler_image(version: &impl Display) -> String {
+    format!("registry.k8s.io/autoscaling/cluster-autoscaler:v{version}")
+}
+
+/// The CloudStack CCM image of a tag (`v1.2.0`).
+pub fn provider_image(tag: &str) -> String {
+    format!("apache/cloudstack-kubernetes-provider:{tag}")
+}
+
+/// One manifest a build takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taken {
+    /// Its path in the ISO.
+    pub dest: String,
+    /// Where it comes from.
+    pub source: Source,
+    /// What it is for.
+    pub role: Role,
+}
+
+/// Every manifest a build of `request` takes, in order: upstream's for `pins` (autoscaler,
+/// provider, the CSI driver's), then the network, dashboard and Headlamp manifests given.
+pub fn manifests(request: &Request, pins: &Pins) -> Vec<Taken> {
+    let mut out: Vec<Taken> = catalog(pins, request.arches[0])
+        .into_iter()
+        .filter(|a| matches!(a.content, Content::Yaml))
+        .map(|a| {
+            let role = match a.dest.as_str() {
+                "autoscaler.yaml" => Role::Autoscaler {
+                    image: autoscaler_image(&pins.autoscaler),
+                },
+                "provider.yaml" => Role::Provider {
+                    image: provider_image(&pins.ccm_tag),
+                },
+                _ => Role::Csi,
+            };
+            Taken {
+                dest: a.dest,
+                source: Source::Url(a.url),
+                role,
+            }
+        })
+        .collect();
+    let given = [
+        ("network.yaml", Some(&request.network), Role::Network),
+        ("dashboard.yaml", Some(&request.dashboard), Role::Dashboard),
+        ("headlamp.yaml", request.headlamp.as_ref(), Role::Headlamp),
+    ];
+    for (dest, source, role) in given {
+        if let Some(source) = source {
+            out.push(Taken {
+                dest: dest.into(),
+                source: source.clone(),
+                role,
+            });
+        }
+    }
+    out
+}
+
+/// A manifest `lock` holds (other than a unit) that `taking` leaves out: the lock was written by
+/// another cks-iso.
+pub fn not_taken<'a>(lock: &'a Lock, taking: &[Taken]) -> Option<&'a str> {
+    lock.manifests
+        .iter()
+        .find(|m| m.role != Role::Unit.name() && !taking.iter().any(|t| t.dest == m.path))
+        .map(|m| m.path.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Flags, request};
+    use crate::resolve::AutoscalerVersion;
+
+    #[test]
+    fn upstream_manifests_then_the_given_ones_each_with_its_role_and_image() {
+        let request = request(
+            &[],
+            Flags {
+                kubernetes: Some("1.33.1".into()),
+                network: Some("net.yaml".into()),
+                dashboard: Some("https://x/d.yaml".into()),
+                ..Flags::default()
+            },
+        )
+        .unwrap();
+        let pins = Pins {
+            kubernetes: "1.33.1".parse().unwrap(),
+            cni: "1.6.2".into(),
+            crictl: "1.33.0".into(),
+            etcd: None,
+            autoscaler: AutoscalerVersion {
+                major: 1,
+                minor: 33,
+                patch: 4,
+            },
+            ccm_tag: "v1.2.0".into(),
+            csi: Some("v3.0.0".into()),
+        };
+        let taken = manifests(&request, &pins);
+        let got: Vec<(&str, &str)> = taken
+            .iter()
+            .map(|t| (t.dest.as_str(), t.role.name()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("autoscaler.yaml", "autoscaler"),
+                ("provider.yaml", "provider"),
+                ("manifest.yaml", "csi"),
+                ("snapshot-crds.yaml", "csi"),
+                ("network.yaml", "network"),
+                ("dashboard.yaml", "dashboard"),
+            ]
+        );
+        assert_eq!(
+            taken[0].role,
+            Role::Autoscaler {
+                image: "registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.4".into()
+            }
+        );
+        assert_eq!(
+            taken[1].role,
+            Role::Provider {
+                image: "apache/cloudstack-kubernetes-provider:v1.2.0".into()
+            }
+        );
+        assert_eq!(taken[4].source, Source::File("net.yaml".into()));
+    }
+}
