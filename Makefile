@@ -55,7 +55,7 @@ doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace --locked
 
 test: deps lint doc
-	$(CARGO) test --locked --workspace
+	$(CARGO) test --locked --workspace --no-fail-fast
 
 # Man pages (cks-iso(1), the cks-iso-COMMAND(1) it lists, and theirs in turn, e.g.
 # cks-iso-cache-export(1)) and completions, from the binary.
