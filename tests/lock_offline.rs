@@ -483,7 +483,11 @@ fn drift_in_a_local_manifest_or_a_served_binary_fails_naming_it_and_both_hashes(
         cmd.env("CCM_VERSION", "v9.9.9");
         cmd
     };
-    fails(&mut locked_ccm(&[]), 2, &["CCM_VERSION=\"v9.9.9\" contradicts"]);
+    fails(
+        &mut locked_ccm(&[]),
+        2,
+        &["CCM_VERSION=\"v9.9.9\" contradicts"],
+    );
     fails(
         &mut locked_ccm(&["--ccm-version", "v8.8.8"]),
         2,
