@@ -917,3 +917,171 @@ fn bad_or_missing_binary_signatures_fail_the_build_before_writing() {
         ],
     );
 }
+
+/// The lock of a build with `--lock-file`, parsed.
+fn read_lock(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
+}
+
+/// The lock's entry for `reference` in linux/amd64.
+fn locked_image<'a>(lock: &'a serde_json::Value, reference: &str) -> &'a serde_json::Value {
+    lock["arches"]["amd64"]["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["reference"] == reference)
+        .unwrap()
+}
+
+#[test]
+fn a_locked_build_takes_the_locked_image_signatures_after_a_new_signing() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let amd64 = ["--arch", "amd64"];
+    let lock = dir.path().join("run.lock");
+    ok(build(
+        &world,
+        dir.path(),
+        "out",
+        &[&amd64[..], &["--lock-file", p(&lock)]].concat(),
+    )
+    .output()
+    .unwrap());
+    // Each verified image's signature manifest is locked, by the tag that held it.
+    let first = read_lock(&lock);
+    let pause = locked_image(&first, PAUSE).clone();
+    let hex = pause["manifest"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("sha256:");
+    assert_eq!(
+        pause["signature"]["tag"],
+        format!("sha256-{hex}.sig"),
+        "{pause:#}"
+    );
+    let locked_sig = pause["signature"]["manifest"].as_str().unwrap().to_owned();
+    assert!(
+        locked_sig.starts_with("sha256:") && locked_sig.len() == 71,
+        "{pause:#}"
+    );
+    let iso_name = format!("setup-v{}-x86_64.iso", world.kubernetes());
+    let tree = dir.path().join("tree");
+    fs::create_dir_all(&tree).unwrap();
+    tool(
+        "bsdtar",
+        [
+            "-x",
+            "-f",
+            p(&dir.path().join("out").join(&iso_name)),
+            "-C",
+            p(&tree),
+        ],
+    );
+    let stored = fs::read(tree.join(format!(
+        "signatures/images/{}.json",
+        locked_sig.trim_start_matches("sha256:")
+    )))
+    .unwrap();
+    assert_eq!(format!("sha256:{}", sha256_hex(&stored)), locked_sig);
+
+    // Kubernetes signs pause again: cosign moves every `.sig` tag to a new manifest.
+    let image = world.image(PAUSE);
+    let mut digests = vec![image.digest.clone()];
+    digests.extend(image.manifests.values().cloned());
+    for digest in digests {
+        let layer = world
+            .sigstore()
+            .sign(&image.repository, &digest, &SignOptions::default());
+        world.push_signature(&image.repository, &digest, &[layer]);
+    }
+
+    // `--locked`, online and with an empty cache, takes the locked manifest by digest: the same
+    // ISO byte for byte.
+    let again = tempfile::tempdir().unwrap();
+    let out = ok(build(&world, again.path(), "out", &["--locked", p(&lock)])
+        .output()
+        .unwrap());
+    let a = fs::read(dir.path().join("out").join(&iso_name)).unwrap();
+    let b = fs::read(again.path().join("out").join(&iso_name)).unwrap();
+    assert!(a == b, "the locked rebuild differs:\n{}", stderr(&out));
+    // So does `--locked --offline` from the first build's cache.
+    ok(build(
+        &world,
+        dir.path(),
+        "offline",
+        &["--locked", p(&lock), "--offline"],
+    )
+    .output()
+    .unwrap());
+    let c = fs::read(dir.path().join("offline").join(&iso_name)).unwrap();
+    assert!(a == c, "the locked offline rebuild differs");
+    // Without the lock the new signature is taken: other evidence, another ISO.
+    let relock = dir.path().join("new.lock");
+    ok(build(
+        &world,
+        dir.path(),
+        "new",
+        &[&amd64[..], &["--lock-file", p(&relock)]].concat(),
+    )
+    .output()
+    .unwrap());
+    let d = fs::read(dir.path().join("new").join(&iso_name)).unwrap();
+    assert!(a != d, "an unlocked build took the old signature");
+    let renewed = read_lock(&relock);
+    let new_sig = &locked_image(&renewed, PAUSE)["signature"]["manifest"];
+    assert_ne!(new_sig.as_str().unwrap(), locked_sig, "{renewed:#}");
+
+    // `cache export --locked` carries the locked signature manifest, though the cache's record of
+    // the tag now names the new one: another machine builds the same ISO offline from it.
+    let export = dir.path().join("export");
+    run(cks_iso().args([
+        "cache",
+        "export",
+        "--locked",
+        p(&lock),
+        "-o",
+        p(&export),
+        "--cache-dir",
+        p(&dir.path().join("cache")),
+    ]));
+    let other = tempfile::tempdir().unwrap();
+    run(cks_iso().args([
+        "cache",
+        "import",
+        p(&export),
+        "--cache-dir",
+        p(&other.path().join("cache")),
+    ]));
+    ok(build(
+        &world,
+        other.path(),
+        "out",
+        &["--locked", p(&lock), "--offline"],
+    )
+    .output()
+    .unwrap());
+    let e = fs::read(other.path().join("out").join(&iso_name)).unwrap();
+    assert!(a == e, "the offline rebuild from an exported cache differs");
+
+    // A lock naming a signature manifest the registry no longer has: the build stops.
+    let gone = format!("sha256:{}", sha256_hex(b"never pushed"));
+    let text = fs::read_to_string(&lock)
+        .unwrap()
+        .replace(&locked_sig, &gone);
+    let bad_lock = dir.path().join("gone.lock");
+    fs::write(&bad_lock, text).unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    fails_with(
+        &world,
+        empty.path(),
+        &["--locked", p(&bad_lock)],
+        &[PAUSE, &gone, "signed again since it was locked", "hint: "],
+    );
+    // Offline, a cache without it says so.
+    fails_with(
+        &world,
+        dir.path(),
+        &["--locked", p(&bad_lock), "--offline"],
+        &[PAUSE, &gone, "--offline", "cache export"],
+    );
+}
