@@ -9,6 +9,10 @@
 //! real Merkle tree, signed checkpoints). Bundles in `signatures/binaries/`, deterministic, in the
 //! lock, re-verified with every server stopped (and by Sigstore's Python client, which `make deps`
 //! installs), ISO tampering caught; then the binaries' negative matrix.
+//!
+//! The lock names each image's signature manifest: a locked rebuild after Kubernetes signed an
+//! image again takes it by digest and makes the same ISO. `--signatures off` is recorded as not
+//! checked, and `verify --signatures` says why an ISO has no evidence to re-verify.
 
 mod support;
 
@@ -934,7 +938,7 @@ fn locked_image<'a>(lock: &'a serde_json::Value, reference: &str) -> &'a serde_j
 }
 
 #[test]
-fn a_locked_build_takes_the_locked_image_signatures_after_a_new_signing() {
+fn image_signatures_are_locked_and_an_iso_without_evidence_says_why() {
     let world = World::start(Options::default());
     let dir = tempfile::tempdir().unwrap();
     let amd64 = ["--arch", "amd64"];
@@ -1084,4 +1088,84 @@ fn a_locked_build_takes_the_locked_image_signatures_after_a_new_signing() {
         &["--locked", p(&bad_lock), "--offline"],
         &[PAUSE, &gone, "--offline", "cache export"],
     );
+
+    // `--signatures off` is recorded as not checked, and `verify --signatures` says so.
+    ok(build(
+        &world,
+        dir.path(),
+        "off",
+        &[&amd64[..], &["--signatures", "off"]].concat(),
+    )
+    .output()
+    .unwrap());
+    let off_iso = dir.path().join("off").join(&iso_name);
+    let off_tree = dir.path().join("off-tree");
+    fs::create_dir_all(&off_tree).unwrap();
+    tool("bsdtar", ["-x", "-f", p(&off_iso), "-C", p(&off_tree)]);
+    assert!(!off_tree.join("signatures").exists());
+    let versions = fs::read_to_string(off_tree.join("versions.txt")).unwrap();
+    assert!(
+        versions.ends_with("# signatures off: not checked\n"),
+        "{versions}"
+    );
+    let bom: serde_json::Value =
+        serde_json::from_slice(&fs::read(off_tree.join("sbom.cdx.json")).unwrap()).unwrap();
+    let noted = |bom_ref: &str| {
+        bom["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["bom-ref"] == bom_ref)
+            .and_then(|c| c["properties"].as_array())
+            .and_then(|ps| ps.iter().find(|p| p["name"] == "cks-iso:signature"))
+            .map(|p| p["value"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(
+        noted("docker/pause:3.10.tar").as_deref(),
+        Some("not checked (--signatures off)"),
+        "{bom:#}"
+    );
+    let spdx = fs::read_to_string(off_tree.join("sbom.spdx.json")).unwrap();
+    assert!(
+        spdx.contains("signature not checked (--signatures off)"),
+        "SPDX"
+    );
+    run(cks_iso().args(["verify", p(&off_iso)]));
+    let verify_sigs = |iso: &Path| {
+        let out = cks_iso()
+            .args(["verify", "--signatures", "--trusted-root"])
+            .arg(world.trusted_root_path())
+            .arg(iso)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let said = verify_sigs(&off_iso);
+    assert!(
+        said.contains("built with --signatures off") && said.contains("--signatures verify"),
+        "{said}"
+    );
+    assert!(!said.contains("not reported"), "{said}");
+
+    // An ISO whose report holds no binaries (built before binaries were checked) is named so.
+    let old = dir.path().join("old-tree");
+    run(Command::new("cp").args(["-a", p(&tree), p(&old)]));
+    let mut report: serde_json::Value =
+        serde_json::from_slice(&fs::read(old.join("signatures/report.json")).unwrap()).unwrap();
+    report.as_object_mut().unwrap().remove("binaries");
+    fs::write(
+        old.join("signatures/report.json"),
+        serde_json::to_vec_pretty(&report).unwrap(),
+    )
+    .unwrap();
+    fs::remove_dir_all(old.join("signatures/binaries")).unwrap();
+    let old_iso = dir.path().join("old.iso");
+    run(cks_iso().args(["iso", p(&old), "-o", p(&old_iso)]));
+    let said = verify_sigs(&old_iso);
+    assert!(
+        said.contains("reports no binaries") && said.contains("k8s/kubeadm"),
+        "{said}"
+    );
+    assert!(!said.contains("not reported"), "{said}");
 }

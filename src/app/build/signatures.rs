@@ -445,6 +445,36 @@ pub(super) fn sbom_notes(
     notes
 }
 
+/// What the SBOM says of a covered artifact's signature under `--signatures off`.
+pub(super) const NOT_CHECKED: &str = "not checked (--signatures off)";
+
+/// Per image archive and per downloaded file the built-in rules cover, [`NOT_CHECKED`]: what the
+/// SBOM says under `--signatures off`, when nothing was fetched or judged.
+pub(super) fn off_notes(
+    images: &[Image],
+    files: &[IsoFile],
+    naming: &std::collections::BTreeMap<crate::image::Reference, String>,
+) -> std::collections::BTreeMap<String, String> {
+    let policy = Policy::builtin();
+    let mut notes = std::collections::BTreeMap::new();
+    for image in images {
+        if policy.rule_for(&image.reference.repository()).is_some()
+            && let Some(file) = naming.get(&image.reference)
+        {
+            notes.insert(format!("docker/{file}"), NOT_CHECKED.to_owned());
+        }
+    }
+    for file in files {
+        if policy.rule_for_url(&file.source).is_some() {
+            notes.insert(file.dest.clone(), NOT_CHECKED.to_owned());
+        }
+    }
+    notes
+}
+
+/// The line `versions.txt` gets under `--signatures off`.
+pub(super) const OFF_SUMMARY: &str = "# signatures off: not checked\n";
+
 /// `verified: <identity> via <issuer>, Rekor log index N`, `unsigned`, or nothing (not covered).
 fn note(
     verdict: &str,
