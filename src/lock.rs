@@ -35,12 +35,19 @@
 //!       "files": [ { "path": "k8s/kubeadm", "url": "https://…", "size": 1, "sha256": "<hex>",
 //!                    "signature": { "sig": "<hex>", "cert": "<hex>", "rekor": "<hex>" } } ],
 //!       "images": [ { "reference": "registry.k8s.io/pause:3.10", "digest": "sha256:…",
-//!                     "manifest": "sha256:…", "size": 1 } ] } }
+//!                     "manifest": "sha256:…", "size": 1,
+//!                     "signature": { "tag": "sha256-<hex>.sig",
+//!                                    "manifest": "sha256:…" } } ] } }
 //! }
 //! ```
 //!
 //! A file's `signature` (dl.k8s.io binaries whose `.sig`/`.cert` verified) is optional: version 1
-//! locks without it still read, and build with the material fetched anew. `size` of an image is
+//! locks without it still read, and build with the material fetched anew. So is an image's
+//! `signature` (images whose cosign signature verified): `tag` is the `.sig` tag that held it (the
+//! platform manifest's or the index's), `manifest` the digest of the exact signature manifest
+//! stored in the ISO's `signatures/`. cosign appends to a tag, so the tag moves; `--locked` fetches
+//! the signature manifest by this digest instead, and an image without it has its tag resolved
+//! anew. `size` of an image is
 //! its manifest, config and layers in bytes, as the registry serves them. A
 //! local manifest's source keeps only its file name (`file:<name>`): hosts differ, content does
 //! not, and `--locked` checks the content. Pure: no network, no file system.
@@ -210,6 +217,21 @@ pub struct ImageEntry {
     pub manifest: String,
     /// Manifest, config and layers, in bytes.
     pub size: u64,
+    /// The signature manifest that verified, absent in locks written before images' signatures
+    /// were locked and for images without a verified signature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<ImageSignature>,
+}
+
+/// The cosign signature manifest an image was verified with: fetched by digest under `--locked`,
+/// so a tag that gained signatures since still gives the same evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageSignature {
+    /// The `.sig` tag that held it, `sha256-<hex>.sig` (whose digest it signs).
+    pub tag: String,
+    /// The signature manifest's digest, `sha256:…`.
+    pub manifest: String,
 }
 
 /// A lock that cannot be used.

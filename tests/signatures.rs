@@ -9,6 +9,10 @@
 //! real Merkle tree, signed checkpoints). Bundles in `signatures/binaries/`, deterministic, in the
 //! lock, re-verified with every server stopped (and by Sigstore's Python client, which `make deps`
 //! installs), ISO tampering caught; then the binaries' negative matrix.
+//!
+//! The lock names each image's signature manifest: a locked rebuild after Kubernetes signed an
+//! image again takes it by digest and makes the same ISO. `--signatures off` is recorded as not
+//! checked, and `verify --signatures` says why an ISO has no evidence to re-verify.
 
 mod support;
 
@@ -916,4 +920,252 @@ fn bad_or_missing_binary_signatures_fail_the_build_before_writing() {
             "--signatures enforce",
         ],
     );
+}
+
+/// The lock of a build with `--lock-file`, parsed.
+fn read_lock(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
+}
+
+/// The lock's entry for `reference` in linux/amd64.
+fn locked_image<'a>(lock: &'a serde_json::Value, reference: &str) -> &'a serde_json::Value {
+    lock["arches"]["amd64"]["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["reference"] == reference)
+        .unwrap()
+}
+
+#[test]
+fn image_signatures_are_locked_and_an_iso_without_evidence_says_why() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let amd64 = ["--arch", "amd64"];
+    let lock = dir.path().join("run.lock");
+    ok(build(
+        &world,
+        dir.path(),
+        "out",
+        &[&amd64[..], &["--lock-file", p(&lock)]].concat(),
+    )
+    .output()
+    .unwrap());
+    // Each verified image's signature manifest is locked, by the tag that held it.
+    let first = read_lock(&lock);
+    let pause = locked_image(&first, PAUSE).clone();
+    let hex = pause["manifest"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("sha256:");
+    assert_eq!(
+        pause["signature"]["tag"],
+        format!("sha256-{hex}.sig"),
+        "{pause:#}"
+    );
+    let locked_sig = pause["signature"]["manifest"].as_str().unwrap().to_owned();
+    assert!(
+        locked_sig.starts_with("sha256:") && locked_sig.len() == 71,
+        "{pause:#}"
+    );
+    let iso_name = format!("setup-v{}-x86_64.iso", world.kubernetes());
+    let tree = dir.path().join("tree");
+    fs::create_dir_all(&tree).unwrap();
+    tool(
+        "bsdtar",
+        [
+            "-x",
+            "-f",
+            p(&dir.path().join("out").join(&iso_name)),
+            "-C",
+            p(&tree),
+        ],
+    );
+    let stored = fs::read(tree.join(format!(
+        "signatures/images/{}.json",
+        locked_sig.trim_start_matches("sha256:")
+    )))
+    .unwrap();
+    assert_eq!(format!("sha256:{}", sha256_hex(&stored)), locked_sig);
+
+    // Kubernetes signs pause again: cosign moves every `.sig` tag to a new manifest.
+    let image = world.image(PAUSE);
+    let mut digests = vec![image.digest.clone()];
+    digests.extend(image.manifests.values().cloned());
+    for digest in digests {
+        let layer = world
+            .sigstore()
+            .sign(&image.repository, &digest, &SignOptions::default());
+        world.push_signature(&image.repository, &digest, &[layer]);
+    }
+
+    // `--locked`, online and with an empty cache, takes the locked manifest by digest: the same
+    // ISO byte for byte.
+    let again = tempfile::tempdir().unwrap();
+    let out = ok(build(&world, again.path(), "out", &["--locked", p(&lock)])
+        .output()
+        .unwrap());
+    let a = fs::read(dir.path().join("out").join(&iso_name)).unwrap();
+    let b = fs::read(again.path().join("out").join(&iso_name)).unwrap();
+    assert!(a == b, "the locked rebuild differs:\n{}", stderr(&out));
+    // So does `--locked --offline` from the first build's cache.
+    ok(build(
+        &world,
+        dir.path(),
+        "offline",
+        &["--locked", p(&lock), "--offline"],
+    )
+    .output()
+    .unwrap());
+    let c = fs::read(dir.path().join("offline").join(&iso_name)).unwrap();
+    assert!(a == c, "the locked offline rebuild differs");
+    // Without the lock the new signature is taken: other evidence, another ISO.
+    let relock = dir.path().join("new.lock");
+    ok(build(
+        &world,
+        dir.path(),
+        "new",
+        &[&amd64[..], &["--lock-file", p(&relock)]].concat(),
+    )
+    .output()
+    .unwrap());
+    let d = fs::read(dir.path().join("new").join(&iso_name)).unwrap();
+    assert!(a != d, "an unlocked build took the old signature");
+    let renewed = read_lock(&relock);
+    let new_sig = &locked_image(&renewed, PAUSE)["signature"]["manifest"];
+    assert_ne!(new_sig.as_str().unwrap(), locked_sig, "{renewed:#}");
+
+    // `cache export --locked` carries the locked signature manifest, though the cache's record of
+    // the tag now names the new one: another machine builds the same ISO offline from it.
+    let export = dir.path().join("export");
+    run(cks_iso().args([
+        "cache",
+        "export",
+        "--locked",
+        p(&lock),
+        "-o",
+        p(&export),
+        "--cache-dir",
+        p(&dir.path().join("cache")),
+    ]));
+    let other = tempfile::tempdir().unwrap();
+    run(cks_iso().args([
+        "cache",
+        "import",
+        p(&export),
+        "--cache-dir",
+        p(&other.path().join("cache")),
+    ]));
+    ok(build(
+        &world,
+        other.path(),
+        "out",
+        &["--locked", p(&lock), "--offline"],
+    )
+    .output()
+    .unwrap());
+    let e = fs::read(other.path().join("out").join(&iso_name)).unwrap();
+    assert!(a == e, "the offline rebuild from an exported cache differs");
+
+    // A lock naming a signature manifest the registry no longer has: the build stops.
+    let gone = format!("sha256:{}", sha256_hex(b"never pushed"));
+    let text = fs::read_to_string(&lock)
+        .unwrap()
+        .replace(&locked_sig, &gone);
+    let bad_lock = dir.path().join("gone.lock");
+    fs::write(&bad_lock, text).unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    fails_with(
+        &world,
+        empty.path(),
+        &["--locked", p(&bad_lock)],
+        &[PAUSE, &gone, "signed again since it was locked", "hint: "],
+    );
+    // Offline, a cache without it says so.
+    fails_with(
+        &world,
+        dir.path(),
+        &["--locked", p(&bad_lock), "--offline"],
+        &[PAUSE, &gone, "--offline", "cache export"],
+    );
+
+    // `--signatures off` is recorded as not checked, and `verify --signatures` says so.
+    ok(build(
+        &world,
+        dir.path(),
+        "off",
+        &[&amd64[..], &["--signatures", "off"]].concat(),
+    )
+    .output()
+    .unwrap());
+    let off_iso = dir.path().join("off").join(&iso_name);
+    let off_tree = dir.path().join("off-tree");
+    fs::create_dir_all(&off_tree).unwrap();
+    tool("bsdtar", ["-x", "-f", p(&off_iso), "-C", p(&off_tree)]);
+    assert!(!off_tree.join("signatures").exists());
+    let versions = fs::read_to_string(off_tree.join("versions.txt")).unwrap();
+    assert!(
+        versions.ends_with("# signatures off: not checked\n"),
+        "{versions}"
+    );
+    let bom: serde_json::Value =
+        serde_json::from_slice(&fs::read(off_tree.join("sbom.cdx.json")).unwrap()).unwrap();
+    let noted = |bom_ref: &str| {
+        bom["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["bom-ref"] == bom_ref)
+            .and_then(|c| c["properties"].as_array())
+            .and_then(|ps| ps.iter().find(|p| p["name"] == "cks-iso:signature"))
+            .map(|p| p["value"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(
+        noted("docker/pause:3.10.tar").as_deref(),
+        Some("not checked (--signatures off)"),
+        "{bom:#}"
+    );
+    let spdx = fs::read_to_string(off_tree.join("sbom.spdx.json")).unwrap();
+    assert!(
+        spdx.contains("signature not checked (--signatures off)"),
+        "SPDX"
+    );
+    run(cks_iso().args(["verify", p(&off_iso)]));
+    let verify_sigs = |iso: &Path| {
+        let out = cks_iso()
+            .args(["verify", "--signatures", "--trusted-root"])
+            .arg(world.trusted_root_path())
+            .arg(iso)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let said = verify_sigs(&off_iso);
+    assert!(
+        said.contains("built with --signatures off") && said.contains("--signatures verify"),
+        "{said}"
+    );
+    assert!(!said.contains("not reported"), "{said}");
+
+    // An ISO whose report holds no binaries (built before binaries were checked) is named so.
+    let old = dir.path().join("old-tree");
+    run(Command::new("cp").args(["-a", p(&tree), p(&old)]));
+    let mut report: serde_json::Value =
+        serde_json::from_slice(&fs::read(old.join("signatures/report.json")).unwrap()).unwrap();
+    report.as_object_mut().unwrap().remove("binaries");
+    fs::write(
+        old.join("signatures/report.json"),
+        serde_json::to_vec_pretty(&report).unwrap(),
+    )
+    .unwrap();
+    fs::remove_dir_all(old.join("signatures/binaries")).unwrap();
+    let old_iso = dir.path().join("old.iso");
+    run(cks_iso().args(["iso", p(&old), "-o", p(&old_iso)]));
+    let said = verify_sigs(&old_iso);
+    assert!(
+        said.contains("reports no binaries") && said.contains("k8s/kubeadm"),
+        "{said}"
+    );
+    assert!(!said.contains("not reported"), "{said}");
 }

@@ -77,7 +77,7 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
                     registry.fetch_blobs(&image, progress).await?;
                     // A bad signature (or, enforced, none) and the archive is not written.
                     if let Some(checker) = checker {
-                        build::check_image(checker, registry, &image).await?;
+                        build::check_image(checker, registry, &image, None).await?;
                     }
                     let cache = registry.cache().clone();
                     tokio::task::spawn_blocking(move || {

@@ -214,7 +214,19 @@ impl Cache {
             let key = format!("tag:{reference}");
             needs.key(key, top.clone(), reference.to_string());
         }
-        // The signatures the cache holds for it: a locked offline build verifies them again.
+        // The signature manifest the lock names: a locked offline build verifies it again.
+        if let Some(sig) = &entry.signature {
+            let sig_what = format!("{what} signature {}", sig.tag);
+            match Digest::parse(&sig.manifest) {
+                Ok(digest) => self.signature_manifest_needs(needs, sig_what, &digest, None),
+                Err(_) => {
+                    let problem = "the lock's signature manifest is not a digest".into();
+                    needs.broken(sig_what, &sig.manifest, problem);
+                }
+            }
+        }
+        // The signatures the cache holds for its tags: an offline build without the lock (or
+        // with a lock that names none) verifies them again.
         for signed in [&platform, &top] {
             self.signature_needs(needs, &what, &reference, signed);
         }
@@ -280,13 +292,19 @@ impl Cache {
         };
         needs.key(key, found.digest.clone(), found.note.clone());
         let sig_what = format!("{what} signature {tag}");
-        needs.blob(
-            self,
-            sig_what.clone(),
-            found.digest.clone(),
-            Some(found.size),
-        );
-        let Ok(bytes) = std::fs::read(self.blob_path(&found.digest)) else {
+        self.signature_manifest_needs(needs, sig_what, &found.digest, Some(found.size));
+    }
+
+    /// A signature manifest and the payloads it lists (when the cache can read it).
+    fn signature_manifest_needs(
+        &self,
+        needs: &mut Needs,
+        sig_what: String,
+        digest: &Digest,
+        size: Option<u64>,
+    ) {
+        needs.blob(self, sig_what.clone(), digest.clone(), size);
+        let Ok(bytes) = std::fs::read(self.blob_path(digest)) else {
             return;
         };
         if let Ok(manifest) = serde_json::from_slice::<crate::image::Manifest>(&bytes) {

@@ -25,6 +25,7 @@ fn arch_entry(uname: &str) -> ArchEntry {
             digest: format!("sha256:{}", hex('b')),
             manifest: format!("sha256:{}", hex('c')),
             size: 100,
+            signature: None,
         }],
     }
 }

@@ -6,6 +6,7 @@ fn sample() -> Lock {
         digest: format!("sha256:{}", "a".repeat(64)),
         manifest: format!("sha256:{}", "b".repeat(64)),
         size: 10,
+        signature: None,
     };
     let arch = ArchEntry {
         iso: "setup-v1.33.1-x86_64.iso".into(),
@@ -111,4 +112,27 @@ fn only_keeps_the_asked_arches_and_refuses_others() {
         amd.only(&["amd64"], "x"),
         Err(LockError::Arch { .. })
     ));
+}
+
+#[test]
+fn an_image_signature_is_kept_and_a_lock_without_one_still_reads() {
+    let mut lock = sample();
+    let signature = ImageSignature {
+        tag: format!("sha256-{}.sig", "b".repeat(64)),
+        manifest: format!("sha256:{}", "f".repeat(64)),
+    };
+    lock.normalise();
+    lock.arches.get_mut("amd64").unwrap().images[0].signature = Some(signature.clone());
+    let text = lock.render();
+    assert!(text.contains("\"signature\": {"), "{text}");
+    let back = Lock::parse(&text, "x").unwrap();
+    assert_eq!(back, lock);
+    assert_eq!(back.arches["amd64"].images[0].signature, Some(signature));
+    assert_eq!(back.arches["arm64"].images[0].signature, None);
+    // A version-1 lock written before images' signatures were locked.
+    let old = sample().render();
+    assert!(!old.contains("\"signature\""), "{old}");
+    let mut plain = sample();
+    plain.normalise();
+    assert_eq!(Lock::parse(&old, "old.lock").unwrap(), plain);
 }

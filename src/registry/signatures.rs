@@ -6,6 +6,10 @@
 //! 404 on the tag means "unsigned". Payloads are blobs, checked against their descriptors like
 //! every blob. Offline, the tag resolves to what the cache's index recorded when it was last
 //! fetched; a tag never seen counts as unsigned.
+//!
+//! A locked build names the signature manifest by digest ([`Registry::locked_signature`]): the
+//! cache's copy, else fetched by that digest and checked against it, else — for registries that
+//! only know it by tag — the tag, taken only when it still points at that digest.
 
 use super::{Registry, RegistryError};
 use crate::image::{Digest, MAX_MANIFEST_SIZE, Manifest, Reference, parse};
@@ -38,31 +42,9 @@ impl Registry {
             },
         };
         let bytes = self.cached_manifest(&digest).map_err(cache_err)?;
-        if Digest::of(&bytes) != digest {
-            return Err(RegistryError::Image(
-                crate::image::ImageError::DigestMismatch {
-                    image: reference.to_string(),
-                    what: format!("signature manifest {tag} in the cache"),
-                    expected: digest,
-                    actual: Digest::of(&bytes),
-                },
-            ));
-        }
-        let manifest: Manifest = parse(&bytes, &digest, "signature manifest")?;
-        let mut layers = Vec::new();
-        for (i, desc) in manifest.layers.iter().enumerate() {
-            if desc.size > MAX_MANIFEST_SIZE {
-                return Err(RegistryError::Protocol {
-                    reference: reference.to_string(),
-                    registry: ep.host().to_owned(),
-                    reason: format!("signature payload {} is {} bytes", desc.digest, desc.size),
-                });
-            }
-            let what = format!("signature payload {} of {tag}", i + 1);
-            self.blob(&ep, reference, desc, &what, &()).await?;
-            let payload = self.cached_manifest(&desc.digest).map_err(cache_err)?;
-            layers.push((desc.clone(), payload));
-        }
+        let layers = self
+            .signature_payloads(&ep, reference, &tag, &digest, &bytes)
+            .await?;
         if !self.offline
             && let Err(e) = self.cache.remember(&key, &digest, bytes.len() as u64, &tag)
         {
@@ -74,5 +56,89 @@ impl Registry {
             bytes,
             layers,
         }))
+    }
+
+    /// The signature manifest `digest` that a lock names for `signs` in `reference`'s repository,
+    /// with its payloads: from the cache, else fetched by digest, else by its tag when the tag
+    /// still points at it. `Ok(None)` when the registry no longer has it (the tag moved on);
+    /// offline, a manifest the cache lacks is an [`crate::fetch::FetchError::Offline`] error.
+    pub async fn locked_signature(
+        &self,
+        reference: &Reference,
+        signs: &Digest,
+        digest: &Digest,
+    ) -> Result<Option<SignatureManifest>, RegistryError> {
+        let ep = self.config.routes.endpoint(reference);
+        let tag = tag_for(signs);
+        let bytes = match self.manifest(&ep, reference, digest).await {
+            Ok(bytes) => bytes,
+            Err(RegistryError::NotFound { .. }) => {
+                // Known only by tag at some backends (registry.k8s.io#324): the tag will do if it
+                // still points at the locked manifest.
+                match self.get_manifest(&ep, reference, &tag, None).await {
+                    Ok(found) if found == *digest => {
+                        let cache_err = |source| RegistryError::Cache {
+                            reference: reference.to_string(),
+                            source,
+                        };
+                        self.cached_manifest(digest).map_err(cache_err)?
+                    }
+                    Ok(_) | Err(RegistryError::NotFound { .. }) => return Ok(None),
+                    Err(err) => return Err(err),
+                }
+            }
+            Err(err) => return Err(err),
+        };
+        let layers = self
+            .signature_payloads(&ep, reference, &tag, digest, &bytes)
+            .await?;
+        Ok(Some(SignatureManifest {
+            signs: signs.clone(),
+            digest: digest.clone(),
+            bytes,
+            layers,
+        }))
+    }
+
+    /// The payload layers of the signature manifest `bytes` (`digest`, of `tag`), each fetched
+    /// through the cache and checked against its descriptor.
+    async fn signature_payloads(
+        &self,
+        ep: &super::Endpoint,
+        reference: &Reference,
+        tag: &str,
+        digest: &Digest,
+        bytes: &[u8],
+    ) -> Result<Vec<(crate::image::Descriptor, Vec<u8>)>, RegistryError> {
+        let cache_err = |source| RegistryError::Cache {
+            reference: reference.to_string(),
+            source,
+        };
+        if Digest::of(bytes) != *digest {
+            return Err(RegistryError::Image(
+                crate::image::ImageError::DigestMismatch {
+                    image: reference.to_string(),
+                    what: format!("signature manifest {tag} in the cache"),
+                    expected: digest.clone(),
+                    actual: Digest::of(bytes),
+                },
+            ));
+        }
+        let manifest: Manifest = parse(bytes, digest, "signature manifest")?;
+        let mut layers = Vec::new();
+        for (i, desc) in manifest.layers.iter().enumerate() {
+            if desc.size > MAX_MANIFEST_SIZE {
+                return Err(RegistryError::Protocol {
+                    reference: reference.to_string(),
+                    registry: ep.host().to_owned(),
+                    reason: format!("signature payload {} is {} bytes", desc.digest, desc.size),
+                });
+            }
+            let what = format!("signature payload {} of {tag}", i + 1);
+            self.blob(ep, reference, desc, &what, &()).await?;
+            let payload = self.cached_manifest(&desc.digest).map_err(cache_err)?;
+            layers.push((desc.clone(), payload));
+        }
+        Ok(layers)
     }
 }

@@ -61,7 +61,7 @@ pub fn tag_for(digest: &Digest) -> String {
 /// What a build does about signatures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
-    /// Nothing is fetched or checked; nothing is recorded.
+    /// Nothing is fetched or checked; `versions.txt` and the SBOMs record "not checked".
     Off,
     /// Every signature found must verify; a covered image without one is a warning.
     #[default]

@@ -19,10 +19,22 @@ use crate::versions::Versions;
 pub(super) fn check(cx: &mut Ctx, versions: Option<&Versions>, sig: &SignatureCheck) {
     let Some(versions) = versions else { return };
     if !cx.entries.contains_key(REPORT_PATH) {
-        cx.violation(
-            REPORT_PATH,
-            "missing: the ISO carries no signature evidence (built with --signatures off?)",
-        );
+        let off = cx
+            .text("versions.txt")
+            .is_some_and(|t| t.lines().any(|l| l.starts_with("# signatures off:")));
+        match off {
+            true => cx.violation(
+                "versions.txt",
+                "the ISO was built with --signatures off: no signature was checked, so there is \
+                 nothing to re-verify; rebuild it with --signatures verify (the default) to carry \
+                 the evidence",
+            ),
+            false => cx.violation(
+                REPORT_PATH,
+                "missing: the ISO carries no signature evidence (built by a cks-iso that did not \
+                 check signatures?); rebuild it with this cks-iso to carry the evidence",
+            ),
+        }
         return;
     }
     let Some(text) = cx.text(REPORT_PATH) else {
@@ -114,6 +126,29 @@ fn binaries(cx: &mut Ctx, versions: &Versions, report: &Report, sig: &SignatureC
         .iter()
         .map(|b| (b.path.as_str(), b))
         .collect();
+    if report.binaries.is_empty() {
+        // Written before binaries' signatures were checked: name them once, not as missing one
+        // by one.
+        let covered: Vec<&str> = versions
+            .files
+            .iter()
+            .filter(|f| f.source.starts_with("https://") || f.source.starts_with("http://"))
+            .filter(|f| sig.policy.rule_for_url(&f.source).is_some())
+            .map(|f| f.path.as_str())
+            .collect();
+        if !covered.is_empty() {
+            cx.violation(
+                REPORT_PATH,
+                format!(
+                    "it reports no binaries, as ISOs built by a cks-iso that checked only images' \
+                     signatures: {} cannot be re-verified; rebuild the ISO with this cks-iso to \
+                     carry their evidence",
+                    covered.join(", ")
+                ),
+            );
+        }
+        return;
+    }
     for file in &versions.files {
         let Some(rule) = sig.policy.rule_for_url(&file.source) else {
             continue;

@@ -479,7 +479,8 @@ async fn one_arch(
     }
     let signatures = match checker {
         Some(checker) => {
-            let mut sigs = signatures::check(checker, registry, &images, arch.k8s()).await?;
+            let mut sigs =
+                signatures::check(checker, registry, &images, locked, arch.k8s()).await?;
             let (reports, evidence) = signatures::check_files(
                 checker,
                 fetcher,

@@ -54,6 +54,10 @@ pub(super) fn lock(
                     size: i.manifest.bytes.len() as u64
                         + i.config.size
                         + i.layers.iter().map(|l| l.size).sum::<u64>(),
+                    signature: a
+                        .signatures
+                        .as_ref()
+                        .and_then(|s| super::signatures::lock_signature(s, i)),
                 })
                 .collect();
             let entry = ArchEntry {

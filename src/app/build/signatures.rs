@@ -150,17 +150,25 @@ fn now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-/// Fetches and judges the signatures of `images` for linux/`arch`; fails, naming every image
-/// that failed, before anything is written.
+/// Fetches and judges the signatures of `images` for linux/`arch` (under `--locked`, the
+/// signature manifests `locked` names); fails, naming every image that failed, before anything is
+/// written.
 pub(super) async fn check(
     checker: &Checker,
     registry: &Registry,
     images: &[Image],
+    locked: Option<&crate::lock::ArchEntry>,
     arch: &str,
 ) -> Result<ArchSignatures, AppError> {
+    let lock_sig = |image: &Image| {
+        let reference = image.reference.to_string();
+        locked
+            .and_then(|l| l.images.iter().find(|i| i.reference == reference))
+            .and_then(|i| i.signature.as_ref())
+    };
     let results: Vec<Result<(ImageReport, Option<SignatureManifest>), AppError>> =
         stream::iter(images)
-            .map(|image| check_image(checker, registry, image))
+            .map(|image| check_image(checker, registry, image, lock_sig(image)))
             .buffered(registry.jobs())
             .collect()
             .await;
@@ -206,11 +214,13 @@ pub(super) async fn check(
     })
 }
 
-/// Fetches and judges one image's signatures (see [`check`]).
+/// Fetches and judges one image's signatures (see [`check`]); `locked`, the signature manifest a
+/// lock names for it, is fetched by digest instead of resolving the `.sig` tags.
 pub(crate) async fn check_image(
     checker: &Checker,
     registry: &Registry,
     image: &Image,
+    locked: Option<&crate::lock::ImageSignature>,
 ) -> Result<(ImageReport, Option<SignatureManifest>), AppError> {
     let artifact = image.reference.to_string();
     let mut report = ImageReport {
@@ -236,6 +246,18 @@ pub(crate) async fn check_image(
             hint,
         )
     };
+    if let Some(locked) = locked {
+        let found = locked_signature(registry, image, locked).await?;
+        let accepted = signature::judge(&checker.root, rule, &artifact, &found, now())
+            .map_err(untrusted)?
+            .ok_or_else(|| {
+                untrusted(SignatureError::Unsigned {
+                    artifact: artifact.clone(),
+                    digest: image.manifest.digest.to_string(),
+                })
+            })?;
+        return Ok(accepted_report(report, found, accepted));
+    }
     // The platform manifest's own signature first; the index's only when that does not do.
     let mut found = Vec::new();
     let mut digests = vec![&image.manifest.digest];
@@ -281,6 +303,16 @@ pub(crate) async fn check_image(
             }
         },
     };
+    Ok(accepted_report(report, found, accepted))
+}
+
+/// The report of an image whose signature `accepted` (signed digest, signature manifest,
+/// verdict) is in `found`, and that signature manifest.
+fn accepted_report(
+    mut report: ImageReport,
+    found: Vec<SignatureManifest>,
+    accepted: (Digest, Digest, signature::Verified),
+) -> (ImageReport, Option<SignatureManifest>) {
     let (signed, manifest_digest, verified) = accepted;
     let manifest = found.into_iter().find(|m| m.digest == manifest_digest);
     report.verdict = "verified".into();
@@ -291,12 +323,98 @@ pub(crate) async fn check_image(
     report.log_index = Some(verified.log_index);
     report.integrated_time = Some(verified.integrated_time);
     report.docker_reference = Some(verified.docker_reference);
-    Ok((report, manifest))
+    (report, manifest)
+}
+
+/// The signature manifest a lock names for `image`, by digest (see
+/// [`Registry::locked_signature`]); an error naming the image and the digest when the registry
+/// or the cache no longer has it, or when the lock names a tag that is not the image's.
+async fn locked_signature(
+    registry: &Registry,
+    image: &Image,
+    locked: &crate::lock::ImageSignature,
+) -> Result<Vec<SignatureManifest>, AppError> {
+    let artifact = image.reference.to_string();
+    let lock_err = |reason: String| {
+        AppError::failure(
+            anyhow::anyhow!("{artifact}: the lock's signature {reason}"),
+            Some("the lock was written by another cks-iso; build without --locked".into()),
+        )
+    };
+    let signs = [&image.manifest.digest, &image.top.digest]
+        .into_iter()
+        .find(|d| signature::tag_for(d) == locked.tag)
+        .ok_or_else(|| {
+            lock_err(format!(
+                "tag {:?} is not the .sig tag of {} or of {}",
+                locked.tag, image.manifest.digest, image.top.digest
+            ))
+        })?;
+    let digest = Digest::parse(&locked.manifest).map_err(|e| {
+        lock_err(format!(
+            "manifest {:?} is not a digest: {e}",
+            locked.manifest
+        ))
+    })?;
+    let fetched = registry
+        .locked_signature(&image.reference, signs, &digest)
+        .await
+        .map_err(|e| {
+            let hint = e.hint();
+            AppError::failure(
+                anyhow::Error::new(e).context(format!(
+                    "cannot fetch the locked signature manifest {digest} ({}) of {artifact}",
+                    locked.tag
+                )),
+                hint,
+            )
+        })?;
+    match fetched {
+        Some(found) => Ok(vec![found]),
+        None => Err(AppError::failure(
+            anyhow::anyhow!(
+                "{artifact}: the signature manifest the lock names is gone: expected {digest} \
+                 (the lock), but the registry has no such manifest and {} points elsewhere",
+                locked.tag
+            ),
+            Some(
+                "the image was signed again since it was locked; build without --locked to take \
+                 its new signature (and review the change), or build from a cache that holds the \
+                 locked one"
+                    .into(),
+            ),
+        )),
+    }
 }
 
 fn untrusted(err: SignatureError) -> AppError {
     let hint = err.hint();
     AppError::failure(anyhow::Error::new(err), hint)
+}
+
+/// The lock's record of `image`'s verified signature: its `.sig` tag and the digest of the
+/// signature manifest stored in `signatures/`; `None` when none verified.
+pub(super) fn lock_signature(
+    sigs: &ArchSignatures,
+    image: &Image,
+) -> Option<crate::lock::ImageSignature> {
+    let reference = image.reference.to_string();
+    let report = sigs
+        .report
+        .images
+        .iter()
+        .find(|r| r.reference == reference && r.verdict == "verified")?;
+    let signed = Digest::parse(report.signed_digest.as_deref()?).ok()?;
+    let hex = report
+        .signature_manifest
+        .as_deref()?
+        .strip_prefix(&format!("{DIR}/images/"))?
+        .strip_suffix(".json")?;
+    let manifest = Digest::parse(&format!("sha256:{hex}")).ok()?;
+    Some(crate::lock::ImageSignature {
+        tag: signature::tag_for(&signed),
+        manifest: manifest.to_string(),
+    })
 }
 
 /// Per image archive (`docker/<file>`), what the SBOM says of its signature; images no rule
@@ -326,6 +444,36 @@ pub(super) fn sbom_notes(
     }
     notes
 }
+
+/// What the SBOM says of a covered artifact's signature under `--signatures off`.
+pub(super) const NOT_CHECKED: &str = "not checked (--signatures off)";
+
+/// Per image archive and per downloaded file the built-in rules cover, [`NOT_CHECKED`]: what the
+/// SBOM says under `--signatures off`, when nothing was fetched or judged.
+pub(super) fn off_notes(
+    images: &[Image],
+    files: &[IsoFile],
+    naming: &std::collections::BTreeMap<crate::image::Reference, String>,
+) -> std::collections::BTreeMap<String, String> {
+    let policy = Policy::builtin();
+    let mut notes = std::collections::BTreeMap::new();
+    for image in images {
+        if policy.rule_for(&image.reference.repository()).is_some()
+            && let Some(file) = naming.get(&image.reference)
+        {
+            notes.insert(format!("docker/{file}"), NOT_CHECKED.to_owned());
+        }
+    }
+    for file in files {
+        if policy.rule_for_url(&file.source).is_some() {
+            notes.insert(file.dest.clone(), NOT_CHECKED.to_owned());
+        }
+    }
+    notes
+}
+
+/// The line `versions.txt` gets under `--signatures off`.
+pub(super) const OFF_SUMMARY: &str = "# signatures off: not checked\n";
 
 /// `verified: <identity> via <issuer>, Rekor log index N`, `unsigned`, or nothing (not covered).
 fn note(

@@ -120,9 +120,10 @@ fn one(
         images,
     };
     let mut text = versions.render();
-    if let Some(sigs) = &a.signatures {
-        // A comment: readers of versions.txt (older cks-iso verify too) skip it.
-        text.push_str(&signatures::summary(sigs));
+    // A comment: readers of versions.txt (older cks-iso verify too) skip it.
+    match &a.signatures {
+        Some(sigs) => text.push_str(&signatures::summary(sigs)),
+        None => text.push_str(signatures::OFF_SUMMARY),
     }
     std::fs::write(a.staging.join("versions.txt"), text).map_err(|e| {
         AppError::failure(
@@ -150,11 +151,10 @@ fn one(
                 (archive, i.manifest.digest.to_string())
             })
             .collect(),
-        signatures: a
-            .signatures
-            .as_ref()
-            .map(|s| signatures::sbom_notes(s, &naming.files))
-            .unwrap_or_default(),
+        signatures: match &a.signatures {
+            Some(s) => signatures::sbom_notes(s, &naming.files),
+            None => signatures::off_notes(&a.images, &a.files, &naming.files),
+        },
         epoch,
     };
     sboms::write_into(&a.staging, &inventory)?;
