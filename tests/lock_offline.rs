@@ -491,7 +491,7 @@ fn drift_in_a_local_manifest_or_a_served_binary_fails_naming_it_and_both_hashes(
     fails(
         &mut locked_ccm(&["--ccm-version", "v8.8.8"]),
         2,
-        &["--ccm-version v8.8.8 contradicts"],
+        &["--ccm-version \"v8.8.8\" contradicts"],
     );
     drop(world);
 
