@@ -129,18 +129,9 @@ pub struct ImageReport {
     /// The `.sig` manifest that holds it (its file under `signatures/images/`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature_manifest: Option<String>,
-    /// The signer's identity from the certificate (its SAN).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub identity: Option<String>,
-    /// The OIDC issuer from the certificate.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub issuer: Option<String>,
-    /// The transparency log entry's index.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub log_index: Option<i64>,
-    /// When the log integrated the entry (seconds since 1970).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub integrated_time: Option<i64>,
+    /// Who signed it, when verified (`identity`, `issuer`, `log_index`, `integrated_time`).
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub signer: Option<Signer>,
     /// The payload's docker-reference: recorded, not trusted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub docker_reference: Option<String>,
@@ -160,18 +151,34 @@ pub struct BinaryReport {
     /// The Sigstore bundle that verified it, in the ISO.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bundle: Option<String>,
-    /// The signer's identity.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub identity: Option<String>,
-    /// The OIDC issuer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub issuer: Option<String>,
-    /// The Rekor entry's index.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub log_index: Option<i64>,
-    /// When Rekor integrated it (seconds since 1970).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub integrated_time: Option<i64>,
+    /// Who signed it, when verified (`identity`, `issuer`, `log_index`, `integrated_time`).
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub signer: Option<Signer>,
+}
+
+/// Who signed an artifact, from the accepted signature's certificate and log entry: the same
+/// four report fields for images and binaries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Signer {
+    /// The identity from the certificate (its SAN) that matched the policy.
+    pub identity: String,
+    /// The OIDC issuer from the certificate.
+    pub issuer: String,
+    /// The transparency log entry's index.
+    pub log_index: i64,
+    /// When the log integrated the entry (seconds since 1970).
+    pub integrated_time: i64,
+}
+
+impl From<&Verified> for Signer {
+    fn from(v: &Verified) -> Self {
+        Self {
+            identity: v.identity.clone(),
+            issuer: v.issuer.clone(),
+            log_index: v.log_index,
+            integrated_time: v.integrated_time,
+        }
+    }
 }
 
 /// A verified file's signature material, as written under `signatures/binaries/`.

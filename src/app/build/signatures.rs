@@ -230,10 +230,7 @@ pub(crate) async fn check_image(
         verdict: "not-covered".into(),
         signed_digest: None,
         signature_manifest: None,
-        identity: None,
-        issuer: None,
-        log_index: None,
-        integrated_time: None,
+        signer: None,
         docker_reference: None,
     };
     let Some(rule) = checker.policy.rule_for(&image.reference.repository()) else {
@@ -318,10 +315,7 @@ fn accepted_report(
     report.verdict = "verified".into();
     report.signed_digest = Some(signed.to_string());
     report.signature_manifest = Some(format!("{DIR}/images/{}.json", manifest_digest.hex()));
-    report.identity = Some(verified.identity);
-    report.issuer = Some(verified.issuer);
-    report.log_index = Some(verified.log_index);
-    report.integrated_time = Some(verified.integrated_time);
+    report.signer = Some(signature::Signer::from(&verified));
     report.docker_reference = Some(verified.docker_reference);
     (report, manifest)
 }
@@ -433,12 +427,12 @@ pub(super) fn sbom_notes(
         else {
             continue;
         };
-        if let Some(note) = note(&r.verdict, &r.identity, &r.issuer, r.log_index) {
+        if let Some(note) = note(&r.verdict, r.signer.as_ref()) {
             notes.insert(format!("docker/{file}"), note);
         }
     }
     for b in &sigs.report.binaries {
-        if let Some(note) = note(&b.verdict, &b.identity, &b.issuer, b.log_index) {
+        if let Some(note) = note(&b.verdict, b.signer.as_ref()) {
             notes.insert(b.path.clone(), note);
         }
     }
@@ -476,20 +470,13 @@ pub(super) fn off_notes(
 pub(super) const OFF_SUMMARY: &str = "# signatures off: not checked\n";
 
 /// `verified: <identity> via <issuer>, Rekor log index N`, `unsigned`, or nothing (not covered).
-fn note(
-    verdict: &str,
-    identity: &Option<String>,
-    issuer: &Option<String>,
-    log_index: Option<i64>,
-) -> Option<String> {
-    match verdict {
-        "verified" => Some(format!(
+fn note(verdict: &str, signer: Option<&signature::Signer>) -> Option<String> {
+    match (verdict, signer) {
+        ("verified", Some(s)) => Some(format!(
             "verified: {} via {}, Rekor log index {}",
-            identity.as_deref().unwrap_or_default(),
-            issuer.as_deref().unwrap_or_default(),
-            log_index.unwrap_or_default()
+            s.identity, s.issuer, s.log_index
         )),
-        "unsigned" => Some("unsigned".to_owned()),
+        ("unsigned", _) => Some("unsigned".to_owned()),
         _ => None,
     }
 }
@@ -765,10 +752,7 @@ async fn check_file(
         sha256: file.sha256.clone(),
         verdict: "unsigned".into(),
         bundle: None,
-        identity: None,
-        issuer: None,
-        log_index: None,
-        integrated_time: None,
+        signer: None,
     };
     let (sig, cert, entry) = match found {
         Found::Signed(sig, cert, entry) => (sig, cert, entry),
@@ -828,10 +812,7 @@ async fn check_file(
         .map_err(|f| invalid(f.step, f.reason))?;
     report.verdict = "verified".into();
     report.bundle = Some(format!("{DIR}/{}", BinaryEvidence::bundle_path(&file.dest)));
-    report.identity = Some(verified.identity);
-    report.issuer = Some(verified.issuer);
-    report.log_index = Some(verified.log_index);
-    report.integrated_time = Some(verified.integrated_time);
+    report.signer = Some(signature::Signer::from(&verified));
     let evidence = BinaryEvidence {
         path: file.dest.clone(),
         bundle: ev.bundle(),
