@@ -30,10 +30,10 @@
 # Environment:
 #   RUNS=3              rounds (>= 3)
 #   OWN_LAYER_MIB=16    incompressible MiB in each image's own layer
-#   UPSTREAM=1          0 skips the upstream way (containerd) and the two-arch cases stay
+#   UPSTREAM=1          0 skips the upstream way (which needs root for containerd); the rest stays
 #   CKS_ISO=target/release/cks-iso             the binary to benchmark
 #   CKS_ISO_BASE=       another cks-iso binary (e.g. built from main) timed as cks-iso-base
-#   WORLD=target/release/cks-iso-world         the local world (cargo build --release --workspace)
+#   WORLD=              testworld's cks-iso-world (default: built here with cargo)
 #   BENCH_DIR=/var/tmp/cks-iso-bench-build     where caches, containerd and ISOs go (removed on exit)
 set -euo pipefail
 export LC_ALL=C
@@ -44,9 +44,14 @@ die() { echo "bench/build.sh: error: $*" >&2; exit 1; }
 if [[ ${1:-} != --inside ]]; then
 	RUNS=${RUNS:-3}
 	[[ $RUNS =~ ^[0-9]+$ ]] && ((RUNS >= 3)) || die "RUNS must be an integer >= 3"
-	WORLD=${WORLD:-target/release/cks-iso-world}
 	CKS_ISO=${CKS_ISO:-target/release/cks-iso}
-	[[ -x $WORLD && -x $CKS_ISO ]] || die "build first: cargo build --release --locked --workspace"
+	[[ -x $CKS_ISO ]] || die "$CKS_ISO is missing; run 'make build' (or 'make bench', which builds first)"
+	if [[ -z ${WORLD:-} ]]; then
+		cargo build --release --locked -p cks-iso-testworld --bin cks-iso-world >&2 ||
+			die "cannot build testworld's cks-iso-world"
+		WORLD=target/release/cks-iso-world
+	fi
+	[[ -x $WORLD ]] || die "WORLD=$WORLD is not executable"
 	[[ -z ${CKS_ISO_BASE:-} || -x $CKS_ISO_BASE ]] || die "CKS_ISO_BASE=$CKS_ISO_BASE is not executable"
 	export UPSTREAM=${UPSTREAM:-1}
 	for c in /usr/bin/time bsdtar curl genisoimage; do
@@ -73,7 +78,8 @@ cleanup() {
 	fi
 	# containerd's snapshots may still be mounted if it was killed hard
 	if [[ -d $W/containerd ]]; then
-		grep -o " $W/containerd[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" || true; done
+		{ grep -o " $W/containerd[^ ]*" /proc/self/mounts || true; } | sort -r |
+			while read -r m; do umount -l "$m" || true; done
 	fi
 	rm -rf -- "$W"
 	rmdir -- "$BENCH_DIR" 2>/dev/null || true
