@@ -22,14 +22,14 @@
 # the floor, warm <= 1.2x the floor, two arches in one run <= 1.8x one arch, peak RSS <= 64 MiB.
 # Every cks-iso amd64 ISO's sha256 is printed at the end: identical inputs give one digest.
 #
-# Sizes: the world has 27 images (23 in an amd64 ISO); OWN_LAYER_MIB=16 gives a ~370 MiB ISO
-# and a default run of about 10 minutes on a 2-core machine; OWN_LAYER_MIB=26 gives >= 600 MB of
-# unique compressed blobs per arch (the full-size set, a ~610 MiB ISO; the upstream way then takes
-# about a minute a round).
+# Sizes: the world has 27 images (23 in an amd64 ISO). The default OWN_LAYER_MIB=26 is the
+# full-size set: >= 600 MB of unique compressed blobs per arch, a 600 MiB amd64 ISO; a default run
+# takes about 4 minutes on a loaded 2-core machine (the upstream way ~30 s a round, the rest a few
+# seconds each). A smaller OWN_LAYER_MIB shortens it (16: a 369 MiB ISO).
 #
 # Environment:
 #   RUNS=3              rounds (>= 3)
-#   OWN_LAYER_MIB=16    incompressible MiB in each image's own layer
+#   OWN_LAYER_MIB=26    incompressible MiB in each image's own layer
 #   UPSTREAM=1          0 skips the upstream way (which needs root for containerd); the rest stays
 #   CKS_ISO=target/release/cks-iso             the binary to benchmark
 #   CKS_ISO_BASE=       another cks-iso binary (e.g. built from main) timed as cks-iso-base
@@ -63,7 +63,7 @@ if [[ ${1:-} != --inside ]]; then
 	fi
 	export RUNS CKS_ISO=$(realpath "$CKS_ISO") CKS_ISO_BASE=${CKS_ISO_BASE:+$(realpath "$CKS_ISO_BASE")}
 	export BENCH_DIR=${BENCH_DIR:-/var/tmp/cks-iso-bench-build}
-	export CKS_WORLD_OWN_LAYER_KIB=$((${OWN_LAYER_MIB:-16} * 1024))
+	export CKS_WORLD_OWN_LAYER_KIB=$((${OWN_LAYER_MIB:-26} * 1024))
 	export CKS_WORLD_KUBERNETES=${CKS_WORLD_KUBERNETES:-1.33.1}
 	exec "$WORLD" "$(realpath "$0")" --inside
 fi
