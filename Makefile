@@ -101,6 +101,7 @@ demo: deps
 
 bench: deps build
 	./bench/iso.sh
+	./bench/build.sh
 	./bench/pull.sh
 	./bench/wan.sh
 
