@@ -138,13 +138,23 @@ pub(crate) fn fetcher<'a>(
 
 /// A single-threaded runtime for the subcommands that only fetch metadata.
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, AppError> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            AppError::failure(
-                anyhow::Error::new(e).context("cannot start the async runtime"),
-                None,
-            )
-        })
+    started(tokio::runtime::Builder::new_current_thread().enable_all())
+}
+
+/// The two-worker runtime of `build` and `pull`: transfers and archive writing overlap.
+pub(crate) fn transfer_runtime() -> Result<tokio::runtime::Runtime, AppError> {
+    started(
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all(),
+    )
+}
+
+fn started(builder: &mut tokio::runtime::Builder) -> Result<tokio::runtime::Runtime, AppError> {
+    builder.build().map_err(|e| {
+        AppError::failure(
+            anyhow::Error::new(e).context("cannot start the async runtime"),
+            None,
+        )
+    })
 }

@@ -39,16 +39,7 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
     };
     let checker = checker.as_ref();
     let registry = net::registry(&settings, cache)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            AppError::failure(
-                anyhow::anyhow!(e).context("cannot start the async runtime"),
-                None,
-            )
-        })?;
+    let runtime = net::transfer_runtime()?;
     let naming = archive::assign_names(&references);
     for renamed in &naming.renamed {
         tracing::warn!(

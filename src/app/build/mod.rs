@@ -101,16 +101,7 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         }
     }
     let work = work_dir()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            AppError::failure(
-                anyhow::Error::new(e).context("cannot start the async runtime"),
-                None,
-            )
-        })?;
+    let runtime = net::transfer_runtime()?;
     let fetched = runtime.block_on(fetch::all(
         &request,
         partial,
