@@ -118,14 +118,7 @@ impl Registry {
                 };
                 let headers =
                     authorization_header(&creds.basic(), &ep, reference, "the credentials")?;
-                let probed =
-                    fetch::probe(&self.download(&()), Method::GET, &ep.ping_url(), &headers)
-                        .await
-                        .map_err(|source| RegistryError::Fetch {
-                            reference: reference.to_string(),
-                            what: "the registry's API root".into(),
-                            source,
-                        })?;
+                let probed = self.probe_root(&ep, reference, &headers).await?;
                 match probed.status.as_u16() {
                     401 | 403 => Err(RegistryError::Auth {
                         reference: reference.to_string(),
@@ -152,20 +145,29 @@ impl Registry {
         }
     }
 
+    /// `GET /v2/` with `headers`, its status and headers (the body is not read).
+    async fn probe_root(
+        &self,
+        ep: &Endpoint,
+        reference: &Reference,
+        headers: &HeaderMap,
+    ) -> Result<fetch::Probed, RegistryError> {
+        fetch::probe(&self.download(&()), Method::GET, &ep.ping_url(), headers)
+            .await
+            .map_err(|source| RegistryError::Fetch {
+                reference: reference.to_string(),
+                what: "the registry's API root".into(),
+                source,
+            })
+    }
+
     /// `GET /v2/`: how the registry wants to be authenticated.
     pub(super) async fn ping(
         &self,
         ep: &Endpoint,
         reference: &Reference,
     ) -> Result<Challenge, RegistryError> {
-        let url = ep.ping_url();
-        let probed = fetch::probe(&self.download(&()), Method::GET, &url, &HeaderMap::new())
-            .await
-            .map_err(|source| RegistryError::Fetch {
-                reference: reference.to_string(),
-                what: "the registry's API root".into(),
-                source,
-            })?;
+        let probed = self.probe_root(ep, reference, &HeaderMap::new()).await?;
         if probed.status.as_u16() != 401 {
             return Ok(Challenge::None);
         }
