@@ -203,3 +203,33 @@ fn a_blob_writer_resumes_verifies_and_alone_names_the_blob() {
     assert!(!cache.contains(&wanted));
     assert_eq!(files(&cache).len(), 2, "{:?}", files(&cache));
 }
+
+#[test]
+fn blob_parts_written_out_of_order_are_named_only_when_they_hash_right() {
+    use std::os::unix::fs::FileExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::new(dir.path());
+    let digest = Digest::of(b"partsofablob");
+    let mut parts = cache.blob_parts(&digest, 12).unwrap();
+    let temp = parts.temp_path().to_owned();
+    // The last part first, as ranged downloads finish in any order.
+    parts.file().write_all_at(b"blob", 8).unwrap();
+    parts.file().write_all_at(b"partsofa", 0).unwrap();
+    assert!(!cache.contains(&digest));
+    parts.commit().unwrap();
+    assert!(cache.contains(&digest));
+    assert!(!temp.exists());
+
+    // A part with wrong bytes: no name, no file left, both digests in the error.
+    let wanted = Digest::of(b"another blob");
+    let mut parts = cache.blob_parts(&wanted, 12).unwrap();
+    let temp = parts.temp_path().to_owned();
+    parts.file().write_all_at(b"another BLOB", 0).unwrap();
+    let err = parts.commit().unwrap_err();
+    assert!(
+        matches!(&err, CacheError::Mismatch { expected, actual_size: 12, .. } if *expected == wanted),
+        "{err}"
+    );
+    assert!(!cache.contains(&wanted));
+    assert!(!temp.exists());
+}

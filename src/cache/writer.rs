@@ -7,11 +7,19 @@
 //! where a resumed `Range` request starts. Memory does not grow with the blob.
 //! [`BlobWriter::commit`] gives the file the blob's name only when its digest and size are the
 //! expected ones; a writer dropped uncommitted (or that fails to verify) removes its file.
+//!
+//! [`BlobParts`] is the same for a blob whose bytes arrive out of order (ranged downloads write
+//! parts at their offsets): the file is hashed from its start when every part is in, then named
+//! under the same rule.
 
-use std::io;
+use std::fs::File;
+use std::io::{self, Read as _, Seek as _};
 use std::path::Path;
 
+use sha2::{Digest as _, Sha256};
+
 use super::{BLOBS, Cache, CacheError};
+use crate::atomic::AtomicFile;
 use crate::fetch::{FileSink, Sink};
 use crate::image::Digest;
 
@@ -92,4 +100,93 @@ impl Sink for BlobWriter {
     fn path(&self) -> Option<&Path> {
         self.sink.path()
     }
+}
+
+/// The blob `digest` of `size` bytes, written at offsets; see the module documentation.
+#[derive(Debug)]
+pub struct BlobParts {
+    cache: Cache,
+    digest: Digest,
+    size: u64,
+    out: AtomicFile,
+}
+
+impl Cache {
+    /// Starts the blob `digest` as a temporary file of `size` bytes, to be filled at offsets.
+    pub fn blob_parts(&self, digest: &Digest, size: u64) -> Result<BlobParts, CacheError> {
+        let dir = self.root.join(BLOBS);
+        std::fs::create_dir_all(&dir).map_err(|source| CacheError::io(&dir, source))?;
+        let mut out = AtomicFile::create(&self.blob_path(digest))
+            .map_err(|source| CacheError::io(&dir, source))?;
+        out.file()
+            .set_len(size)
+            .map_err(|source| CacheError::io(&dir, source))?;
+        Ok(BlobParts {
+            cache: self.clone(),
+            digest: digest.clone(),
+            size,
+            out,
+        })
+    }
+}
+
+impl BlobParts {
+    /// The temporary file, to write parts into at their offsets (`pwrite`).
+    pub fn file(&mut self) -> &File {
+        self.out.file()
+    }
+
+    /// The temporary file's path, for messages.
+    pub fn temp_path(&self) -> &Path {
+        self.out.temp_path()
+    }
+
+    /// Hashes the file from its start (blocking: run it off the async threads) and gives it the
+    /// blob's name only when digest and size match, recording it as verified; otherwise the file
+    /// is removed and the error is [`CacheError::Mismatch`].
+    pub fn commit(mut self) -> Result<(), CacheError> {
+        let temp = self.out.temp_path().to_owned();
+        let (actual, written) =
+            hash_from_start(self.out.file()).map_err(|source| CacheError::io(&temp, source))?;
+        if actual != self.digest || written != self.size {
+            return Err(CacheError::Mismatch {
+                expected: self.digest,
+                actual,
+                expected_size: Some(self.size),
+                actual_size: written,
+            });
+        }
+        self.out
+            .set_mode(0o644)
+            .map_err(|source| CacheError::io(&temp, source))?;
+        let target = self.out.target().to_owned();
+        self.out
+            .commit_unsynced()
+            .map_err(|source| CacheError::io(&target, source))?;
+        self.cache.mark_verified(&self.digest);
+        Ok(())
+    }
+}
+
+/// The digest and length of `file` read from its start.
+fn hash_from_start(file: &mut File) -> io::Result<(Digest, u64)> {
+    file.rewind()?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0; 1 << 20];
+    let mut len = 0;
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+        len += n as u64;
+    }
+    let hex = hex::encode(hasher.finalize());
+    Ok((
+        Digest::parse(&format!("sha256:{hex}")).expect("sha256 hex is a digest"),
+        len,
+    ))
 }

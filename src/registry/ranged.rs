@@ -21,17 +21,15 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, Read as _};
+use std::io;
 use std::os::unix::fs::FileExt as _;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use futures_util::future::join_all;
-use sha2::{Digest as _, Sha256};
 use tokio::sync::Semaphore;
 
 use super::*;
-use crate::atomic::AtomicFile;
 
 /// Blobs at least this large are fetched in parts.
 pub(super) const RANGED_MIN: u64 = 16 << 20;
@@ -118,21 +116,16 @@ impl Registry {
         progress: &dyn Progress,
     ) -> Result<(), GaveUp> {
         let url = ep.blob_url(&desc.digest);
-        let target = self.cache.blob_path(&desc.digest);
-        let io_err = |source: io::Error| {
+        let cache_err = |source: CacheError| {
             GaveUp::Cache(RegistryError::Cache {
                 reference: reference.to_string(),
-                source: CacheError::Io {
-                    path: target.clone(),
-                    source,
-                },
+                source,
             })
         };
-        if let Some(dir) = target.parent() {
-            std::fs::create_dir_all(dir).map_err(io_err)?;
-        }
-        let mut out = AtomicFile::create(&target).map_err(io_err)?;
-        out.file().set_len(desc.size).map_err(io_err)?;
+        let mut out = self
+            .cache
+            .blob_parts(&desc.digest, desc.size)
+            .map_err(cache_err)?;
         let headers = self
             .auth_headers(ep, reference, false)
             .await
@@ -166,43 +159,21 @@ impl Registry {
                 return Err(GaveUp::Fallback(err.to_string()));
             }
         }
-        // Read back in order and hashed (see the module doc for why not while streaming).
-        let mut reader = file.try_clone().map_err(io_err)?;
-        let (digest, size) = tokio::task::spawn_blocking(move || hash_file(&mut reader))
-            .await
-            .map_err(|e| GaveUp::Fallback(e.to_string()))?
-            .map_err(io_err)?;
-        let actual = Digest::parse(&format!("sha256:{digest}")).expect("sha256 hex is a digest");
-        if actual != desc.digest || size != desc.size {
-            return Err(GaveUp::Fallback(format!(
-                "the parts hash to {actual} ({size} bytes)"
-            )));
+        // Read back in order and hashed by the cache (see the module doc for why not while
+        // streaming), and named only when it matches.
+        match tokio::task::spawn_blocking(move || out.commit()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(CacheError::Mismatch {
+                actual,
+                actual_size,
+                ..
+            })) => Err(GaveUp::Fallback(format!(
+                "the parts hash to {actual} ({actual_size} bytes)"
+            ))),
+            Ok(Err(err)) => Err(cache_err(err)),
+            Err(e) => Err(GaveUp::Fallback(e.to_string())),
         }
-        out.set_mode(0o644).map_err(io_err)?;
-        out.commit_unsynced().map_err(io_err)?;
-        self.cache.mark_verified(&desc.digest);
-        Ok(())
     }
-}
-
-/// The sha256 (hex) and length of `file` from its start.
-fn hash_file(file: &mut File) -> io::Result<(String, u64)> {
-    use std::io::Seek as _;
-    file.rewind()?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0; 1 << 20];
-    let mut len = 0;
-    loop {
-        let n = match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        hasher.update(&buf[..n]);
-        len += n as u64;
-    }
-    Ok((hex::encode(hasher.finalize()), len))
 }
 
 #[cfg(test)]
