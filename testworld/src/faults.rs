@@ -380,6 +380,7 @@ fn forward(
     rewrite_to: Option<&str>,
 ) -> std::io::Result<Answer> {
     let mut conn = TcpStream::connect(&upstream.authority)?;
+    conn.set_nodelay(true)?;
     let mut head = format!(
         "{} {}{} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n",
         request.method, upstream.prefix, request.target, upstream.authority
@@ -488,6 +489,8 @@ fn pick_fault(state: &State, request: &Incoming) -> Option<Fault> {
 }
 
 fn serve(mut stream: TcpStream, state: &State, upstream: &Upstream) -> std::io::Result<()> {
+    // Heads and bodies go out in separate writes: see `server::serve`.
+    stream.set_nodelay(true)?;
     let Some(request) = read_request(&mut BufReader::new(&stream))? else {
         return Ok(());
     };

@@ -156,7 +156,7 @@ impl GitServer {
     /// Serves `root` (a `GIT_PROJECT_ROOT`) bent as `mode`.
     pub fn start(root: PathBuf, mode: Mode) -> Self {
         require_git();
-        let server = Arc::new(Server::http("127.0.0.1:0").expect("bind 127.0.0.1"));
+        let server = Arc::new(crate::http::tiny_server());
         let port = server.server_addr().to_ip().expect("an IP listener").port();
         let log = Arc::new(Mutex::new(Vec::new()));
         let (srv, seen) = (server.clone(), log.clone());

@@ -187,6 +187,7 @@ fn serve(
     std::thread::sleep(shape.delay);
     requests.fetch_add(1, Ordering::SeqCst);
     let mut conn = TcpStream::connect(upstream)?;
+    conn.set_nodelay(true)?;
     conn.write_all(&closing(&head))?;
     conn.write_all(&body)?;
     let mut answer = BufReader::with_capacity(256 * 1024, conn);

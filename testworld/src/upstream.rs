@@ -706,8 +706,8 @@ const WORKERS: usize = 4;
 impl UpstreamServer {
     /// Serves `snapshot` on two ephemeral 127.0.0.1 ports.
     pub fn start(snapshot: &Snapshot) -> Self {
-        let origin = Arc::new(Server::http("127.0.0.1:0").expect("bind 127.0.0.1"));
-        let cdn = Arc::new(Server::http("127.0.0.1:0").expect("bind 127.0.0.1"));
+        let origin = Arc::new(crate::http::tiny_server());
+        let cdn = Arc::new(crate::http::tiny_server());
         let cdn_port = cdn.server_addr().to_ip().expect("an IP listener").port();
         let shared = Arc::new(Shared {
             files: Mutex::new(snapshot.files()),
