@@ -352,3 +352,59 @@ fn corrupted_blob_fails_the_spliced_iso_and_leaves_nothing() {
         );
     }
 }
+
+/// A cached blob that grew or shrank on disk fails the spliced ISO as a mismatch that gives the
+/// digest and size of what is on disk now, for both ends of the check (the end of the blob seen
+/// too early, and bytes past its end).
+#[test]
+fn resized_blob_fails_the_spliced_iso_with_its_real_digest_and_size() {
+    use cks_iso::iso::{self, IsoError, IsoSpec, Spliced};
+    let world = world();
+    let image = load(&world, APISERVER, Arch::Amd64).unwrap();
+    let layer = &image.layers[1];
+    let path = world.cache.blob_path(&layer.digest);
+    let good = std::fs::read(&path).unwrap();
+    let shorter = good[..good.len() - 7].to_vec();
+    let mut longer = good.clone();
+    longer.extend_from_slice(b"and then some");
+    for changed in [shorter, longer] {
+        std::fs::write(&path, &changed).unwrap();
+        let cache = Cache::new(world.cache.root());
+        let dir = tempfile::tempdir().unwrap();
+        let (staged, out) = (dir.path().join("staged"), dir.path().join("out"));
+        std::fs::create_dir_all(&staged).unwrap();
+        std::fs::create_dir_all(&out).unwrap();
+        let described = archive::Archive::describe(&image, EPOCH).unwrap();
+        let spliced = vec![Spliced {
+            path: "docker/x.tar".into(),
+            len: described.size(),
+            filler: Box::new(described.reader(&cache)),
+        }];
+        let spec = IsoSpec {
+            volume_id: iso::VolumeId::parse(iso::DEFAULT_VOLUME_ID).unwrap(),
+            epoch: EPOCH as i64,
+        };
+        let err =
+            iso::author_spliced(&staged, spliced, &out.join("x.iso"), &spec, &()).unwrap_err();
+        let IsoError::Spliced { source, .. } = err else {
+            panic!("{err}")
+        };
+        match *source.downcast::<ArchiveError>().unwrap() {
+            ArchiveError::Mismatch {
+                actual,
+                actual_size,
+                expected_size,
+                ..
+            } => {
+                assert_eq!(actual, Digest::of(&changed));
+                assert_eq!(actual_size, changed.len() as u64);
+                assert_eq!(expected_size, good.len() as u64);
+            }
+            other => panic!("{other}"),
+        }
+        assert!(
+            support::names(&out).is_empty(),
+            "no ISO, temp file or placeholder"
+        );
+    }
+}

@@ -6,7 +6,8 @@
 //! The same description feeds both sinks, so they cannot drift apart: [`super::write_to`] lays it
 //! into a file (`pull`), [`Reader`] hands it out in order to whoever asks (the ISO writer in
 //! `build`). Both apply the cache's rule: a blob not verified in this process is hashed as it is
-//! copied, and a mismatch fails naming the blob.
+//! copied, and a mismatch fails naming the blob. The ISO sink hashes on a helper thread
+//! ([`super::deferred`]) and checks the digests when the archive's last byte is handed out.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -14,8 +15,9 @@ use std::os::unix::fs::FileExt as _;
 
 use tar::EntryType;
 
+use super::deferred::Deferred;
 use super::{ArchiveError, header, layout, verify};
-use crate::image::{BlobSource, Descriptor, Image, Opened};
+use crate::image::{BlobSource, Descriptor, Digest, Hashing, Image, Opened};
 
 const BLOCK: u64 = 512;
 
@@ -102,6 +104,8 @@ impl Archive {
             at: 0,
             open: None,
             pos: 0,
+            deferred: None,
+            inline: false,
         }
     }
 
@@ -126,6 +130,9 @@ enum Open<'a> {
     Verified(File),
     /// Hashed while read; checked when its last byte has been read.
     Checked(verify::Verifying<'a, Box<dyn Read + Send + 'a>>),
+    /// Read as it is (at most one byte past its size, to see an over-long blob) while the
+    /// [`Deferred`] hasher hashes a copy; checked when the archive ends.
+    Deferred(io::Take<Box<dyn Read + Send + 'a>>),
 }
 
 /// Reads an [`Archive`] front to back, opening each blob when its first byte is wanted and
@@ -139,6 +146,10 @@ pub struct Reader<'a> {
     open: Option<Open<'a>>,
     /// Bytes handed out so far.
     pos: u64,
+    /// The helper thread hashing unverified blobs, started at the first one.
+    deferred: Option<Deferred>,
+    /// No helper thread could be started: hash inline.
+    inline: bool,
 }
 
 impl<'a> Reader<'a> {
@@ -177,9 +188,64 @@ impl<'a> Reader<'a> {
                 }
                 self.piece += 1;
                 self.at = 0;
+                if self.piece == archive.pieces.len() {
+                    self.settle()?;
+                }
             }
         }
         Ok(done)
+    }
+
+    /// After the archive's last byte: every blob the helper hashed must match its descriptor.
+    fn settle(&mut self) -> Result<(), ArchiveError> {
+        let Some(deferred) = self.deferred.take() else {
+            return Ok(());
+        };
+        let hashed = deferred.finish().ok_or_else(|| ArchiveError::Source {
+            image: self.archive.image.clone(),
+            blob: "a blob".into(),
+            digest: Digest::of(b""),
+            source: io::Error::other("the thread hashing the blobs died"),
+        })?;
+        for h in hashed {
+            let Some(Piece::Blob { desc, what }) = self.archive.pieces.get(h.piece) else {
+                continue;
+            };
+            if h.digest != desc.digest || h.size != desc.size {
+                return Err(ArchiveError::Mismatch {
+                    image: self.archive.image.clone(),
+                    blob: what.clone(),
+                    expected: desc.digest.clone(),
+                    actual: h.digest,
+                    expected_size: desc.size,
+                    actual_size: h.size,
+                });
+            }
+            self.source.confirm(&desc.digest);
+        }
+        Ok(())
+    }
+
+    /// A blob found too short or too long: hashed whole once more, for the error's real digest.
+    fn mismatch(&self, desc: &Descriptor, what: &str) -> ArchiveError {
+        let source = self.source_error(desc, what, io::Error::other("the blob changed size"));
+        let reader: Box<dyn Read + Send + '_> = match self.source.open_for_copy(&desc.digest) {
+            Ok(Opened::Verified(file)) => Box::new(file),
+            Ok(Opened::Unverified(reader)) => reader,
+            Err(_) => return source,
+        };
+        let mut hashing = Hashing::new(reader);
+        match io::copy(&mut hashing, &mut io::sink()) {
+            Ok(_) => ArchiveError::Mismatch {
+                image: self.archive.image.clone(),
+                blob: what.to_owned(),
+                expected: desc.digest.clone(),
+                actual: hashing.digest(),
+                expected_size: desc.size,
+                actual_size: hashing.count(),
+            },
+            Err(_) => source,
+        }
     }
 
     fn piece_len(&self, piece: &Piece) -> u64 {
@@ -198,6 +264,22 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// How to read a blob that must be checked: handed to the helper thread, or hashed inline
+    /// when no helper could be started.
+    fn check(&mut self, reader: Box<dyn Read + Send + 'a>, desc: &'a Descriptor) -> Open<'a> {
+        if self.deferred.is_none() && !self.inline {
+            self.deferred = Deferred::start();
+            self.inline = self.deferred.is_none();
+        }
+        match &self.deferred {
+            Some(deferred) => {
+                deferred.begin(self.piece);
+                Open::Deferred(reader.take(desc.size.saturating_add(1)))
+            }
+            None => Open::Checked(verify::Verifying::new(reader, desc)),
+        }
+    }
+
     /// Reads the blob's bytes `[self.at, self.at + buf.len())` into `buf`.
     fn blob(
         &mut self,
@@ -212,10 +294,8 @@ impl<'a> Reader<'a> {
                 .map_err(|e| self.source_error(desc, what, e))?;
             self.open = Some(match opened {
                 Opened::Verified(file) if super::has_size(&file, desc.size) => Open::Verified(file),
-                Opened::Verified(file) => {
-                    Open::Checked(verify::Verifying::new(Box::new(file), desc))
-                }
-                Opened::Unverified(reader) => Open::Checked(verify::Verifying::new(reader, desc)),
+                Opened::Verified(file) => self.check(Box::new(file), desc),
+                Opened::Unverified(reader) => self.check(reader, desc),
             });
         }
         let at = self.at;
@@ -224,6 +304,22 @@ impl<'a> Reader<'a> {
                 // The blob shrank under us: the source's fault.
                 self.source_error(desc, what, e)
             }),
+            Open::Deferred(reader) => match read_full(reader, buf) {
+                Ok(()) => {
+                    if let Some(deferred) = &self.deferred {
+                        deferred.bytes(buf);
+                    }
+                    Ok(())
+                }
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    self.open = None;
+                    Err(self.mismatch(desc, what))
+                }
+                Err(e) => {
+                    self.open = None;
+                    Err(self.source_error(desc, what, e))
+                }
+            },
             Open::Checked(reader) => match read_full(reader, buf) {
                 Ok(()) => Ok(()),
                 Err(e) => {
@@ -252,6 +348,16 @@ impl<'a> Reader<'a> {
                 self.source.confirm(&desc.digest);
                 Ok(())
             }
+            Some(Open::Deferred(mut reader)) => match reader.read(&mut [0u8; 1]) {
+                Ok(0) => {
+                    if let Some(deferred) = &self.deferred {
+                        deferred.end();
+                    }
+                    Ok(())
+                }
+                Ok(_) => Err(self.mismatch(desc, what)),
+                Err(e) => Err(self.source_error(desc, what, e)),
+            },
             _ => Ok(()),
         }
     }
