@@ -15,7 +15,7 @@ use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{HumanBytes, MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
@@ -123,24 +123,38 @@ impl Ui {
 
     /// Progress in bytes for one task, labelled `what`.
     pub fn bytes(&self, what: &str) -> Box<dyn Progress> {
-        if !self.progress {
-            return Box::new(());
-        }
-        if self.json {
-            return Box::new(Json::new(what));
-        }
-        if self.terminal {
-            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{msg} {wide_bar} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} {eta}",
-                )
-                .expect("valid template"),
-            );
-            bar.set_message(what.to_owned());
-            return Box::new(Bar(bar));
-        }
-        Box::new(Lines::new(what))
+        self.bytes_group(&[what])
+            .pop()
+            .expect("one progress per task")
+    }
+
+    /// Progress in bytes for tasks that run at the same time, one per label: on a terminal, bars
+    /// drawn together one under the other; otherwise each reports on its own.
+    pub fn bytes_group(&self, whats: &[&str]) -> Vec<Box<dyn Progress>> {
+        let group = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+        whats
+            .iter()
+            .map(|what| -> Box<dyn Progress> {
+                if !self.progress {
+                    return Box::new(());
+                }
+                if self.json {
+                    return Box::new(Json::new(what));
+                }
+                if !self.terminal {
+                    return Box::new(Lines::new(what));
+                }
+                let bar = group.add(ProgressBar::no_length());
+                bar.set_style(
+                    ProgressStyle::with_template(
+                        "{msg} {wide_bar} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} {eta}",
+                    )
+                    .expect("valid template"),
+                );
+                bar.set_message((*what).to_owned());
+                Box::new(Bar(bar))
+            })
+            .collect()
     }
 
     /// Progress of work whose size is not known up front (files fetched one by one): events in

@@ -18,7 +18,9 @@ use crate::sbom::{Inventory, IsoFacts};
 use crate::ui::Ui;
 use crate::versions::{FileRecord, ImageRecord, Versions};
 
-/// Writes every ISO; on a failure removes the ones this run wrote before it.
+/// Writes every ISO, all at once (one thread each: a single ISO keeps about one core and a half
+/// busy, so a second one fills the machine instead of waiting for the first); on a failure removes
+/// the ones this run wrote and returns the first architecture's error.
 pub(super) fn all(
     request: &Request,
     fetched: &Fetched,
@@ -27,17 +29,55 @@ pub(super) fn all(
     epoch: i64,
     ui: &Ui,
 ) -> Result<Vec<Built>, AppError> {
-    let mut built: Vec<Built> = Vec::new();
-    for arch in &fetched.arches {
-        match one(request, fetched, arch, lock, volume_id, epoch, ui) {
-            Ok(b) => built.push(b),
-            Err(e) => {
-                remove(&built);
-                return Err(e);
-            }
+    let outputs: Vec<String> = fetched
+        .arches
+        .iter()
+        .map(|a| {
+            let iso = plan::iso_file_name(&request.name, a.arch);
+            format!("writing {}", request.output.join(iso).display())
+        })
+        .collect();
+    let labels: Vec<&str> = outputs.iter().map(String::as_str).collect();
+    let progress = ui.bytes_group(&labels);
+    let results: Vec<Result<Built, AppError>> = std::thread::scope(|scope| {
+        let writers: Vec<_> = fetched
+            .arches
+            .iter()
+            .zip(&progress)
+            .map(|(arch, progress)| {
+                scope.spawn(move || {
+                    one(
+                        request,
+                        fetched,
+                        arch,
+                        lock,
+                        volume_id,
+                        epoch,
+                        progress.as_ref(),
+                    )
+                })
+            })
+            .collect();
+        writers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    let built: Vec<Built> = results
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .cloned()
+        .collect();
+    match results.into_iter().find_map(Result::err) {
+        Some(err) => {
+            remove(&built);
+            Err(err)
         }
+        None => Ok(built),
     }
-    Ok(built)
 }
 
 /// Removes ISOs this run wrote, and what it wrote beside them.
@@ -64,7 +104,7 @@ fn one(
     lock: &Lock,
     volume_id: &VolumeId,
     epoch: i64,
-    ui: &Ui,
+    progress: &dyn crate::progress::Progress,
 ) -> Result<Built, AppError> {
     let arch = a.arch.k8s();
     let references: Vec<_> = a.images.iter().map(|i| i.reference.clone()).collect();
@@ -160,7 +200,6 @@ fn one(
     sboms::write_into(&a.staging, &inventory)?;
 
     let output = request.output.join(&inventory.iso);
-    let progress = ui.bytes(&format!("writing {}", output.display()));
     tracing::info!(
         "linux/{arch}: writing {} with {} image archives",
         output.display(),
@@ -183,7 +222,7 @@ fn one(
             volume_id: volume_id.clone(),
             epoch,
         },
-        progress.as_ref(),
+        progress,
     )
     .map_err(iso_error)?;
     let sha256 = match &written.sha256 {
