@@ -288,16 +288,6 @@ pub fn base64(bytes: &[u8]) -> String {
     out
 }
 
-/// A tiny_http server on a free loopback port whose connections send without Nagle's delay.
-/// tiny_http writes a reply's head and body separately; with Nagle the body waits for the
-/// client's delayed ACK of the head (40 ms on Linux), a wait no real server imposes. Accepted
-/// sockets inherit TCP_NODELAY from the listener on Linux.
-pub fn tiny_server() -> tiny_http::Server {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    rustix::net::sockopt::set_tcp_nodelay(&listener, true).expect("set TCP_NODELAY");
-    tiny_http::Server::from_listener(listener, None).expect("serve on 127.0.0.1")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
