@@ -9,9 +9,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
-use tiny_http::{Header, Response, Server};
+use crate::server::{HttpServer, Incoming, Outgoing};
 
 /// Fails the test, naming `make deps`, when git is not installed: never a silent skip.
 pub fn require_git() {
@@ -145,8 +144,8 @@ pub struct Seen {
 
 /// `git http-backend` on 127.0.0.1, stopped on drop.
 pub struct GitServer {
-    server: Arc<Server>,
-    thread: Option<JoinHandle<()>>,
+    /// Held for its drop, which stops it.
+    _server: HttpServer,
     /// The base URL, e.g. `http://127.0.0.1:41234`.
     pub base: String,
     log: Arc<Mutex<Vec<Seen>>>,
@@ -156,38 +155,12 @@ impl GitServer {
     /// Serves `root` (a `GIT_PROJECT_ROOT`) bent as `mode`.
     pub fn start(root: PathBuf, mode: Mode) -> Self {
         require_git();
-        let server = Arc::new(crate::http::tiny_server());
-        let port = server.server_addr().to_ip().expect("an IP listener").port();
         let log = Arc::new(Mutex::new(Vec::new()));
-        let (srv, seen) = (server.clone(), log.clone());
-        let thread = std::thread::spawn(move || {
-            for mut req in srv.incoming_requests() {
-                let header = |name: &'static str| {
-                    req.headers()
-                        .iter()
-                        .find(|h| h.field.equiv(name))
-                        .map(|h| h.value.as_str().to_owned())
-                };
-                let entry = Seen {
-                    method: req.method().as_str().to_owned(),
-                    url: req.url().to_owned(),
-                    git_protocol: header("Git-Protocol"),
-                };
-                let content_type = header("Content-Type");
-                seen.lock().unwrap().push(entry.clone());
-                let mut body = Vec::new();
-                let _ = req.as_reader().read_to_end(&mut body);
-                let reply = match mode {
-                    Mode::Dumb => Reply::text(200, "<html>not git</html>"),
-                    _ => cgi(&root, mode, &entry, content_type.as_deref(), &body),
-                };
-                let _ = req.respond(reply.into_response());
-            }
-        });
+        let seen = log.clone();
+        let server = HttpServer::start(move |request| handle(request, &root, mode, &seen));
         Self {
-            server,
-            thread: Some(thread),
-            base: format!("http://127.0.0.1:{port}"),
+            base: format!("http://{}", server.host()),
+            _server: server,
             log,
         }
     }
@@ -203,44 +176,29 @@ impl GitServer {
     }
 }
 
-impl Drop for GitServer {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Reply {
-    fn text(status: u16, text: &str) -> Self {
-        let headers = vec![("Content-Type".into(), "text/plain".into())];
-        Self {
-            status,
-            headers,
-            body: text.as_bytes().to_vec(),
-        }
-    }
-
-    fn into_response(self) -> Response<std::io::Cursor<Vec<u8>>> {
-        let mut resp = Response::from_data(self.body).with_status_code(self.status);
-        for (name, value) in self.headers {
-            resp.add_header(Header::from_bytes(name.as_bytes(), value.as_bytes()).unwrap());
-        }
-        resp
+fn handle(request: Incoming, root: &Path, mode: Mode, log: &Mutex<Vec<Seen>>) -> Outgoing {
+    let entry = Seen {
+        method: request.method.clone(),
+        url: request.target.clone(),
+        git_protocol: request.header("Git-Protocol").map(str::to_owned),
+    };
+    log.lock().unwrap().push(entry.clone());
+    match mode {
+        Mode::Dumb => Outgoing::new(200, "<html>not git</html>").with("Content-Type", "text/plain"),
+        _ => cgi(
+            root,
+            mode,
+            &entry,
+            request.header("Content-Type"),
+            &request.body,
+        ),
     }
 }
 
 const PREAMBLE: &[u8] = b"001e# service=git-upload-pack\n0000";
 
 /// Runs `git http-backend` for one request and applies `mode` to its reply.
-fn cgi(root: &Path, mode: Mode, seen: &Seen, content_type: Option<&str>, body: &[u8]) -> Reply {
+fn cgi(root: &Path, mode: Mode, seen: &Seen, content_type: Option<&str>, body: &[u8]) -> Outgoing {
     let (path, query) = seen.url.split_once('?').unwrap_or((&seen.url, ""));
     let mut cmd = git(root);
     cmd.arg("http-backend")
@@ -297,7 +255,7 @@ fn without_ref_prefix(body: &[u8]) -> Vec<u8> {
 }
 
 /// Splits a CGI reply into `Status`, headers and body.
-fn parse_cgi(out: &[u8]) -> Reply {
+fn parse_cgi(out: &[u8]) -> Outgoing {
     let split = out
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
@@ -323,13 +281,15 @@ fn parse_cgi(out: &[u8]) -> Reply {
                 .unwrap()
                 .parse()
                 .expect("CGI status");
-        } else {
+        } else if !name.eq_ignore_ascii_case("Content-Length") {
+            // The server frames the body itself.
             headers.push((name.to_owned(), value));
         }
     }
-    Reply {
+    Outgoing {
         status,
         headers,
         body: out[split.1..].to_vec(),
+        length: None,
     }
 }

@@ -239,12 +239,15 @@ pub fn reason(status: u16) -> &'static str {
         201 => "Created",
         202 => "Accepted",
         206 => "Partial Content",
+        302 => "Found",
         307 => "Temporary Redirect",
         400 => "Bad Request",
         401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",
+        405 => "Method Not Allowed",
         408 => "Request Timeout",
+        416 => "Range Not Satisfiable",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         502 => "Bad Gateway",
@@ -283,16 +286,6 @@ pub fn base64(bytes: &[u8]) -> String {
         }
     }
     out
-}
-
-/// A tiny_http server on a free loopback port whose connections send without Nagle's delay.
-/// tiny_http writes a reply's head and body separately; with Nagle the body waits for the
-/// client's delayed ACK of the head (40 ms on Linux), a wait no real server imposes. Accepted
-/// sockets inherit TCP_NODELAY from the listener on Linux.
-pub fn tiny_server() -> tiny_http::Server {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    rustix::net::sockopt::set_tcp_nodelay(&listener, true).expect("set TCP_NODELAY");
-    tiny_http::Server::from_listener(listener, None).expect("serve on 127.0.0.1")
 }
 
 #[cfg(test)]

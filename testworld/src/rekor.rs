@@ -13,13 +13,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 use serde_json::json;
 use sha2::Digest as _;
-use tiny_http::{Header, Response, Server};
 
 use crate::http::{base64, hex};
+use crate::server::{HttpServer, Incoming, Outgoing};
 use crate::sigstore::{SignedBlob, Sigstore};
 
 /// What to spoil in the entries served.
@@ -49,9 +48,8 @@ struct State {
 
 /// The server; stops when dropped.
 pub struct RekorServer {
-    server: Arc<Server>,
+    server: HttpServer,
     state: Arc<Mutex<State>>,
-    threads: Vec<JoinHandle<()>>,
 }
 
 fn leaf(body: &[u8]) -> Vec<u8> {
@@ -111,33 +109,22 @@ pub fn audit_path(m: usize, leaves: &[Vec<u8>]) -> Vec<Vec<u8>> {
 impl RekorServer {
     /// An empty log on an ephemeral 127.0.0.1 port.
     pub fn start() -> Self {
-        let server = Arc::new(crate::http::tiny_server());
         let state = Arc::new(Mutex::new(State {
             entries: Vec::new(),
             index: BTreeMap::new(),
             checkpoint: String::new(),
             tamper: Tamper::None,
         }));
-        let mut threads = Vec::new();
-        for _ in 0..2 {
-            let (server, state) = (server.clone(), state.clone());
-            threads.push(std::thread::spawn(move || {
-                for req in server.incoming_requests() {
-                    handle(req, &state);
-                }
-            }));
-        }
-        Self {
-            server,
-            state,
-            threads,
-        }
+        let server = {
+            let state = state.clone();
+            HttpServer::start(move |request| handle(&request, &state))
+        };
+        Self { server, state }
     }
 
     /// Its base URL, `http://127.0.0.1:P`.
     pub fn url(&self) -> String {
-        let port = self.server.server_addr().to_ip().unwrap().port();
-        format!("http://127.0.0.1:{port}")
+        format!("http://{}", self.server.host())
     }
 
     /// The index the next entry gets.
@@ -173,17 +160,6 @@ impl RekorServer {
     /// Spoils what is served from now on.
     pub fn tamper(&self, tamper: Tamper) {
         self.state.lock().unwrap().tamper = tamper;
-    }
-}
-
-impl Drop for RekorServer {
-    fn drop(&mut self) {
-        for _ in &self.threads {
-            self.server.unblock();
-        }
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
     }
 }
 
@@ -230,21 +206,14 @@ fn entry_reply(state: &State, uuid: &str) -> Option<Vec<u8>> {
     Some(serde_json::to_vec(&value).expect("JSON"))
 }
 
-fn handle(mut req: tiny_http::Request, state: &Mutex<State>) {
-    let json_type =
-        Header::from_bytes(&b"Content-Type"[..], &b"application/json"[..]).expect("header");
-    let url = req.url().to_owned();
-    let method = req.method().as_str().to_owned();
+fn handle(request: &Incoming, state: &Mutex<State>) -> Outgoing {
     let reply = |status: u16, body: Vec<u8>| {
-        Response::from_data(body)
-            .with_status_code(status)
-            .with_header(json_type.clone())
+        Outgoing::new(status, body).with("Content-Type", "application/json")
     };
-    let response = match (method.as_str(), url.as_str()) {
+    match (request.method.as_str(), request.target.as_str()) {
         ("POST", "/api/v1/index/retrieve") => {
-            let mut body = Vec::new();
-            let _ = req.as_reader().read_to_end(&mut body);
-            let query: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let query: serde_json::Value =
+                serde_json::from_slice(&request.body).unwrap_or_default();
             match query["hash"]
                 .as_str()
                 .and_then(|h| h.strip_prefix("sha256:"))
@@ -265,8 +234,7 @@ fn handle(mut req: tiny_http::Request, state: &Mutex<State>) {
             }
         }
         _ => reply(404, br#"{"message":"not found"}"#.to_vec()),
-    };
-    let _ = req.respond(response);
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
-//! A tiny threaded HTTP/1.1 server for the world's own fronts: one thread per connection, one
-//! request per connection (`Connection: close`), so what a client sees depends only on the
-//! handler, never on a server library's keep-alive or `HEAD` handling. Requests are read by the
-//! world's one parser (`http`).
+//! A tiny threaded HTTP/1.1 server for every server of the world (the registry's fronts, the
+//! upstream stand-ins, git smart HTTP, Rekor): one thread per connection, one request per
+//! connection (`Connection: close`), so what a client sees depends only on the handler, never on a
+//! server library's keep-alive, `HEAD` handling or thread pool (tiny_http's pool lost wakeups, and
+//! a connection it left queued went unread until the client's 30 s timeout). Requests are read by
+//! the world's one parser (`http`).
 
 pub use crate::http::Incoming;
 use crate::http::{read_request, reason};

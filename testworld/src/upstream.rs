@@ -20,10 +20,10 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 use sha2::{Digest, Sha256};
-use tiny_http::{Header, Request, Response, Server};
+
+use crate::server::{HttpServer, Incoming, Outgoing};
 
 /// Architectures as Kubernetes names them.
 pub const ARCHES: [&str; 2] = ["amd64", "arm64"];
@@ -694,55 +694,39 @@ struct Shared {
 
 /// The origin and CDN servers for a snapshot; both stop when dropped.
 pub struct UpstreamServer {
-    origin: Arc<Server>,
-    cdn: Arc<Server>,
+    origin: HttpServer,
+    cdn: HttpServer,
     shared: Arc<Shared>,
-    threads: Vec<JoinHandle<()>>,
 }
-
-/// Worker threads per server: parallel downloads must not queue behind a slow one.
-const WORKERS: usize = 4;
 
 impl UpstreamServer {
     /// Serves `snapshot` on two ephemeral 127.0.0.1 ports.
     pub fn start(snapshot: &Snapshot) -> Self {
-        let origin = Arc::new(crate::http::tiny_server());
-        let cdn = Arc::new(crate::http::tiny_server());
-        let cdn_port = cdn.server_addr().to_ip().expect("an IP listener").port();
         let shared = Arc::new(Shared {
             files: Mutex::new(snapshot.files()),
-            cdn_base: Mutex::new(format!("http://127.0.0.1:{cdn_port}")),
+            cdn_base: Mutex::new(String::new()),
             log: Mutex::new(Vec::new()),
         });
-        let mut threads = Vec::new();
-        for (server, role) in [(&origin, "origin"), (&cdn, "cdn")] {
-            for _ in 0..WORKERS {
-                let (server, shared) = (server.clone(), shared.clone());
-                threads.push(std::thread::spawn(move || {
-                    for req in server.incoming_requests() {
-                        handle(req, role, &shared);
-                    }
-                }));
-            }
-        }
+        let [origin, cdn] = ["origin", "cdn"].map(|role| {
+            let shared = shared.clone();
+            HttpServer::start(move |request| handle(&request, role, &shared))
+        });
+        *shared.cdn_base.lock().unwrap() = format!("http://{}", cdn.host());
         Self {
             origin,
             cdn,
             shared,
-            threads,
         }
     }
 
     /// The origin's base URL, `http://127.0.0.1:P`; a host's files are under `/<host>/`.
     pub fn url(&self) -> String {
-        let port = self.origin.server_addr().to_ip().unwrap().port();
-        format!("http://127.0.0.1:{port}")
+        format!("http://{}", self.origin.host())
     }
 
     /// The CDN's own base URL.
     pub fn cdn_url(&self) -> String {
-        let port = self.cdn.server_addr().to_ip().unwrap().port();
-        format!("http://127.0.0.1:{port}")
+        format!("http://{}", self.cdn.host())
     }
 
     /// Makes release downloads redirect to `base` (e.g. a fault proxy in front of
@@ -791,36 +775,15 @@ impl UpstreamServer {
     }
 }
 
-impl Drop for UpstreamServer {
-    fn drop(&mut self) {
-        for _ in 0..WORKERS {
-            self.origin.unblock();
-            self.cdn.unblock();
-        }
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
-    }
-}
-
 /// Release downloads that answer `302` to the CDN on the real hosts.
 fn redirected(path: &str) -> bool {
     path.starts_with("dl.k8s.io/release/")
         || (path.starts_with("github.com/") && path.contains("/releases/download/"))
 }
 
-fn header(name: &str, value: &str) -> Header {
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("valid header")
-}
-
-fn handle(req: Request, role: &'static str, shared: &Shared) {
-    let full = req.url().to_owned();
-    let method = req.method().as_str().to_owned();
-    let range = req
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv("Range"))
-        .map(|h| h.value.as_str().to_owned());
+fn handle(request: &Incoming, role: &'static str, shared: &Shared) -> Outgoing {
+    let full = &request.target;
+    let range = request.header("Range").map(str::to_owned);
     let path = full.split('?').next().unwrap_or("").trim_start_matches('/');
     // The CDN serves `/<cdn-host>/<origin path>?<signature>`.
     let lookup = match role {
@@ -828,7 +791,7 @@ fn handle(req: Request, role: &'static str, shared: &Shared) {
         _ => path,
     };
     let file = shared.files.lock().unwrap().get(lookup).cloned();
-    let (status, response) = match file.as_ref() {
+    let response = match file.as_ref() {
         Some(_) if role == "origin" && redirected(lookup) => {
             let cdn_host = match lookup.starts_with("dl.k8s.io/") {
                 true => "cdn.dl.k8s.io",
@@ -838,58 +801,37 @@ fn handle(req: Request, role: &'static str, shared: &Shared) {
                 "{}/{cdn_host}/{lookup}?X-Signature=cks-iso-testworld",
                 shared.cdn_base.lock().unwrap()
             );
-            (
-                302,
-                Response::from_data(Vec::new())
-                    .with_status_code(302)
-                    .with_header(header("Location", &location)),
-            )
+            Outgoing::new(302, Vec::new()).with("Location", &location)
         }
         Some(file) => serve_file(file, range.as_deref()),
-        None => (
-            404,
-            Response::from_data(b"Not Found".to_vec())
-                .with_status_code(404)
-                .with_header(header("Content-Type", "text/plain; charset=utf-8")),
-        ),
+        None => Outgoing::new(404, "Not Found").with("Content-Type", "text/plain; charset=utf-8"),
     };
     shared.log.lock().unwrap().push(Served {
         server: role,
-        method,
-        path: full,
+        method: request.method.clone(),
+        path: full.clone(),
         range,
-        status,
+        status: response.status,
     });
-    let _ = req.respond(response);
+    response
 }
 
-fn serve_file(file: &File, range: Option<&str>) -> (u16, Response<std::io::Cursor<Vec<u8>>>) {
+fn serve_file(file: &File, range: Option<&str>) -> Outgoing {
     let len = file.body.len();
     let start = range
         .and_then(|r| r.strip_prefix("bytes="))
         .and_then(|r| r.strip_suffix('-'))
         .and_then(|s| s.parse::<usize>().ok());
     let base = |status: u16, body: Vec<u8>| {
-        Response::from_data(body)
-            .with_status_code(status)
-            .with_header(header("Content-Type", file.content_type))
-            .with_header(header("Accept-Ranges", "bytes"))
+        Outgoing::new(status, body)
+            .with("Content-Type", file.content_type)
+            .with("Accept-Ranges", "bytes")
     };
     match start {
-        Some(start) if start < len => (
-            206,
-            base(206, file.body[start..].to_vec()).with_header(header(
-                "Content-Range",
-                &format!("bytes {start}-{}/{len}", len - 1),
-            )),
-        ),
-        Some(_) => (
-            416,
-            Response::from_data(Vec::new())
-                .with_status_code(416)
-                .with_header(header("Content-Range", &format!("bytes */{len}"))),
-        ),
-        None => (200, base(200, file.body.clone())),
+        Some(start) if start < len => base(206, file.body[start..].to_vec())
+            .with("Content-Range", &format!("bytes {start}-{}/{len}", len - 1)),
+        Some(_) => Outgoing::new(416, Vec::new()).with("Content-Range", &format!("bytes */{len}")),
+        None => base(200, file.body.clone()),
     }
 }
 
