@@ -801,14 +801,17 @@ async fn check_file(
         })?;
     let ev = rekor::Evidence::from_rekor(&digest, &sig, &cert, logged)
         .map_err(|e| invalid(signature::Step::LayerIntegrity, e))?;
-    let bytes = std::fs::read(&file.path).map_err(|e| {
-        let err = AppError::failure(
-            anyhow::Error::new(e).context(format!("cannot read {}", file.path.display())),
-            None,
-        );
-        (err, false)
-    })?;
-    let verified = rekor::verify_file(&checker.root, rule, &bytes, &ev, now())
+    // Hashed as it streams: memory does not grow with the file.
+    let file_digest = std::fs::File::open(&file.path)
+        .and_then(rekor::sha256_of)
+        .map_err(|e| {
+            let err = AppError::failure(
+                anyhow::Error::new(e).context(format!("cannot read {}", file.path.display())),
+                None,
+            );
+            (err, false)
+        })?;
+    let verified = rekor::verify_digest(&checker.root, rule, &file_digest, &ev, now())
         .map_err(|f| invalid(f.step, f.reason))?;
     report.verdict = "verified".into();
     report.bundle = Some(format!("{DIR}/{}", BinaryEvidence::bundle_path(&file.dest)));
