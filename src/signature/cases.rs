@@ -5,7 +5,7 @@ use cks_iso_testworld::sigstore::{IssuerForm, SignOptions, SignedLayer, Sigstore
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use super::verify::{Step, layer};
+use super::verify::{Blob, Step, layer};
 use super::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_CHAIN, ANN_SIGNATURE, Policy, TrustedRoot};
 
 const REPO: &str = "registry.k8s.io/pause";
@@ -368,17 +368,34 @@ fn production_material_verifies_under_the_embedded_root() {
         "https://github.com/login/oauth",
     );
     let digest = digest_of(blob);
-    let v = super::verify::blob(&root, &rule, &digest, &annotations, blob, now()).unwrap();
+    let v = super::verify::blob(
+        &root,
+        &rule,
+        &digest,
+        &annotations,
+        Blob::Bytes(blob),
+        now(),
+    )
+    .unwrap();
     assert_eq!(v.log_index, 738_312_748);
     // The same material under the test world's root, or for another signer, fails.
     let world = TrustedRoot::from_json(Sigstore::generate().trusted_root()).unwrap();
-    let err = super::verify::blob(&world, &rule, &digest, &annotations, blob, now()).unwrap_err();
+    let err = super::verify::blob(
+        &world,
+        &rule,
+        &digest,
+        &annotations,
+        Blob::Bytes(blob),
+        now(),
+    )
+    .unwrap_err();
     assert_eq!(err.step, Step::RekorSet);
     let k8s = Policy::builtin()
         .rule_for("registry.k8s.io/pause")
         .unwrap()
         .clone();
-    let err = super::verify::blob(&root, &k8s, &digest, &annotations, blob, now()).unwrap_err();
+    let err = super::verify::blob(&root, &k8s, &digest, &annotations, Blob::Bytes(blob), now())
+        .unwrap_err();
     assert_eq!(err.step, Step::Identity);
     // And one flipped byte of the blob breaks it.
     let mut other = blob.to_vec();
@@ -388,7 +405,7 @@ fn production_material_verifies_under_the_embedded_root() {
         &rule,
         &digest_of(&other),
         &annotations,
-        &other,
+        Blob::Bytes(&other),
         now(),
     )
     .unwrap_err();
@@ -519,7 +536,8 @@ mod binaries {
         );
         let k8s_images = Policy::builtin();
         let image_rule = k8s_images.rule_for("registry.k8s.io/pause").unwrap();
-        let err = verify_file(&root, image_rule, &files[0], &evidence[0], now()).unwrap_err();
+        let err =
+            verify_file(&root, image_rule, files[0].as_slice(), &evidence[0], now()).unwrap_err();
         assert_eq!(err.step, Step::Identity);
         let flipped = SignOptions {
             flip_set: true,
@@ -572,6 +590,84 @@ mod binaries {
         assert_eq!(check(&root, b"e", &ev), Err(Step::Checkpoint));
     }
 
+    /// A file of `left` bytes made as it is read (a 64 KiB pattern over and over, with `tweak`
+    /// flipping its last byte): never held anywhere. Records the largest read asked of it.
+    struct Generated {
+        pattern: Vec<u8>,
+        at: usize,
+        left: u64,
+        tweak: bool,
+        largest: usize,
+    }
+
+    impl std::io::Read for Generated {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.largest = self.largest.max(buf.len());
+            let rest = &self.pattern[self.at..];
+            let n = buf.len().min(rest.len()).min(self.left as usize);
+            buf[..n].copy_from_slice(&rest[..n]);
+            self.at = (self.at + n) % self.pattern.len();
+            self.left -= n as u64;
+            if self.left == 0 && self.tweak && n > 0 {
+                buf[n - 1] ^= 1;
+            }
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_256_mib_file_verifies_as_it_streams_never_held() {
+        const SIZE: u64 = 256 << 20;
+        let big = |tweak| Generated {
+            pattern: (0..64 * 1024u32).map(|i| (i * 7 % 251) as u8).collect(),
+            at: 0,
+            left: SIZE,
+            tweak,
+            largest: 0,
+        };
+        // The world signs the file by its digest (it is never held, not even to sign it).
+        let digest = rekor::sha256_of(big(false)).unwrap();
+        let store = Sigstore::generate();
+        let root = TrustedRoot::from_json(store.trusted_root()).unwrap();
+        let rekor = RekorServer::start();
+        let blob = store.sign_blob_digest(&digest, rekor.next_index(), &signer());
+        let (sig, cert) = (blob.sig.clone(), blob.cert.clone());
+        let uuid = rekor.add(&store, blob, &hex::encode(digest));
+        let reply = http_get(&format!("{}/api/v1/log/entries/{uuid}", rekor.url()));
+        let ev = Evidence::from_rekor(
+            &digest,
+            &sig,
+            &cert,
+            &rekor::entries(&reply).unwrap()[&uuid],
+        )
+        .unwrap();
+        let policy = Policy::builtin();
+        let rule = policy.rule_for_url(URL).unwrap();
+        // Every byte passes through a small buffer, once.
+        let mut file = big(false);
+        let v = verify_file(&root, rule, &mut file, &ev, now()).unwrap();
+        assert_eq!(v.log_index, ev.log_index);
+        assert_eq!(file.left, 0);
+        assert!(
+            file.largest <= 64 * 1024,
+            "read {} bytes at once",
+            file.largest
+        );
+        // One other byte, at the very end, and it fails.
+        let err = verify_file(&root, rule, big(true), &ev, now()).unwrap_err();
+        assert_eq!(err.step, Step::LayerIntegrity);
+        // A reader that breaks fails too, saying so.
+        struct Broken;
+        impl std::io::Read for Broken {
+            fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("disk on fire"))
+            }
+        }
+        let err = verify_file(&root, rule, Broken, &ev, now()).unwrap_err();
+        assert_eq!(err.step, Step::LayerIntegrity);
+        assert!(err.reason.contains("disk on fire"), "{}", err.reason);
+    }
+
     #[test]
     fn inclusion_edge_cases() {
         let leaf = leaf_hash(b"x");
@@ -607,10 +703,10 @@ mod binaries {
             "https://github.com/login/oauth",
         );
         // Every check, the inclusion proof up to the checkpoint's root included.
-        verify_file(&root, &rule, blob, &ev, now()).unwrap();
+        verify_file(&root, &rule, &blob[..], &ev, now()).unwrap();
         let mut spoiled = ev.clone();
         spoiled.proof.hashes[3][7] ^= 1;
-        let err = verify_file(&root, &rule, blob, &spoiled, now()).unwrap_err();
+        let err = verify_file(&root, &rule, &blob[..], &spoiled, now()).unwrap_err();
         assert_eq!(err.step, Step::InclusionProof);
         // The world's root knows neither the log nor its checkpoint key.
         let world = TrustedRoot::from_json(Sigstore::generate().trusted_root()).unwrap();

@@ -4,13 +4,15 @@
 //! material in one shape, read from Rekor's API ([`Evidence::from_rekor`]) or from a Sigstore
 //! bundle v0.3 ([`Evidence::from_bundle`]), written as one ([`Evidence::bundle`]).
 //!
-//! [`verify_file`] runs checks 1 to 8 of [`super::verify::blob`] (the same code that judges
+//! [`verify_file`] hashes the file once while it streams (constant memory, whatever its size) and
+//! [`verify_digest`] runs, on that digest, checks 1 to 8 of [`super::verify::blob`] (the same code that judges
 //! image signature layers: SET, entry, chain, SCT, signature, time, identity, issuer), then the
 //! two a bundle adds: the RFC 6962 inclusion proof of the entry up to the proof's root hash, and
 //! the checkpoint (a signed note) by a transparency log key of the trusted root committing to that
 //! root hash and tree size. Pure: no network, no file system.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 
 use base64::Engine as _;
 use serde::Deserialize;
@@ -21,6 +23,7 @@ use super::root::TrustedRoot;
 use super::verify::{self, Failure, Step, Verified, b64};
 use super::x509::{Hash, pem_certificates};
 use super::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_SIGNATURE, Rule};
+use crate::image::Hashing;
 
 /// The bundle media type written.
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
@@ -445,16 +448,42 @@ pub fn checkpoint(root: &TrustedRoot, envelope: &str) -> Result<Checkpoint, Stri
     })
 }
 
-/// Verifies that `file` (its bytes) was signed as `evidence` says, under `rule`, at `now`:
-/// checks 1 to 8 of [`verify::blob`], then the inclusion proof and the checkpoint.
+/// The sha256 of everything `reader` yields, read through a small buffer: memory does not grow
+/// with the size of what is read.
+pub fn sha256_of(reader: impl Read) -> std::io::Result<[u8; 32]> {
+    let mut hashing = Hashing::new(reader);
+    std::io::copy(&mut hashing, &mut std::io::sink())?;
+    let mut digest = [0u8; 32];
+    hex::decode_to_slice(hashing.digest().hex(), &mut digest).expect("a sha256 is 32 bytes");
+    Ok(digest)
+}
+
+/// Verifies that `file` (read once, as it streams; never held) was signed as `evidence` says,
+/// under `rule`, at `now`: see [`verify_digest`]. A read error fails layer integrity.
 pub fn verify_file(
     root: &TrustedRoot,
     rule: &Rule,
-    file: &[u8],
+    file: impl Read,
     evidence: &Evidence,
     now: i64,
 ) -> Result<Verified, Failure> {
-    let digest = Sha256::digest(file);
+    let digest = sha256_of(file).map_err(|e| Failure {
+        step: Step::LayerIntegrity,
+        reason: format!("cannot read the file: {e}"),
+    })?;
+    verify_digest(root, rule, &digest, evidence, now)
+}
+
+/// Verifies that a file hashing to `digest` (sha256) was signed as `evidence` says, under
+/// `rule`, at `now`: checks 1 to 8 of [`verify::blob`] (the signature by an ECDSA verification
+/// of the digest), then the inclusion proof and the checkpoint.
+pub fn verify_digest(
+    root: &TrustedRoot,
+    rule: &Rule,
+    digest: &[u8; 32],
+    evidence: &Evidence,
+    now: i64,
+) -> Result<Verified, Failure> {
     if digest.as_slice() != evidence.digest.as_slice() {
         return Err(Failure {
             step: Step::LayerIntegrity,
@@ -481,7 +510,8 @@ pub fn verify_file(
         (ANN_BUNDLE.to_owned(), rekor.to_string()),
     ]);
     let layer_digest = format!("sha256:{}", hex::encode(digest));
-    let verified = verify::blob(root, rule, &layer_digest, &annotations, file, now)?;
+    let signed = verify::Blob::Sha256(digest);
+    let verified = verify::blob(root, rule, &layer_digest, &annotations, signed, now)?;
     // The inclusion proof, from the entry's leaf to the proof's root.
     let p = &evidence.proof;
     let body = b64(&evidence.body).ok_or_else(|| Failure {

@@ -192,7 +192,8 @@ pub fn layer(
     payload: &[u8],
     now: i64,
 ) -> Result<Verified, Failure> {
-    let mut verified = blob(root, rule, layer_digest, annotations, payload, now)?;
+    let signed_blob = Blob::Bytes(payload);
+    let mut verified = blob(root, rule, layer_digest, annotations, signed_blob, now)?;
     // 9. Binding to the digest.
     let claim: SimpleSigning = serde_json::from_slice(payload).map_err(|e| Failure {
         step: Step::Binding,
@@ -217,20 +218,35 @@ pub fn layer(
     Ok(verified)
 }
 
+/// What was signed: the bytes themselves (a layer's small payload), or the sha256 of a file that
+/// was hashed while it streamed (never held in memory, never hashed again).
+#[derive(Debug, Clone, Copy)]
+pub enum Blob<'a> {
+    /// The signed bytes.
+    Bytes(&'a [u8]),
+    /// The sha256 of the signed bytes.
+    Sha256(&'a [u8; 32]),
+}
+
 /// Checks 1 to 8 for any signed blob (a layer's payload, or a file): what cosign's annotations
 /// (or a `.sig`/`.cert` pair with its Rekor entry, put in the same shape) say about `payload`,
-/// whose digest its descriptor names as `layer_digest`.
+/// whose digest its descriptor names as `layer_digest`. A payload given by its digest is checked
+/// with an ECDSA verification of that digest (an Ed25519 leaf cannot sign one).
 pub fn blob(
     root: &TrustedRoot,
     rule: &Rule,
     layer_digest: &str,
     annotations: &BTreeMap<String, String>,
-    payload: &[u8],
+    payload: Blob<'_>,
     now: i64,
 ) -> Result<Verified, Failure> {
     use Step::*;
     // 1. Layer integrity.
-    let payload_hex = hex::encode(Sha256::digest(payload));
+    let digest: [u8; 32] = match payload {
+        Blob::Bytes(bytes) => Sha256::digest(bytes).into(),
+        Blob::Sha256(digest) => *digest,
+    };
+    let payload_hex = hex::encode(digest);
     if layer_digest != format!("sha256:{payload_hex}") {
         return fail(
             LayerIntegrity,
@@ -327,9 +343,12 @@ pub fn blob(
     // 5. SCT.
     sct(root, &leaf, &issuer_spki).map_err(|reason| Failure { step: Sct, reason })?;
 
-    // 6. Signature over the payload.
+    // 6. Signature over the payload (or over its digest).
     PublicKey::from_spki(leaf.spki)
-        .and_then(|k| k.verify(Hash::Sha256, payload, &signature))
+        .and_then(|k| match payload {
+            Blob::Bytes(bytes) => k.verify(Hash::Sha256, bytes, &signature),
+            Blob::Sha256(_) => k.verify_prehash(Hash::Sha256, &digest, &signature),
+        })
         .map_err(|e| Failure {
             step: Signature,
             reason: format!("the leaf's key: {e}"),

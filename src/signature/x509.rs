@@ -84,6 +84,56 @@ impl PublicKey {
             .verify(message, sig)
             .map_err(|_| "the signature does not verify".to_owned())
     }
+
+    /// Checks the DER ECDSA signature `sig` over a message whose `hash` is `digest` (the message
+    /// itself is never needed: a file is hashed once, while it streams). Ed25519 refuses: pure
+    /// EdDSA signs the message itself, not a digest of it.
+    pub(crate) fn verify_prehash(
+        &self,
+        hash: Hash,
+        digest: &[u8],
+        sig: &[u8],
+    ) -> Result<(), String> {
+        use p256::ecdsa::signature::hazmat::PrehashVerifier as _;
+        let len = match hash {
+            Hash::Sha256 => 32,
+            Hash::Sha384 => 48,
+        };
+        if digest.len() != len {
+            return Err(format!(
+                "a {}-byte digest, not the {len} bytes of its hash",
+                digest.len()
+            ));
+        }
+        let bad_key = |_| "the key is not a valid EC point".to_owned();
+        let bad_sig = |_| "the signature is not DER ECDSA".to_owned();
+        let verified = match self.kind {
+            KeyKind::P256 => {
+                let key =
+                    p256::ecdsa::VerifyingKey::from_sec1_bytes(&self.bits).map_err(bad_key)?;
+                let sig = p256::ecdsa::Signature::from_der(sig).map_err(bad_sig)?;
+                key.verify_prehash(digest, &sig).is_ok()
+            }
+            KeyKind::P384 => {
+                let key =
+                    p384::ecdsa::VerifyingKey::from_sec1_bytes(&self.bits).map_err(bad_key)?;
+                let sig = p384::ecdsa::Signature::from_der(sig).map_err(bad_sig)?;
+                key.verify_prehash(digest, &sig).is_ok()
+            }
+            KeyKind::Ed25519 => {
+                return Err(
+                    "an Ed25519 key (pure EdDSA signs the whole file, not its digest, so \
+                            a file verified while it streams cannot be checked with it; only \
+                            ECDSA P-256 and P-384 keys can sign files)"
+                        .into(),
+                );
+            }
+        };
+        match verified {
+            true => Ok(()),
+            false => Err("the signature does not verify".into()),
+        }
+    }
 }
 
 /// One extension.
@@ -314,5 +364,112 @@ pub(crate) fn pem_certificates(text: &str) -> Result<Vec<Vec<u8>>, String> {
     match body {
         Some(_) => Err("a PEM certificate without its END line".into()),
         None => Ok(out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ring::rand::SystemRandom;
+    use ring::signature::{self as s, EcdsaKeyPair, Ed25519KeyPair, KeyPair as _};
+    use sha2::{Digest as _, Sha256, Sha384};
+
+    use super::{Hash, KeyKind, PublicKey};
+
+    const MESSAGE: &[u8] = b"kubeadm, or any file too large to hold";
+
+    /// A fresh ECDSA key (ring's, so the signatures come from another implementation than the
+    /// one that checks them): its public key and a DER signature over `MESSAGE`.
+    fn ecdsa(alg: &'static s::EcdsaSigningAlgorithm, kind: KeyKind) -> (PublicKey, Vec<u8>) {
+        let rng = SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(alg, &rng).unwrap();
+        let pair = EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng).unwrap();
+        let sig = pair.sign(&rng, MESSAGE).unwrap().as_ref().to_vec();
+        let key = PublicKey {
+            kind,
+            bits: pair.public_key().as_ref().to_vec(),
+        };
+        (key, sig)
+    }
+
+    #[test]
+    fn an_ecdsa_signature_verifies_over_the_digest_as_over_the_message() {
+        let sha256 = Sha256::digest(MESSAGE);
+        let sha384 = Sha384::digest(MESSAGE);
+        let cases = [
+            (
+                &s::ECDSA_P256_SHA256_ASN1_SIGNING,
+                KeyKind::P256,
+                Hash::Sha256,
+            ),
+            (
+                &s::ECDSA_P384_SHA384_ASN1_SIGNING,
+                KeyKind::P384,
+                Hash::Sha384,
+            ),
+        ];
+        for (alg, kind, hash) in cases {
+            let (key, sig) = ecdsa(alg, kind);
+            let digest = match hash {
+                Hash::Sha256 => sha256.to_vec(),
+                Hash::Sha384 => sha384.to_vec(),
+            };
+            assert_eq!(key.verify(hash, MESSAGE, &sig), Ok(()), "{kind:?} {hash:?}");
+            assert_eq!(
+                key.verify_prehash(hash, &digest, &sig),
+                Ok(()),
+                "{kind:?} {hash:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_wrong_digest_key_or_signature_fails_the_prehash_check() {
+        let (key, sig) = ecdsa(&s::ECDSA_P256_SHA256_ASN1_SIGNING, KeyKind::P256);
+        let digest: [u8; 32] = Sha256::digest(MESSAGE).into();
+        assert!(key.verify_prehash(Hash::Sha256, &digest, &sig).is_ok());
+        // Another file's digest.
+        let other: [u8; 32] = Sha256::digest(b"another file").into();
+        let err = key.verify_prehash(Hash::Sha256, &other, &sig).unwrap_err();
+        assert_eq!(err, "the signature does not verify");
+        let mut flipped = digest;
+        flipped[31] ^= 1;
+        assert!(key.verify_prehash(Hash::Sha256, &flipped, &sig).is_err());
+        // Another key of the same curve.
+        let (stranger, _) = ecdsa(&s::ECDSA_P256_SHA256_ASN1_SIGNING, KeyKind::P256);
+        let err = stranger
+            .verify_prehash(Hash::Sha256, &digest, &sig)
+            .unwrap_err();
+        assert_eq!(err, "the signature does not verify");
+        // A digest of the wrong length for its hash, a signature that is not DER, a bad point.
+        let err = key.verify_prehash(Hash::Sha384, &digest, &sig).unwrap_err();
+        assert!(err.contains("32-byte digest"), "{err}");
+        let err = key
+            .verify_prehash(Hash::Sha256, &digest, &sig[1..])
+            .unwrap_err();
+        assert!(err.contains("not DER"), "{err}");
+        let bad = PublicKey {
+            kind: KeyKind::P256,
+            bits: vec![4; 65],
+        };
+        let err = bad.verify_prehash(Hash::Sha256, &digest, &sig).unwrap_err();
+        assert!(err.contains("not a valid EC point"), "{err}");
+    }
+
+    #[test]
+    fn an_ed25519_key_cannot_verify_a_digest_and_says_why() {
+        let pkcs8 = Ed25519KeyPair::generate_pkcs8(&SystemRandom::new()).unwrap();
+        let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
+        let sig = pair.sign(MESSAGE).as_ref().to_vec();
+        let key = PublicKey {
+            kind: KeyKind::Ed25519,
+            bits: pair.public_key().as_ref().to_vec(),
+        };
+        // Over the message it verifies (checkpoints, SETs); over a digest it cannot, even a
+        // right one: pure EdDSA signs the message itself.
+        assert_eq!(key.verify(Hash::Sha256, MESSAGE, &sig), Ok(()));
+        let digest = Sha256::digest(MESSAGE);
+        let err = key.verify_prehash(Hash::Sha256, &digest, &sig).unwrap_err();
+        assert!(err.contains("Ed25519"), "{err}");
+        assert!(err.contains("not its digest"), "{err}");
     }
 }

@@ -3,12 +3,10 @@
 //! they belong to the archives the ISO holds: each covered image's accepted signature signs the
 //! platform manifest of its archive (recomputed from the archive's blobs) or the index
 //! `versions.txt` records for it. Each dl.k8s.io binary's Sigstore bundle verifies fully (chain,
-//! SCT, signature over the file's bytes as read from the ISO, SET, inclusion proof, checkpoint).
+//! SCT, signature over the digest of the file's bytes as they stream out of the ISO, SET,
+//! inclusion proof, checkpoint).
 
 use std::collections::BTreeMap;
-use std::io::Read as _;
-
-use sha2::{Digest as _, Sha256};
 
 use super::SignatureCheck;
 use super::checks::Ctx;
@@ -184,17 +182,20 @@ fn binaries(cx: &mut Ctx, versions: &Versions, report: &Report, sig: &SignatureC
                 continue;
             }
         };
-        let mut bytes = Vec::new();
+        // Hashed once as it streams out of the ISO, never held: memory does not grow with it.
         let read = cx
             .reader
             .open_file(&file.path)
             .map_err(|e| e.reason)
-            .and_then(|mut f| f.read_to_end(&mut bytes).map_err(|e| e.to_string()));
-        if let Err(e) = read {
-            cx.violation(&file.path, e);
-            continue;
-        }
-        let actual = hex::encode(Sha256::digest(&bytes));
+            .and_then(|f| rekor::sha256_of(f).map_err(|e| e.to_string()));
+        let digest = match read {
+            Ok(d) => d,
+            Err(e) => {
+                cx.violation(&file.path, e);
+                continue;
+            }
+        };
+        let actual = hex::encode(digest);
         if actual != entry.sha256 {
             cx.violation(
                 &file.path,
@@ -205,7 +206,7 @@ fn binaries(cx: &mut Ctx, versions: &Versions, report: &Report, sig: &SignatureC
             );
             continue;
         }
-        if let Err(f) = rekor::verify_file(&sig.root, rule, &bytes, &evidence, sig.now) {
+        if let Err(f) = rekor::verify_digest(&sig.root, rule, &digest, &evidence, sig.now) {
             cx.violation(
                 &bundle_path,
                 format!(

@@ -334,7 +334,7 @@ impl Sigstore {
     pub fn sign(&self, repository: &str, digest: &str, opts: &SignOptions) -> SignedLayer {
         let payload = Self::payload(repository, opts.payload_digest.as_deref().unwrap_or(digest));
         let index = self.next_index.fetch_add(1, Ordering::SeqCst);
-        let signed = self.sign_bytes(&payload, None, index, opts);
+        let signed = self.sign_bytes(Message::Bytes(&payload), None, index, opts);
         let bundle = json!({"SignedEntryTimestamp": base64(&signed.set), "Payload": signed.entry});
         let chain = [&self.ca.intermediate, &self.ca.root]
             .iter()
@@ -371,7 +371,24 @@ impl Sigstore {
         logged_hash: Option<&str>,
         opts: &SignOptions,
     ) -> SignedBlob {
-        let signed = self.sign_bytes(file, logged_hash, index, opts);
+        let signed = self.sign_bytes(Message::Bytes(file), logged_hash, index, opts);
+        self.signed_blob(signed, index)
+    }
+
+    /// [`Sigstore::sign_blob`] for a file known by its sha256 alone (one too large to hold, made
+    /// as it streams): the leaf's P-256 key signs the digest (ECDSA over a prehash), as it would
+    /// have signed the file.
+    pub fn sign_blob_digest(
+        &self,
+        sha256: &[u8; 32],
+        index: i64,
+        opts: &SignOptions,
+    ) -> SignedBlob {
+        let signed = self.sign_bytes(Message::Sha256(sha256), None, index, opts);
+        self.signed_blob(signed, index)
+    }
+
+    fn signed_blob(&self, signed: Signed, index: i64) -> SignedBlob {
         SignedBlob {
             sig: base64(&signed.signature).into_bytes(),
             cert: base64(signed.leaf_pem.as_bytes()).into_bytes(),
@@ -408,7 +425,7 @@ impl Sigstore {
     /// hash), and the SET over the entry at `index`.
     fn sign_bytes(
         &self,
-        message: &[u8],
+        message: Message<'_>,
         logged_hash: Option<&str>,
         index: i64,
         opts: &SignOptions,
@@ -417,9 +434,20 @@ impl Sigstore {
         let issued = now() - 120 - opts.integrated_after.max(0);
         let leaf = self.leaf(&key, opts, issued);
         let t = issued + opts.integrated_after;
-        let signature = key.sign(message).expect("signature");
+        let (signature, message_hash) = match message {
+            Message::Bytes(bytes) => (key.sign(bytes).expect("signature"), sha256(bytes)),
+            Message::Sha256(digest) => {
+                use p256::ecdsa::signature::hazmat::PrehashSigner as _;
+                use p256::pkcs8::DecodePrivateKey as _;
+                let signer = p256::ecdsa::SigningKey::from_pkcs8_der(&key.serialize_der())
+                    .expect("the leaf key as PKCS#8");
+                let signature: p256::ecdsa::Signature =
+                    signer.sign_prehash(digest).expect("signature");
+                (signature.to_der().as_bytes().to_vec(), digest.to_vec())
+            }
+        };
         let leaf_pem = pem(&leaf);
-        let hash = logged_hash.map_or_else(|| crate::http::hex(&sha256(message)), str::to_owned);
+        let hash = logged_hash.map_or_else(|| crate::http::hex(&message_hash), str::to_owned);
         let body = json!({
             "apiVersion": "0.0.1",
             "kind": "hashedrekord",
@@ -456,6 +484,13 @@ impl Sigstore {
             set,
         }
     }
+}
+
+/// What a leaf signs: bytes, or the sha256 of bytes.
+#[derive(Clone, Copy)]
+enum Message<'a> {
+    Bytes(&'a [u8]),
+    Sha256(&'a [u8; 32]),
 }
 
 struct Signed {

@@ -633,9 +633,15 @@ async fn rekor_entry(
     Ok(None)
 }
 
+/// How many covered files are checked at once (each with its own requests and its own hashing
+/// thread): the three Kubernetes binaries of an architecture together.
+const FILES_AT_ONCE: usize = 4;
+
 /// Checks the signature of every downloaded file a policy rule covers by URL (the dl.k8s.io
 /// Kubernetes binaries): `.sig`, `.cert` and the Rekor entry, verified as a Sigstore bundle.
-/// Fails, naming the file's URL, digest and the failed step, before anything is written.
+/// The files are checked concurrently, each retried on its own; fails, naming the file's URL,
+/// digest and the failed step (the first such file in `files`' order), before anything is
+/// written.
 pub(super) async fn check_files(
     checker: &Checker,
     fetcher: &Fetcher<'_>,
@@ -644,32 +650,24 @@ pub(super) async fn check_files(
     locked: Option<&crate::lock::ArchEntry>,
     arch: &str,
 ) -> Result<(Vec<BinaryReport>, Vec<BinaryEvidence>), AppError> {
-    let mut reports = Vec::new();
-    let mut evidence = Vec::new();
-    for file in files {
-        let Some(rule) = checker.policy.rule_for_url(&file.source) else {
-            continue;
-        };
+    let covered = files.iter().filter_map(|file| {
+        let rule = checker.policy.rule_for_url(&file.source)?;
         let lock_sig = locked
             .and_then(|l| l.files.iter().find(|f| f.path == file.dest))
-            .and_then(|f| f.signature.clone());
-        // Material that fails verification was damaged on the way until proven otherwise (a
-        // flipped byte in a .sig): fetched again, within the budget of a 5xx.
-        let retry = fetcher.download.retry;
-        let mut attempt = 1;
-        let (report, found) = loop {
-            match check_file(checker, fetcher, kubernetes, file, rule, lock_sig.as_ref()).await {
-                Ok(done) => break done,
-                Err((err, true))
-                    if !fetcher.download.offline && attempt < retry.attempts.max(2) =>
-                {
-                    tracing::warn!("{:#}; fetching its signature again", err.error);
-                    tokio::time::sleep(retry.delay(attempt, None)).await;
-                    attempt += 1;
-                }
-                Err((err, _)) => return Err(err),
-            }
-        };
+            .and_then(|f| f.signature.as_ref());
+        Some((file, rule, lock_sig))
+    });
+    let results: Vec<_> = stream::iter(covered)
+        .map(|(file, rule, lock_sig)| {
+            check_file_retrying(checker, fetcher, kubernetes, file, rule, lock_sig)
+        })
+        .buffered(FILES_AT_ONCE)
+        .collect()
+        .await;
+    let mut reports = Vec::new();
+    let mut evidence = Vec::new();
+    for result in results {
+        let (report, found) = result?;
         reports.push(report);
         evidence.extend(found);
     }
@@ -683,6 +681,87 @@ pub(super) async fn check_files(
     Ok((reports, evidence))
 }
 
+/// [`check_file`], again while it fails in a way that fetching the material again may mend.
+async fn check_file_retrying(
+    checker: &Checker,
+    fetcher: &Fetcher<'_>,
+    kubernetes: &crate::resolve::KubeVersion,
+    file: &IsoFile,
+    rule: &signature::Rule,
+    lock_sig: Option<&crate::lock::FileSignature>,
+) -> Result<(BinaryReport, Option<BinaryEvidence>), AppError> {
+    // Material that fails verification was damaged on the way until proven otherwise (a
+    // flipped byte in a .sig): fetched again, within the budget of a 5xx. The file itself is
+    // hashed once, whatever the number of attempts.
+    let retry = fetcher.download.retry;
+    let mut hash = FileHash::new(&file.path);
+    let mut attempt = 1;
+    loop {
+        match check_file(
+            checker, fetcher, kubernetes, file, rule, lock_sig, &mut hash,
+        )
+        .await
+        {
+            Ok(done) => return Ok(done),
+            Err((err, true)) if !fetcher.download.offline && attempt < retry.attempts.max(2) => {
+                tracing::warn!("{:#}; fetching its signature again", err.error);
+                tokio::time::sleep(retry.delay(attempt, None)).await;
+                attempt += 1;
+            }
+            Err((err, _)) => return Err(err),
+        }
+    }
+}
+
+/// A covered file's sha256, computed on a blocking thread (the file streams through a small
+/// buffer, so memory does not grow with its size) while its signature material is fetched, and
+/// kept across attempts.
+struct FileHash {
+    path: PathBuf,
+    state: HashState,
+}
+
+enum HashState {
+    Idle,
+    Running(tokio::task::JoinHandle<std::io::Result<[u8; 32]>>),
+    Done([u8; 32]),
+}
+
+impl FileHash {
+    fn new(path: &Path) -> Self {
+        Self {
+            path: path.to_owned(),
+            state: HashState::Idle,
+        }
+    }
+
+    /// Starts hashing, unless it has started.
+    fn start(&mut self) {
+        if let HashState::Idle = self.state {
+            let path = self.path.clone();
+            self.state = HashState::Running(tokio::task::spawn_blocking(move || {
+                rekor::sha256_of(std::fs::File::open(&path)?)
+            }));
+        }
+    }
+
+    /// The file's sha256 (hashing it now if it has not started).
+    async fn get(&mut self) -> std::io::Result<[u8; 32]> {
+        self.start();
+        let digest = match &mut self.state {
+            HashState::Done(digest) => return Ok(*digest),
+            HashState::Running(handle) => handle.await.map_err(std::io::Error::other),
+            HashState::Idle => unreachable!("started above"),
+        };
+        self.state = match digest {
+            Ok(Ok(digest)) => HashState::Done(digest),
+            // Read again should it be asked for again.
+            _ => HashState::Idle,
+        };
+        digest?
+    }
+}
+
 /// Fetches and verifies one covered file's signature (see [`check_files`]); an error says
 /// whether fetching the material again may help.
 async fn check_file(
@@ -692,6 +771,7 @@ async fn check_file(
     file: &IsoFile,
     rule: &signature::Rule,
     lock_sig: Option<&crate::lock::FileSignature>,
+    hash: &mut FileHash,
 ) -> Result<(BinaryReport, Option<BinaryEvidence>), (AppError, bool)> {
     let digest = hex::decode(&file.sha256).unwrap_or_default();
     let artifact = file.source.clone();
@@ -704,25 +784,28 @@ async fn check_file(
         );
         (err, false)
     };
-    let mut side = Vec::new();
-    for (ext, locked) in [
-        ("sig", lock_sig.as_ref().map(|s| s.sig.as_str())),
-        ("cert", lock_sig.as_ref().map(|s| s.cert.as_str())),
-    ] {
-        let url = format!("{}.{ext}", file.source);
-        side.push(side_file(fetcher, &url, locked).await.map_err(fetch_err)?);
-    }
-    let cert = side.pop().flatten();
-    let sig = side.pop().flatten();
+    // The .sig and the .cert together; a failure of the .sig is told first, as it always was.
+    let (sig_url, cert_url) = (
+        format!("{}.sig", file.source),
+        format!("{}.cert", file.source),
+    );
+    let (sig, cert) = futures_util::future::join(
+        side_file(fetcher, &sig_url, lock_sig.map(|s| s.sig.as_str())),
+        side_file(fetcher, &cert_url, lock_sig.map(|s| s.cert.as_str())),
+    )
+    .await;
+    let (sig, cert) = (sig.map_err(fetch_err)?, cert.map_err(&fetch_err)?);
     let found = match (sig, cert) {
         (Some(sig), Some(cert)) => {
+            // Signed: the file is hashed while its Rekor entry is looked up.
+            hash.start();
             let entry = rekor_entry(
                 checker,
                 fetcher,
                 &digest,
                 &sig,
                 &cert,
-                lock_sig.as_ref().map(|s| s.rekor.as_str()),
+                lock_sig.map(|s| s.rekor.as_str()),
             )
             .await
             .map_err(fetch_err)?;
@@ -801,14 +884,14 @@ async fn check_file(
         })?;
     let ev = rekor::Evidence::from_rekor(&digest, &sig, &cert, logged)
         .map_err(|e| invalid(signature::Step::LayerIntegrity, e))?;
-    let bytes = std::fs::read(&file.path).map_err(|e| {
+    let file_digest = hash.get().await.map_err(|e| {
         let err = AppError::failure(
             anyhow::Error::new(e).context(format!("cannot read {}", file.path.display())),
             None,
         );
         (err, false)
     })?;
-    let verified = rekor::verify_file(&checker.root, rule, &bytes, &ev, now())
+    let verified = rekor::verify_digest(&checker.root, rule, &file_digest, &ev, now())
         .map_err(|f| invalid(f.step, f.reason))?;
     report.verdict = "verified".into();
     report.bundle = Some(format!("{DIR}/{}", BinaryEvidence::bundle_path(&file.dest)));
