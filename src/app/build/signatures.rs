@@ -655,12 +655,14 @@ pub(super) async fn check_files(
         let lock_sig = locked
             .and_then(|l| l.files.iter().find(|f| f.path == file.dest))
             .and_then(|f| f.signature.as_ref());
-        Some((file, rule, lock_sig))
+        Some(Covered {
+            file,
+            rule,
+            lock_sig,
+        })
     });
     let results: Vec<_> = stream::iter(covered)
-        .map(|(file, rule, lock_sig)| {
-            check_file_retrying(checker, fetcher, kubernetes, file, rule, lock_sig)
-        })
+        .map(|covered| check_file_retrying(checker, fetcher, kubernetes, covered))
         .buffered(FILES_AT_ONCE)
         .collect()
         .await;
@@ -681,27 +683,29 @@ pub(super) async fn check_files(
     Ok((reports, evidence))
 }
 
+/// A downloaded file a policy rule covers, with what the lock says of its signature.
+#[derive(Clone, Copy)]
+struct Covered<'a> {
+    file: &'a IsoFile,
+    rule: &'a signature::Rule,
+    lock_sig: Option<&'a crate::lock::FileSignature>,
+}
+
 /// [`check_file`], again while it fails in a way that fetching the material again may mend.
 async fn check_file_retrying(
     checker: &Checker,
     fetcher: &Fetcher<'_>,
     kubernetes: &crate::resolve::KubeVersion,
-    file: &IsoFile,
-    rule: &signature::Rule,
-    lock_sig: Option<&crate::lock::FileSignature>,
+    covered: Covered<'_>,
 ) -> Result<(BinaryReport, Option<BinaryEvidence>), AppError> {
     // Material that fails verification was damaged on the way until proven otherwise (a
     // flipped byte in a .sig): fetched again, within the budget of a 5xx. The file itself is
     // hashed once, whatever the number of attempts.
     let retry = fetcher.download.retry;
-    let mut hash = FileHash::new(&file.path);
+    let mut hash = FileHash::new(&covered.file.path);
     let mut attempt = 1;
     loop {
-        match check_file(
-            checker, fetcher, kubernetes, file, rule, lock_sig, &mut hash,
-        )
-        .await
-        {
+        match check_file(checker, fetcher, kubernetes, covered, &mut hash).await {
             Ok(done) => return Ok(done),
             Err((err, true)) if !fetcher.download.offline && attempt < retry.attempts.max(2) => {
                 tracing::warn!("{:#}; fetching its signature again", err.error);
@@ -768,11 +772,14 @@ async fn check_file(
     checker: &Checker,
     fetcher: &Fetcher<'_>,
     kubernetes: &crate::resolve::KubeVersion,
-    file: &IsoFile,
-    rule: &signature::Rule,
-    lock_sig: Option<&crate::lock::FileSignature>,
+    covered: Covered<'_>,
     hash: &mut FileHash,
 ) -> Result<(BinaryReport, Option<BinaryEvidence>), (AppError, bool)> {
+    let Covered {
+        file,
+        rule,
+        lock_sig,
+    } = covered;
     let digest = hex::decode(&file.sha256).unwrap_or_default();
     let artifact = file.source.clone();
     let shown = format!("sha256:{}", file.sha256);
