@@ -822,3 +822,90 @@ fn etcd_ccm_from_the_environment_a_pinned_autoscaler_without_git_and_a_spaced_pa
         String::from_utf8_lossy(&verify.stdout)
     );
 }
+
+/// The layers of `arch`'s images, by the platform manifests the lock names (read from the cache).
+fn layers_of(lock: &serde_json::Value, arch: &str, cache: &Path) -> Vec<(String, String)> {
+    let mut layers = Vec::new();
+    for image in lock["arches"][arch]["images"].as_array().unwrap() {
+        let manifest = image["manifest"].as_str().unwrap();
+        let hex = manifest.strip_prefix("sha256:").unwrap();
+        let text = fs::read(cache.join("blobs/sha256").join(hex)).unwrap();
+        let manifest: serde_json::Value = serde_json::from_slice(&text).unwrap();
+        for layer in manifest["layers"].as_array().unwrap() {
+            let digest = layer["digest"].as_str().unwrap().to_owned();
+            layers.push((image["reference"].as_str().unwrap().to_owned(), digest));
+        }
+    }
+    layers
+}
+
+/// Both ISOs are written at once; when a cached blob only the arm64 ISO holds turns out damaged
+/// on disk, the run fails with that blob's mismatch (not with the amd64 writer it stopped), and
+/// leaves neither ISO, nor anything beside them.
+#[test]
+fn a_damaged_blob_of_one_arch_fails_the_run_with_its_own_error_and_removes_both_isos() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let (out, cache, tmp) = work_dirs(dir.path());
+    let lock_path = dir.path().join("run.lock");
+    let mut args = flags(&world, p(&out), p(&cache));
+    args.extend([
+        "--arch",
+        "amd64",
+        "--arch",
+        "arm64",
+        "--lock-file",
+        p(&lock_path),
+    ]);
+    ok(build(&world, &tmp, &args).output().unwrap());
+    let lock: serde_json::Value = serde_json::from_slice(&fs::read(&lock_path).unwrap()).unwrap();
+    let amd64: Vec<String> = layers_of(&lock, "amd64", &cache)
+        .into_iter()
+        .map(|(_, digest)| digest)
+        .collect();
+    let arm64 = layers_of(&lock, "arm64", &cache);
+    let (_, digest) = arm64
+        .iter()
+        .find(|(_, digest)| !amd64.contains(digest))
+        .cloned()
+        .expect("an arm64 layer no amd64 image has");
+    // The images holding it (arm64 images may share it): the error names the first written.
+    let holders: Vec<&str> = arm64
+        .iter()
+        .filter(|(_, d)| *d == digest)
+        .map(|(image, _)| image.as_str())
+        .collect();
+    let blob = cache
+        .join("blobs/sha256")
+        .join(digest.strip_prefix("sha256:").unwrap());
+    let mut bytes = fs::read(&blob).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    fs::write(&blob, &bytes).unwrap();
+    fs::remove_dir_all(&out).unwrap();
+
+    let failed = build(&world, &tmp, &args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(1), "{stderr}");
+    for part in [digest.as_str(), "does not match", "cache verify --fix"] {
+        assert!(stderr.contains(part), "{part:?} missing from:\n{stderr}");
+    }
+    assert!(
+        holders.iter().any(|image| stderr.contains(image)),
+        "none of {holders:?} named in:\n{stderr}"
+    );
+    assert!(
+        !stderr.contains("another architecture failed"),
+        "the error of the stopped writer was reported:\n{stderr}"
+    );
+    let left: Vec<_> = fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "left in the output dir: {left:?}");
+    assert_eq!(
+        fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "a work dir was left"
+    );
+}

@@ -3,6 +3,7 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::super::AppError;
 use super::Built;
@@ -19,8 +20,9 @@ use crate::ui::Ui;
 use crate::versions::{FileRecord, ImageRecord, Versions};
 
 /// Writes every ISO, all at once (one thread each: a single ISO keeps about one core and a half
-/// busy, so a second one fills the machine instead of waiting for the first); on a failure removes
-/// the ones this run wrote and returns the first architecture's error.
+/// busy, so a second one fills the machine instead of waiting for the first). The first failure
+/// stops the other writers at their next archive chunk; every ISO of the run is then removed and
+/// that first failure returned.
 pub(super) fn all(
     request: &Request,
     fetched: &Fetched,
@@ -33,28 +35,49 @@ pub(super) fn all(
         .arches
         .iter()
         .map(|a| {
-            let iso = plan::iso_file_name(&request.name, a.arch);
-            format!("writing {}", request.output.join(iso).display())
+            let iso = request
+                .output
+                .join(plan::iso_file_name(&request.name, a.arch));
+            tracing::info!(
+                "linux/{}: writing {} with {} image archives",
+                a.arch.k8s(),
+                iso.display(),
+                a.images.len()
+            );
+            format!("writing {}", iso.display())
         })
         .collect();
     let labels: Vec<&str> = outputs.iter().map(String::as_str).collect();
     let progress = ui.bytes_group(&labels);
+    let run = Run {
+        request,
+        fetched,
+        lock,
+        volume_id,
+        epoch,
+    };
+    // Which writer failed first (`usize::MAX`: none yet); the others see it and stop.
+    let first_failure = AtomicUsize::new(usize::MAX);
     let results: Vec<Result<Built, AppError>> = std::thread::scope(|scope| {
         let writers: Vec<_> = fetched
             .arches
             .iter()
             .zip(&progress)
-            .map(|(arch, progress)| {
+            .enumerate()
+            .map(|(i, (arch, progress))| {
+                let first_failure = &first_failure;
                 scope.spawn(move || {
-                    one(
-                        request,
-                        fetched,
-                        arch,
-                        lock,
-                        volume_id,
-                        epoch,
-                        progress.as_ref(),
-                    )
+                    let stop = || first_failure.load(Ordering::SeqCst) != usize::MAX;
+                    let result = one(run, arch, progress.as_ref(), &stop);
+                    if result.is_err() {
+                        let _ = first_failure.compare_exchange(
+                            usize::MAX,
+                            i,
+                            Ordering::SeqCst,
+                            Ordering::SeqCst,
+                        );
+                    }
+                    result
                 })
             })
             .collect();
@@ -71,12 +94,42 @@ pub(super) fn all(
         .filter_map(|r| r.as_ref().ok())
         .cloned()
         .collect();
-    match results.into_iter().find_map(Result::err) {
-        Some(err) => {
+    match first_failure.into_inner() {
+        usize::MAX => Ok(built),
+        first => {
             remove(&built);
-            Err(err)
+            Err(results
+                .into_iter()
+                .nth(first)
+                .and_then(Result::err)
+                .expect("the first failure is an error"))
         }
-        None => Ok(built),
+    }
+}
+
+/// What every ISO of the run is written from.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    request: &'a Request,
+    fetched: &'a Fetched,
+    lock: &'a Lock,
+    volume_id: &'a VolumeId,
+    epoch: i64,
+}
+
+/// An archive's bytes for the ISO, unless another writer has failed: then the ISO stops at its
+/// next chunk instead of being written to the end only to be removed.
+struct Stoppable<'a, F> {
+    inner: F,
+    stop: &'a dyn Fn() -> bool,
+}
+
+impl<F: iso::Filler> iso::Filler for Stoppable<'_, F> {
+    fn fill(&mut self, buf: &mut [u8]) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        if (self.stop)() {
+            return Err("stopped: the ISO of another architecture failed".into());
+        }
+        self.inner.fill(buf)
     }
 }
 
@@ -98,14 +151,18 @@ fn sha_path(iso: &Path) -> PathBuf {
 }
 
 fn one(
-    request: &Request,
-    fetched: &Fetched,
+    run: Run<'_>,
     a: &ArchFetched,
-    lock: &Lock,
-    volume_id: &VolumeId,
-    epoch: i64,
     progress: &dyn crate::progress::Progress,
+    stop: &dyn Fn() -> bool,
 ) -> Result<Built, AppError> {
+    let Run {
+        request,
+        fetched,
+        lock,
+        volume_id,
+        epoch,
+    } = run;
     let arch = a.arch.k8s();
     let references: Vec<_> = a.images.iter().map(|i| i.reference.clone()).collect();
     let naming = archive::assign_names(&references);
@@ -200,18 +257,16 @@ fn one(
     sboms::write_into(&a.staging, &inventory)?;
 
     let output = request.output.join(&inventory.iso);
-    tracing::info!(
-        "linux/{arch}: writing {} with {} image archives",
-        output.display(),
-        archives.len()
-    );
     let cache = fetched.registry.cache();
     let spliced = archives
         .iter()
         .map(|(path, archive)| iso::Spliced {
             path: path.clone(),
             len: archive.size(),
-            filler: Box::new(archive.reader(cache)),
+            filler: Box::new(Stoppable {
+                inner: archive.reader(cache),
+                stop,
+            }),
         })
         .collect();
     let written = iso::author_spliced(
