@@ -39,6 +39,7 @@ pub mod config;
 pub mod diff;
 pub mod env;
 pub mod fetch;
+mod hash_thread;
 pub mod image;
 pub mod iso;
 pub mod lock;

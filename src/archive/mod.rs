@@ -27,7 +27,6 @@
 //! the kernel (`copy_file_range`), so its bytes never pass through user space. The file is
 //! written through [`AtomicFile`], so a failed or interrupted write leaves nothing behind.
 
-mod deferred;
 mod error;
 mod inspect;
 mod layout;

@@ -7,7 +7,9 @@
 //! into a file (`pull`), [`Reader`] hands it out in order to whoever asks (the ISO writer in
 //! `build`). Both apply the cache's rule: a blob not verified in this process is hashed as it is
 //! copied, and a mismatch fails naming the blob. The ISO sink hashes on a helper thread
-//! ([`super::deferred`]) and checks the digests when the archive's last byte is handed out.
+//! ([`HashThread`]) and checks the digests when the archive's last byte is handed out: a warm
+//! `build` takes every blob from the cache, and hashing them inline made the thread that writes
+//! the ISO hash every image byte (half its time in a profile) while another hashed the ISO.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -15,8 +17,8 @@ use std::os::unix::fs::FileExt as _;
 
 use tar::EntryType;
 
-use super::deferred::Deferred;
 use super::{ArchiveError, header, layout, verify};
+use crate::hash_thread::HashThread;
 use crate::image::{BlobSource, Descriptor, Digest, Hashing, Image, Opened};
 
 const BLOCK: u64 = 512;
@@ -131,7 +133,7 @@ enum Open<'a> {
     /// Hashed while read; checked when its last byte has been read.
     Checked(verify::Verifying<'a, Box<dyn Read + Send + 'a>>),
     /// Read as it is (at most one byte past its size, to see an over-long blob) while the
-    /// [`Deferred`] hasher hashes a copy; checked when the archive ends.
+    /// [`HashThread`] hashes a copy; checked when the archive ends.
     Deferred(io::Take<Box<dyn Read + Send + 'a>>),
 }
 
@@ -147,7 +149,7 @@ pub struct Reader<'a> {
     /// Bytes handed out so far.
     pos: u64,
     /// The helper thread hashing unverified blobs, started at the first one.
-    deferred: Option<Deferred>,
+    deferred: Option<HashThread<usize>>,
     /// No helper thread could be started: hash inline.
     inline: bool,
 }
@@ -208,15 +210,16 @@ impl<'a> Reader<'a> {
             source: io::Error::other("the thread hashing the blobs died"),
         })?;
         for h in hashed {
-            let Some(Piece::Blob { desc, what }) = self.archive.pieces.get(h.piece) else {
+            let Some(Piece::Blob { desc, what }) = self.archive.pieces.get(h.tag) else {
                 continue;
             };
-            if h.digest != desc.digest || h.size != desc.size {
+            let digest = Digest::from_hasher(h.sha256);
+            if digest != desc.digest || h.size != desc.size {
                 return Err(ArchiveError::Mismatch {
                     image: self.archive.image.clone(),
                     blob: what.clone(),
                     expected: desc.digest.clone(),
-                    actual: h.digest,
+                    actual: digest,
                     expected_size: desc.size,
                     actual_size: h.size,
                 });
@@ -268,7 +271,7 @@ impl<'a> Reader<'a> {
     /// when no helper could be started.
     fn check(&mut self, reader: Box<dyn Read + Send + 'a>, desc: &'a Descriptor) -> Open<'a> {
         if self.deferred.is_none() && !self.inline {
-            self.deferred = Deferred::start();
+            self.deferred = HashThread::start("blob-sha256").ok();
             self.inline = self.deferred.is_none();
         }
         match &self.deferred {

@@ -6,7 +6,7 @@ use std::io;
 use std::path::Path;
 
 use super::IsoError;
-use super::hasher::Background;
+use super::hasher::ImageHash;
 use super::splice::Splicer;
 use super::writeback::WriteBack;
 use crate::progress::Progress;
@@ -16,21 +16,21 @@ use hadris_storage::sync::BlockDevice;
 use hadris_storage::{BlockIndex, BlockSize};
 
 /// A [`FileDevice`] that counts what is written and hashes the image as it goes, so the ISO's
-/// sha256 needs no second read of a multi-GiB file. The hashing itself runs on a helper thread
-/// ([`Background`]) that reads the written bytes back from the page cache, overlapped with the
-/// writes; this thread only reports how far it got.
+/// sha256 needs no second read of a multi-GiB file. Each write's bytes are assembled in a buffer
+/// of the hasher's ([`ImageHash`]), which takes it over once written and hashes it on its own
+/// thread, overlapped with the next writes.
 ///
 /// With a [`Splicer`], the bytes written over spliced files' placeholders are replaced by the
-/// files' real bytes before they reach the file and the hash.
+/// files' real bytes in that buffer, before they reach the file and the hash.
 pub(super) struct Counting<'p, 's> {
     inner: FileDevice,
     writeback: WriteBack,
     splicer: Option<Splicer<'s>>,
-    /// Where a write that touches a spliced file is assembled.
+    /// Where a write that touches a spliced file is assembled once the hasher is gone.
     scratch: Vec<u8>,
     progress: &'p dyn Progress,
-    /// The hasher and the end of the last write, while writes arrive in ascending order.
-    hash: Option<(Background, u64)>,
+    /// The hasher, while writes arrive in ascending order.
+    hash: Option<ImageHash>,
 }
 
 impl<'p, 's> Counting<'p, 's> {
@@ -39,14 +39,14 @@ impl<'p, 's> Counting<'p, 's> {
         progress: &'p dyn Progress,
         splicer: Option<Splicer<'s>>,
     ) -> io::Result<Self> {
-        let hasher = Background::start(file.try_clone()?)?;
+        let hasher = ImageHash::start()?;
         Ok(Self {
             writeback: WriteBack::new(file.try_clone()?),
             inner: FileDevice::new(file)?,
             splicer,
             scratch: Vec::new(),
             progress,
-            hash: Some((hasher, 0)),
+            hash: Some(hasher),
         })
     }
 
@@ -65,22 +65,20 @@ impl<'p, 's> Counting<'p, 's> {
     /// The sha256 of the image, if every write came in order (gaps count as zeros). Waits for
     /// the hasher to catch up with the last write.
     pub(super) fn sha256(&mut self, len: u64) -> Option<String> {
-        let (hasher, pos) = self.hash.take()?;
-        (pos == len).then(|| hasher.finish(len)).flatten()
+        self.hash.take()?.finish(len)
     }
 
-    /// Bytes `[offset, end)` were written: everything before `end` is final unless a write went
-    /// back, which ends hashing (the caller then hashes the finished file).
-    fn hash(&mut self, offset: u64, end: u64) {
-        let Some((hasher, pos)) = self.hash.as_mut() else {
-            return;
-        };
-        if offset < *pos {
-            self.hash = None;
-            return;
+    /// `chunk` was written at `offset`: to the hasher, unless a write went back, which ends
+    /// hashing (the caller then hashes the finished file).
+    fn hash(&mut self, offset: u64, chunk: Vec<u8>) {
+        match self.hash.as_mut() {
+            Some(hasher) => {
+                if !hasher.written(offset, chunk) {
+                    self.hash = None;
+                }
+            }
+            None => self.scratch = chunk,
         }
-        *pos = end;
-        hasher.written(end);
     }
 }
 
@@ -112,28 +110,30 @@ impl BlockDevice for Counting<'_, '_> {
     fn write_blocks(&mut self, first: BlockIndex, buf: &[u8]) -> Result<(), Error<io::Error>> {
         let offset = first.get() * u64::from(self.inner.block_size().get());
         let end = offset + buf.len() as u64;
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let buf = match &mut self.splicer {
-            Some(splicer) if splicer.touches(offset, end) => {
-                scratch.clear();
-                scratch.extend_from_slice(buf);
-                if splicer.splice(offset, &mut scratch).is_err() {
-                    self.scratch = scratch;
-                    return Err(Error::device(
-                        io::Error::other("a spliced file could not be produced"),
-                        "spliced file failed",
-                    ));
-                }
-                &scratch[..]
-            }
-            _ => buf,
+        let splicer = self.splicer.as_mut().filter(|s| s.touches(offset, end));
+        // The bytes in a buffer of our own when they are hashed or spliced.
+        let mut own = match (&self.hash, &splicer) {
+            (Some(hasher), _) => Some(hasher.buffer()),
+            (None, Some(_)) => Some(std::mem::take(&mut self.scratch)),
+            (None, None) => None,
         };
-        let written = self.inner.write_blocks(first, buf);
-        if written.is_ok() {
-            self.hash(offset, end);
+        if let Some(own) = own.as_mut() {
+            own.clear();
+            own.extend_from_slice(buf);
+            if let Some(splicer) = splicer
+                && splicer.splice(offset, own).is_err()
+            {
+                return Err(Error::device(
+                    io::Error::other("a spliced file could not be produced"),
+                    "spliced file failed",
+                ));
+            }
         }
-        self.scratch = scratch;
-        written?;
+        self.inner
+            .write_blocks(first, own.as_deref().unwrap_or(buf))?;
+        if let Some(own) = own {
+            self.hash(offset, own);
+        }
         self.writeback.written(end);
         self.progress.advance(end - offset);
         Ok(())
