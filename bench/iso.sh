@@ -8,7 +8,7 @@
 # Each run writes a fresh output that is removed (and the removal synced) before the next one.
 #
 # Goals (informational; exit status is 0 unless a tool fails or cks-iso's output is unreadable):
-#   cks-iso median time / (genisoimage + sync) median time <= 1.0 (issue 9)
+#   cks-iso median time / (genisoimage + sync) median time <= 1.0
 #   cks-iso peak RSS <= 16 MiB
 #
 # Environment:
@@ -24,7 +24,7 @@
 #                     cks-iso-base, for a before/after ratio within one run
 #
 # Besides xorriso and genisoimage as they are, genisoimage+sync (genisoimage, then `sync` of its
-# ISO) is always timed: cks-iso flushes its ISO, so that is the like-for-like pairing (issue 9).
+# ISO) is always timed: cks-iso flushes its ISO, so that is the like-for-like pairing.
 set -euo pipefail
 export LC_ALL=C
 umask 022

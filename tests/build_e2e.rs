@@ -718,7 +718,7 @@ fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
     assert!(err.contains("warning:") && err.contains("1.32.2"), "{err}");
 }
 
-/// Paths no other test takes (issue 13, item 12 and friends): `--etcd` on an arm64 ISO (its
+/// Paths no other test takes (the audit's leftovers): `--etcd` on an arm64 ISO (its
 /// `versions.txt` line, the arm64 file name, the warning about etcd nodes of CloudStack ≤ 4.22),
 /// `CCM_VERSION` from the environment, a pinned autoscaler while git is unreachable, a local
 /// Headlamp manifest whose path holds a space and a `#` (it must round-trip through

@@ -1,7 +1,7 @@
 //! One archive, described before a byte of it is written: the exact bytes of every tar header,
 //! small entry and padding, and between them the blobs to take from the cache, in order. Its size
 //! is known up front, which is what lets the ISO writer reserve its extent and fill it straight
-//! from the cache (issue 9: every image byte written once).
+//! from the cache (every image byte written once).
 //!
 //! The same description feeds both sinks, so they cannot drift apart: [`super::write_to`] lays it
 //! into a file (`pull`), [`Reader`] hands it out in order to whoever asks (the ISO writer in

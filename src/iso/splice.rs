@@ -1,5 +1,5 @@
 //! Spliced files: files of the image whose bytes do not exist on disk before the image is written
-//! but are produced, front to back, while it is (issue 9: `build` writes each image archive once,
+//! but are produced, front to back, while it is (`build` writes each image archive once,
 //! straight into its extent of the ISO, instead of into `docker/*.tar` and then again into the ISO).
 //!
 //! hadris-iso takes file content only from memory or from a host path, so a spliced file enters

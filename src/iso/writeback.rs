@@ -2,7 +2,7 @@
 //!
 //! `cks-iso` flushes its ISO before the atomic rename; left alone, the kernel writes back most of a
 //! multi-GiB image only when that flush comes, so the disk idles while the image is produced and
-//! the CPU idles while the disk catches up (issue 9, item 3). Every completed [`WINDOW`] is handed
+//! the CPU idles while the disk catches up. Every completed [`WINDOW`] is handed
 //! to `sync_file_range(SYNC_FILE_RANGE_WRITE)`, which queues its write-back and returns at once;
 //! the final `fsync` then only waits for what is still in flight.
 

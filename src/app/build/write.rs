@@ -178,7 +178,7 @@ fn one(
     let mtime = u64::try_from(epoch).unwrap_or(0);
     let mut images = Vec::new();
     // Each archive is described now (its exact size is known without reading a blob) and its bytes
-    // go from the cache straight into the ISO: no `docker/*.tar` in the work dir (issue 9).
+    // go from the cache straight into the ISO: no `docker/*.tar` in the work dir.
     let mut archives = Vec::new();
     for image in &a.images {
         let file = &naming.files[&image.reference];
