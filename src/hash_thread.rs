@@ -6,7 +6,7 @@
 //! hasher once did, cost a second copy of every byte — about a third of that thread's time in a
 //! profile of a cold `build` — so the producer hands over the buffer it has just written
 //! ([`HashThread::send`]) or a copy of a borrowed one ([`HashThread::bytes`]), and takes a spent
-//! buffer back ([`HashThread::buffer`]) so the pages are faulted in once.
+//! buffer back ([`HashThread::spare`]) so the pages are faulted in once.
 //!
 //! The stream is cut into tagged runs ([`HashThread::begin`] … [`HashThread::end`]), each hashed on
 //! its own; [`HashThread::finish`] returns them in order. Memory: at most [`QUEUE`] chunks in
@@ -66,11 +66,11 @@ impl<T: Send + 'static> HashThread<T> {
         let _ = self.tx.send(Msg::Begin(tag));
     }
 
-    /// An empty buffer to fill and [`send`](Self::send): a spent one when there is one.
-    pub(crate) fn buffer(&self) -> Vec<u8> {
-        let mut buf = self.spent.try_recv().unwrap_or_default();
-        buf.clear();
-        buf
+    /// A buffer to fill and [`send`](Self::send): a spent one as the helper left it (its old
+    /// length and bytes, so a producer that overwrites it whole need not clear it first), else a
+    /// new empty one.
+    pub(crate) fn spare(&self) -> Vec<u8> {
+        self.spent.try_recv().unwrap_or_default()
     }
 
     /// Hands `chunk`, the current run's next bytes, to the helper.
@@ -81,7 +81,8 @@ impl<T: Send + 'static> HashThread<T> {
     /// Hands a copy of `bytes`, the current run's next bytes, to the helper.
     pub(crate) fn bytes(&self, bytes: &[u8]) {
         for piece in bytes.chunks(PIECE) {
-            let mut chunk = self.buffer();
+            let mut chunk = self.spare();
+            chunk.clear();
             chunk.extend_from_slice(piece);
             self.send(chunk);
         }
@@ -154,7 +155,8 @@ mod tests {
         let t = HashThread::start("test-sha256").unwrap();
         t.begin(1);
         t.bytes(b"hel");
-        let mut owned = t.buffer();
+        let mut owned = t.spare();
+        owned.clear();
         owned.extend_from_slice(b"lo");
         t.send(owned);
         t.end();

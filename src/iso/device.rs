@@ -113,13 +113,19 @@ impl BlockDevice for Counting<'_, '_> {
         let splicer = self.splicer.as_mut().filter(|s| s.touches(offset, end));
         // The bytes in a buffer of our own when they are hashed or spliced.
         let mut own = match (&self.hash, &splicer) {
-            (Some(hasher), _) => Some(hasher.buffer()),
+            (Some(hasher), _) => Some(hasher.spare()),
             (None, Some(_)) => Some(std::mem::take(&mut self.scratch)),
             (None, None) => None,
         };
         if let Some(own) = own.as_mut() {
-            own.clear();
-            own.extend_from_slice(buf);
+            if splicer.as_ref().is_some_and(|s| s.covers(offset, end)) {
+                // Every byte comes from the spliced file: the placeholder's zeros in `buf` need
+                // not be copied first (most of a `build`'s image).
+                own.resize(buf.len(), 0);
+            } else {
+                own.clear();
+                own.extend_from_slice(buf);
+            }
             if let Some(splicer) = splicer
                 && splicer.splice(offset, own).is_err()
             {

@@ -23,9 +23,9 @@ impl ImageHash {
         Ok(Self { thread, pos: 0 })
     }
 
-    /// An empty buffer for the next write's bytes.
-    pub(super) fn buffer(&self) -> Vec<u8> {
-        self.thread.buffer()
+    /// A buffer for the next write's bytes; see [`HashThread::spare`] (its old bytes may remain).
+    pub(super) fn spare(&self) -> Vec<u8> {
+        self.thread.spare()
     }
 
     /// `chunk` was written at `offset`. Returns `false`, and hashes nothing, when the write went
@@ -72,7 +72,8 @@ mod tests {
                 end += 3000;
                 inline.update([0u8; 3000]);
             }
-            let mut buf = bg.buffer();
+            let mut buf = bg.spare();
+            buf.clear();
             buf.extend_from_slice(chunk);
             assert!(bg.written(end, buf));
             end += chunk.len() as u64;

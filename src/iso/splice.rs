@@ -197,6 +197,15 @@ impl<'a> Splicer<'a> {
         self.regions.get(first).is_some_and(|r| r.start < end)
     }
 
+    /// Whether image bytes `[offset, end)` all belong to one spliced file, so that
+    /// [`splice`](Self::splice) overwrites every byte of a buffer for them.
+    pub(super) fn covers(&self, offset: u64, end: u64) -> bool {
+        let first = self.regions.partition_point(|r| r.start + r.len <= offset);
+        self.regions
+            .get(first)
+            .is_some_and(|r| r.start <= offset && end <= r.start + r.len)
+    }
+
     /// Overwrites the parts of `buf`, the image's bytes from `offset`, that belong to spliced
     /// files. Returns whether anything was spliced; `Err` after a filler failed (kept in
     /// [`Splicer::failed`]).
@@ -283,6 +292,8 @@ mod tests {
             },
         ];
         let mut s = Splicer::new(files, regions);
+        assert!(s.covers(4, 8) && s.covers(5, 6) && s.covers(12, 14));
+        assert!(!s.covers(3, 8) && !s.covers(4, 9) && !s.covers(6, 13) && !s.covers(0, 2));
         let mut buf = [0u8; 10];
         assert!(s.splice(0, &mut buf).unwrap());
         assert_eq!(buf, [0, 0, 0, 0, 1, 2, 3, 4, 0, 0]);
