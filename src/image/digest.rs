@@ -117,6 +117,21 @@ impl<R: Read> Hashing<R> {
     }
 }
 
+/// The sha256 of everything `reader` yields, read through one 64 KiB buffer: memory does not
+/// grow with the size of what is read (a Kubernetes binary, a file inside an ISO).
+pub fn sha256_of(mut reader: impl Read) -> io::Result<[u8; 32]> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => return Ok(hasher.finalize().into()),
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 impl<R: Read> Read for Hashing<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
@@ -150,6 +165,17 @@ mod tests {
             let err = Digest::parse(bad).unwrap_err().to_string();
             assert!(err.contains(bad), "{err}");
         }
+    }
+
+    #[test]
+    fn sha256_of_a_reader_matches_the_digest_of_its_bytes() {
+        let bytes: Vec<u8> = (0..600_000u32).map(|i| (i % 251) as u8).collect();
+        let digest = sha256_of(&bytes[..]).unwrap();
+        assert_eq!(hex::encode(digest), Digest::of(&bytes).hex());
+        assert_eq!(
+            format!("sha256:{}", hex::encode(sha256_of(&b""[..]).unwrap())),
+            EMPTY
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ mod reference;
 use std::fs::File;
 use std::io::{self, Read};
 
-pub use digest::{Digest, Hashing};
+pub use digest::{Digest, Hashing, sha256_of};
 pub use error::ImageError;
 pub(crate) use manifest::parse;
 pub use manifest::{Descriptor, Index, MAX_MANIFEST_SIZE, Manifest, MediaType, NotAManifest};

@@ -368,27 +368,14 @@ fn production_material_verifies_under_the_embedded_root() {
         "https://github.com/login/oauth",
     );
     let digest = digest_of(blob);
-    let v = super::verify::blob(
-        &root,
-        &rule,
-        &digest,
-        &annotations,
-        Blob::Bytes(blob),
-        now(),
-    )
-    .unwrap();
+    let under = |root: &TrustedRoot| {
+        super::verify::blob(root, &rule, &digest, &annotations, Blob::Bytes(blob), now())
+    };
+    let v = under(&root).unwrap();
     assert_eq!(v.log_index, 738_312_748);
     // The same material under the test world's root, or for another signer, fails.
     let world = TrustedRoot::from_json(Sigstore::generate().trusted_root()).unwrap();
-    let err = super::verify::blob(
-        &world,
-        &rule,
-        &digest,
-        &annotations,
-        Blob::Bytes(blob),
-        now(),
-    )
-    .unwrap_err();
+    let err = under(&world).unwrap_err();
     assert_eq!(err.step, Step::RekorSet);
     let k8s = Policy::builtin()
         .rule_for("registry.k8s.io/pause")
@@ -626,7 +613,7 @@ mod binaries {
             largest: 0,
         };
         // The world signs the file by its digest (it is never held, not even to sign it).
-        let digest = rekor::sha256_of(big(false)).unwrap();
+        let digest = crate::image::sha256_of(big(false)).unwrap();
         let store = Sigstore::generate();
         let root = TrustedRoot::from_json(store.trusted_root()).unwrap();
         let rekor = RekorServer::start();

@@ -23,7 +23,7 @@ use super::root::TrustedRoot;
 use super::verify::{self, Failure, Step, Verified, b64};
 use super::x509::{Hash, pem_certificates};
 use super::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_SIGNATURE, Rule};
-use crate::image::Hashing;
+use crate::image::sha256_of;
 
 /// The bundle media type written.
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
@@ -446,16 +446,6 @@ pub fn checkpoint(root: &TrustedRoot, envelope: &str) -> Result<Checkpoint, Stri
         true => "the checkpoint is not signed".into(),
         false => why.join("; "),
     })
-}
-
-/// The sha256 of everything `reader` yields, read through a small buffer: memory does not grow
-/// with the size of what is read.
-pub fn sha256_of(reader: impl Read) -> std::io::Result<[u8; 32]> {
-    let mut hashing = Hashing::new(reader);
-    std::io::copy(&mut hashing, &mut std::io::sink())?;
-    let mut digest = [0u8; 32];
-    hex::decode_to_slice(hashing.digest().hex(), &mut digest).expect("a sha256 is 32 bytes");
-    Ok(digest)
 }
 
 /// Verifies that `file` (read once, as it streams; never held) was signed as `evidence` says,

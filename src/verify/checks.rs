@@ -1,11 +1,9 @@
 //! The rules, one function each, all reporting into the same list.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
 use std::path::Path;
 
 use hadris_fs::FileType;
-use sha2::{Digest as _, Sha256};
 
 use super::{Expect, Report, Violation};
 use crate::archive;
@@ -194,17 +192,12 @@ fn layout(cx: &mut Ctx) {
     }
 }
 
+/// The hex sha256 of the ISO's file at `path`, streamed out of the image.
 pub(super) fn sha256_of(reader: &IsoReader, path: &str) -> Result<String, String> {
-    let mut file = reader.open_file(path).map_err(|e| e.reason)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = file.read(&mut buf).map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Ok(hex::encode(hasher.finalize()));
-        }
-        hasher.update(&buf[..n]);
-    }
+    let file = reader.open_file(path).map_err(|e| e.reason)?;
+    crate::image::sha256_of(file)
+        .map(hex::encode)
+        .map_err(|e| e.to_string())
 }
 
 /// `versions.txt` parses, names the ISO's architecture, and its file hashes match.

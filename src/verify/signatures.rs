@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::SignatureCheck;
-use super::checks::Ctx;
+use super::checks::{Ctx, sha256_of};
 use crate::image::{Descriptor, Digest, MAX_MANIFEST_SIZE, Manifest, parse};
 use crate::signature::{self, BinaryEvidence, REPORT_PATH, Report, SignatureManifest, rekor};
 use crate::versions::Versions;
@@ -182,20 +182,27 @@ fn binaries(cx: &mut Ctx, versions: &Versions, report: &Report, sig: &SignatureC
                 continue;
             }
         };
-        // Hashed once as it streams out of the ISO, never held: memory does not grow with it.
-        let read = cx
-            .reader
-            .open_file(&file.path)
-            .map_err(|e| e.reason)
-            .and_then(|f| rekor::sha256_of(f).map_err(|e| e.to_string()));
-        let digest = match read {
-            Ok(d) => d,
+        // Hashed when versions.txt was checked (streamed out of the ISO, never held); read again
+        // only if that failed, for the error.
+        let actual = match cx.hashes.get(&file.path) {
+            Some(hex) => Ok(hex.clone()),
+            None => sha256_of(cx.reader, &file.path),
+        };
+        let actual = match actual {
+            Ok(a) => a,
             Err(e) => {
                 cx.violation(&file.path, e);
                 continue;
             }
         };
-        let actual = hex::encode(digest);
+        let mut digest = [0u8; 32];
+        if hex::decode_to_slice(&actual, &mut digest).is_err() {
+            cx.violation(
+                &file.path,
+                format!("sha256 {actual} is not 32 bytes of hex"),
+            );
+            continue;
+        }
         if actual != entry.sha256 {
             cx.violation(
                 &file.path,

@@ -744,7 +744,7 @@ impl FileHash {
         if let HashState::Idle = self.state {
             let path = self.path.clone();
             self.state = HashState::Running(tokio::task::spawn_blocking(move || {
-                rekor::sha256_of(std::fs::File::open(&path)?)
+                crate::image::sha256_of(std::fs::File::open(&path)?)
             }));
         }
     }
