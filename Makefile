@@ -10,9 +10,9 @@ DEB_PACKAGES := docker-registry git xorriso genisoimage libarchive-tools p7zip-f
 DEB_COMMANDS := docker-registry git xorriso isoinfo bsdtar 7z skopeo containerd /usr/bin/time unshare curl \
 	python3 man zsh fish lintian
 # The formats' own SBOM validators, from PyPI into a virtualenv the tests use (tests/build_e2e.rs),
-# and `cryptography` for the independent image-signature oracle (tests/signatures.rs; Debian 12's
+# and `cryptography` for the independent image-signature oracle (tests/it/signatures.rs; Debian 12's
 # python3-cryptography 38 lacks the certificate APIs it uses), and Sigstore's own client, the
-# oracle that verifies the binaries' bundles offline (tests/signatures.rs).
+# oracle that verifies the binaries' bundles offline (tests/it/signatures.rs).
 SBOM_VENV := .venv-sbom
 SBOM_PIP := cyclonedx-python-lib[json-validation]==11.12.0 spdx-tools==0.8.5 cryptography==48.0.0 sigstore==4.5.1
 
@@ -90,7 +90,7 @@ deb: assets
 # in a test: under `cargo test` the environment differs enough that build scripts rebuild the
 # whole release tree, while from make it reuses the build `make deb` just made.
 test-deb: deps deb
-	$(CARGO) test --locked --test packaging -- --ignored
+	$(CARGO) test --locked --test it -- --ignored packaging::
 	root=$$(mktemp -d) && trap 'rm -rf "$$root"' EXIT && \
 	$(CARGO) install --locked --path . --root "$$root" && \
 	"$$root/bin/cks-iso" --version | grep -q "^cks-iso $$($(RELEASE_BIN) --version | cut -d' ' -f2)" && \

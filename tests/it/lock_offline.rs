@@ -4,8 +4,6 @@
 //! holding the embedded lock to the ISO. Against the whole local world, judged with `cmp`-equal
 //! bytes and a listener that records every connection on the world's ports.
 
-mod support;
-
 use std::fs;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -15,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cks_iso_testworld::upstream::sha256_hex;
 use cks_iso_testworld::world::{Options, World, default_snapshot};
-use support::*;
+use crate::support::*;
 
 const EPOCH: &str = "1700000000";
 const ISOS: [&str; 2] = ["setup-v1.33.1-x86_64.iso", "setup-v1.33.1-aarch64.iso"];

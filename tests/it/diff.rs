@@ -1,8 +1,6 @@
 //! `cks-iso diff A B` on real files: ISOs authored with `cks-iso iso` (with a `cks-iso.lock`, with
 //! only a `versions.txt`), lock files, and bad input that must be exit 2 with a clear error.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -12,7 +10,7 @@ use cks_iso::lock::{
     ArchEntry, Autoscaler, FileEntry, ImageEntry, Kubeadm, Lock, ManifestEntry, Request, VERSION,
 };
 use sha2::{Digest as _, Sha256};
-use support::*;
+use crate::support::*;
 
 const NETWORK: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: net\ndata:\n  mtu: \"1450\"\n  mode: vxlan\n";
 

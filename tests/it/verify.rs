@@ -4,8 +4,6 @@
 //! second CNI tarball, an `Always` pull policy, images for the wrong platform, and SBOMs that are
 //! missing or disagree with the ISO.
 
-mod support;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -16,8 +14,8 @@ use cks_iso::image::{Arch, Image};
 use cks_iso::sbom::{self, Inventory};
 use cks_iso::versions::{FileRecord, ImageRecord, Versions};
 use sha2::{Digest as _, Sha256};
-use support::world::{World, world};
-use support::*;
+use crate::support::world::{World, world};
+use crate::support::*;
 
 const IMAGES: [&str; 3] = [
     "registry.k8s.io/kube-apiserver:v1.33.1",

@@ -1,13 +1,11 @@
 //! The same tree and epoch give a byte-identical ISO, whether the epoch comes from the flag or
 //! from `SOURCE_DATE_EPOCH`, and whatever the host's mtimes, owners and modes say.
 
-mod support;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
-use support::*;
+use crate::support::*;
 
 fn cmp(a: &std::path::Path, b: &std::path::Path) -> bool {
     require("cmp");

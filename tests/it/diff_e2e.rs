@@ -2,14 +2,12 @@
 //! one pinned with `AUTOSCALER_VERSION`, an ISO against itself, and the run's `--lock-file` (two
 //! arches) against each of its ISOs.
 
-mod support;
-
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
 use cks_iso_testworld::world::{Options, World};
-use support::*;
+use crate::support::*;
 
 /// `cks-iso build` of amd64 (and whatever `--arch` is added) inside `world` into `out`.
 fn build(world: &World, out: &Path, cache: &Path, tmp: &Path) -> Command {

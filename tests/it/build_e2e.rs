@@ -6,16 +6,14 @@
 //! unprivileged user, Headlamp, a release from before registry.k8s.io (k8s.gcr.io images), and
 //! bad input that must fail clearly and leave nothing behind.
 
-mod support;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use cks_iso_testworld::world::{Options, World};
-use support::containerd::Containerd;
-use support::*;
+use crate::support::containerd::Containerd;
+use crate::support::*;
 
 const EPOCH: &str = "1700000000";
 

@@ -1,9 +1,7 @@
 //! STYLE.md in practice: errors the user can act on end with a `hint:`, and the same situation
 //! reads the same in every subcommand (`build`, `pull`, `iso`, `resolve`, `doctor`).
 
-mod support;
-
-use support::*;
+use crate::support::*;
 
 /// A failing run: its arguments, environment, exit code, and what its first line must name.
 type Case<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, i32, &'a str);

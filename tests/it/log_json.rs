@@ -3,15 +3,13 @@
 //! stderr line of real runs: `iso`, a whole `build` in the local world (cold cache, then warm),
 //! and failures at run time and at parse time.
 
-mod support;
-
 use std::fs;
 use std::path::Path;
 use std::process::Output;
 
 use cks_iso_testworld::world::{Options, World};
 use serde_json::Value;
-use support::*;
+use crate::support::*;
 
 /// Every stderr line parsed, each checked against the documented record shape: `timestamp`,
 /// `level`, `target`, and `fields` holding at least `message`.

@@ -2,13 +2,11 @@
 //! cache cannot be created there, so the build falls back to one under TMPDIR with a warning naming
 //! both; an unwritable `--cache-dir` given explicitly fails at once, before any request.
 
-mod support;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
 use cks_iso_testworld::world::{Options, World};
-use support::*;
+use crate::support::*;
 
 #[test]
 fn a_default_cache_that_cannot_be_written_falls_back_under_tmpdir_with_a_warning() {

@@ -6,8 +6,6 @@
 //! failed with no ISO, no partial file and no work dir left. At least 90 % must succeed. Prints the
 //! fault tally and the outcome of every build. `CKS_ISO_SOAK_BUILDS` sets how many (default 6).
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
@@ -16,7 +14,7 @@ use std::time::{Duration, Instant};
 use cks_iso_testworld::chaos::Chaos;
 use cks_iso_testworld::faults::FaultProxy;
 use cks_iso_testworld::world::{Options, World};
-use support::*;
+use crate::support::*;
 
 const EPOCH: &str = "1700000000";
 const ISO: &str = "setup-v1.33.1-x86_64.iso";

@@ -5,8 +5,6 @@
 //! parse back to what they were given; an edit never touches a byte outside the lines it edits.
 //! Bounded in cases, so they run in `make test`; `make fuzz` runs the same parsers coverage-guided.
 
-mod support;
-
 use cks_iso::image::{Index, Manifest, MediaType, Reference};
 use cks_iso::lock::Lock;
 use cks_iso::manifest::{check_yaml, images, pull_if_not_present};
@@ -198,13 +196,13 @@ fn pristine_iso() -> Vec<u8> {
             "kubernetes v1.33.1\narch amd64\n",
         )
         .unwrap();
-        std::fs::write(tree.join("docker/a.tar"), support::noise(1, 70_000)).unwrap();
+        std::fs::write(tree.join("docker/a.tar"), crate::support::noise(1, 70_000)).unwrap();
         std::fs::write(tree.join("docker/sub/b"), b"b").unwrap();
         std::fs::write(tree.join("network.yaml"), "kind: List\n").unwrap();
         std::fs::write(tree.join(format!("{}.yaml", "n".repeat(150))), "x: 1\n").unwrap();
         let iso = dir.path().join("p.iso");
-        support::run(
-            support::cks_iso()
+        crate::support::run(
+            crate::support::cks_iso()
                 .args(["iso"])
                 .arg(&tree)
                 .arg("-o")

@@ -3,8 +3,6 @@
 //! keeps them, and a lock written for exactly those. No mocks: every check reads the directories
 //! the commands left.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -14,8 +12,8 @@ use cks_iso::cache::Cache;
 use cks_iso::image::Digest;
 use cks_iso_testworld::registry::{RegistryWorld, world};
 use serde_json::{Value, json};
-use support::registry::{pull, succeeded};
-use support::{cks_iso, p};
+use crate::support::registry::{pull, succeeded};
+use crate::support::{cks_iso, p};
 
 const FILE_URL: &str = "https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm";
 const MANIFEST_URL: &str = "https://raw.githubusercontent.com/example/cni/v1/network.yaml";
@@ -201,7 +199,7 @@ fn export_then_import_carries_exactly_what_the_lock_needs() {
     assert_eq!(blobs, s.needed, "the export holds exactly the needed blobs");
     assert_eq!(keys, s.needed_keys, "and exactly the needed index entries");
     assert!(
-        support::names(&export.join("blobs/sha256"))
+        crate::support::names(&export.join("blobs/sha256"))
             .iter()
             .all(|n| !n.starts_with('.'))
     );
@@ -255,7 +253,7 @@ fn an_iso_carrying_a_lock_is_read_like_the_lock() {
     fs::create_dir_all(&root).unwrap();
     fs::copy(&s.lock, root.join("cks-iso.lock")).unwrap();
     let iso = s.tmp.path().join("with-lock.iso");
-    support::build_iso(&root, &iso);
+    crate::support::build_iso(&root, &iso);
     let export = s.tmp.path().join("export");
     ok(cache_cmd(
         &s.cache,
@@ -265,7 +263,7 @@ fn an_iso_carrying_a_lock_is_read_like_the_lock() {
     // An ISO without a lock, and a file that is neither, are refused as bad input.
     fs::remove_file(root.join("cks-iso.lock")).unwrap();
     let bare = s.tmp.path().join("bare.iso");
-    support::build_iso(&root, &bare);
+    crate::support::build_iso(&root, &bare);
     let out = cache_cmd(&s.cache, &["ls", "--locked", p(&bare)]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(
@@ -532,7 +530,7 @@ fn a_cache_exported_for_a_build_rebuilds_it_offline_elsewhere() {
         .output()
         .unwrap());
     let isos = |dir: &str| -> Vec<String> {
-        support::names(&at(dir))
+        crate::support::names(&at(dir))
             .into_iter()
             .filter(|n| n.ends_with(".iso"))
             .collect()
@@ -549,5 +547,5 @@ fn a_cache_exported_for_a_build_rebuilds_it_offline_elsewhere() {
         fs::read(&online).unwrap() == fs::read(at("refetched").join(name)).unwrap(),
         "{name} differs after the corrupt blob was fetched again"
     );
-    assert!(support::names(&at("tmp")).is_empty(), "nothing left behind");
+    assert!(crate::support::names(&at("tmp")).is_empty(), "nothing left behind");
 }

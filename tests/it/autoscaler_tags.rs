@@ -3,8 +3,6 @@
 //! (`upstream.md` §1, `iso-contract.md` §4): over protocol v2 and over a v0-only server, with and
 //! without the discovery preamble; pins, the warning and the errors.
 
-mod support;
-
 use cks_iso::resolve::git::{Listing, Protocol, ls_remote};
 use cks_iso::resolve::version::{AUTOSCALER_REF_PREFIX, KubeVersion, choose_autoscaler};
 use cks_iso::resolve::{AutoscalerChoice, ResolveError};

@@ -2,14 +2,12 @@
 //! (and its osirrox extractor), bsdtar and 7z. Protects contract §1–2: volume ID `CDROM`, Rock Ridge
 //! names byte-exact, modes 0755/0644, owner 0, a 0755 root, Joliet present.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
-use support::*;
+use crate::support::*;
 
 struct Built {
     _dir: tempfile::TempDir,

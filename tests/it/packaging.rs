@@ -1,11 +1,9 @@
 //! The tool as operators get it: what the published crate holds, the completions and the man page.
 //! (The `.deb` itself is checked by `make test-deb`, which needs a release build.)
 
-mod support;
-
 use std::process::Command;
 
-use support::run;
+use crate::support::run;
 
 /// `cargo package --list` holds the sources, the manifest, the lock, the README, the changelog
 /// and the licence, and nothing else: no tests, test data, test world, benches or scripts.
@@ -79,7 +77,7 @@ fn version_names_the_git_commit() {
 
 /// Runs `cks-iso ARGS…` and returns its stdout, failing on a non-zero exit or any stderr.
 fn stdout_of(args: &[&str]) -> String {
-    let out = run(support::cks_iso().args(args));
+    let out = run(crate::support::cks_iso().args(args));
     assert!(
         out.stderr.is_empty(),
         "cks-iso {args:?} wrote to stderr:\n{}",
@@ -91,7 +89,7 @@ fn stdout_of(args: &[&str]) -> String {
 /// Sources the bash completion and drives its function the way readline does for `line`, whose
 /// last word is the one completed; returns COMPREPLY.
 fn bash_complete(script: &std::path::Path, line: &str) -> Vec<String> {
-    support::require("bash");
+    crate::support::require("bash");
     let driver = r#"
         source "$1" || exit 1
         fn=$(complete -p cks-iso | sed -E 's/.*-F ([^ ]+).*/\1/')
@@ -166,13 +164,13 @@ fn zsh_and_fish_completions_are_valid_scripts_of_every_subcommand() {
         );
     }
     // Each shell parses its script without running it.
-    support::run_tool("zsh", &["-n", zsh.to_str().unwrap()]);
-    support::run_tool("fish", &["--no-execute", fish.to_str().unwrap()]);
+    crate::support::run_tool("zsh", &["-n", zsh.to_str().unwrap()]);
+    crate::support::run_tool("fish", &["--no-execute", fish.to_str().unwrap()]);
 }
 
 /// `man -l` renders the page with no groff warning, holding the sections operators look for.
 fn render_man(args: &[&str]) -> String {
-    support::require("man");
+    crate::support::require("man");
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("page.1");
     std::fs::write(&page, stdout_of(args)).unwrap();
@@ -238,7 +236,7 @@ fn man_page_renders_with_every_subcommand_variable_and_exit_code() {
 
 #[test]
 fn man_for_an_unknown_subcommand_is_a_usage_error_listing_them() {
-    let out = support::cks_iso().args(["man", "bulid"]).output().unwrap();
+    let out = crate::support::cks_iso().args(["man", "bulid"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -278,7 +276,7 @@ fn built_deb() -> std::path::PathBuf {
 fn debian_package_passes_lintian_and_its_binary_runs() {
     let deb = built_deb();
 
-    support::require("lintian");
+    crate::support::require("lintian");
     let lintian = Command::new("lintian")
         .args(["--fail-on", "error", "--tag-display-limit", "0"])
         .arg(&deb)
@@ -294,7 +292,7 @@ fn debian_package_passes_lintian_and_its_binary_runs() {
     assert!(!report.lines().any(|l| l.starts_with("E:")), "{report}");
 
     let root = tempfile::tempdir().unwrap();
-    support::run_tool(
+    crate::support::run_tool(
         "dpkg-deb",
         &["-x", deb.to_str().unwrap(), root.path().to_str().unwrap()],
     );

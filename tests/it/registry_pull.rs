@@ -2,8 +2,6 @@
 //! corpus, through mirrors, plain HTTP, TLS and a bearer-token front with redirected blobs; the
 //! archives judged by skopeo and a private containerd.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
 use cks_iso_testworld::images::Fixture;
@@ -11,9 +9,9 @@ use cks_iso_testworld::registry::{
     DockerRegistry, FrontAuth, RegistryWorld, Tls, TokenFront, world,
 };
 use serde_json::Value;
-use support::containerd::Containerd;
-use support::registry::{assert_cache_verified, assert_empty, pull, stderr, succeeded};
-use support::run_tool;
+use crate::support::containerd::Containerd;
+use crate::support::registry::{assert_cache_verified, assert_empty, pull, stderr, succeeded};
+use crate::support::run_tool;
 
 /// The corpus images published for `arch`.
 fn published(world: &RegistryWorld, arch: &str) -> Vec<Fixture> {
@@ -39,7 +37,7 @@ fn json(output: std::process::Output) -> Value {
 
 #[test]
 fn every_archive_is_read_by_skopeo_and_containerd_with_the_registry_digest() {
-    support::require("skopeo");
+    crate::support::require("skopeo");
     let world = world();
     let containerd = Containerd::start();
     for arch in ["amd64", "arm64"] {
@@ -292,7 +290,7 @@ fn missing_image_is_not_found_by_name_and_leaves_nothing() {
         let text = stderr(&result);
         assert!(text.contains(&format!("{missing}: not found")), "{text}");
         // The good image is still written; the missing one has no archive.
-        assert_eq!(support::names(&out), ["pause:3.10.tar"]);
+        assert_eq!(crate::support::names(&out), ["pause:3.10.tar"]);
         assert_cache_verified(&cache);
     }
 }
@@ -390,7 +388,7 @@ fn bad_credentials_fail_as_an_auth_error_without_the_secret() {
     // The right password, this time from REGISTRY_AUTH_FILE.
     let authfile = write_authfile(tmp.path(), &front.host(), "cks", "right-horse");
     let mut right =
-        support::registry::pull_cmd(&args(&world, &front.url(), "amd64", &refs), &cache, &out);
+        crate::support::registry::pull_cmd(&args(&world, &front.url(), "amd64", &refs), &cache, &out);
     right.env("REGISTRY_AUTH_FILE", &authfile);
     succeeded(&right.output().unwrap());
 }
@@ -430,7 +428,7 @@ fn credential_helper_from_docker_config_supplies_credentials() {
     .unwrap();
     let pause = world.corpus.get("registry.k8s.io/pause:3.10").reference();
     let mut cmd =
-        support::registry::pull_cmd(&args(&world, &front.url(), "arm64", &[pause]), &cache, &out);
+        crate::support::registry::pull_cmd(&args(&world, &front.url(), "arm64", &[pause]), &cache, &out);
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -493,7 +491,7 @@ fn images_sharing_an_archive_name_get_distinct_files_and_a_warning() {
         "one archive must not overwrite the other"
     );
     assert!(lines.iter().all(|l| l.1 == pause.top));
-    let files = support::names(&out);
+    let files = crate::support::names(&out);
     assert_eq!(files.len(), 2, "{files:?}");
     assert!(
         files
@@ -516,7 +514,7 @@ fn doctor_obtains_a_pull_token_as_a_pull_would() {
     let front = password_front(&world);
     let tmp = tempfile::tempdir().unwrap();
     let doctor = |authfile: Option<&Path>| {
-        let mut cmd = support::cks_iso();
+        let mut cmd = crate::support::cks_iso();
         cmd.arg("doctor")
             .args(world.mirror_args(&front.url()))
             .args(["--retries", "1", "--connect-timeout", "2"])

@@ -3,13 +3,11 @@
 //! cache that still verifies. Each case mounts a small tmpfs in a private user and mount namespace
 //! (`unshare -r -m`, no root needed where user namespaces work), with the world outside it.
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 
 use cks_iso_testworld::world::{Options, World};
-use support::*;
+use crate::support::*;
 
 /// Runs a build with `which` of cache, tmp and out on a small tmpfs (768 KiB; 96 KiB for TMPDIR,
 /// which holds only the downloaded files since archives go from the cache into the ISO); returns (exit code,

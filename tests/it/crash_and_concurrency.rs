@@ -4,15 +4,13 @@
 //! killed runs filled. Several builds on one cache and one output dir at once all succeed and equal
 //! the same builds run one after the other.
 
-mod support;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use cks_iso_testworld::world::{Options, World};
-use support::*;
+use crate::support::*;
 
 const EPOCH: &str = "1700000000";
 

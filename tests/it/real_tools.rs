@@ -5,16 +5,14 @@
 //! A missing tool fails the test with a message naming `make deps`; the containerd test needs
 //! root and fails without it (naming `sudo make test`) unless `CKS_ISO_TESTS_WITHOUT_ROOT` is set.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
 use cks_iso::archive;
 use cks_iso::image::{Arch, Image};
 use serde_json::Value;
-use support::containerd::Containerd;
-use support::world::{Fixture, World, world};
-use support::{require, run_tool};
+use crate::support::containerd::Containerd;
+use crate::support::world::{Fixture, World, world};
+use crate::support::{require, run_tool};
 
 /// Every image of the world published for `arch`, written as archives under `out` with the
 /// names the ISO would give them.

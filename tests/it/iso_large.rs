@@ -1,13 +1,11 @@
 //! Files of 4 GiB and more: ISO level 3 stores them in several extents, and the writer streams
 //! them, so memory stays flat however large the files are.
 
-mod support;
-
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::process::Command;
 
-use support::*;
+use crate::support::*;
 
 const BIG: u64 = 4 * 1024 * 1024 * 1024 + 3 * 1024 * 1024 + 17;
 

@@ -14,8 +14,6 @@
 //! image again takes it by digest and makes the same ISO. `--signatures off` is recorded as not
 //! checked, and `verify --signatures` says why an ISO has no evidence to re-verify.
 
-mod support;
-
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -25,7 +23,7 @@ use cks_iso_testworld::rekor::Tamper;
 use cks_iso_testworld::sigstore::{IssuerForm, SignOptions};
 use cks_iso_testworld::world::{Options, World, binary_signer};
 use sha2::Digest as _;
-use support::*;
+use crate::support::*;
 
 const EPOCH: &str = "1700000000";
 const PAUSE: &str = "registry.k8s.io/pause:3.10";

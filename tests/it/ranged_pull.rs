@@ -1,14 +1,12 @@
 //! Large blobs fetched as several `Range` requests at once: the archive is byte for byte the one
 //! a single GET gives, and a registry that ignores or refuses ranges still serves the pull.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
 use cks_iso_testworld::bench;
 use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
 use cks_iso_testworld::registry::DockerRegistry;
-use support::registry::{assert_cache_verified, pull, succeeded};
+use crate::support::registry::{assert_cache_verified, pull, succeeded};
 
 /// 40 MiB: over the 16 MiB from which a blob is fetched in parts (eight of 5 MiB).
 const BIG_MIB: u64 = 40;

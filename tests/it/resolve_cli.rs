@@ -2,8 +2,6 @@
 //! the upstream stand-in for everything else — reached only through `--mirror` rules or the
 //! configuration file, with no kubeadm anywhere on `PATH`.
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -60,7 +58,7 @@ impl World {
     }
 
     fn cmd(&self) -> Command {
-        let mut cmd = support::cks_iso();
+        let mut cmd = crate::support::cks_iso();
         cmd.env("PATH", self.empty_path.path())
             .env_remove("AUTOSCALER_VERSION")
             .env_remove("CCM_VERSION")
@@ -418,7 +416,7 @@ fn wrong_arguments_are_usage_errors_before_any_network_access() {
         (["--kubernetes", "latest", "--arch", "amd64"], "latest"),
     ] {
         // The mirrors point at a closed port: reaching the network would be a different error.
-        let out = support::cks_iso()
+        let out = crate::support::cks_iso()
             .args([
                 "resolve",
                 "--mirror",

@@ -1,12 +1,10 @@
 //! `cks-iso doctor` in the local world: healthy, every check `ok` and exit 0; then with a dead
 //! download mirror and a dead registry mirror, each named in its `FAIL` line with a hint, exit 1.
 
-mod support;
-
 use std::process::Output;
 
 use cks_iso_testworld::world::{Options, World};
-use support::*;
+use crate::support::*;
 
 fn doctor(world: &World, cache: &std::path::Path, extra: &[&str]) -> Output {
     cks_iso()

@@ -1,8 +1,6 @@
 //! The archive writer on the synthetic world, judged by reading the tar back: layout, fixed
 //! headers, determinism, platform choice, and refusal of corrupt blobs. No external tools.
 
-mod support;
-
 use std::io::Read;
 use std::path::Path;
 
@@ -10,7 +8,7 @@ use cks_iso::archive::{self, ArchiveError};
 use cks_iso::cache::Cache;
 use cks_iso::image::{Arch, Digest, Image, ImageError, MediaType, Reference};
 use serde_json::Value;
-use support::world::{World, world};
+use crate::support::world::{World, world};
 
 const APISERVER: &str = "registry.k8s.io/kube-apiserver:v1.33.1";
 const EPOCH: u64 = 1_700_000_000;
@@ -204,7 +202,7 @@ fn corrupted_cache_blob_names_image_blob_and_digests_and_leaves_no_archive() {
         }
         assert!(err.hint().is_some());
         assert!(
-            support::names(out.path()).is_empty(),
+            crate::support::names(out.path()).is_empty(),
             "no archive and no temp file"
         );
     }
@@ -297,7 +295,7 @@ fn archives_spliced_into_an_iso_are_the_bytes_pull_writes() {
         );
     }
     assert_eq!(
-        support::names(&out),
+        crate::support::names(&out),
         ["pulled.iso", "spliced-0.iso", "spliced-1.iso"],
         "no placeholder left beside the ISOs"
     );
@@ -347,7 +345,7 @@ fn corrupted_blob_fails_the_spliced_iso_and_leaves_nothing() {
             assert!(text.contains(part), "{part:?} missing from: {text}");
         }
         assert!(
-            support::names(&out).is_empty(),
+            crate::support::names(&out).is_empty(),
             "no ISO, temp file or placeholder"
         );
     }
@@ -403,7 +401,7 @@ fn resized_blob_fails_the_spliced_iso_with_its_real_digest_and_size() {
             other => panic!("{other}"),
         }
         assert!(
-            support::names(&out).is_empty(),
+            crate::support::names(&out).is_empty(),
             "no ISO, temp file or placeholder"
         );
     }

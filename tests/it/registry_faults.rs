@@ -2,14 +2,12 @@
 //! failures end in success with verified digests, a persistently corrupt blob in an error naming
 //! image, blob and both digests, and no failure leaves an archive or an unverified blob behind.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
 use cks_iso_testworld::http::sha256;
 use cks_iso_testworld::registry::{RegistryWorld, world};
-use support::registry::{assert_cache_verified, pull, stderr, succeeded};
+use crate::support::registry::{assert_cache_verified, pull, stderr, succeeded};
 
 const APISERVER: &str = "registry.k8s.io/kube-apiserver:v1.33.1";
 
@@ -119,7 +117,7 @@ fn persistent_server_error_on_head_names_the_head_request() {
         2,
         "2 attempts"
     );
-    support::registry::assert_empty(&tmp.path().join("out"));
+    crate::support::registry::assert_empty(&tmp.path().join("out"));
 }
 
 #[test]
@@ -207,7 +205,7 @@ fn persistently_corrupt_blob_names_image_blob_and_digests_and_leaves_nothing() {
         3,
         "a mismatch is fetched again within the retry budget, like a 5xx"
     );
-    support::registry::assert_empty(&tmp.path().join("out"));
+    crate::support::registry::assert_empty(&tmp.path().join("out"));
     let cache = tmp.path().join("cache");
     assert_cache_verified(&cache);
     let hex = layer.strip_prefix("sha256:").unwrap();
@@ -251,7 +249,7 @@ fn corrupt_blob_shared_by_two_images_is_fetched_once_and_fails_both() {
             .unwrap_or_else(|| panic!("no error names {image} and {layer}:\n{text}"));
         assert!(line.contains(" does not match: expected "), "{line}");
     }
-    support::registry::assert_empty(&tmp.path().join("out"));
+    crate::support::registry::assert_empty(&tmp.path().join("out"));
     assert_cache_verified(&tmp.path().join("cache"));
 }
 

@@ -1,15 +1,13 @@
 //! Bad input gets a clear error naming the culprit, the right exit code, and leaves nothing behind:
 //! no ISO, no temporary file — also when the run is interrupted.
 
-mod support;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use support::*;
+use crate::support::*;
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
