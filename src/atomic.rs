@@ -36,13 +36,26 @@ fn lock() -> std::sync::MutexGuard<'static, BTreeSet<PathBuf>> {
 /// Installs the signal handler that removes pending temporary paths. Call once, early in `main`.
 pub fn remove_on_signal() -> Result<(), ctrlc::Error> {
     ctrlc::set_handler(|| {
-        let paths = std::mem::take(&mut *lock());
-        for path in paths.iter().rev() {
-            remove_path(path);
-        }
-        tracing::warn!("interrupted: removed {} temporary path(s)", paths.len());
+        let removed = remove_pending();
+        tracing::warn!("interrupted: removed {removed} temporary path(s)");
         std::process::exit(INTERRUPTED_EXIT);
     })
+}
+
+/// Removes every pending temporary path, newest first; returns how many there were.
+fn remove_pending() -> usize {
+    let paths = std::mem::take(&mut *lock());
+    for path in paths.iter().rev() {
+        remove_path(path);
+    }
+    paths.len()
+}
+
+/// Ends the process with `code` now, removing every pending temporary path first, as an
+/// interrupt does: for a run that cannot go on (stdout closed) but must leave nothing behind.
+pub fn exit_removing_pending(code: i32) -> ! {
+    remove_pending();
+    std::process::exit(code)
 }
 
 fn remove_path(path: &Path) {

@@ -140,6 +140,20 @@ impl Var {
     }
 }
 
+/// `SOURCE_DATE_EPOCH` set to something other than a whole number of seconds; holds the value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("SOURCE_DATE_EPOCH={0:?} is not a whole number of seconds")]
+pub struct BadEpoch(pub String);
+
+/// The one reading of `SOURCE_DATE_EPOCH`: `None` when unset or empty, surrounding whitespace
+/// ignored. Each command decides its own default (now, the lock's epoch, 0) from `None`.
+pub fn source_date_epoch() -> Result<Option<i64>, BadEpoch> {
+    SOURCE_DATE_EPOCH
+        .get()
+        .map(|value| value.trim().parse().map_err(|_| BadEpoch(value)))
+        .transpose()
+}
+
 #[cfg(test)]
 mod tests {
     /// The rows of the README's "Environment variables" table: `(name, effect)`.

@@ -44,6 +44,7 @@ pub mod image;
 pub mod iso;
 pub mod lock;
 pub mod manifest;
+pub mod out;
 pub mod plan;
 pub mod progress;
 pub mod registry;

@@ -2,7 +2,7 @@
 //! so they cannot drift from the flags. Both print on stdout; the Debian package runs them at
 //! package time (`make deb`).
 
-use std::io::{self, Write};
+use std::io;
 
 use clap::CommandFactory;
 use clap_mangen::Man;
@@ -44,13 +44,14 @@ pub fn completions(args: CompletionsArgs) -> Result<(), AppError> {
     if shell == clap_complete::Shell::Bash {
         buf = fix_bash_hyphenated_bin(&buf);
     }
-    print(&buf)
+    crate::out::bytes(&buf);
+    Ok(())
 }
 
 /// clap_complete's bash script labels the states of a hyphenated binary's subcommands
 /// `cks__subcmd__iso__subcmd__build` while its dispatch loop arrives at `cks__iso__subcmd__build`,
 /// so no subcommand's options ever complete (clap-rs/clap#6421, open). Spell the labels the way
-/// the loop does; once clap_complete is fixed this replaces nothing. `tests/packaging.rs` checks
+/// the loop does; once clap_complete is fixed this replaces nothing. `tests/it/packaging.rs` checks
 /// that `cks-iso build --kub` completes either way.
 fn fix_bash_hyphenated_bin(script: &[u8]) -> Vec<u8> {
     let text = String::from_utf8_lossy(script);
@@ -91,7 +92,8 @@ pub fn man(args: ManArgs) -> Result<(), AppError> {
             None,
         )
     })?;
-    print(&buf)
+    crate::out::bytes(&buf);
+    Ok(())
 }
 
 /// The same title line on every page; no date, so the pages are reproducible.
@@ -139,14 +141,3 @@ fn main_page(cmd: clap::Command, w: &mut Vec<u8>) -> io::Result<()> {
     man.render_version_section(w)
 }
 
-/// Writes `bytes` to stdout; a closed pipe (`| head`) is not an error worth reporting twice.
-fn print(bytes: &[u8]) -> Result<(), AppError> {
-    let mut out = io::stdout().lock();
-    match out.write_all(bytes).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(AppError::failure(
-            anyhow::Error::new(e).context("cannot write to stdout"),
-            None,
-        )),
-        _ => Ok(()),
-    }
-}

@@ -81,14 +81,14 @@ impl Checks {
         self.total += 1;
         match result {
             Ok(detail) => {
-                println!("ok    {what}: {detail}");
+                crate::outln!("ok    {what}: {detail}");
                 true
             }
             Err(problem) => {
                 self.failed += 1;
-                println!("FAIL  {what}: {}", problem.text);
+                crate::outln!("FAIL  {what}: {}", problem.text);
                 if let Some(hint) = &problem.hint {
-                    println!("      hint: {hint}");
+                    crate::outln!("      hint: {hint}");
                 }
                 false
             }

@@ -28,6 +28,14 @@ pub struct AppError {
     pub hint: Option<String>,
 }
 
+/// `SOURCE_DATE_EPOCH` set to something else than seconds: the same error in every subcommand
+/// that reads it.
+impl From<crate::env::BadEpoch> for AppError {
+    fn from(err: crate::env::BadEpoch) -> Self {
+        Self::usage(err, Some(EPOCH_HINT.into()))
+    }
+}
+
 impl AppError {
     /// A failure of the work.
     pub fn failure(error: impl Into<anyhow::Error>, hint: Option<String>) -> Self {
@@ -47,14 +55,6 @@ impl AppError {
         }
     }
 
-    /// `SOURCE_DATE_EPOCH` set to something else than seconds: the same error in every
-    /// subcommand that reads it.
-    pub(crate) fn bad_epoch(value: &str) -> Self {
-        Self::usage(
-            anyhow::anyhow!("SOURCE_DATE_EPOCH={value:?} is not a whole number of seconds"),
-            Some(EPOCH_HINT.into()),
-        )
-    }
 
     /// `--arch` naming an architecture cks-iso does not build for, in every subcommand.
     pub(crate) fn unknown_arch(given: &str) -> Self {

@@ -39,7 +39,7 @@ pub fn run(args: IsoArgs, ui: &Ui) -> Result<(), AppError> {
         written.counts.dirs,
         args.volume_id,
     );
-    println!("{}", written.path.display());
+    crate::outln!("{}", written.path.display());
     Ok(())
 }
 
@@ -48,11 +48,8 @@ pub(crate) fn epoch(flag: Option<i64>) -> Result<i64, AppError> {
     if let Some(epoch) = flag {
         return Ok(epoch);
     }
-    if let Some(value) = env::SOURCE_DATE_EPOCH.get() {
-        return value
-            .trim()
-            .parse()
-            .map_err(|_| AppError::bad_epoch(&value));
+    if let Some(epoch) = env::source_date_epoch()? {
+        return Ok(epoch);
     }
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -95,7 +95,7 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
     for (reference, outcome) in references.iter().zip(results) {
         match outcome {
             Ok((image, done)) => {
-                println!(
+                crate::outln!(
                     "{} {} {}",
                     image.reference,
                     image.top.digest,
@@ -133,11 +133,10 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
 
 /// Archive entries are dated `SOURCE_DATE_EPOCH`, else 0, so the same image gives the same bytes.
 fn epoch() -> Result<u64, AppError> {
-    match env::SOURCE_DATE_EPOCH.get() {
+    match env::source_date_epoch()? {
         None => Ok(0),
-        Some(value) => value
-            .trim()
-            .parse()
-            .map_err(|_| AppError::bad_epoch(&value)),
+        Some(epoch) => u64::try_from(epoch).map_err(|_| {
+            AppError::from(env::BadEpoch(env::SOURCE_DATE_EPOCH.get().unwrap_or_default()))
+        }),
     }
 }

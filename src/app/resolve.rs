@@ -31,7 +31,7 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
     if json {
         let text = serde_json::to_string_pretty(&resolution)
             .map_err(|e| AppError::failure(anyhow::Error::new(e), None))?;
-        println!("{text}");
+        crate::outln!("{text}");
     } else {
         print!("{}", table(&resolution));
     }

@@ -43,7 +43,7 @@ pub fn run(args: VerifyArgs) -> Result<(), AppError> {
                 })
             })
             .collect();
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&value).expect("JSON of plain values")
         );
@@ -52,15 +52,15 @@ pub fn run(args: VerifyArgs) -> Result<(), AppError> {
             let iso = r.iso.display();
             if r.violations.is_empty() {
                 let arch = r.arch.as_deref().unwrap_or("?");
-                println!(
+                crate::outln!(
                     "ok {iso} ({arch}, {} files and {} image archives checked)",
                     r.files, r.images
                 );
             }
             for v in &r.violations {
                 match v.path.is_empty() {
-                    true => println!("{iso}: {}", v.problem),
-                    false => println!("{iso}: {}: {}", v.path, v.problem),
+                    true => crate::outln!("{iso}: {}", v.problem),
+                    false => crate::outln!("{iso}: {}: {}", v.path, v.problem),
                 }
             }
         }

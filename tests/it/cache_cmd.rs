@@ -13,7 +13,7 @@ use cks_iso::image::Digest;
 use cks_iso_testworld::registry::{RegistryWorld, world};
 use serde_json::{Value, json};
 use crate::support::registry::{pull, succeeded};
-use crate::support::{cks_iso, p};
+use crate::support::{cks_iso, ended_quietly, p};
 
 const FILE_URL: &str = "https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm";
 const MANIFEST_URL: &str = "https://raw.githubusercontent.com/example/cni/v1/network.yaml";
@@ -548,4 +548,12 @@ fn a_cache_exported_for_a_build_rebuilds_it_offline_elsewhere() {
         "{name} differs after the corrupt blob was fetched again"
     );
     assert!(crate::support::names(&at("tmp")).is_empty(), "nothing left behind");
+}
+
+#[test]
+fn cache_ls_into_a_closed_pipe_ends_quietly() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut cmd = cks_iso();
+    cmd.args(["cache", "ls", "--cache-dir"]).arg(cache.path());
+    ended_quietly("cks-iso cache ls", &crate::support::into_closed_pipe(cmd));
 }

@@ -157,6 +157,24 @@ fn an_iso_is_identical_to_itself() {
 }
 
 #[test]
+fn diff_into_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = lock("amd64", NETWORK);
+    let mut new = old.clone();
+    new.autoscaler.version = "1.33.1".into();
+    let a = write_lock(dir.path(), "old.lock", &old);
+    let b = write_lock(dir.path(), "new.lock", &new);
+    for json in [false, true] {
+        let mut cmd = cks_iso();
+        cmd.arg("diff").args([&a, &b]);
+        if json {
+            cmd.arg("--json");
+        }
+        ended_quietly("cks-iso diff", &into_closed_pipe(cmd));
+    }
+}
+
+#[test]
 fn two_locks_name_the_autoscaler_the_image_digest_and_the_file_hash() {
     let dir = tempfile::tempdir().unwrap();
     let old = lock("amd64", NETWORK);

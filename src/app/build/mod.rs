@@ -185,9 +185,9 @@ fn locked_setup(args: &BuildArgs, path: &std::path::Path) -> Result<Setup, AppEr
     let kube: KubeVersion = locked.request.kubernetes.parse()?;
     check_supported(&kube)?;
     let volume_id = VolumeId::parse(&locked.volume_id)?;
-    let epoch = match args.source_date_epoch.is_some() || env::SOURCE_DATE_EPOCH.get().is_some() {
-        true => super::iso::epoch(args.source_date_epoch)?,
-        false => lock.epoch,
+    let epoch = match args.source_date_epoch {
+        Some(epoch) => epoch,
+        None => env::source_date_epoch()?.unwrap_or(lock.epoch),
     };
     let lock = locked.lock;
     let r = &lock.request;
@@ -262,14 +262,14 @@ fn summary(built: &[Built], versions: &str, json: bool) {
             })
             .collect();
         let value = json!({ "isos": isos, "versions": versions });
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&value).expect("plain JSON")
         );
         return;
     }
     for b in built {
-        println!(
+        crate::outln!(
             "{}  {} ({}, {} images, {} files, sha256 {})",
             b.path.display(),
             indicatif::HumanBytes(b.size),
@@ -279,5 +279,5 @@ fn summary(built: &[Built], versions: &str, json: bool) {
             &b.sha256[..16]
         );
     }
-    println!("{versions}");
+    crate::outln!("{versions}");
 }

@@ -75,7 +75,7 @@ pub(super) fn export(args: CacheExportArgs, ui: &Ui) -> Result<(), AppError> {
         out.remember(&key.key, &key.digest, size, note)
             .map_err(failed)?;
     }
-    println!(
+    crate::outln!(
         "exported {} blob(s), {} ({copied} copied), and {} index entries to {}",
         needs.blobs.len(),
         human(bytes),
@@ -149,7 +149,7 @@ pub(super) fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
             .map_err(failed)?;
         entries += 1;
     }
-    println!(
+    crate::outln!(
         "imported {} blob(s), {} ({added} new), and {entries} index entries into {}{}",
         blobs.len() - corrupt.len(),
         human(bytes),

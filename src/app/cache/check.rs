@@ -49,26 +49,26 @@ pub(super) fn ls(args: CacheLsArgs) -> Result<(), AppError> {
                 "bytes": unneeded.iter().map(|b| b.size).sum::<u64>(),
             })),
         });
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&value).expect("JSON of plain values")
         );
         return Ok(());
     }
-    println!("cache {}", cache.root().display());
-    println!("blobs: {} ({})", blobs.len(), human(bytes));
+    crate::outln!("cache {}", cache.root().display());
+    crate::outln!("blobs: {} ({})", blobs.len(), human(bytes));
     if !strays.is_empty() {
         let stale = strays.iter().filter(|s| s.stale).count();
-        println!("other files in blobs/: {} ({stale} stale)", strays.len());
+        crate::outln!("other files in blobs/: {} ({stale} stale)", strays.len());
     }
-    println!("index: {} entries", entries.len());
+    crate::outln!("index: {} entries", entries.len());
     for e in &entries {
         let gone = if present(e) { "" } else { " (blob missing)" };
-        println!("  {} -> {} {}{gone}", e.key, e.digest, e.size);
+        crate::outln!("  {} -> {} {}{gone}", e.key, e.digest, e.size);
     }
     for (locked, needs) in locks.iter().zip(&needs) {
         let size: u64 = needs.blobs.iter().filter_map(|b| b.size).sum();
-        println!(
+        crate::outln!(
             "lock {}: needs {} blob(s) ({}) and {} index entries; {} missing",
             locked.file.display(),
             needs.blobs.len(),
@@ -79,19 +79,19 @@ pub(super) fn ls(args: CacheLsArgs) -> Result<(), AppError> {
         for blob in &needs.blobs {
             let size = blob.size.map_or("?".into(), |s| s.to_string());
             match &blob.problem {
-                None => println!("  ok      {} {size} {}", blob.digest, blob.what),
+                None => crate::outln!("  ok      {} {size} {}", blob.digest, blob.what),
                 Some(problem) => {
-                    println!("  MISSING {} {size} {}: {problem}", blob.digest, blob.what)
+                    crate::outln!("  MISSING {} {size} {}: {problem}", blob.digest, blob.what)
                 }
             }
         }
         if needs.incomplete {
-            println!("  (an image's manifest is missing: its config and layers are not listed)");
+            crate::outln!("  (an image's manifest is missing: its config and layers are not listed)");
         }
     }
     if !locks.is_empty() {
         let size = unneeded.iter().map(|b| b.size).sum();
-        println!(
+        crate::outln!(
             "needed by none of these locks: {} blob(s) ({})",
             unneeded.len(),
             human(size)
@@ -115,7 +115,7 @@ pub(super) fn verify(args: CacheVerifyArgs, ui: &Ui) -> Result<(), AppError> {
             Err(CacheError::NotFound { .. }) => continue,
             Err(err) => {
                 problems += 1;
-                println!("unreadable {}: {err}", blob.digest);
+                crate::outln!("unreadable {}: {err}", blob.digest);
                 continue;
             }
         };
@@ -124,7 +124,7 @@ pub(super) fn verify(args: CacheVerifyArgs, ui: &Ui) -> Result<(), AppError> {
             continue;
         }
         problems += 1;
-        println!(
+        crate::outln!(
             "corrupt {}: the content hashes to {} ({} bytes)",
             blob.digest, rehashed.actual, rehashed.size
         );
@@ -148,7 +148,7 @@ pub(super) fn verify(args: CacheVerifyArgs, ui: &Ui) -> Result<(), AppError> {
             None => "is not in the cache".to_owned(),
             Some(other) => format!("has {other} bytes"),
         };
-        println!(
+        crate::outln!(
             "dangling index entry {}: its blob {} ({} bytes) {state}",
             entry.key, entry.digest, entry.size
         );
@@ -160,11 +160,11 @@ pub(super) fn verify(args: CacheVerifyArgs, ui: &Ui) -> Result<(), AppError> {
         problems += usize::from(report_stray(&cache, stray, args.fix, &mut removed)?);
     }
     for what in &removed {
-        println!("removed {what}");
+        crate::outln!("removed {what}");
     }
     match (problems, args.fix) {
         (0, _) => {
-            println!(
+            crate::outln!(
                 "ok: {} blob(s) and {} index entries in {}",
                 blobs.len(),
                 entries.len(),
@@ -173,7 +173,7 @@ pub(super) fn verify(args: CacheVerifyArgs, ui: &Ui) -> Result<(), AppError> {
             Ok(())
         }
         (n, true) => {
-            println!("fixed {n} problem(s): removed {} file(s)", removed.len());
+            crate::outln!("fixed {n} problem(s): removed {} file(s)", removed.len());
             Ok(())
         }
         (n, false) => Err(AppError::failure(
@@ -205,7 +205,7 @@ fn report_stray(
             return Ok(false);
         }
     };
-    println!("{problem}: {path} ({} bytes)", stray.size);
+    crate::outln!("{problem}: {path} ({} bytes)", stray.size);
     if fix && cache.remove_stray(stray).map_err(failed)? {
         removed.push(format!("{path}"));
     }
@@ -247,7 +247,7 @@ pub(super) fn prune(args: CachePruneArgs) -> Result<(), AppError> {
     let (mut freed, mut count) = (0, 0);
     for blob in blobs.iter().filter(|b| !digests.contains(&b.digest)) {
         if let Some(size) = cache.remove_blob(&blob.digest).map_err(failed)? {
-            println!("removed {} {size}", blob.digest);
+            crate::outln!("removed {} {size}", blob.digest);
             freed += size;
             count += 1;
         }
@@ -258,11 +258,11 @@ pub(super) fn prune(args: CachePruneArgs) -> Result<(), AppError> {
         let kept =
             keys.contains(entry.key.as_str()) && cache.size_of(&entry.digest) == Some(entry.size);
         if !kept && cache.forget(entry).map_err(failed)? {
-            println!("removed index entry {}", entry.key);
+            crate::outln!("removed index entry {}", entry.key);
             forgotten += 1;
         }
     }
-    println!(
+    crate::outln!(
         "freed {}: {count} blob(s) and {forgotten} index entries removed, {} blob(s) kept",
         human(freed),
         blobs.len() - count

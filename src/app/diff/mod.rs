@@ -18,7 +18,7 @@ pub fn run(args: DiffArgs) -> Result<Outcome, AppError> {
     let b = read(&args.b)?;
     let report = diff::compare(&a, &b);
     if args.json {
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&report).expect("JSON of plain values")
         );

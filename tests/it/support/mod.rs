@@ -21,6 +21,24 @@ pub fn cks_iso() -> Command {
     cmd
 }
 
+/// Runs `cmd` with stdout a pipe whose reader is already gone (`cmd | head -0`), so its first
+/// write of data fails with a broken pipe; stderr is captured.
+pub fn into_closed_pipe(mut cmd: Command) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    cmd.stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap()
+}
+
+/// Asserts a run whose stdout was closed ended quietly: exit 0, no panic, no error report.
+pub fn ended_quietly(what: &str, o: &Output) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{what} into a closed pipe: {err}");
+    assert!(!err.contains("panicked") && !err.contains("error"), "{what}: {err}");
+}
+
 /// Fails the test (never skips) when a tool the test needs is missing.
 pub fn require(tool: &str) {
     let found = Command::new("sh")
