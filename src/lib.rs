@@ -31,22 +31,20 @@
 //! - [`ui`] and [`progress`]: logs and progress on stderr, data on stdout.
 
 pub mod app;
-pub mod archive;
-pub mod atomic;
+// The leaf crates, under the module names the rest of the crate has always used.
+pub use cks_iso_io::{atomic, progress};
+pub use cks_iso_iso9660 as iso;
+pub use cks_iso_oci::{archive, image};
 pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod diff;
 pub mod env;
 pub mod fetch;
-mod hash_thread;
-pub mod image;
-pub mod iso;
 pub mod lock;
 pub mod manifest;
 pub mod out;
 pub mod plan;
-pub mod progress;
 pub mod registry;
 pub mod resolution;
 pub mod resolve;

@@ -140,4 +140,3 @@ fn main_page(cmd: clap::Command, w: &mut Vec<u8>) -> io::Result<()> {
 
     man.render_version_section(w)
 }
-

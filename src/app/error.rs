@@ -55,7 +55,6 @@ impl AppError {
         }
     }
 
-
     /// `--arch` naming an architecture cks-iso does not build for, in every subcommand.
     pub(crate) fn unknown_arch(given: &str) -> Self {
         Self::usage(

@@ -136,7 +136,9 @@ fn epoch() -> Result<u64, AppError> {
     match env::source_date_epoch()? {
         None => Ok(0),
         Some(epoch) => u64::try_from(epoch).map_err(|_| {
-            AppError::from(env::BadEpoch(env::SOURCE_DATE_EPOCH.get().unwrap_or_default()))
+            AppError::from(env::BadEpoch(
+                env::SOURCE_DATE_EPOCH.get().unwrap_or_default(),
+            ))
         }),
     }
 }

@@ -33,7 +33,7 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
             .map_err(|e| AppError::failure(anyhow::Error::new(e), None))?;
         crate::outln!("{text}");
     } else {
-        print!("{}", table(&resolution));
+        crate::out::bytes(table(&resolution).as_bytes());
     }
     Ok(())
 }

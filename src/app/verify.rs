@@ -54,7 +54,8 @@ pub fn run(args: VerifyArgs) -> Result<(), AppError> {
                 let arch = r.arch.as_deref().unwrap_or("?");
                 crate::outln!(
                     "ok {iso} ({arch}, {} files and {} image archives checked)",
-                    r.files, r.images
+                    r.files,
+                    r.images
                 );
             }
             for v in &r.violations {

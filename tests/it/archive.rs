@@ -4,11 +4,11 @@
 use std::io::Read;
 use std::path::Path;
 
+use crate::support::world::{World, world};
 use cks_iso::archive::{self, ArchiveError};
 use cks_iso::cache::Cache;
 use cks_iso::image::{Arch, Digest, Image, ImageError, MediaType, Reference};
 use serde_json::Value;
-use crate::support::world::{World, world};
 
 const APISERVER: &str = "registry.k8s.io/kube-apiserver:v1.33.1";
 const EPOCH: u64 = 1_700_000_000;

@@ -11,9 +11,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use cks_iso_testworld::world::{Options, World};
 use crate::support::containerd::Containerd;
 use crate::support::*;
+use cks_iso_testworld::world::{Options, World};
 
 const EPOCH: &str = "1700000000";
 

@@ -8,12 +8,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use crate::support::registry::{pull, succeeded};
+use crate::support::{cks_iso, ended_quietly, p};
 use cks_iso::cache::Cache;
 use cks_iso::image::Digest;
 use cks_iso_testworld::registry::{RegistryWorld, world};
 use serde_json::{Value, json};
-use crate::support::registry::{pull, succeeded};
-use crate::support::{cks_iso, ended_quietly, p};
 
 const FILE_URL: &str = "https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm";
 const MANIFEST_URL: &str = "https://raw.githubusercontent.com/example/cni/v1/network.yaml";
@@ -547,7 +547,10 @@ fn a_cache_exported_for_a_build_rebuilds_it_offline_elsewhere() {
         fs::read(&online).unwrap() == fs::read(at("refetched").join(name)).unwrap(),
         "{name} differs after the corrupt blob was fetched again"
     );
-    assert!(crate::support::names(&at("tmp")).is_empty(), "nothing left behind");
+    assert!(
+        crate::support::names(&at("tmp")).is_empty(),
+        "nothing left behind"
+    );
 }
 
 #[test]

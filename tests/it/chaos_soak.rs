@@ -11,10 +11,10 @@ use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::support::*;
 use cks_iso_testworld::chaos::Chaos;
 use cks_iso_testworld::faults::FaultProxy;
 use cks_iso_testworld::world::{Options, World};
-use crate::support::*;
 
 const EPOCH: &str = "1700000000";
 const ISO: &str = "setup-v1.33.1-x86_64.iso";

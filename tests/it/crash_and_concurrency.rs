@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use cks_iso_testworld::world::{Options, World};
 use crate::support::*;
+use cks_iso_testworld::world::{Options, World};
 
 const EPOCH: &str = "1700000000";
 

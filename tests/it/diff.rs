@@ -6,11 +6,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use crate::support::*;
 use cks_iso::lock::{
     ArchEntry, Autoscaler, FileEntry, ImageEntry, Kubeadm, Lock, ManifestEntry, Request, VERSION,
 };
 use sha2::{Digest as _, Sha256};
-use crate::support::*;
 
 const NETWORK: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: net\ndata:\n  mtu: \"1450\"\n  mode: vxlan\n";
 

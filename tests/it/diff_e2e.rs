@@ -6,8 +6,8 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use cks_iso_testworld::world::{Options, World};
 use crate::support::*;
+use cks_iso_testworld::world::{Options, World};
 
 /// `cks-iso build` of amd64 (and whatever `--arch` is added) inside `world` into `out`.
 fn build(world: &World, out: &Path, cache: &Path, tmp: &Path) -> Command {

@@ -3,8 +3,8 @@
 
 use std::process::Output;
 
-use cks_iso_testworld::world::{Options, World};
 use crate::support::*;
+use cks_iso_testworld::world::{Options, World};
 
 fn doctor(world: &World, cache: &std::path::Path, extra: &[&str]) -> Output {
     cks_iso()

@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use cks_iso_testworld::world::{Options, World};
 use crate::support::*;
+use cks_iso_testworld::world::{Options, World};
 
 /// Runs a build with `which` of cache, tmp and out on a small tmpfs (768 KiB; 96 KiB for TMPDIR,
 /// which holds only the downloaded files since archives go from the cache into the ISO); returns (exit code,

@@ -11,9 +11,9 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::support::*;
 use cks_iso_testworld::upstream::sha256_hex;
 use cks_iso_testworld::world::{Options, World, default_snapshot};
-use crate::support::*;
 
 const EPOCH: &str = "1700000000";
 const ISOS: [&str; 2] = ["setup-v1.33.1-x86_64.iso", "setup-v1.33.1-aarch64.iso"];

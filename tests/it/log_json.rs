@@ -7,9 +7,9 @@ use std::fs;
 use std::path::Path;
 use std::process::Output;
 
+use crate::support::*;
 use cks_iso_testworld::world::{Options, World};
 use serde_json::Value;
-use crate::support::*;
 
 /// Every stderr line parsed, each checked against the documented record shape: `timestamp`,
 /// `level`, `target`, and `fields` holding at least `message`.

@@ -57,6 +57,42 @@ fn crate_package_holds_sources_and_licence_only() {
     }
 }
 
+/// The leaf crates (the ISO writer, the image model and archives, their file plumbing) cannot
+/// touch the network: nothing in their dependency tree is an HTTP client, TLS stack or async
+/// runtime, so "archives and ISOs never reach the network" is the compiler's rule, not a promise.
+#[test]
+fn leaf_crates_depend_on_no_network_stack() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    for leaf in ["cks-iso-io", "cks-iso-iso9660", "cks-iso-oci"] {
+        let out = run(Command::new(env!("CARGO")).current_dir(root).args([
+            "tree",
+            "--locked",
+            "--offline",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "-p",
+            leaf,
+        ]));
+        let tree = String::from_utf8(out.stdout).expect("UTF-8 tree");
+        assert!(
+            tree.lines().count() > 3,
+            "{leaf}: no dependency tree:\n{tree}"
+        );
+        for line in tree.lines() {
+            let name = line.split_whitespace().next().unwrap_or_default();
+            assert!(
+                ![
+                    "reqwest", "hyper", "h2", "tokio", "rustls", "ring", "cks-iso"
+                ]
+                .contains(&name),
+                "{leaf} depends on {name}, a network crate or the network side:\n{tree}"
+            );
+        }
+    }
+}
+
 /// `--version` names the commit the binary was built from, when built from a git checkout.
 #[test]
 fn version_names_the_git_commit() {
@@ -236,7 +272,10 @@ fn man_page_renders_with_every_subcommand_variable_and_exit_code() {
 
 #[test]
 fn man_for_an_unknown_subcommand_is_a_usage_error_listing_them() {
-    let out = crate::support::cks_iso().args(["man", "bulid"]).output().unwrap();
+    let out = crate::support::cks_iso()
+        .args(["man", "bulid"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::support::registry::{assert_cache_verified, pull, succeeded};
 use cks_iso_testworld::bench;
 use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
 use cks_iso_testworld::registry::DockerRegistry;
-use crate::support::registry::{assert_cache_verified, pull, succeeded};
 
 /// 40 MiB: over the 16 MiB from which a blob is fetched in parts (eight of 5 MiB).
 const BIG_MIB: u64 = 40;

@@ -7,12 +7,12 @@
 
 use std::path::{Path, PathBuf};
 
-use cks_iso::archive;
-use cks_iso::image::{Arch, Image};
-use serde_json::Value;
 use crate::support::containerd::Containerd;
 use crate::support::world::{Fixture, World, world};
 use crate::support::{require, run_tool};
+use cks_iso::archive;
+use cks_iso::image::{Arch, Image};
+use serde_json::Value;
 
 /// Every image of the world published for `arch`, written as archives under `out` with the
 /// names the ISO would give them.

@@ -4,10 +4,10 @@
 
 use std::time::{Duration, Instant};
 
+use crate::support::registry::{assert_cache_verified, pull, stderr, succeeded};
 use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
 use cks_iso_testworld::http::sha256;
 use cks_iso_testworld::registry::{RegistryWorld, world};
-use crate::support::registry::{assert_cache_verified, pull, stderr, succeeded};
 
 const APISERVER: &str = "registry.k8s.io/kube-apiserver:v1.33.1";
 

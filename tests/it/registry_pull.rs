@@ -4,14 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::support::containerd::Containerd;
+use crate::support::registry::{assert_cache_verified, assert_empty, pull, stderr, succeeded};
+use crate::support::run_tool;
 use cks_iso_testworld::images::Fixture;
 use cks_iso_testworld::registry::{
     DockerRegistry, FrontAuth, RegistryWorld, Tls, TokenFront, world,
 };
 use serde_json::Value;
-use crate::support::containerd::Containerd;
-use crate::support::registry::{assert_cache_verified, assert_empty, pull, stderr, succeeded};
-use crate::support::run_tool;
 
 /// The corpus images published for `arch`.
 fn published(world: &RegistryWorld, arch: &str) -> Vec<Fixture> {
@@ -387,8 +387,11 @@ fn bad_credentials_fail_as_an_auth_error_without_the_secret() {
 
     // The right password, this time from REGISTRY_AUTH_FILE.
     let authfile = write_authfile(tmp.path(), &front.host(), "cks", "right-horse");
-    let mut right =
-        crate::support::registry::pull_cmd(&args(&world, &front.url(), "amd64", &refs), &cache, &out);
+    let mut right = crate::support::registry::pull_cmd(
+        &args(&world, &front.url(), "amd64", &refs),
+        &cache,
+        &out,
+    );
     right.env("REGISTRY_AUTH_FILE", &authfile);
     succeeded(&right.output().unwrap());
 }
@@ -427,8 +430,11 @@ fn credential_helper_from_docker_config_supplies_credentials() {
     )
     .unwrap();
     let pause = world.corpus.get("registry.k8s.io/pause:3.10").reference();
-    let mut cmd =
-        crate::support::registry::pull_cmd(&args(&world, &front.url(), "arm64", &[pause]), &cache, &out);
+    let mut cmd = crate::support::registry::pull_cmd(
+        &args(&world, &front.url(), "arm64", &[pause]),
+        &cache,
+        &out,
+    );
     let path = format!(
         "{}:{}",
         bin.display(),

@@ -5,8 +5,8 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
-use cks_iso_testworld::world::{Options, World};
 use crate::support::*;
+use cks_iso_testworld::world::{Options, World};
 
 #[test]
 fn a_default_cache_that_cannot_be_written_falls_back_under_tmpdir_with_a_warning() {

@@ -18,12 +18,12 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::support::*;
 use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
 use cks_iso_testworld::rekor::Tamper;
 use cks_iso_testworld::sigstore::{IssuerForm, SignOptions};
 use cks_iso_testworld::world::{Options, World, binary_signer};
 use sha2::Digest as _;
-use crate::support::*;
 
 const EPOCH: &str = "1700000000";
 const PAUSE: &str = "registry.k8s.io/pause:3.10";

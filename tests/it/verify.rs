@@ -9,13 +9,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
+use crate::support::world::{World, world};
+use crate::support::*;
 use cks_iso::archive;
 use cks_iso::image::{Arch, Image};
 use cks_iso::sbom::{self, Inventory};
 use cks_iso::versions::{FileRecord, ImageRecord, Versions};
 use sha2::{Digest as _, Sha256};
-use crate::support::world::{World, world};
-use crate::support::*;
 
 const IMAGES: [&str; 3] = [
     "registry.k8s.io/kube-apiserver:v1.33.1",

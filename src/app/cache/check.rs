@@ -86,7 +86,9 @@ pub(super) fn ls(args: CacheLsArgs) -> Result<(), AppError> {
             }
         }
         if needs.incomplete {
-            crate::outln!("  (an image's manifest is missing: its config and layers are not listed)");
+            crate::outln!(
+                "  (an image's manifest is missing: its config and layers are not listed)"
+            );
         }
     }
     if !locks.is_empty() {
@@ -126,7 +128,9 @@ pub(super) fn verify(args: CacheVerifyArgs, ui: &Ui) -> Result<(), AppError> {
         problems += 1;
         crate::outln!(
             "corrupt {}: the content hashes to {} ({} bytes)",
-            blob.digest, rehashed.actual, rehashed.size
+            blob.digest,
+            rehashed.actual,
+            rehashed.size
         );
         if args.fix
             && cache
@@ -150,7 +154,9 @@ pub(super) fn verify(args: CacheVerifyArgs, ui: &Ui) -> Result<(), AppError> {
         };
         crate::outln!(
             "dangling index entry {}: its blob {} ({} bytes) {state}",
-            entry.key, entry.digest, entry.size
+            entry.key,
+            entry.digest,
+            entry.size
         );
         if args.fix && cache.forget(entry).map_err(failed)? {
             removed.push(format!("index entry {}", entry.key));

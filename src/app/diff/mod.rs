@@ -23,7 +23,7 @@ pub fn run(args: DiffArgs) -> Result<Outcome, AppError> {
             serde_json::to_string_pretty(&report).expect("JSON of plain values")
         );
     } else {
-        print!("{}", diff::render(&report));
+        crate::out::bytes(diff::render(&report).as_bytes());
     }
     if report.identical {
         tracing::info!("{} and {} are identical", a.label, b.label);

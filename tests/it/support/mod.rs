@@ -36,7 +36,10 @@ pub fn into_closed_pipe(mut cmd: Command) -> Output {
 pub fn ended_quietly(what: &str, o: &Output) {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{what} into a closed pipe: {err}");
-    assert!(!err.contains("panicked") && !err.contains("error"), "{what}: {err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("error"),
+        "{what}: {err}"
+    );
 }
 
 /// Fails the test (never skips) when a tool the test needs is missing.

@@ -6,7 +6,7 @@
 //! the device hands it to the [`HashThread`] and takes a spent one for its next write. Holes the
 //! writer skipped are hashed as the zeros they are in the image.
 
-use crate::hash_thread::HashThread;
+use cks_iso_io::hash_thread::HashThread;
 
 /// A sha256 of an image's bytes `[0, n)`, computed on another thread as `n` grows.
 pub(super) struct ImageHash {

@@ -21,7 +21,7 @@ use std::io::{self, Read};
 
 pub use digest::{Digest, Hashing, sha256_of};
 pub use error::ImageError;
-pub(crate) use manifest::parse;
+pub use manifest::parse;
 pub use manifest::{Descriptor, Index, MAX_MANIFEST_SIZE, Manifest, MediaType, NotAManifest};
 pub use platform::{Arch, Platform};
 pub use reference::{DOCKER_HUB, Reference};

@@ -41,8 +41,8 @@ use std::path::{Path, PathBuf};
 
 use tar::{EntryType, Header};
 
-use crate::atomic::AtomicFile;
 use crate::image::{BlobSource, Descriptor, Digest, Image, Opened};
+use cks_iso_io::atomic::AtomicFile;
 pub use error::ArchiveError;
 pub use inspect::{InspectError, Inspected, inspect};
 pub use layout::{IMAGE_NAME, REF_NAME};

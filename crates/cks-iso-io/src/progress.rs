@@ -1,7 +1,7 @@
 //! How long-running work reports progress without knowing who watches.
 //!
 //! Library modules (`iso`, later `fetch` and `registry`) take a `&dyn Progress`; the terminal
-//! rendering lives in [`crate::ui`], so no library module depends on a terminal.
+//! rendering lives in `cks_iso::ui`, so no library module depends on a terminal.
 
 /// Receives progress in bytes.
 pub trait Progress: Sync {

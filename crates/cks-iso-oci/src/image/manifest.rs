@@ -147,7 +147,7 @@ pub struct Manifest {
 }
 
 /// Parses JSON `bytes` of a blob that should be a `what`, naming it on failure.
-pub(crate) fn parse<T: for<'de> Deserialize<'de>>(
+pub fn parse<T: for<'de> Deserialize<'de>>(
     bytes: &[u8],
     digest: &Digest,
     what: &'static str,

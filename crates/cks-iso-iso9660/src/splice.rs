@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use hadris_fs::{Extent, Report};
 
 use super::IsoError;
-use crate::atomic::Pending;
+use cks_iso_io::atomic::Pending;
 
 /// Produces a spliced file's bytes, in order.
 pub trait Filler {

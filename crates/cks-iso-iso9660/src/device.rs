@@ -9,7 +9,7 @@ use super::IsoError;
 use super::hasher::ImageHash;
 use super::splice::Splicer;
 use super::writeback::WriteBack;
-use crate::progress::Progress;
+use cks_iso_io::progress::Progress;
 use hadris_io::{Error, ErrorType};
 use hadris_storage::host::FileDevice;
 use hadris_storage::sync::BlockDevice;

@@ -47,7 +47,8 @@ impl Digest {
         Self::from_hasher(Sha256::new_with_prefix(bytes))
     }
 
-    pub(crate) fn from_hasher(hasher: Sha256) -> Self {
+    /// The digest of what `hasher` was fed.
+    pub fn from_hasher(hasher: Sha256) -> Self {
         Self {
             hex: hex::encode(hasher.finalize()),
         }

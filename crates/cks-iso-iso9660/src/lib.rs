@@ -13,7 +13,7 @@
 //! - the image's sha256 is computed on a helper thread (`hasher`) and its write-back is started
 //!   while it is written (`writeback`), so neither waits at the end;
 //! - the image is written under a temporary name in the output directory and renamed when
-//!   complete ([`crate::atomic`]), so a failure or Ctrl-C leaves neither an ISO nor a temp file.
+//!   complete ([`cks_iso_io::atomic`]), so a failure or Ctrl-C leaves neither an ISO nor a temp file.
 //!
 //! No network, no clock: the caller passes the epoch.
 
@@ -31,8 +31,8 @@ use std::path::{Path, PathBuf};
 use hadris_fs::DateTime;
 use hadris_iso::{IsoId, IsoLevel, IsoOptions, NameCase, Preserve};
 
-use crate::atomic::AtomicFile;
-use crate::progress::Progress;
+use cks_iso_io::atomic::AtomicFile;
+use cks_iso_io::progress::Progress;
 pub use error::IsoError;
 pub use splice::{Filler, Spliced};
 pub use tree::Counts;

@@ -9,7 +9,7 @@
 //! buffer back ([`HashThread::spare`]) so the pages are faulted in once.
 //!
 //! The stream is cut into tagged runs ([`HashThread::begin`] … [`HashThread::end`]), each hashed on
-//! its own; [`HashThread::finish`] returns them in order. Memory: at most [`QUEUE`] chunks in
+//! its own; [`HashThread::finish`] returns them in order. Memory: at most `QUEUE` chunks in
 //! flight, a sender waits when the helper is that far behind.
 
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -34,15 +34,17 @@ enum Msg<T> {
 }
 
 /// One run's hash.
-pub(crate) struct Hashed<T> {
+pub struct Hashed<T> {
+    /// The tag the run was begun with.
     pub tag: T,
     /// The hasher fed with the run's bytes, to finalize.
     pub sha256: Sha256,
+    /// How many bytes the run had.
     pub size: u64,
 }
 
 /// A helper thread hashing runs of chunks in order.
-pub(crate) struct HashThread<T> {
+pub struct HashThread<T> {
     tx: SyncSender<Msg<T>>,
     /// Buffers the helper is done with.
     spent: Receiver<Vec<u8>>,
@@ -51,7 +53,7 @@ pub(crate) struct HashThread<T> {
 
 impl<T: Send + 'static> HashThread<T> {
     /// Starts the helper, named `name` (as profilers and `top -H` show it).
-    pub(crate) fn start(name: &str) -> std::io::Result<Self> {
+    pub fn start(name: &str) -> std::io::Result<Self> {
         let (tx, rx) = sync_channel(QUEUE);
         // Room for every buffer there can be, so giving one back never waits.
         let (give_back, spent) = sync_channel(QUEUE + 4);
@@ -62,24 +64,24 @@ impl<T: Send + 'static> HashThread<T> {
     }
 
     /// The bytes that follow belong to the run `tag` (ending any run not ended).
-    pub(crate) fn begin(&self, tag: T) {
+    pub fn begin(&self, tag: T) {
         let _ = self.tx.send(Msg::Begin(tag));
     }
 
     /// A buffer to fill and [`send`](Self::send): a spent one as the helper left it (its old
     /// length and bytes, so a producer that overwrites it whole need not clear it first), else a
     /// new empty one.
-    pub(crate) fn spare(&self) -> Vec<u8> {
+    pub fn spare(&self) -> Vec<u8> {
         self.spent.try_recv().unwrap_or_default()
     }
 
     /// Hands `chunk`, the current run's next bytes, to the helper.
-    pub(crate) fn send(&self, chunk: Vec<u8>) {
+    pub fn send(&self, chunk: Vec<u8>) {
         let _ = self.tx.send(Msg::Bytes(chunk));
     }
 
     /// Hands a copy of `bytes`, the current run's next bytes, to the helper.
-    pub(crate) fn bytes(&self, bytes: &[u8]) {
+    pub fn bytes(&self, bytes: &[u8]) {
         for piece in bytes.chunks(PIECE) {
             let mut chunk = self.spare();
             chunk.clear();
@@ -89,20 +91,20 @@ impl<T: Send + 'static> HashThread<T> {
     }
 
     /// The current run's next `n` bytes are zeros.
-    pub(crate) fn zeros(&self, n: u64) {
+    pub fn zeros(&self, n: u64) {
         if n > 0 {
             let _ = self.tx.send(Msg::Zeros(n));
         }
     }
 
     /// The current run is complete.
-    pub(crate) fn end(&self) {
+    pub fn end(&self) {
         let _ = self.tx.send(Msg::End);
     }
 
     /// Waits for the helper and returns every ended run's hash, in order; `None` if the thread
     /// died. Dropping a `HashThread` instead abandons the work: the helper stops after its queue.
-    pub(crate) fn finish(self) -> Option<Vec<Hashed<T>>> {
+    pub fn finish(self) -> Option<Vec<Hashed<T>>> {
         drop(self.tx);
         self.thread.join().ok()
     }

@@ -18,8 +18,8 @@ use std::os::unix::fs::FileExt as _;
 use tar::EntryType;
 
 use super::{ArchiveError, header, layout, verify};
-use crate::hash_thread::HashThread;
 use crate::image::{BlobSource, Descriptor, Digest, Hashing, Image, Opened};
+use cks_iso_io::hash_thread::HashThread;
 
 const BLOCK: u64 = 512;
 
@@ -367,7 +367,7 @@ impl<'a> Reader<'a> {
 }
 
 /// The ISO sink: the archive's bytes go straight into its extent of the image.
-impl crate::iso::Filler for Reader<'_> {
+impl cks_iso_iso9660::Filler for Reader<'_> {
     fn fill(&mut self, buf: &mut [u8]) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let n = Reader::fill(self, buf)?;
         match n == buf.len() {

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// Errors of [`crate::iso::author`].
+/// Errors of [`crate::author`].
 #[derive(Debug, thiserror::Error)]
 pub enum IsoError {
     /// The source directory is missing or cannot be read.
@@ -65,7 +65,7 @@ pub enum IsoError {
     Spliced {
         /// The file's path in the image.
         path: String,
-        /// Why (an [`crate::archive::ArchiveError`] for an image archive).
+        /// Why (an `ArchiveError` of `cks_iso_oci::archive` for an image archive).
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
@@ -110,10 +110,8 @@ pub enum IsoError {
 const ENOSPC: i32 = 28;
 
 impl IsoError {
-    pub(crate) fn write(
-        path: &Path,
-        source: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
+    /// Writing `path` failed with `source`.
+    pub fn write(path: &Path, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         Self::Write {
             path: path.to_owned(),
             source: Box::new(source),
@@ -121,7 +119,7 @@ impl IsoError {
     }
 
     /// Maps a failure of the writer, naming the source file whose content failed, if any.
-    pub(crate) fn from_write(output: &Path, err: hadris_fs::PathError) -> Self {
+    pub fn from_write(output: &Path, err: hadris_fs::PathError) -> Self {
         if err.raw_os_error() == Some(ENOSPC) {
             return Self::NoSpace {
                 path: output.to_owned(),

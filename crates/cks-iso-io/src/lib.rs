@@ -1,0 +1,10 @@
+//! The file-level plumbing every cks-iso writer shares: outputs that appear whole or not at all
+//! (also on Ctrl-C), progress reported without knowing who watches, and sha256 on a helper thread.
+//!
+//! A crate of its own, below the ISO writer and the image archives, so those two can stand alone
+//! without the network side: it depends on no HTTP client and no async runtime (the compiler
+//! enforces what the README's layout promises).
+
+pub mod atomic;
+pub mod hash_thread;
+pub mod progress;
