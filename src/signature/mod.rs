@@ -20,6 +20,8 @@ mod der;
 pub mod policy;
 pub mod rekor;
 pub mod root;
+#[cfg(test)]
+mod strict;
 pub mod verify;
 mod x509;
 

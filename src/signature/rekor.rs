@@ -21,12 +21,21 @@ use sha2::{Digest as _, Sha256};
 
 use super::root::TrustedRoot;
 use super::verify::{self, Failure, Step, Verified, b64};
-use super::x509::{Hash, pem_certificates};
+use super::x509::{Cert, Hash, pem_certificates};
 use super::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_SIGNATURE, Rule};
 use crate::image::sha256_of;
 
 /// The bundle media type written.
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+
+/// The bundle media types read: the versions this reader understands, in both spellings of
+/// 0.3; any other version is refused, not guessed at.
+pub const BUNDLE_MEDIA_TYPES: &[&str] = &[
+    "application/vnd.dev.sigstore.bundle+json;version=0.1",
+    "application/vnd.dev.sigstore.bundle+json;version=0.2",
+    "application/vnd.dev.sigstore.bundle+json;version=0.3",
+    BUNDLE_MEDIA_TYPE,
+];
 
 /// A Rekor v1 log entry as `GET /api/v1/log/entries/<uuid>` serves it (the value under its UUID).
 #[derive(Debug, Clone, Deserialize)]
@@ -260,16 +269,35 @@ impl Evidence {
                 .ok_or_else(|| format!("no {what}"))
         };
         let media = s(&v["mediaType"], "mediaType")?;
-        if !media.starts_with("application/vnd.dev.sigstore.bundle") {
-            return Err(format!("media type {media:?} is not a Sigstore bundle"));
+        if !BUNDLE_MEDIA_TYPES.contains(&media.as_str()) {
+            return Err(format!(
+                "media type {media:?} is not a Sigstore bundle version cks-iso reads (0.1, 0.2, \
+                 0.3)"
+            ));
         }
         let vm = &v["verificationMaterial"];
         let leaf = match vm["certificate"]["rawBytes"].is_string() {
             true => d(&vm["certificate"]["rawBytes"], "certificate")?,
-            false => d(
-                &vm["x509CertificateChain"]["certificates"][0]["rawBytes"],
-                "certificate",
-            )?,
+            false => {
+                let chain = vm["x509CertificateChain"]["certificates"]
+                    .as_array()
+                    .ok_or("no certificate")?;
+                let certs = chain
+                    .iter()
+                    .map(|c| d(&c["rawBytes"], "certificate"))
+                    .collect::<Result<Vec<_>, _>>()?;
+                // Older bundles may carry intermediates, never a root: roots come from the
+                // trusted root alone.
+                for der in &certs {
+                    let cert = Cert::parse(der).map_err(|e| format!("a chain certificate: {e}"))?;
+                    if cert.issuer == cert.subject {
+                        return Err("the certificate chain holds a root (self-signed) \
+                                    certificate"
+                            .into());
+                    }
+                }
+                certs.into_iter().next().ok_or("no certificate")?
+            }
         };
         let entries = vm["tlogEntries"].as_array().ok_or("no tlogEntries")?;
         let [e] = entries.as_slice() else {
@@ -280,6 +308,20 @@ impl Evidence {
             return Err("the tlog entry is not a hashedrekord 0.0.1".into());
         }
         let p = &e["inclusionProof"];
+        let hash32 = |v: &serde_json::Value, what: &str| {
+            let bytes = d(v, what)?;
+            match bytes.len() {
+                32 => Ok(bytes),
+                n => Err(format!("{what} is {n} bytes long, not the 32 of a SHA-256")),
+            }
+        };
+        let non_negative = |v: &serde_json::Value, what: &str| {
+            let n = n(v, what)?;
+            match n < 0 {
+                true => Err(format!("{what} is negative ({n})")),
+                false => Ok(n),
+            }
+        };
         let ms = &v["messageSignature"];
         if ms["messageDigest"]["algorithm"] != "SHA2_256" {
             return Err("the message digest is not SHA2_256".into());
@@ -291,22 +333,27 @@ impl Evidence {
             body: s(&e["canonicalizedBody"], "canonicalizedBody")?,
             integrated_time: n(&e["integratedTime"], "integratedTime")?,
             log_id: d(&e["logId"]["keyId"], "logId")?,
-            log_index: n(&e["logIndex"], "logIndex")?,
+            log_index: non_negative(&e["logIndex"], "logIndex")?,
             set: d(
                 &e["inclusionPromise"]["signedEntryTimestamp"],
                 "signedEntryTimestamp",
             )?,
             proof: Proof {
-                log_index: n(&p["logIndex"], "inclusionProof.logIndex")?,
-                root_hash: d(&p["rootHash"], "rootHash")?,
-                tree_size: n(&p["treeSize"], "treeSize")?,
+                log_index: non_negative(&p["logIndex"], "inclusionProof.logIndex")?,
+                root_hash: hash32(&p["rootHash"], "rootHash")?,
+                tree_size: non_negative(&p["treeSize"], "treeSize")?,
                 hashes: p["hashes"]
                     .as_array()
                     .ok_or("no inclusionProof.hashes")?
                     .iter()
-                    .map(|h| d(h, "a proof hash"))
+                    .map(|h| hash32(h, "a proof hash"))
                     .collect::<Result<_, _>>()?,
-                checkpoint: s(&p["checkpoint"]["envelope"], "checkpoint")?,
+                // Older bundles' proofs may lack one: the checkpoint check refuses that, after
+                // the inclusion proof's own check.
+                checkpoint: match &p["checkpoint"]["envelope"] {
+                    serde_json::Value::Null => String::new(),
+                    envelope => s(envelope, "checkpoint")?,
+                },
             },
         })
     }
@@ -383,16 +430,24 @@ pub struct Checkpoint {
     pub root: Vec<u8>,
 }
 
-/// Verifies the signed note `envelope` with a transparency-log key of `root` (the signature line
-/// `— <name> <base64(key hint ‖ signature)>`, the hint being the first four bytes of the log's
-/// id) and returns what it commits to.
-pub fn checkpoint(root: &TrustedRoot, envelope: &str) -> Result<Checkpoint, String> {
+/// Verifies the signed note `envelope` with the key of the transparency log `log_id` of `root`
+/// (the log that holds the entry: a checkpoint of another log proves nothing about it) and
+/// returns what it commits to. The signature line is `— <name> <base64(key hint ‖ signature)>`,
+/// the hint being the first four bytes of the log's id; the origin line must be non-empty and
+/// be the signing key's name (Rekor v1 adds ` - <tree id>` to it).
+pub fn checkpoint(root: &TrustedRoot, log_id: &[u8], envelope: &str) -> Result<Checkpoint, String> {
+    if envelope.is_empty() {
+        return Err("the inclusion proof has no checkpoint".into());
+    }
     let split = envelope
         .find("\n\n")
         .ok_or("the checkpoint has no signature block")?;
     let note = &envelope[..split + 1];
     let mut lines = note.lines();
     let origin = lines.next().unwrap_or_default().to_owned();
+    if origin.trim().is_empty() {
+        return Err("the checkpoint's origin line is empty".into());
+    }
     let size = lines
         .next()
         .and_then(|l| l.parse::<i64>().ok())
@@ -401,46 +456,55 @@ pub fn checkpoint(root: &TrustedRoot, envelope: &str) -> Result<Checkpoint, Stri
         .next()
         .and_then(b64)
         .ok_or("the checkpoint's third line is not a base64 root hash")?;
+    let log = root
+        .tlogs
+        .iter()
+        .find(|l| l.id == log_id)
+        .ok_or_else(|| format!("log {} is not in the trusted root", hex::encode(log_id)))?;
+    let key = log
+        .key
+        .as_ref()
+        .ok_or("the entry's log has a key of an unsupported kind")?;
     let mut why = Vec::new();
     for line in envelope[split + 2..].lines().filter(|l| !l.is_empty()) {
         let Some(rest) = line.strip_prefix("\u{2014} ") else {
             why.push("a signature line does not start with an em dash".to_owned());
             continue;
         };
-        let Some(sig) = rest
-            .rsplit(' ')
-            .next()
-            .and_then(b64)
-            .filter(|s| s.len() > 4)
+        let Some((name, sig)) = rest
+            .rsplit_once(' ')
+            .and_then(|(name, sig)| Some((name, b64(sig)?)))
+            .filter(|(_, s)| s.len() > 4)
         else {
             why.push("a signature line has no base64 signature".to_owned());
             continue;
         };
         let (hint, sig) = sig.split_at(4);
-        let Some(log) = root.tlogs.iter().find(|l| l.id.starts_with(hint)) else {
+        if hint != &log_id[..4.min(log_id.len())] {
             why.push(format!(
-                "key hint {} is no transparency log of the trusted root",
-                hex::encode(hint)
+                "key hint {} is not the entry's log {}",
+                hex::encode(hint),
+                hex::encode(log_id)
             ));
             continue;
-        };
-        let Some(key) = &log.key else {
-            why.push("its log's key is of an unsupported kind".into());
-            continue;
-        };
-        match key.verify(Hash::Sha256, note.as_bytes(), sig) {
-            Ok(()) => {
-                return Ok(Checkpoint {
-                    origin,
-                    size,
-                    root: root_hash,
-                });
-            }
-            Err(_) => why.push(format!(
-                "the signature of log {} does not verify",
-                hex::encode(&log.id)
-            )),
         }
+        if key.verify(Hash::Sha256, note.as_bytes(), sig).is_err() {
+            why.push(format!(
+                "the signature of log {} does not verify",
+                hex::encode(log_id)
+            ));
+            continue;
+        }
+        if origin != name && !origin.starts_with(&format!("{name} - ")) {
+            return Err(format!(
+                "the checkpoint is signed as {name:?}, but its origin is {origin:?}"
+            ));
+        }
+        return Ok(Checkpoint {
+            origin,
+            size,
+            root: root_hash,
+        });
     }
     Err(match why.is_empty() {
         true => "the checkpoint is not signed".into(),
@@ -520,7 +584,7 @@ pub fn verify_digest(
         reason,
     })?;
     // The checkpoint, signed by a log of the root, commits to that root.
-    let cp = checkpoint(root, &p.checkpoint).map_err(|reason| Failure {
+    let cp = checkpoint(root, &evidence.log_id, &p.checkpoint).map_err(|reason| Failure {
         step: Step::Checkpoint,
         reason,
     })?;

@@ -110,9 +110,16 @@ fn b64(text: &str, what: &str) -> Result<Vec<u8>, String> {
         .map_err(|_| format!("{what} is not base64"))
 }
 
-fn validity(raw: Option<&RawValidity>) -> Result<Validity, String> {
+/// `validFor`, for `what`: without it an entry is valid at all times; with it, `start` is
+/// required (a range open to the past would make a key valid before it existed).
+fn validity(raw: Option<&RawValidity>, what: &str) -> Result<Validity, String> {
     let at = |t: Option<&String>| t.map(|t| der::rfc3339(t)).transpose();
     Ok(match raw {
+        Some(v) if v.start.is_none() => {
+            return Err(format!(
+                "{what} has a validFor without start; each range must say when it begins"
+            ));
+        }
         Some(v) => Validity {
             start: at(v.start.as_ref())?,
             end: at(v.end.as_ref())?,
@@ -135,7 +142,10 @@ fn log(raw: &RawLog, what: &str) -> Result<LogKey, String> {
     Ok(LogKey {
         id,
         key,
-        valid: validity(raw.public_key.valid_for.as_ref())?,
+        valid: validity(
+            raw.public_key.valid_for.as_ref(),
+            &format!("the {what} {}", raw.log_id.key_id),
+        )?,
     })
 }
 
@@ -151,7 +161,7 @@ impl TrustedRoot {
             ));
         }
         let mut cas = Vec::new();
-        for ca in &raw.certificate_authorities {
+        for (i, ca) in raw.certificate_authorities.iter().enumerate() {
             let chain = ca
                 .cert_chain
                 .certificates
@@ -166,7 +176,10 @@ impl TrustedRoot {
             }
             cas.push(Authority {
                 chain,
-                valid: validity(ca.valid_for.as_ref())?,
+                valid: validity(
+                    ca.valid_for.as_ref(),
+                    &format!("certificate authority #{}", i + 1),
+                )?,
             });
         }
         let tlogs = raw

@@ -459,6 +459,14 @@ fn chain(root: &TrustedRoot, leaf: &Cert<'_>, t: i64) -> Result<Vec<u8>, String>
     if !leaf.code_signing()? {
         return Err("the leaf is not for code signing".into());
     }
+    if !leaf.digital_signature()? {
+        return Err("the leaf's key usage does not include digitalSignature".into());
+    }
+    if let Some(oid) = leaf.unknown_critical() {
+        return Err(format!(
+            "the leaf has a critical extension cks-iso does not know ({oid})"
+        ));
+    }
     let mut why = Vec::new();
     for ca in root.cas.iter().filter(|ca| ca.valid.covers(t)) {
         let certs: Vec<Cert<'_>> = ca
@@ -476,6 +484,11 @@ fn chain(root: &TrustedRoot, leaf: &Cert<'_>, t: i64) -> Result<Vec<u8>, String>
                 last.signed_by(last)?;
             }
             for c in &certs {
+                if let Some(oid) = c.unknown_critical() {
+                    return Err(format!(
+                        "a CA certificate has a critical extension cks-iso does not know ({oid})"
+                    ));
+                }
                 if !c.is_ca()? {
                     return Err("a certificate of the CA chain is not a CA".into());
                 }
