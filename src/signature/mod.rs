@@ -20,8 +20,10 @@ mod der;
 pub mod policy;
 pub mod rekor;
 pub mod root;
+mod sct;
 #[cfg(test)]
 mod strict;
+mod tlog;
 pub mod verify;
 mod x509;
 

@@ -1,0 +1,162 @@
+//! Transparency-log proofs, as RFC 6962 and the signed-note format define them: the inclusion
+//! proof of an entry up to a tree's root hash, and the checkpoint (a signed note) in which the
+//! log that holds the entry commits to that root. Pure functions of their inputs.
+
+use sha2::{Digest as _, Sha256};
+
+use super::root::TrustedRoot;
+use super::verify::b64;
+use super::x509::Hash;
+
+/// RFC 6962 leaf hash.
+pub fn leaf_hash(entry: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update([0u8]);
+    h.update(entry);
+    h.finalize().into()
+}
+
+/// RFC 6962 interior node hash.
+pub fn node_hash(left: &[u8], right: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update([1u8]);
+    h.update(left);
+    h.update(right);
+    h.finalize().into()
+}
+
+/// Checks that `path` leads from `leaf` at `index` in a tree of `size` to `root` (RFC 9162
+/// §2.1.3.2).
+pub fn inclusion(
+    index: i64,
+    size: i64,
+    leaf: [u8; 32],
+    path: &[Vec<u8>],
+    root: &[u8],
+) -> Result<(), String> {
+    if index < 0 || size <= 0 || index >= size {
+        return Err(format!("index {index} is outside a tree of size {size}"));
+    }
+    let (mut f, mut s) = (index as u64, size as u64 - 1);
+    let mut r = leaf;
+    for p in path {
+        if s == 0 {
+            return Err("the proof has more hashes than the tree has levels".into());
+        }
+        if f & 1 == 1 || f == s {
+            r = node_hash(p, &r);
+            while f & 1 == 0 && f != 0 {
+                f >>= 1;
+                s >>= 1;
+            }
+        } else {
+            r = node_hash(&r, p);
+        }
+        f >>= 1;
+        s >>= 1;
+    }
+    if s != 0 {
+        return Err("the proof has fewer hashes than the tree has levels".into());
+    }
+    if r.as_slice() != root {
+        return Err(format!(
+            "the path leads to {}, not to the root hash {}",
+            hex::encode(r),
+            hex::encode(root)
+        ));
+    }
+    Ok(())
+}
+
+/// A checkpoint's note: origin, tree size, root hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The log's origin line.
+    pub origin: String,
+    /// Its tree size.
+    pub size: i64,
+    /// Its root hash.
+    pub root: Vec<u8>,
+}
+
+/// Verifies the signed note `envelope` with the key of the transparency log `log_id` of `root`
+/// (the log that holds the entry: a checkpoint of another log proves nothing about it) and
+/// returns what it commits to. The signature line is `— <name> <base64(key hint ‖ signature)>`,
+/// the hint being the first four bytes of the log's id; the origin line must be non-empty and
+/// be the signing key's name (Rekor v1 adds ` - <tree id>` to it).
+pub fn checkpoint(root: &TrustedRoot, log_id: &[u8], envelope: &str) -> Result<Checkpoint, String> {
+    if envelope.is_empty() {
+        return Err("the inclusion proof has no checkpoint".into());
+    }
+    let split = envelope
+        .find("\n\n")
+        .ok_or("the checkpoint has no signature block")?;
+    let note = &envelope[..split + 1];
+    let mut lines = note.lines();
+    let origin = lines.next().unwrap_or_default().to_owned();
+    if origin.trim().is_empty() {
+        return Err("the checkpoint's origin line is empty".into());
+    }
+    let size = lines
+        .next()
+        .and_then(|l| l.parse::<i64>().ok())
+        .ok_or("the checkpoint's second line is not a tree size")?;
+    let root_hash = lines
+        .next()
+        .and_then(b64)
+        .ok_or("the checkpoint's third line is not a base64 root hash")?;
+    let log = root
+        .tlogs
+        .iter()
+        .find(|l| l.id == log_id)
+        .ok_or_else(|| format!("log {} is not in the trusted root", hex::encode(log_id)))?;
+    let key = log
+        .key
+        .as_ref()
+        .ok_or("the entry's log has a key of an unsupported kind")?;
+    let mut why = Vec::new();
+    for line in envelope[split + 2..].lines().filter(|l| !l.is_empty()) {
+        let Some(rest) = line.strip_prefix("\u{2014} ") else {
+            why.push("a signature line does not start with an em dash".to_owned());
+            continue;
+        };
+        let Some((name, sig)) = rest
+            .rsplit_once(' ')
+            .and_then(|(name, sig)| Some((name, b64(sig)?)))
+            .filter(|(_, s)| s.len() > 4)
+        else {
+            why.push("a signature line has no base64 signature".to_owned());
+            continue;
+        };
+        let (hint, sig) = sig.split_at(4);
+        if hint != &log_id[..4.min(log_id.len())] {
+            why.push(format!(
+                "key hint {} is not the entry's log {}",
+                hex::encode(hint),
+                hex::encode(log_id)
+            ));
+            continue;
+        }
+        if key.verify(Hash::Sha256, note.as_bytes(), sig).is_err() {
+            why.push(format!(
+                "the signature of log {} does not verify",
+                hex::encode(log_id)
+            ));
+            continue;
+        }
+        if origin != name && !origin.starts_with(&format!("{name} - ")) {
+            return Err(format!(
+                "the checkpoint is signed as {name:?}, but its origin is {origin:?}"
+            ));
+        }
+        return Ok(Checkpoint {
+            origin,
+            size,
+            root: root_hash,
+        });
+    }
+    Err(match why.is_empty() {
+        true => "the checkpoint is not signed".into(),
+        false => why.join("; "),
+    })
+}
