@@ -42,7 +42,7 @@ fn judged(bytes: &[u8]) -> Result<(), TestCaseError> {
             let again = Evidence::from_bundle(&ev.bundle());
             prop_assert_eq!(again.as_ref(), Ok(&ev));
         }
-        Err(why) => prop_assert!(!why.is_empty()),
+        Err(why) => prop_assert!(!why.to_string().is_empty()),
     }
     Ok(())
 }

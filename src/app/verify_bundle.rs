@@ -46,10 +46,10 @@ pub fn run(args: VerifyBundleArgs) -> Result<(), AppError> {
     let evidence = match (&args.bundle, &args.signature, &args.certificate) {
         (Some(path), _, _) => {
             let bytes = read(path, "the bundle")?;
-            rekor::Evidence::from_bundle(&bytes).map_err(|reason| {
+            rekor::Evidence::from_bundle(&bytes).map_err(|e| {
                 refused(MaterialError::Bundle {
                     path: path.clone(),
-                    reason,
+                    reason: e.to_string(),
                 })
             })?
         }

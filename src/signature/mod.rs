@@ -14,6 +14,7 @@
 //! Own code on `ring` (already in the tree through rustls) and a small DER reader, not
 //! `sigstore-verify`: see the README's "Signatures" section for why.
 
+mod bundle;
 #[cfg(test)]
 mod cases;
 mod der;

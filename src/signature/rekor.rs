@@ -21,21 +21,14 @@ use serde_json::json;
 use super::root::TrustedRoot;
 pub use super::tlog::{Checkpoint, checkpoint, inclusion, leaf_hash, node_hash};
 use super::verify::{self, Failure, Step, Verified, b64};
-use super::x509::{Cert, pem_certificates};
+use super::x509::pem_certificates;
 use super::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_SIGNATURE, Rule};
 use crate::image::sha256_of;
 
 /// The bundle media type written.
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
 
-/// The bundle media types read: the versions this reader understands, in both spellings of
-/// 0.3; any other version is refused, not guessed at.
-pub const BUNDLE_MEDIA_TYPES: &[&str] = &[
-    "application/vnd.dev.sigstore.bundle+json;version=0.1",
-    "application/vnd.dev.sigstore.bundle+json;version=0.2",
-    "application/vnd.dev.sigstore.bundle+json;version=0.3",
-    BUNDLE_MEDIA_TYPE,
-];
+pub use super::bundle::{BUNDLE_MEDIA_TYPES, BundleError};
 
 /// A Rekor v1 log entry as `GET /api/v1/log/entries/<uuid>` serves it (the value under its UUID).
 #[derive(Debug, Clone, Deserialize)]
@@ -247,115 +240,6 @@ impl Evidence {
         let mut out = serde_json::to_vec_pretty(&value).expect("plain JSON");
         out.push(b'\n');
         out
-    }
-
-    /// Reads a bundle (v0.1 to v0.3, a certificate or a one-certificate chain, one tlog entry
-    /// with an inclusion proof).
-    pub fn from_bundle(bytes: &[u8]) -> Result<Self, String> {
-        let v: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
-        let s = |v: &serde_json::Value, what: &str| {
-            v.as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| format!("no {what}"))
-        };
-        let d = |v: &serde_json::Value, what: &str| {
-            b64(&s(v, what)?).ok_or_else(|| format!("{what} is not base64"))
-        };
-        let n = |v: &serde_json::Value, what: &str| {
-            v.as_str()
-                .and_then(|t| t.parse::<i64>().ok())
-                .or_else(|| v.as_i64())
-                .ok_or_else(|| format!("no {what}"))
-        };
-        let media = s(&v["mediaType"], "mediaType")?;
-        if !BUNDLE_MEDIA_TYPES.contains(&media.as_str()) {
-            return Err(format!(
-                "media type {media:?} is not a Sigstore bundle version cks-iso reads (0.1, 0.2, \
-                 0.3)"
-            ));
-        }
-        let vm = &v["verificationMaterial"];
-        let leaf = match vm["certificate"]["rawBytes"].is_string() {
-            true => d(&vm["certificate"]["rawBytes"], "certificate")?,
-            false => {
-                let chain = vm["x509CertificateChain"]["certificates"]
-                    .as_array()
-                    .ok_or("no certificate")?;
-                let certs = chain
-                    .iter()
-                    .map(|c| d(&c["rawBytes"], "certificate"))
-                    .collect::<Result<Vec<_>, _>>()?;
-                // Older bundles may carry intermediates, never a root: roots come from the
-                // trusted root alone.
-                for der in &certs {
-                    let cert = Cert::parse(der).map_err(|e| format!("a chain certificate: {e}"))?;
-                    if cert.issuer == cert.subject {
-                        return Err("the certificate chain holds a root (self-signed) \
-                                    certificate"
-                            .into());
-                    }
-                }
-                certs.into_iter().next().ok_or("no certificate")?
-            }
-        };
-        let entries = vm["tlogEntries"].as_array().ok_or("no tlogEntries")?;
-        let [e] = entries.as_slice() else {
-            return Err(format!("{} tlog entries, expected one", entries.len()));
-        };
-        let kind = (&e["kindVersion"]["kind"], &e["kindVersion"]["version"]);
-        if kind.0 != "hashedrekord" || kind.1 != "0.0.1" {
-            return Err("the tlog entry is not a hashedrekord 0.0.1".into());
-        }
-        let p = &e["inclusionProof"];
-        let hash32 = |v: &serde_json::Value, what: &str| {
-            let bytes = d(v, what)?;
-            match bytes.len() {
-                32 => Ok(bytes),
-                n => Err(format!("{what} is {n} bytes long, not the 32 of a SHA-256")),
-            }
-        };
-        let non_negative = |v: &serde_json::Value, what: &str| {
-            let n = n(v, what)?;
-            match n < 0 {
-                true => Err(format!("{what} is negative ({n})")),
-                false => Ok(n),
-            }
-        };
-        let ms = &v["messageSignature"];
-        if ms["messageDigest"]["algorithm"] != "SHA2_256" {
-            return Err("the message digest is not SHA2_256".into());
-        }
-        Ok(Self {
-            digest: d(&ms["messageDigest"]["digest"], "messageDigest")?,
-            signature: d(&ms["signature"], "signature")?,
-            leaf,
-            body: s(&e["canonicalizedBody"], "canonicalizedBody")?,
-            integrated_time: n(&e["integratedTime"], "integratedTime")?,
-            log_id: d(&e["logId"]["keyId"], "logId")?,
-            log_index: non_negative(&e["logIndex"], "logIndex")?,
-            set: d(
-                &e["inclusionPromise"]["signedEntryTimestamp"],
-                "signedEntryTimestamp",
-            )?,
-            proof: Proof {
-                log_index: non_negative(&p["logIndex"], "inclusionProof.logIndex")?,
-                root_hash: hash32(&p["rootHash"], "rootHash")?,
-                tree_size: non_negative(&p["treeSize"], "treeSize")?,
-                hashes: p["hashes"]
-                    .as_array()
-                    .ok_or("no inclusionProof.hashes")?
-                    .iter()
-                    .map(|h| hash32(h, "a proof hash"))
-                    .collect::<Result<_, _>>()?,
-                // Older bundles' proofs may lack one: the checkpoint check refuses that, after
-                // the inclusion proof's own check.
-                checkpoint: match &p["checkpoint"]["envelope"] {
-                    serde_json::Value::Null => String::new(),
-                    envelope => s(envelope, "checkpoint")?,
-                },
-            },
-        })
     }
 }
 

@@ -12,7 +12,7 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use super::der::{self, Reader};
-use super::rekor::{self, Evidence, Proof, leaf_hash, verify_digest};
+use super::rekor::{self, BundleError, Evidence, Proof, leaf_hash, verify_digest};
 use super::verify::Step;
 use super::x509::Cert;
 use super::{PUBLIC_GOOD_ROOT, Policy, TrustedRoot};
@@ -290,7 +290,13 @@ fn proof_hashes_of_the_wrong_length_are_refused() {
         let mut spoiled = bundle.clone();
         spoiled["verificationMaterial"]["tlogEntries"][0]["inclusionProof"][field] = value;
         let err = Evidence::from_bundle(spoiled.to_string().as_bytes()).unwrap_err();
-        assert!(err.contains("32"), "{field}: {err}");
+        assert!(err.to_string().contains("32"), "{field}: {err}");
+        let named = if field == "hashes" {
+            "a proof hash"
+        } else {
+            field
+        };
+        assert_eq!(err.field(), Some(named), "{err}");
     }
 }
 
@@ -320,7 +326,8 @@ fn only_the_bundle_media_types_of_known_versions_are_accepted() {
         "application/vnd.dev.sigstore.bundlefoo",
     ] {
         let err = with(unknown).unwrap_err();
-        assert!(err.contains("media type"), "{unknown}: {err}");
+        assert_eq!(err, BundleError::MediaType(unknown.into()), "{unknown}");
+        assert!(err.to_string().contains("media type"), "{unknown}: {err}");
     }
 }
 
