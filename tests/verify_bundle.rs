@@ -124,6 +124,14 @@ fn the_kubernetes_rule_accepts_krel_staging_only() {
     assert!(err.contains("fails the identity check"), "{err}");
     assert!(err.contains("mallory@example.com"), "{err}");
     assert!(err.contains(K8S_BINARY_IDENTITY), "{err}");
+    assert!(
+        err.contains("hint: it is signed, but not by the signer given"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("ISO"),
+        "a hint for build, not for this command: {err}"
+    );
 }
 
 #[test]

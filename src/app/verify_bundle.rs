@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::{AppError, build, net};
 use crate::cli::VerifyBundleArgs;
-use crate::signature::{Policy, Rule, SignatureError, rekor};
+use crate::signature::{Policy, Rule, SignatureError, Step, rekor};
 
 /// The most a bundle, `.sig` or `.cert` file may hold: real ones are a few KiB.
 const MATERIAL_LIMIT: u64 = 1 << 20;
@@ -60,14 +60,23 @@ pub fn run(args: VerifyBundleArgs) -> Result<(), AppError> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
     let verified = rekor::verify_digest(&root, &rule, &digest, &evidence, now).map_err(|f| {
+        let hint = match f.step {
+            Step::Identity | Step::Issuer => {
+                "it is signed, but not by the signer given: check --certificate-identity and \
+                 --certificate-oidc-issuer (or --kubernetes-binary)"
+            }
+            _ => {
+                "the file or its signature material was altered, or the trusted root \
+                 (--trusted-root) is not the one that signed it"
+            }
+        };
         let err = SignatureError::Invalid {
             artifact: shown.clone(),
             digest: format!("sha256:{}", hex::encode(digest)),
             step: f.step,
             reason: f.reason,
         };
-        let hint = err.hint();
-        AppError::failure(anyhow::Error::new(err), hint)
+        AppError::failure(anyhow::Error::new(err), Some(hint.into()))
     })?;
     println!(
         "verified {shown} (sha256:{}): signed by {} via {}, Rekor log index {}, integrated at {}",
