@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::root::TrustedRoot;
-pub use super::tlog::{Checkpoint, checkpoint, inclusion, leaf_hash, node_hash};
+pub use super::tlog::{Checkpoint, CheckpointError, checkpoint, inclusion, leaf_hash, node_hash};
 use super::verify::{self, Failure, Step, Verified, b64};
 use super::x509::pem_certificates;
 use super::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_SIGNATURE, Rule};
@@ -317,7 +317,7 @@ pub fn verify_digest(
     // The checkpoint, signed by a log of the root, commits to that root.
     let cp = checkpoint(root, &evidence.log_id, &p.checkpoint).map_err(|reason| Failure {
         step: Step::Checkpoint,
-        reason,
+        reason: reason.to_string(),
     })?;
     if cp.size != p.tree_size || cp.root != p.root_hash {
         return Err(Failure {

@@ -12,7 +12,8 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use super::der::{self, Reader};
-use super::rekor::{self, BundleError, Evidence, Proof, leaf_hash, verify_digest};
+use super::rekor::{self, BundleError, CheckpointError, Evidence, Proof, leaf_hash, verify_digest};
+use super::root::RootError;
 use super::verify::Step;
 use super::x509::Cert;
 use super::{PUBLIC_GOOD_ROOT, Policy, TrustedRoot};
@@ -275,6 +276,15 @@ fn a_checkpoint_with_an_empty_or_foreign_origin_is_refused() {
         let (step, why) = judged(&root, FILE, &ev).unwrap_err();
         assert_eq!(step, Step::Checkpoint, "origin {origin:?}: {why}");
         assert!(why.contains("origin"), "origin {origin:?}: {why}");
+        let typed = rekor::checkpoint(&root, &ev.log_id, &ev.proof.checkpoint).unwrap_err();
+        let expected = match origin.is_empty() {
+            true => CheckpointError::EmptyOrigin,
+            false => CheckpointError::ForeignOrigin {
+                name: name.into(),
+                origin: origin.into(),
+            },
+        };
+        assert_eq!(typed, expected);
     }
 }
 
@@ -338,11 +348,13 @@ fn a_trusted_root_validity_without_start_is_refused() {
     let valid_for = &mut root["tlogs"][0]["publicKey"]["validFor"];
     valid_for.as_object_mut().unwrap().remove("start");
     let err = TrustedRoot::from_json(&root.to_string()).unwrap_err();
-    assert!(err.contains("start"), "{err}");
+    assert!(err.to_string().contains("start"), "{err}");
+    let tlog = "the transparency log wNI9atQGlz+VWfO6LRygH4QUfY/8W4RFwiT5i5WRgB0=";
+    assert_eq!(err, RootError::NoStart { entry: tlog.into() });
     // Also for a certificate authority.
     let mut root: Value = serde_json::from_str(PUBLIC_GOOD_ROOT).unwrap();
     let valid_for = &mut root["certificateAuthorities"][0]["validFor"];
     valid_for.as_object_mut().unwrap().remove("start");
     let err = TrustedRoot::from_json(&root.to_string()).unwrap_err();
-    assert!(err.contains("start"), "{err}");
+    assert!(err.to_string().contains("start"), "{err}");
 }

@@ -84,36 +84,33 @@ pub struct Checkpoint {
 /// returns what it commits to. The signature line is `— <name> <base64(key hint ‖ signature)>`,
 /// the hint being the first four bytes of the log's id; the origin line must be non-empty and
 /// be the signing key's name (Rekor v1 adds ` - <tree id>` to it).
-pub fn checkpoint(root: &TrustedRoot, log_id: &[u8], envelope: &str) -> Result<Checkpoint, String> {
+pub fn checkpoint(
+    root: &TrustedRoot,
+    log_id: &[u8],
+    envelope: &str,
+) -> Result<Checkpoint, CheckpointError> {
+    use CheckpointError as E;
     if envelope.is_empty() {
-        return Err("the inclusion proof has no checkpoint".into());
+        return Err(E::Missing);
     }
-    let split = envelope
-        .find("\n\n")
-        .ok_or("the checkpoint has no signature block")?;
+    let split = envelope.find("\n\n").ok_or(E::NoSignatures)?;
     let note = &envelope[..split + 1];
     let mut lines = note.lines();
     let origin = lines.next().unwrap_or_default().to_owned();
     if origin.trim().is_empty() {
-        return Err("the checkpoint's origin line is empty".into());
+        return Err(E::EmptyOrigin);
     }
     let size = lines
         .next()
         .and_then(|l| l.parse::<i64>().ok())
-        .ok_or("the checkpoint's second line is not a tree size")?;
-    let root_hash = lines
-        .next()
-        .and_then(b64)
-        .ok_or("the checkpoint's third line is not a base64 root hash")?;
+        .ok_or(E::Size)?;
+    let root_hash = lines.next().and_then(b64).ok_or(E::RootHash)?;
     let log = root
         .tlogs
         .iter()
         .find(|l| l.id == log_id)
-        .ok_or_else(|| format!("log {} is not in the trusted root", hex::encode(log_id)))?;
-    let key = log
-        .key
-        .as_ref()
-        .ok_or("the entry's log has a key of an unsupported kind")?;
+        .ok_or_else(|| E::UnknownLog(hex::encode(log_id)))?;
+    let key = log.key.as_ref().ok_or(E::UnsupportedKey)?;
     let mut why = Vec::new();
     for line in envelope[split + 2..].lines().filter(|l| !l.is_empty()) {
         let Some(rest) = line.strip_prefix("\u{2014} ") else {
@@ -145,9 +142,10 @@ pub fn checkpoint(root: &TrustedRoot, log_id: &[u8], envelope: &str) -> Result<C
             continue;
         }
         if origin != name && !origin.starts_with(&format!("{name} - ")) {
-            return Err(format!(
-                "the checkpoint is signed as {name:?}, but its origin is {origin:?}"
-            ));
+            return Err(E::ForeignOrigin {
+                name: name.to_owned(),
+                origin,
+            });
         }
         return Ok(Checkpoint {
             origin,
@@ -155,8 +153,45 @@ pub fn checkpoint(root: &TrustedRoot, log_id: &[u8], envelope: &str) -> Result<C
             root: root_hash,
         });
     }
-    Err(match why.is_empty() {
-        true => "the checkpoint is not signed".into(),
+    Err(E::Unsigned(match why.is_empty() {
+        true => "it has no signature line".into(),
         false => why.join("; "),
-    })
+    }))
+}
+
+/// Why a checkpoint proves nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckpointError {
+    /// The inclusion proof carries none (older bundles).
+    #[error("the inclusion proof has no checkpoint")]
+    Missing,
+    /// No blank line before signature lines.
+    #[error("the checkpoint has no signature block")]
+    NoSignatures,
+    /// The first line is empty.
+    #[error("the checkpoint's origin line is empty")]
+    EmptyOrigin,
+    /// The second line is not a number.
+    #[error("the checkpoint's second line is not a tree size")]
+    Size,
+    /// The third line is not base64.
+    #[error("the checkpoint's third line is not a base64 root hash")]
+    RootHash,
+    /// The entry's log is not in the trusted root.
+    #[error("log {0} is not in the trusted root")]
+    UnknownLog(String),
+    /// The entry's log has a key of a kind not read.
+    #[error("the entry's log has a key of an unsupported kind")]
+    UnsupportedKey,
+    /// Signed under a key name its origin does not carry.
+    #[error("the checkpoint is signed as {name:?}, but its origin is {origin:?}")]
+    ForeignOrigin {
+        /// The signature line's key name.
+        name: String,
+        /// The origin line.
+        origin: String,
+    },
+    /// No signature line of the entry's log verifies: why, line by line.
+    #[error("{0}")]
+    Unsigned(String),
 }
