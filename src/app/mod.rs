@@ -16,6 +16,7 @@ mod net;
 mod pull;
 mod resolve;
 mod verify;
+mod verify_bundle;
 
 pub use error::{AppError, ExitKind};
 
@@ -47,6 +48,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<Outcome, AppError> {
     match cli.command {
         Command::Iso(args) => done(iso::run(args, ui)),
         Command::Verify(args) => done(verify::run(args)),
+        Command::VerifyBundle(args) => done(verify_bundle::run(*args)),
         Command::Resolve(args) => done(resolve::run(*args, ui)),
         Command::Pull(args) => done(pull::run(*args, ui)),
         Command::Build(args) => done(build::run(*args, ui)),

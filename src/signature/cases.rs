@@ -678,7 +678,7 @@ mod binaries {
         let ev = Evidence::from_bundle(bundle).unwrap();
         let root = TrustedRoot::from_json(super::super::PUBLIC_GOOD_ROOT).unwrap();
         let p = &ev.proof;
-        let cp = checkpoint(&root, &p.checkpoint).unwrap();
+        let cp = checkpoint(&root, &ev.log_id, &p.checkpoint).unwrap();
         assert_eq!(
             (cp.size, cp.root.clone()),
             (p.tree_size, p.root_hash.clone())
@@ -697,6 +697,6 @@ mod binaries {
         assert_eq!(err.step, Step::InclusionProof);
         // The world's root knows neither the log nor its checkpoint key.
         let world = TrustedRoot::from_json(Sigstore::generate().trusted_root()).unwrap();
-        assert!(checkpoint(&world, &p.checkpoint).is_err());
+        assert!(checkpoint(&world, &ev.log_id, &p.checkpoint).is_err());
     }
 }

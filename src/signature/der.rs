@@ -56,6 +56,10 @@ impl<'a> Reader<'a> {
                 let len = after[..n]
                     .iter()
                     .fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
+                // DER lengths are minimal: no leading zero byte, no long form for < 128.
+                if after[0] == 0 || len < 0x80 {
+                    return Err("a DER length that is not in its shortest form".into());
+                }
                 after = &after[n..];
                 len
             }

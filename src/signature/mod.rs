@@ -14,12 +14,17 @@
 //! Own code on `ring` (already in the tree through rustls) and a small DER reader, not
 //! `sigstore-verify`: see the README's "Signatures" section for why.
 
+mod bundle;
 #[cfg(test)]
 mod cases;
 mod der;
 pub mod policy;
 pub mod rekor;
 pub mod root;
+mod sct;
+#[cfg(test)]
+mod strict;
+mod tlog;
 pub mod verify;
 mod x509;
 

@@ -17,16 +17,18 @@ use std::io::Read;
 use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::json;
-use sha2::{Digest as _, Sha256};
 
 use super::root::TrustedRoot;
+pub use super::tlog::{Checkpoint, CheckpointError, checkpoint, inclusion, leaf_hash, node_hash};
 use super::verify::{self, Failure, Step, Verified, b64};
-use super::x509::{Hash, pem_certificates};
+use super::x509::pem_certificates;
 use super::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_SIGNATURE, Rule};
 use crate::image::sha256_of;
 
 /// The bundle media type written.
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+
+pub use super::bundle::{BUNDLE_MEDIA_TYPES, BundleError};
 
 /// A Rekor v1 log entry as `GET /api/v1/log/entries/<uuid>` serves it (the value under its UUID).
 #[derive(Debug, Clone, Deserialize)]
@@ -239,213 +241,6 @@ impl Evidence {
         out.push(b'\n');
         out
     }
-
-    /// Reads a bundle (v0.1 to v0.3, a certificate or a one-certificate chain, one tlog entry
-    /// with an inclusion proof).
-    pub fn from_bundle(bytes: &[u8]) -> Result<Self, String> {
-        let v: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
-        let s = |v: &serde_json::Value, what: &str| {
-            v.as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| format!("no {what}"))
-        };
-        let d = |v: &serde_json::Value, what: &str| {
-            b64(&s(v, what)?).ok_or_else(|| format!("{what} is not base64"))
-        };
-        let n = |v: &serde_json::Value, what: &str| {
-            v.as_str()
-                .and_then(|t| t.parse::<i64>().ok())
-                .or_else(|| v.as_i64())
-                .ok_or_else(|| format!("no {what}"))
-        };
-        let media = s(&v["mediaType"], "mediaType")?;
-        if !media.starts_with("application/vnd.dev.sigstore.bundle") {
-            return Err(format!("media type {media:?} is not a Sigstore bundle"));
-        }
-        let vm = &v["verificationMaterial"];
-        let leaf = match vm["certificate"]["rawBytes"].is_string() {
-            true => d(&vm["certificate"]["rawBytes"], "certificate")?,
-            false => d(
-                &vm["x509CertificateChain"]["certificates"][0]["rawBytes"],
-                "certificate",
-            )?,
-        };
-        let entries = vm["tlogEntries"].as_array().ok_or("no tlogEntries")?;
-        let [e] = entries.as_slice() else {
-            return Err(format!("{} tlog entries, expected one", entries.len()));
-        };
-        let kind = (&e["kindVersion"]["kind"], &e["kindVersion"]["version"]);
-        if kind.0 != "hashedrekord" || kind.1 != "0.0.1" {
-            return Err("the tlog entry is not a hashedrekord 0.0.1".into());
-        }
-        let p = &e["inclusionProof"];
-        let ms = &v["messageSignature"];
-        if ms["messageDigest"]["algorithm"] != "SHA2_256" {
-            return Err("the message digest is not SHA2_256".into());
-        }
-        Ok(Self {
-            digest: d(&ms["messageDigest"]["digest"], "messageDigest")?,
-            signature: d(&ms["signature"], "signature")?,
-            leaf,
-            body: s(&e["canonicalizedBody"], "canonicalizedBody")?,
-            integrated_time: n(&e["integratedTime"], "integratedTime")?,
-            log_id: d(&e["logId"]["keyId"], "logId")?,
-            log_index: n(&e["logIndex"], "logIndex")?,
-            set: d(
-                &e["inclusionPromise"]["signedEntryTimestamp"],
-                "signedEntryTimestamp",
-            )?,
-            proof: Proof {
-                log_index: n(&p["logIndex"], "inclusionProof.logIndex")?,
-                root_hash: d(&p["rootHash"], "rootHash")?,
-                tree_size: n(&p["treeSize"], "treeSize")?,
-                hashes: p["hashes"]
-                    .as_array()
-                    .ok_or("no inclusionProof.hashes")?
-                    .iter()
-                    .map(|h| d(h, "a proof hash"))
-                    .collect::<Result<_, _>>()?,
-                checkpoint: s(&p["checkpoint"]["envelope"], "checkpoint")?,
-            },
-        })
-    }
-}
-
-/// RFC 6962 leaf hash.
-pub fn leaf_hash(entry: &[u8]) -> [u8; 32] {
-    let mut h = Sha256::new();
-    h.update([0u8]);
-    h.update(entry);
-    h.finalize().into()
-}
-
-/// RFC 6962 interior node hash.
-pub fn node_hash(left: &[u8], right: &[u8]) -> [u8; 32] {
-    let mut h = Sha256::new();
-    h.update([1u8]);
-    h.update(left);
-    h.update(right);
-    h.finalize().into()
-}
-
-/// Checks that `path` leads from `leaf` at `index` in a tree of `size` to `root` (RFC 9162
-/// §2.1.3.2).
-pub fn inclusion(
-    index: i64,
-    size: i64,
-    leaf: [u8; 32],
-    path: &[Vec<u8>],
-    root: &[u8],
-) -> Result<(), String> {
-    if index < 0 || size <= 0 || index >= size {
-        return Err(format!("index {index} is outside a tree of size {size}"));
-    }
-    let (mut f, mut s) = (index as u64, size as u64 - 1);
-    let mut r = leaf;
-    for p in path {
-        if s == 0 {
-            return Err("the proof has more hashes than the tree has levels".into());
-        }
-        if f & 1 == 1 || f == s {
-            r = node_hash(p, &r);
-            while f & 1 == 0 && f != 0 {
-                f >>= 1;
-                s >>= 1;
-            }
-        } else {
-            r = node_hash(&r, p);
-        }
-        f >>= 1;
-        s >>= 1;
-    }
-    if s != 0 {
-        return Err("the proof has fewer hashes than the tree has levels".into());
-    }
-    if r.as_slice() != root {
-        return Err(format!(
-            "the path leads to {}, not to the root hash {}",
-            hex::encode(r),
-            hex::encode(root)
-        ));
-    }
-    Ok(())
-}
-
-/// A checkpoint's note: origin, tree size, root hash.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Checkpoint {
-    /// The log's origin line.
-    pub origin: String,
-    /// Its tree size.
-    pub size: i64,
-    /// Its root hash.
-    pub root: Vec<u8>,
-}
-
-/// Verifies the signed note `envelope` with a transparency-log key of `root` (the signature line
-/// `— <name> <base64(key hint ‖ signature)>`, the hint being the first four bytes of the log's
-/// id) and returns what it commits to.
-pub fn checkpoint(root: &TrustedRoot, envelope: &str) -> Result<Checkpoint, String> {
-    let split = envelope
-        .find("\n\n")
-        .ok_or("the checkpoint has no signature block")?;
-    let note = &envelope[..split + 1];
-    let mut lines = note.lines();
-    let origin = lines.next().unwrap_or_default().to_owned();
-    let size = lines
-        .next()
-        .and_then(|l| l.parse::<i64>().ok())
-        .ok_or("the checkpoint's second line is not a tree size")?;
-    let root_hash = lines
-        .next()
-        .and_then(b64)
-        .ok_or("the checkpoint's third line is not a base64 root hash")?;
-    let mut why = Vec::new();
-    for line in envelope[split + 2..].lines().filter(|l| !l.is_empty()) {
-        let Some(rest) = line.strip_prefix("\u{2014} ") else {
-            why.push("a signature line does not start with an em dash".to_owned());
-            continue;
-        };
-        let Some(sig) = rest
-            .rsplit(' ')
-            .next()
-            .and_then(b64)
-            .filter(|s| s.len() > 4)
-        else {
-            why.push("a signature line has no base64 signature".to_owned());
-            continue;
-        };
-        let (hint, sig) = sig.split_at(4);
-        let Some(log) = root.tlogs.iter().find(|l| l.id.starts_with(hint)) else {
-            why.push(format!(
-                "key hint {} is no transparency log of the trusted root",
-                hex::encode(hint)
-            ));
-            continue;
-        };
-        let Some(key) = &log.key else {
-            why.push("its log's key is of an unsupported kind".into());
-            continue;
-        };
-        match key.verify(Hash::Sha256, note.as_bytes(), sig) {
-            Ok(()) => {
-                return Ok(Checkpoint {
-                    origin,
-                    size,
-                    root: root_hash,
-                });
-            }
-            Err(_) => why.push(format!(
-                "the signature of log {} does not verify",
-                hex::encode(&log.id)
-            )),
-        }
-    }
-    Err(match why.is_empty() {
-        true => "the checkpoint is not signed".into(),
-        false => why.join("; "),
-    })
 }
 
 /// Verifies that `file` (read once, as it streams; never held) was signed as `evidence` says,
@@ -520,9 +315,9 @@ pub fn verify_digest(
         reason,
     })?;
     // The checkpoint, signed by a log of the root, commits to that root.
-    let cp = checkpoint(root, &p.checkpoint).map_err(|reason| Failure {
+    let cp = checkpoint(root, &evidence.log_id, &p.checkpoint).map_err(|reason| Failure {
         step: Step::Checkpoint,
-        reason,
+        reason: reason.to_string(),
     })?;
     if cp.size != p.tree_size || cp.root != p.root_hash {
         return Err(Failure {

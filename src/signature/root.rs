@@ -104,15 +104,82 @@ struct RawCert {
     raw_bytes: String,
 }
 
-fn b64(text: &str, what: &str) -> Result<Vec<u8>, String> {
-    base64::engine::general_purpose::STANDARD
-        .decode(text)
-        .map_err(|_| format!("{what} is not base64"))
+/// Why a trusted root is refused; `entry` names the certificate authority or log concerned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RootError {
+    /// Not a trusted root's JSON.
+    #[error("not a trusted root: {0}")]
+    Json(String),
+    /// Another media type.
+    #[error("media type {found:?}, expected {MEDIA_TYPE:?}")]
+    MediaType {
+        /// The one found.
+        found: String,
+    },
+    /// A bytes field is not base64.
+    #[error("{entry}: {field} is not base64")]
+    NotBase64 {
+        /// The entry.
+        entry: String,
+        /// The field.
+        field: &'static str,
+    },
+    /// A CA certificate does not parse.
+    #[error("{entry}: a CA certificate: {reason}")]
+    Certificate {
+        /// The entry.
+        entry: String,
+        /// Why.
+        reason: String,
+    },
+    /// A CA without certificates.
+    #[error("{entry} has no certificates")]
+    EmptyChain {
+        /// The entry.
+        entry: String,
+    },
+    /// `validFor` without `start`.
+    #[error("{entry} has a validFor without start; each range must say when it begins")]
+    NoStart {
+        /// The entry.
+        entry: String,
+    },
+    /// A `validFor` time that is not RFC 3339.
+    #[error("{entry}: validFor: {reason}")]
+    Time {
+        /// The entry.
+        entry: String,
+        /// Why.
+        reason: String,
+    },
 }
 
-fn validity(raw: Option<&RawValidity>) -> Result<Validity, String> {
-    let at = |t: Option<&String>| t.map(|t| der::rfc3339(t)).transpose();
+fn b64(text: &str, entry: &str, field: &'static str) -> Result<Vec<u8>, RootError> {
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|_| RootError::NotBase64 {
+            entry: entry.to_owned(),
+            field,
+        })
+}
+
+/// `validFor`, for `entry`: without it an entry is valid at all times; with it, `start` is
+/// required (a range open to the past would make a key valid before it existed).
+fn validity(raw: Option<&RawValidity>, entry: &str) -> Result<Validity, RootError> {
+    let at = |t: Option<&String>| {
+        t.map(|t| der::rfc3339(t))
+            .transpose()
+            .map_err(|reason| RootError::Time {
+                entry: entry.to_owned(),
+                reason,
+            })
+    };
     Ok(match raw {
+        Some(v) if v.start.is_none() => {
+            return Err(RootError::NoStart {
+                entry: entry.to_owned(),
+            });
+        }
         Some(v) => Validity {
             start: at(v.start.as_ref())?,
             end: at(v.end.as_ref())?,
@@ -124,49 +191,52 @@ fn validity(raw: Option<&RawValidity>) -> Result<Validity, String> {
     })
 }
 
-fn log(raw: &RawLog, what: &str) -> Result<LogKey, String> {
-    let id = b64(&raw.log_id.key_id, &format!("a {what} logId"))?;
+fn log(raw: &RawLog, what: &str) -> Result<LogKey, RootError> {
+    let entry = format!("the {what} {}", raw.log_id.key_id);
+    let id = b64(&raw.log_id.key_id, &entry, "logId")?;
     // A key this reader cannot use (RSA, an unknown curve) is kept out, not an error: the root
     // lists keys for clients of every kind.
     let key = match &raw.public_key.raw_bytes {
-        Some(bytes) => PublicKey::from_spki(&b64(bytes, &format!("a {what} key"))?).ok(),
+        Some(bytes) => PublicKey::from_spki(&b64(bytes, &entry, "publicKey")?).ok(),
         None => None,
     };
     Ok(LogKey {
         id,
         key,
-        valid: validity(raw.public_key.valid_for.as_ref())?,
+        valid: validity(raw.public_key.valid_for.as_ref(), &entry)?,
     })
 }
 
 impl TrustedRoot {
     /// Parses the JSON text of a trusted root.
-    pub fn from_json(text: &str) -> Result<Self, String> {
-        let raw: Raw =
-            serde_json::from_str(text).map_err(|e| format!("not a trusted root: {e}"))?;
+    pub fn from_json(text: &str) -> Result<Self, RootError> {
+        let raw: Raw = serde_json::from_str(text).map_err(|e| RootError::Json(e.to_string()))?;
         if raw.media_type != MEDIA_TYPE {
-            return Err(format!(
-                "media type {:?}, expected {MEDIA_TYPE:?}",
-                raw.media_type
-            ));
+            return Err(RootError::MediaType {
+                found: raw.media_type,
+            });
         }
         let mut cas = Vec::new();
-        for ca in &raw.certificate_authorities {
+        for (i, ca) in raw.certificate_authorities.iter().enumerate() {
+            let entry = format!("certificate authority #{}", i + 1);
             let chain = ca
                 .cert_chain
                 .certificates
                 .iter()
-                .map(|c| b64(&c.raw_bytes, "a CA certificate"))
+                .map(|c| b64(&c.raw_bytes, &entry, "certificate"))
                 .collect::<Result<Vec<_>, _>>()?;
             for der in &chain {
-                Cert::parse(der).map_err(|e| format!("a CA certificate: {e}"))?;
+                Cert::parse(der).map_err(|reason| RootError::Certificate {
+                    entry: entry.clone(),
+                    reason,
+                })?;
             }
             if chain.is_empty() {
-                return Err("a certificate authority without certificates".into());
+                return Err(RootError::EmptyChain { entry });
             }
             cas.push(Authority {
                 chain,
-                valid: validity(ca.valid_for.as_ref())?,
+                valid: validity(ca.valid_for.as_ref(), &entry)?,
             });
         }
         let tlogs = raw

@@ -14,6 +14,19 @@ pub(crate) const OID_ISSUER_V2: &[u8] = &[0x2b, 6, 1, 4, 1, 0x83, 0xbf, 0x30, 1,
 const OID_SAN: &[u8] = &[0x55, 0x1d, 0x11];
 const OID_BASIC_CONSTRAINTS: &[u8] = &[0x55, 0x1d, 0x13];
 const OID_EKU: &[u8] = &[0x55, 0x1d, 0x25];
+const OID_KEY_USAGE: &[u8] = &[0x55, 0x1d, 0x0f];
+const OID_SUBJECT_KEY_ID: &[u8] = &[0x55, 0x1d, 0x0e];
+const OID_AUTHORITY_KEY_ID: &[u8] = &[0x55, 0x1d, 0x23];
+/// The extensions whose meaning these checks know, and so may be critical: any other that is
+/// marked critical makes a certificate unusable (RFC 5280 §4.2).
+const UNDERSTOOD: &[&[u8]] = &[
+    OID_SAN,
+    OID_BASIC_CONSTRAINTS,
+    OID_EKU,
+    OID_KEY_USAGE,
+    OID_SUBJECT_KEY_ID,
+    OID_AUTHORITY_KEY_ID,
+];
 /// `1.3.6.1.5.5.7.3.3`: id-kp-codeSigning.
 const OID_CODE_SIGNING: &[u8] = &[0x2b, 6, 1, 5, 5, 7, 3, 3];
 const OID_EC_PUBLIC_KEY: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 2, 1];
@@ -53,6 +66,9 @@ impl PublicKey {
         let mut r = Reader::new(seq.value);
         let alg = r.expect(der::SEQUENCE)?;
         let key = r.expect(der::BIT_STRING)?;
+        if !r.is_empty() {
+            return Err("bytes after a public key".into());
+        }
         let mut a = Reader::new(alg.value);
         let oid = a.expect(der::OID)?;
         let kind = match oid.value {
@@ -140,6 +156,7 @@ impl PublicKey {
 #[derive(Debug, Clone, Copy)]
 struct Extension<'a> {
     oid: &'a [u8],
+    critical: bool,
     /// The contents of its `extnValue` OCTET STRING.
     value: &'a [u8],
     /// The whole `Extension` element.
@@ -173,12 +190,20 @@ impl<'a> Cert<'a> {
         let tbs = r.expect(der::SEQUENCE)?;
         let alg = r.expect(der::SEQUENCE)?;
         let sig = r.expect(der::BIT_STRING)?;
+        if !r.is_empty() {
+            return Err("bytes after the certificate's signature".into());
+        }
         let sig_hash = sig_hash(&alg)?;
         let mut t = Reader::new(tbs.value);
         let mut head = Vec::new();
-        if let Some(version) = t.optional(0xa0)? {
-            head.push(version.raw);
+        // Fulcio, CT and every CA of a trusted root issue v3 certificates only.
+        let version = t
+            .optional(0xa0)?
+            .ok_or("a certificate of version 1, not 3")?;
+        if version.value != [der::INTEGER, 1, 2] {
+            return Err("a certificate whose version is not 3".into());
         }
+        head.push(version.raw);
         let serial = t.expect(der::INTEGER)?;
         let inner_alg = t.expect(der::SEQUENCE)?;
         if inner_alg.value != alg.value {
@@ -199,17 +224,30 @@ impl<'a> Cert<'a> {
         let mut v = Reader::new(validity.value);
         let not_before = der::time(&v.any()?)?;
         let not_after = der::time(&v.any()?)?;
-        let mut extensions = Vec::new();
+        if !v.is_empty() {
+            return Err("bytes after a certificate's validity".into());
+        }
+        let mut extensions: Vec<Extension<'a>> = Vec::new();
         while !t.is_empty() {
             let field = t.any()?;
             match field.tag {
                 // issuerUniqueID, subjectUniqueID: kept as they are.
                 0x81 | 0x82 => head.push(field.raw),
-                0xa3 => {
+                0xa3 if extensions.is_empty() => {
                     let list = der::one(field.value, der::SEQUENCE)?;
                     let mut e = Reader::new(list.value);
                     while !e.is_empty() {
-                        extensions.push(extension(e.expect(der::SEQUENCE)?)?);
+                        let ext = extension(e.expect(der::SEQUENCE)?)?;
+                        if extensions.iter().any(|x| x.oid == ext.oid) {
+                            return Err(format!(
+                                "the extension {} appears twice in a certificate",
+                                oid_text(ext.oid)
+                            ));
+                        }
+                        extensions.push(ext);
+                    }
+                    if extensions.is_empty() {
+                        return Err("a certificate with an empty extension list".into());
                     }
                 }
                 _ => return Err("unexpected field in the TBS certificate".into()),
@@ -241,6 +279,26 @@ impl<'a> Cert<'a> {
         PublicKey::from_spki(issuer.spki)?
             .verify(self.sig_hash, self.tbs, self.signature)
             .map_err(|_| "the CA's signature on it does not verify".into())
+    }
+
+    /// The first extension marked critical whose meaning these checks do not know (dotted).
+    pub(crate) fn unknown_critical(&self) -> Option<String> {
+        self.extensions
+            .iter()
+            .find(|e| e.critical && !UNDERSTOOD.contains(&e.oid))
+            .map(|e| oid_text(e.oid))
+    }
+
+    /// Whether the key usage extension allows digitalSignature (false when it is absent: Fulcio
+    /// always writes it).
+    pub(crate) fn digital_signature(&self) -> Result<bool, String> {
+        let Some(ext) = self.extension(OID_KEY_USAGE) else {
+            return Ok(false);
+        };
+        let bits = der::one(ext.value, der::BIT_STRING)?;
+        // The first content octet counts the unused bits; digitalSignature is bit 0, the
+        // first octet's high bit.
+        Ok(bits.value.get(1).is_some_and(|b| b & 0x80 != 0))
     }
 
     /// Basic constraints `cA: TRUE`.
@@ -324,13 +382,47 @@ impl<'a> Cert<'a> {
 fn extension(seq: Tlv<'_>) -> Result<Extension<'_>, String> {
     let mut r = Reader::new(seq.value);
     let oid = r.expect(der::OID)?.value;
-    r.optional(der::BOOLEAN)?;
+    let critical = match r.optional(der::BOOLEAN)? {
+        None => false,
+        Some(flag) => match flag.value {
+            [0xff] => true,
+            [0x00] => false,
+            _ => return Err("an extension's critical flag is not a DER BOOLEAN".into()),
+        },
+    };
     let value = r.expect(der::OCTET_STRING)?.value;
+    if !r.is_empty() {
+        return Err("bytes after an extension's value".into());
+    }
     Ok(Extension {
         oid,
+        critical,
         value,
         raw: seq.raw,
     })
+}
+
+/// An OID's dotted text, e.g. `1.3.6.1.4.1.57264.1.8`.
+pub(crate) fn oid_text(oid: &[u8]) -> String {
+    let mut parts: Vec<u64> = Vec::new();
+    let mut acc: u64 = 0;
+    for &b in oid {
+        acc = (acc << 7) | u64::from(b & 0x7f);
+        if b & 0x80 == 0 {
+            if parts.is_empty() {
+                let first = acc.min(80) / 40;
+                parts.extend([first, acc - first * 40]);
+            } else {
+                parts.push(acc);
+            }
+            acc = 0;
+        }
+    }
+    parts
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 fn sig_hash(alg: &Tlv<'_>) -> Result<Hash, String> {

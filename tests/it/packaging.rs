@@ -161,6 +161,7 @@ fn bash_completion_completes_subcommands_and_their_flags() {
     for sub in [
         "iso",
         "verify",
+        "verify-bundle",
         "resolve",
         "pull",
         "build",
@@ -192,7 +193,7 @@ fn zsh_and_fish_completions_are_valid_scripts_of_every_subcommand() {
     let zsh_text = std::fs::read_to_string(&zsh).unwrap();
     assert!(zsh_text.starts_with("#compdef cks-iso"), "{zsh_text:.200}");
     let fish_text = std::fs::read_to_string(&fish).unwrap();
-    for sub in ["build", "pull", "verify", "man"] {
+    for sub in ["build", "pull", "verify", "verify-bundle", "man"] {
         assert!(zsh_text.contains(&format!("'{sub}:")), "zsh lacks {sub}");
         assert!(
             fish_text.contains(&format!("-a \"{sub}\"")),
@@ -267,6 +268,16 @@ fn man_page_renders_with_every_subcommand_variable_and_exit_code() {
         "--registry-mirror",
     ] {
         assert!(build.contains(want), "{want:?} missing:\n{build}");
+    }
+    let bundle = render_man(&["man", "verify-bundle"]);
+    for want in [
+        "cks-iso-verify-bundle",
+        "--certificate-identity",
+        "--certificate-oidc-issuer",
+        "--kubernetes-binary",
+        "--signature",
+    ] {
+        assert!(bundle.contains(want), "{want:?} missing:\n{bundle}");
     }
 }
 

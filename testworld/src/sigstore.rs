@@ -67,6 +67,11 @@ pub struct SignOptions {
     pub integrated_after: i64,
     /// Flip a bit of the embedded SCT's signature (the CA still signs the leaf).
     pub spoil_sct: bool,
+    /// The leaf's key usage says keyAgreement instead of digitalSignature.
+    pub no_digital_signature: bool,
+    /// The leaf carries an extension no verifier knows (OID 1.3.6.1.4.1.57264.99.1), marked
+    /// critical.
+    pub unknown_critical_extension: bool,
 }
 
 impl Default for SignOptions {
@@ -80,6 +85,8 @@ impl Default for SignOptions {
             payload_digest: None,
             integrated_after: 0,
             spoil_sct: false,
+            no_digital_signature: false,
+            unknown_critical_extension: false,
         }
     }
 }
@@ -253,9 +260,20 @@ impl Sigstore {
         params.subject_alt_names = vec![SanType::Rfc822Name(
             opts.identity.as_str().try_into().expect("an IA5 identity"),
         )];
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.key_usages = match opts.no_digital_signature {
+            true => vec![KeyUsagePurpose::KeyAgreement],
+            false => vec![KeyUsagePurpose::DigitalSignature],
+        };
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::CodeSigning];
         params.use_authority_key_identifier_extension = true;
+        if opts.unknown_critical_extension {
+            let mut ext = CustomExtension::from_oid_content(
+                &[1, 3, 6, 1, 4, 1, 57264, 99, 1],
+                der(0x05, &[]),
+            );
+            ext.set_criticality(true);
+            params.custom_extensions.push(ext);
+        }
         params.serial_number = Some(SerialNumber::from(
             self.next_index.load(Ordering::SeqCst) as u64 + 0x5157_0000,
         ));
@@ -408,17 +426,24 @@ impl Sigstore {
     /// A checkpoint (signed note) for a tree of `size` with `root`, as Rekor v1 writes it: origin,
     /// size, base64 root, a blank line, `— <name> <base64(key hint ‖ DER signature)>`.
     pub fn checkpoint(&self, size: u64, root: &[u8]) -> String {
-        let note = format!(
-            "rekor.world.invalid - 1234567890\n{size}\n{}\n",
-            base64(root)
-        );
+        self.checkpoint_as(
+            "rekor.world.invalid - 1234567890",
+            "rekor.world.invalid",
+            size,
+            root,
+        )
+    }
+
+    /// [`Sigstore::checkpoint`] with another `origin` line and signature key `name`.
+    pub fn checkpoint_as(&self, origin: &str, name: &str, size: u64, root: &[u8]) -> String {
+        let note = format!("{origin}\n{size}\n{}\n", base64(root));
         let sig = self
             .rekor
             .sign(note.as_bytes())
             .expect("checkpoint signature");
         let mut signed = sha256(&self.rekor.subject_public_key_info())[..4].to_vec();
         signed.extend(sig);
-        format!("{note}\n\u{2014} rekor.world.invalid {}\n", base64(&signed))
+        format!("{note}\n\u{2014} {name} {}\n", base64(&signed))
     }
 
     /// Leaf, signature over `message`, hashedrekord body (logging `logged_hash` or the message's

@@ -17,7 +17,9 @@ mod record;
 mod sboms;
 mod signatures;
 
-pub(crate) use signatures::{check_image, checker, policy, trusted_root};
+pub(crate) use signatures::{
+    DEFAULT_REKOR_URL, check_image, checker, policy, rekor_entry, trusted_root,
+};
 mod write;
 
 use std::path::PathBuf;

@@ -565,9 +565,10 @@ async fn side_file(
     }
 }
 
-/// The Rekor entry reply (`{uuid: entry}`) that logs this file, signature and certificate.
-async fn rekor_entry(
-    checker: &Checker,
+/// The Rekor entry reply (`{uuid: entry}`) at `rekor_url` that logs this file, signature and
+/// certificate (offline: the one the cache last saw; `locked`: the cached bytes of that digest).
+pub(crate) async fn rekor_entry(
+    rekor_url: &str,
     fetcher: &Fetcher<'_>,
     digest: &[u8],
     sig: &[u8],
@@ -575,7 +576,7 @@ async fn rekor_entry(
     locked: Option<&str>,
 ) -> Result<Option<Vec<u8>>, FetchError> {
     let hex = hex::encode(digest);
-    let key = rekor_key(&checker.rekor_url, &hex);
+    let key = rekor_key(rekor_url, &hex);
     let logs = |bytes: &[u8]| {
         rekor::entries(bytes).is_ok_and(|map| {
             map.values()
@@ -591,13 +592,13 @@ async fn rekor_entry(
         return match bytes {
             Some(bytes) => Ok(Some(bytes)),
             None => Err(FetchError::Offline {
-                url: format!("{}/api/v1/index/retrieve", checker.rekor_url),
+                url: format!("{}/api/v1/index/retrieve", rekor_url),
             }),
         };
     }
     let index = fetcher
         .mirrors
-        .rewrite(&format!("{}/api/v1/index/retrieve", checker.rekor_url));
+        .rewrite(&format!("{}/api/v1/index/retrieve", rekor_url));
     let reply = post_json(
         &fetcher.download,
         &index,
@@ -610,7 +611,7 @@ async fn rekor_entry(
         .iter()
         .filter(|u| u.chars().all(|c| c.is_ascii_alphanumeric()))
     {
-        let url = format!("{}/api/v1/log/entries/{uuid}", checker.rekor_url);
+        let url = format!("{}/api/v1/log/entries/{uuid}", rekor_url);
         let (bytes, _) = get_bytes(
             &fetcher.download,
             &fetcher.mirrors.rewrite(&url),
@@ -807,7 +808,7 @@ async fn check_file(
             // Signed: the file is hashed while its Rekor entry is looked up.
             hash.start();
             let entry = rekor_entry(
-                checker,
+                &checker.rekor_url,
                 fetcher,
                 &digest,
                 &sig,

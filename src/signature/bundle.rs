@@ -1,0 +1,210 @@
+//! Reading a Sigstore bundle (protobuf-specs `Bundle`, JSON form) into [`Evidence`]: the versions
+//! cks-iso understands (0.1 to 0.3), a Fulcio certificate (or an older bundle's chain, without
+//! its root), one `hashedrekord` 0.0.1 Rekor v1 entry with its SET and inclusion proof, and a
+//! SHA-256 message signature. A bundle is handed in by users (`verify-bundle`) and read from ISOs
+//! (`verify --signatures`), so every refusal is a [`BundleError`] naming the field, never a panic.
+
+use serde_json::Value;
+
+use super::rekor::{BUNDLE_MEDIA_TYPE, Evidence, Proof};
+use super::verify::b64;
+use super::x509::Cert;
+
+/// The bundle media types read: the versions this reader understands, in both spellings of
+/// 0.3; any other version is refused, not guessed at.
+pub const BUNDLE_MEDIA_TYPES: &[&str] = &[
+    "application/vnd.dev.sigstore.bundle+json;version=0.1",
+    "application/vnd.dev.sigstore.bundle+json;version=0.2",
+    "application/vnd.dev.sigstore.bundle+json;version=0.3",
+    BUNDLE_MEDIA_TYPE,
+];
+
+/// Why a bundle is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BundleError {
+    /// Not JSON at all.
+    #[error("not JSON: {0}")]
+    Json(String),
+    /// A field is missing, or not of its type.
+    #[error("no {field}")]
+    Missing {
+        /// The field.
+        field: &'static str,
+    },
+    /// A bytes field is not base64.
+    #[error("{field} is not base64")]
+    NotBase64 {
+        /// The field.
+        field: &'static str,
+    },
+    /// A hash field is not the 32 bytes of a SHA-256.
+    #[error("{field} is {len} bytes long, not the 32 of a SHA-256")]
+    HashLength {
+        /// The field.
+        field: &'static str,
+        /// Its length.
+        len: usize,
+    },
+    /// An index or size is negative.
+    #[error("{field} is negative ({value})")]
+    Negative {
+        /// The field.
+        field: &'static str,
+        /// Its value.
+        value: i64,
+    },
+    /// A bundle version cks-iso does not read.
+    #[error("media type {0:?} is not a Sigstore bundle version cks-iso reads (0.1, 0.2, 0.3)")]
+    MediaType(String),
+    /// A certificate of the chain does not parse.
+    #[error("a chain certificate: {0}")]
+    ChainCertificate(String),
+    /// The chain carries a root: roots come from the trusted root alone.
+    #[error("the certificate chain holds a root (self-signed) certificate")]
+    RootInChain,
+    /// Not exactly one transparency log entry.
+    #[error("{0} tlog entries, expected one")]
+    Entries(usize),
+    /// An entry of another kind (DSSE, intoto, hashedrekord 0.0.2).
+    #[error("the tlog entry is not a hashedrekord 0.0.1")]
+    EntryKind,
+    /// A message digest other than SHA-256.
+    #[error("the message digest is not SHA2_256")]
+    DigestAlgorithm,
+}
+
+impl BundleError {
+    /// The field refused, when one is to blame.
+    pub fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::Missing { field }
+            | Self::NotBase64 { field }
+            | Self::HashLength { field, .. }
+            | Self::Negative { field, .. } => Some(field),
+            Self::MediaType(_) => Some("mediaType"),
+            Self::ChainCertificate(_) | Self::RootInChain => Some("x509CertificateChain"),
+            Self::Entries(_) => Some("tlogEntries"),
+            Self::EntryKind => Some("kindVersion"),
+            Self::DigestAlgorithm => Some("messageDigest.algorithm"),
+            Self::Json(_) => None,
+        }
+    }
+}
+
+fn text(v: &Value, field: &'static str) -> Result<String, BundleError> {
+    v.as_str()
+        .map(str::to_owned)
+        .ok_or(BundleError::Missing { field })
+}
+
+fn bytes(v: &Value, field: &'static str) -> Result<Vec<u8>, BundleError> {
+    b64(&text(v, field)?).ok_or(BundleError::NotBase64 { field })
+}
+
+/// A number, as protobuf's JSON writes int64 (a string) or as a plain number.
+fn number(v: &Value, field: &'static str) -> Result<i64, BundleError> {
+    v.as_str()
+        .and_then(|t| t.parse::<i64>().ok())
+        .or_else(|| v.as_i64())
+        .ok_or(BundleError::Missing { field })
+}
+
+fn non_negative(v: &Value, field: &'static str) -> Result<i64, BundleError> {
+    match number(v, field)? {
+        value if value < 0 => Err(BundleError::Negative { field, value }),
+        value => Ok(value),
+    }
+}
+
+fn hash32(v: &Value, field: &'static str) -> Result<Vec<u8>, BundleError> {
+    let hash = bytes(v, field)?;
+    match hash.len() {
+        32 => Ok(hash),
+        len => Err(BundleError::HashLength { field, len }),
+    }
+}
+
+/// The leaf: `certificate`, or the first of an older bundle's chain (which must hold no root).
+fn leaf(vm: &Value) -> Result<Vec<u8>, BundleError> {
+    if vm["certificate"]["rawBytes"].is_string() {
+        return bytes(&vm["certificate"]["rawBytes"], "certificate");
+    }
+    let chain = vm["x509CertificateChain"]["certificates"]
+        .as_array()
+        .ok_or(BundleError::Missing {
+            field: "certificate",
+        })?;
+    let certs = chain
+        .iter()
+        .map(|c| bytes(&c["rawBytes"], "certificate"))
+        .collect::<Result<Vec<_>, _>>()?;
+    for der in &certs {
+        let cert = Cert::parse(der).map_err(BundleError::ChainCertificate)?;
+        if cert.issuer == cert.subject {
+            return Err(BundleError::RootInChain);
+        }
+    }
+    certs.into_iter().next().ok_or(BundleError::Missing {
+        field: "certificate",
+    })
+}
+
+impl Evidence {
+    /// Reads a bundle (v0.1 to v0.3, a certificate or a chain without root, one tlog entry
+    /// with an inclusion proof; its checkpoint may be missing in older bundles, which the
+    /// checkpoint check then refuses).
+    pub fn from_bundle(input: &[u8]) -> Result<Self, BundleError> {
+        let v: Value =
+            serde_json::from_slice(input).map_err(|e| BundleError::Json(e.to_string()))?;
+        let media = text(&v["mediaType"], "mediaType")?;
+        if !BUNDLE_MEDIA_TYPES.contains(&media.as_str()) {
+            return Err(BundleError::MediaType(media));
+        }
+        let vm = &v["verificationMaterial"];
+        let leaf = leaf(vm)?;
+        let entries = vm["tlogEntries"].as_array().ok_or(BundleError::Missing {
+            field: "tlogEntries",
+        })?;
+        let [e] = entries.as_slice() else {
+            return Err(BundleError::Entries(entries.len()));
+        };
+        if e["kindVersion"]["kind"] != "hashedrekord" || e["kindVersion"]["version"] != "0.0.1" {
+            return Err(BundleError::EntryKind);
+        }
+        let p = &e["inclusionProof"];
+        let ms = &v["messageSignature"];
+        if ms["messageDigest"]["algorithm"] != "SHA2_256" {
+            return Err(BundleError::DigestAlgorithm);
+        }
+        Ok(Self {
+            digest: bytes(&ms["messageDigest"]["digest"], "messageDigest")?,
+            signature: bytes(&ms["signature"], "signature")?,
+            leaf,
+            body: text(&e["canonicalizedBody"], "canonicalizedBody")?,
+            integrated_time: number(&e["integratedTime"], "integratedTime")?,
+            log_id: bytes(&e["logId"]["keyId"], "logId")?,
+            log_index: non_negative(&e["logIndex"], "logIndex")?,
+            set: bytes(
+                &e["inclusionPromise"]["signedEntryTimestamp"],
+                "signedEntryTimestamp",
+            )?,
+            proof: Proof {
+                log_index: non_negative(&p["logIndex"], "inclusionProof.logIndex")?,
+                root_hash: hash32(&p["rootHash"], "rootHash")?,
+                tree_size: non_negative(&p["treeSize"], "treeSize")?,
+                hashes: p["hashes"]
+                    .as_array()
+                    .ok_or(BundleError::Missing {
+                        field: "inclusionProof.hashes",
+                    })?
+                    .iter()
+                    .map(|h| hash32(h, "a proof hash"))
+                    .collect::<Result<_, _>>()?,
+                checkpoint: match &p["checkpoint"]["envelope"] {
+                    Value::Null => String::new(),
+                    envelope => text(envelope, "checkpoint")?,
+                },
+            },
+        })
+    }
+}

@@ -1,0 +1,291 @@
+//! The Sigstore conformance suite's offline `verify-bundle` cases (real public-good signatures,
+//! and spoiled copies of them, written by Sigstore, not here), run through the real `cks-iso
+//! verify-bundle` with the suite's own command line, each with the file and with its digest, as
+//! the suite's harness does. Each case must get the suite's verdict; a refusal must name the check
+//! that refused it. The data and its origin are in `tests/sigstore-conformance/`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::support::cks_iso;
+use sha2::{Digest as _, Sha256};
+
+/// The suite's default identity and issuer (its test beacon's GitHub workflow).
+const IDENTITY: &str = "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main";
+const ISSUER: &str = "https://token.actions.githubusercontent.com";
+
+/// Each case in scope and what its refusal must name on stderr (`None`: it must verify). A
+/// directory name ending in `_fail` is the suite's "must not verify".
+const IN_SCOPE: &[(&str, Option<&str>)] = &[
+    ("happy-path-v0.1", None),
+    ("happy-path-v0.2", None),
+    ("happy-path-v0.3", None),
+    ("happy-path-v0.3-new-mediaType", None),
+    ("trust-root-tlog-validity-end-inclusive", None),
+    (
+        "bundle-empty-certificate-chain_fail",
+        Some("is refused: no certificate"),
+    ),
+    (
+        "bundle-from-wrong-instance_fail",
+        Some("fails the Rekor signed entry timestamp check: log d32f30a3"),
+    ),
+    (
+        "bundle-invalid-base64-signature_fail",
+        Some("is refused: signature is not base64"),
+    ),
+    ("bundle-malformed-json_fail", Some("is refused: not JSON")),
+    (
+        "bundle-negative-log-index_fail",
+        Some("is refused: logIndex is negative"),
+    ),
+    (
+        "bundle-unknown-version_fail",
+        Some("is refused: media type"),
+    ),
+    (
+        "bundle-with-root-cert_fail",
+        Some("holds a root (self-signed) certificate"),
+    ),
+    (
+        "checkpoint-bad-keyhint_fail",
+        Some("fails the Rekor checkpoint check: key hint c4d23d6a is not the entry's log"),
+    ),
+    (
+        "checkpoint-wrong-roothash_fail",
+        Some("fails the Rekor checkpoint check: the checkpoint commits to tree size"),
+    ),
+    (
+        "inclusion-proof-corrupted-hash_fail",
+        Some("fails the Rekor inclusion proof check"),
+    ),
+    (
+        "incorrect-public-key_fail",
+        Some("fails the Rekor signed entry timestamp check"),
+    ),
+    (
+        "integrated-time-in-future_fail",
+        Some("fails the signing time check"),
+    ),
+    (
+        "invalid-checkpoint-signature_fail",
+        Some("fails the Rekor checkpoint check: the signature of log"),
+    ),
+    (
+        "invalid-ct-key_fail",
+        Some("fails the signed certificate timestamp check"),
+    ),
+    (
+        "invalid-inclusion-proof_fail",
+        Some("fails the Rekor inclusion proof check"),
+    ),
+    (
+        "message-digest-mismatch_fail",
+        Some("fails the layer integrity check"),
+    ),
+    (
+        "set-invalid-signature_fail",
+        Some("fails the Rekor signed entry timestamp check"),
+    ),
+    (
+        "signature-mismatch_fail",
+        Some("fails the Rekor entry check: the entry logs another signature"),
+    ),
+    (
+        "wrong-hashedrekord-artifact_fail",
+        Some("fails the Rekor entry check: the entry logs sha256:"),
+    ),
+    (
+        "wrong-hashedrekord-cert-and-sig_fail",
+        Some("fails the Rekor entry check: the entry logs another signature"),
+    ),
+    (
+        "wrong-hashedrekord-entry_fail",
+        Some("fails the Rekor entry check: the entry logs sha256:"),
+    ),
+    (
+        "wrong-material_fail",
+        Some("fails the layer integrity check"),
+    ),
+];
+
+const DSSE: &str = "a DSSE envelope (in-toto attestation), not a message signature: cks-iso \
+                    verifies signed files, not attestations";
+const MANAGED_KEY: &str = "verified with a managed key (--key), not a Fulcio certificate: \
+                           cks-iso verifies keyless signatures only";
+const REKOR_V2: &str = "a Rekor v2 entry (hashedrekord 0.0.2, no SET) whose signing time comes \
+                        from RFC 3161 timestamps: not yet read by cks-iso";
+
+/// Every other case of the suite at the commit copied, and why it is not run. Their data is not
+/// copied; the suite has 70 cases in all.
+const OUT_OF_SCOPE: &[(&str, &str)] = &[
+    ("bundle-with-sct-with-extensions", REKOR_V2),
+    ("dsse-invalid-sig_fail", DSSE),
+    ("dsse-mismatch-envelope_fail", DSSE),
+    ("dsse-mismatch-sig_fail", DSSE),
+    ("happy-path-intoto-in-dsse-v3", DSSE),
+    ("intoto-expired-certificate_fail", DSSE),
+    ("intoto-log-entry-mismatch_fail", DSSE),
+    ("intoto-missing-inclusion-proof_fail", DSSE),
+    ("intoto-set-outside-signing-cert-validity_fail", DSSE),
+    ("intoto-tsa-timestamp-outside-cert-validity_fail", DSSE),
+    ("intoto-with-custom-trust-root", DSSE),
+    ("managed-key-and-trusted-root", MANAGED_KEY),
+    ("managed-key-happy-path", MANAGED_KEY),
+    ("managed-key-no-key_fail", MANAGED_KEY),
+    ("managed-key-wrong-key_fail", MANAGED_KEY),
+    ("rekor2-checkpoint-cosigned", REKOR_V2),
+    ("rekor2-checkpoint-missing-log-signature_fail", REKOR_V2),
+    ("rekor2-checkpoint-missing-origin_fail", REKOR_V2),
+    ("rekor2-checkpoint-missing-root-hash_fail", REKOR_V2),
+    ("rekor2-checkpoint-missing-size_fail", REKOR_V2),
+    ("rekor2-checkpoint-multiple-cosigs", REKOR_V2),
+    ("rekor2-checkpoint-no-matching-signature_fail", REKOR_V2),
+    ("rekor2-checkpoint-origin-not-first", REKOR_V2),
+    ("rekor2-checkpoint-two-sigs-cosigned", REKOR_V2),
+    ("rekor2-checkpoint-two-sigs-from-origin", REKOR_V2),
+    ("rekor2-dsse-happy-path", DSSE),
+    ("rekor2-dsse-invalid-sig_fail", DSSE),
+    ("rekor2-dsse-mismatch-envelope_fail", DSSE),
+    ("rekor2-dsse-mismatch-sig_fail", DSSE),
+    ("rekor2-happy-path", REKOR_V2),
+    ("rekor2-no-inclusion-proof_fail", REKOR_V2),
+    ("rekor2-no-timestamp_fail", REKOR_V2),
+    (
+        "rekor2-timestamp-outside-trust-root-tsa-validity_fail",
+        REKOR_V2,
+    ),
+    ("rekor2-timestamp-outside-tsa-cert-validity_fail", REKOR_V2),
+    ("rekor2-timestamp-payload-mismatch_fail", REKOR_V2),
+    (
+        "rekor2-timestamp-untrusted-tsa-with-embedded-cert_fail",
+        REKOR_V2,
+    ),
+    (
+        "rekor2-timestamp-untrusted-tsa-without-embedded-cert_fail",
+        REKOR_V2,
+    ),
+    ("rekor2-timestamp-with-embedded-cert", REKOR_V2),
+    ("rekor2-timestamp-with-expired-cert-chain", REKOR_V2),
+    ("rekor2-timestamp-with-incorrect-time_fail", REKOR_V2),
+    ("rekor2-timestamp-without-embedded-cert", REKOR_V2),
+    ("trust-root-tlog-missing-validity-start_fail", REKOR_V2),
+    ("trust-root-tsa-validity-end-inclusive", REKOR_V2),
+];
+
+fn cases_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sigstore-conformance/bundle-verify")
+}
+
+/// A case's file with the suite's default when the case has none.
+fn optional_text(dir: &Path, name: &str, default: &str) -> String {
+    match fs::read_to_string(dir.join(name)) {
+        Ok(text) => text.trim().to_owned(),
+        Err(_) => default.to_owned(),
+    }
+}
+
+/// Runs one case as the suite's harness would, with the artifact given as `input` (a path or
+/// `sha256:HEX`): the exit code and stderr.
+fn verify_bundle(dir: &Path, input: &str) -> (Option<i32>, String, String) {
+    let mut cmd = cks_iso();
+    cmd.arg("verify-bundle")
+        .arg("--bundle")
+        .arg(dir.join("bundle.sigstore.json"))
+        .args([
+            "--certificate-identity",
+            &optional_text(dir, "identity", IDENTITY),
+        ])
+        .args([
+            "--certificate-oidc-issuer",
+            &optional_text(dir, "issuer", ISSUER),
+        ]);
+    if dir.join("trusted_root.json").exists() {
+        cmd.arg("--trusted-root").arg(dir.join("trusted_root.json"));
+    }
+    cmd.arg(input);
+    let out = cmd.output().expect("run cks-iso");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn artifact(dir: &Path) -> PathBuf {
+    match dir.join("artifact").exists() {
+        true => dir.join("artifact"),
+        false => cases_dir().join("a.txt"),
+    }
+}
+
+#[test]
+fn every_conformance_case_in_scope_gets_the_suites_verdict() {
+    let mut wrong = Vec::new();
+    for &(name, refusal) in IN_SCOPE {
+        assert_eq!(
+            name.ends_with("_fail"),
+            refusal.is_some(),
+            "{name}: the table disagrees with the suite's naming"
+        );
+        let dir = cases_dir().join(name);
+        let file = artifact(&dir);
+        let digest = format!(
+            "sha256:{}",
+            hex::encode(Sha256::digest(fs::read(&file).unwrap()))
+        );
+        for input in [file.to_str().unwrap(), digest.as_str()] {
+            let (code, stdout, stderr) = verify_bundle(&dir, input);
+            let form = if input.starts_with("sha256:") {
+                "digest"
+            } else {
+                "file"
+            };
+            match refusal {
+                None if code == Some(0) && stdout.starts_with("verified ") => {}
+                None => wrong.push(format!(
+                    "{name} ({form}): must verify, got exit {code:?}:\n{stderr}"
+                )),
+                Some(check) if code == Some(1) && stderr.contains(check) => {}
+                Some(check) => wrong.push(format!(
+                    "{name} ({form}): must be refused with exit 1 naming {check:?}, got exit \
+                     {code:?}:\n{stdout}{stderr}"
+                )),
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} wrong verdicts:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn every_case_of_the_suite_is_run_or_named_out_of_scope_with_its_reason() {
+    let mut copied: Vec<String> = fs::read_dir(cases_dir())
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_dir())
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
+    copied.sort();
+    let mut in_scope: Vec<String> = IN_SCOPE.iter().map(|(n, _)| n.to_string()).collect();
+    in_scope.sort();
+    assert_eq!(
+        copied, in_scope,
+        "the copied cases are exactly those in scope"
+    );
+    // 5 that must verify and 22 that must not, as the suite stood at the commit copied.
+    let passing = IN_SCOPE.iter().filter(|(_, r)| r.is_none()).count();
+    assert_eq!((passing, IN_SCOPE.len() - passing), (5, 22));
+    assert_eq!(IN_SCOPE.len() + OUT_OF_SCOPE.len(), 70);
+    for (name, reason) in OUT_OF_SCOPE {
+        assert!(
+            !in_scope.iter().any(|n| n == name),
+            "{name} is in both lists"
+        );
+        assert!(!reason.is_empty());
+    }
+}
