@@ -9,33 +9,17 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use crate::support::containerd::Containerd;
 use crate::support::*;
 use cks_iso_testworld::world::{Options, World};
 
-const EPOCH: &str = "1700000000";
-
 /// `cks-iso build` inside `world`, with `tmp` as TMPDIR (to prove the work dir goes away).
 fn build(world: &World, tmp: &Path, args: &[&str]) -> Command {
-    let mut cmd = cks_iso();
-    cmd.env("CKS_ISO_CONFIG", world.config_path())
-        .env("TMPDIR", tmp)
-        .env("SOURCE_DATE_EPOCH", EPOCH)
-        .arg("build")
-        .args(args);
+    let mut cmd = build_in(world.config_path(), tmp);
+    cmd.args(args);
     cmd
-}
-
-fn ok(out: Output) -> Output {
-    assert!(
-        out.status.success(),
-        "build failed ({}):\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 fn flags<'a>(world: &'a World, out: &'a str, cache: &'a str) -> Vec<&'a str> {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use crate::support::registry::{pull, succeeded};
-use crate::support::{cks_iso, ended_quietly, p};
+use crate::support::{cks_iso, ended_quietly, ok, p};
 use cks_iso::cache::Cache;
 use cks_iso::image::Digest;
 use cks_iso_testworld::registry::{RegistryWorld, world};
@@ -153,17 +153,6 @@ fn cache_cmd(cache: &Path, args: &[&str]) -> Output {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn ok(out: Output) -> Output {
-    assert!(
-        out.status.success(),
-        "failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    out
 }
 
 /// `sha256:<hex>` of every blob under its final name, and every index key, in `cache`.

@@ -16,7 +16,6 @@ use cks_iso_testworld::chaos::Chaos;
 use cks_iso_testworld::faults::FaultProxy;
 use cks_iso_testworld::world::{Options, World};
 
-const EPOCH: &str = "1700000000";
 const ISO: &str = "setup-v1.33.1-x86_64.iso";
 /// The fault rate the goal is stated for; `CKS_ISO_SOAK_RATE` (0–1) explores others.
 const RATE: f64 = 0.2;
@@ -33,11 +32,8 @@ fn origin(url: &str) -> String {
 fn build(config: &Path, dir: &Path, world: &World) -> std::process::Output {
     let tmp = dir.join("tmp");
     fs::create_dir_all(&tmp).unwrap();
-    cks_iso()
-        .env("CKS_ISO_CONFIG", config)
-        .env("TMPDIR", &tmp)
-        .env("SOURCE_DATE_EPOCH", EPOCH)
-        .args(["build", "--no-progress", "--kubernetes", "1.33.1"])
+    build_in(config, &tmp)
+        .args(["--no-progress", "--kubernetes", "1.33.1"])
         .args([
             "--network",
             world.network_url(),

@@ -12,8 +12,6 @@ use std::time::Duration;
 use crate::support::*;
 use cks_iso_testworld::world::{Options, World};
 
-const EPOCH: &str = "1700000000";
-
 struct Dirs {
     out: PathBuf,
     cache: PathBuf,
@@ -31,18 +29,8 @@ fn dirs(root: &Path) -> Dirs {
 }
 
 fn build(world: &World, d: &Dirs, name: &str, arches: &[&str]) -> Command {
-    let mut cmd = cks_iso();
-    cmd.env("CKS_ISO_CONFIG", world.config_path())
-        .env("TMPDIR", &d.tmp)
-        .env("SOURCE_DATE_EPOCH", EPOCH)
-        .args([
-            "build",
-            "--no-progress",
-            "--kubernetes",
-            "1.33.1",
-            "--name",
-            name,
-        ])
+    let mut cmd = build_in(world.config_path(), &d.tmp);
+    cmd.args(["--no-progress", "--kubernetes", "1.33.1", "--name", name])
         .args([
             "--network",
             world.network_url(),

@@ -130,13 +130,6 @@ fn diff(args: &[&Path], json: bool) -> Output {
     cmd.output().unwrap()
 }
 
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn an_iso_is_identical_to_itself() {
     let dir = tempfile::tempdir().unwrap();

@@ -4,18 +4,15 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use crate::support::*;
 use cks_iso_testworld::world::{Options, World};
 
 /// `cks-iso build` of amd64 (and whatever `--arch` is added) inside `world` into `out`.
 fn build(world: &World, out: &Path, cache: &Path, tmp: &Path) -> Command {
-    let mut cmd = cks_iso();
-    cmd.env("CKS_ISO_CONFIG", world.config_path())
-        .env("TMPDIR", tmp)
-        .env("SOURCE_DATE_EPOCH", "1700000000")
-        .args(["build", "--kubernetes", world.kubernetes()])
+    let mut cmd = build_in(world.config_path(), tmp);
+    cmd.args(["--kubernetes", world.kubernetes()])
         .args(["--network", world.network_url()])
         .args(["--dashboard", world.dashboard_url()])
         .args([
@@ -27,16 +24,6 @@ fn build(world: &World, out: &Path, cache: &Path, tmp: &Path) -> Command {
             p(cache),
         ]);
     cmd
-}
-
-fn ok(out: Output) -> Output {
-    assert!(
-        out.status.success(),
-        "build failed ({}):\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 fn short(digest: &str) -> String {

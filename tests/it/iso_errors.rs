@@ -4,14 +4,10 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::support::*;
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 /// Runs `cmd`, expecting exit `code` and an error that mentions every word in `names`.
 fn fails(cmd: &mut Command, code: i32, names: &[&str]) -> String {

@@ -15,7 +15,6 @@ use crate::support::*;
 use cks_iso_testworld::upstream::sha256_hex;
 use cks_iso_testworld::world::{Options, World, default_snapshot};
 
-const EPOCH: &str = "1700000000";
 const ISOS: [&str; 2] = ["setup-v1.33.1-x86_64.iso", "setup-v1.33.1-aarch64.iso"];
 
 /// `cks-iso build` with `config` as the configuration and `tmp` as TMPDIR.

@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::support::text;
 use cks_iso_testworld::git::{GitServer, Mode, Repo, Tag};
 use cks_iso_testworld::upstream::{CSI_IMAGES, KubeRelease, Snapshot, UpstreamServer};
 
@@ -80,13 +81,6 @@ impl World {
             .output()
             .expect("run cks-iso")
     }
-}
-
-fn text(out: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 fn ok(out: &Output) -> (String, String) {

@@ -25,20 +25,15 @@ use cks_iso_testworld::sigstore::{IssuerForm, SignOptions};
 use cks_iso_testworld::world::{Options, World, binary_signer};
 use sha2::Digest as _;
 
-const EPOCH: &str = "1700000000";
 const PAUSE: &str = "registry.k8s.io/pause:3.10";
 const STAGING: &str = "krel-staging@k8s-releng-prod.iam.gserviceaccount.com";
 
 fn build(world: &World, dir: &Path, out: &str, args: &[&str]) -> Command {
     let tmp = dir.join("tmp");
     fs::create_dir_all(&tmp).unwrap();
-    let mut cmd = cks_iso();
-    cmd.env("CKS_ISO_CONFIG", world.config_path())
-        .env("TMPDIR", &tmp)
-        .env("SOURCE_DATE_EPOCH", EPOCH)
-        .env_remove("CKS_ISO_SIGNATURES")
+    let mut cmd = build_in(world.config_path(), &tmp);
+    cmd.env_remove("CKS_ISO_SIGNATURES")
         .env_remove("CKS_ISO_REKOR_URL")
-        .arg("build")
         .args([
             "--kubernetes",
             world.kubernetes(),
@@ -53,15 +48,6 @@ fn build(world: &World, dir: &Path, out: &str, args: &[&str]) -> Command {
         ])
         .args(args);
     cmd
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn ok(out: Output) -> Output {
-    assert!(out.status.success(), "build failed:\n{}", stderr(&out));
-    out
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {

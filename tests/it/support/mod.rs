@@ -21,6 +21,44 @@ pub fn cks_iso() -> Command {
     cmd
 }
 
+/// The epoch every test build is dated with, so two builds in one world compare byte for byte.
+pub const EPOCH: &str = "1700000000";
+
+/// `cks-iso build` in a test world: the world's configuration (its mirrors), a private TMPDIR,
+/// the tests' epoch. Callers add the build's arguments.
+pub fn build_in(config: &Path, tmp: &Path) -> Command {
+    let mut cmd = cks_iso();
+    cmd.env("CKS_ISO_CONFIG", config)
+        .env("TMPDIR", tmp)
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .arg("build");
+    cmd
+}
+
+/// Asserts that `out` succeeded, showing its exit and both streams otherwise; hands it back.
+pub fn ok(out: Output) -> Output {
+    let (stdout, stderr) = text(&out);
+    assert!(
+        out.status.success(),
+        "failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    out
+}
+
+/// stdout and stderr of a finished command, as text.
+pub fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// stderr of a finished command, as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// Runs `cmd` with stdout a pipe whose reader is already gone (`cmd | head -0`), so its first
 /// write of data fails with a broken pipe; stderr is captured.
 pub fn into_closed_pipe(mut cmd: Command) -> Output {
