@@ -41,6 +41,7 @@ pub mod env;
 pub mod fetch;
 mod hash_thread;
 pub mod image;
+pub mod input;
 pub mod iso;
 pub mod lock;
 pub mod manifest;

@@ -94,7 +94,11 @@ impl Registry {
         };
         let mut attempt = 1;
         loop {
-            let mut writer = self.cache.blob_writer(&desc.digest).map_err(cache_err)?;
+            let mut writer = self
+                .cache
+                .blob_writer(&desc.digest)
+                .map_err(cache_err)?
+                .bounded(desc.size);
             let mut renewed = false;
             loop {
                 let headers = self.auth_headers(ep, reference, renewed).await?;

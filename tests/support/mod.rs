@@ -3,6 +3,7 @@
 #![allow(dead_code)] // Each test crate uses a different part of the support.
 
 pub mod containerd;
+pub mod hostile;
 pub mod registry;
 pub mod world;
 
