@@ -6,6 +6,7 @@
 mod support;
 
 use std::fs;
+use std::path::{Path, PathBuf};
 
 use support::hostile::*;
 use support::*;
@@ -551,5 +552,134 @@ fn diff_reports_what_an_iso_lacks_though_its_lock_still_names_it() {
         report["unlike_lock"].as_array().unwrap().len(),
         2,
         "{report:#}"
+    );
+}
+
+#[test]
+fn a_layer_declaring_exabytes_fails_as_a_lie_not_as_a_full_disk() {
+    use cks_iso_testworld::images::{push_blob, push_manifest};
+    use cks_iso_testworld::upstream::sha256_hex;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, _) = world_in(d);
+    let host = world.registry_host();
+    let repo = "hostile/huge";
+    let config =
+        br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#;
+    let layer = b"a real layer, declared as 2^62 bytes";
+    let (config_digest, layer_digest) = (
+        format!("sha256:{}", sha256_hex(config)),
+        format!("sha256:{}", sha256_hex(layer)),
+    );
+    push_blob(&host, repo, &config_digest, config).unwrap();
+    push_blob(&host, repo, &layer_digest, layer).unwrap();
+    let manifest = format!(
+        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{config_digest}","size":{}}},"layers":[{{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"{layer_digest}","size":{}}}]}}"#,
+        config.len(),
+        1u64 << 62
+    );
+    push_manifest(
+        &host,
+        repo,
+        "1",
+        "application/vnd.oci.image.manifest.v1+json",
+        manifest.as_bytes(),
+    )
+    .unwrap();
+    let cache = d.join("cache");
+    let out = d.join("out");
+    let reference = format!("{host}/{repo}:1");
+    let said = fails(
+        cks_iso()
+            .args([
+                "pull",
+                &reference,
+                "--arch",
+                "amd64",
+                "--insecure-registry",
+                &host,
+            ])
+            .args(["--out", p(&out), "--cache-dir", p(&cache), "--no-progress"]),
+        1,
+        &[&reference, "declares 4611686018427387904 bytes", "1.00 TiB"],
+    );
+    assert!(!said.contains("too large"), "{said}");
+    assert!(!said.contains("cache writable"), "{said}");
+}
+
+#[test]
+fn a_bad_image_inside_a_manifest_is_a_failure_of_the_work_naming_the_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let network = d.join("network.yaml");
+    fs::write(
+        &network,
+        "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n    - image: \"Bad Image::ref\"\n",
+    )
+    .unwrap();
+    let mut args = world_args(&world, world.dashboard_url());
+    args[5] = p(&network);
+    let (out, cache) = (d.join("out"), d.join("cache"));
+    args.extend(["--output", p(&out), "--cache-dir", p(&cache)]);
+    fails(
+        &mut build(&config, d, &args),
+        1,
+        &["network.yaml", "\"Bad Image::ref\"", "hint:"],
+    );
+}
+
+/// An ISO of `cks_tree` with `extra` files added, written with `cks-iso iso`.
+fn tree_iso(dir: &Path, name: &str, extra: &[(&str, &[u8])]) -> PathBuf {
+    let root = dir.join(format!("{name}.d"));
+    cks_tree(&root);
+    for (path, bytes) in extra {
+        let path = root.join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, bytes).unwrap();
+    }
+    let iso = dir.join(format!("{name}.iso"));
+    run(cks_iso().args(["iso", p(&root), "-o", p(&iso), "--source-date-epoch", EPOCH]));
+    iso
+}
+
+#[test]
+fn names_and_lines_from_an_iso_reach_the_terminal_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plain = tree_iso(d, "plain", &[]);
+    let evil = "notes\x1b]0;pwned\x07\x1b[2J.txt";
+    let hostile = tree_iso(d, "hostile", &[(evil, b"x"), ("docker/x\x1b[31m", b"y")]);
+    for args in [
+        vec!["diff", p(&plain), p(&hostile)],
+        vec!["verify", p(&hostile)],
+    ] {
+        let out = cks_iso().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !stdout.contains('\x1b') && !stdout.contains('\x07'),
+            "{stdout:?}"
+        );
+        assert!(stdout.contains("\\u{1b}"), "{args:?}: {stdout}");
+    }
+}
+
+#[test]
+fn verify_refuses_a_volume_declaring_more_blocks_than_the_file_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let iso = tree_iso(dir.path(), "a", &[]);
+    let mut bytes = fs::read(&iso).unwrap();
+    // The primary volume descriptor's volume space size, both-endian, at 16 * 2048 + 80.
+    let at = 16 * 2048 + 80;
+    let blocks: u32 = 0xFFFF_FFF0;
+    bytes[at..at + 4].copy_from_slice(&blocks.to_le_bytes());
+    bytes[at + 4..at + 8].copy_from_slice(&blocks.to_be_bytes());
+    let lying = dir.path().join("lying.iso");
+    fs::write(&lying, &bytes).unwrap();
+    fails(
+        cks_iso().arg("verify").arg(&lying),
+        1,
+        &["lying.iso", "the volume declares", "a truncated copy"],
     );
 }

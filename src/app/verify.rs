@@ -58,10 +58,12 @@ pub fn run(args: VerifyArgs) -> Result<(), AppError> {
                 );
             }
             for v in &r.violations {
-                match v.path.is_empty() {
-                    true => println!("{iso}: {}", v.problem),
-                    false => println!("{iso}: {}: {}", v.path, v.problem),
-                }
+                let line = match v.path.is_empty() {
+                    true => format!("{iso}: {}", v.problem),
+                    false => format!("{iso}: {}: {}", v.path, v.problem),
+                };
+                // Names and lines come from the ISO, whoever made it.
+                println!("{}", crate::ui::printable(&line));
             }
         }
     }

@@ -83,6 +83,15 @@ pub(super) fn run(
             ),
         );
     }
+    let (declared, actual) = reader.sizes();
+    if actual < declared {
+        cx.violation(
+            "",
+            format!(
+                "the volume declares {declared} bytes, the file holds {actual}: a truncated copy"
+            ),
+        );
+    }
     modes(&mut cx);
     layout(&mut cx);
     let versions = versions(&mut cx, iso);

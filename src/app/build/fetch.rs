@@ -259,6 +259,20 @@ pub(super) async fn all(
         let hint = e.hint();
         AppError::failure(*e, Some(hint))
     })?;
+    // A manifest's bad image is the manifest's fault, not the command line's.
+    for (file, edited, _) in &taken {
+        for image in &edited.images {
+            if let Err(e) = Reference::parse(image) {
+                return Err(AppError::failure(
+                    anyhow::Error::new(e).context(format!(
+                        "{} from {} names the image {image:?}, which is not a reference",
+                        file.dest, file.source
+                    )),
+                    Some("fix that image line, or pass another manifest".into()),
+                ));
+            }
+        }
+    }
     let mut entries = Vec::new();
     for (file, edited, entry) in taken {
         manifest_images.extend(edited.images);

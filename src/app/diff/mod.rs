@@ -23,7 +23,8 @@ pub fn run(args: DiffArgs) -> Result<Outcome, AppError> {
             serde_json::to_string_pretty(&report).expect("JSON of plain values")
         );
     } else {
-        print!("{}", diff::render(&report));
+        // Entry names and manifest lines come from the ISOs, whoever made them.
+        print!("{}", crate::ui::printable(&diff::render(&report)));
     }
     if report.identical {
         tracing::info!("{} and {} are identical", a.label, b.label);
