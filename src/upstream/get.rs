@@ -1,5 +1,6 @@
 //! Downloads one [`Artifact`] through the mirrors, verifies it, and names it only when it passed.
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use reqwest::header::HeaderMap;
@@ -193,9 +194,13 @@ impl Fetcher<'_> {
                         .is_some_and(|size| want.size.is_none_or(|want| want == size))
                 })
                 .map(|d| (d, want.url.clone())),
-            None if self.download.offline => store
-                .recall(&url_key(&artifact.url))
-                .map(|r| (r.digest, r.note)),
+            None if self.download.offline => match store.recall(&url_key(&artifact.url)) {
+                Some(r) => {
+                    self.tie(store, artifact, &r)?;
+                    Some((r.digest, r.note))
+                }
+                None => None,
+            },
             None => None,
         };
         let Some((digest, url)) = found else {
@@ -218,6 +223,57 @@ impl Fetcher<'_> {
                 Ok(None)
             }
         }
+    }
+
+    /// Ties the offline entry `found` for `artifact` to the published checksum the cache kept
+    /// when it was downloaded: an entry planted or imported without one is refused, and so is one
+    /// whose blob the checksum does not name.
+    fn tie(
+        &self,
+        store: &Cache,
+        artifact: &Artifact,
+        found: &crate::cache::Recalled,
+    ) -> Result<(), UpstreamError> {
+        let Some(checksum) = &artifact.checksum else {
+            // Manifests have no published checksum: online they are taken as served too.
+            return Ok(());
+        };
+        let url = found.note.as_str();
+        let checksum = match artifact.legacy.as_ref().filter(|l| l.url == url) {
+            Some(legacy) => checksum.at(format!("{}.sha256", legacy.url)),
+            None => checksum.clone(),
+        };
+        let unverified = |reason: String| UpstreamError::Unverified {
+            name: artifact.name.clone(),
+            key: url_key(&artifact.url),
+            reason,
+        };
+        let kept = store.recall(&url_key(checksum.url())).ok_or_else(|| {
+            unverified(format!(
+                "the cache holds no published checksum for it ({})",
+                strip_userinfo(checksum.url())
+            ))
+        })?;
+        let mut body = Vec::new();
+        std::fs::File::open(store.blob_path(&kept.digest))
+            .and_then(|f| std::io::Read::take(f, CHECKSUM_LIMIT).read_to_end(&mut body))
+            .map_err(|e| unverified(format!("its published checksum cannot be read: {e}")))?;
+        if Digest::of(&body) != kept.digest {
+            return Err(unverified(
+                "its published checksum is damaged in the cache".into(),
+            ));
+        }
+        let expected = checksum
+            .expected(&body, file_name(url))
+            .map_err(|reason| unverified(format!("its published checksum: {reason}")))?;
+        if expected != found.digest.hex() {
+            return Err(unverified(format!(
+                "the checksum published in {} is sha256:{expected}, the cached file is {}",
+                strip_userinfo(checksum.url()),
+                found.digest
+            )));
+        }
+        Ok(())
     }
 
     /// Downloads and verifies `artifact` (published checksum, content check); a body past
@@ -350,7 +406,24 @@ impl Fetcher<'_> {
     ) -> Result<Option<String>, UpstreamError> {
         let from = self.mirrors.rewrite(checksum.url());
         let body = match get_bytes(&self.download, &from, &HeaderMap::new(), CHECKSUM_LIMIT).await {
-            Ok((body, _)) => body,
+            Ok((body, _)) => {
+                // Kept, so that an offline build can check the cached file against it again.
+                if let Some(store) = self.store {
+                    let recorded = strip_userinfo(checksum.url());
+                    let kept = store.put_bytes(&body).and_then(|digest| {
+                        store.remember(
+                            &url_key(checksum.url()),
+                            &digest,
+                            body.len() as u64,
+                            &recorded,
+                        )
+                    });
+                    if let Err(e) = kept {
+                        tracing::warn!("cannot keep {recorded} in the cache: {e}");
+                    }
+                }
+                body
+            }
             Err(err) if err.status() == Some(404) && !artifact.checksum_required => {
                 return Ok(None);
             }
