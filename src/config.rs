@@ -390,6 +390,7 @@ pub fn merge(file: Option<(PathBuf, Network)>, flags: Network) -> Result<Setting
         },
         max_redirects: defaults.max_redirects,
         offline: false,
+        plain_http_hosts: insecure.clone(),
     };
     Ok(Settings {
         http,

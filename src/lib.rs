@@ -32,7 +32,7 @@
 
 pub mod app;
 // The leaf crates, under the module names the rest of the crate has always used.
-pub use cks_iso_io::{atomic, progress};
+pub use cks_iso_io::{atomic, input, progress};
 pub use cks_iso_iso9660 as iso;
 pub use cks_iso_oci::{archive, image};
 pub mod cache;
@@ -41,6 +41,7 @@ pub mod config;
 pub mod diff;
 pub mod env;
 pub mod fetch;
+
 pub mod lock;
 pub mod manifest;
 pub mod out;

@@ -253,6 +253,9 @@ pub enum LockError {
         /// What it says.
         found: u64,
     },
+    /// A field that would write outside the output directory.
+    #[error(transparent)]
+    Name(crate::plan::name::NameError),
     /// An architecture the lock does not hold.
     #[error("{origin} locks {locked}, not {wanted}")]
     Arch {
@@ -274,6 +277,9 @@ impl LockError {
                     .into()
             }
             Self::Version { .. } => "use the cks-iso release that wrote this lock".into(),
+            Self::Name(_) => "cks-iso never writes such a name: the lock was changed by hand or \
+                              by someone else; pass a lock written by `cks-iso build --lock-file`"
+                .into(),
             Self::Arch { .. } => "drop --arch to build every architecture the lock holds".into(),
         })
     }
@@ -322,6 +328,8 @@ impl Lock {
         if lock.arches.is_empty() {
             return Err(invalid("it locks no architecture".into()));
         }
+        crate::plan::name::check(&lock.request.name, &format!("{origin}: request.name"))
+            .map_err(LockError::Name)?;
         lock.normalise();
         Ok(lock)
     }

@@ -467,3 +467,33 @@ mod tests {
         assert_eq!(v["fields"]["hint"], "do x");
     }
 }
+
+/// `text` safe to print on a terminal: control characters other than newline and tab (an
+/// escape sequence in an ISO entry's name or a manifest line, a carriage return hiding what
+/// precedes it) are written as `\u{1b}`. Everything else is unchanged.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match unsafe_char(c) {
+            true => out.push_str(&c.escape_unicode().to_string()),
+            false => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod printable_tests {
+    #[test]
+    fn control_characters_are_escaped_and_the_rest_is_kept() {
+        assert_eq!(super::printable("a\tb\nc"), "a\tb\nc");
+        assert_eq!(
+            super::printable("x\u{1b}]0;pwned\u{7}\r\u{9b}y"),
+            "x\\u{1b}]0;pwned\\u{7}\\u{d}\\u{9b}y"
+        );
+    }
+}

@@ -23,14 +23,14 @@ pub(crate) fn read(path: &Path) -> Result<(Lock, String), AppError> {
     };
     // Only the start decides: an ISO (gigabytes) opens with 32 KiB of system area, never `{`.
     let mut head = Vec::new();
-    std::fs::File::open(path)
+    crate::input::open_regular(path)
         .and_then(|file| file.take(4096).read_to_end(&mut head))
         .map_err(unreadable)?;
     let looks_json = head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     let (text, origin) = match looks_json {
         true => {
             let mut bytes = Vec::new();
-            std::fs::File::open(path)
+            crate::input::open_regular(path)
                 .and_then(|file| file.take(LIMIT).read_to_end(&mut bytes))
                 .map_err(unreadable)?;
             (String::from_utf8_lossy(&bytes).into_owned(), shown)

@@ -21,9 +21,10 @@ pub(crate) fn settings(net: Net) -> Result<Settings, AppError> {
     Ok(settings)
 }
 
-/// The registry client for these settings: mirrors, insecure registries, credentials, jobs.
-pub(crate) fn registry(settings: &Settings, cache: Cache) -> Result<Registry, AppError> {
-    let mirrors = settings
+/// The registry mirrors of these settings, each checked: a build calls it before any request,
+/// so a malformed one fails before anything is fetched.
+pub(crate) fn registry_mirrors(settings: &Settings) -> Result<Vec<RegistryMirror>, AppError> {
+    settings
         .registry_mirrors
         .iter()
         .map(|(registry, url)| format!("{registry}={url}").parse::<RegistryMirror>())
@@ -33,7 +34,12 @@ pub(crate) fn registry(settings: &Settings, cache: Cache) -> Result<Registry, Ap
                 anyhow::anyhow!(e),
                 Some("a registry mirror is REGISTRY=http(s)://HOST[:PORT][/PREFIX]".into()),
             )
-        })?;
+        })
+}
+
+/// The registry client for these settings: mirrors, insecure registries, credentials, jobs.
+pub(crate) fn registry(settings: &Settings, cache: Cache) -> Result<Registry, AppError> {
+    let mirrors = registry_mirrors(settings)?;
     let config = RegistryConfig {
         routes: Routes {
             mirrors,

@@ -59,10 +59,12 @@ pub fn run(args: VerifyArgs) -> Result<(), AppError> {
                 );
             }
             for v in &r.violations {
-                match v.path.is_empty() {
-                    true => crate::outln!("{iso}: {}", v.problem),
-                    false => crate::outln!("{iso}: {}: {}", v.path, v.problem),
-                }
+                let line = match v.path.is_empty() {
+                    true => format!("{iso}: {}", v.problem),
+                    false => format!("{iso}: {}: {}", v.path, v.problem),
+                };
+                // Names and lines come from the ISO, whoever made it.
+                crate::outln!("{}", crate::ui::printable(&line));
             }
         }
     }

@@ -47,6 +47,12 @@ impl Cache {
 }
 
 impl BlobWriter {
+    /// Stops the download one byte past `size`, the blob's declared size ([`Sink::bound`]).
+    pub fn bounded(mut self, size: u64) -> Self {
+        self.sink = self.sink.with_bound(Some(size));
+        self
+    }
+
     /// The temporary file, for messages when the disk fails.
     pub fn temp_path(&self) -> &Path {
         self.sink.temp_path()
@@ -99,6 +105,10 @@ impl Sink for BlobWriter {
 
     fn path(&self) -> Option<&Path> {
         self.sink.path()
+    }
+
+    fn bound(&self) -> Option<u64> {
+        self.sink.bound()
     }
 }
 

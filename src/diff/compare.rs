@@ -44,8 +44,16 @@ pub fn compare(a: &Side, b: &Side) -> Report {
         arches,
         manifests,
         entries,
+        unlike_lock: Vec::new(),
     };
-    report.identical = report.build.is_empty()
+    // An ISO compared with itself is reported once.
+    for gap in a.gaps.iter().chain(&b.gaps) {
+        if !report.unlike_lock.contains(gap) {
+            report.unlike_lock.push(gap.clone());
+        }
+    }
+    report.identical = report.unlike_lock.is_empty()
+        && report.build.is_empty()
         && report.versions.is_empty()
         && report.arches.is_empty()
         && report.manifests.is_empty()

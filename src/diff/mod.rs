@@ -13,6 +13,7 @@
 //! change.
 
 mod compare;
+mod gaps;
 mod render;
 mod side;
 
@@ -66,6 +67,21 @@ pub struct Side {
     pub entries: Option<BTreeMap<String, EntryInfo>>,
     /// Texts of the root manifests an ISO holds, by path; empty for a lock.
     pub texts: BTreeMap<String, String>,
+    /// What an ISO's own lock names but the ISO does not hold as named (see [`Gap`]).
+    pub gaps: Vec<Gap>,
+}
+
+/// An entry an ISO's embedded lock names that the ISO lacks, or holds as another kind of entry
+/// or with another size: the lock alone would call such an ISO identical to the one it came from.
+/// Judged from the directory only, so `diff` reads no archive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Gap {
+    /// The ISO (as the user named it).
+    pub iso: String,
+    /// The entry's path.
+    pub path: String,
+    /// What is wrong.
+    pub problem: String,
 }
 
 /// One architecture's downloads and images.
@@ -234,6 +250,8 @@ pub struct Report {
     pub manifests: Vec<ManifestChange>,
     /// Other ISO entries (path, kind, size, mode) that differ.
     pub entries: Vec<Change<EntryInfo>>,
+    /// Entries either ISO's own lock names that the ISO lacks or holds otherwise.
+    pub unlike_lock: Vec<Gap>,
 }
 
 /// The version of the JSON form; a change that breaks readers bumps it.

@@ -34,6 +34,12 @@ pub fn render(report: &Report) -> String {
         }
     }
     section(&mut out, "entries", &report.entries, entry);
+    if !report.unlike_lock.is_empty() {
+        out.push_str("unlike its own lock:\n");
+        for g in &report.unlike_lock {
+            let _ = writeln!(out, "  ! {}: {}: {}", g.iso, g.path, g.problem);
+        }
+    }
     out
 }
 

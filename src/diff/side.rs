@@ -45,6 +45,7 @@ impl Side {
             arches: BTreeMap::new(),
             entries: None,
             texts: BTreeMap::new(),
+            gaps: Vec::new(),
         }
     }
 
@@ -165,6 +166,9 @@ impl Side {
     ) -> Self {
         self.build
             .insert("volume-id".to_owned(), volume_id.to_owned());
+        if self.source == Source::Lock {
+            self.gaps = super::gaps::of(&self, &entries);
+        }
         for arch in self.arches.values_mut() {
             for (path, file) in &mut arch.files {
                 if file.size.is_none() {

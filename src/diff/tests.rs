@@ -157,9 +157,10 @@ fn iso(lock: &Lock, network: &str, extra: Option<EntryInfo>) -> Side {
     let mut entries = BTreeMap::from([
         ("/".to_owned(), entry(EntryKind::Dir, 2048, 0o755)),
         ("k8s/kubeadm".to_owned(), entry(EntryKind::File, 10, 0o755)),
+        // An archive holds the image's bytes (100 in the lock) and tar headers.
         (
             "docker/pause:3.10.tar".to_owned(),
-            entry(EntryKind::File, 99, 0o644),
+            entry(EntryKind::File, 2048, 0o644),
         ),
         (
             "network.yaml".to_owned(),
@@ -293,4 +294,43 @@ fn an_iso_is_compared_with_its_own_arch_of_a_lock_of_several() {
     let report = compare(&iso(&lock(), text, None), &side(&all));
     assert_eq!(report.arches.len(), 1);
     assert_eq!(report.arches[0].files[0].name, "k8s/kubeadm");
+}
+
+#[test]
+fn an_iso_lacking_what_its_own_lock_names_is_not_identical_to_anything() {
+    use sha2::Digest as _;
+    let text = "a: 1\n";
+    let mut locked = lock().only(&["amd64"], "x").unwrap();
+    locked.manifests[0].sha256 = hex::encode(sha2::Sha256::digest(text.as_bytes()));
+    let good = iso(&lock(), text, None);
+    assert!(good.gaps.is_empty(), "{:?}", good.gaps);
+    // network.yaml deleted, the archive swapped for 7 bytes, kubeadm a directory: its lock still
+    // says what the original held.
+    let only = lock().only(&["amd64"], "x").unwrap();
+    let entries = BTreeMap::from([
+        ("/".to_owned(), entry(EntryKind::Dir, 2048, 0o755)),
+        ("k8s/kubeadm".to_owned(), entry(EntryKind::Dir, 2048, 0o755)),
+        (
+            "docker/pause:3.10.tar".to_owned(),
+            entry(EntryKind::File, 7, 0o644),
+        ),
+    ]);
+    let bad =
+        Side::from_lock("bad.iso", Kind::Iso, &only).with_iso("CDROM", entries, BTreeMap::new());
+    for other in [side(&locked), good] {
+        let report = compare(&other, &bad);
+        assert!(!report.identical, "{report:#?}");
+        let paths: Vec<&str> = report.unlike_lock.iter().map(|g| g.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["network.yaml", "k8s/kubeadm", "docker/pause:3.10.tar"],
+            "{report:#?}"
+        );
+        let text = render(&report);
+        assert!(
+            text.contains("bad.iso: network.yaml: the lock names this file; the ISO lacks it"),
+            "{text}"
+        );
+        assert!(text.contains("the archive holds only 7"), "{text}");
+    }
 }

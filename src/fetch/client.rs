@@ -23,6 +23,9 @@ pub struct HttpConfig {
     pub max_redirects: usize,
     /// Refuse every request (`--offline`): everything must come from the cache.
     pub offline: bool,
+    /// `host[:port]`s reached over plain HTTP by choice (`--insecure-registry`): the only
+    /// targets an `https` redirect may lead to over `http`.
+    pub plain_http_hosts: Vec<String>,
 }
 
 impl Default for HttpConfig {
@@ -34,18 +37,39 @@ impl Default for HttpConfig {
             retry: RetryPolicy::default(),
             max_redirects: 10,
             offline: false,
+            plain_http_hosts: Vec::new(),
         }
     }
 }
 
-/// Follows at most `max` redirects, and only to `http` and `https` URLs.
-fn redirects(max: usize) -> reqwest::redirect::Policy {
+/// `host[:port]` of `url`, as `--insecure-registry` names hosts.
+pub fn host_port(url: &reqwest::Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    }
+}
+
+/// Follows at most `max` redirects, only to `http` and `https` URLs, and from `https` to plain
+/// `http` only into one of `plain` (a secure request's answer must not travel in clear).
+fn redirects(max: usize, plain: Vec<String>) -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(move |attempt| {
         let scheme = attempt.url().scheme().to_owned();
+        let from_https = attempt
+            .previous()
+            .last()
+            .is_some_and(|u| u.scheme() == "https");
         if !matches!(scheme.as_str(), "http" | "https") {
             let to = super::redact(attempt.url().as_str());
             attempt.error(format!(
                 "a redirect to {to} is refused: only http and https are followed"
+            ))
+        } else if from_https && scheme == "http" && !plain.contains(&host_port(attempt.url())) {
+            let to = super::redact(attempt.url().as_str());
+            attempt.error(format!(
+                "a redirect from https to {to} is refused: plain HTTP is followed only to a host \
+                 named with --insecure-registry"
             ))
         } else if attempt.previous().len() > max {
             attempt.error(format!("more than {max} redirects"))
@@ -61,7 +85,10 @@ pub fn build_client(config: &HttpConfig) -> Result<reqwest::Client, FetchError> 
         .user_agent(concat!("cks-iso/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(config.connect_timeout)
         .read_timeout(config.idle_timeout)
-        .redirect(redirects(config.max_redirects))
+        .redirect(redirects(
+            config.max_redirects,
+            config.plain_http_hosts.clone(),
+        ))
         .tls_built_in_root_certs(true);
     for path in &config.ca_files {
         let pem = std::fs::read(path).map_err(|source| FetchError::CaFile {

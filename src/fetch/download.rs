@@ -149,6 +149,7 @@ impl Download<'_> {
                 source,
             })
         };
+        let mut rate = Rate::start();
         while let Some(chunk) = response
             .chunk()
             .await
@@ -159,6 +160,8 @@ impl Download<'_> {
             let take = &chunk[..chunk.len().min(room)];
             sink.write(take).map_err(io)?;
             self.progress.advance(take.len() as u64);
+            rate.add(take.len() as u64)
+                .map_err(|slow| Failed::Fatal(slow.error(url, attempt)))?;
         }
         if start + sink.written() != end {
             // Cut short without a transport error: resume where it stopped.
@@ -235,18 +238,32 @@ impl Download<'_> {
             }
         }
         let expected_total = total_len(&response, sink.written());
+        let bound = sink.bound();
+        let mut rate = Rate::start();
+        let mut past_bound = false;
         while let Some(chunk) = response.chunk().await.map_err(transport)? {
-            sink.write(&chunk).map_err(|source| match source.kind() {
+            // One byte past the declared size proves the body is not it: stop reading there.
+            let room = bound.map_or(u64::MAX, |b| (b + 1).saturating_sub(sink.written()));
+            let take = &chunk[..chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
+            let limit = sink.limit().unwrap_or(sink.written());
+            sink.write(take).map_err(|source| match source.kind() {
                 std::io::ErrorKind::FileTooLarge => Failed::Fatal(FetchError::TooLarge {
                     url: url.to_owned(),
-                    limit: sink.written(),
+                    limit,
                 }),
                 _ => io(source),
             })?;
-            self.progress.advance(chunk.len() as u64);
+            self.progress.advance(take.len() as u64);
+            if bound.is_some_and(|b| sink.written() > b) {
+                past_bound = true;
+                break;
+            }
+            rate.add(take.len() as u64)
+                .map_err(|slow| Failed::Fatal(slow.error(url, attempt)))?;
         }
         if let Some(total) = expected_total
             && sink.written() != total
+            && !past_bound
         {
             // A body cut short without a transport error: resume where it stopped.
             return Err(Failed::Retry(
@@ -264,6 +281,56 @@ impl Download<'_> {
             len: sink.written(),
             attempts: attempt,
         })
+    }
+}
+
+/// The least a body must bring in every [`RATE_WINDOW`]: the idle timeout ends a silent
+/// transfer, this one a trickle (a byte every few seconds never trips the idle timeout).
+pub const MIN_RATE_BYTES: u64 = 1024;
+
+/// The window [`MIN_RATE_BYTES`] is counted over.
+pub const RATE_WINDOW: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Bytes received in the current window.
+struct Rate {
+    since: std::time::Instant,
+    bytes: u64,
+}
+
+/// A window that brought less than [`MIN_RATE_BYTES`].
+struct TooSlow {
+    bytes: u64,
+}
+
+impl TooSlow {
+    fn error(&self, url: &str, attempt: u32) -> FetchError {
+        FetchError::TooSlow {
+            url: url.to_owned(),
+            bytes: self.bytes,
+            seconds: RATE_WINDOW.as_secs(),
+            attempts: attempt,
+        }
+    }
+}
+
+impl Rate {
+    fn start() -> Self {
+        Self {
+            since: std::time::Instant::now(),
+            bytes: 0,
+        }
+    }
+
+    fn add(&mut self, n: u64) -> Result<(), TooSlow> {
+        self.bytes += n;
+        if self.since.elapsed() < RATE_WINDOW {
+            return Ok(());
+        }
+        if self.bytes < MIN_RATE_BYTES {
+            return Err(TooSlow { bytes: self.bytes });
+        }
+        *self = Self::start();
+        Ok(())
     }
 }
 

@@ -51,6 +51,24 @@ pub enum FetchError {
         #[source]
         source: reqwest::Error,
     },
+    /// A body that keeps arriving, too slowly to ever finish (a trickle under the idle timeout).
+    #[error(
+        "GET {shown_url} arrives too slowly: {bytes} bytes in {seconds} seconds, less than {} per \
+         {seconds} seconds{}",
+        crate::fetch::download::MIN_RATE_BYTES,
+        attempts_note(*attempts),
+        shown_url = crate::fetch::redact(url)
+    )]
+    TooSlow {
+        /// The URL requested.
+        url: String,
+        /// Bytes received in the window.
+        bytes: u64,
+        /// The window.
+        seconds: u64,
+        /// Attempts made.
+        attempts: u32,
+    },
     /// A body larger than the limit for its kind (manifests, checksums, tokens).
     #[error("GET {shown_url}: the body is larger than {}", indicatif::HumanBytes(*limit), shown_url = crate::fetch::redact(url))]
     TooLarge {
@@ -142,7 +160,7 @@ impl FetchError {
             Self::Certificate { .. } => {
                 "pass the CA that signed the server's certificate with --ca-file".into()
             }
-            Self::Transport { .. } => {
+            Self::Transport { .. } | Self::TooSlow { .. } => {
                 "check the network and HTTPS_PROXY/NO_PROXY, or point --mirror (files) or \
                  --registry-mirror (images) at a reachable copy"
                     .into()

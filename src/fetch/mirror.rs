@@ -142,9 +142,34 @@ pub fn redact(url: &str) -> String {
     }
 }
 
+/// `url` without its user name and password, for everything recorded (`versions.txt`, the lock,
+/// the SBOMs, the cache index, progress events): the build uses the credentials, nothing keeps
+/// them. Text that is not a URL is returned as is.
+pub fn strip_userinfo(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.to_string()
+        }
+        _ => url.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod redact_tests {
-    use super::redact;
+    use super::{redact, strip_userinfo};
+
+    #[test]
+    fn recorded_urls_keep_no_user_or_password() {
+        assert_eq!(
+            strip_userinfo("http://user:s3cret@host:8080/a/b.yaml?x=1"),
+            "http://host:8080/a/b.yaml?x=1"
+        );
+        assert_eq!(strip_userinfo("https://token@h/x"), "https://h/x");
+        assert_eq!(strip_userinfo("https://h/x"), "https://h/x");
+        assert_eq!(strip_userinfo("file:x.yaml"), "file:x.yaml");
+    }
 
     #[test]
     fn credentials_in_urls_are_never_shown() {

@@ -18,10 +18,10 @@ mod probe;
 mod retry;
 mod sink;
 
-pub use client::{HttpConfig, build_client};
+pub use client::{HttpConfig, build_client, host_port};
 pub use download::{Download, Fetched, get_bytes, post_json};
 pub use error::FetchError;
-pub use mirror::{Mirror, Mirrors, redact};
+pub use mirror::{Mirror, Mirrors, redact, strip_userinfo};
 pub use probe::{Probed, probe};
 pub use retry::{RetryPolicy, retryable_error, retryable_status, retrying};
 pub use sink::{FileSink, Sha256Hex, Sink};

@@ -19,6 +19,16 @@ pub trait Sink: Send {
     fn path(&self) -> Option<&Path> {
         None
     }
+    /// Most bytes a body may have; one more fails the transfer as too large (manifests, tokens).
+    fn limit(&self) -> Option<u64> {
+        None
+    }
+    /// The size the body is declared to have (a blob's descriptor, a locked file): the transfer
+    /// stops one byte past it, so a lying server's surplus is never read, and the caller's size
+    /// check fails as on any other corruption.
+    fn bound(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// A lowercase hex sha256.
@@ -30,6 +40,8 @@ pub struct FileSink {
     file: AtomicFile,
     hasher: Sha256,
     written: u64,
+    limit: Option<u64>,
+    bound: Option<u64>,
 }
 
 impl FileSink {
@@ -39,7 +51,21 @@ impl FileSink {
             file: AtomicFile::create(target)?,
             hasher: Sha256::new(),
             written: 0,
+            limit: None,
+            bound: None,
         })
+    }
+
+    /// Refuses a body of more than `limit` bytes ([`Sink::limit`]).
+    pub fn with_limit(mut self, limit: u64) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Stops the transfer one byte past `size`, the declared size ([`Sink::bound`]).
+    pub fn with_bound(mut self, size: Option<u64>) -> Self {
+        self.bound = size;
+        self
     }
 
     /// The temporary file, for content checks before commit.
@@ -81,7 +107,24 @@ impl Sink for FileSink {
         Some(self.file.target())
     }
 
+    fn limit(&self) -> Option<u64> {
+        self.limit
+    }
+
+    fn bound(&self) -> Option<u64> {
+        self.bound
+    }
+
     fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
+        if self
+            .limit
+            .is_some_and(|limit| self.written + chunk.len() as u64 > limit)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                "body over the size limit",
+            ));
+        }
         self.file.file().write_all(chunk)?;
         self.hasher.update(chunk);
         self.written += chunk.len() as u64;
@@ -110,6 +153,10 @@ pub(crate) struct MemSink {
 }
 
 impl Sink for MemSink {
+    fn limit(&self) -> Option<u64> {
+        Some(self.limit)
+    }
+
     fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
         if self.buf.len() as u64 + chunk.len() as u64 > self.limit {
             return Err(io::Error::new(

@@ -43,6 +43,9 @@ pub fn locked(
     if !positional.is_empty() {
         return Err(PlanError::LockedPositional);
     }
+    if let Some(name) = &flags.name {
+        super::name::check(name, "--name")?;
+    }
     let r = &lock.request;
     same(
         "--kubernetes",
@@ -184,7 +187,12 @@ fn manifest(
         }),
         (Some(entry), None) => Ok(Some(Source::Url(entry.source.clone()))),
         (Some(entry), Some(Source::File(file))) if entry.is_local() => Ok(Some(Source::File(file))),
-        (Some(entry), Some(Source::Url(url))) if url == entry.source => Ok(Some(Source::Url(url))),
+        // The lock keeps no password: the URL given again with one is the same URL.
+        (Some(entry), Some(Source::Url(url)))
+            if crate::fetch::strip_userinfo(&url) == entry.source =>
+        {
+            Ok(Some(Source::Url(url)))
+        }
         (Some(entry), Some(other)) => Err(PlanError::Contradicts {
             flag,
             given: match other {

@@ -5,6 +5,7 @@
 
 mod locked;
 mod manifests;
+pub mod name;
 
 use std::path::PathBuf;
 
@@ -81,6 +82,9 @@ pub enum PlanError {
     /// The lock does not hold what was asked.
     #[error(transparent)]
     Lock(crate::lock::LockError),
+    /// An ISO name that is not one path component.
+    #[error(transparent)]
+    Name(#[from] name::NameError),
     /// An architecture cks-iso cannot build for.
     #[error("--arch {given:?} is not an architecture cks-iso builds for")]
     Arch {
@@ -123,6 +127,7 @@ impl PlanError {
         Some(match self {
             Self::Arch { .. } => "use amd64 (x86_64) or arm64 (aarch64)".into(),
             Self::Lock(e) => return e.hint(),
+            Self::Name(_) => name::NameError::hint(),
             Self::Contradicts { .. } | Self::LockedPositional => {
                 "drop the flag (the lock decides), or build without --locked to change the inputs"
                     .into()
@@ -235,7 +240,15 @@ pub fn request(positional: &[String], flags: Flags) -> Result<Request, PlanError
             what: "--dashboard",
         },
     )?;
+    let name_field = if at(6).is_some() {
+        "BUILD_NAME"
+    } else {
+        "--name"
+    };
     let name = merge("BUILD_NAME / --name", at(6), flags.name)?;
+    if let Some(name) = &name {
+        name::check(name, name_field)?;
+    }
     let positional_arch = at(7).map(|a| vec![a]);
     let arch_flags = (!flags.arches.is_empty()).then_some(flags.arches);
     let arch_texts = merge("ARCH / --arch", positional_arch, arch_flags)?

@@ -5,6 +5,10 @@
 
 use super::*;
 
+/// The largest blob cks-iso takes: far above any real layer, far below what a file system
+/// holds, so a descriptor declaring exabytes fails as the lie it is.
+pub const MAX_BLOB_SIZE: u64 = 1 << 40;
+
 impl Registry {
     /// Makes sure the blob `desc` is in the cache, downloading it once however many images ask.
     /// When that download fails, the image that ran it gets its error, and the others sharing the
@@ -18,6 +22,18 @@ impl Registry {
         what: &str,
         progress: &dyn Progress,
     ) -> Result<(), RegistryError> {
+        if desc.size > MAX_BLOB_SIZE {
+            return Err(RegistryError::Protocol {
+                reference: reference.to_string(),
+                registry: ep.host().to_owned(),
+                reason: format!(
+                    "its {what} {} declares {} bytes, more than the {} a blob may have",
+                    desc.digest,
+                    desc.size,
+                    indicatif::HumanBytes(MAX_BLOB_SIZE)
+                ),
+            });
+        }
         if self.cache.contains_sized(&desc.digest, desc.size) {
             let item = format!("{reference} {what} {}", desc.digest);
             progress.item(&item, desc.size, Source::Cache);
@@ -94,7 +110,11 @@ impl Registry {
         };
         let mut attempt = 1;
         loop {
-            let mut writer = self.cache.blob_writer(&desc.digest).map_err(cache_err)?;
+            let mut writer = self
+                .cache
+                .blob_writer(&desc.digest)
+                .map_err(cache_err)?
+                .bounded(desc.size);
             let mut renewed = false;
             loop {
                 let headers = self.auth_headers(ep, reference, renewed).await?;

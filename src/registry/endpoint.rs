@@ -33,9 +33,14 @@ impl FromStr for RegistryMirror {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        // Never the password of a URL with a user in it, whatever else is wrong.
+        let shown = match s.split_once('=') {
+            Some((registry, url)) => format!("{registry}={}", crate::fetch::redact(url.trim())),
+            None => s.to_owned(),
+        };
         let bad = |why: &str| {
             format!(
-                "--registry-mirror {s:?}: {why} (e.g. registry.k8s.io=http://127.0.0.1:5000/k8s)"
+                "--registry-mirror {shown:?}: {why} (e.g. registry.k8s.io=http://127.0.0.1:5000/k8s)"
             )
         };
         let (registry, url) = s.split_once('=').ok_or_else(|| bad("not REGISTRY=URL"))?;
@@ -241,6 +246,13 @@ mod tests {
             let err = bad.parse::<RegistryMirror>().unwrap_err();
             assert!(err.contains("e.g."), "{err}");
         }
+        let err = "a=http://user:pw-secret@m:5000"
+            .parse::<RegistryMirror>()
+            .unwrap_err();
+        assert!(
+            !err.contains("pw-secret") && err.contains("http://***@m:5000"),
+            "{err}"
+        );
         let hub: RegistryMirror = "index.docker.io=https://m.example".parse().unwrap();
         assert_eq!(hub.registry, "docker.io");
     }

@@ -25,6 +25,19 @@ pub enum RegistryError {
         /// What went wrong, without any secret.
         reason: String,
     },
+    /// An HTTPS registry names a plain-HTTP token service: the credentials are not sent there.
+    #[error(
+        "{reference}: {registry} asks for its credentials at {url}, over plain HTTP; they are not \
+         sent there"
+    )]
+    PlainHttp {
+        /// The full reference.
+        reference: String,
+        /// The registry (or mirror) whose challenge named the realm.
+        registry: String,
+        /// The realm, without any user.
+        url: String,
+    },
     /// A transfer failed (after retries).
     #[error("{reference}: cannot fetch {what}")]
     Fetch {
@@ -142,6 +155,12 @@ impl RegistryError {
                     .into()
             }
             Self::Auth { .. } => AUTH_HINT.into(),
+            Self::PlainHttp { .. } => {
+                "the registry's configuration sends logins in clear text: have its operator serve \
+                 the token service over HTTPS; only on a network you trust, name that host with \
+                 --insecure-registry HOST[:PORT]"
+                    .into()
+            }
             Self::Mismatch { .. } => {
                 "the registry or a proxy on the way serves corrupt bytes; try again later, or \
                  pull through another registry mirror (--registry-mirror REGISTRY=URL)"

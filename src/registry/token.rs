@@ -205,14 +205,24 @@ impl Registry {
             }
             query.append_pair("scope", &format!("repository:{}:pull", ep.name));
         }
+        // host[:port], named in full in messages.
+        let token_host = fetch::host_port(&url);
+        if token_host != ep.host() {
+            tracing::debug!(
+                "{} sends token requests to another host, {token_host}",
+                ep.host()
+            );
+        }
         let headers = match self.credentials(host, ep).await? {
+            Some(_) if !self.may_go_plain(&url, ep) => {
+                return Err(RegistryError::PlainHttp {
+                    reference: reference.to_string(),
+                    registry: ep.host().to_owned(),
+                    url: fetch::redact(realm),
+                });
+            }
             Some(creds) => authorization_header(&creds.basic(), ep, reference, "the credentials")?,
             None => HeaderMap::new(),
-        };
-        // host[:port], named in full in messages.
-        let token_host = match url.port() {
-            Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
-            None => url.host_str().unwrap_or_default().to_owned(),
         };
         #[derive(Deserialize)]
         struct Reply {
@@ -262,6 +272,17 @@ impl Registry {
                 registry: token_host,
                 reason: "the token reply has neither `token` nor `access_token`".into(),
             })
+    }
+}
+
+impl Registry {
+    /// Whether credentials may go to `url`: over HTTPS, or over plain HTTP to a host the user
+    /// chose plain HTTP for (`--insecure-registry`, or the `http://` endpoint itself).
+    fn may_go_plain(&self, url: &reqwest::Url, ep: &Endpoint) -> bool {
+        let target = fetch::host_port(url);
+        url.scheme() == "https"
+            || self.config.routes.insecure.contains(&target)
+            || (ep.base.starts_with("http://") && target == ep.host())
     }
 }
 

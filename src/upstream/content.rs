@@ -8,6 +8,8 @@
 
 use crate::manifest;
 use std::io::Read;
+
+mod tarball;
 use std::path::Path;
 
 pub use crate::image::Arch;
@@ -104,7 +106,9 @@ pub(crate) fn check_elf(head: &[u8], arch: Arch) -> Result<(), String> {
     Ok(())
 }
 
-/// Lists a gzip tar to its end; returns the number of entries.
+/// Lists a gzip tar to its end as a node extracts it (as root, into its tree): every member
+/// must be relative, without `..`, and every link must stay inside the tree. Returns the number
+/// of entries.
 pub(crate) fn check_gzip_tar(reader: impl Read) -> Result<u64, String> {
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(reader));
     let entries = archive
@@ -113,6 +117,13 @@ pub(crate) fn check_gzip_tar(reader: impl Read) -> Result<u64, String> {
     let mut count = 0;
     for entry in entries {
         let mut entry = entry.map_err(|e| format!("it does not list as a gzip tar: {e}"))?;
+        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let link = entry
+            .link_name_bytes()
+            .map(|l| String::from_utf8_lossy(&l).into_owned());
+        if let Some(problem) = tarball::member_problem(&name, entry.header().entry_type(), link) {
+            return Err(format!("member {name:?} {problem}"));
+        }
         // Read each body: a truncated or corrupt stream shows only when its bytes are inflated.
         std::io::copy(&mut entry, &mut std::io::sink())
             .map_err(|e| format!("entry {count} does not read: {e}"))?;
@@ -122,6 +133,18 @@ pub(crate) fn check_gzip_tar(reader: impl Read) -> Result<u64, String> {
         return Err("it is an empty archive".into());
     }
     Ok(count)
+}
+
+/// The sha256 of a tarball read once, with what [`check_gzip_tar`] finds in the same pass: the
+/// hash covers every byte, whatever the listing says. `Err` only when the bytes cannot be read.
+pub(crate) fn hash_and_check_tar(
+    reader: impl Read,
+) -> std::io::Result<(String, Result<u64, String>)> {
+    let mut hashing = crate::image::Hashing::new(reader);
+    let listed = check_gzip_tar(&mut hashing);
+    // The gzip trailer, the tar's padding, or what follows a bad member.
+    std::io::copy(&mut hashing, &mut std::io::sink())?;
+    Ok((hashing.digest().hex().to_owned(), listed))
 }
 
 fn looks_like_html(bytes: &[u8]) -> bool {

@@ -73,6 +73,16 @@ pub enum UpstreamError {
         /// The sha256 of the bytes received.
         actual: String,
     },
+    /// Offline without a lock, a cache entry that no verification kept in the cache vouches for.
+    #[error("{name}: the cache's entry {key} cannot be tied to a verification: {reason}")]
+    Unverified {
+        /// The file.
+        name: String,
+        /// The index key (`url:<URL>`).
+        key: String,
+        /// What is missing or does not match.
+        reason: String,
+    },
     /// Writing or moving the file failed.
     #[error("cannot write {}", path.display())]
     Io {
@@ -119,6 +129,12 @@ impl UpstreamError {
             Self::Drift { .. } => Some(
                 "upstream or the mirror now serves other bytes under this URL; build without \
                  --locked to take the new file (and review the change), or restore the original"
+                    .into(),
+            ),
+            Self::Unverified { .. } => Some(
+                "the cache was changed, or filled by something that did not verify this file: run \
+                 the same build once with network (it keeps the published checksums), or build \
+                 --locked from a lock you trust"
                     .into(),
             ),
             Self::Io { .. } => None,

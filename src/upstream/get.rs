@@ -1,17 +1,22 @@
 //! Downloads one [`Artifact`] through the mirrors, verifies it, and names it only when it passed.
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use reqwest::header::HeaderMap;
 
 use super::{Artifact, Checksum, UpstreamError, file_name};
 use crate::cache::Cache;
-use crate::fetch::{Download, FetchError, FileSink, Mirrors, get_bytes};
+use crate::fetch::{Download, FetchError, FileSink, Mirrors, get_bytes, redact, strip_userinfo};
 use crate::image::Digest;
 use crate::progress::Source;
 
 /// Checksum files are a line; more than this is not one.
 const CHECKSUM_LIMIT: u64 = 1 << 20;
+
+/// The largest manifest taken, downloaded or local: the biggest upstream ones (operator CRDs)
+/// are a few MiB; more is not a manifest, and is refused before it fills the disk or memory.
+pub const MANIFEST_LIMIT: u64 = 32 << 20;
 
 /// Downloads artifacts with one client, retry policy and set of mirrors.
 #[derive(Clone, Copy)]
@@ -36,9 +41,9 @@ pub struct Expected {
     pub url: String,
 }
 
-/// The cache index key of an upstream URL.
+/// The cache index key of an upstream URL (without any user or password).
 fn url_key(url: &str) -> String {
-    format!("url:{url}")
+    format!("url:{}", strip_userinfo(url))
 }
 
 /// The size of a file just written, for progress events (0 if it cannot be read).
@@ -87,16 +92,20 @@ impl Fetcher<'_> {
             if std::str::from_utf8(&bytes).is_ok() || attempt >= self.download.retry.attempts {
                 break bytes;
             }
-            tracing::warn!("{url} sent text that is not UTF-8; fetching it again");
+            tracing::warn!(
+                "{} sent text that is not UTF-8; fetching it again",
+                redact(url)
+            );
             tokio::time::sleep(self.download.retry.delay(attempt, None)).await;
             attempt += 1;
         };
         if let Some(store) = self.store {
-            let kept = store
-                .put_bytes(&bytes)
-                .and_then(|digest| store.remember(&url_key(url), &digest, bytes.len() as u64, url));
+            let recorded = strip_userinfo(url);
+            let kept = store.put_bytes(&bytes).and_then(|digest| {
+                store.remember(&url_key(url), &digest, bytes.len() as u64, &recorded)
+            });
             if let Err(e) = kept {
-                tracing::warn!("cannot keep {url} in the cache: {e}");
+                tracing::warn!("cannot keep {recorded} in the cache: {e}");
             }
         }
         Ok(String::from_utf8_lossy(&bytes).into_owned())
@@ -125,7 +134,8 @@ impl Fetcher<'_> {
         // and its checksum are fetched again, within the same budget as a 5xx.
         let mut attempt = 1;
         let got = loop {
-            let err = match self.download_verified(artifact, dest).await {
+            let size = expected.and_then(|want| want.size);
+            let err = match self.download_verified(artifact, dest, size).await {
                 Ok(got) => match expected.filter(|want| want.sha256 != got.sha256) {
                     None => break got,
                     Some(want) => {
@@ -184,9 +194,13 @@ impl Fetcher<'_> {
                         .is_some_and(|size| want.size.is_none_or(|want| want == size))
                 })
                 .map(|d| (d, want.url.clone())),
-            None if self.download.offline => store
-                .recall(&url_key(&artifact.url))
-                .map(|r| (r.digest, r.note)),
+            None if self.download.offline => match store.recall(&url_key(&artifact.url)) {
+                Some(r) => {
+                    self.tie(store, artifact, &r)?;
+                    Some((r.digest, r.note))
+                }
+                None => None,
+            },
             None => None,
         };
         let Some((digest, url)) = found else {
@@ -211,50 +225,105 @@ impl Fetcher<'_> {
         }
     }
 
-    /// Downloads and verifies `artifact` (published checksum, content check).
+    /// Ties the offline entry `found` for `artifact` to the published checksum the cache kept
+    /// when it was downloaded: an entry planted or imported without one is refused, and so is one
+    /// whose blob the checksum does not name.
+    fn tie(
+        &self,
+        store: &Cache,
+        artifact: &Artifact,
+        found: &crate::cache::Recalled,
+    ) -> Result<(), UpstreamError> {
+        let Some(checksum) = &artifact.checksum else {
+            // Manifests have no published checksum: online they are taken as served too.
+            return Ok(());
+        };
+        let url = found.note.as_str();
+        let checksum = match artifact.legacy.as_ref().filter(|l| l.url == url) {
+            Some(legacy) => checksum.at(format!("{}.sha256", legacy.url)),
+            None => checksum.clone(),
+        };
+        let unverified = |reason: String| UpstreamError::Unverified {
+            name: artifact.name.clone(),
+            key: url_key(&artifact.url),
+            reason,
+        };
+        let kept = store.recall(&url_key(checksum.url())).ok_or_else(|| {
+            unverified(format!(
+                "the cache holds no published checksum for it ({})",
+                strip_userinfo(checksum.url())
+            ))
+        })?;
+        let mut body = Vec::new();
+        std::fs::File::open(store.blob_path(&kept.digest))
+            .and_then(|f| std::io::Read::take(f, CHECKSUM_LIMIT).read_to_end(&mut body))
+            .map_err(|e| unverified(format!("its published checksum cannot be read: {e}")))?;
+        if Digest::of(&body) != kept.digest {
+            return Err(unverified(
+                "its published checksum is damaged in the cache".into(),
+            ));
+        }
+        let expected = checksum
+            .expected(&body, file_name(url))
+            .map_err(|reason| unverified(format!("its published checksum: {reason}")))?;
+        if expected != found.digest.hex() {
+            return Err(unverified(format!(
+                "the checksum published in {} is sha256:{expected}, the cached file is {}",
+                strip_userinfo(checksum.url()),
+                found.digest
+            )));
+        }
+        Ok(())
+    }
+
+    /// Downloads and verifies `artifact` (published checksum, content check); a body past
+    /// `size` (the lock's) is cut one byte after it.
     async fn download_verified(
         &self,
         artifact: &Artifact,
         dest: &Path,
+        size: Option<u64>,
     ) -> Result<Got, UpstreamError> {
         let mut notes = Vec::new();
-        let (url, checksum, sink, fetched_from) = match self.body(&artifact.url, dest).await {
-            Ok((sink, from)) => (artifact.url.clone(), artifact.checksum.clone(), sink, from),
-            Err(err) if err.status() == Some(404) && artifact.legacy.is_some() => {
-                let legacy = artifact.legacy.as_ref().expect("checked");
-                tracing::info!(
-                    "{} answered 404; trying the legacy name {}",
-                    artifact.url,
-                    file_name(&legacy.url)
-                );
-                let (sink, from) =
-                    self.body(&legacy.url, dest)
-                        .await
-                        .map_err(|source| UpstreamError::Fetch {
-                            name: format!(
-                                "{} under its legacy name ({} answered 404)",
-                                artifact.name,
-                                file_name(&artifact.url)
-                            ),
-                            source,
-                        })?;
-                notes.push(format!(
-                    "used the legacy file name {}",
-                    file_name(&legacy.url)
-                ));
-                let checksum = artifact
-                    .checksum
-                    .as_ref()
-                    .map(|c| c.at(format!("{}.sha256", legacy.url)));
-                (legacy.url.clone(), checksum, sink, from)
-            }
-            Err(source) => {
-                return Err(UpstreamError::Fetch {
-                    name: artifact.name.clone(),
-                    source,
-                });
-            }
-        };
+        let limit = (artifact.content == super::Content::Yaml).then_some(MANIFEST_LIMIT);
+        let (url, checksum, sink, fetched_from) =
+            match self.body(&artifact.url, dest, size, limit).await {
+                Ok((sink, from)) => (artifact.url.clone(), artifact.checksum.clone(), sink, from),
+                Err(err) if err.status() == Some(404) && artifact.legacy.is_some() => {
+                    let legacy = artifact.legacy.as_ref().expect("checked");
+                    tracing::info!(
+                        "{} answered 404; trying the legacy name {}",
+                        redact(&artifact.url),
+                        file_name(&legacy.url)
+                    );
+                    let (sink, from) =
+                        self.body(&legacy.url, dest, size, limit)
+                            .await
+                            .map_err(|source| UpstreamError::Fetch {
+                                name: format!(
+                                    "{} under its legacy name ({} answered 404)",
+                                    artifact.name,
+                                    file_name(&artifact.url)
+                                ),
+                                source,
+                            })?;
+                    notes.push(format!(
+                        "used the legacy file name {}",
+                        file_name(&legacy.url)
+                    ));
+                    let checksum = artifact
+                        .checksum
+                        .as_ref()
+                        .map(|c| c.at(format!("{}.sha256", legacy.url)));
+                    (legacy.url.clone(), checksum, sink, from)
+                }
+                Err(source) => {
+                    return Err(UpstreamError::Fetch {
+                        name: artifact.name.clone(),
+                        source,
+                    });
+                }
+            };
         let actual = sink.sha256();
         let mut checksum_verified = false;
         if let Some(checksum) = &checksum {
@@ -295,7 +364,7 @@ impl Fetcher<'_> {
         let path = sink.commit().map_err(io)?;
         Ok(Got {
             path,
-            url,
+            url: strip_userinfo(&url),
             fetched_from,
             sha256: actual,
             checksum_verified,
@@ -303,13 +372,25 @@ impl Fetcher<'_> {
         })
     }
 
-    /// The body of `url` (through the mirrors) in a temporary file beside `dest`.
-    async fn body(&self, url: &str, dest: &Path) -> Result<(FileSink, String), FetchError> {
+    /// The body of `url` (through the mirrors) in a temporary file beside `dest`, cut one byte
+    /// past `size` when given, refused past `limit`.
+    async fn body(
+        &self,
+        url: &str,
+        dest: &Path,
+        size: Option<u64>,
+        limit: Option<u64>,
+    ) -> Result<(FileSink, String), FetchError> {
         let from = self.mirrors.rewrite(url);
-        let mut sink = FileSink::create(dest).map_err(|source| FetchError::Io {
-            path: dest.to_owned(),
-            source,
-        })?;
+        let mut sink = FileSink::create(dest)
+            .map_err(|source| FetchError::Io {
+                path: dest.to_owned(),
+                source,
+            })?
+            .with_bound(size);
+        if let Some(limit) = limit {
+            sink = sink.with_limit(limit);
+        }
         self.download
             .to_sink(&from, &HeaderMap::new(), &mut sink)
             .await?;
@@ -325,7 +406,24 @@ impl Fetcher<'_> {
     ) -> Result<Option<String>, UpstreamError> {
         let from = self.mirrors.rewrite(checksum.url());
         let body = match get_bytes(&self.download, &from, &HeaderMap::new(), CHECKSUM_LIMIT).await {
-            Ok((body, _)) => body,
+            Ok((body, _)) => {
+                // Kept, so that an offline build can check the cached file against it again.
+                if let Some(store) = self.store {
+                    let recorded = strip_userinfo(checksum.url());
+                    let kept = store.put_bytes(&body).and_then(|digest| {
+                        store.remember(
+                            &url_key(checksum.url()),
+                            &digest,
+                            body.len() as u64,
+                            &recorded,
+                        )
+                    });
+                    if let Err(e) = kept {
+                        tracing::warn!("cannot keep {recorded} in the cache: {e}");
+                    }
+                }
+                body
+            }
             Err(err) if err.status() == Some(404) && !artifact.checksum_required => {
                 return Ok(None);
             }

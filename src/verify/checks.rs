@@ -83,6 +83,15 @@ pub(super) fn run(
             ),
         );
     }
+    let (declared, actual) = reader.sizes();
+    if actual < declared {
+        cx.violation(
+            "",
+            format!(
+                "the volume declares {declared} bytes, the file holds {actual}: a truncated copy"
+            ),
+        );
+    }
     modes(&mut cx);
     layout(&mut cx);
     let versions = versions(&mut cx, iso);
@@ -200,6 +209,18 @@ pub(super) fn sha256_of(reader: &IsoReader, path: &str) -> Result<String, String
         .map_err(|e| e.to_string())
 }
 
+/// The sha256 of the tarball at `path`, read once: the same pass lists it as a node extracts
+/// it, and a member that would land outside the tree is a violation.
+fn tarball(cx: &mut Ctx, path: &str) -> Result<String, String> {
+    let file = cx.reader.open_file(path).map_err(|e| e.reason)?;
+    let (sha256, listed) =
+        crate::upstream::content::hash_and_check_tar(file).map_err(|e| e.to_string())?;
+    if let Err(problem) = listed {
+        cx.violation(path, format!("nodes cannot extract it safely: {problem}"));
+    }
+    Ok(sha256)
+}
+
 /// `versions.txt` parses, names the ISO's architecture, and its file hashes match.
 fn versions(cx: &mut Ctx, iso: &Path) -> Option<Versions> {
     let text = cx.text("versions.txt")?;
@@ -237,7 +258,10 @@ fn versions(cx: &mut Ctx, iso: &Path) -> Option<Versions> {
     }
     for file in &versions.files {
         cx.report.files += 1;
-        let actual = sha256_of(cx.reader, &file.path);
+        let actual = match file.path.ends_with(".tgz") || file.path.ends_with(".tar.gz") {
+            true => tarball(cx, &file.path),
+            false => sha256_of(cx.reader, &file.path),
+        };
         if let Ok(actual) = &actual {
             cx.hashes.insert(file.path.clone(), actual.clone());
         }

@@ -7,7 +7,7 @@
 use std::fs;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -26,24 +26,6 @@ fn build(config: &Path, tmp: &Path, args: &[&str]) -> Command {
         .arg("--no-progress")
         .args(args);
     cmd
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn fails(cmd: &mut Command, code: i32, needles: &[&str]) -> String {
-    let out = cmd.output().unwrap();
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(code), "{all}");
-    for needle in needles {
-        assert!(all.contains(needle), "{needle:?} missing in:\n{all}");
-    }
-    all
 }
 
 fn same_bytes(a: &Path, b: &Path) {
@@ -178,7 +160,7 @@ fn locked_rebuilds_are_byte_identical_online_in_another_environment_and_offline_
         .arg(out.join(ISOS[1]))
         .output()
         .unwrap();
-    assert!(verify.status.success(), "{}", text(&verify));
+    assert!(verify.status.success(), "{}", combined(&verify));
 
     // A fresh cache, online, in another environment: umask 077, TZ, LANG, TMPDIR, --jobs 1, the
     // arches in the other order.

@@ -16,6 +16,7 @@ mod diff;
 mod diff_e2e;
 mod doctor;
 mod full_disk;
+mod hostile;
 mod iso_errors;
 mod iso_large;
 mod iso_readers;

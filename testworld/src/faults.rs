@@ -90,6 +90,10 @@ pub enum Fault {
     WrongContentRange,
     /// A `Range` request gets `400 Bad Request`; other requests pass through.
     RangeRejected,
+    /// Send the upstream's status and headers without `Content-Length`, its body, then zero
+    /// bytes without end (until the client hangs up): a lying or endless body. Every body byte
+    /// sent is counted ([`FaultProxy::endless_bytes`]).
+    Endless,
     /// Pass the answer through, `chunk` body bytes at a time with `pause` between them.
     Trickle {
         /// Bytes per write.
@@ -116,6 +120,7 @@ impl Fault {
             Fault::WrongContentRange => "wrong content-range".into(),
             Fault::RangeRejected => "400 on range".into(),
             Fault::Trickle { chunk, pause } => format!("trickle {chunk} per {pause:?}"),
+            Fault::Endless => "endless body".into(),
         }
     }
 }
@@ -235,6 +240,8 @@ struct State {
     rewrite_redirects: AtomicBool,
     /// The proxy's own base URL.
     own_url: Mutex<String>,
+    /// Body bytes sent by [`Fault::Endless`] answers.
+    endless: std::sync::atomic::AtomicU64,
 }
 
 /// The running proxy; stops when dropped.
@@ -283,6 +290,7 @@ impl FaultProxy {
             stop: AtomicBool::new(false),
             rewrite_redirects: AtomicBool::new(false),
             own_url: Mutex::new(format!("http://{addr}")),
+            endless: std::sync::atomic::AtomicU64::new(0),
         });
         let accept_state = state.clone();
         let accept = std::thread::spawn(move || {
@@ -346,6 +354,11 @@ impl FaultProxy {
             .into_iter()
             .filter(|r| r.path.contains(needle))
             .collect()
+    }
+
+    /// Body bytes every [`Fault::Endless`] answer sent so far, together.
+    pub fn endless_bytes(&self) -> u64 {
+        self.state.endless.load(Ordering::SeqCst)
     }
 
     /// Forgets the requests seen so far.
@@ -625,6 +638,27 @@ fn serve(mut stream: TcpStream, state: &State, upstream: &Upstream) -> std::io::
                 std::thread::sleep(pause);
             }
             stream.shutdown(Shutdown::Write)
+        }
+        Some(Fault::Endless) => {
+            let mut answer = fetch();
+            answer.headers.retain(|(n, _)| n != "content-length");
+            // Framed as a reply without a body: no length is declared, the close ends it.
+            answer.head_only = true;
+            stream.write_all(&head_bytes(&answer, 0))?;
+            stream.write_all(&answer.body)?;
+            state
+                .endless
+                .fetch_add(answer.body.len() as u64, Ordering::SeqCst);
+            let zeros = vec![0u8; 64 * 1024];
+            loop {
+                stream.write_all(&zeros)?;
+                state
+                    .endless
+                    .fetch_add(zeros.len() as u64, Ordering::SeqCst);
+                if state.stop.load(Ordering::SeqCst) {
+                    return Ok(());
+                }
+            }
         }
         Some(Fault::Stall { after, pause }) => {
             let answer = fetch();

@@ -95,6 +95,12 @@ pub fn free_port() -> u16 {
 impl DockerRegistry {
     /// Starts a registry storing into `storage`, over TLS when `tls` is given.
     pub fn start(storage: &Path, tls: Option<&Tls>) -> Self {
+        Self::start_with(storage, tls, "")
+    }
+
+    /// [`DockerRegistry::start`] with `extra` appended to its configuration (top-level YAML keys,
+    /// e.g. an `auth:` section naming a token realm).
+    pub fn start_with(storage: &Path, tls: Option<&Tls>, extra: &str) -> Self {
         require_docker_registry();
         let mut last_log = String::new();
         // The port is chosen free but could be taken before the registry binds it: try again.
@@ -111,7 +117,7 @@ impl DockerRegistry {
             let yaml = format!(
                 "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n\
                  storage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n\
-                 http:\n  addr: 127.0.0.1:{port}\n  secret: cks-iso-testworld\n{tls_yaml}",
+                 http:\n  addr: 127.0.0.1:{port}\n  secret: cks-iso-testworld\n{tls_yaml}{extra}",
                 storage.display()
             );
             let path = config.path().join("config.yml");

@@ -7,4 +7,5 @@
 
 pub mod atomic;
 pub mod hash_thread;
+pub mod input;
 pub mod progress;

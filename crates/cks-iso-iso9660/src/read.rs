@@ -53,6 +53,8 @@ impl IsoReader {
             path: path.to_owned(),
             reason,
         };
+        // A FIFO or a device would block or never end.
+        cks_iso_io::input::open_regular(path).map_err(|e| fail(e.to_string()))?;
         let device = FileDevice::open(path).map_err(|e| fail(e.to_string()))?;
         let actual = std::fs::metadata(path)
             .map_err(|e| fail(e.to_string()))?

@@ -19,6 +19,7 @@ use crate::registry::{Registry, RegistryError};
 use crate::resolution::{Partial, Resolution, resolve};
 use crate::ui::Ui;
 use crate::units;
+use crate::upstream::get::MANIFEST_LIMIT;
 use crate::upstream::{Arch, Artifact, Content, Expected, Fetcher, catalog};
 
 /// A file of the ISO, already in the work directory.
@@ -146,12 +147,14 @@ async fn manifest(
             let got = fetcher
                 .get_expecting(&artifact, &raw, expected.as_ref())
                 .await?;
-            let text = std::fs::read_to_string(&got.path)
-                .map_err(io(format!("{dest} from {url} is not UTF-8 text")))?;
+            let text = std::fs::read_to_string(&got.path).map_err(io(format!(
+                "{dest} from {} is not UTF-8 text",
+                crate::fetch::redact(url)
+            )))?;
             (text, got.url)
         }
         Source::File(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
+            let text = crate::input::read_text(path, MANIFEST_LIMIT).map_err(|e| {
                 AppError::failure(
                     anyhow::Error::new(e)
                         .context(format!("cannot read {dest} from {}", path.display())),
@@ -256,6 +259,20 @@ pub(super) async fn all(
         let hint = e.hint();
         AppError::failure(*e, Some(hint))
     })?;
+    // A manifest's bad image is the manifest's fault, not the command line's.
+    for (file, edited, _) in &taken {
+        for image in &edited.images {
+            if let Err(e) = Reference::parse(image) {
+                return Err(AppError::failure(
+                    anyhow::Error::new(e).context(format!(
+                        "{} from {} names the image {image:?}, which is not a reference",
+                        file.dest, file.source
+                    )),
+                    Some("fix that image line, or pass another manifest".into()),
+                ));
+            }
+        }
+    }
     let mut entries = Vec::new();
     for (file, edited, entry) in taken {
         manifest_images.extend(edited.images);

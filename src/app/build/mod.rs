@@ -86,6 +86,7 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     }
     let mut settings = net::settings(args.net)?;
     settings.http.offline = args.offline;
+    net::registry_mirrors(&settings)?;
     let checker = signatures::checker(
         args.signatures.as_deref(),
         args.trusted_root.as_ref(),

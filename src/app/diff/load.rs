@@ -95,7 +95,7 @@ pub(super) fn side(path: &Path) -> Result<Side, InputError> {
         source,
     };
     let mut head = Vec::new();
-    std::fs::File::open(path)
+    crate::input::open_regular(path)
         .and_then(|f| f.take(4096).read_to_end(&mut head))
         .map_err(unreadable)?;
     let label = path.display().to_string();
@@ -105,7 +105,7 @@ pub(super) fn side(path: &Path) -> Result<Side, InputError> {
         .is_some_and(|b| *b == b'{')
     {
         let mut text = Vec::new();
-        std::fs::File::open(path)
+        crate::input::open_regular(path)
             .and_then(|f| f.take(LOCK_LIMIT).read_to_end(&mut text))
             .map_err(unreadable)?;
         let lock = Lock::parse(&String::from_utf8_lossy(&text), &label)?;

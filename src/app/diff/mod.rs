@@ -23,7 +23,8 @@ pub fn run(args: DiffArgs) -> Result<Outcome, AppError> {
             serde_json::to_string_pretty(&report).expect("JSON of plain values")
         );
     } else {
-        crate::out::bytes(diff::render(&report).as_bytes());
+        // Entry names and manifest lines come from the ISOs, whoever made them.
+        crate::out::bytes(crate::ui::printable(&diff::render(&report)).as_bytes());
     }
     if report.identical {
         tracing::info!("{} and {} are identical", a.label, b.label);

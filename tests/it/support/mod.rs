@@ -3,6 +3,7 @@
 #![allow(dead_code)] // Each test crate uses a different part of the support.
 
 pub mod containerd;
+pub mod hostile;
 pub mod registry;
 pub mod world;
 
@@ -52,6 +53,23 @@ pub fn text(out: &Output) -> (String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// stdout then stderr of a finished command, as one text to search.
+pub fn combined(out: &Output) -> String {
+    let (stdout, stderr) = text(out);
+    stdout + &stderr
+}
+
+/// Runs `cmd`, asserting exit `code` and that every needle is in its output.
+pub fn fails(cmd: &mut Command, code: i32, needles: &[&str]) -> String {
+    let out = cmd.output().unwrap();
+    let all = combined(&out);
+    assert_eq!(out.status.code(), Some(code), "{cmd:?}:\n{all}");
+    for needle in needles {
+        assert!(all.contains(needle), "{needle:?} missing in:\n{all}");
+    }
+    all
 }
 
 /// stderr of a finished command, as text.

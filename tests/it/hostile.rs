@@ -1,0 +1,789 @@
+//! A hostile world: locks and ISOs handed over by someone else, manifest URLs carrying passwords,
+//! registries and mirrors that lie. Each scenario runs the real binary against the local world
+//! (servers on loopback) and asserts what must not happen: no file outside `--output`, no
+//! password in anything recorded, no credential over plain HTTP.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::hostile::*;
+use crate::support::*;
+
+const ISO: &str = "setup-v1.33.1-x86_64.iso";
+
+#[test]
+fn iso_names_from_flags_locks_and_isos_never_leave_the_output_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let (out, cache, lock) = (d.join("out"), d.join("cache"), d.join("run.lock"));
+    let mut args = world_args(&world, world.dashboard_url());
+    args.extend(["--output", p(&out), "--cache-dir", p(&cache)]);
+    args.extend(["--lock-file", p(&lock)]);
+    run(&mut build(&config, d, &args));
+
+    // Each name a flag may carry: refused before anything is fetched, nothing written anywhere.
+    let escape = d.join("escaped");
+    let outside = format!("{}/x", escape.display());
+    let out2 = d.join("out2");
+    for bad in ["../escaped", outside.as_str(), "", "..", "a\nb", "bell\x07"] {
+        let mut args = world_args(&world, world.dashboard_url());
+        args.extend([
+            "--output",
+            p(&out2),
+            "--cache-dir",
+            p(&cache),
+            "--name",
+            bad,
+        ]);
+        fails(
+            &mut build(&config, d, &args),
+            2,
+            &["--name", "is not a usable ISO name", "hint:"],
+        );
+        fails(
+            &mut build(
+                &config,
+                d,
+                &["--locked", p(&lock), "--output", p(&out2), "--name", bad],
+            ),
+            2,
+            &["--name", "is not a usable ISO name"],
+        );
+    }
+
+    // A lock whose request.name leaves the output dir, as a file and inside an ISO.
+    let mut value: serde_json::Value = serde_json::from_slice(&fs::read(&lock).unwrap()).unwrap();
+    let tree = d.join("tree");
+    fs::create_dir_all(&tree).unwrap();
+    for bad in ["../escaped", outside.as_str(), "", ".", "new\nline"] {
+        value["request"]["name"] = serde_json::json!(bad);
+        let hostile = d.join("hostile.lock");
+        fs::write(&hostile, serde_json::to_string_pretty(&value).unwrap()).unwrap();
+        let named = format!("{}: request.name", hostile.display());
+        fails(
+            &mut build(&config, d, &["--locked", p(&hostile), "--output", p(&out2)]),
+            2,
+            &[&named, "is not a usable ISO name", "hint:"],
+        );
+        fs::copy(&hostile, tree.join("cks-iso.lock")).unwrap();
+        let iso = d.join("handed-over.iso");
+        let _ = fs::remove_file(&iso);
+        run(cks_iso().args(["iso", p(&tree), "-o", p(&iso), "--source-date-epoch", EPOCH]));
+        let named = format!("{}:cks-iso.lock: request.name", iso.display());
+        fails(
+            &mut build(&config, d, &["--locked", p(&iso), "--output", p(&out2)]),
+            2,
+            &[&named, "is not a usable ISO name"],
+        );
+    }
+    assert!(!escape.exists(), "a name wrote outside --output");
+    assert!(files_under(&out2).is_empty(), "{:?}", files_under(&out2));
+    let strays: Vec<String> = files_under(d)
+        .into_iter()
+        .filter(|f| f.contains("escaped") || f.ends_with(".iso") && !f.starts_with("out/"))
+        .filter(|f| !f.ends_with("handed-over.iso"))
+        .collect();
+    assert!(strays.is_empty(), "written outside --output: {strays:?}");
+}
+
+#[test]
+fn a_password_in_a_manifest_url_is_used_but_never_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let (out, cache, lock) = (d.join("out"), d.join("cache"), d.join("run.lock"));
+    const SECRET: &str = "s3cret-horse-staple";
+    let base = world.upstream().url();
+    let dashboard = format!(
+        "{}/raw.githubusercontent.com/{}",
+        base.replacen("http://", &format!("http://cks:{SECRET}@"), 1),
+        cks_iso_testworld::upstream::DASHBOARD_PATH
+    );
+    let mut args = world_args(&world, &dashboard);
+    args.extend(["--output", p(&out), "--cache-dir", p(&cache)]);
+    args.extend(["--lock-file", p(&lock), "--log-format", "json", "-vv"]);
+    let built = run(&mut build(&config, d, &args));
+    let logs = combined(&built);
+    assert!(
+        !logs.contains(SECRET),
+        "the password is in the logs:\n{logs}"
+    );
+    let stripped = format!(
+        "{base}/raw.githubusercontent.com/{}",
+        cks_iso_testworld::upstream::DASHBOARD_PATH
+    );
+    let lock_text = fs::read_to_string(&lock).unwrap();
+    assert!(
+        lock_text.contains(&format!("\"source\": \"{stripped}\"")),
+        "the lock names the URL without its user: {lock_text}"
+    );
+    // Everything beside the ISO, everything inside it, and the cache.
+    let inside = d.join("inside");
+    fs::create_dir_all(&inside).unwrap();
+    tool("bsdtar", ["-x", "-f", p(&out.join(ISO)), "-C", p(&inside)]);
+    for root in [&out, &inside, &cache, &lock] {
+        let paths = match root.is_dir() {
+            true => files_under(root)
+                .into_iter()
+                .map(|f| root.join(f))
+                .collect(),
+            false => vec![root.to_path_buf()],
+        };
+        for path in paths {
+            let bytes = fs::read(&path).unwrap();
+            let found = bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes());
+            assert!(!found, "{} records the password", path.display());
+        }
+    }
+    let versions = fs::read_to_string(inside.join("versions.txt")).unwrap();
+    assert!(versions.contains(&stripped), "{versions}");
+
+    // The same URL as a registry mirror is refused without repeating the password.
+    let mirror = format!("registry.k8s.io=http://cks:{SECRET}@127.0.0.1:1");
+    let mut args = world_args(&world, world.dashboard_url());
+    let out2 = d.join("out2");
+    args.extend(["--output", p(&out2), "--cache-dir", p(&cache)]);
+    args.extend(["--registry-mirror", &mirror]);
+    let said = fails(&mut build(&config, d, &args), 2, &["--registry-mirror"]);
+    assert!(!said.contains(SECRET), "{said}");
+}
+
+#[test]
+fn an_https_registry_naming_a_plain_http_token_realm_never_gets_the_credentials_sent_there() {
+    use cks_iso_testworld::registry::{DockerRegistry, Tls};
+    use cks_iso_testworld::server::{HttpServer, Outgoing};
+    use std::sync::{Arc, Mutex};
+
+    const SECRET: &str = "right-horse-battery";
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The realm on plain HTTP records every Authorization header it is sent.
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let realm = {
+        let seen = seen.clone();
+        HttpServer::start(move |request| {
+            let auth = request.header("authorization").unwrap_or("none").to_owned();
+            seen.lock().unwrap().push(auth);
+            Outgoing::new(401, "no")
+        })
+    };
+    let tls = Tls::generate();
+    let storage = tempfile::tempdir().unwrap();
+    let auth = format!(
+        "auth:\n  token:\n    realm: http://{}/token\n    service: hostile\n    issuer: hostile\n    \
+         rootcertbundle: {}\n",
+        realm.host(),
+        tls.ca().display()
+    );
+    let registry = DockerRegistry::start_with(storage.path(), Some(&tls), &auth);
+    let basic = cks_iso_testworld::http::base64(format!("cks:{SECRET}").as_bytes());
+    let authfile = d.join("auth.json");
+    fs::write(
+        &authfile,
+        format!(
+            r#"{{"auths":{{"{}":{{"auth":"{basic}"}}}}}}"#,
+            registry.host()
+        ),
+    )
+    .unwrap();
+    let mirror = format!("registry.k8s.io={}", registry.url());
+    let args: Vec<String> = [
+        "registry.k8s.io/pause:3.10",
+        "--arch",
+        "amd64",
+        "--registry-mirror",
+        &mirror,
+        "--ca-file",
+        p(&tls.ca()),
+        "--authfile",
+        p(&authfile),
+        "--retries",
+        "1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let (cache, out) = (d.join("cache"), d.join("out"));
+    let pulled = crate::support::registry::pull(&args, &cache, &out);
+    let said = combined(&pulled);
+    assert_eq!(pulled.status.code(), Some(1), "{said}");
+    let sent = seen.lock().unwrap().clone();
+    assert!(
+        sent.iter().all(|a| a == "none"),
+        "credentials went over plain HTTP to the realm: {sent:?}"
+    );
+    assert!(
+        said.contains(&format!("http://{}/token", realm.host())) && said.contains("plain HTTP"),
+        "{said}"
+    );
+    assert!(!said.contains(SECRET) && !said.contains(&basic), "{said}");
+}
+
+const CNI: &str = "github.com/containernetworking/plugins/releases/download/v1.6.2/cni-plugins-linux-amd64-v1.6.2.tgz";
+const CRICTL: &str = "github.com/kubernetes-sigs/cri-tools/releases/download/v1.33.0/crictl-v1.33.0-linux-amd64.tar.gz";
+
+#[test]
+fn tarballs_whose_members_leave_the_tree_fail_build_and_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let cache = d.join("cache");
+    let good = d.join("good");
+    let mut args = world_args(&world, world.dashboard_url());
+    args.extend(["--output", p(&good), "--cache-dir", p(&cache)]);
+    run(&mut build(&config, d, &args));
+
+    let cases: Vec<(&str, Vec<Member>, &str)> = vec![
+        (CNI, vec![file("./bridge"), file("../evil")], "../evil"),
+        (
+            CNI,
+            vec![file("./bridge"), file("/etc/cron.d/evil")],
+            "/etc/cron.d/evil",
+        ),
+        (
+            CNI,
+            vec![file("./bridge"), file("./a/../../evil")],
+            "./a/../../evil",
+        ),
+        (
+            CNI,
+            vec![file("./bridge"), link("./passwd", b'2', "/etc/passwd")],
+            "./passwd",
+        ),
+        (
+            CNI,
+            vec![file("./bridge"), link("./sub/up", b'2', "../../etc")],
+            "./sub/up",
+        ),
+        (
+            CNI,
+            vec![file("./bridge"), link("./shadow", b'1', "/etc/shadow")],
+            "./shadow",
+        ),
+        (
+            CNI,
+            vec![file("./bridge"), link("./h", b'1', "../x")],
+            "./h",
+        ),
+        (CRICTL, vec![file("../crictl")], "../crictl"),
+    ];
+    for (i, (path, members, bad)) in cases.iter().enumerate() {
+        publish(&world, path, &hostile_tgz(members));
+        let out = d.join(format!("out{i}"));
+        let mut args = world_args(&world, world.dashboard_url());
+        args.extend(["--output", p(&out), "--cache-dir", p(&cache)]);
+        let name = path.rsplit('/').next().unwrap();
+        fails(
+            &mut build(&config, d, &args),
+            1,
+            &[name, &format!("{bad:?}")],
+        );
+        assert!(files_under(&out).is_empty(), "{:?}", files_under(&out));
+    }
+    // Links and `..` that stay inside are what real releases ship.
+    publish(
+        &world,
+        CNI,
+        &hostile_tgz(&[
+            link("./", b'5', ""),
+            file("./bridge"),
+            link("./sub/", b'5', ""),
+            link("./sub/b", b'2', "../bridge"),
+            link("./hard", b'1', "./bridge"),
+        ]),
+    );
+    publish(&world, CRICTL, &hostile_tgz(&[file("crictl")]));
+    let fine = d.join("fine");
+    let mut args = world_args(&world, world.dashboard_url());
+    args.extend(["--output", p(&fine), "--cache-dir", p(&cache)]);
+    run(&mut build(&config, d, &args));
+
+    // verify reads the tarballs in the ISO the same way: a good ISO with the CNI tarball swapped.
+    let tree = d.join("tree");
+    fs::create_dir_all(&tree).unwrap();
+    tool("bsdtar", ["-x", "-f", p(&good.join(ISO)), "-C", p(&tree)]);
+    tool("chmod", ["-R", "u+w", p(&tree)]);
+    let cni = tree.join("cni/cni-plugins-amd64.tgz");
+    let old = cks_iso_testworld::upstream::sha256_hex(&fs::read(&cni).unwrap());
+    let evil = hostile_tgz(&[file("./bridge"), link("./passwd", b'2', "/etc/passwd")]);
+    let new = cks_iso_testworld::upstream::sha256_hex(&evil);
+    fs::write(&cni, &evil).unwrap();
+    for entry in files_under(&tree) {
+        let path = tree.join(&entry);
+        if let Ok(text) = fs::read_to_string(&path)
+            && text.contains(&old)
+        {
+            fs::write(&path, text.replace(&old, &new)).unwrap();
+        }
+    }
+    let iso = d.join("swapped.iso");
+    run(cks_iso().args(["iso", p(&tree), "-o", p(&iso), "--source-date-epoch", EPOCH]));
+    fails(
+        cks_iso().arg("verify").arg(&iso),
+        1,
+        &["cni/cni-plugins-amd64.tgz", "\"./passwd\""],
+    );
+}
+
+#[test]
+fn a_blob_served_without_end_stops_at_its_declared_size() {
+    use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, _) = world_in(d);
+    let proxy = FaultProxy::start(&world.registry_url());
+    proxy.add(Rule::path_regex(r"/blobs/sha256:").fault(Fault::Endless));
+    let config = config_via(&world, d, &world.registry_url(), &proxy.url());
+    let cache = d.join("cache");
+    let out = d.join("out");
+    let mut cmd = cks_iso();
+    cmd.env("CKS_ISO_CONFIG", &config)
+        .args(["pull", "registry.k8s.io/pause:3.10", "--arch", "amd64"])
+        .args(["--out", p(&out), "--cache-dir", p(&cache), "--retries", "2"])
+        .args(["--jobs", "1", "--no-progress"]);
+    let pulled = output_within(&mut cmd, 60).expect("the pull still reads an endless blob");
+    let said = combined(&pulled);
+    assert_eq!(pulled.status.code(), Some(1), "{said}");
+    assert!(said.contains("does not match"), "{said}");
+    // The size is known before a byte is read: one byte past it ends each attempt.
+    let sent = proxy.endless_bytes();
+    assert!(
+        sent < 32 << 20,
+        "{sent} bytes were sent before the pull stopped"
+    );
+    let kept = bytes_under(&cache);
+    assert!(kept < 1 << 20, "{kept} bytes written into the cache");
+    let mut per_blob = std::collections::BTreeMap::<String, usize>::new();
+    for r in proxy.requests_to("/blobs/sha256:") {
+        *per_blob.entry(r.path).or_default() += 1;
+    }
+    assert!(
+        per_blob.values().all(|&n| n <= 2),
+        "a lying blob was fetched more than twice: {per_blob:?}"
+    );
+}
+
+#[test]
+fn locked_files_stop_at_the_locked_size_and_manifests_at_their_cap() {
+    use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let lock = d.join("run.lock");
+    let mut args = world_args(&world, world.dashboard_url());
+    let (out, cache) = (d.join("out"), d.join("cache"));
+    args.extend(["--output", p(&out), "--cache-dir", p(&cache)]);
+    args.extend(["--lock-file", p(&lock)]);
+    run(&mut build(&config, d, &args));
+
+    // Release downloads answer 302 to the CDN: the lie is told there.
+    let cdn = FaultProxy::start(&world.upstream().cdn_url());
+    cdn.add(Rule::path_regex(r"/amd64/kubeadm\?").fault(Fault::Endless));
+    world.upstream().redirect_cdn_to(&cdn.url());
+    let cache2 = d.join("cache2");
+    let mut cmd = build(
+        &config,
+        d,
+        &[
+            "--locked",
+            p(&lock),
+            "--output",
+            p(&d.join("out2")),
+            "--cache-dir",
+            p(&cache2),
+        ],
+    );
+    cmd.args(["--retries", "2"]);
+    let built = output_within(&mut cmd, 90).expect("the locked build still reads kubeadm");
+    let said = combined(&built);
+    assert_eq!(built.status.code(), Some(1), "{said}");
+    assert!(said.contains("kubeadm"), "{said}");
+    let sent = cdn.endless_bytes();
+    assert!(sent > 0, "kubeadm was not fetched through the lying CDN");
+    assert!(sent < 32 << 20, "{sent} bytes of kubeadm were sent");
+
+    // A manifest URL without end stops at the documented cap, which the error names.
+    let proxy = FaultProxy::start(&world.upstream().url());
+    proxy.add(Rule::path_contains("dashboard").fault(Fault::Endless));
+    let dashboard = format!(
+        "{}/raw.githubusercontent.com/{}",
+        proxy.url(),
+        cks_iso_testworld::upstream::DASHBOARD_PATH
+    );
+    let mut args = world_args(&world, &dashboard);
+    let out3 = d.join("out3");
+    args.extend(["--output", p(&out3), "--cache-dir", p(&cache2)]);
+    let built = output_within(&mut build(&config, d, &args), 90)
+        .expect("the build still reads an endless manifest");
+    let said = combined(&built);
+    assert_eq!(built.status.code(), Some(1), "{said}");
+    assert!(said.contains("the body is larger than 32.00 MiB"), "{said}");
+    let sent = proxy.endless_bytes();
+    assert!(sent < 64 << 20, "{sent} bytes of the manifest were sent");
+}
+
+#[test]
+fn fifos_devices_and_huge_local_files_are_refused_as_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let fifo = d.join("fifo");
+    tool("mkfifo", [p(&fifo)]);
+    let huge = d.join("huge.yaml");
+    let f = fs::File::create(&huge).unwrap();
+    f.set_len(33 << 20).unwrap();
+    let (out, cache) = (d.join("out"), d.join("cache"));
+    for input in [p(&fifo), "/dev/zero", p(&huge)] {
+        let mut args = world_args(&world, world.dashboard_url());
+        args[5] = input;
+        args.extend(["--output", p(&out), "--cache-dir", p(&cache)]);
+        let built = output_within(&mut build(&config, d, &args), 60)
+            .unwrap_or_else(|| panic!("the build still reads {input}"));
+        let said = combined(&built);
+        assert_eq!(built.status.code(), Some(1), "{input}: {said}");
+        assert!(said.contains(input), "{said}");
+        assert!(
+            said.contains("not a regular file") || said.contains("larger than 32.00 MiB"),
+            "{said}"
+        );
+    }
+    for args in [
+        vec!["verify", p(&fifo)],
+        vec!["diff", p(&fifo), p(&fifo)],
+        vec!["build", "--locked", p(&fifo)],
+    ] {
+        let out = output_within(cks_iso().args(&args), 30)
+            .unwrap_or_else(|| panic!("{args:?} hangs on a FIFO"));
+        let said = combined(&out);
+        assert!(!out.status.success(), "{args:?}: {said}");
+        assert!(said.contains("not a regular file"), "{args:?}: {said}");
+    }
+}
+
+#[test]
+fn a_reply_trickled_a_byte_at_a_time_ends_despite_the_idle_timeout() {
+    use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let proxy = FaultProxy::start(&world.upstream().url());
+    let pause = std::time::Duration::from_secs(2);
+    proxy.add(Rule::path_contains("dashboard").fault(Fault::Trickle { chunk: 1, pause }));
+    let dashboard = format!(
+        "{}/raw.githubusercontent.com/{}",
+        proxy.url(),
+        cks_iso_testworld::upstream::DASHBOARD_PATH
+    );
+    let mut args = world_args(&world, &dashboard);
+    let (out, cache) = (d.join("out"), d.join("cache"));
+    args.extend(["--output", p(&out), "--cache-dir", p(&cache)]);
+    args.extend(["--idle-timeout", "5", "--retries", "1"]);
+    let started = std::time::Instant::now();
+    let built = output_within(&mut build(&config, d, &args), 60)
+        .expect("a trickled reply is still being read after 60 s");
+    let said = combined(&built);
+    assert_eq!(built.status.code(), Some(1), "{said}");
+    assert!(said.contains("too slowly"), "{said}");
+    assert!(started.elapsed().as_secs() < 50, "{:?}", started.elapsed());
+}
+
+#[test]
+fn diff_reports_what_an_iso_lacks_though_its_lock_still_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let (out, cache, lock) = (d.join("out"), d.join("cache"), d.join("run.lock"));
+    let mut args = world_args(&world, world.dashboard_url());
+    args.extend([
+        "--output",
+        p(&out),
+        "--cache-dir",
+        p(&cache),
+        "--lock-file",
+        p(&lock),
+    ]);
+    run(&mut build(&config, d, &args));
+    let good = out.join(ISO);
+    // The real ISO is what its lock says: nothing to report.
+    for other in [&good, &lock] {
+        let same = cks_iso()
+            .arg("diff")
+            .arg(other)
+            .arg(&good)
+            .output()
+            .unwrap();
+        assert_eq!(same.status.code(), Some(0), "{}", combined(&same));
+    }
+
+    // dashboard.yaml deleted, the pause archive replaced by 7 bytes, the lock left as it was.
+    let tree = d.join("tree");
+    fs::create_dir_all(&tree).unwrap();
+    tool("bsdtar", ["-x", "-f", p(&good), "-C", p(&tree)]);
+    tool("chmod", ["-R", "u+w", p(&tree)]);
+    fs::remove_file(tree.join("dashboard.yaml")).unwrap();
+    fs::write(tree.join("docker/pause:3.10.tar"), b"7 bytes").unwrap();
+    let bad = d.join("bad.iso");
+    run(cks_iso().args(["iso", p(&tree), "-o", p(&bad), "--source-date-epoch", EPOCH]));
+    for other in [&good, &lock] {
+        let started = std::time::Instant::now();
+        let said = fails(
+            cks_iso().arg("diff").arg(other).arg(&bad),
+            1,
+            &[
+                "unlike its own lock",
+                "dashboard.yaml",
+                "docker/pause:3.10.tar",
+            ],
+        );
+        assert!(said.contains("the ISO lacks it"), "{said}");
+        assert!(said.contains("the archive holds only 7"), "{said}");
+        assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+    }
+    let json = cks_iso()
+        .args(["diff", "--json", p(&lock), p(&bad)])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(report["identical"], false);
+    assert_eq!(
+        report["unlike_lock"].as_array().unwrap().len(),
+        2,
+        "{report:#}"
+    );
+}
+
+#[test]
+fn a_layer_declaring_exabytes_fails_as_a_lie_not_as_a_full_disk() {
+    use cks_iso_testworld::images::{push_blob, push_manifest};
+    use cks_iso_testworld::upstream::sha256_hex;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, _) = world_in(d);
+    let host = world.registry_host();
+    let repo = "hostile/huge";
+    let config =
+        br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#;
+    let layer = b"a real layer, declared as 2^62 bytes";
+    let (config_digest, layer_digest) = (
+        format!("sha256:{}", sha256_hex(config)),
+        format!("sha256:{}", sha256_hex(layer)),
+    );
+    push_blob(&host, repo, &config_digest, config).unwrap();
+    push_blob(&host, repo, &layer_digest, layer).unwrap();
+    let manifest = format!(
+        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{config_digest}","size":{}}},"layers":[{{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"{layer_digest}","size":{}}}]}}"#,
+        config.len(),
+        1u64 << 62
+    );
+    push_manifest(
+        &host,
+        repo,
+        "1",
+        "application/vnd.oci.image.manifest.v1+json",
+        manifest.as_bytes(),
+    )
+    .unwrap();
+    let cache = d.join("cache");
+    let out = d.join("out");
+    let reference = format!("{host}/{repo}:1");
+    let said = fails(
+        cks_iso()
+            .args([
+                "pull",
+                &reference,
+                "--arch",
+                "amd64",
+                "--insecure-registry",
+                &host,
+            ])
+            .args(["--out", p(&out), "--cache-dir", p(&cache), "--no-progress"]),
+        1,
+        &[&reference, "declares 4611686018427387904 bytes", "1.00 TiB"],
+    );
+    assert!(!said.contains("too large"), "{said}");
+    assert!(!said.contains("cache writable"), "{said}");
+}
+
+#[test]
+fn a_bad_image_inside_a_manifest_is_a_failure_of_the_work_naming_the_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let network = d.join("network.yaml");
+    fs::write(
+        &network,
+        "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n    - image: \"Bad Image::ref\"\n",
+    )
+    .unwrap();
+    let mut args = world_args(&world, world.dashboard_url());
+    args[5] = p(&network);
+    let (out, cache) = (d.join("out"), d.join("cache"));
+    args.extend(["--output", p(&out), "--cache-dir", p(&cache)]);
+    fails(
+        &mut build(&config, d, &args),
+        1,
+        &["network.yaml", "\"Bad Image::ref\"", "hint:"],
+    );
+}
+
+/// An ISO of `cks_tree` with `extra` files added, written with `cks-iso iso`.
+fn tree_iso(dir: &Path, name: &str, extra: &[(&str, &[u8])]) -> PathBuf {
+    let root = dir.join(format!("{name}.d"));
+    cks_tree(&root);
+    for (path, bytes) in extra {
+        let path = root.join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, bytes).unwrap();
+    }
+    let iso = dir.join(format!("{name}.iso"));
+    run(cks_iso().args(["iso", p(&root), "-o", p(&iso), "--source-date-epoch", EPOCH]));
+    iso
+}
+
+#[test]
+fn names_and_lines_from_an_iso_reach_the_terminal_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plain = tree_iso(d, "plain", &[]);
+    let evil = "notes\x1b]0;pwned\x07\x1b[2J.txt";
+    let hostile = tree_iso(d, "hostile", &[(evil, b"x"), ("docker/x\x1b[31m", b"y")]);
+    for args in [
+        vec!["diff", p(&plain), p(&hostile)],
+        vec!["verify", p(&hostile)],
+    ] {
+        let out = cks_iso().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", combined(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !stdout.contains('\x1b') && !stdout.contains('\x07'),
+            "{stdout:?}"
+        );
+        assert!(stdout.contains("\\u{1b}"), "{args:?}: {stdout}");
+    }
+}
+
+#[test]
+fn verify_refuses_a_volume_declaring_more_blocks_than_the_file_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let iso = tree_iso(dir.path(), "a", &[]);
+    let mut bytes = fs::read(&iso).unwrap();
+    // The primary volume descriptor's volume space size, both-endian, at 16 * 2048 + 80.
+    let at = 16 * 2048 + 80;
+    let blocks: u32 = 0xFFFF_FFF0;
+    bytes[at..at + 4].copy_from_slice(&blocks.to_le_bytes());
+    bytes[at + 4..at + 8].copy_from_slice(&blocks.to_be_bytes());
+    let lying = dir.path().join("lying.iso");
+    fs::write(&lying, &bytes).unwrap();
+    fails(
+        cks_iso().arg("verify").arg(&lying),
+        1,
+        &["lying.iso", "the volume declares", "a truncated copy"],
+    );
+}
+
+/// Plants `bytes` in the cache at `cache` as what `key` names, as someone with write access to a
+/// shared cache directory (or a crafted `cache import` directory) would.
+fn plant(cache: &Path, key: &str, bytes: &[u8]) {
+    use cks_iso_testworld::upstream::sha256_hex;
+    let hex = sha256_hex(bytes);
+    fs::create_dir_all(cache.join("blobs/sha256")).unwrap();
+    fs::write(cache.join("blobs/sha256").join(&hex), bytes).unwrap();
+    fs::create_dir_all(cache.join("index")).unwrap();
+    let url = key.trim_start_matches("url:");
+    fs::write(
+        cache.join("index").join(sha256_hex(key.as_bytes())),
+        format!("sha256:{hex} {}\n{key}\n{url}\n", bytes.len()),
+    )
+    .unwrap();
+}
+
+#[test]
+fn an_unlocked_offline_build_ships_no_planted_or_imported_download() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let cache = d.join("cache");
+    let autoscaler = world.autoscaler_version().unwrap().to_owned();
+    let mut args = world_args(&world, world.dashboard_url());
+    args.extend([
+        "--cache-dir",
+        p(&cache),
+        "--autoscaler-version",
+        &autoscaler,
+    ]);
+    let with_out = |out: &Path, offline: bool| {
+        let mut args = args.clone();
+        args.extend(["--output", p(out)]);
+        let mut cmd = build(&config, d, &args);
+        if offline {
+            cmd.arg("--offline");
+        }
+        cmd
+    };
+    run(&mut with_out(&d.join("online"), false));
+    // What the online build kept is enough, and verifies again.
+    run(&mut with_out(&d.join("offline"), true));
+    let copy = |to: &Path| {
+        fs::create_dir_all(to).unwrap();
+        run(Command::new("cp").args(["-a", &format!("{}/.", p(&cache)), p(to)]));
+    };
+    let (cache2, bare) = (d.join("cache2"), d.join("bare"));
+    copy(&cache2);
+    copy(&bare);
+
+    const KUBEADM: &str = "url:https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm";
+    let planted = cks_iso_testworld::upstream::elf("amd64", 99, "planted", 4096);
+    plant(&cache, KUBEADM, &planted);
+    let out = d.join("planted");
+    fails(
+        &mut with_out(&out, true),
+        1,
+        &[
+            KUBEADM,
+            "cannot be tied to a verification",
+            "published in",
+            "hint:",
+        ],
+    );
+    assert!(files_under(&out).is_empty(), "{:?}", files_under(&out));
+
+    // The same through `cache import` of a crafted directory.
+    let crafted = d.join("crafted");
+    let cni = "url:https://github.com/containernetworking/plugins/releases/download/v1.6.2/cni-plugins-linux-amd64-v1.6.2.tgz";
+    let tgz = hostile_tgz(&[file("./bridge")]);
+    plant(&crafted, cni, &tgz);
+    run(cks_iso().args(["cache", "import", p(&crafted), "--cache-dir", p(&cache2)]));
+    let mut args2 = world_args(&world, world.dashboard_url());
+    args2.extend([
+        "--cache-dir",
+        p(&cache2),
+        "--autoscaler-version",
+        &autoscaler,
+    ]);
+    args2.extend(["--output", p(&out), "--offline"]);
+    fails(
+        &mut build(&config, d, &args2),
+        1,
+        &[cni, "cannot be tied to a verification"],
+    );
+    // An entry whose published checksum the cache never kept is refused too.
+    let sum_key = format!("{KUBEADM}.sha256");
+    let sum_entry = bare
+        .join("index")
+        .join(cks_iso_testworld::upstream::sha256_hex(sum_key.as_bytes()));
+    fs::remove_file(&sum_entry).unwrap();
+    plant(&bare, KUBEADM, &planted);
+    let mut args3 = world_args(&world, world.dashboard_url());
+    args3.extend(["--cache-dir", p(&bare), "--autoscaler-version", &autoscaler]);
+    args3.extend(["--output", p(&out), "--offline"]);
+    fails(
+        &mut build(&config, d, &args3),
+        1,
+        &[
+            "cannot be tied to a verification",
+            "holds no published checksum",
+        ],
+    );
+}
