@@ -247,6 +247,10 @@ pub struct VerifyArgs {
     /// The policy file the ISO was built with, for --signatures.
     #[arg(long, value_name = "FILE", requires = "signatures")]
     pub signature_policy: Option<PathBuf>,
+    /// The CloudStack release the ISO is for (4.20, 4.21, 4.22 or 4.23): check what its nodes
+    /// read [default: what every release from 4.20 on needs].
+    #[arg(long, value_name = "RELEASE")]
+    pub cloudstack: Option<String>,
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -297,12 +301,14 @@ pub struct PullArgs {
 }
 
 /// `cks-iso build`: flags, or upstream's positional form
-/// `OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION NETWORK_YAML DASHBOARD_YAML BUILD_NAME [ARCH] [ETCD_VERSION]`.
+/// `OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION NETWORK_YAML DASHBOARD_YAML|HEADLAMP_VERSION BUILD_NAME [ARCH] [ETCD_VERSION]`.
 #[derive(Debug, Args)]
 #[command(after_help = format!(
     "Positional form (drop-in for create-kubernetes-binaries-iso.sh):\n  \
     cks-iso build OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION NETWORK_YAML \
-    DASHBOARD_YAML BUILD_NAME [ARCH] [ETCD_VERSION]\n  \
+    DASHBOARD_YAML|HEADLAMP_VERSION BUILD_NAME [ARCH] [ETCD_VERSION]\n  \
+    Argument 6 is CloudStack 4.23's Headlamp version when it is digits and dots (0.40.1, \
+    v0.40.1) and no existing file; a URL or any other path is the dashboard manifest.\n  \
     {} and {} are read from the environment.",
     env::AUTOSCALER_VERSION.name, env::CCM_VERSION.name
 ))]
@@ -326,8 +332,13 @@ pub struct BuildArgs {
     #[arg(long, value_name = "URL|FILE")]
     pub dashboard: Option<String>,
     /// Headlamp manifest (headlamp.yaml), optional: URL or local file.
-    #[arg(long, value_name = "URL|FILE")]
+    #[arg(long, value_name = "URL|FILE", conflicts_with = "headlamp_version")]
     pub headlamp: Option<String>,
+    /// Headlamp release (0.40.1, with or without v), as CloudStack 4.23 takes it: its
+    /// kubernetes-headlamp.yaml becomes headlamp.yaml, its image pinned to the release's tag;
+    /// --dashboard becomes optional.
+    #[arg(long, value_name = "VERSION")]
+    pub headlamp_version: Option<String>,
     /// Directory the ISOs are written to (created if missing) [default: .].
     #[arg(long, short, value_name = "DIR")]
     pub output: Option<PathBuf>,

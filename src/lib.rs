@@ -35,6 +35,7 @@ pub mod archive;
 pub mod atomic;
 pub mod cache;
 pub mod cli;
+pub mod cloudstack;
 pub mod config;
 pub mod diff;
 pub mod env;

@@ -19,6 +19,7 @@
 //!     "kubernetes": "1.33.1", "arches": ["amd64", "arm64"],
 //!     "cni": "1.6.2", "crictl": "1.33.0", "etcd": null | "3.5.21",
 //!     "csi": null | "v3.0.0", "ccm": "v1.2.0", "autoscaler": "1.33.4",
+//!     "headlamp": "0.40.1",                   only with a Headlamp version
 //!     "volume_id": "CDROM", "name": "setup-v1.33.1"
 //!   },
 //!   "autoscaler": { "version": "1.33.4", "tag": "cluster-autoscaler-1.33.4",
@@ -104,6 +105,10 @@ pub struct Request {
     pub ccm: String,
     /// Autoscaler release.
     pub autoscaler: String,
+    /// The Headlamp release (without `v`) whose manifest is `headlamp.yaml`, its image pinned;
+    /// absent when none was given (locks written before it read the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headlamp: Option<String>,
     /// The ISO's volume ID.
     pub volume_id: String,
     /// The ISO name before `-<uname>.iso`.

@@ -36,6 +36,7 @@ fn lock(arch: &str, network: &str) -> Lock {
             csi: None,
             ccm: "v1.2.0".into(),
             autoscaler: "1.33.3".into(),
+            headlamp: None,
             volume_id: "CDROM".into(),
             name: "setup-v1.33.1".into(),
         },

@@ -44,6 +44,7 @@ fn lock() -> Lock {
             csi: Some("v3.0.0".into()),
             ccm: "v1.2.0".into(),
             autoscaler: "1.33.3".into(),
+            headlamp: None,
             volume_id: "CDROM".into(),
             name: "setup-v1.33.1".into(),
         },

@@ -118,10 +118,18 @@ pub fn locked(
         manifest(&lock, "network.yaml", "--network", flags.network)?.ok_or(PlanError::Missing {
             what: "network.yaml in the lock",
         })?;
-    let dashboard = manifest(&lock, "dashboard.yaml", "--dashboard", flags.dashboard)?.ok_or(
-        PlanError::Missing {
+    let dashboard = manifest(&lock, "dashboard.yaml", "--dashboard", flags.dashboard)?;
+    if dashboard.is_none() && r.headlamp.is_none() {
+        return Err(PlanError::Missing {
             what: "dashboard.yaml in the lock",
-        },
+        });
+    }
+    same_opt(
+        "--headlamp-version",
+        flags
+            .headlamp_version
+            .map(|v| super::headlamp_version(&v).unwrap_or(v)),
+        r.headlamp.as_deref(),
     )?;
     let headlamp = manifest(&lock, "headlamp.yaml", "--headlamp", flags.headlamp)?;
     Ok(Locked {
@@ -134,6 +142,7 @@ pub fn locked(
             network,
             dashboard,
             headlamp,
+            headlamp_version: r.headlamp.clone(),
             output: flags.output.unwrap_or_else(|| PathBuf::from(".")),
             name: flags.name.unwrap_or_else(|| r.name.clone()),
         },

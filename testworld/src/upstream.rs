@@ -384,6 +384,11 @@ impl Snapshot {
             TEXT,
         );
         put(
+            format!("raw.githubusercontent.com/{HEADLAMP_RELEASE_PATH}"),
+            HEADLAMP_RELEASE_YAML.as_bytes().to_vec(),
+            TEXT,
+        );
+        put(
             format!("raw.githubusercontent.com/{UNIT_DIR}/kubelet/kubelet.service"),
             KUBELET_SERVICE.as_bytes().to_vec(),
             TEXT,
@@ -410,6 +415,12 @@ pub const DASHBOARD_PATH: &str = "kubernetes/dashboard/v2.7.0/aio/deploy/recomme
 /// Path (after the host) of the Headlamp manifest fixture (CloudStack 4.23+ prefers it to the
 /// dashboard).
 pub const HEADLAMP_PATH: &str = "kubernetes-sigs/headlamp/v0.30.1/kubernetes-headlamp.yaml";
+/// The Headlamp release whose manifest is served as its tag publishes it (CloudStack 4.23's
+/// script takes this version as its sixth argument).
+pub const HEADLAMP_VERSION: &str = "0.40.1";
+/// Path (after the host) of that release's manifest: `ghcr.io/headlamp-k8s/headlamp:latest`, no
+/// `imagePullPolicy`.
+pub const HEADLAMP_RELEASE_PATH: &str = "kubernetes-sigs/headlamp/v0.40.1/kubernetes-headlamp.yaml";
 /// Directory (after the host) of the kubelet unit and kubeadm drop-in fixtures.
 pub const UNIT_DIR: &str = "kubernetes/release/v0.16.2/cmd/krel/templates/latest";
 
@@ -663,6 +674,10 @@ pub const DASHBOARD_IMAGES: [&str; 2] = [
 
 /// Headlamp's in-cluster manifest, trimmed: its image on ghcr.io, pulled `Always` upstream.
 const HEADLAMP_YAML: &str = include_str!("../../fixtures/upstream/headlamp.yaml");
+
+/// Headlamp's release manifest, in the shape a `v0.*` tag publishes it.
+const HEADLAMP_RELEASE_YAML: &str =
+    include_str!("../../fixtures/upstream/kubernetes-headlamp.yaml");
 
 const DASHBOARD_YAML: &str = include_str!("../../fixtures/upstream/dashboard.yaml");
 

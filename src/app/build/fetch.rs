@@ -54,6 +54,8 @@ pub(crate) struct Fetched {
     pub(crate) arches: Vec<ArchFetched>,
     /// The manifests and units as the lock records them.
     pub(crate) manifests: Vec<ManifestEntry>,
+    /// The manifest edits `versions.txt` records as comments, `(path, what)`, in manifest order.
+    pub(crate) edits: Vec<(String, String)>,
 }
 
 impl Fetched {
@@ -257,7 +259,9 @@ pub(super) async fn all(
         AppError::failure(*e, Some(hint))
     })?;
     let mut entries = Vec::new();
+    let mut edits = Vec::new();
     for (file, edited, entry) in taken {
+        edits.extend(edited.edits.iter().map(|e| (file.dest.clone(), e.clone())));
         manifest_images.extend(edited.images);
         shared.push(file);
         entries.push(entry);
@@ -313,6 +317,7 @@ pub(super) async fn all(
         registry,
         arches,
         manifests: entries,
+        edits,
     })
 }
 

@@ -231,6 +231,7 @@ fn flags(args: &BuildArgs) -> Flags {
         network: args.network.clone(),
         dashboard: args.dashboard.clone(),
         headlamp: args.headlamp.clone(),
+        headlamp_version: args.headlamp_version.clone(),
         output: args.output.clone(),
         name: args.name.clone(),
     }

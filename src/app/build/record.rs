@@ -85,6 +85,7 @@ pub(super) fn lock(
             csi: (v.csi != "none").then(|| v.csi.clone()),
             ccm: v.ccm.clone(),
             autoscaler: v.autoscaler.clone(),
+            headlamp: request.headlamp_version.clone(),
             volume_id: volume_id.to_owned(),
             name: request.name.clone(),
         },

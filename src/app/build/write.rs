@@ -217,6 +217,10 @@ fn one(
         images,
     };
     let mut text = versions.render();
+    // Comments, so that readers of versions.txt (older cks-iso verify too) skip them.
+    for (path, edit) in &fetched.edits {
+        text.push_str(&format!("# edit {path}: {edit}\n"));
+    }
     // A comment: readers of versions.txt (older cks-iso verify too) skip it.
     match &a.signatures {
         Some(sigs) => text.push_str(&signatures::summary(sigs)),

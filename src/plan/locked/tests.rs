@@ -29,6 +29,7 @@ fn lock() -> Lock {
             csi: Some("v3.0.0".into()),
             ccm: "v1.2.0".into(),
             autoscaler: "1.33.4".into(),
+            headlamp: None,
             volume_id: "CDROM".into(),
             name: "setup-v1.33.1".into(),
         },
@@ -67,7 +68,7 @@ fn the_lock_decides_versions_arches_name_and_manifest_sources() {
     assert_eq!(got.request.name, "setup-v1.33.1");
     assert_eq!(
         got.request.dashboard,
-        Source::Url("https://example.org/dashboard.yaml".into())
+        Some(Source::Url("https://example.org/dashboard.yaml".into()))
     );
     assert_eq!(
         got.request.network,
