@@ -357,6 +357,10 @@ pub struct BuildArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Where the ISOs will be served from (http or https): the registration line printed for
+    /// each ISO gets url=BASE/<iso> [default: a placeholder].
+    #[arg(long, value_name = "BASE")]
+    pub publish_url: Option<String>,
     /// Build exactly what this lock (or the lock inside this ISO) records: versions, file and
     /// manifest hashes, images by digest; --arch picks among its architectures.
     #[arg(long, value_name = "LOCK|ISO")]

@@ -2,7 +2,8 @@
 //! world: CloudStack 4.23's positional form (argument 6 a Headlamp version) and
 //! `--headlamp-version` build `headlamp.yaml` from Headlamp's release manifest with its `:latest`
 //! image pinned and pulled `IfNotPresent`, that image bundled for both arches, no
-//! `dashboard.yaml`; `verify --cloudstack` judges the ISO by the release it is for.
+//! `dashboard.yaml`; `verify --cloudstack` judges the ISO by the release it is for; the summary
+//! gives each ISO its `addKubernetesSupportedVersion` parameters, the checksum its sha256.
 
 mod support;
 
@@ -313,4 +314,108 @@ fn a_version_in_argument_6_that_is_also_a_file_is_a_usage_error_naming_both_read
         assert!(err.contains(want), "{want:?} not in:\n{err}");
     }
     assert!(!dir.path().join("out").exists());
+}
+
+#[test]
+fn the_registration_line_names_each_iso_by_arch_with_its_sha256() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let k = world.kubernetes().to_owned();
+    let args = |extra: &[&'static str]| -> Vec<String> {
+        let mut args: Vec<String> = [
+            "--kubernetes",
+            k.as_str(),
+            "--network",
+            world.network_url(),
+            "--dashboard",
+            world.dashboard_url(),
+            "--arch",
+            "amd64",
+            "--arch",
+            "arm64",
+            "--output",
+            p(&out),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    let run = |args: Vec<String>| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        String::from_utf8(ok(build(&world, dir.path(), &args)).stdout).unwrap()
+    };
+    let sha = |uname: &str| {
+        let iso = out.join(format!("setup-v{k}-{uname}.iso"));
+        tool("sha256sum", [p(&iso)]).0[..64].to_owned()
+    };
+
+    // Without --publish-url: a placeholder where the URL goes.
+    let text = run(args(&[]));
+    for uname in ["x86_64", "aarch64"] {
+        let line = format!(
+            "  cmk add kubernetessupportedversion semanticversion={k} name=setup-v{k}-{uname} \
+             arch={uname} checksum={{SHA-256}}{} mincpunumber=2 minmemory=2048 \
+             url=<URL-of-setup-v{k}-{uname}.iso>\n",
+            sha(uname)
+        );
+        assert!(text.contains(&line), "{line:?} not in:\n{text}");
+    }
+
+    // With it, in JSON: the same fields, the URL under BASE.
+    let json = run(args(&[
+        "--json",
+        "--publish-url",
+        "https://files.example.org/cks/",
+    ]));
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let isos = doc["isos"].as_array().unwrap();
+    assert_eq!(isos.len(), 2);
+    for iso in isos {
+        let r = &iso["registration"];
+        let uname = match iso["arch"].as_str().unwrap() {
+            "amd64" => "x86_64",
+            _ => "aarch64",
+        };
+        let actual = sha(uname);
+        assert_eq!(iso["sha256"], actual.as_str());
+        assert_eq!(r["checksum"], format!("{{SHA-256}}{actual}").as_str());
+        assert_eq!(r["arch"], uname);
+        assert_eq!(r["semanticversion"], k.as_str());
+        assert_eq!(r["name"], format!("setup-v{k}-{uname}").as_str());
+        assert_eq!(
+            (r["mincpunumber"].as_u64(), r["minmemory"].as_u64()),
+            (Some(2), Some(2048))
+        );
+        let url = format!("https://files.example.org/cks/setup-v{k}-{uname}.iso");
+        assert_eq!(r["url"], url.as_str());
+        assert!(
+            r["cmk"].as_str().unwrap().ends_with(&format!("url={url}")),
+            "{r}"
+        );
+    }
+
+    // A URL CloudStack cannot download from is a usage error before anything is fetched.
+    let bad = build(
+        &world,
+        dir.path(),
+        &[
+            "--kubernetes",
+            &k,
+            "--network",
+            "n",
+            "--dashboard",
+            "d",
+            "--publish-url",
+            "files.example.org",
+        ],
+    );
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--publish-url \"files.example.org\"") && err.contains("hint:"),
+        "{err}"
+    );
 }

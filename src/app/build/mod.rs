@@ -14,6 +14,7 @@
 
 mod fetch;
 mod record;
+mod register;
 mod sboms;
 mod signatures;
 
@@ -82,6 +83,7 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
              ISO carries etcd-linux-arm64.tar.gz"
         );
     }
+    let publish = register::publish_base(args.publish_url.as_deref())?;
     let mut settings = net::settings(args.net)?;
     settings.http.offline = args.offline;
     let checker = signatures::checker(
@@ -121,7 +123,12 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         return Err(e);
     }
     drop(work);
-    summary(&built, &fetched.versions_line(), args.json);
+    let kubernetes = fetched.resolution.kubernetes.to_string();
+    let registrations: Vec<register::Registration> = built
+        .iter()
+        .map(|b| register::Registration::of(b, &kubernetes, publish.as_deref()))
+        .collect();
+    summary(&built, &registrations, &fetched.versions_line(), args.json);
     Ok(())
 }
 
@@ -251,14 +258,15 @@ fn work_dir() -> Result<Pending, AppError> {
     Ok(Pending::track(dir.keep()))
 }
 
-fn summary(built: &[Built], versions: &str, json: bool) {
+fn summary(built: &[Built], registrations: &[register::Registration], versions: &str, json: bool) {
     if json {
         let isos: Vec<_> = built
             .iter()
-            .map(|b| {
+            .zip(registrations)
+            .map(|(b, r)| {
                 json!({
                     "iso": b.path, "arch": b.arch, "size": b.size, "sha256": b.sha256,
-                    "images": b.images, "files": b.files,
+                    "images": b.images, "files": b.files, "registration": r.json(),
                 })
             })
             .collect();
@@ -281,4 +289,8 @@ fn summary(built: &[Built], versions: &str, json: bool) {
         );
     }
     println!("{versions}");
+    println!("register each ISO with CloudStack (addKubernetesSupportedVersion):");
+    for r in registrations {
+        println!("  {}", r.cmk());
+    }
 }
