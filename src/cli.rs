@@ -140,7 +140,8 @@ pub struct ManArgs {
 /// `cks-iso resolve`.
 #[derive(Debug, Args)]
 pub struct ResolveArgs {
-    /// Kubernetes release, e.g. 1.33.1 or v1.33.1.
+    /// Kubernetes release, e.g. 1.33.1 or v1.33.1, or a label: stable-1.33, stable, 1.33 (for
+    /// stable-1.33), latest-1.33 (a final release only).
     #[arg(long, value_name = "VERSION")]
     pub kubernetes: String,
     /// Target architecture: amd64 (x86_64) or arm64 (aarch64).
@@ -316,7 +317,8 @@ pub struct BuildArgs {
     /// Upstream's positional arguments (see below); cannot be mixed with the same flags.
     #[arg(value_name = "ARG", num_args = 0..=9)]
     pub positional: Vec<String>,
-    /// Kubernetes release, e.g. 1.33.1.
+    /// Kubernetes release, e.g. 1.33.1, or a label read from dl.k8s.io: stable-1.33, stable,
+    /// 1.33 (for stable-1.33), latest-1.33 (a final release only).
     #[arg(long, value_name = "VERSION")]
     pub kubernetes: Option<String>,
     /// The component versions.
@@ -357,6 +359,12 @@ pub struct BuildArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// The CloudStack release the ISOs are for (4.20, 4.21, 4.22 or 4.23): its ISO name,
+    /// dashboard or Headlamp manifest, etcd and CSI rules, recorded in versions.txt, the lock and
+    /// the SBOMs [default: config file, else what 4.22 and 4.23 both read, recording none; a
+    /// Headlamp version without --dashboard means 4.23].
+    #[arg(long, value_name = "RELEASE", env = env::CKS_ISO_CLOUDSTACK.name)]
+    pub cloudstack: Option<String>,
     /// Where the ISOs will be served from (http or https): the registration line printed for
     /// each ISO gets url=BASE/<iso> [default: a placeholder].
     #[arg(long, value_name = "BASE")]

@@ -117,6 +117,7 @@ fn good_tree(world: &World, root: &Path, arch: Arch) {
         autoscaler: "1.33.6".into(),
         ccm: "v1.2.0".into(),
         csi_driver: None,
+        cloudstack: None,
         files,
         images,
     };

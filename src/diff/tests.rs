@@ -37,6 +37,7 @@ fn lock() -> Lock {
         epoch: 1_700_000_000,
         request: Request {
             kubernetes: "1.33.1".into(),
+            kubernetes_label: None,
             arches: vec!["amd64".into(), "arm64".into()],
             cni: "1.6.2".into(),
             crictl: "1.33.0".into(),
@@ -45,6 +46,7 @@ fn lock() -> Lock {
             ccm: "v1.2.0".into(),
             autoscaler: "1.33.3".into(),
             headlamp: None,
+            cloudstack: None,
             volume_id: "CDROM".into(),
             name: "setup-v1.33.1".into(),
         },
@@ -225,6 +227,7 @@ fn versions_txt_compares_with_a_lock_on_what_both_know() {
         autoscaler: "1.33.3".into(),
         ccm: "v1.2.0".into(),
         csi_driver: Some("v3.0.0".into()),
+        cloudstack: None,
         files: vec![
             FileRecord {
                 path: "k8s/kubeadm".into(),

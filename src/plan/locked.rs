@@ -44,9 +44,14 @@ pub fn locked(
         return Err(PlanError::LockedPositional);
     }
     let r = &lock.request;
+    // The label the lock was resolved from repeats it; it is never read again.
+    let kubernetes = flags.kubernetes.filter(|k| {
+        crate::upstream::label::label(k)
+            .is_none_or(|l| Some(l.as_str()) != r.kubernetes_label.as_deref())
+    });
     same(
         "--kubernetes",
-        flags.kubernetes.map(|v| bare_version(&v)),
+        kubernetes.map(|v| bare_version(&v)),
         &r.kubernetes,
     )?;
     same("--cni", flags.cni.map(|v| bare_version(&v)), &r.cni)?;
@@ -135,6 +140,7 @@ pub fn locked(
     Ok(Locked {
         request: Request {
             kubernetes: r.kubernetes.clone(),
+            kubernetes_label: r.kubernetes_label.clone(),
             arches,
             cni: Some(r.cni.clone()),
             crictl: Some(r.crictl.clone()),
@@ -145,6 +151,10 @@ pub fn locked(
             headlamp_version: r.headlamp.clone(),
             output: flags.output.unwrap_or_else(|| PathBuf::from(".")),
             name: flags.name.unwrap_or_else(|| r.name.clone()),
+            cloudstack: r
+                .cloudstack
+                .as_deref()
+                .and_then(|c| crate::cloudstack::CloudStack::parse(c).ok()),
         },
         lock,
         volume_id,

@@ -6,12 +6,14 @@
 mod locked;
 mod manifests;
 mod pause;
+mod profile;
 
 use std::path::PathBuf;
 
 pub use locked::{Extra, Locked, locked};
 pub use manifests::{Role, Taken, autoscaler_image, manifests, not_taken, provider_image};
 pub use pause::{PauseConflict, is_pause, one_pause};
+pub use profile::{Profile, iso_name, profile};
 
 use crate::image::Reference;
 use crate::manifest::{self, ManifestError};
@@ -101,6 +103,53 @@ pub enum PlanError {
         /// The version it would be, without `v`.
         version: String,
     },
+    /// A release that applies `dashboard.yaml` at every cluster create, without one.
+    #[error(
+        "CloudStack {cloudstack} applies dashboard.yaml at every cluster create and upgrade and \
+         waits for its pod, but this build has no dashboard manifest"
+    )]
+    DashboardRequired {
+        /// The release.
+        cloudstack: crate::cloudstack::CloudStack,
+    },
+    /// CloudStack 4.20 names the ISO without its arch: two arches would write one file.
+    #[error(
+        "CloudStack {cloudstack}'s script names the ISO {name}.iso, without its architecture, so \
+         two --arch would write the same file"
+    )]
+    OneIsoName {
+        /// The release.
+        cloudstack: crate::cloudstack::CloudStack,
+        /// The ISO name.
+        name: String,
+    },
+    /// etcd on an arm64 ISO for a release whose etcd nodes read only the amd64 archive.
+    #[error(
+        "CloudStack {cloudstack} etcd nodes extract only etcd/etcd-linux-amd64.tar.gz, whatever \
+         their architecture, so the arm64 ISO's etcd/etcd-linux-arm64.tar.gz would give them \
+         nothing to install"
+    )]
+    EtcdArm64 {
+        /// The release.
+        cloudstack: crate::cloudstack::CloudStack,
+    },
+    /// The positional form's BUILD_NAME (argument 7) is an architecture.
+    #[error(
+        "positional argument 7 is BUILD_NAME, but {given:?} is an architecture (ARCH is argument 8)"
+    )]
+    ArchAsName {
+        /// What was given.
+        given: String,
+    },
+    /// The positional form's ARCH (argument 8) is a version.
+    #[error(
+        "positional argument 8 is ARCH, but {given:?} is a version (ETCD_VERSION is argument 9, \
+         after ARCH)"
+    )]
+    VersionAsArch {
+        /// What was given.
+        given: String,
+    },
     /// A Headlamp version that is not `X.Y[.Z…]`.
     #[error("--headlamp-version {given:?} is not a Headlamp release such as 0.40.1")]
     HeadlampVersion {
@@ -158,6 +207,26 @@ impl PlanError {
                 "for the Headlamp version write --headlamp-version {version} (and no argument 6 \
                  …) or rename the file; for the file write ./{given}"
             ),
+            Self::DashboardRequired { .. } => "give --dashboard URL|FILE (a Headlamp version \
+                alone builds an ISO for CloudStack 4.23 only), or build for --cloudstack 4.23"
+                .into(),
+            Self::OneIsoName { .. } => {
+                "build one --arch per run (with its own --output or --name), or for --cloudstack \
+                 4.21 or later, whose ISO names end in -x86_64/-aarch64"
+                    .into()
+            }
+            Self::EtcdArm64 { .. } => "build the ISO for etcd nodes for amd64, and leave --etcd \
+                out of the arm64 build"
+                .into(),
+            Self::ArchAsName { given } => format!(
+                "the order is OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION \
+                 NETWORK_YAML DASHBOARD_YAML BUILD_NAME ARCH [ETCD_VERSION]: put a name before \
+                 {given:?}, e.g. … setup-v1.33.1 {given}"
+            ),
+            Self::VersionAsArch { given } => format!(
+                "the order is … BUILD_NAME ARCH ETCD_VERSION: give the architecture before the \
+                 etcd version, e.g. … setup-v1.33.1 amd64 {given}"
+            ),
             Self::HeadlampVersion { .. } => {
                 "give the release without anything else, e.g. --headlamp-version 0.40.1".into()
             }
@@ -174,6 +243,8 @@ impl PlanError {
 pub struct Request {
     /// Kubernetes release as given.
     pub kubernetes: String,
+    /// The version label (`stable-1.33`) the release was read from, when one was given.
+    pub kubernetes_label: Option<String>,
     /// Architectures, each once, in the order given.
     pub arches: Vec<Arch>,
     /// CNI plugins release, if given.
@@ -195,6 +266,8 @@ pub struct Request {
     pub output: PathBuf,
     /// ISO name before `-<uname>.iso`.
     pub name: String,
+    /// The CloudStack release the ISO is for, given or implied ([`profile`]).
+    pub cloudstack: Option<crate::cloudstack::CloudStack>,
 }
 
 /// The flags of `build` that the positional form can also set.
@@ -305,6 +378,15 @@ pub fn request_in(
             what: "--dashboard (or --headlamp-version)",
         });
     }
+    // The mistakes of the 4.22 documentation's arm64 and etcd examples.
+    if let Some(given) = at(6).filter(|n| Arch::parse(n).is_ok()) {
+        return Err(PlanError::ArchAsName { given });
+    }
+    if let Some(given) =
+        at(7).filter(|a| Arch::parse(a).is_err() && self::headlamp_version(a).is_some())
+    {
+        return Err(PlanError::VersionAsArch { given });
+    }
     let name = merge("BUILD_NAME / --name", at(6), flags.name)?;
     let positional_arch = at(7).map(|a| vec![a]);
     let arch_flags = (!flags.arches.is_empty()).then_some(flags.arches);
@@ -326,6 +408,7 @@ pub fn request_in(
     Ok(Request {
         name: name.unwrap_or_else(|| format!("setup-v{bare}")),
         kubernetes,
+        kubernetes_label: None,
         arches,
         cni,
         crictl,
@@ -335,6 +418,7 @@ pub fn request_in(
         headlamp,
         headlamp_version,
         output: output.unwrap_or_else(|| PathBuf::from(".")),
+        cloudstack: None,
     })
 }
 

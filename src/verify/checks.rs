@@ -85,8 +85,26 @@ pub(super) fn run(
     }
     modes(&mut cx);
     layout(&mut cx);
-    dashboards(&mut cx, expect.cloudstack);
     let versions = versions(&mut cx, iso);
+    // The release asked for, else the one the ISO was built for.
+    let cloudstack = expect.cloudstack.or_else(|| {
+        let text = versions.as_ref()?.cloudstack.as_deref()?;
+        CloudStack::parse(text).ok()
+    });
+    dashboards(&mut cx, cloudstack);
+    if let Some(c) = cloudstack.filter(|c| c.reads_etcd()) {
+        let arm64 = versions.as_ref().is_some_and(|v| v.arch == "arm64");
+        let has = |p: &str| cx.entries.contains_key(p);
+        if arm64 && has("etcd/etcd-linux-arm64.tar.gz") && !has("etcd/etcd-linux-amd64.tar.gz") {
+            cx.violation(
+                "etcd/etcd-linux-arm64.tar.gz",
+                format!(
+                    "CloudStack {c} etcd nodes extract only etcd/etcd-linux-amd64.tar.gz, so they \
+                     find nothing to install"
+                ),
+            );
+        }
+    }
     let arch = versions.as_ref().and_then(|v| Arch::parse(&v.arch).ok());
     let bundled = images(&mut cx, versions.as_ref(), arch);
     yamls(&mut cx, &bundled);

@@ -7,7 +7,8 @@
 //! bundles written in upstream's shapes (`upstream.md` §3–4, including the CSI joined-separator
 //! defect), kubeadm's `constants.go` per release — plus the checksum files upstream publishes
 //! beside them: bare hex `<url>.sha256` for Kubernetes binaries, `hex  name` for CNI and crictl,
-//! `SHA256SUMS` for etcd. Which versions exist is chosen with the builder, so a test can make a
+//! `SHA256SUMS` for etcd, and the version labels (`release/stable-1.33.txt`…, [`crate::labels`]).
+//! Which versions exist is chosen with the builder, so a test can make a
 //! release missing, old (the CNI legacy name) or newer than anything cks-iso knows.
 //!
 //! [`UpstreamServer`] serves a snapshot under host-named prefixes:
@@ -306,6 +307,10 @@ impl Snapshot {
                 );
                 put(path, body, BINARY);
             }
+        }
+        let versions: Vec<&str> = self.kubernetes.iter().map(|k| k.version.as_str()).collect();
+        for (path, body) in crate::labels::release_labels(&versions) {
+            put(path, body.into_bytes(), TEXT);
         }
         for v in &self.etcd {
             let dir = format!("github.com/etcd-io/etcd/releases/download/v{v}");

@@ -22,6 +22,7 @@ fn lock() -> Lock {
         epoch: 1,
         request: LockRequest {
             kubernetes: "1.33.1".into(),
+            kubernetes_label: None,
             arches: vec!["amd64".into(), "arm64".into()],
             cni: "1.6.2".into(),
             crictl: "1.33.0".into(),
@@ -30,6 +31,7 @@ fn lock() -> Lock {
             ccm: "v1.2.0".into(),
             autoscaler: "1.33.4".into(),
             headlamp: None,
+            cloudstack: None,
             volume_id: "CDROM".into(),
             name: "setup-v1.33.1".into(),
         },
