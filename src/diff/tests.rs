@@ -88,6 +88,18 @@ fn a_lock_is_identical_to_itself_and_renders_nothing() {
 }
 
 #[test]
+fn a_cloudstack_release_or_headlamp_version_that_changed_is_named() {
+    let mut b = lock();
+    b.request.cloudstack = Some("4.23".into());
+    b.request.headlamp = Some("0.40.1".into());
+    let report = compare(&side(&lock()), &side(&b));
+    let names: Vec<&str> = report.versions.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["headlamp", "cloudstack"]);
+    let text = render(&report);
+    assert!(text.contains("+ cloudstack: 4.23"), "{text}");
+}
+
+#[test]
 fn versions_images_and_files_are_named_per_arch() {
     let mut b = lock();
     b.autoscaler.version = "1.33.1".into();
