@@ -520,4 +520,21 @@ mod tests {
         let err = merge(Some(("c.yaml".into(), file)), Network::default()).unwrap_err();
         assert!(err.to_string().contains("jobs"), "{err}");
     }
+
+    #[test]
+    fn a_cloudstack_release_reads_written_as_a_number_or_a_string_and_an_unknown_one_is_named() {
+        for text in ["cloudstack: 4.21\n", "cloudstack: \"4.21\"\n"] {
+            let file = Network::parse(text).unwrap();
+            let s = merge(Some(("c.yaml".into(), file)), Network::default()).unwrap();
+            assert_eq!(
+                s.cloudstack,
+                Some(crate::cloudstack::CloudStack::V4_21),
+                "{text}"
+            );
+        }
+        let file = Network::parse("cloudstack: 4.19\n").unwrap();
+        let err = merge(Some(("c.yaml".into(), file)), Network::default()).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("cloudstack") && msg.contains("4.19"), "{msg}");
+    }
 }
