@@ -143,7 +143,8 @@ pub struct ManArgs {
 /// `cks-iso resolve`.
 #[derive(Debug, Args)]
 pub struct ResolveArgs {
-    /// Kubernetes release, e.g. 1.33.1 or v1.33.1.
+    /// Kubernetes release, e.g. 1.33.1 or v1.33.1, or a label: stable-1.33, stable, 1.33 (for
+    /// stable-1.33), latest-1.33 (a final release only).
     #[arg(long, value_name = "VERSION")]
     pub kubernetes: String,
     /// Target architecture: amd64 (x86_64) or arm64 (aarch64).
@@ -250,6 +251,10 @@ pub struct VerifyArgs {
     /// The policy file the ISO was built with, for --signatures.
     #[arg(long, value_name = "FILE", requires = "signatures")]
     pub signature_policy: Option<PathBuf>,
+    /// The CloudStack release the ISO is for (4.20, 4.21, 4.22 or 4.23): check what its nodes
+    /// read [default: what every release from 4.20 on needs].
+    #[arg(long, value_name = "RELEASE")]
+    pub cloudstack: Option<String>,
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -360,12 +365,14 @@ pub struct PullArgs {
 }
 
 /// `cks-iso build`: flags, or upstream's positional form
-/// `OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION NETWORK_YAML DASHBOARD_YAML BUILD_NAME [ARCH] [ETCD_VERSION]`.
+/// `OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION NETWORK_YAML DASHBOARD_YAML|HEADLAMP_VERSION BUILD_NAME [ARCH] [ETCD_VERSION]`.
 #[derive(Debug, Args)]
 #[command(after_help = format!(
     "Positional form (drop-in for create-kubernetes-binaries-iso.sh):\n  \
     cks-iso build OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION NETWORK_YAML \
-    DASHBOARD_YAML BUILD_NAME [ARCH] [ETCD_VERSION]\n  \
+    DASHBOARD_YAML|HEADLAMP_VERSION BUILD_NAME [ARCH] [ETCD_VERSION]\n  \
+    Argument 6 is CloudStack 4.23's Headlamp version when it is digits and dots (0.40.1, \
+    v0.40.1) and no existing file; a URL or any other path is the dashboard manifest.\n  \
     {} and {} are read from the environment.",
     env::AUTOSCALER_VERSION.name, env::CCM_VERSION.name
 ))]
@@ -373,7 +380,8 @@ pub struct BuildArgs {
     /// Upstream's positional arguments (see below); cannot be mixed with the same flags.
     #[arg(value_name = "ARG", num_args = 0..=9)]
     pub positional: Vec<String>,
-    /// Kubernetes release, e.g. 1.33.1.
+    /// Kubernetes release, e.g. 1.33.1, or a label read from dl.k8s.io: stable-1.33, stable,
+    /// 1.33 (for stable-1.33), latest-1.33 (a final release only).
     #[arg(long, value_name = "VERSION")]
     pub kubernetes: Option<String>,
     /// The component versions.
@@ -389,8 +397,13 @@ pub struct BuildArgs {
     #[arg(long, value_name = "URL|FILE")]
     pub dashboard: Option<String>,
     /// Headlamp manifest (headlamp.yaml), optional: URL or local file.
-    #[arg(long, value_name = "URL|FILE")]
+    #[arg(long, value_name = "URL|FILE", conflicts_with = "headlamp_version")]
     pub headlamp: Option<String>,
+    /// Headlamp release (0.40.1, with or without v), as CloudStack 4.23 takes it: its
+    /// kubernetes-headlamp.yaml becomes headlamp.yaml, its image pinned to the release's tag;
+    /// --dashboard becomes optional.
+    #[arg(long, value_name = "VERSION")]
+    pub headlamp_version: Option<String>,
     /// Directory the ISOs are written to (created if missing) [default: .].
     #[arg(long, short, value_name = "DIR")]
     pub output: Option<PathBuf>,
@@ -409,6 +422,16 @@ pub struct BuildArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// The CloudStack release the ISOs are for (4.20, 4.21, 4.22 or 4.23): its ISO name,
+    /// dashboard or Headlamp manifest, etcd and CSI rules, recorded in versions.txt, the lock and
+    /// the SBOMs [default: config file, else what 4.22 and 4.23 both read, recording none; a
+    /// Headlamp version without --dashboard means 4.23].
+    #[arg(long, value_name = "RELEASE", env = env::CKS_ISO_CLOUDSTACK.name)]
+    pub cloudstack: Option<String>,
+    /// Where the ISOs will be served from (http or https): the registration line printed for
+    /// each ISO gets url=BASE/<iso> [default: a placeholder].
+    #[arg(long, value_name = "BASE")]
+    pub publish_url: Option<String>,
     /// Build exactly what this lock (or the lock inside this ISO) records: versions, file and
     /// manifest hashes, images by digest; --arch picks among its architectures.
     #[arg(long, value_name = "LOCK|ISO")]

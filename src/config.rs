@@ -20,6 +20,7 @@
 //! trusted-root: trusted_root.json  # Sigstore trust root instead of the embedded public-good one
 //! signature-policy: policy.yaml  # more signers (see `crate::signature::policy`)
 //! rekor-url: https://rekor.sigstore.dev  # where binaries' signatures are looked up
+//! cloudstack: "4.23"            # the CloudStack release `build` makes ISOs for
 //! ```
 //!
 //! Combining: a scalar flag replaces the file's value; a `--mirror` or `--registry-mirror` for a
@@ -155,6 +156,20 @@ pub struct Network {
     /// `CKS_ISO_REKOR_URL` come first.
     #[arg(skip)]
     pub rekor_url: Option<String>,
+    /// `cloudstack:`, the CloudStack release `build` makes ISOs for (`4.20` … `4.23`);
+    /// `--cloudstack` and `CKS_ISO_CLOUDSTACK` come first.
+    #[arg(skip)]
+    #[serde(default, deserialize_with = "release_text")]
+    pub cloudstack: Option<String>,
+}
+
+/// `cloudstack: 4.23` reads as a YAML number; take it as the text it was written as.
+fn release_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match Option::<serde_json::Value>::deserialize(d)? {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(s)) => Some(s),
+        Some(other) => Some(other.to_string()),
+    })
 }
 
 /// `--registry-mirror`'s `REGISTRY=URL`.
@@ -211,6 +226,8 @@ pub struct Settings {
     pub signature_policy: Option<PathBuf>,
     /// The file's Rekor URL (`--rekor-url` and `CKS_ISO_REKOR_URL` come first).
     pub rekor_url: Option<String>,
+    /// The file's CloudStack release (`--cloudstack` and `CKS_ISO_CLOUDSTACK` come first).
+    pub cloudstack: Option<crate::cloudstack::CloudStack>,
     /// The file the settings came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -257,7 +274,7 @@ impl ConfigError {
             Self::Parse { .. } => {
                 "known keys: mirrors, registry-mirrors, insecure-registries, ca-files, authfile, \
                  jobs, retries, connect-timeout, idle-timeout, signatures, trusted-root, \
-                 signature-policy, rekor-url (see \
+                 signature-policy, rekor-url, cloudstack (see \
                  README, Configuration file)"
                     .into()
             }
@@ -345,6 +362,12 @@ pub fn merge(file: Option<(PathBuf, Network)>, flags: Network) -> Result<Setting
         .map(str::parse::<Mode>)
         .transpose()
         .map_err(|reason| value(&origin, "signatures", reason))?;
+    let cloudstack = file
+        .cloudstack
+        .as_deref()
+        .map(crate::cloudstack::CloudStack::parse)
+        .transpose()
+        .map_err(|e| value(&origin, "cloudstack", e.to_string()))?;
     let mut ca_files = file.ca_files;
     ca_files.extend(flags.ca_files);
     let jobs_adaptive = flags.jobs.or(file.jobs).is_none();
@@ -404,6 +427,7 @@ pub fn merge(file: Option<(PathBuf, Network)>, flags: Network) -> Result<Setting
         trusted_root: file.trusted_root,
         signature_policy: file.signature_policy,
         rekor_url: file.rekor_url,
+        cloudstack,
         source,
     })
 }
@@ -496,5 +520,22 @@ mod tests {
         let file = Network::parse("jobs: 0\n").unwrap();
         let err = merge(Some(("c.yaml".into(), file)), Network::default()).unwrap_err();
         assert!(err.to_string().contains("jobs"), "{err}");
+    }
+
+    #[test]
+    fn a_cloudstack_release_reads_written_as_a_number_or_a_string_and_an_unknown_one_is_named() {
+        for text in ["cloudstack: 4.21\n", "cloudstack: \"4.21\"\n"] {
+            let file = Network::parse(text).unwrap();
+            let s = merge(Some(("c.yaml".into(), file)), Network::default()).unwrap();
+            assert_eq!(
+                s.cloudstack,
+                Some(crate::cloudstack::CloudStack::V4_21),
+                "{text}"
+            );
+        }
+        let file = Network::parse("cloudstack: 4.19\n").unwrap();
+        let err = merge(Some(("c.yaml".into(), file)), Network::default()).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("cloudstack") && msg.contains("4.19"), "{msg}");
     }
 }

@@ -102,6 +102,12 @@ pub const CKS_ISO_SIGNATURES: Var = Var {
     about: "`off`, `verify` or `enforce`: how `build` treats Sigstore signatures of registry.k8s.io images and dl.k8s.io binaries when --signatures is not given",
 };
 
+/// The CloudStack release `build` makes ISOs for, when `--cloudstack` is not given (read by clap).
+pub const CKS_ISO_CLOUDSTACK: Var = Var {
+    name: "CKS_ISO_CLOUDSTACK",
+    about: "the CloudStack release (`4.20`, `4.21`, `4.22` or `4.23`) `build` makes ISOs for when --cloudstack is not given; the configuration file's `cloudstack:` comes after it",
+};
+
 /// The Rekor server `build` asks for dl.k8s.io binaries' log entries (read by clap).
 pub const CKS_ISO_REKOR_URL: Var = Var {
     name: "CKS_ISO_REKOR_URL",
@@ -117,6 +123,7 @@ pub const ALL: &[Var] = &[
     CCM_VERSION,
     CKS_ISO_CONFIG,
     CKS_ISO_SIGNATURES,
+    CKS_ISO_CLOUDSTACK,
     CKS_ISO_REKOR_URL,
     HTTPS_PROXY,
     HTTP_PROXY,

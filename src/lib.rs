@@ -37,6 +37,7 @@ pub use cks_iso_iso9660 as iso;
 pub use cks_iso_oci::{archive, image};
 pub mod cache;
 pub mod cli;
+pub mod cloudstack;
 pub mod config;
 pub mod diff;
 pub mod env;

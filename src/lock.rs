@@ -17,8 +17,11 @@
 //!   "epoch": 1700000000,                      SOURCE_DATE_EPOCH of the ISOs
 //!   "request": {
 //!     "kubernetes": "1.33.1", "arches": ["amd64", "arm64"],
+//!     "kubernetes_label": "stable-1.33",       only from a label, only with --lock-file
 //!     "cni": "1.6.2", "crictl": "1.33.0", "etcd": null | "3.5.21",
 //!     "csi": null | "v3.0.0", "ccm": "v1.2.0", "autoscaler": "1.33.4",
+//!     "headlamp": "0.40.1",                   only with a Headlamp version
+//!     "cloudstack": "4.23",                   only when built for one CloudStack release
 //!     "volume_id": "CDROM", "name": "setup-v1.33.1"
 //!   },
 //!   "autoscaler": { "version": "1.33.4", "tag": "cluster-autoscaler-1.33.4",
@@ -90,6 +93,11 @@ pub struct Lock {
 pub struct Request {
     /// Kubernetes release, without `v`.
     pub kubernetes: String,
+    /// The version label the release was read from (`stable-1.33`), when one was given; only in
+    /// the run's lock (`--lock-file`): an ISO's own lock leaves it out, so that the ISO is the one
+    /// the release itself builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_label: Option<String>,
     /// Architectures, sorted.
     pub arches: Vec<String>,
     /// CNI plugins, without `v`.
@@ -104,6 +112,14 @@ pub struct Request {
     pub ccm: String,
     /// Autoscaler release.
     pub autoscaler: String,
+    /// The Headlamp release (without `v`) whose manifest is `headlamp.yaml`, its image pinned;
+    /// absent when none was given (locks written before it read the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headlamp: Option<String>,
+    /// The CloudStack release the ISOs are for (`4.23`), when one was given or implied; absent
+    /// otherwise (locks written before it read the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloudstack: Option<String>,
     /// The ISO's volume ID.
     pub volume_id: String,
     /// The ISO name before `-<uname>.iso`.

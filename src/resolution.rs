@@ -84,6 +84,9 @@ impl ResolutionError {
 pub struct Resolution {
     /// Kubernetes release, without `v`.
     pub kubernetes: String,
+    /// The version label (`stable-1.33`) the release was read from, when one was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kubernetes_label: Option<String>,
     /// Target architecture.
     pub arch: Arch,
     /// The resolved versions.
@@ -375,6 +378,7 @@ pub async fn resolve(
         .collect();
     Ok(Resolution {
         kubernetes: p.kube.to_string(),
+        kubernetes_label: None,
         arch: p.arch,
         versions: Versions {
             autoscaler: choice.version.to_string(),

@@ -11,6 +11,7 @@
 //! autoscaler 1.33.6
 //! ccm v1.2.0
 //! csi-driver v3.0.0                 (only when the CSI manifests are bundled)
+//! cloudstack 4.23                   (only when built for one CloudStack release)
 //! file <path> sha256:<hex> <source URL or builtin:…>
 //! image <full name> sha256:<hex> docker/<archive>.tar
 //! ```
@@ -67,6 +68,8 @@ pub struct Versions {
     pub ccm: String,
     /// `v3.0.0`, when the CSI manifests are bundled.
     pub csi_driver: Option<String>,
+    /// The CloudStack release the ISO was built for (`4.23`), when one was given or implied.
+    pub cloudstack: Option<String>,
     /// Files, in ISO path order.
     pub files: Vec<FileRecord>,
     /// Images, in name order.
@@ -109,6 +112,9 @@ impl Versions {
         kv("ccm", &self.ccm);
         if let Some(csi) = &self.csi_driver {
             kv("csi-driver", csi);
+        }
+        if let Some(cloudstack) = &self.cloudstack {
+            kv("cloudstack", cloudstack);
         }
         let mut files = self.files.clone();
         files.sort_by(|a, b| a.path.cmp(&b.path));
@@ -156,6 +162,7 @@ impl Versions {
                 "autoscaler" => v.autoscaler = one(&fields)?,
                 "ccm" => v.ccm = one(&fields)?,
                 "csi-driver" => v.csi_driver = Some(one(&fields)?),
+                "cloudstack" => v.cloudstack = Some(one(&fields)?),
                 "file" => match fields[..] {
                     [_, path, digest, source] => v.files.push(FileRecord {
                         path: path.to_owned(),
@@ -264,6 +271,7 @@ mod tests {
             autoscaler: "1.33.6".into(),
             ccm: "v1.2.0".into(),
             csi_driver: Some("v3.0.0".into()),
+            cloudstack: None,
             files: vec![
                 FileRecord {
                     path: "k8s/kubelet".into(),

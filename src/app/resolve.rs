@@ -3,28 +3,67 @@
 use std::fmt::Write as _;
 
 use super::{AppError, net};
+use crate::cache::Cache;
 use crate::cli::{ResolveArgs, VersionArgs};
+use crate::config::Settings;
 use crate::fetch::build_client;
 use crate::resolution::{Given, Partial, Resolution, resolve};
 use crate::resolve::KubeVersion;
 use crate::resolve::version::check_supported;
 use crate::ui::Ui;
 use crate::upstream::Arch;
+use crate::upstream::label::{self, LabelError};
+
+impl From<LabelError> for AppError {
+    fn from(err: LabelError) -> Self {
+        let hint = err.hint();
+        Self::failure(err, hint)
+    }
+}
+
+/// When `text` is a version label (`stable-1.33`, or `1.33` for it), the release it names, read
+/// through the mirrors of `settings` (kept in `cache`, and taken from there with `--offline`),
+/// logged with where it came from: `(label, release)`.
+pub(super) fn release_of_label(
+    text: &str,
+    settings: &Settings,
+    cache: Option<&Cache>,
+) -> Result<Option<(String, String)>, AppError> {
+    let Some(label) = label::label(text) else {
+        return Ok(None);
+    };
+    let runtime = net::runtime()?;
+    let version = runtime.block_on(async {
+        let client = build_client(&settings.http)?;
+        let fetcher = net::fetcher(&client, settings, cache, &());
+        Ok::<_, AppError>(label::resolve_label(&fetcher, &label).await?)
+    })?;
+    tracing::info!(
+        "{label} is Kubernetes v{version} ({})",
+        label::label_url(&label)
+    );
+    Ok(Some((label, version.to_string())))
+}
 
 /// Resolves and prints.
 pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
-    let kube: KubeVersion = args.kubernetes.parse()?;
+    let settings = net::settings(args.net)?;
+    let labelled = release_of_label(&args.kubernetes, &settings, None)?;
+    let text = labelled
+        .as_ref()
+        .map_or(args.kubernetes.as_str(), |l| l.1.as_str());
+    let kube: KubeVersion = text.parse()?;
     check_supported(&kube)?;
     let arch = Arch::parse(&args.arch).map_err(|_| AppError::unknown_arch(&args.arch))?;
     let json = args.json;
     let partial = Partial::new(kube, arch, given(&args.versions))?;
-    let settings = net::settings(args.net)?;
     let runtime = net::runtime()?;
-    let resolution = runtime.block_on(async {
+    let mut resolution = runtime.block_on(async {
         let client = build_client(&settings.http)?;
         let fetcher = net::fetcher(&client, &settings, None, &());
         Ok::<_, AppError>(resolve(partial, &client, &fetcher).await?)
     })?;
+    resolution.kubernetes_label = labelled.map(|l| l.0);
     for warning in &resolution.warnings {
         tracing::warn!("{warning}");
     }
@@ -59,9 +98,12 @@ fn table(r: &Resolution) -> String {
     let mut row = |k: &str, val: String| {
         let _ = writeln!(out, "{k:<16} {val}");
     };
+    let from = r.kubernetes_label.as_ref().map_or(String::new(), |l| {
+        format!(", from {l} ({})", label::label_url(l))
+    });
     row(
         "Kubernetes",
-        format!("v{} ({}, {})", r.kubernetes, r.arch, r.arch.uname()),
+        format!("v{} ({}, {}){from}", r.kubernetes, r.arch, r.arch.uname()),
     );
     row(
         "autoscaler",

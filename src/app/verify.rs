@@ -18,9 +18,16 @@ pub fn run(args: VerifyArgs) -> Result<(), AppError> {
         }),
         false => None,
     };
+    let cloudstack = match &args.cloudstack {
+        Some(text) => {
+            Some(crate::cloudstack::CloudStack::parse(text).map_err(|e| AppError::usage(e, None))?)
+        }
+        None => None,
+    };
     let expect = Expect {
         volume_id: args.volume_id,
         signatures,
+        cloudstack,
     };
     let mut reports = Vec::new();
     for iso in &args.isos {

@@ -78,7 +78,7 @@ pub fn run(args: VerifyBundleArgs) -> Result<(), AppError> {
         };
         AppError::failure(anyhow::Error::new(err), Some(hint.into()))
     })?;
-    println!(
+    crate::outln!(
         "verified {shown} (sha256:{}): signed by {} via {}, Rekor log index {}, integrated at {}",
         hex::encode(digest),
         verified.identity,

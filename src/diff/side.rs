@@ -10,7 +10,7 @@ use crate::lock::Lock;
 use crate::versions::Versions;
 
 /// The component versions a side may know, in the order the report lists them.
-pub(super) const VERSION_NAMES: [&str; 12] = [
+pub(super) const VERSION_NAMES: [&str; 14] = [
     "kubernetes",
     "cni",
     "crictl",
@@ -23,6 +23,8 @@ pub(super) const VERSION_NAMES: [&str; 12] = [
     "kubeadm-etcd",
     "kubeadm-coredns",
     "kubeadm-source",
+    "headlamp",
+    "cloudstack",
 ];
 
 /// The build facts a side may know, in report order.
@@ -74,6 +76,8 @@ impl Side {
         put("kubeadm-etcd", Some(lock.kubeadm.etcd.clone()));
         put("kubeadm-coredns", Some(lock.kubeadm.coredns.clone()));
         put("kubeadm-source", Some(lock.kubeadm.source.clone()));
+        put("headlamp", r.headlamp.clone());
+        put("cloudstack", r.cloudstack.clone());
         // A lock made without listing the tags has no commit: unknown, not absent.
         if let Some(commit) = &lock.autoscaler.commit {
             put("autoscaler-commit", Some(commit.clone()));
@@ -125,6 +129,7 @@ impl Side {
         put("autoscaler", Some(versions.autoscaler.clone()));
         put("ccm", Some(versions.ccm.clone()));
         put("csi", versions.csi_driver.clone());
+        put("cloudstack", versions.cloudstack.clone());
         let mut arch = ArchSide::default();
         for f in &versions.files {
             if f.path.contains('/') {

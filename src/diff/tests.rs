@@ -37,6 +37,7 @@ fn lock() -> Lock {
         epoch: 1_700_000_000,
         request: Request {
             kubernetes: "1.33.1".into(),
+            kubernetes_label: None,
             arches: vec!["amd64".into(), "arm64".into()],
             cni: "1.6.2".into(),
             crictl: "1.33.0".into(),
@@ -44,6 +45,8 @@ fn lock() -> Lock {
             csi: Some("v3.0.0".into()),
             ccm: "v1.2.0".into(),
             autoscaler: "1.33.3".into(),
+            headlamp: None,
+            cloudstack: None,
             volume_id: "CDROM".into(),
             name: "setup-v1.33.1".into(),
         },
@@ -82,6 +85,18 @@ fn a_lock_is_identical_to_itself_and_renders_nothing() {
     let report = compare(&side(&lock()), &side(&lock()));
     assert!(report.identical, "{report:#?}");
     assert_eq!(render(&report), "");
+}
+
+#[test]
+fn a_cloudstack_release_or_headlamp_version_that_changed_is_named() {
+    let mut b = lock();
+    b.request.cloudstack = Some("4.23".into());
+    b.request.headlamp = Some("0.40.1".into());
+    let report = compare(&side(&lock()), &side(&b));
+    let names: Vec<&str> = report.versions.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["headlamp", "cloudstack"]);
+    let text = render(&report);
+    assert!(text.contains("+ cloudstack: 4.23"), "{text}");
 }
 
 #[test]
@@ -225,6 +240,7 @@ fn versions_txt_compares_with_a_lock_on_what_both_know() {
         autoscaler: "1.33.3".into(),
         ccm: "v1.2.0".into(),
         csi_driver: Some("v3.0.0".into()),
+        cloudstack: None,
         files: vec![
             FileRecord {
                 path: "k8s/kubeadm".into(),

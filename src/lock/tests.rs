@@ -37,6 +37,7 @@ fn sample() -> Lock {
         epoch: 1_700_000_000,
         request: Request {
             kubernetes: "1.33.1".into(),
+            kubernetes_label: None,
             arches: vec!["arm64".into(), "amd64".into()],
             cni: "1.6.2".into(),
             crictl: "1.33.0".into(),
@@ -44,6 +45,8 @@ fn sample() -> Lock {
             csi: Some("v3.0.0".into()),
             ccm: "v1.2.0".into(),
             autoscaler: "1.33.4".into(),
+            headlamp: None,
+            cloudstack: None,
             volume_id: "CDROM".into(),
             name: "setup-v1.33.1".into(),
         },

@@ -153,7 +153,7 @@ pub fn pull_if_not_present(text: &str) -> (String, usize) {
 }
 
 /// The value of an `imagePullPolicy:` line, after the key.
-struct PolicyValue<'a> {
+pub(super) struct PolicyValue<'a> {
     /// Byte offset of the value (its opening quote, if any) after the key; 0 when there is none.
     start: usize,
     /// Its length in bytes, quotes included.
@@ -161,10 +161,10 @@ struct PolicyValue<'a> {
     /// `"`, `'` or empty.
     quote: &'static str,
     /// The value without quotes.
-    unquoted: &'a str,
+    pub(super) unquoted: &'a str,
 }
 
-fn policy_value(after_key: &str) -> PolicyValue<'_> {
+pub(super) fn policy_value(after_key: &str) -> PolicyValue<'_> {
     let lead = after_key.len() - after_key.trim_start().len();
     let v = &after_key[lead..];
     for quote in ["\"", "'"] {
@@ -247,7 +247,7 @@ pub fn split_joined_separators(text: &str) -> String {
 }
 
 /// The line ending `text` uses: `\r\n` when its first line ends so, else `\n`.
-fn newline(text: &str) -> &'static str {
+pub(super) fn newline(text: &str) -> &'static str {
     match text.split_once('\n') {
         Some((first, _)) if first.ends_with('\r') => "\r\n",
         _ => "\n",

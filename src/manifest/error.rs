@@ -39,6 +39,19 @@ pub enum ManifestError {
         /// Their 1-based line numbers.
         lines: Vec<usize>,
     },
+    /// A container would still be pulled `Always`: written where the text edit cannot reach it.
+    #[error(
+        "{name}: the container(s) of {} have no imagePullPolicy and an untagged or :latest \
+         image, so Kubernetes pulls them Always and an air-gapped node never starts them; \
+         cks-iso inserts the policy only in block-style YAML",
+        images.join(", ")
+    )]
+    PullAlways {
+        /// The manifest.
+        name: String,
+        /// The images, as written.
+        images: Vec<String>,
+    },
 }
 
 fn lines_note(lines: &[usize]) -> String {
@@ -66,6 +79,11 @@ impl ManifestError {
             }
             Self::ImageCount { .. } => {
                 "the upstream manifest changed shape; pin another version, or report it so the pin rule can follow".into()
+            }
+            Self::PullAlways { .. } => {
+                "give those containers `imagePullPolicy: IfNotPresent` (or a fixed tag) in the \
+                 manifest, or write them in block style"
+                    .into()
             }
             Self::Yaml { .. } | Self::NotObject { .. } => {
                 "check that the URL or file is the manifest itself, not a listing or an error page".into()

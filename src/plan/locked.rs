@@ -47,9 +47,14 @@ pub fn locked(
         super::name::check(name, "--name")?;
     }
     let r = &lock.request;
+    // The label the lock was resolved from repeats it; it is never read again.
+    let kubernetes = flags.kubernetes.filter(|k| {
+        crate::upstream::label::label(k)
+            .is_none_or(|l| Some(l.as_str()) != r.kubernetes_label.as_deref())
+    });
     same(
         "--kubernetes",
-        flags.kubernetes.map(|v| bare_version(&v)),
+        kubernetes.map(|v| bare_version(&v)),
         &r.kubernetes,
     )?;
     same("--cni", flags.cni.map(|v| bare_version(&v)), &r.cni)?;
@@ -121,15 +126,24 @@ pub fn locked(
         manifest(&lock, "network.yaml", "--network", flags.network)?.ok_or(PlanError::Missing {
             what: "network.yaml in the lock",
         })?;
-    let dashboard = manifest(&lock, "dashboard.yaml", "--dashboard", flags.dashboard)?.ok_or(
-        PlanError::Missing {
+    let dashboard = manifest(&lock, "dashboard.yaml", "--dashboard", flags.dashboard)?;
+    if dashboard.is_none() && r.headlamp.is_none() {
+        return Err(PlanError::Missing {
             what: "dashboard.yaml in the lock",
-        },
+        });
+    }
+    same_opt(
+        "--headlamp-version",
+        flags
+            .headlamp_version
+            .map(|v| super::headlamp_version(&v).unwrap_or(v)),
+        r.headlamp.as_deref(),
     )?;
     let headlamp = manifest(&lock, "headlamp.yaml", "--headlamp", flags.headlamp)?;
     Ok(Locked {
         request: Request {
             kubernetes: r.kubernetes.clone(),
+            kubernetes_label: r.kubernetes_label.clone(),
             arches,
             cni: Some(r.cni.clone()),
             crictl: Some(r.crictl.clone()),
@@ -137,8 +151,13 @@ pub fn locked(
             network,
             dashboard,
             headlamp,
+            headlamp_version: r.headlamp.clone(),
             output: flags.output.unwrap_or_else(|| PathBuf::from(".")),
             name: flags.name.unwrap_or_else(|| r.name.clone()),
+            cloudstack: r
+                .cloudstack
+                .as_deref()
+                .and_then(|c| crate::cloudstack::CloudStack::parse(c).ok()),
         },
         lock,
         volume_id,

@@ -17,6 +17,12 @@ pub enum Role {
     Dashboard,
     /// The optional Headlamp manifest (`headlamp.yaml`): only the pull policy changes.
     Headlamp,
+    /// A Headlamp release's own manifest (`headlamp.yaml`): its one image, `:latest` upstream,
+    /// pinned to the release's tag.
+    HeadlampRelease {
+        /// [`super::headlamp_image`].
+        image: String,
+    },
     /// The autoscaler example: its one image pinned to this image, extra RBAC appended.
     Autoscaler {
         /// [`autoscaler_image`].
@@ -39,7 +45,7 @@ impl Role {
         match self {
             Self::Network => "network",
             Self::Dashboard => "dashboard",
-            Self::Headlamp => "headlamp",
+            Self::Headlamp | Self::HeadlampRelease { .. } => "headlamp",
             Self::Autoscaler { .. } => "autoscaler",
             Self::Provider { .. } => "provider",
             Self::Csi => "csi",
@@ -92,10 +98,20 @@ pub fn manifests(request: &Request, pins: &Pins) -> Vec<Taken> {
             }
         })
         .collect();
+    let headlamp = match &request.headlamp_version {
+        Some(version) => Role::HeadlampRelease {
+            image: super::headlamp_image(version),
+        },
+        None => Role::Headlamp,
+    };
     let given = [
         ("network.yaml", Some(&request.network), Role::Network),
-        ("dashboard.yaml", Some(&request.dashboard), Role::Dashboard),
-        ("headlamp.yaml", request.headlamp.as_ref(), Role::Headlamp),
+        (
+            "dashboard.yaml",
+            request.dashboard.as_ref(),
+            Role::Dashboard,
+        ),
+        ("headlamp.yaml", request.headlamp.as_ref(), headlamp),
     ];
     for (dest, source, role) in given {
         if let Some(source) = source {

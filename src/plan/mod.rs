@@ -6,11 +6,15 @@
 mod locked;
 mod manifests;
 pub mod name;
+mod pause;
+mod profile;
 
 use std::path::PathBuf;
 
 pub use locked::{Extra, Locked, locked};
 pub use manifests::{Role, Taken, autoscaler_image, manifests, not_taken, provider_image};
+pub use pause::{PauseConflict, is_pause, one_pause};
+pub use profile::{Profile, iso_name, profile};
 
 use crate::image::Reference;
 use crate::manifest::{self, ManifestError};
@@ -91,12 +95,67 @@ pub enum PlanError {
         /// What was given.
         given: String,
     },
-    /// CloudStack 4.23's script form: argument 6 is a Headlamp version, not a dashboard manifest.
+    /// Positional argument 6 reads both as a Headlamp version and as an existing file.
     #[error(
-        "positional argument 6 is {given:?}, a Headlamp version as CloudStack 4.23's script takes \
-         it; cks-iso takes DASHBOARD_YAML (a URL or a file) there, and the Headlamp manifest itself \
-         with --headlamp"
+        "positional argument 6 is {given:?}, which reads both as a Headlamp version (CloudStack \
+         4.23's form, building headlamp.yaml from Headlamp's v{version} release) and as the \
+         dashboard manifest file {given:?} (the form of CloudStack 4.22 and before), which exists"
     )]
+    Ambiguous {
+        /// What was given.
+        given: String,
+        /// The version it would be, without `v`.
+        version: String,
+    },
+    /// A release that applies `dashboard.yaml` at every cluster create, without one.
+    #[error(
+        "CloudStack {cloudstack} applies dashboard.yaml at every cluster create and upgrade and \
+         waits for its pod, but this build has no dashboard manifest"
+    )]
+    DashboardRequired {
+        /// The release.
+        cloudstack: crate::cloudstack::CloudStack,
+    },
+    /// CloudStack 4.20 names the ISO without its arch: two arches would write one file.
+    #[error(
+        "CloudStack {cloudstack}'s script names the ISO {name}.iso, without its architecture, so \
+         two --arch would write the same file"
+    )]
+    OneIsoName {
+        /// The release.
+        cloudstack: crate::cloudstack::CloudStack,
+        /// The ISO name.
+        name: String,
+    },
+    /// etcd on an arm64 ISO for a release whose etcd nodes read only the amd64 archive.
+    #[error(
+        "CloudStack {cloudstack} etcd nodes extract only etcd/etcd-linux-amd64.tar.gz, whatever \
+         their architecture, so the arm64 ISO's etcd/etcd-linux-arm64.tar.gz would give them \
+         nothing to install"
+    )]
+    EtcdArm64 {
+        /// The release.
+        cloudstack: crate::cloudstack::CloudStack,
+    },
+    /// The positional form's BUILD_NAME (argument 7) is an architecture.
+    #[error(
+        "positional argument 7 is BUILD_NAME, but {given:?} is an architecture (ARCH is argument 8)"
+    )]
+    ArchAsName {
+        /// What was given.
+        given: String,
+    },
+    /// The positional form's ARCH (argument 8) is a version.
+    #[error(
+        "positional argument 8 is ARCH, but {given:?} is a version (ETCD_VERSION is argument 9, \
+         after ARCH)"
+    )]
+    VersionAsArch {
+        /// What was given.
+        given: String,
+    },
+    /// A Headlamp version that is not `X.Y[.Z…]`.
+    #[error("--headlamp-version {given:?} is not a Headlamp release such as 0.40.1")]
     HeadlampVersion {
         /// What was given.
         given: String,
@@ -111,14 +170,28 @@ fn setting(flag: &str, given: &str) -> String {
     }
 }
 
-/// `0.40.1` or `v0.40.1`: what CloudStack 4.23's script takes as its sixth argument.
-fn is_version(text: &str) -> bool {
-    let digits = text.strip_prefix('v').unwrap_or(text);
+/// `0.40.1` or `v0.40.1` without its one leading `v`: what CloudStack 4.23's script takes as its
+/// sixth argument; `None` when `text` is no such version.
+pub fn headlamp_version(text: &str) -> Option<String> {
+    let digits = text.trim().strip_prefix('v').unwrap_or(text.trim());
     let parts: Vec<&str> = digits.split('.').collect();
-    parts.len() >= 2
+    (parts.len() >= 2
         && parts
             .iter()
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
+    .then(|| digits.to_owned())
+}
+
+/// The manifest a Headlamp release publishes, as CloudStack 4.23's script builds its URL.
+pub fn headlamp_url(version: &str) -> String {
+    format!(
+        "https://raw.githubusercontent.com/kubernetes-sigs/headlamp/v{version}/kubernetes-headlamp.yaml"
+    )
+}
+
+/// The image a Headlamp release's manifest is pinned to (it names `:latest`).
+pub fn headlamp_image(version: &str) -> String {
+    format!("ghcr.io/headlamp-k8s/headlamp:v{version}")
 }
 
 impl PlanError {
@@ -135,15 +208,36 @@ impl PlanError {
             Self::LocalManifest { .. } => {
                 "the file must hash to what the lock records; a changed file is reported".into()
             }
-            Self::HeadlampVersion { .. } => "give a dashboard manifest as argument 6 and the \
-                Headlamp manifest with --headlamp URL|FILE (the URL the 4.23 script builds from the \
-                version no longer exists upstream), e.g. cks-iso build OUTPUT_PATH 1.33.1 1.6.2 \
-                1.33.0 NETWORK_YAML DASHBOARD_YAML setup-v1.33.1 amd64 --headlamp \
-                https://example.org/headlamp.yaml"
+            Self::Ambiguous { given, version } => format!(
+                "for the Headlamp version write --headlamp-version {version} (and no argument 6 \
+                 …) or rename the file; for the file write ./{given}"
+            ),
+            Self::DashboardRequired { .. } => "give --dashboard URL|FILE (a Headlamp version \
+                alone builds an ISO for CloudStack 4.23 only), or build for --cloudstack 4.23"
                 .into(),
+            Self::OneIsoName { .. } => {
+                "build one --arch per run (with its own --output or --name), or for --cloudstack \
+                 4.21 or later, whose ISO names end in -x86_64/-aarch64"
+                    .into()
+            }
+            Self::EtcdArm64 { .. } => "build the ISO for etcd nodes for amd64, and leave --etcd \
+                out of the arm64 build"
+                .into(),
+            Self::ArchAsName { given } => format!(
+                "the order is OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION \
+                 NETWORK_YAML DASHBOARD_YAML BUILD_NAME ARCH [ETCD_VERSION]: put a name before \
+                 {given:?}, e.g. … setup-v1.33.1 {given}"
+            ),
+            Self::VersionAsArch { given } => format!(
+                "the order is … BUILD_NAME ARCH ETCD_VERSION: give the architecture before the \
+                 etcd version, e.g. … setup-v1.33.1 amd64 {given}"
+            ),
+            Self::HeadlampVersion { .. } => {
+                "give the release without anything else, e.g. --headlamp-version 0.40.1".into()
+            }
             _ => "cks-iso build --kubernetes 1.33.1 --network URL --dashboard URL [--arch arm64]…, or \
                   upstream's form: OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION \
-                  NETWORK_YAML DASHBOARD_YAML BUILD_NAME [ARCH] [ETCD_VERSION]"
+                  NETWORK_YAML DASHBOARD_YAML|HEADLAMP_VERSION BUILD_NAME [ARCH] [ETCD_VERSION]"
                 .into(),
         })
     }
@@ -154,6 +248,8 @@ impl PlanError {
 pub struct Request {
     /// Kubernetes release as given.
     pub kubernetes: String,
+    /// The version label (`stable-1.33`) the release was read from, when one was given.
+    pub kubernetes_label: Option<String>,
     /// Architectures, each once, in the order given.
     pub arches: Vec<Arch>,
     /// CNI plugins release, if given.
@@ -164,14 +260,19 @@ pub struct Request {
     pub etcd: Option<String>,
     /// `network.yaml`.
     pub network: Source,
-    /// `dashboard.yaml`.
-    pub dashboard: Source,
-    /// `headlamp.yaml`, optional.
+    /// `dashboard.yaml`; absent only when a Headlamp version is given.
+    pub dashboard: Option<Source>,
+    /// `headlamp.yaml`, optional: a manifest given, or the release manifest of
+    /// [`Request::headlamp_version`].
     pub headlamp: Option<Source>,
+    /// The Headlamp release (`0.40.1`, no `v`) whose manifest is `headlamp.yaml`, its image pinned.
+    pub headlamp_version: Option<String>,
     /// Output directory.
     pub output: PathBuf,
     /// ISO name before `-<uname>.iso`.
     pub name: String,
+    /// The CloudStack release the ISO is for, given or implied ([`profile`]).
+    pub cloudstack: Option<crate::cloudstack::CloudStack>,
 }
 
 /// The flags of `build` that the positional form can also set.
@@ -193,6 +294,8 @@ pub struct Flags {
     pub dashboard: Option<String>,
     /// `--headlamp`.
     pub headlamp: Option<String>,
+    /// `--headlamp-version`.
+    pub headlamp_version: Option<String>,
     /// `--output`.
     pub output: Option<PathBuf>,
     /// `--name`.
@@ -211,15 +314,50 @@ fn merge<T>(
 }
 
 /// Combines upstream's positional form with the flags.
+///
+/// Argument 6 is CloudStack 4.23's Headlamp version when it reads as one (`0.40.1`, `v0.40.1`:
+/// digits and dots) and is no existing file; a URL or any other text is 4.22's dashboard
+/// manifest. A version that also names an existing file is ambiguous: a usage error.
 pub fn request(positional: &[String], flags: Flags) -> Result<Request, PlanError> {
+    request_in(positional, flags, &|p| std::path::Path::new(p).exists())
+}
+
+/// [`request`], with `exists` telling whether a local file is there.
+pub fn request_in(
+    positional: &[String],
+    flags: Flags,
+    exists: &dyn Fn(&str) -> bool,
+) -> Result<Request, PlanError> {
     if !positional.is_empty() && !(7..=9).contains(&positional.len()) {
         return Err(PlanError::Positional {
             count: positional.len(),
         });
     }
     let at = |i: usize| positional.get(i).filter(|s| !s.is_empty()).cloned();
-    if let Some(given) = at(5).filter(|a| is_version(a)) {
-        return Err(PlanError::HeadlampVersion { given });
+    let (slot_dashboard, slot_headlamp) = match at(5) {
+        Some(given) if given.contains("://") => (Some(given), None),
+        Some(given) => match headlamp_version(&given) {
+            Some(version) if exists(&given) => {
+                return Err(PlanError::Ambiguous { given, version });
+            }
+            Some(version) => (None, Some(version)),
+            None => (Some(given), None),
+        },
+        None => (None, None),
+    };
+    let flag_version = match flags.headlamp_version {
+        Some(given) => Some(headlamp_version(&given).ok_or(PlanError::HeadlampVersion { given })?),
+        None => None,
+    };
+    let headlamp_version = merge(
+        "HEADLAMP_VERSION / --headlamp-version",
+        slot_headlamp,
+        flag_version,
+    )?;
+    if headlamp_version.is_some() && flags.headlamp.is_some() {
+        return Err(PlanError::Twice {
+            what: "headlamp.yaml (--headlamp and a Headlamp version)",
+        });
     }
     let output = merge(
         "OUTPUT_PATH / --output",
@@ -235,16 +373,30 @@ pub fn request(positional: &[String], flags: Flags) -> Result<Request, PlanError
     let crictl = merge("CRICTL_VERSION / --crictl", at(3), flags.crictl)?;
     let network = merge("NETWORK_YAML / --network", at(4), flags.network)?
         .ok_or(PlanError::Missing { what: "--network" })?;
-    let dashboard = merge("DASHBOARD_YAML / --dashboard", at(5), flags.dashboard)?.ok_or(
-        PlanError::Missing {
-            what: "--dashboard",
-        },
+    let dashboard = merge(
+        "DASHBOARD_YAML / --dashboard",
+        slot_dashboard,
+        flags.dashboard,
     )?;
     let name_field = if at(6).is_some() {
         "BUILD_NAME"
     } else {
         "--name"
     };
+    if dashboard.is_none() && headlamp_version.is_none() {
+        return Err(PlanError::Missing {
+            what: "--dashboard (or --headlamp-version)",
+        });
+    }
+    // The mistakes of the 4.22 documentation's arm64 and etcd examples.
+    if let Some(given) = at(6).filter(|n| Arch::parse(n).is_ok()) {
+        return Err(PlanError::ArchAsName { given });
+    }
+    if let Some(given) =
+        at(7).filter(|a| Arch::parse(a).is_err() && self::headlamp_version(a).is_some())
+    {
+        return Err(PlanError::VersionAsArch { given });
+    }
     let name = merge("BUILD_NAME / --name", at(6), flags.name)?;
     if let Some(name) = &name {
         name::check(name, name_field)?;
@@ -262,17 +414,24 @@ pub fn request(positional: &[String], flags: Flags) -> Result<Request, PlanError
         }
     }
     let bare = kubernetes.trim().trim_start_matches('v').to_owned();
+    let headlamp = match &headlamp_version {
+        Some(version) => Some(Source::Url(headlamp_url(version))),
+        None => flags.headlamp.as_deref().map(Source::parse),
+    };
     Ok(Request {
         name: name.unwrap_or_else(|| format!("setup-v{bare}")),
         kubernetes,
+        kubernetes_label: None,
         arches,
         cni,
         crictl,
         etcd,
         network: Source::parse(&network),
-        dashboard: Source::parse(&dashboard),
-        headlamp: flags.headlamp.as_deref().map(Source::parse),
+        dashboard: dashboard.as_deref().map(Source::parse),
+        headlamp,
+        headlamp_version,
         output: output.unwrap_or_else(|| PathBuf::from(".")),
+        cloudstack: None,
     })
 }
 
@@ -292,6 +451,17 @@ pub struct Edited {
     pub notes: Vec<String>,
     /// What was repaired in upstream's text (a joined `---`), for a warning the user sees.
     pub warnings: Vec<String>,
+    /// Edits `versions.txt` records (as comments): the pull policies inserted.
+    pub edits: Vec<String>,
+}
+
+/// `3, 17`.
+fn join_lines(lines: &[usize]) -> String {
+    lines
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Applies the contract's edits to the manifest `name` and lists its images.
@@ -321,7 +491,12 @@ pub fn edit(name: &str, text: &str, role: &Role) -> Result<Edited, ManifestError
             text = manifest::pin_single_image(name, &text, image)?;
             notes.push(format!("image set to {image}"));
         }
-        Role::Network | Role::Dashboard | Role::Headlamp | Role::Csi | Role::Unit => {}
+        Role::Network
+        | Role::Dashboard
+        | Role::Headlamp
+        | Role::HeadlampRelease { .. }
+        | Role::Csi
+        | Role::Unit => {}
     }
     let (pulled, changed) = manifest::pull_if_not_present(&text);
     if changed > 0 {
@@ -329,90 +504,42 @@ pub fn edit(name: &str, text: &str, role: &Role) -> Result<Edited, ManifestError
             "{changed} imagePullPolicy line(s) set to IfNotPresent"
         ));
     }
+    let (pulled, inserted) = manifest::insert_if_not_present(&pulled);
+    let mut edits = Vec::new();
+    if !inserted.is_empty() {
+        let note = format!(
+            "imagePullPolicy: IfNotPresent inserted for {} container(s) with an untagged or \
+             :latest image (line(s) {})",
+            inserted.len(),
+            join_lines(&inserted)
+        );
+        notes.push(note.clone());
+        edits.push(note);
+    }
+    // The release manifest names `:latest`: its policy is inserted first, then the tag pinned.
+    let pulled = match role {
+        Role::HeadlampRelease { image } => {
+            let pinned = manifest::pin_single_image(name, &pulled, image)?;
+            notes.push(format!("image set to {image}"));
+            pinned
+        }
+        _ => pulled,
+    };
     let docs = manifest::check_yaml(name, &pulled)?;
+    let always = manifest::parsed_always(&docs);
+    if !always.is_empty() {
+        return Err(ManifestError::PullAlways {
+            name: name.to_owned(),
+            images: always,
+        });
+    }
     Ok(Edited {
         images: manifest::images(&docs),
         text: pulled,
         notes,
         warnings,
+        edits,
     })
-}
-
-/// Whether `image` is a pause image by the rule `verify` applies: the last component of its
-/// repository is `pause`. Nodes choose their sandbox image with `ctr images ls -q | grep pause |
-/// sort | tail -1`, so an ISO must hold exactly one.
-pub fn is_pause(image: &Reference) -> bool {
-    image.path().rsplit('/').next() == Some("pause")
-}
-
-/// A bundled manifest names another pause image than kubeadm's.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "{manifest} ({origin}){} names the pause image {theirs}, but kubeadm's is {kubeadm}: an ISO \
-     must hold exactly one pause image, and nodes pick their sandbox image with \
-     `ctr images ls -q | grep pause | sort | tail -1`, which would run {picked}",
-    line.map_or(String::new(), |l| format!(" line {l}"))
-)]
-pub struct PauseConflict {
-    /// The manifest's name in the ISO (`network.yaml`).
-    pub manifest: String,
-    /// Where it came from (URL or `file://…`).
-    pub origin: String,
-    /// The 1-based line naming the other pause image, when it is an `image:` line.
-    pub line: Option<usize>,
-    /// The manifest's pause image, normalised.
-    pub theirs: String,
-    /// kubeadm's pause image, normalised.
-    pub kubeadm: String,
-    /// The one `sort | tail -1` picks of the two.
-    pub picked: String,
-}
-
-impl PauseConflict {
-    /// What the user can do.
-    pub fn hint(&self) -> String {
-        format!(
-            "make {} name {} (kubeadm's for this Kubernetes release) or leave that image out of it",
-            self.manifest, self.kubeadm
-        )
-    }
-}
-
-/// Refuses a manifest that names a pause image other than kubeadm's, before anything is pulled.
-/// `manifests` yields each manifest's ISO name, origin and edited text with its images. Images
-/// that do not parse are left to [`image_set`] to report.
-pub fn one_pause<'a>(
-    kubeadm: &[&str],
-    manifests: impl IntoIterator<Item = (&'a str, &'a str, &'a Edited)>,
-) -> Result<(), Box<PauseConflict>> {
-    let normal = |text: &str| Reference::parse(text).ok();
-    let Some(want) = kubeadm.iter().filter_map(|t| normal(t)).find(is_pause) else {
-        return Ok(());
-    };
-    let want = want.to_string();
-    for (manifest, origin, edited) in manifests {
-        for image in &edited.images {
-            let Some(theirs) = normal(image).filter(is_pause).map(|r| r.to_string()) else {
-                continue;
-            };
-            if theirs == want {
-                continue;
-            }
-            let line = manifest::image_lines(&edited.text)
-                .into_iter()
-                .find(|(_, v)| normal(v).is_some_and(|r| r.to_string() == theirs))
-                .map(|(n, _)| n);
-            return Err(Box::new(PauseConflict {
-                manifest: manifest.to_owned(),
-                origin: origin.to_owned(),
-                line,
-                picked: want.clone().max(theirs.clone()),
-                theirs,
-                kubeadm: want,
-            }));
-        }
-    }
-    Ok(())
 }
 
 /// The images an ISO bundles: kubeadm's list and every manifest image, normalised like Docker,
@@ -432,188 +559,4 @@ pub fn image_set<'a>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pos(args: &[&str]) -> Vec<String> {
-        args.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn upstream_positional_form_maps_to_the_same_request_as_flags() {
-        let p = request(
-            &pos(&[
-                "out",
-                "1.33.1",
-                "1.6.2",
-                "1.33.0",
-                "net.yaml",
-                "https://x/d.yaml",
-                "setup-x",
-                "aarch64",
-                "3.5.21",
-            ]),
-            Flags::default(),
-        )
-        .unwrap();
-        let f = request(
-            &[],
-            Flags {
-                output: Some("out".into()),
-                kubernetes: Some("1.33.1".into()),
-                cni: Some("1.6.2".into()),
-                crictl: Some("1.33.0".into()),
-                network: Some("net.yaml".into()),
-                dashboard: Some("https://x/d.yaml".into()),
-                name: Some("setup-x".into()),
-                arches: vec!["arm64".into()],
-                etcd: Some("3.5.21".into()),
-                headlamp: None,
-            },
-        )
-        .unwrap();
-        assert_eq!(p, f);
-        assert_eq!(p.network, Source::File("net.yaml".into()));
-        assert_eq!(p.dashboard, Source::Url("https://x/d.yaml".into()));
-        assert_eq!(iso_file_name(&p.name, p.arches[0]), "setup-x-aarch64.iso");
-    }
-
-    #[test]
-    fn defaults_and_errors() {
-        let r = request(
-            &[],
-            Flags {
-                kubernetes: Some("v1.33.1".into()),
-                network: Some("n".into()),
-                dashboard: Some("d".into()),
-                ..Flags::default()
-            },
-        )
-        .unwrap();
-        assert_eq!(
-            (r.name.as_str(), r.arches.clone()),
-            ("setup-v1.33.1", vec![Arch::Amd64])
-        );
-        assert!(matches!(
-            request(&pos(&["a", "b"]), Flags::default()),
-            Err(PlanError::Positional { count: 2 })
-        ));
-        let twice = request(
-            &pos(&["o", "1.33.1", "1", "1", "n", "d", "x"]),
-            Flags {
-                kubernetes: Some("1.32.0".into()),
-                ..Flags::default()
-            },
-        );
-        assert!(matches!(twice, Err(PlanError::Twice { .. })));
-        let arch = request(
-            &[],
-            Flags {
-                kubernetes: Some("1".into()),
-                network: Some("n".into()),
-                dashboard: Some("d".into()),
-                arches: vec!["s390x".into()],
-                ..Flags::default()
-            },
-        );
-        assert!(matches!(arch, Err(PlanError::Arch { .. })));
-    }
-
-    #[test]
-    fn cloudstack_4_23_headlamp_version_in_argument_6_is_refused_showing_headlamp() {
-        let args = pos(&[
-            "out",
-            "1.33.1",
-            "1.6.2",
-            "1.33.0",
-            "https://x/net.yaml",
-            "0.40.1",
-            "setupheadlamp-v1.33.1",
-            "amd64",
-        ]);
-        let err = request(&args, Flags::default()).unwrap_err();
-        assert!(matches!(err, PlanError::HeadlampVersion { .. }), "{err}");
-        assert!(err.to_string().contains("\"0.40.1\""), "{err}");
-        assert!(err.hint().unwrap().contains("--headlamp URL|FILE"));
-        for dashboard in ["dash.yaml", "v2", "1.yaml", "https://x/2.7.0"] {
-            let mut ok = args.clone();
-            ok[5] = dashboard.into();
-            assert!(request(&ok, Flags::default()).is_ok(), "{dashboard}");
-        }
-    }
-
-    #[test]
-    fn autoscaler_gets_its_pin_rbac_and_pull_policy_and_keeps_placeholders() {
-        let text = "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - image: apache/cloudstack-kubernetes-autoscaler:latest\n          imagePullPolicy: Always\n          command:\n            - --nodes=<min>:<max>:<cluster-id>\n";
-        let image = "registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.6".to_owned();
-        let e = edit(
-            "autoscaler.yaml",
-            text,
-            &Role::Autoscaler {
-                image: image.clone(),
-            },
-        )
-        .unwrap();
-        assert_eq!(e.images, [image]);
-        assert!(e.text.contains("<min>:<max>:<cluster-id>"));
-        assert!(e.text.contains("imagePullPolicy: IfNotPresent") && !e.text.contains("Always"));
-        assert!(e.text.contains("name: cluster-autoscaler-extra"));
-    }
-
-    #[test]
-    fn joined_separators_are_split_and_reported() {
-        let text = "kind: A\nmetadata:\n  name: rbac.authorization.k8s.io---\nkind: B\nmetadata:\n  name: b\n";
-        let e = edit("manifest.yaml", text, &Role::Csi).unwrap();
-        assert!(e.warnings[0].contains("line 3 joins two documents"));
-        assert!(e.notes.is_empty(), "a repair is a warning, not a note");
-    }
-
-    #[test]
-    fn a_byte_order_mark_and_a_right_quoted_policy_leave_the_file_unchanged() {
-        let text = "\u{feff}---\nkind: Pod\nspec:\n  containers:\n  - image: busybox:1\n    imagePullPolicy: \"IfNotPresent\"\n";
-        let e = edit("network.yaml", text, &Role::Network).unwrap();
-        assert_eq!(e.text, text);
-        assert!(e.notes.is_empty(), "{:?}", e.notes);
-        assert_eq!(e.images, ["busybox:1"]);
-    }
-
-    #[test]
-    fn another_pause_tag_in_a_manifest_is_refused_naming_both_and_the_line() {
-        let kubeadm = [
-            "registry.k8s.io/kube-proxy:v1.33.1",
-            "registry.k8s.io/pause:3.10",
-        ];
-        let text = "kind: DaemonSet\nspec:\n  template:\n    spec:\n      containers:\n      - image: calico/node:v3\n      - name: sandbox\n        image: \"registry.k8s.io/pause:3.9\"\n";
-        let net = edit("network.yaml", text, &Role::Network).unwrap();
-        let err = one_pause(&kubeadm, [("network.yaml", "file:///n.yaml", &net)]).unwrap_err();
-        let msg = err.to_string();
-        for want in [
-            "network.yaml (file:///n.yaml) line 8",
-            "registry.k8s.io/pause:3.9",
-            "kubeadm's is registry.k8s.io/pause:3.10",
-            "which would run registry.k8s.io/pause:3.9",
-        ] {
-            assert!(msg.contains(want), "{want:?} not in {msg}");
-        }
-        assert!(err.hint().contains("registry.k8s.io/pause:3.10"));
-        // kubeadm's own pause, written short or long, and other images named like it are fine.
-        let same = "image: registry.k8s.io/pause:3.10\n---\nimage: rancher/mirrored-pause:3.6\n";
-        let same = edit("dashboard.yaml", same, &Role::Dashboard).unwrap();
-        assert!(one_pause(&kubeadm, [("dashboard.yaml", "u", &same)]).is_ok());
-    }
-
-    #[test]
-    fn image_set_normalises_and_deduplicates() {
-        let set = image_set([
-            "nginx",
-            "docker.io/library/nginx:latest",
-            "k8s.gcr.io/pause:3.2",
-        ])
-        .unwrap();
-        let names: Vec<String> = set.iter().map(ToString::to_string).collect();
-        assert_eq!(
-            names,
-            ["docker.io/library/nginx:latest", "k8s.gcr.io/pause:3.2"]
-        );
-    }
-}
+mod tests;

@@ -158,6 +158,9 @@ pub(super) fn render(inventory: &Inventory, iso: Option<&IsoFacts>) -> String {
         ],
         ..Component::default()
     };
+    if let Some(cloudstack) = &v.cloudstack {
+        main.properties.push(property("cloudstack", cloudstack));
+    }
     if let Some(iso) = iso {
         main.hashes = sha256(&iso.sha256);
         main.properties

@@ -136,8 +136,13 @@ impl Inventory<'_> {
 
     /// One line for the ISO's description.
     fn description(&self) -> String {
+        let release = self
+            .versions
+            .cloudstack
+            .as_ref()
+            .map_or(String::new(), |c| format!(", for CloudStack {c}"));
         format!(
-            "CloudStack Kubernetes Service binaries ISO: Kubernetes {}, linux/{}",
+            "CloudStack Kubernetes Service binaries ISO: Kubernetes {}, linux/{}{release}",
             self.versions.kubernetes, self.versions.arch
         )
     }
@@ -258,6 +263,7 @@ mod tests {
             autoscaler: "1.33.6".into(),
             ccm: "v1.2.0".into(),
             csi_driver: None,
+            cloudstack: None,
             files: vec![
                 file("network.yaml", "e", "file:///home/me/calico.yaml"),
                 file(

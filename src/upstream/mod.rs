@@ -11,6 +11,7 @@ pub mod checksum;
 pub mod content;
 mod error;
 pub mod get;
+pub mod label;
 
 pub use checksum::Checksum;
 pub use content::{Arch, Content};

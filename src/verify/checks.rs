@@ -7,6 +7,7 @@ use hadris_fs::FileType;
 
 use super::{Expect, Report, Violation};
 use crate::archive;
+use crate::cloudstack::CloudStack;
 use crate::image::{Arch, Reference};
 use crate::iso::read::{Entry, IsoReader, ReadError};
 use crate::manifest;
@@ -14,14 +15,13 @@ use crate::versions::Versions;
 
 const TEXT_LIMIT: u64 = 16 * 1024 * 1024;
 const K8S_BINARIES: [&str; 3] = ["k8s/kubeadm", "k8s/kubelet", "k8s/kubectl"];
-const REQUIRED: [&str; 9] = [
+const REQUIRED: [&str; 8] = [
     "k8s/kubeadm",
     "k8s/kubelet",
     "k8s/kubectl",
     "kubelet.service",
     "10-kubeadm.conf",
     "versions.txt",
-    "dashboard.yaml",
     "autoscaler.yaml",
     "provider.yaml",
 ];
@@ -95,6 +95,25 @@ pub(super) fn run(
     modes(&mut cx);
     layout(&mut cx);
     let versions = versions(&mut cx, iso);
+    // The release asked for, else the one the ISO was built for.
+    let cloudstack = expect.cloudstack.or_else(|| {
+        let text = versions.as_ref()?.cloudstack.as_deref()?;
+        CloudStack::parse(text).ok()
+    });
+    dashboards(&mut cx, cloudstack);
+    if let Some(c) = cloudstack.filter(|c| c.reads_etcd()) {
+        let arm64 = versions.as_ref().is_some_and(|v| v.arch == "arm64");
+        let has = |p: &str| cx.entries.contains_key(p);
+        if arm64 && has("etcd/etcd-linux-arm64.tar.gz") && !has("etcd/etcd-linux-amd64.tar.gz") {
+            cx.violation(
+                "etcd/etcd-linux-arm64.tar.gz",
+                format!(
+                    "CloudStack {c} etcd nodes extract only etcd/etcd-linux-amd64.tar.gz, so they \
+                     find nothing to install"
+                ),
+            );
+        }
+    }
     let arch = versions.as_ref().and_then(|v| Arch::parse(&v.arch).ok());
     let bundled = images(&mut cx, versions.as_ref(), arch);
     yamls(&mut cx, &bundled);
@@ -199,6 +218,28 @@ fn layout(cx: &mut Ctx) {
             cx.violation(&e.path, "docker/ must hold image archives (*.tar) and nothing else: every file there is imported");
         }
     }
+}
+
+/// `dashboard.yaml`, which the management server applies up to 4.22 (and waits for its pod), or
+/// on 4.23 `headlamp.yaml` in its place.
+fn dashboards(cx: &mut Ctx, cloudstack: Option<CloudStack>) {
+    let has = |cx: &Ctx, p: &str| cx.entries.get(p).is_some_and(|e| e.kind == FileType::File);
+    if has(cx, "dashboard.yaml") {
+        return;
+    }
+    let headlamp = has(cx, "headlamp.yaml");
+    let problem = match cloudstack {
+        Some(c) if !c.dashboard_required() && headlamp => return,
+        Some(c) if !c.dashboard_required() => {
+            format!("missing, and so is headlamp.yaml: CloudStack {c} applies one of them")
+        }
+        Some(c) => format!("missing: CloudStack {c} applies it at cluster create and upgrade"),
+        None if headlamp => "missing: CloudStack 4.20 to 4.22 apply it at cluster create and \
+            upgrade; an ISO for 4.23 only may leave it out (check it with --cloudstack 4.23)"
+            .into(),
+        None => "missing".into(),
+    };
+    cx.violation("dashboard.yaml", problem);
 }
 
 /// The hex sha256 of the ISO's file at `path`, streamed out of the image.
@@ -358,8 +399,8 @@ fn images(cx: &mut Ctx, versions: Option<&Versions>, arch: Option<Arch>) -> BTre
     bundled
 }
 
-/// Root manifests: valid YAML, no joined separators, `IfNotPresent` only, placeholders kept, and
-/// every image they reference bundled.
+/// Root manifests: valid YAML, no joined separators, `IfNotPresent` only (written, or by default
+/// for a container that says nothing), placeholders kept, and every image they reference bundled.
 fn yamls(cx: &mut Ctx, bundled: &BTreeSet<String>) {
     let bundled: BTreeSet<String> = bundled
         .iter()
@@ -398,6 +439,21 @@ fn yamls(cx: &mut Ctx, bundled: &BTreeSet<String>) {
                 );
             }
         }
+        // Containers pulled `Always` because they say nothing: an explicit policy is judged above.
+        let mut unsaid: Vec<String> = Vec::new();
+        for c in manifest::containers(&text) {
+            if c.policy.is_none() && c.effective_policy() == "Always" {
+                cx.violation(
+                    &path,
+                    format!(
+                        "line {}: {} has no imagePullPolicy and an untagged or :latest image, so \
+                         Kubernetes pulls it Always; an air-gapped node needs IfNotPresent",
+                        c.line, c.image
+                    ),
+                );
+                unsaid.push(c.image);
+            }
+        }
         if path == "autoscaler.yaml" {
             for placeholder in ["<min>", "<max>", "<cluster-id>"] {
                 if !text.contains(placeholder) {
@@ -417,6 +473,21 @@ fn yamls(cx: &mut Ctx, bundled: &BTreeSet<String>) {
                 continue;
             }
         };
+        for image in manifest::parsed_always(&docs) {
+            match unsaid.iter().position(|u| *u == image) {
+                Some(found) => {
+                    unsaid.remove(found);
+                }
+                None => cx.violation(
+                    &path,
+                    format!(
+                        "a container of {image} (in flow style) has no imagePullPolicy and an \
+                         untagged or :latest image, so Kubernetes pulls it Always; an air-gapped \
+                         node needs IfNotPresent"
+                    ),
+                ),
+            }
+        }
         for image in manifest::images(&docs) {
             match Reference::parse(&image) {
                 Ok(r) if bundled.contains(&r.to_string()) => {}

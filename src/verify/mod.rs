@@ -30,6 +30,9 @@ pub struct Expect {
     pub volume_id: String,
     /// Re-verify the image signatures in `signatures/` (`verify --signatures`).
     pub signatures: Option<SignatureCheck>,
+    /// The CloudStack release the ISO is for (`verify --cloudstack`); `None` checks what every
+    /// release from 4.20 on needs.
+    pub cloudstack: Option<crate::cloudstack::CloudStack>,
 }
 
 /// What image signatures are judged against: never anything found in the ISO itself.
@@ -48,6 +51,7 @@ impl Default for Expect {
         Self {
             volume_id: crate::iso::DEFAULT_VOLUME_ID.to_owned(),
             signatures: None,
+            cloudstack: None,
         }
     }
 }

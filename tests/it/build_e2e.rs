@@ -542,40 +542,6 @@ fn kubernetes_before_1_25_bundles_its_images_from_k8s_gcr_io() {
     );
 }
 
-/// CloudStack 4.23's script takes a Headlamp version as argument 6; cks-iso takes a dashboard
-/// manifest there and the Headlamp manifest with `--headlamp`: a usage error, before any network.
-#[test]
-fn the_4_23_positional_form_with_a_headlamp_version_is_a_usage_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = cks_iso()
-        .env("TMPDIR", dir.path())
-        .args([
-            "build",
-            p(&dir.path().join("out")),
-            "1.33.1",
-            "1.6.2",
-            "1.33.0",
-            "https://raw.githubusercontent.com/flannel-io/flannel/v0.26.4/Documentation/kube-flannel.yml",
-            "0.40.1",
-            "setupheadlamp-v1.33.1",
-            "amd64",
-        ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    for want in [
-        "argument 6",
-        "\"0.40.1\"",
-        "Headlamp version",
-        "hint:",
-        "--headlamp URL|FILE",
-    ] {
-        assert!(err.contains(want), "{want:?} not in:\n{err}");
-    }
-    assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
-}
-
 #[test]
 fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
     // A CCM tag whose deployment.yaml names two images where the pin rule expects one.

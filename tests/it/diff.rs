@@ -27,6 +27,7 @@ fn lock(arch: &str, network: &str) -> Lock {
         epoch: 1_700_000_000,
         request: Request {
             kubernetes: "1.33.1".into(),
+            kubernetes_label: None,
             arches: vec![arch.into()],
             cni: "1.6.2".into(),
             crictl: "1.33.0".into(),
@@ -34,6 +35,8 @@ fn lock(arch: &str, network: &str) -> Lock {
             csi: None,
             ccm: "v1.2.0".into(),
             autoscaler: "1.33.3".into(),
+            headlamp: None,
+            cloudstack: None,
             volume_id: "CDROM".into(),
             name: "setup-v1.33.1".into(),
         },

@@ -96,6 +96,7 @@ proptest! {
             autoscaler: "1.33.4".into(),
             ccm: version.clone(),
             csi_driver: None,
+            cloudstack: None,
             files: files.into_iter().map(|(path, sha256, source)| FileRecord { path, sha256, source }).collect(),
             images: images
                 .into_iter()

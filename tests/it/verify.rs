@@ -1,7 +1,8 @@
 //! `cks-iso verify` passes a contract-abiding ISO and names the problem in ISOs broken the ways
 //! real builds break: xorriso/genisoimage defaults (volume ID, staging-dir modes), stray files in
 //! `docker/`, a corrupt layer, a stale `versions.txt`, an unbundled image, a joined separator, a
-//! second CNI tarball, an `Always` pull policy, images for the wrong platform, and SBOMs that are
+//! second CNI tarball, an `Always` pull policy (written, or Kubernetes' default for an untagged or
+//! `:latest` image that says none), images for the wrong platform, and SBOMs that are
 //! missing or disagree with the ISO.
 
 use std::fs;
@@ -114,6 +115,7 @@ fn good_tree(world: &World, root: &Path, arch: Arch) {
         autoscaler: "1.33.6".into(),
         ccm: "v1.2.0".into(),
         csi_driver: None,
+        cloudstack: None,
         files,
         images,
     };
@@ -307,6 +309,30 @@ fn pull_policies_globs_and_joined_separators_are_named() {
             "network.yaml: line 5: imagePullPolicy: Always",
             "cni/cni-plugins-*64.tgz matches 2 files",
         ],
+    );
+}
+
+#[test]
+fn containers_pulled_always_by_default_are_named_with_their_line() {
+    let world = world();
+    let case = case(&world, Arch::Amd64);
+    // As Headlamp publishes it: `:latest`, no imagePullPolicy; and an untagged init container.
+    write(
+        &case.src,
+        "headlamp.yaml",
+        "kind: Deployment\nspec:\n  template:\n    spec:\n      initContainers:\n      - name: init\n        image: busybox\n      containers:\n        - name: headlamp\n          image: ghcr.io/headlamp-k8s/headlamp:latest\n          args:\n            - \"-in-cluster\"\n        - image: busybox:1.36\n",
+    );
+    case.fails_naming(
+        "always.iso",
+        &[
+            "headlamp.yaml: line 7: busybox has no imagePullPolicy and an untagged or :latest image, so Kubernetes pulls it Always",
+            "headlamp.yaml: line 10: ghcr.io/headlamp-k8s/headlamp:latest has no imagePullPolicy",
+        ],
+    );
+    let (_, out, _) = verify(&case.dir.path().join("always.iso"));
+    assert!(
+        !out.contains("line 13:"),
+        "a tagged image without a policy is IfNotPresent by default:\n{out}"
     );
 }
 

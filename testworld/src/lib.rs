@@ -25,6 +25,7 @@ pub mod faults;
 pub mod git;
 pub mod http;
 pub mod images;
+pub mod labels;
 pub mod registry;
 pub mod rekor;
 pub mod server;

@@ -7,7 +7,8 @@
 //! bundles written in upstream's shapes (`upstream.md` §3–4, including the CSI joined-separator
 //! defect), kubeadm's `constants.go` per release — plus the checksum files upstream publishes
 //! beside them: bare hex `<url>.sha256` for Kubernetes binaries, `hex  name` for CNI and crictl,
-//! `SHA256SUMS` for etcd. Which versions exist is chosen with the builder, so a test can make a
+//! `SHA256SUMS` for etcd, and the version labels (`release/stable-1.33.txt`…, [`crate::labels`]).
+//! Which versions exist is chosen with the builder, so a test can make a
 //! release missing, old (the CNI legacy name) or newer than anything cks-iso knows.
 //!
 //! [`UpstreamServer`] serves a snapshot under host-named prefixes:
@@ -307,6 +308,10 @@ impl Snapshot {
                 put(path, body, BINARY);
             }
         }
+        let versions: Vec<&str> = self.kubernetes.iter().map(|k| k.version.as_str()).collect();
+        for (path, body) in crate::labels::release_labels(&versions) {
+            put(path, body.into_bytes(), TEXT);
+        }
         for v in &self.etcd {
             let dir = format!("github.com/etcd-io/etcd/releases/download/v{v}");
             let mut sums = String::new();
@@ -384,6 +389,11 @@ impl Snapshot {
             TEXT,
         );
         put(
+            format!("raw.githubusercontent.com/{HEADLAMP_RELEASE_PATH}"),
+            HEADLAMP_RELEASE_YAML.as_bytes().to_vec(),
+            TEXT,
+        );
+        put(
             format!("raw.githubusercontent.com/{UNIT_DIR}/kubelet/kubelet.service"),
             KUBELET_SERVICE.as_bytes().to_vec(),
             TEXT,
@@ -410,6 +420,12 @@ pub const DASHBOARD_PATH: &str = "kubernetes/dashboard/v2.7.0/aio/deploy/recomme
 /// Path (after the host) of the Headlamp manifest fixture (CloudStack 4.23+ prefers it to the
 /// dashboard).
 pub const HEADLAMP_PATH: &str = "kubernetes-sigs/headlamp/v0.30.1/kubernetes-headlamp.yaml";
+/// The Headlamp release whose manifest is served as its tag publishes it (CloudStack 4.23's
+/// script takes this version as its sixth argument).
+pub const HEADLAMP_VERSION: &str = "0.40.1";
+/// Path (after the host) of that release's manifest: `ghcr.io/headlamp-k8s/headlamp:latest`, no
+/// `imagePullPolicy`.
+pub const HEADLAMP_RELEASE_PATH: &str = "kubernetes-sigs/headlamp/v0.40.1/kubernetes-headlamp.yaml";
 /// Directory (after the host) of the kubelet unit and kubeadm drop-in fixtures.
 pub const UNIT_DIR: &str = "kubernetes/release/v0.16.2/cmd/krel/templates/latest";
 
@@ -663,6 +679,10 @@ pub const DASHBOARD_IMAGES: [&str; 2] = [
 
 /// Headlamp's in-cluster manifest, trimmed: its image on ghcr.io, pulled `Always` upstream.
 const HEADLAMP_YAML: &str = include_str!("../../fixtures/upstream/headlamp.yaml");
+
+/// Headlamp's release manifest, in the shape a `v0.*` tag publishes it.
+const HEADLAMP_RELEASE_YAML: &str =
+    include_str!("../../fixtures/upstream/kubernetes-headlamp.yaml");
 
 const DASHBOARD_YAML: &str = include_str!("../../fixtures/upstream/dashboard.yaml");
 

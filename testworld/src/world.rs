@@ -28,7 +28,8 @@ use crate::registry::DockerRegistry;
 use crate::rekor::RekorServer;
 use crate::sigstore::{SignOptions, SignedLayer, Sigstore, signature_manifest, signature_tag};
 use crate::upstream::{
-    DASHBOARD_PATH, HEADLAMP_PATH, KubeRelease, NETWORK_PATH, Snapshot, UpstreamServer,
+    DASHBOARD_PATH, HEADLAMP_PATH, HEADLAMP_RELEASE_PATH, HEADLAMP_VERSION, KubeRelease,
+    NETWORK_PATH, Snapshot, UpstreamServer,
 };
 
 /// The registries a configuration always maps, whether or not an image lives there.
@@ -218,7 +219,9 @@ impl World {
                 "network"
             } else if path == &format!("raw.githubusercontent.com/{DASHBOARD_PATH}") {
                 "dashboard"
-            } else if path == &format!("raw.githubusercontent.com/{HEADLAMP_PATH}") {
+            } else if path == &format!("raw.githubusercontent.com/{HEADLAMP_PATH}")
+                || path == &format!("raw.githubusercontent.com/{HEADLAMP_RELEASE_PATH}")
+            {
                 "headlamp"
             } else {
                 continue;
@@ -229,6 +232,11 @@ impl World {
                 wanted.push((normalise(&image), source));
             }
         }
+        // The tag a build from a Headlamp version pins the release manifest's `:latest` to.
+        wanted.push((
+            format!("ghcr.io/headlamp-k8s/headlamp:v{HEADLAMP_VERSION}"),
+            "headlamp",
+        ));
 
         // Publish, each repository:tag once.
         let storage = tempfile::tempdir().expect("temp dir");
@@ -449,6 +457,13 @@ impl World {
     /// The upstream URL of the dashboard manifest to pass as `--dashboard`.
     pub fn dashboard_url(&self) -> &str {
         &self.dashboard_url
+    }
+
+    /// The Headlamp release whose manifest (`:latest`, no pull policy, as upstream publishes
+    /// it) and image `ghcr.io/headlamp-k8s/headlamp:v<version>` the world serves, for
+    /// `--headlamp-version` and CloudStack 4.23's positional form.
+    pub fn headlamp_version(&self) -> &'static str {
+        HEADLAMP_VERSION
     }
 
     /// The upstream URL of the Headlamp manifest to pass as `--headlamp`.

@@ -81,6 +81,9 @@ fn a_build_finds_every_image_for_both_arches() {
         "quay.io/tigera/kube-controllers:v3.29.1",
         "docker.io/kubernetesui/dashboard:v2.7.0",
         "docker.io/calico/node:v3.29.1",
+        // What a build from a Headlamp version pins to, and what the release manifest names.
+        "ghcr.io/headlamp-k8s/headlamp:v0.40.1",
+        "ghcr.io/headlamp-k8s/headlamp:latest",
     ];
     let pinned = world.image("docker.io/calico/node:v3.29.1");
     assert!(

@@ -55,6 +55,8 @@ pub(crate) struct Fetched {
     pub(crate) arches: Vec<ArchFetched>,
     /// The manifests and units as the lock records them.
     pub(crate) manifests: Vec<ManifestEntry>,
+    /// The manifest edits `versions.txt` records as comments, `(path, what)`, in manifest order.
+    pub(crate) edits: Vec<(String, String)>,
 }
 
 impl Fetched {
@@ -274,7 +276,9 @@ pub(super) async fn all(
         }
     }
     let mut entries = Vec::new();
+    let mut edits = Vec::new();
     for (file, edited, entry) in taken {
+        edits.extend(edited.edits.iter().map(|e| (file.dest.clone(), e.clone())));
         manifest_images.extend(edited.images);
         shared.push(file);
         entries.push(entry);
@@ -330,6 +334,7 @@ pub(super) async fn all(
         registry,
         arches,
         manifests: entries,
+        edits,
     })
 }
 

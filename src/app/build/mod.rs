@@ -14,6 +14,7 @@
 
 mod fetch;
 mod record;
+mod register;
 mod sboms;
 mod signatures;
 
@@ -29,6 +30,7 @@ use serde_json::json;
 use super::{AppError, locks, net};
 use crate::atomic::Pending;
 use crate::cli::BuildArgs;
+use crate::cloudstack::CloudStack;
 use crate::env;
 use crate::iso::VolumeId;
 use crate::lock::Lock;
@@ -66,27 +68,85 @@ struct Setup {
 }
 
 /// Builds the ISOs and prints a summary (or JSON) on stdout.
-pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
+pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
+    let labelled = match &args.locked {
+        Some(_) => None,
+        None => kubernetes_label(&mut args)?,
+    };
     let setup = match &args.locked {
         Some(path) => locked_setup(&args, path)?,
         None => setup(&args)?,
     };
     let Setup {
-        request,
-        partial,
+        mut request,
+        mut partial,
         volume_id,
         epoch,
         lock,
     } = setup;
-    if partial.etcd.is_some() && request.arches.contains(&crate::upstream::Arch::Arm64) {
-        tracing::warn!(
-            "CloudStack 4.22 and older etcd nodes read only etcd-linux-amd64.tar.gz; the arm64 \
-             ISO carries etcd-linux-arm64.tar.gz"
-        );
+    if labelled.is_some() {
+        request.kubernetes_label = labelled;
     }
+    let publish = register::publish_base(args.publish_url.as_deref())?;
     let mut settings = net::settings(args.net)?;
     settings.http.offline = args.offline;
     net::registry_mirrors(&settings)?;
+    let given = match &args.cloudstack {
+        Some(text) => Some(CloudStack::parse(text).map_err(|e| {
+            AppError::usage(
+                e,
+                Some("or leave --cloudstack out: the ISO then suits 4.22 and 4.23".into()),
+            )
+        })?),
+        None => settings.cloudstack,
+    };
+    match &lock {
+        // The lock decides; a release given may only repeat it.
+        Some(_) => {
+            if let Some(given) = given.filter(|g| Some(*g) != request.cloudstack) {
+                return Err(PlanError::Contradicts {
+                    flag: "--cloudstack",
+                    given: given.to_string(),
+                    locked: request
+                        .cloudstack
+                        .map_or("no release".into(), |c| c.to_string()),
+                }
+                .into());
+            }
+        }
+        None => {
+            let csi_given = args
+                .versions
+                .csi_version
+                .as_deref()
+                .is_some_and(|c| c.trim() != "none");
+            let profile = plan::profile(&request, given, csi_given)?;
+            for warning in &profile.warnings {
+                tracing::warn!("{warning}");
+            }
+            if profile.csi_off {
+                tracing::info!(
+                    "CloudStack {} does not copy the CSI manifests: leaving them out (--csi-version \
+                     bundles them anyway)",
+                    profile
+                        .cloudstack
+                        .map(|c| c.to_string())
+                        .unwrap_or_default()
+                );
+                partial.csi = None;
+            }
+            request.cloudstack = profile.cloudstack;
+        }
+    }
+    if request.cloudstack.is_none()
+        && partial.etcd.is_some()
+        && request.arches.contains(&crate::upstream::Arch::Arm64)
+    {
+        tracing::warn!(
+            "CloudStack 4.21 and later etcd nodes read only etcd-linux-amd64.tar.gz; the arm64 \
+             ISO carries etcd-linux-arm64.tar.gz (--cloudstack refuses such a build)"
+        );
+    }
     let checker = signatures::checker(
         args.signatures.as_deref(),
         args.trusted_root.as_ref(),
@@ -124,8 +184,44 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         return Err(e);
     }
     drop(work);
-    summary(&built, &fetched.versions_line(), args.json);
+    let kubernetes = fetched.resolution.kubernetes.to_string();
+    let registrations: Vec<register::Registration> = built
+        .iter()
+        .map(|b| register::Registration::of(b, &kubernetes, publish.as_deref()))
+        .collect();
+    let mut versions = fetched.versions_line();
+    if let Some(label) = &request.kubernetes_label {
+        versions = format!("{versions} (kubernetes from {label})");
+    }
+    summary(&built, &registrations, &versions, args.json);
     Ok(())
+}
+
+/// A version label given for Kubernetes (`--kubernetes stable-1.33`, or the positional form's
+/// argument 2) is read now and replaced by the release it names, so that the rest of the build,
+/// the default ISO name included, is that release's; returns the label.
+fn kubernetes_label(args: &mut BuildArgs) -> Result<Option<String>, AppError> {
+    let positional = (7..=9).contains(&args.positional.len());
+    let text = match (&args.kubernetes, positional) {
+        (Some(k), _) => k.clone(),
+        (None, true) => args.positional[1].clone(),
+        (None, false) => return Ok(None),
+    };
+    if crate::upstream::label::label(&text).is_none() {
+        return Ok(None);
+    }
+    let mut settings = net::settings(args.net.clone())?;
+    settings.http.offline = args.offline;
+    let cache = net::writable_cache(args.cache_dir.clone())?;
+    let Some((label, version)) = super::resolve::release_of_label(&text, &settings, Some(&cache))?
+    else {
+        return Ok(None);
+    };
+    match &mut args.kubernetes {
+        Some(k) => *k = version,
+        None => args.positional[1] = version,
+    }
+    Ok(Some(label))
 }
 
 /// The setup of an ordinary build: flags, positional arguments and environment.
@@ -234,6 +330,7 @@ fn flags(args: &BuildArgs) -> Flags {
         network: args.network.clone(),
         dashboard: args.dashboard.clone(),
         headlamp: args.headlamp.clone(),
+        headlamp_version: args.headlamp_version.clone(),
         output: args.output.clone(),
         name: args.name.clone(),
     }
@@ -253,14 +350,15 @@ fn work_dir() -> Result<Pending, AppError> {
     Ok(Pending::track(dir.keep()))
 }
 
-fn summary(built: &[Built], versions: &str, json: bool) {
+fn summary(built: &[Built], registrations: &[register::Registration], versions: &str, json: bool) {
     if json {
         let isos: Vec<_> = built
             .iter()
-            .map(|b| {
+            .zip(registrations)
+            .map(|(b, r)| {
                 json!({
                     "iso": b.path, "arch": b.arch, "size": b.size, "sha256": b.sha256,
-                    "images": b.images, "files": b.files,
+                    "images": b.images, "files": b.files, "registration": r.json(),
                 })
             })
             .collect();
@@ -283,4 +381,8 @@ fn summary(built: &[Built], versions: &str, json: bool) {
         );
     }
     crate::outln!("{versions}");
+    crate::outln!("register each ISO with CloudStack (addKubernetesSupportedVersion):");
+    for r in registrations {
+        crate::outln!("  {}", r.cmk());
+    }
 }

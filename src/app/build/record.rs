@@ -61,7 +61,7 @@ pub(super) fn lock(
                 })
                 .collect();
             let entry = ArchEntry {
-                iso: plan::iso_file_name(&request.name, a.arch),
+                iso: plan::iso_name(request, a.arch),
                 files,
                 images,
             };
@@ -74,6 +74,7 @@ pub(super) fn lock(
         epoch,
         request: Request {
             kubernetes: r.kubernetes.clone(),
+            kubernetes_label: request.kubernetes_label.clone(),
             arches: fetched
                 .arches
                 .iter()
@@ -85,6 +86,8 @@ pub(super) fn lock(
             csi: (v.csi != "none").then(|| v.csi.clone()),
             ccm: v.ccm.clone(),
             autoscaler: v.autoscaler.clone(),
+            headlamp: request.headlamp_version.clone(),
+            cloudstack: request.cloudstack.map(|c| c.to_string()),
             volume_id: volume_id.to_owned(),
             name: request.name.clone(),
         },

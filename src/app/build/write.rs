@@ -35,9 +35,7 @@ pub(super) fn all(
         .arches
         .iter()
         .map(|a| {
-            let iso = request
-                .output
-                .join(plan::iso_file_name(&request.name, a.arch));
+            let iso = request.output.join(plan::iso_name(request, a.arch));
             tracing::info!(
                 "linux/{}: writing {} with {} image archives",
                 a.arch.k8s(),
@@ -205,6 +203,7 @@ fn one(
         autoscaler: v.autoscaler.clone(),
         ccm: v.ccm.clone(),
         csi_driver: (v.csi != "none").then(|| v.csi.clone()),
+        cloudstack: request.cloudstack.map(|c| c.to_string()),
         files: a
             .files
             .iter()
@@ -217,6 +216,10 @@ fn one(
         images,
     };
     let mut text = versions.render();
+    // Comments, so that readers of versions.txt (older cks-iso verify too) skip them.
+    for (path, edit) in &fetched.edits {
+        text.push_str(&format!("# edit {path}: {edit}\n"));
+    }
     // A comment: readers of versions.txt (older cks-iso verify too) skip it.
     match &a.signatures {
         Some(sigs) => text.push_str(&signatures::summary(sigs)),
@@ -228,9 +231,11 @@ fn one(
             None,
         )
     })?;
-    let own = lock
+    let mut own = lock
         .only(&[arch], "the run's lock")
         .expect("the run's lock holds every arch it built");
+    // The ISO is the one its release builds, whatever label named the release.
+    own.request.kubernetes_label = None;
     std::fs::write(a.staging.join(lock::FILE_NAME), own.render()).map_err(|e| {
         AppError::failure(
             anyhow::Error::new(e).context(format!("cannot write {}", lock::FILE_NAME)),
@@ -238,7 +243,7 @@ fn one(
         )
     })?;
     let inventory = Inventory {
-        iso: plan::iso_file_name(&request.name, a.arch),
+        iso: plan::iso_name(request, a.arch),
         versions: &versions,
         manifests: a
             .images

@@ -22,6 +22,7 @@ fn lock() -> Lock {
         epoch: 1,
         request: LockRequest {
             kubernetes: "1.33.1".into(),
+            kubernetes_label: None,
             arches: vec!["amd64".into(), "arm64".into()],
             cni: "1.6.2".into(),
             crictl: "1.33.0".into(),
@@ -29,6 +30,8 @@ fn lock() -> Lock {
             csi: Some("v3.0.0".into()),
             ccm: "v1.2.0".into(),
             autoscaler: "1.33.4".into(),
+            headlamp: None,
+            cloudstack: None,
             volume_id: "CDROM".into(),
             name: "setup-v1.33.1".into(),
         },
@@ -67,7 +70,7 @@ fn the_lock_decides_versions_arches_name_and_manifest_sources() {
     assert_eq!(got.request.name, "setup-v1.33.1");
     assert_eq!(
         got.request.dashboard,
-        Source::Url("https://example.org/dashboard.yaml".into())
+        Some(Source::Url("https://example.org/dashboard.yaml".into()))
     );
     assert_eq!(
         got.request.network,

@@ -36,6 +36,32 @@ pub fn build_in(config: &Path, tmp: &Path) -> Command {
     cmd
 }
 
+/// `cks-iso build ARGS…` in `world`, with TMPDIR and the cache under `dir`; waits for it.
+pub fn build_in_world(
+    world: &cks_iso_testworld::world::World,
+    dir: &Path,
+    args: &[&str],
+) -> Output {
+    let tmp = dir.join("tmp");
+    fs::create_dir_all(&tmp).unwrap();
+    build_in(world.config_path(), &tmp)
+        .args(args)
+        .args(["--cache-dir", p(&dir.join("cache"))])
+        .output()
+        .unwrap()
+}
+
+/// `cks-iso verify ISO EXTRA…`: its exit code and stdout then stderr.
+pub fn verify_iso(iso: &Path, extra: &[&str]) -> (Option<i32>, String) {
+    let out = cks_iso()
+        .arg("verify")
+        .arg(iso)
+        .args(extra)
+        .output()
+        .unwrap();
+    (out.status.code(), combined(&out))
+}
+
 /// Asserts that `out` succeeded, showing its exit and both streams otherwise; hands it back.
 pub fn ok(out: Output) -> Output {
     let (stdout, stderr) = text(&out);

@@ -1,0 +1,150 @@
+//! What an operator passes to CloudStack's `addKubernetesSupportedVersion` for each ISO built,
+//! printed as a ready CloudMonkey line and as JSON fields.
+//!
+//! Two values are easy to get wrong by hand: `checksum` takes `{SHA-256}<lowercase hex>` (bare hex
+//! is taken as MD5), and `arch` must be `aarch64` for an arm64 ISO (blank means `x86_64`, so an
+//! arm64 ISO registered without it runs nowhere).
+
+use serde_json::{Value, json};
+
+use super::super::AppError;
+use super::Built;
+use crate::upstream::Arch;
+
+/// The fewest CPUs and MiB of memory CloudStack accepts for a CKS node.
+const MIN_CPU: u32 = 2;
+const MIN_MEMORY: u32 = 2048;
+
+/// The parameters of `addKubernetesSupportedVersion` for one ISO.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Registration {
+    /// `1.33.1`.
+    pub(crate) semanticversion: String,
+    /// The ISO's file name without `.iso` (`setup-v1.33.1-x86_64`).
+    pub(crate) name: String,
+    /// `x86_64` or `aarch64`.
+    pub(crate) arch: &'static str,
+    /// `{SHA-256}<hex>`.
+    pub(crate) checksum: String,
+    /// Where CloudStack downloads the ISO from: `--publish-url` joined with the file name.
+    pub(crate) url: Option<String>,
+}
+
+/// `--publish-url`, checked: an `http://` or `https://` URL.
+pub(crate) fn publish_base(given: Option<&str>) -> Result<Option<String>, AppError> {
+    let Some(base) = given else { return Ok(None) };
+    if !(base.starts_with("http://") || base.starts_with("https://"))
+        || base.contains(char::is_whitespace)
+    {
+        return Err(AppError::usage(
+            anyhow::anyhow!(
+                "--publish-url {base:?} is not an http(s) URL CloudStack can download the ISOs from"
+            ),
+            Some("give the directory the ISOs will be served from, e.g. --publish-url https://files.example.org/cks".into()),
+        ));
+    }
+    Ok(Some(base.trim_end_matches('/').to_owned()))
+}
+
+impl Registration {
+    /// The registration of `built`, an ISO of Kubernetes `kubernetes`.
+    pub(crate) fn of(built: &Built, kubernetes: &str, base: Option<&str>) -> Self {
+        let file = built
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let arch = Arch::parse(built.arch).map_or("x86_64", |a| a.uname());
+        Self {
+            semanticversion: kubernetes.trim_start_matches('v').to_owned(),
+            name: file.trim_end_matches(".iso").to_owned(),
+            arch,
+            checksum: format!("{{SHA-256}}{}", built.sha256.to_ascii_lowercase()),
+            url: base.map(|b| format!("{b}/{file}")),
+        }
+    }
+
+    /// `cmk add kubernetessupportedversion …`, with a placeholder URL when none is known.
+    pub(crate) fn cmk(&self) -> String {
+        let url = self
+            .url
+            .clone()
+            .unwrap_or_else(|| format!("<URL-of-{}.iso>", self.name));
+        format!(
+            "cmk add kubernetessupportedversion semanticversion={} name={} arch={} checksum={} \
+             mincpunumber={MIN_CPU} minmemory={MIN_MEMORY} url={url}",
+            self.semanticversion, self.name, self.arch, self.checksum
+        )
+    }
+
+    /// The same parameters as JSON (`url` null when not known), with the line.
+    pub(crate) fn json(&self) -> Value {
+        json!({
+            "semanticversion": self.semanticversion,
+            "name": self.name,
+            "arch": self.arch,
+            "checksum": self.checksum,
+            "mincpunumber": MIN_CPU,
+            "minmemory": MIN_MEMORY,
+            "url": self.url,
+            "cmk": self.cmk(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn built(arch: &'static str, file: &str) -> Built {
+        Built {
+            path: format!("/out/{file}").into(),
+            size: 1,
+            sha256: "AB".repeat(32),
+            arch,
+            images: 1,
+            files: 1,
+        }
+    }
+
+    #[test]
+    fn an_arm64_iso_is_registered_as_aarch64_with_a_sha256_checksum() {
+        let r = Registration::of(
+            &built("arm64", "setup-v1.33.1-aarch64.iso"),
+            "1.33.1",
+            Some("https://files.example.org/cks"),
+        );
+        assert_eq!(
+            r.cmk(),
+            format!(
+                "cmk add kubernetessupportedversion semanticversion=1.33.1 \
+                 name=setup-v1.33.1-aarch64 arch=aarch64 checksum={{SHA-256}}{} mincpunumber=2 \
+                 minmemory=2048 url=https://files.example.org/cks/setup-v1.33.1-aarch64.iso",
+                "ab".repeat(32)
+            )
+        );
+        let amd = Registration::of(&built("amd64", "x-x86_64.iso"), "v1.33.1", None);
+        assert_eq!((amd.arch, amd.url.clone()), ("x86_64", None));
+        assert!(
+            amd.cmk().ends_with("url=<URL-of-x-x86_64.iso>"),
+            "{}",
+            amd.cmk()
+        );
+        assert_eq!(amd.json()["url"], Value::Null);
+        assert_eq!(amd.json()["minmemory"], 2048);
+    }
+
+    #[test]
+    fn a_publish_url_must_be_http_and_loses_its_trailing_slash() {
+        assert_eq!(
+            publish_base(Some("https://f.example/cks/"))
+                .unwrap()
+                .as_deref(),
+            Some("https://f.example/cks")
+        );
+        for bad in ["ftp://f/x", "files.example.org", "https://a b"] {
+            let err = publish_base(Some(bad)).unwrap_err();
+            assert!(format!("{err:?}").contains("--publish-url"), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! The CloudStack release a build is for, and what that decides (the ISO contract's section 8):
+//! the ISO name, which dashboard manifest is required, whether etcd and the CSI pair are of use.
+//!
+//! Given with `--cloudstack` (or `CKS_ISO_CLOUDSTACK`, or the configuration file), or implied by a
+//! request without `dashboard.yaml` (a Headlamp version alone, CloudStack 4.23's form), which only
+//! 4.23 can use. With neither, the build is what 4.22 and 4.23 both read, and records no release.
+
+use super::{PlanError, Request};
+use crate::cloudstack::CloudStack;
+use crate::upstream::Arch;
+
+/// What the release changes in a build.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Profile {
+    /// The release, given or implied; recorded in `versions.txt`, the lock and the SBOMs.
+    pub cloudstack: Option<CloudStack>,
+    /// Leave the CSI pair out: the release does not copy it and no `--csi-version` was given.
+    pub csi_off: bool,
+    /// What the user may want to change, each naming the consequence.
+    pub warnings: Vec<String>,
+}
+
+/// The profile of `request` for `given`; `csi_given` says whether `--csi-version` was given
+/// (other than `none`).
+pub fn profile(
+    request: &Request,
+    given: Option<CloudStack>,
+    csi_given: bool,
+) -> Result<Profile, PlanError> {
+    let implied = request.dashboard.is_none().then_some(CloudStack::V4_23);
+    let Some(c) = given.or(implied) else {
+        return Ok(Profile::default());
+    };
+    if c.dashboard_required() && request.dashboard.is_none() {
+        return Err(PlanError::DashboardRequired { cloudstack: c });
+    }
+    if !c.arch_in_iso_name() && request.arches.len() > 1 {
+        return Err(PlanError::OneIsoName {
+            cloudstack: c,
+            name: request.name.clone(),
+        });
+    }
+    if c.reads_etcd() && request.etcd.is_some() && request.arches.contains(&Arch::Arm64) {
+        return Err(PlanError::EtcdArm64 { cloudstack: c });
+    }
+    let mut warnings = Vec::new();
+    if request.headlamp.is_some() && !c.reads_headlamp() {
+        warnings.push(format!(
+            "CloudStack {c} does not apply headlamp.yaml (4.23 does): the ISO carries it unused"
+        ));
+    }
+    if request.etcd.is_some() && !c.reads_etcd() {
+        warnings.push(format!(
+            "CloudStack {c} etcd nodes do not read the ISO (4.21 and later do): the ISO carries \
+             etcd unused"
+        ));
+    }
+    if csi_given && !c.reads_csi() {
+        warnings.push(format!(
+            "CloudStack {c} does not copy the CSI manifests to /opt/csi (4.22 and later do): the \
+             ISO carries them unused"
+        ));
+    }
+    Ok(Profile {
+        cloudstack: Some(c),
+        csi_off: !csi_given && !c.reads_csi(),
+        warnings,
+    })
+}
+
+/// The ISO's file name for `request` and `arch`: `<name>-<x86_64|aarch64>.iso`, or `<name>.iso`
+/// for CloudStack 4.20, whose script names it so.
+pub fn iso_name(request: &Request, arch: Arch) -> String {
+    match request.cloudstack {
+        Some(c) if !c.arch_in_iso_name() => format!("{}.iso", request.name),
+        _ => super::iso_file_name(&request.name, arch),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Flags, Source, request_in};
+
+    fn req(flags: Flags) -> Request {
+        request_in(
+            &[],
+            Flags {
+                kubernetes: Some("1.33.1".into()),
+                network: Some("n.yaml".into()),
+                ..flags
+            },
+            &|_| false,
+        )
+        .unwrap()
+    }
+
+    fn dash(flags: Flags) -> Request {
+        req(Flags {
+            dashboard: Some("d.yaml".into()),
+            ..flags
+        })
+    }
+
+    #[test]
+    fn no_release_records_none_and_changes_nothing() {
+        assert_eq!(
+            profile(&dash(Flags::default()), None, false).unwrap(),
+            Profile::default()
+        );
+    }
+
+    #[test]
+    fn a_headlamp_version_alone_implies_4_23_and_older_releases_want_a_dashboard() {
+        let headlamp = req(Flags {
+            headlamp_version: Some("0.40.1".into()),
+            ..Flags::default()
+        });
+        assert_eq!(headlamp.dashboard, None::<Source>);
+        let p = profile(&headlamp, None, false).unwrap();
+        assert_eq!(p.cloudstack, Some(CloudStack::V4_23));
+        for old in [CloudStack::V4_20, CloudStack::V4_22] {
+            let err = profile(&headlamp, Some(old), false).unwrap_err();
+            assert!(matches!(err, PlanError::DashboardRequired { .. }), "{err}");
+            assert!(
+                err.to_string().contains(&format!("CloudStack {old}")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_release_names_the_iso_and_says_what_it_leaves_unused() {
+        let mut r = dash(Flags {
+            headlamp: Some("h.yaml".into()),
+            etcd: Some("3.5.21".into()),
+            ..Flags::default()
+        });
+        let p = profile(&r, Some(CloudStack::V4_20), true).unwrap();
+        assert_eq!(p.warnings.len(), 3, "{:?}", p.warnings);
+        assert!(!p.csi_off, "given, kept");
+        r.cloudstack = p.cloudstack;
+        assert_eq!(iso_name(&r, Arch::Amd64), "setup-v1.33.1.iso");
+        let p = profile(&r, Some(CloudStack::V4_21), false).unwrap();
+        assert!(
+            p.csi_off,
+            "4.21 does not copy the CSI pair: left out when not asked for"
+        );
+        assert_eq!(p.warnings.len(), 1, "headlamp only: {:?}", p.warnings);
+        r.cloudstack = p.cloudstack;
+        assert_eq!(iso_name(&r, Arch::Arm64), "setup-v1.33.1-aarch64.iso");
+        let p = profile(&r, Some(CloudStack::V4_23), false).unwrap();
+        assert_eq!((p.csi_off, p.warnings.len()), (false, 0));
+    }
+
+    #[test]
+    fn two_arches_for_4_20_and_etcd_on_arm64_for_4_21_on_are_refused() {
+        let two = dash(Flags {
+            arches: vec!["amd64".into(), "arm64".into()],
+            ..Flags::default()
+        });
+        let err = profile(&two, Some(CloudStack::V4_20), false).unwrap_err();
+        assert!(matches!(err, PlanError::OneIsoName { .. }), "{err}");
+        assert!(profile(&two, Some(CloudStack::V4_21), false).is_ok());
+        let etcd = dash(Flags {
+            arches: vec!["arm64".into()],
+            etcd: Some("3.5.21".into()),
+            ..Flags::default()
+        });
+        for c in [CloudStack::V4_21, CloudStack::V4_22, CloudStack::V4_23] {
+            let err = profile(&etcd, Some(c), false).unwrap_err();
+            assert!(matches!(err, PlanError::EtcdArm64 { .. }), "{err}");
+            assert!(
+                err.to_string().contains("etcd/etcd-linux-amd64.tar.gz"),
+                "{err}"
+            );
+        }
+        assert!(profile(&etcd, Some(CloudStack::V4_20), false).is_ok());
+        assert!(
+            profile(&etcd, None, false).is_ok(),
+            "without a release: as before, a warning"
+        );
+    }
+}

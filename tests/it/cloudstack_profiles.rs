@@ -1,0 +1,232 @@
+//! `build --cloudstack` and `verify --cloudstack` through the binary against the local world: each
+//! release's ISO name, dashboard and Headlamp manifests, etcd and CSI rules, recorded in
+//! `versions.txt`, the lock and the SBOMs; from the flag, `CKS_ISO_CLOUDSTACK` and the
+//! configuration file; and the usage hints for the positional form's documented mistakes.
+
+use std::fs;
+use std::path::Path;
+use std::process::Output;
+
+use crate::support::*;
+use cks_iso_testworld::world::{Options, World};
+
+/// `build` with `extra` flags and environment, for Kubernetes and the manifests of `world`.
+fn build_for(
+    world: &World,
+    dir: &Path,
+    out: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
+    let tmp = dir.join("tmp");
+    fs::create_dir_all(&tmp).unwrap();
+    build_in(world.config_path(), &tmp)
+        .envs(env.iter().copied())
+        .args([
+            "--kubernetes",
+            world.kubernetes(),
+            "--network",
+            world.network_url(),
+        ])
+        .args(["--output", p(out), "--cache-dir", p(&dir.join("cache"))])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn usage_error(out: &Output, words: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for word in words {
+        assert!(err.contains(word), "{word:?} not in:\n{err}");
+    }
+    assert!(err.contains("hint:"), "{err}");
+}
+
+#[test]
+fn each_release_gets_its_iso_name_manifests_etcd_and_csi_and_records_it() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let k = world.kubernetes().to_owned();
+    let dash = ["--dashboard", world.dashboard_url()];
+
+    // 4.20: NAME.iso, no CSI pair (4.20 does not copy it), the release recorded everywhere.
+    let out = dir.path().join("4.20");
+    let run = build_for(
+        &world,
+        dir.path(),
+        &out,
+        &[&dash[..], &["--cloudstack", "4.20"]].concat(),
+        &[],
+    );
+    ok(run);
+    let iso = out.join(format!("setup-v{k}.iso"));
+    let root = dir.path().join("x-4.20");
+    fs::create_dir_all(&root).unwrap();
+    tool("bsdtar", ["-x", "-f", p(&iso), "-C", p(&root)]);
+    assert!(!root.join("manifest.yaml").exists() && !root.join("snapshot-crds.yaml").exists());
+    let versions = fs::read_to_string(root.join("versions.txt")).unwrap();
+    assert!(versions.contains("\ncloudstack 4.20\n"), "{versions}");
+    assert!(!versions.contains("csi-driver"), "{versions}");
+    let lock: serde_json::Value =
+        serde_json::from_slice(&fs::read(root.join("cks-iso.lock")).unwrap()).unwrap();
+    assert_eq!(lock["request"]["cloudstack"], "4.20");
+    let cdx = fs::read_to_string(root.join("sbom.cdx.json")).unwrap();
+    let spdx = fs::read_to_string(root.join("sbom.spdx.json")).unwrap();
+    for sbom in [&cdx, &spdx] {
+        assert!(sbom.contains("for CloudStack 4.20"), "{sbom}");
+    }
+    validate_sboms(
+        &[&root.join("sbom.cdx.json")],
+        &[&root.join("sbom.spdx.json")],
+    );
+    let (code, report) = verify_iso(&iso, &[]);
+    assert_eq!(
+        code,
+        Some(0),
+        "verify takes the release the ISO records: {report}"
+    );
+    // Two arches would both be NAME.iso.
+    let two = build_for(
+        &world,
+        dir.path(),
+        &out,
+        &[
+            &dash[..],
+            &["--cloudstack", "4.20", "--arch", "amd64", "--arch", "arm64"],
+        ]
+        .concat(),
+        &[],
+    );
+    usage_error(
+        &two,
+        &["CloudStack 4.20's script names the ISO", "two --arch"],
+    );
+
+    // 4.21 from the configuration file: NAME-<uname>.iso, still no CSI pair.
+    let config = dir.path().join("cks-iso.yaml");
+    fs::write(
+        &config,
+        format!("{}cloudstack: 4.21\n", world.config_yaml()),
+    )
+    .unwrap();
+    fs::copy(
+        world.trusted_root_path(),
+        dir.path().join("trusted_root.json"),
+    )
+    .unwrap();
+    let out = dir.path().join("4.21");
+    ok(build_for(
+        &world,
+        dir.path(),
+        &out,
+        &dash,
+        &[("CKS_ISO_CONFIG", p(&config))],
+    ));
+    let iso = out.join(format!("setup-v{k}-x86_64.iso"));
+    let (listing, _) = tool("bsdtar", ["-t", "-f", p(&iso)]);
+    assert!(!listing.contains("manifest.yaml"), "{listing}");
+    let (code, report) = verify_iso(&iso, &["--cloudstack", "4.21"]);
+    assert_eq!(code, Some(0), "{report}");
+
+    // 4.21 and later etcd nodes read only the amd64 archive: an arm64 etcd ISO is refused.
+    let out = dir.path().join("etcd");
+    let etcd = build_for(
+        &world,
+        dir.path(),
+        &out,
+        &[&dash[..], &["--arch", "arm64", "--etcd", "3.5.21"]].concat(),
+        &[("CKS_ISO_CLOUDSTACK", "4.22")],
+    );
+    usage_error(
+        &etcd,
+        &["CloudStack 4.22 etcd nodes extract only etcd/etcd-linux-amd64.tar.gz"],
+    );
+    // Without a release the ISO is built as before, and verify --cloudstack names the problem.
+    ok(build_for(
+        &world,
+        dir.path(),
+        &out,
+        &[&dash[..], &["--arch", "arm64", "--etcd", "3.5.21"]].concat(),
+        &[],
+    ));
+    let iso = out.join(format!("setup-v{k}-aarch64.iso"));
+    let (code, report) = verify_iso(&iso, &[]);
+    assert_eq!(code, Some(0), "{report}");
+    let (code, report) = verify_iso(&iso, &["--cloudstack", "4.23"]);
+    assert_eq!(code, Some(1), "{report}");
+    assert!(
+        report.contains("etcd/etcd-linux-arm64.tar.gz: CloudStack 4.23 etcd nodes extract only"),
+        "{report}"
+    );
+
+    // 4.22 applies dashboard.yaml: a Headlamp version alone cannot make its ISO.
+    let out = dir.path().join("4.22");
+    let headlamp = build_for(
+        &world,
+        dir.path(),
+        &out,
+        &[
+            "--headlamp-version",
+            world.headlamp_version(),
+            "--cloudstack",
+            "4.22",
+        ],
+        &[],
+    );
+    usage_error(
+        &headlamp,
+        &["CloudStack 4.22 applies dashboard.yaml", "--dashboard"],
+    );
+    let bad = build_for(
+        &world,
+        dir.path(),
+        &out,
+        &[&dash[..], &["--cloudstack", "4.19"]].concat(),
+        &[],
+    );
+    usage_error(&bad, &["--cloudstack \"4.19\"", "4.20, 4.21, 4.22 or 4.23"]);
+}
+
+#[test]
+fn the_documented_argument_mistakes_get_what_was_meant() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = [
+        "build",
+        "out",
+        "1.33.1",
+        "1.6.2",
+        "1.33.0",
+        "https://example.org/net.yaml",
+        "https://example.org/dash.yaml",
+    ];
+    // The arm64 example: ARCH where BUILD_NAME goes.
+    let out = cks_iso()
+        .current_dir(dir.path())
+        .args(base)
+        .arg("aarch64")
+        .output()
+        .unwrap();
+    usage_error(
+        &out,
+        &[
+            "argument 7 is BUILD_NAME, but \"aarch64\" is an architecture",
+            "setup-v1.33.1 aarch64",
+        ],
+    );
+    // The etcd example: the etcd version where ARCH goes.
+    let out = cks_iso()
+        .current_dir(dir.path())
+        .args(base)
+        .args(["setup-v1.33.1", "3.5.21"])
+        .output()
+        .unwrap();
+    usage_error(
+        &out,
+        &[
+            "argument 8 is ARCH, but \"3.5.21\" is a version",
+            "amd64 3.5.21",
+        ],
+    );
+    assert!(!dir.path().join("out").exists());
+}
