@@ -48,7 +48,7 @@ impl PauseConflict {
 
 /// Refuses a manifest that names a pause image other than kubeadm's, before anything is pulled.
 /// `manifests` yields each manifest's ISO name, origin and edited text with its images. Images
-/// that do not parse are left to [`image_set`] to report.
+/// that do not parse are left to [`image_set`](super::image_set) to report.
 pub fn one_pause<'a>(
     kubeadm: &[&str],
     manifests: impl IntoIterator<Item = (&'a str, &'a str, &'a Edited)>,
