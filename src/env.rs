@@ -27,7 +27,7 @@ pub const NO_COLOR: Var = Var {
 /// A `tracing` filter for the log lines on stderr, overriding `-q`/`-v`.
 pub const CKS_ISO_LOG: Var = Var {
     name: "CKS_ISO_LOG",
-    about: "log filter for stderr, e.g. `debug` or `cks_iso::iso=trace`; overrides `-q`/`-v`",
+    about: "log filter for stderr, e.g. `debug` or `cks_iso::registry=trace`; overrides `-q`/`-v`",
 };
 
 /// Pins the cluster-autoscaler release instead of the newest one of the ISO's minor.

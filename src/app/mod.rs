@@ -4,7 +4,7 @@
 //! turns their errors into an [`AppError`] that says how bad it is (usage or failure) and what the
 //! user can do. `main` only prints it and picks the exit code.
 
-mod build;
+mod build_cmd;
 mod cache;
 mod diff;
 mod docs;
@@ -51,7 +51,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<Outcome, AppError> {
         Command::VerifyBundle(args) => done(verify_bundle::run(*args)),
         Command::Resolve(args) => done(resolve::run(*args, ui)),
         Command::Pull(args) => done(pull::run(*args, ui)),
-        Command::Build(args) => done(build::run(*args, ui)),
+        Command::Build(args) => done(build_cmd::run(*args, ui)),
         Command::Diff(args) => diff::run(args),
         Command::Cache(command) => done(cache::run(command, ui)),
         Command::Doctor(args) => done(doctor::run(*args, ui)),

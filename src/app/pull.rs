@@ -1,8 +1,8 @@
 //! `cks-iso pull IMAGE... --arch ARCH --out DIR`: pull images from registries into the blob cache
 //! and write one image archive per image; with `--signatures verify|enforce`, only images whose
-//! signatures pass (see [`build::check_image`]).
+//! signatures pass (see [`build_cmd::check_image`]).
 
-use super::{AppError, build, net};
+use super::{AppError, build_cmd, net};
 use futures_util::{StreamExt, stream};
 
 use crate::archive::{self, Written};
@@ -29,7 +29,7 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
     let mode = args.signatures.as_deref().unwrap_or("off");
     let checker = match mode {
         "off" => None,
-        _ => build::checker(
+        _ => build_cmd::checker(
             Some(mode),
             args.trusted_root.as_ref(),
             args.signature_policy.as_ref(),
@@ -68,7 +68,7 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
                     registry.fetch_blobs(&image, progress).await?;
                     // A bad signature (or, enforced, none) and the archive is not written.
                     if let Some(checker) = checker {
-                        build::check_image(checker, registry, &image, None).await?;
+                        build_cmd::check_image(checker, registry, &image, None).await?;
                     }
                     let cache = registry.cache().clone();
                     tokio::task::spawn_blocking(move || {

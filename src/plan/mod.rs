@@ -1,7 +1,7 @@
 //! What goes into a CKS ISO, decided from the command line and resolved versions, without touching
 //! the network: the normalised request (flags or upstream's positional form), the edits each
 //! manifest gets (and which manifests, [`manifests`]), the image set and the ISO's file name.
-//! `app::build` carries the plan out.
+//! `app::build_cmd` carries the plan out.
 
 mod locked;
 mod manifests;

@@ -57,13 +57,18 @@ fn crate_package_holds_sources_and_licence_only() {
     }
 }
 
-/// The leaf crates (the ISO writer, the image model and archives, their file plumbing) cannot
-/// touch the network: nothing in their dependency tree is an HTTP client, TLS stack or async
+/// The leaf crates (the ISO writer, the image model and archives, the signature checks, their file
+/// plumbing) cannot touch the network: nothing in their dependency tree is an HTTP client, TLS stack or async
 /// runtime, so "archives and ISOs never reach the network" is the compiler's rule, not a promise.
 #[test]
 fn leaf_crates_depend_on_no_network_stack() {
     let root = env!("CARGO_MANIFEST_DIR");
-    for leaf in ["cks-iso-io", "cks-iso-iso9660", "cks-iso-oci"] {
+    for leaf in [
+        "cks-iso-io",
+        "cks-iso-iso9660",
+        "cks-iso-oci",
+        "cks-iso-sigstore",
+    ] {
         let out = run(Command::new(env!("CARGO")).current_dir(root).args([
             "tree",
             "--locked",

@@ -1,13 +1,16 @@
 //! Verifies Kubernetes' Sigstore signatures of images, offline, and says what was verified.
 //!
+//! A crate of its own so that "signature checks never touch the network" is the compiler's rule:
+//! it has no HTTP client and no async runtime; the `cks-iso` crate fetches what it judges.
+//!
 //! An ISO crosses an air gap once and is trusted for years; registry.k8s.io signs every image it
 //! serves (cosign's keyless "simple signing" format: a `sha256-<digest>.sig` tag whose layers are
 //! the signed payloads, with the signature, the Fulcio leaf and the Rekor signed entry timestamp in
-//! annotations). This module judges those layers with the nine checks of [`verify::Step`] against
+//! annotations). This crate judges those layers with the nine checks of [`verify::Step`] against
 //! a [`TrustedRoot`] and a policy [`Rule`] (identity and OIDC issuer), binding by digest only: the
 //! payload's `docker-reference` is recorded, never trusted (it named backing registries for years).
 //!
-//! Pure: no network, no file system. [`crate::registry`] fetches the `.sig` manifests and
+//! Pure: no network, no file system. The `cks-iso` crate's `registry` fetches the `.sig` manifests and
 //! payloads; `app::build` decides per [`Mode`] what a missing or bad signature means and writes
 //! the evidence ([`evidence`]) into the ISO.
 //!
@@ -38,7 +41,7 @@ pub use policy::{GOOGLE_ISSUER, K8S_BINARY_IDENTITY, K8S_IMAGE_IDENTITY, Policy,
 pub use root::TrustedRoot;
 pub use verify::{Failure, Step, Verified};
 
-use crate::image::{Descriptor, Digest};
+use cks_iso_oci::image::{Descriptor, Digest};
 
 /// Annotation: base64 of the DER ECDSA signature over the payload.
 pub const ANN_SIGNATURE: &str = "dev.cosignproject.cosign/signature";

@@ -23,7 +23,7 @@ pub use super::tlog::{Checkpoint, CheckpointError, checkpoint, inclusion, leaf_h
 use super::verify::{self, Failure, Step, Verified, b64};
 use super::x509::pem_certificates;
 use super::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_SIGNATURE, Rule};
-use crate::image::sha256_of;
+use cks_iso_oci::image::sha256_of;
 
 /// The bundle media type written.
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
