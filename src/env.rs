@@ -48,10 +48,22 @@ pub const XDG_CACHE_HOME: Var = Var {
     about: "the cache is `$XDG_CACHE_HOME/cks-iso` (an absolute path), else `~/.cache/cks-iso`",
 };
 
+/// Where `podman login` writes its credentials (`$XDG_RUNTIME_DIR/containers/auth.json`).
+pub const XDG_RUNTIME_DIR: Var = Var {
+    name: "XDG_RUNTIME_DIR",
+    about: "`$XDG_RUNTIME_DIR/containers/auth.json` (where `podman login` writes) gives registry credentials, after `--authfile` and `REGISTRY_AUTH_FILE`",
+};
+
+/// Podman's read-only auth file lives under it (`$XDG_CONFIG_HOME/containers/auth.json`).
+pub const XDG_CONFIG_HOME: Var = Var {
+    name: "XDG_CONFIG_HOME",
+    about: "`$XDG_CONFIG_HOME/containers/auth.json` (an absolute path; else `~/.config/containers/auth.json`) gives registry credentials, after `$XDG_RUNTIME_DIR/containers/auth.json`",
+};
+
 /// The user's home, for the default cache directory when `XDG_CACHE_HOME` is unset.
 pub const HOME: Var = Var {
     name: "HOME",
-    about: "the default cache is `$HOME/.cache/cks-iso` when `XDG_CACHE_HOME` is unset; `$HOME/.docker/config.json` gives registry credentials",
+    about: "the default cache is `$HOME/.cache/cks-iso` when `XDG_CACHE_HOME` is unset; `$HOME/.config/containers/auth.json` and `$HOME/.docker/config.json` give registry credentials",
 };
 
 /// Where temporary work directories go (read through `std::env::temp_dir`).
@@ -87,13 +99,13 @@ pub const NO_PROXY: Var = Var {
 /// Where the Docker client keeps `config.json`, read for registry credentials.
 pub const DOCKER_CONFIG: Var = Var {
     name: "DOCKER_CONFIG",
-    about: "directory of the Docker `config.json` whose `auths`, `credHelpers` and `credsStore` give registry credentials; default `~/.docker`",
+    about: "directory of the Docker `config.json` whose `auths`, `credHelpers` and `credsStore` give registry credentials, read last; default `~/.docker`",
 };
 
 /// A Podman/skopeo auth file, read for registry credentials before the Docker config.
 pub const REGISTRY_AUTH_FILE: Var = Var {
     name: "REGISTRY_AUTH_FILE",
-    about: "a Podman/skopeo `auth.json` read for registry credentials before the Docker config; `--authfile` comes first",
+    about: "a Podman/skopeo `auth.json` read for registry credentials before Podman's default files and the Docker config; `--authfile` comes first",
 };
 
 /// The signature mode of `build`, when `--signatures` is not given (read by clap).
@@ -126,6 +138,8 @@ pub const ALL: &[Var] = &[
     TMPDIR,
     DOCKER_CONFIG,
     REGISTRY_AUTH_FILE,
+    XDG_RUNTIME_DIR,
+    XDG_CONFIG_HOME,
 ];
 
 impl Var {

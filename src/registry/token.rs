@@ -82,8 +82,14 @@ impl Registry {
         host: &HostState,
         ep: &Endpoint,
     ) -> Result<Option<Credentials>, RegistryError> {
-        host.credentials
-            .get_or_try_init(|| async { self.config.auth.lookup(ep.host()) })
+        let cell = host
+            .credentials
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(ep.name.clone())
+            .or_default()
+            .clone();
+        cell.get_or_try_init(|| async { self.config.auth.lookup(ep.host(), &ep.name) })
             .await
             .cloned()
     }

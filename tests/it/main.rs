@@ -27,6 +27,7 @@ mod packaging;
 mod parser_properties;
 mod ranged_pull;
 mod real_tools;
+mod registry_credentials;
 mod registry_faults;
 mod registry_pull;
 mod resolve_cli;

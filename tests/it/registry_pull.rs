@@ -397,54 +397,6 @@ fn bad_credentials_fail_as_an_auth_error_without_the_secret() {
 }
 
 #[test]
-fn credential_helper_from_docker_config_supplies_credentials() {
-    let world = world();
-    let front = TokenFront::start(
-        &world.registry.host(),
-        FrontAuth::Password {
-            user: "helper-user".into(),
-            password: "helper-secret".into(),
-        },
-    );
-    let tmp = tempfile::tempdir().unwrap();
-    let (cache, out) = (tmp.path().join("cache"), tmp.path().join("out"));
-    let bin = tmp.path().join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    let helper = bin.join("docker-credential-cks-test");
-    let host = front.host();
-    std::fs::write(
-        &helper,
-        format!(
-            "#!/bin/sh\n[ \"$1\" = get ] || exit 1\nread server\n[ \"$server\" = \"{host}\" ] || \
-             {{ echo 'credentials not found in native keychain'; exit 1; }}\n\
-             echo '{{\"ServerURL\":\"{host}\",\"Username\":\"helper-user\",\"Secret\":\"helper-secret\"}}'\n"
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&helper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let docker_config = tmp.path().join("docker");
-    std::fs::create_dir(&docker_config).unwrap();
-    std::fs::write(
-        docker_config.join("config.json"),
-        format!(r#"{{"credHelpers":{{"{host}":"cks-test"}}}}"#),
-    )
-    .unwrap();
-    let pause = world.corpus.get("registry.k8s.io/pause:3.10").reference();
-    let mut cmd = crate::support::registry::pull_cmd(
-        &args(&world, &front.url(), "arm64", &[pause]),
-        &cache,
-        &out,
-    );
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    cmd.env("DOCKER_CONFIG", &docker_config).env("PATH", path);
-    succeeded(&cmd.output().unwrap());
-}
-
-#[test]
 fn registry_that_is_down_is_asked_once_for_all_its_images() {
     let port = cks_iso_testworld::registry::free_port();
     let host = format!("127.0.0.1:{port}");
