@@ -32,6 +32,7 @@ mod registry_faults;
 mod registry_pull;
 mod resolve_cli;
 mod rootless;
+mod sbom_sources;
 mod signatures;
 mod upstream_downloads;
 mod verify;

@@ -99,7 +99,11 @@ fn credential_helper_is_asked_for_the_registry_host_and_named_in_verbose_logs() 
         .env("PATH", path_with(&bin));
     let result = cmd.output().unwrap();
     succeeded(&result);
-    assert_eq!(lines(&asked), vec![host.clone()], "asked once, for the host");
+    assert_eq!(
+        lines(&asked),
+        vec![host.clone()],
+        "asked once, for the host"
+    );
     let text = stderr(&result);
     let config = docker_config.join("config.json");
     assert!(
