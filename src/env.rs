@@ -54,16 +54,17 @@ pub const XDG_RUNTIME_DIR: Var = Var {
     about: "`$XDG_RUNTIME_DIR/containers/auth.json` (where `podman login` writes) gives registry credentials, after `--authfile` and `REGISTRY_AUTH_FILE`",
 };
 
-/// Podman's read-only auth file lives under it (`$XDG_CONFIG_HOME/containers/auth.json`).
+/// The user's configuration directory: the default configuration file and Podman's read-only
+/// auth file live under it.
 pub const XDG_CONFIG_HOME: Var = Var {
     name: "XDG_CONFIG_HOME",
-    about: "`$XDG_CONFIG_HOME/containers/auth.json` (an absolute path; else `~/.config/containers/auth.json`) gives registry credentials, after `$XDG_RUNTIME_DIR/containers/auth.json`",
+    about: "an absolute path, else `~/.config`: `$XDG_CONFIG_HOME/cks-iso/config.yaml` is the default configuration file; `$XDG_CONFIG_HOME/containers/auth.json` gives registry credentials, after `$XDG_RUNTIME_DIR/containers/auth.json`",
 };
 
 /// The user's home, for the default cache directory when `XDG_CACHE_HOME` is unset.
 pub const HOME: Var = Var {
     name: "HOME",
-    about: "the default cache is `$HOME/.cache/cks-iso` when `XDG_CACHE_HOME` is unset; `$HOME/.config/containers/auth.json` and `$HOME/.docker/config.json` give registry credentials",
+    about: "the default cache is `$HOME/.cache/cks-iso` when `XDG_CACHE_HOME` is unset; `$HOME/.config` is the default `XDG_CONFIG_HOME`; `$HOME/.docker/config.json` gives registry credentials",
 };
 
 /// Where temporary work directories go (read through `std::env::temp_dir`).
@@ -75,7 +76,7 @@ pub const TMPDIR: Var = Var {
 /// The configuration file, when `--config` is not given.
 pub const CKS_ISO_CONFIG: Var = Var {
     name: "CKS_ISO_CONFIG",
-    about: "the YAML configuration file (mirrors, registries, CA files, auth file, jobs, retries, timeouts) when `--config` is not given",
+    about: "the YAML configuration file (mirrors, registries, CA files, auth file, jobs, retries, timeouts) when `--config` is not given; unset, the first of `$XDG_CONFIG_HOME/cks-iso/config.yaml` (else `~/.config/…`) and `/etc/cks-iso/config.yaml` that exists",
 };
 
 /// Proxy for `https://` URLs, read by the HTTP client (also `https_proxy`).

@@ -123,8 +123,13 @@ pub fn run(args: DoctorArgs, _ui: &Ui) -> Result<(), AppError> {
             let detail = match &settings.source {
                 Some(path) => format!("{} parses", path.display()),
                 None => format!(
-                    "no file ({} unset, no --config): flags and defaults",
-                    env::CKS_ISO_CONFIG.name
+                    "no file ({} unset, no --config, none at {}): flags and defaults",
+                    env::CKS_ISO_CONFIG.name,
+                    crate::config::default_locations()
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(" or ")
                 ),
             };
             checks.report("configuration", Ok(detail));
