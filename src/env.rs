@@ -97,6 +97,24 @@ pub const NO_PROXY: Var = Var {
     about: "comma-separated hosts reached directly, bypassing the proxy (also `no_proxy`)",
 };
 
+/// Proxy for every scheme without its own variable, read by the HTTP client (also `all_proxy`).
+pub const ALL_PROXY: Var = Var {
+    name: "ALL_PROXY",
+    about: "proxy for requests `HTTPS_PROXY`/`HTTP_PROXY` do not cover (also `all_proxy`), read by the HTTP client",
+};
+
+/// A PEM bundle replacing the system's CA store, read by the TLS stack (rustls-native-certs).
+pub const SSL_CERT_FILE: Var = Var {
+    name: "SSL_CERT_FILE",
+    about: "a PEM file of CA certificates the TLS client trusts instead of the system store (with `SSL_CERT_DIR`, both); the built-in Mozilla roots and `--ca-file` still apply",
+};
+
+/// Directories of CA certificates replacing the system's store, read by the TLS stack.
+pub const SSL_CERT_DIR: Var = Var {
+    name: "SSL_CERT_DIR",
+    about: "colon-separated directories of CA certificates the TLS client trusts instead of the system store",
+};
+
 /// Where the Docker client keeps `config.json`, read for registry credentials.
 pub const DOCKER_CONFIG: Var = Var {
     name: "DOCKER_CONFIG",
@@ -133,7 +151,10 @@ pub const ALL: &[Var] = &[
     CKS_ISO_REKOR_URL,
     HTTPS_PROXY,
     HTTP_PROXY,
+    ALL_PROXY,
     NO_PROXY,
+    SSL_CERT_FILE,
+    SSL_CERT_DIR,
     XDG_CACHE_HOME,
     HOME,
     TMPDIR,

@@ -114,6 +114,42 @@ fn healthy_world_passes_every_check_and_a_dead_mirror_is_named() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("2 of "));
     println!("{stdout}");
+
+    // `--json`: the same checks as one object, the failures with their hints.
+    let out = doctor(
+        &world,
+        &cache,
+        &[
+            "--json",
+            "--mirror",
+            &format!("https://dl.k8s.io={dead_files}/dl.k8s.io"),
+            "--connect-timeout",
+            "2",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("stdout is one JSON object");
+    assert_eq!(report["format"], 1);
+    assert_eq!(report["ok"], false);
+    let checks = report["checks"].as_array().unwrap();
+    assert_eq!(report["total"], checks.len(), "{report}");
+    assert_eq!(report["failed"], 1, "{report}");
+    let failed: Vec<&serde_json::Value> = checks.iter().filter(|c| c["ok"] == false).collect();
+    assert!(
+        failed[0]["check"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("mirror {dead_files}/dl.k8s.io"))
+            && failed[0]["hint"].is_string(),
+        "{report}"
+    );
+    assert!(
+        checks
+            .iter()
+            .any(|c| c["check"] == "configuration" && c["ok"] == true),
+        "{report}"
+    );
 }
 
 /// Neither `--config` nor `CKS_ISO_CONFIG`: `$XDG_CONFIG_HOME/cks-iso/config.yaml` is read, and

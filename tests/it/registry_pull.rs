@@ -497,3 +497,44 @@ fn doctor_obtains_a_pull_token_as_a_pull_would() {
         "{with_file}"
     );
 }
+
+/// `pull --json`: one object with a `format` version, each archive written (name, registry
+/// digest, file, size) and each image that failed, in the order given; exit 1 when one failed.
+#[test]
+fn pull_json_is_one_object_naming_what_was_written_and_what_failed() {
+    let world = world();
+    let tmp = tempfile::tempdir().unwrap();
+    let (cache, out) = (tmp.path().join("cache"), tmp.path().join("out"));
+    let pause = world.corpus.get("registry.k8s.io/pause:3.10");
+    let missing = "registry.k8s.io/no-such-image:v1".to_owned();
+    let mut list = args(
+        &world,
+        &world.registry.url(),
+        "amd64",
+        &[pause.reference(), missing.clone()],
+    );
+    list.push("--json".into());
+    let result = pull(&list, &cache, &out);
+    assert_eq!(result.status.code(), Some(1), "{}", stderr(&result));
+    let report: Value = serde_json::from_slice(&result.stdout).expect("stdout is one JSON object");
+    assert_eq!(report["format"], 1);
+    assert_eq!(report["arch"], "linux/amd64");
+    let images = report["images"].as_array().unwrap();
+    assert_eq!(images.len(), 1, "{report}");
+    assert_eq!(images[0]["reference"], pause.reference());
+    assert_eq!(images[0]["digest"], pause.top);
+    let archive = PathBuf::from(images[0]["archive"].as_str().unwrap());
+    assert_eq!(archive, out.join("pause:3.10.tar"));
+    assert_eq!(
+        images[0]["size"],
+        std::fs::metadata(&archive).unwrap().len(),
+        "{report}"
+    );
+    let failed = report["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{report}");
+    assert_eq!(failed[0]["reference"], missing);
+    assert!(
+        failed[0]["error"].as_str().unwrap().contains("not found"),
+        "{report}"
+    );
+}
