@@ -37,6 +37,9 @@ pub struct Credentials {
     pub username: String,
     /// The password or token.
     pub password: String,
+    /// Whether `password` is an identity token (`identitytoken`, or a helper's `<token>`
+    /// answer): an OAuth2 refresh token exchanged at the token service, never sent as Basic.
+    pub identity: bool,
 }
 
 impl fmt::Debug for Credentials {
@@ -91,6 +94,8 @@ struct AuthEntry {
     username: Option<String>,
     #[serde(default)]
     password: Option<String>,
+    #[serde(default)]
+    identitytoken: Option<String>,
 }
 
 /// An absolute directory from `var`, as the XDG base directory spec asks (a relative one is
@@ -224,6 +229,14 @@ impl AuthFiles {
             .min_by_key(|(len, _, _)| std::cmp::Reverse(*len));
         if let Some((_, key, entry)) = best {
             let what = format!("auths {key:?}");
+            if let Some(token) = entry.identitytoken.as_deref().filter(|t| !t.is_empty()) {
+                let found = Credentials {
+                    username: entry.username.clone().unwrap_or_default(),
+                    password: token.to_owned(),
+                    identity: true,
+                };
+                return Ok(Some((found, format!("{what} (identitytoken)"))));
+            }
             if let Some(auth) = entry.auth.as_deref().filter(|a| !a.is_empty()) {
                 let bad = || {
                     RegistryError::Config(format!(
@@ -237,6 +250,7 @@ impl AuthFiles {
                 let found = Credentials {
                     username: username.to_owned(),
                     password: password.to_owned(),
+                    identity: false,
                 };
                 return Ok(Some((found, what)));
             }
@@ -244,6 +258,7 @@ impl AuthFiles {
                 let found = Credentials {
                     username: username.clone(),
                     password: password.clone(),
+                    identity: false,
                 };
                 return Ok(Some((found, what)));
             }
@@ -353,9 +368,12 @@ fn run_helper(
     }
     let reply: Reply = serde_json::from_slice(&out.stdout)
         .map_err(|_| "its answer is not {\"Username\",\"Secret\"} JSON".to_owned())?;
+    // The protocol's way of handing over an identity token.
+    let identity = reply.username == "<token>";
     Ok(Some(Credentials {
         username: reply.username,
         password: reply.secret,
+        identity,
     }))
 }
 

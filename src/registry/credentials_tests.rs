@@ -180,3 +180,32 @@ fn missing_or_failing_helper_gives_no_credentials_and_the_search_goes_on() {
         Some("later")
     );
 }
+
+/// `identitytoken` entries, and a helper answering the user `<token>`, are identity tokens: for
+/// the OAuth2 exchange, never Basic.
+#[test]
+fn identity_tokens_are_marked_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "config.json",
+        r#"{"auths":{"a.example":{"auth":"","identitytoken":"refresh"}},"credHelpers":{"b.example":"tok"}}"#,
+    );
+    let program = dir.path().join("docker-credential-tok");
+    std::fs::write(
+        &program,
+        "#!/bin/sh\nread server\necho '{\"ServerURL\":\"b.example\",\"Username\":\"<token>\",\"Secret\":\"r2\"}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let mut files = AuthFiles::new(vec![file], None);
+    files.helper_path = Some(dir.path().as_os_str().to_owned());
+    let a = files.lookup("a.example", "x").unwrap().unwrap();
+    assert!(a.identity && a.password == "refresh");
+    let b = files.lookup("b.example", "x").unwrap().unwrap();
+    assert!(b.identity && b.password == "r2");
+}

@@ -36,6 +36,7 @@ mod credentials;
 mod endpoint;
 mod error;
 mod manifests;
+mod oauth;
 mod ranged;
 mod signatures;
 mod token;

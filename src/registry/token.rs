@@ -212,6 +212,11 @@ impl Registry {
             query.append_pair("scope", &format!("repository:{}:pull", ep.name));
         }
         let headers = match self.credentials(host, ep).await? {
+            Some(creds) if creds.identity => {
+                return self
+                    .oauth_token(ep, reference, url, service, &creds.password)
+                    .await;
+            }
             Some(creds) => authorization_header(&creds.basic(), ep, reference, "the credentials")?,
             None => HeaderMap::new(),
         };

@@ -219,3 +219,53 @@ fn podman_default_auth_files_are_read_with_repository_scoped_keys_first() {
         .env("XDG_CONFIG_HOME", &config_home);
     succeeded(&cmd.output().unwrap());
 }
+
+/// `docker login` against some registries stores an `identitytoken`: it is exchanged, as Docker
+/// does, for a pull token with an OAuth2 refresh-token `POST` to the realm, never sent as Basic.
+#[test]
+fn identity_token_is_exchanged_for_a_pull_token_the_oauth2_way() {
+    let world = world();
+    let front = TokenFront::start(
+        &world.registry.host(),
+        FrontAuth::RefreshToken("refresh-me-7".into()),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let (cache, out) = (tmp.path().join("cache"), tmp.path().join("out"));
+    let host = front.host();
+    let docker_config = tmp.path().join("docker");
+    std::fs::create_dir(&docker_config).unwrap();
+    let pause = world.corpus.get("registry.k8s.io/pause:3.10").reference();
+    let run = |config: &str| {
+        std::fs::write(docker_config.join("config.json"), config).unwrap();
+        let mut cmd = pull_cmd(
+            &args(&world, &front.url(), std::slice::from_ref(&pause)),
+            &cache,
+            &out,
+        );
+        cmd.arg("-vv").env("DOCKER_CONFIG", &docker_config);
+        cmd.output().unwrap()
+    };
+    let result = run(&format!(
+        r#"{{"auths":{{"{host}":{{"auth":"","identitytoken":"refresh-me-7"}}}}}}"#
+    ));
+    succeeded(&result);
+    assert!(
+        front
+            .scopes()
+            .contains(&"repository:registry.k8s.io/pause:pull".to_owned()),
+        "{:?}",
+        front.scopes()
+    );
+    let text = stderr(&result);
+    assert!(text.contains("(identitytoken)"), "{text}");
+    assert!(!text.contains("refresh-me-7"), "the token leaked: {text}");
+
+    // A wrong identity token is refused as an auth error, not sent any other way.
+    let wrong = run(&format!(
+        r#"{{"auths":{{"{host}":{{"identitytoken":"stale-token"}}}}}}"#
+    ));
+    assert!(!wrong.status.success());
+    let text = stderr(&wrong);
+    assert!(text.contains("refused access"), "{text}");
+    assert!(!text.contains("stale-token"), "the token leaked: {text}");
+}
