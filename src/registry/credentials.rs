@@ -40,6 +40,8 @@ pub struct Credentials {
     /// Whether `password` is an identity token (`identitytoken`, or a helper's `<token>`
     /// answer): an OAuth2 refresh token exchanged at the token service, never sent as Basic.
     pub identity: bool,
+    /// Where they came from: the file and entry (`auths "quay.io/org" in /run/…/auth.json`).
+    pub source: String,
 }
 
 impl fmt::Debug for Credentials {
@@ -169,11 +171,12 @@ impl AuthFiles {
                     e.column()
                 ))
             })?;
-            if let Some((found, entry)) = self.in_config(&config, host, repository, path)? {
+            if let Some((mut found, entry)) = self.in_config(&config, host, repository, path)? {
                 tracing::debug!(
                     "credentials for {host}/{repository} from {}, {entry}",
                     path.display()
                 );
+                found.source = format!("{entry} in {}", path.display());
                 return Ok(Some(found));
             }
         }
@@ -234,6 +237,7 @@ impl AuthFiles {
                     username: entry.username.clone().unwrap_or_default(),
                     password: token.to_owned(),
                     identity: true,
+                    source: String::new(),
                 };
                 return Ok(Some((found, format!("{what} (identitytoken)"))));
             }
@@ -251,6 +255,7 @@ impl AuthFiles {
                     username: username.to_owned(),
                     password: password.to_owned(),
                     identity: false,
+                    source: String::new(),
                 };
                 return Ok(Some((found, what)));
             }
@@ -259,6 +264,7 @@ impl AuthFiles {
                     username: username.clone(),
                     password: password.clone(),
                     identity: false,
+                    source: String::new(),
                 };
                 return Ok(Some((found, what)));
             }
@@ -374,6 +380,7 @@ fn run_helper(
         username: reply.username,
         password: reply.secret,
         identity,
+        source: String::new(),
     }))
 }
 

@@ -103,9 +103,9 @@ impl Registry {
         let host = self.host(&ep);
         let challenge = self.ping(&ep, reference).await?;
         let creds = self.credentials(&host, &ep).await?;
-        let who = match creds {
-            Some(_) => "with the configured credentials",
-            None => "anonymously",
+        let who = match &creds {
+            Some(creds) => format!("with the configured credentials ({})", creds.source),
+            None => "anonymously".to_owned(),
         };
         match challenge {
             Challenge::None => Ok(format!(

@@ -496,6 +496,15 @@ fn doctor_obtains_a_pull_token_as_a_pull_would() {
         with_file.contains("pull token obtained with the configured credentials"),
         "{with_file}"
     );
+    // The line names where they came from.
+    assert!(
+        with_file.contains(&format!(
+            "(auths \"{}\" in {})",
+            front.host(),
+            authfile.display()
+        )),
+        "{with_file}"
+    );
 }
 
 /// `pull --json`: one object with a `format` version, each archive written (name, registry
