@@ -16,9 +16,15 @@ DEB_COMMANDS := docker-registry git xorriso isoinfo bsdtar 7z skopeo containerd 
 SBOM_VENV := .venv-sbom
 SBOM_PIP := cyclonedx-python-lib[json-validation]==11.12.0 spdx-tools==0.8.5 cryptography==48.0.0 sigstore==4.5.1
 
+# Where cargo builds (CARGO_TARGET_DIR, build.target-dir, or ./target), asked of cargo itself.
+TARGET_DIR := $(or $(shell $(CARGO) metadata --format-version 1 --no-deps 2>/dev/null | \
+	sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p'),target)
+
 # `make deb`: cargo-deb packages the release binary with the man pages and completions that binary
-# generates into $(ASSETS). cargo-deb is installed by the target when missing.
-RELEASE_BIN := target/release/cks-iso
+# generates into $(ASSETS). cargo-deb is installed by the target when missing. $(ASSETS) stays in
+# the source tree whatever the target dir: Cargo.toml's cargo-deb assets name it relative to the
+# package, while cargo-deb finds `target/release/…` in the real target dir itself.
+RELEASE_BIN := $(TARGET_DIR)/release/cks-iso
 ASSETS := target/assets
 CARGO_DEB_VERSION := 3.8.0
 
@@ -82,7 +88,7 @@ assets: build
 deb: assets
 	@command -v cargo-deb >/dev/null 2>&1 || { echo "make deb: installing cargo-deb $(CARGO_DEB_VERSION)"; \
 		$(CARGO) install cargo-deb --version $(CARGO_DEB_VERSION) --locked; }
-	rm -f target/debian/cks-iso_*.deb
+	rm -f $(TARGET_DIR)/debian/cks-iso_*.deb
 	$(CARGO) deb --locked --no-build -p cks-iso
 
 # The package judged by lintian, dpkg-deb and man, and `cargo install --path .`; needs the release
@@ -97,13 +103,11 @@ test-deb: deps deb
 	echo "make test-deb: cargo install --path . works"
 
 demo: deps
-	./scripts/demo.sh
+	RELEASE_DIR=$(TARGET_DIR)/release ./scripts/demo.sh
 
 bench: deps build
-	./bench/iso.sh
-	./bench/build.sh
-	./bench/pull.sh
-	./bench/wan.sh
+	export RELEASE_DIR=$(TARGET_DIR)/release; ./bench/iso.sh && ./bench/build.sh && ./bench/pull.sh && \
+		./bench/wan.sh
 
 # Coverage-guided fuzzing of the parsers that read untrusted input (fuzz/fuzz_targets). cargo-fuzz
 # needs nightly features; RUSTC_BOOTSTRAP lets the stable toolchain provide them.

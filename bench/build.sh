@@ -44,12 +44,12 @@ die() { echo "bench/build.sh: error: $*" >&2; exit 1; }
 if [[ ${1:-} != --inside ]]; then
 	RUNS=${RUNS:-3}
 	[[ $RUNS =~ ^[0-9]+$ ]] && ((RUNS >= 3)) || die "RUNS must be an integer >= 3"
-	CKS_ISO=${CKS_ISO:-target/release/cks-iso}
+	CKS_ISO=${CKS_ISO:-${RELEASE_DIR:-target/release}/cks-iso}
 	[[ -x $CKS_ISO ]] || die "$CKS_ISO is missing; run 'make build' (or 'make bench', which builds first)"
 	if [[ -z ${WORLD:-} ]]; then
 		cargo build --release --locked -p cks-iso-testworld --bin cks-iso-world >&2 ||
 			die "cannot build testworld's cks-iso-world"
-		WORLD=target/release/cks-iso-world
+		WORLD=${RELEASE_DIR:-target/release}/cks-iso-world
 	fi
 	[[ -x $WORLD ]] || die "WORLD=$WORLD is not executable"
 	[[ -z ${CKS_ISO_BASE:-} || -x $CKS_ISO_BASE ]] || die "CKS_ISO_BASE=$CKS_ISO_BASE is not executable"

@@ -40,7 +40,7 @@ OWN_MIB=${OWN_MIB:-21}
 BIG_MIB=${BIG_MIB:-2048}
 CONTENT=${CONTENT:-binary}
 BENCH_DIR=${BENCH_DIR:-/var/tmp/cks-iso-bench}
-CKS_ISO=${CKS_ISO:-target/release/cks-iso}
+CKS_ISO=${CKS_ISO:-${RELEASE_DIR:-target/release}/cks-iso}
 WORLD=${WORLD:-}
 GOAL_RATIO=15
 GOAL_RSS_KIB=65536
@@ -55,7 +55,7 @@ done
 if [[ -z $WORLD ]]; then
 	cargo build --release --locked -p cks-iso-testworld --bin registry-world >&2 ||
 		die "cannot build testworld's registry-world"
-	WORLD=target/release/registry-world
+	WORLD=${RELEASE_DIR:-target/release}/registry-world
 fi
 CKS_ISO=$(realpath "$CKS_ISO")
 WORLD=$(realpath "$WORLD")

@@ -31,7 +31,7 @@ ARCH=${ARCH:-amd64}
 SHAPE_MS=${SHAPE_MS:-50}
 SHAPE_MBIT=${SHAPE_MBIT:-200}
 BENCH_DIR=${BENCH_DIR:-/var/tmp/cks-iso-bench}
-CKS_ISO=${CKS_ISO:-target/release/cks-iso}
+CKS_ISO=${CKS_ISO:-${RELEASE_DIR:-target/release}/cks-iso}
 CKS_ISO_BASE=${CKS_ISO_BASE:-}
 WORLD=${WORLD:-}
 GOAL_RATIO=10
@@ -46,7 +46,7 @@ done
 if [[ -z $WORLD ]]; then
 	cargo build --release --locked -p cks-iso-testworld --bin registry-world >&2 ||
 		die "cannot build testworld's registry-world"
-	WORLD=target/release/registry-world
+	WORLD=${RELEASE_DIR:-target/release}/registry-world
 fi
 CKS_ISO=$(realpath "$CKS_ISO")
 [[ -n $CKS_ISO_BASE ]] && CKS_ISO_BASE=$(realpath "$CKS_ISO_BASE")

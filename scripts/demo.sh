@@ -11,8 +11,8 @@ k8s=${DEMO_KUBERNETES:-1.33.1}
 
 echo "==> building cks-iso and the local upstream world (release)"
 cargo build --release --locked --workspace
-bin=$(realpath target/release/cks-iso)
-world=$(realpath target/release/cks-iso-world)
+bin=$(realpath "${RELEASE_DIR:-target/release}"/cks-iso)
+world=$(realpath "${RELEASE_DIR:-target/release}"/cks-iso-world)
 mkdir -p "$out"
 
 echo

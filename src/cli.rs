@@ -102,6 +102,9 @@ pub struct DoctorArgs {
     /// Blob cache to check [default: $XDG_CACHE_HOME/cks-iso, else ~/.cache/cks-iso].
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Print one JSON object on stdout instead of a line per check (see README).
+    #[arg(long)]
+    pub json: bool,
     /// Network settings.
     #[command(flatten)]
     pub net: Net,
@@ -359,6 +362,9 @@ pub struct PullArgs {
     /// More signers (YAML rules) [default: config file].
     #[arg(long, value_name = "FILE")]
     pub signature_policy: Option<PathBuf>,
+    /// Print one JSON object on stdout instead of a line per image (see README).
+    #[arg(long)]
+    pub json: bool,
     /// Network settings (mirrors, registries, CA files, credentials, jobs, retries, timeouts).
     #[command(flatten)]
     pub net: Net,

@@ -1,8 +1,9 @@
 //! The configuration file, and how it combines with the command-line flags.
 //!
 //! Users behind a corporate mirror repeat the same network settings on every run; a YAML file
-//! (`--config FILE` or `CKS_ISO_CONFIG`) holds everything the network flags set, and the flags
-//! override it. Unknown keys are errors naming the key, so a typo never silently drops a mirror.
+//! (`--config FILE` or `CKS_ISO_CONFIG`, else `~/.config/cks-iso/config.yaml` or
+//! `/etc/cks-iso/config.yaml`, see [`default_locations`]) holds everything the network flags set,
+//! and the flags override it. Unknown keys are errors naming the key, so a typo never silently drops a mirror.
 //!
 //! ```yaml
 //! mirrors:                      # download and git URL prefixes, FROM: TO
@@ -243,6 +244,8 @@ pub enum ConfigError {
         /// What the system said.
         #[source]
         source: std::io::Error,
+        /// Whether it was read because it is in a default location, not because it was named.
+        implicit: bool,
     },
     /// The file is not valid YAML for the model (includes unknown keys, by name).
     #[error("configuration file {}: {message}", path.display())]
@@ -268,6 +271,14 @@ impl ConfigError {
     /// What the user can do about it.
     pub fn hint(&self) -> Option<String> {
         Some(match self {
+            Self::Read {
+                implicit: true,
+                path,
+                ..
+            } => format!(
+                "make {} readable or remove it, or pass --config FILE to read another",
+                path.display()
+            ),
             Self::Read { .. } => {
                 "check --config or CKS_ISO_CONFIG; leave both unset to use flags only".into()
             }
@@ -283,12 +294,27 @@ impl ConfigError {
     }
 }
 
+impl ConfigError {
+    /// The same error for a file read from a default location.
+    fn implicit(self) -> Self {
+        match self {
+            Self::Read { path, source, .. } => Self::Read {
+                path,
+                source,
+                implicit: true,
+            },
+            other => other,
+        }
+    }
+}
+
 impl Network {
     /// Reads and parses `path`; relative paths inside it are made relative to its directory.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),
             source,
+            implicit: false,
         })?;
         let mut config = Self::parse(&text).map_err(|message| ConfigError::Parse {
             path: path.to_owned(),
@@ -432,20 +458,74 @@ pub fn merge(file: Option<(PathBuf, Network)>, flags: Network) -> Result<Setting
     })
 }
 
-/// Loads the file the flags name (`--config` or `CKS_ISO_CONFIG`), if any, and merges the flags
-/// into it.
+/// The system-wide configuration file, read when the user has none.
+pub const SYSTEM_CONFIG: &str = "/etc/cks-iso/config.yaml";
+
+/// Where a configuration file is looked for when neither `--config` nor `CKS_ISO_CONFIG` names
+/// one, first found wins: `$XDG_CONFIG_HOME/cks-iso/config.yaml` (an absolute path, per the XDG
+/// base directory spec; else `~/.config/cks-iso/config.yaml`), then [`SYSTEM_CONFIG`].
+pub fn default_locations() -> Vec<PathBuf> {
+    let user = env::XDG_CONFIG_HOME
+        .get_os()
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .or_else(|| {
+            env::HOME
+                .get_os()
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".config"))
+        });
+    user.map(|dir| dir.join("cks-iso/config.yaml"))
+        .into_iter()
+        .chain([PathBuf::from(SYSTEM_CONFIG)])
+        .collect()
+}
+
+/// The first of `candidates` that is there. One that cannot even be looked at (a directory
+/// without permission) counts as there, so that reading it says why instead of it being skipped.
+fn first_present(candidates: &[PathBuf]) -> Option<&PathBuf> {
+    candidates
+        .iter()
+        .find(|path| match path.symlink_metadata() {
+            Ok(_) => true,
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ),
+        })
+}
+
+/// Loads the file the flags name (`--config` or `CKS_ISO_CONFIG`), else the first default one
+/// present ([`default_locations`]), if any, and merges the flags into it.
 pub fn load(flags: Network) -> Result<Settings, ConfigError> {
-    let file = flags
-        .config
-        .as_deref()
-        .map(|p| Network::load(p).map(|c| (p.to_owned(), c)))
-        .transpose()?;
+    let file = match &flags.config {
+        Some(path) => Some((path.clone(), Network::load(path)?)),
+        None => match first_present(&default_locations()) {
+            Some(path) => Some((path.clone(), Network::load(path).map_err(|e| e.implicit())?)),
+            None => None,
+        },
+    };
     merge(file, flags)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_default_location_present_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let (user, system) = (dir.path().join("user.yaml"), dir.path().join("system.yaml"));
+        let both = [user.clone(), system.clone()];
+        assert_eq!(first_present(&both), None);
+        std::fs::write(&system, "jobs: 2\n").unwrap();
+        assert_eq!(first_present(&both), Some(&system));
+        std::fs::write(&user, "jobs: 3\n").unwrap();
+        assert_eq!(first_present(&both), Some(&user));
+        // Under a file, not a directory: not there.
+        let under_file = [user.join("config.yaml"), system.clone()];
+        assert_eq!(first_present(&under_file), Some(&system));
+    }
 
     #[test]
     fn unknown_keys_are_errors_naming_the_key() {

@@ -48,10 +48,23 @@ pub const XDG_CACHE_HOME: Var = Var {
     about: "the cache is `$XDG_CACHE_HOME/cks-iso` (an absolute path), else `~/.cache/cks-iso`",
 };
 
+/// Where `podman login` writes its credentials (`$XDG_RUNTIME_DIR/containers/auth.json`).
+pub const XDG_RUNTIME_DIR: Var = Var {
+    name: "XDG_RUNTIME_DIR",
+    about: "`$XDG_RUNTIME_DIR/containers/auth.json` (where `podman login` writes) gives registry credentials, after `--authfile` and `REGISTRY_AUTH_FILE`",
+};
+
+/// The user's configuration directory: the default configuration file and Podman's read-only
+/// auth file live under it.
+pub const XDG_CONFIG_HOME: Var = Var {
+    name: "XDG_CONFIG_HOME",
+    about: "an absolute path, else `~/.config`: `$XDG_CONFIG_HOME/cks-iso/config.yaml` is the default configuration file; `$XDG_CONFIG_HOME/containers/auth.json` gives registry credentials, after `$XDG_RUNTIME_DIR/containers/auth.json`",
+};
+
 /// The user's home, for the default cache directory when `XDG_CACHE_HOME` is unset.
 pub const HOME: Var = Var {
     name: "HOME",
-    about: "the default cache is `$HOME/.cache/cks-iso` when `XDG_CACHE_HOME` is unset; `$HOME/.docker/config.json` gives registry credentials",
+    about: "the default cache is `$HOME/.cache/cks-iso` when `XDG_CACHE_HOME` is unset; `$HOME/.config` is the default `XDG_CONFIG_HOME`; `$HOME/.docker/config.json` gives registry credentials",
 };
 
 /// Where temporary work directories go (read through `std::env::temp_dir`).
@@ -63,7 +76,7 @@ pub const TMPDIR: Var = Var {
 /// The configuration file, when `--config` is not given.
 pub const CKS_ISO_CONFIG: Var = Var {
     name: "CKS_ISO_CONFIG",
-    about: "the YAML configuration file (mirrors, registries, CA files, auth file, jobs, retries, timeouts) when `--config` is not given",
+    about: "the YAML configuration file (mirrors, registries, CA files, auth file, jobs, retries, timeouts) when `--config` is not given; unset, the first of `$XDG_CONFIG_HOME/cks-iso/config.yaml` (else `~/.config/…`) and `/etc/cks-iso/config.yaml` that exists",
 };
 
 /// Proxy for `https://` URLs, read by the HTTP client (also `https_proxy`).
@@ -84,16 +97,34 @@ pub const NO_PROXY: Var = Var {
     about: "comma-separated hosts reached directly, bypassing the proxy (also `no_proxy`)",
 };
 
+/// Proxy for every scheme without its own variable, read by the HTTP client (also `all_proxy`).
+pub const ALL_PROXY: Var = Var {
+    name: "ALL_PROXY",
+    about: "proxy for requests `HTTPS_PROXY`/`HTTP_PROXY` do not cover (also `all_proxy`), read by the HTTP client",
+};
+
+/// A PEM bundle replacing the system's CA store, read by the TLS stack (rustls-native-certs).
+pub const SSL_CERT_FILE: Var = Var {
+    name: "SSL_CERT_FILE",
+    about: "a PEM file of CA certificates the TLS client trusts instead of the system store (with `SSL_CERT_DIR`, both); the built-in Mozilla roots and `--ca-file` still apply",
+};
+
+/// Directories of CA certificates replacing the system's store, read by the TLS stack.
+pub const SSL_CERT_DIR: Var = Var {
+    name: "SSL_CERT_DIR",
+    about: "colon-separated directories of CA certificates the TLS client trusts instead of the system store",
+};
+
 /// Where the Docker client keeps `config.json`, read for registry credentials.
 pub const DOCKER_CONFIG: Var = Var {
     name: "DOCKER_CONFIG",
-    about: "directory of the Docker `config.json` whose `auths`, `credHelpers` and `credsStore` give registry credentials; default `~/.docker`",
+    about: "directory of the Docker `config.json` whose `auths`, `credHelpers` and `credsStore` give registry credentials, read last; default `~/.docker`",
 };
 
 /// A Podman/skopeo auth file, read for registry credentials before the Docker config.
 pub const REGISTRY_AUTH_FILE: Var = Var {
     name: "REGISTRY_AUTH_FILE",
-    about: "a Podman/skopeo `auth.json` read for registry credentials before the Docker config; `--authfile` comes first",
+    about: "a Podman/skopeo `auth.json` read for registry credentials before Podman's default files and the Docker config; `--authfile` comes first",
 };
 
 /// The signature mode of `build`, when `--signatures` is not given (read by clap).
@@ -127,12 +158,17 @@ pub const ALL: &[Var] = &[
     CKS_ISO_REKOR_URL,
     HTTPS_PROXY,
     HTTP_PROXY,
+    ALL_PROXY,
     NO_PROXY,
+    SSL_CERT_FILE,
+    SSL_CERT_DIR,
     XDG_CACHE_HOME,
     HOME,
     TMPDIR,
     DOCKER_CONFIG,
     REGISTRY_AUTH_FILE,
+    XDG_RUNTIME_DIR,
+    XDG_CONFIG_HOME,
 ];
 
 impl Var {

@@ -43,11 +43,27 @@ const REGISTRIES: &[(&str, &str)] = &[
     ("ghcr.io", "ghcr.io/cloudstack/cloudstack-csi-driver"),
 ];
 
-/// Counts and prints the checks.
+/// Counts and prints the checks; with `--json`, keeps them for one object at the end.
 #[derive(Default)]
 struct Checks {
     total: usize,
     failed: usize,
+    /// `Some` with `--json`: every check so far, printed by [`Checks::print_json`].
+    json: Option<Vec<Checked>>,
+}
+
+/// The version of `doctor --json`'s object, bumped on any change that breaks a reader.
+pub const FORMAT: u32 = 1;
+
+/// One check in `doctor --json`.
+#[derive(serde::Serialize)]
+struct Checked {
+    /// What was checked, as the text line names it (`configuration`, `mirror …`).
+    check: String,
+    ok: bool,
+    /// The `ok` detail, or the failure with its causes.
+    detail: String,
+    hint: Option<String>,
 }
 
 /// A failed check: what went wrong, and what to do.
@@ -79,6 +95,25 @@ impl<E: Into<AppError>> From<E> for Box<Problem> {
 impl Checks {
     fn report(&mut self, what: &str, result: Result<String, Box<Problem>>) -> bool {
         self.total += 1;
+        if let Some(json) = &mut self.json {
+            let ok = result.is_ok();
+            self.failed += usize::from(!ok);
+            json.push(match result {
+                Ok(detail) => Checked {
+                    check: what.to_owned(),
+                    ok,
+                    detail,
+                    hint: None,
+                },
+                Err(problem) => Checked {
+                    check: what.to_owned(),
+                    ok,
+                    detail: problem.text,
+                    hint: problem.hint,
+                },
+            });
+            return ok;
+        }
         match result {
             Ok(detail) => {
                 crate::outln!("ok    {what}: {detail}");
@@ -92,6 +127,23 @@ impl Checks {
                 }
                 false
             }
+        }
+    }
+}
+
+impl Checks {
+    /// With `--json`, the one object: `{"format", "ok", "failed", "total", "checks": [...]}`.
+    fn print_json(&self) {
+        if let Some(checks) = &self.json {
+            let object = serde_json::json!({
+                "format": FORMAT,
+                "ok": self.failed == 0,
+                "failed": self.failed,
+                "total": self.total,
+                "checks": checks,
+            });
+            let text = serde_json::to_string_pretty(&object).expect("the checks serialise");
+            crate::outln!("{text}");
         }
     }
 }
@@ -116,15 +168,23 @@ pub fn run(args: DoctorArgs, _ui: &Ui) -> Result<(), AppError> {
     };
     let arches = net_arches(&args.arches)?;
 
-    let mut checks = Checks::default();
+    let mut checks = Checks {
+        json: args.json.then(Vec::new),
+        ..Checks::default()
+    };
     let settings = net::settings(args.net);
     let settings = match settings {
         Ok(mut settings) => {
             let detail = match &settings.source {
                 Some(path) => format!("{} parses", path.display()),
                 None => format!(
-                    "no file ({} unset, no --config): flags and defaults",
-                    env::CKS_ISO_CONFIG.name
+                    "no file ({} unset, no --config, none at {}): flags and defaults",
+                    env::CKS_ISO_CONFIG.name,
+                    crate::config::default_locations()
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(" or ")
                 ),
             };
             checks.report("configuration", Ok(detail));
@@ -180,6 +240,7 @@ pub fn run(args: DoctorArgs, _ui: &Ui) -> Result<(), AppError> {
         ))?;
     }
 
+    checks.print_json();
     match checks.failed {
         0 => Ok(()),
         n => Err(AppError::failure(

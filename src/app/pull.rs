@@ -92,8 +92,20 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
     });
 
     let mut failed = Vec::new();
+    let mut report = Report {
+        format: FORMAT,
+        arch: format!("linux/{arch}"),
+        images: Vec::new(),
+        failed: Vec::new(),
+    };
     for (reference, outcome) in references.iter().zip(results) {
         match outcome {
+            Ok((image, done)) if args.json => report.images.push(Pulled {
+                reference: image.reference.to_string(),
+                digest: image.top.digest.to_string(),
+                archive: done.path.display().to_string(),
+                size: done.size,
+            }),
             Ok((image, done)) => {
                 crate::outln!(
                     "{} {} {}",
@@ -107,8 +119,19 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
                 // advice(): the given hint, else the full-disk one every subcommand gives.
                 ui.error(&top, &causes, err.advice().as_deref());
                 failed.push(reference.to_string());
+                report.failed.push(Failed {
+                    reference: reference.to_string(),
+                    error: std::iter::once(top)
+                        .chain(causes)
+                        .collect::<Vec<_>>()
+                        .join(": "),
+                });
             }
         }
+    }
+    if args.json {
+        let text = serde_json::to_string_pretty(&report).expect("the report serialises");
+        crate::outln!("{text}");
     }
     match failed.is_empty() {
         true => Ok(()),
@@ -129,6 +152,35 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
             }),
         )),
     }
+}
+
+/// The version of `pull --json`'s object, bumped on any change that breaks a reader.
+pub const FORMAT: u32 = 1;
+
+/// `pull --json`: what was written and what failed, in the order the images were named.
+#[derive(serde::Serialize)]
+struct Report {
+    format: u32,
+    /// `linux/<arch>`.
+    arch: String,
+    images: Vec<Pulled>,
+    failed: Vec<Failed>,
+}
+
+/// One archive written.
+#[derive(serde::Serialize)]
+struct Pulled {
+    reference: String,
+    digest: String,
+    archive: String,
+    size: u64,
+}
+
+/// One image not written, with the error stderr reports for it.
+#[derive(serde::Serialize)]
+struct Failed {
+    reference: String,
+    error: String,
 }
 
 /// Archive entries are dated `SOURCE_DATE_EPOCH`, else 0, so the same image gives the same bytes.

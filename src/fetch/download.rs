@@ -404,6 +404,17 @@ pub async fn post_json(
     body: &[u8],
     limit: u64,
 ) -> Result<Vec<u8>, FetchError> {
+    post(download, url, "application/json", body, limit).await
+}
+
+/// POSTs `body` of `content_type` to `url` and reads a small reply, as [`post_json`] does.
+pub async fn post(
+    download: &Download<'_>,
+    url: &str,
+    content_type: &str,
+    body: &[u8],
+    limit: u64,
+) -> Result<Vec<u8>, FetchError> {
     if download.offline {
         return Err(FetchError::Offline {
             url: url.to_owned(),
@@ -422,7 +433,7 @@ pub async fn post_json(
         let mut response = download
             .client
             .post(url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::CONTENT_TYPE, content_type)
             .body(body.to_vec())
             .send()
             .await

@@ -19,7 +19,7 @@ mod retry;
 mod sink;
 
 pub use client::{HttpConfig, build_client, host_port};
-pub use download::{Download, Fetched, get_bytes, post_json};
+pub use download::{Download, Fetched, get_bytes, post, post_json};
 pub use error::FetchError;
 pub use mirror::{Mirror, Mirrors, redact, strip_userinfo};
 pub use probe::{Probed, probe};

@@ -120,16 +120,6 @@ pub enum RegistryError {
     /// A configuration value (mirror, insecure registry, auth file) is malformed.
     #[error("{0}")]
     Config(String),
-    /// A credential helper failed; its output is not shown because it may hold the secret.
-    #[error("credential helper docker-credential-{helper} failed for {registry}: {reason}")]
-    Helper {
-        /// The helper's name.
-        helper: String,
-        /// The registry asked about.
-        registry: String,
-        /// Exit status or spawn error.
-        reason: String,
-    },
 }
 
 /// What to do when a registry refuses the credentials (or wants some), wherever it happens.
@@ -165,9 +155,6 @@ impl RegistryError {
                 "the registry or a proxy on the way serves corrupt bytes; try again later, or \
                  pull through another registry mirror (--registry-mirror REGISTRY=URL)"
                     .into()
-            }
-            Self::Helper { helper, .. } => {
-                format!("check that docker-credential-{helper} is installed and logged in")
             }
             Self::Config(_) => {
                 "fix that file, or pass --authfile a Docker config.json whose `auths` hold \

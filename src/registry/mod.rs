@@ -4,10 +4,10 @@
 //! Upstream pulled through containerd: root, a daemon, the host's platform only, and races with
 //! its garbage collector. Here, on the shared [`crate::fetch`] client and retry policy:
 //!
-//! - **Auth** (`auth` parses challenges and credential files, `token` runs the flow): `GET /v2/`
+//! - **Auth** (`auth` parses challenges, `credentials` reads the auth files, `token` runs the flow): `GET /v2/`
 //!   tells how the registry wants to be spoken to; bearer tokens are fetched from the challenge's realm per repository (`scope=repository:<name>:pull`),
-//!   cached, and fetched again once on a 401; basic credentials come from the Docker config or a
-//!   credential helper. No credential is logged or put into an error.
+//!   cached, and fetched again once on a 401; basic credentials come from the Docker or Podman auth
+//!   files or a credential helper (`credentials`). No credential is logged or put into an error.
 //! - **Manifests** (`manifests`): a tag is resolved with `HEAD` (Docker Hub does not count those
 //!   against its pull limit), a manifest already cached under that digest is not fetched again, others are
 //!   fetched by digest with the four manifest media types in `Accept`, capped at
@@ -32,9 +32,11 @@
 mod adapt;
 mod auth;
 mod blobs;
+mod credentials;
 mod endpoint;
 mod error;
 mod manifests;
+mod oauth;
 mod ranged;
 mod signatures;
 mod token;
@@ -50,7 +52,8 @@ use serde::Deserialize;
 use tokio::sync::{OnceCell, Semaphore};
 
 pub use adapt::MAX_JOBS;
-pub use auth::{AuthFiles, Challenge, Credentials};
+pub use auth::Challenge;
+pub use credentials::{AuthFiles, Credentials, DOCKER_HUB_AUTH_KEY};
 pub use endpoint::{DOCKER_HUB_API, Endpoint, RegistryMirror, Routes};
 pub(crate) use error::AUTH_HINT;
 pub use error::RegistryError;
@@ -86,7 +89,8 @@ struct HostState {
     /// The answer to `GET /v2/`, or why there was none: asked once per run, so a registry that
     /// is down fails every image at once instead of each retrying it again.
     challenge: Once<Challenge>,
-    credentials: OnceCell<Option<Credentials>>,
+    /// The user's credentials per repository name (an auth file may scope them by repository).
+    credentials: Mutex<HashMap<String, Arc<OnceCell<Option<Credentials>>>>>,
     /// Bearer tokens per repository name.
     tokens: Mutex<HashMap<String, String>>,
 }

@@ -82,8 +82,14 @@ impl Registry {
         host: &HostState,
         ep: &Endpoint,
     ) -> Result<Option<Credentials>, RegistryError> {
-        host.credentials
-            .get_or_try_init(|| async { self.config.auth.lookup(ep.host()) })
+        let cell = host
+            .credentials
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(ep.name.clone())
+            .or_default()
+            .clone();
+        cell.get_or_try_init(|| async { self.config.auth.lookup(ep.host(), &ep.name) })
             .await
             .cloned()
     }
@@ -97,9 +103,9 @@ impl Registry {
         let host = self.host(&ep);
         let challenge = self.ping(&ep, reference).await?;
         let creds = self.credentials(&host, &ep).await?;
-        let who = match creds {
-            Some(_) => "with the configured credentials",
-            None => "anonymously",
+        let who = match &creds {
+            Some(creds) => format!("with the configured credentials ({})", creds.source),
+            None => "anonymously".to_owned(),
         };
         match challenge {
             Challenge::None => Ok(format!(
@@ -220,6 +226,11 @@ impl Registry {
                     registry: ep.host().to_owned(),
                     url: fetch::redact(realm),
                 });
+            }
+            Some(creds) if creds.identity => {
+                return self
+                    .oauth_token(ep, reference, url, service, &creds.password)
+                    .await;
             }
             Some(creds) => authorization_header(&creds.basic(), ep, reference, "the credentials")?,
             None => HeaderMap::new(),

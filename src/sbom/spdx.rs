@@ -74,6 +74,13 @@ pub struct Package {
     license_declared: String,
     #[serde(rename = "copyrightText")]
     copyright_text: String,
+    /// Where the file came from when that URL cannot be the `downloadLocation`.
+    #[serde(
+        rename = "sourceInfo",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub source_info: Option<String>,
     #[serde(
         rename = "primaryPackagePurpose",
         default,
@@ -170,6 +177,7 @@ fn package(spdx_id: String, name: String, purpose: &str) -> Package {
         license_concluded: NOASSERTION.into(),
         license_declared: NOASSERTION.into(),
         copyright_text: NOASSERTION.into(),
+        source_info: None,
         primary_package_purpose: Some(purpose.into()),
         comment: None,
         external_refs: Vec::new(),
@@ -201,8 +209,11 @@ pub(super) fn render(inventory: &Inventory, iso: Option<&IsoFacts>) -> String {
         p.version_info = item.version;
         p.package_file_name = Some(item.path);
         p.checksums = sha256(&item.sha256);
-        if let Some(url) = item.url {
-            p.download_location = url;
+        match item.url {
+            Some(url) if is_spdx_url(&url) => p.download_location = url,
+            // The validators would reject the document: the URL goes where any text may.
+            Some(url) => p.source_info = Some(format!("downloaded from {url}")),
+            None => {}
         }
         p.comment = match (&item.index_digest, &item.source) {
             (Some(index), _) => Some(format!(
@@ -211,7 +222,9 @@ pub(super) fn render(inventory: &Inventory, iso: Option<&IsoFacts>) -> String {
                     .as_ref()
                     .map_or(String::new(), |s| format!("; signature {s}"))
             )),
-            (None, Some(source)) if p.download_location == NOASSERTION => {
+            (None, Some(source))
+                if p.download_location == NOASSERTION && p.source_info.is_none() =>
+            {
                 Some(format!("source: {source}"))
             }
             // A signed download (a dl.k8s.io binary): its signer.
@@ -254,6 +267,46 @@ pub(super) fn render(inventory: &Inventory, iso: Option<&IsoFacts>) -> String {
     to_json(&document)
 }
 
+/// Whether `url` can be a `downloadLocation` that the SPDX validators accept: `http(s)://`, a
+/// host name (not an IP address or `localhost`) of letters and digits joined by single `.` or
+/// `-`, ending in a label of at least two letters, an optional port, then a path or nothing. A
+/// few URLs the validators would take are refused (they keep their URL in `sourceInfo`), none
+/// they reject is kept.
+pub(crate) fn is_spdx_url(url: &str) -> bool {
+    let Some(rest) = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+    else {
+        return false;
+    };
+    let (authority, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    if !tail.is_empty() && tail.chars().any(|c| c.is_control()) {
+        return false;
+    }
+    let (host, port) = authority.split_once(':').unwrap_or((authority, ""));
+    if authority.contains(':') && (port.is_empty() || port.len() > 5) {
+        return false;
+    }
+    if !port.chars().all(|c| c.is_ascii_digit()) {
+        return false;
+    }
+    let Some((_, last)) = host.rsplit_once('.') else {
+        return false;
+    };
+    let separators_single = !host.starts_with(['.', '-'])
+        && !host.ends_with(['.', '-'])
+        && !host.contains("..")
+        && !host.contains("--")
+        && !host.contains(".-")
+        && !host.contains("-.");
+    separators_single
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+        && last.len() >= 2
+        && last.chars().all(|c| c.is_ascii_alphabetic())
+}
+
 /// Reads an SPDX document back; the error says what does not fit.
 pub(crate) fn parse(text: &str) -> Result<Document, String> {
     let document: Document = serde_json::from_str(text).map_err(|e| e.to_string())?;
@@ -261,4 +314,32 @@ pub(crate) fn parse(text: &str) -> Result<Document, String> {
         return Err(format!("{}, not SPDX-2.3", document.spdx_version));
     }
     Ok(document)
+}
+
+#[cfg(test)]
+mod tests {
+    /// What `pyspdxtools` 0.8.5 answered for these as a package's `downloadLocation`: the kept
+    /// ones it accepts, the others it rejects ("must be a valid URL or download location").
+    #[test]
+    fn download_locations_are_kept_only_where_the_validators_accept_them() {
+        for url in [
+            "https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm",
+            "https://mirror.corp.internal/x.yaml",
+            "https://Mirror.Example.COM:8443/x",
+            "https://example.com",
+        ] {
+            assert!(super::is_spdx_url(url), "{url} is accepted");
+        }
+        for url in [
+            "http://10.1.2.3:8080/calico.yaml",
+            "https://10.1.2.3/calico.yaml",
+            "http://localhost:5000/x.yaml",
+            "http://127.0.0.1:41234/raw.githubusercontent.com/a/b.yaml",
+            "https://ex_ample.com/x",
+            "http://[::1]:80/x",
+            "ftp-less",
+        ] {
+            assert!(!super::is_spdx_url(url), "{url} is rejected");
+        }
+    }
 }

@@ -114,4 +114,123 @@ fn healthy_world_passes_every_check_and_a_dead_mirror_is_named() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("2 of "));
     println!("{stdout}");
+
+    // `--json`: the same checks as one object, the failures with their hints.
+    let out = doctor(
+        &world,
+        &cache,
+        &[
+            "--json",
+            "--mirror",
+            &format!("https://dl.k8s.io={dead_files}/dl.k8s.io"),
+            "--connect-timeout",
+            "2",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("stdout is one JSON object");
+    assert_eq!(report["format"], 1);
+    assert_eq!(report["ok"], false);
+    let checks = report["checks"].as_array().unwrap();
+    assert_eq!(report["total"], checks.len(), "{report}");
+    assert_eq!(report["failed"], 1, "{report}");
+    let failed: Vec<&serde_json::Value> = checks.iter().filter(|c| c["ok"] == false).collect();
+    assert!(
+        failed[0]["check"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("mirror {dead_files}/dl.k8s.io"))
+            && failed[0]["hint"].is_string(),
+        "{report}"
+    );
+    assert!(
+        checks
+            .iter()
+            .any(|c| c["check"] == "configuration" && c["ok"] == true),
+        "{report}"
+    );
+}
+
+/// Neither `--config` nor `CKS_ISO_CONFIG`: `$XDG_CONFIG_HOME/cks-iso/config.yaml` is read, and
+/// `doctor` and `-v` name it. The world's mirrors are only in that file, so a healthy run proves
+/// it was used (without them every check would go to the real upstreams).
+#[test]
+fn default_configuration_file_is_read_and_named() {
+    assert!(
+        !std::path::Path::new("/etc/cks-iso/config.yaml").exists(),
+        "a stray /etc/cks-iso/config.yaml on this machine would be read by these tests"
+    );
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let config_home = dir.path().join("config");
+    let file = config_home.join("cks-iso/config.yaml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, world.config_yaml()).unwrap();
+    std::fs::copy(
+        world.trusted_root_path(),
+        file.with_file_name("trusted_root.json"),
+    )
+    .unwrap();
+    let out = cks_iso()
+        .env_remove("CKS_ISO_CONFIG")
+        .env("XDG_CONFIG_HOME", &config_home)
+        .env("HOME", dir.path())
+        .args(["doctor", "-v", "--cache-dir", p(&dir.path().join("cache"))])
+        .args(["--kubernetes", world.kubernetes(), "--arch", "amd64"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(&format!("ok    configuration: {} parses", file.display())),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(&format!("configuration from {}", file.display())),
+        "{stderr}"
+    );
+}
+
+/// Without `XDG_CONFIG_HOME`, `~/.config/cks-iso/config.yaml`; one that is invalid or cannot be
+/// read is a configuration error naming it (exit 2), never ignored.
+#[test]
+fn default_configuration_file_that_is_bad_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(".config/cks-iso/config.yaml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let pull = || {
+        cks_iso()
+            .env_remove("CKS_ISO_CONFIG")
+            .env_remove("XDG_CONFIG_HOME")
+            .env("HOME", dir.path())
+            .args(["pull", "registry.k8s.io/pause:3.10", "--arch", "amd64"])
+            .args(["--out", p(&dir.path().join("out"))])
+            .output()
+            .unwrap()
+    };
+    std::fs::write(&file, "mirorrs:\n  https://a.example: http://b.example\n").unwrap();
+    let out = pull();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("configuration file {}", file.display()))
+            && stderr.contains("mirorrs"),
+        "{stderr}"
+    );
+
+    // A directory where the file should be cannot be read.
+    std::fs::remove_file(&file).unwrap();
+    std::fs::create_dir(&file).unwrap();
+    let out = pull();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "cannot read the configuration file {}",
+            file.display()
+        )) && stderr.contains("or pass --config FILE"),
+        "{stderr}"
+    );
 }

@@ -301,9 +301,14 @@ fn man_for_an_unknown_subcommand_is_a_usage_error_listing_them() {
     assert!(out.stdout.is_empty());
 }
 
-/// The `.deb` that `make deb` wrote for this version.
+/// The `.deb` that `make deb` wrote for this version, in the target dir this test was built in
+/// (`CARGO_TARGET_DIR` or `target/`): the binary's is `<target dir>/debug/cks-iso`.
 fn built_deb() -> std::path::PathBuf {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/debian");
+    let target_dir = std::path::Path::new(env!("CARGO_BIN_EXE_cks-iso"))
+        .ancestors()
+        .nth(2)
+        .expect("the binary is in <target dir>/<profile>/");
+    let dir = target_dir.join("debian");
     let prefix = format!("cks-iso_{}-", env!("CARGO_PKG_VERSION"));
     let debs: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}: run `make test-deb`", dir.display()))

@@ -397,54 +397,6 @@ fn bad_credentials_fail_as_an_auth_error_without_the_secret() {
 }
 
 #[test]
-fn credential_helper_from_docker_config_supplies_credentials() {
-    let world = world();
-    let front = TokenFront::start(
-        &world.registry.host(),
-        FrontAuth::Password {
-            user: "helper-user".into(),
-            password: "helper-secret".into(),
-        },
-    );
-    let tmp = tempfile::tempdir().unwrap();
-    let (cache, out) = (tmp.path().join("cache"), tmp.path().join("out"));
-    let bin = tmp.path().join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    let helper = bin.join("docker-credential-cks-test");
-    let host = front.host();
-    std::fs::write(
-        &helper,
-        format!(
-            "#!/bin/sh\n[ \"$1\" = get ] || exit 1\nread server\n[ \"$server\" = \"{host}\" ] || \
-             {{ echo 'credentials not found in native keychain'; exit 1; }}\n\
-             echo '{{\"ServerURL\":\"{host}\",\"Username\":\"helper-user\",\"Secret\":\"helper-secret\"}}'\n"
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&helper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let docker_config = tmp.path().join("docker");
-    std::fs::create_dir(&docker_config).unwrap();
-    std::fs::write(
-        docker_config.join("config.json"),
-        format!(r#"{{"credHelpers":{{"{host}":"cks-test"}}}}"#),
-    )
-    .unwrap();
-    let pause = world.corpus.get("registry.k8s.io/pause:3.10").reference();
-    let mut cmd = crate::support::registry::pull_cmd(
-        &args(&world, &front.url(), "arm64", &[pause]),
-        &cache,
-        &out,
-    );
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    cmd.env("DOCKER_CONFIG", &docker_config).env("PATH", path);
-    succeeded(&cmd.output().unwrap());
-}
-
-#[test]
 fn registry_that_is_down_is_asked_once_for_all_its_images() {
     let port = cks_iso_testworld::registry::free_port();
     let host = format!("127.0.0.1:{port}");
@@ -543,5 +495,55 @@ fn doctor_obtains_a_pull_token_as_a_pull_would() {
     assert!(
         with_file.contains("pull token obtained with the configured credentials"),
         "{with_file}"
+    );
+    // The line names where they came from.
+    assert!(
+        with_file.contains(&format!(
+            "(auths \"{}\" in {})",
+            front.host(),
+            authfile.display()
+        )),
+        "{with_file}"
+    );
+}
+
+/// `pull --json`: one object with a `format` version, each archive written (name, registry
+/// digest, file, size) and each image that failed, in the order given; exit 1 when one failed.
+#[test]
+fn pull_json_is_one_object_naming_what_was_written_and_what_failed() {
+    let world = world();
+    let tmp = tempfile::tempdir().unwrap();
+    let (cache, out) = (tmp.path().join("cache"), tmp.path().join("out"));
+    let pause = world.corpus.get("registry.k8s.io/pause:3.10");
+    let missing = "registry.k8s.io/no-such-image:v1".to_owned();
+    let mut list = args(
+        &world,
+        &world.registry.url(),
+        "amd64",
+        &[pause.reference(), missing.clone()],
+    );
+    list.push("--json".into());
+    let result = pull(&list, &cache, &out);
+    assert_eq!(result.status.code(), Some(1), "{}", stderr(&result));
+    let report: Value = serde_json::from_slice(&result.stdout).expect("stdout is one JSON object");
+    assert_eq!(report["format"], 1);
+    assert_eq!(report["arch"], "linux/amd64");
+    let images = report["images"].as_array().unwrap();
+    assert_eq!(images.len(), 1, "{report}");
+    assert_eq!(images[0]["reference"], pause.reference());
+    assert_eq!(images[0]["digest"], pause.top);
+    let archive = PathBuf::from(images[0]["archive"].as_str().unwrap());
+    assert_eq!(archive, out.join("pause:3.10.tar"));
+    assert_eq!(
+        images[0]["size"],
+        std::fs::metadata(&archive).unwrap().len(),
+        "{report}"
+    );
+    let failed = report["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{report}");
+    assert_eq!(failed[0]["reference"], missing);
+    assert!(
+        failed[0]["error"].as_str().unwrap().contains("not found"),
+        "{report}"
     );
 }

@@ -247,6 +247,9 @@ pub enum FrontAuth {
         /// The password.
         password: String,
     },
+    /// Only a client presenting this refresh token the OAuth2 way Docker does for identity
+    /// tokens: `POST` with `grant_type=refresh_token&refresh_token=…` as a form.
+    RefreshToken(String),
 }
 
 #[derive(Default)]
@@ -373,6 +376,25 @@ fn front_request(
                 );
                 request.header("authorization") == Some(want.as_str())
             }
+            FrontAuth::RefreshToken(refresh) => {
+                let form = String::from_utf8_lossy(&request.body).into_owned();
+                let field = |name: &str| {
+                    form.split('&')
+                        .find_map(|pair| pair.strip_prefix(&format!("{name}=")))
+                        .map(str::to_owned)
+                };
+                request.method == "POST"
+                    && field("grant_type").as_deref() == Some("refresh_token")
+                    && field("refresh_token").as_deref() == Some(refresh.as_str())
+                    && field("scope").is_some_and(|scope| {
+                        state
+                            .scopes
+                            .lock()
+                            .unwrap()
+                            .push(scope.replace("%3A", ":").replace("%2F", "/"));
+                        true
+                    })
+            }
         };
         if !allowed {
             return Outgoing::new(401, "{\"details\":\"bad credentials\"}");
@@ -380,8 +402,10 @@ fn front_request(
         let token = format!("testworld-token-{n}");
         state.tokens.lock().unwrap().push((token.clone(), 0));
         // Both spellings, as Docker Hub and others differ.
+        // OAuth2 replies always say `access_token`.
+        let oauth = matches!(auth, FrontAuth::RefreshToken(_));
         let body = match n % 2 {
-            0 => format!("{{\"token\":\"{token}\",\"expires_in\":300}}"),
+            0 if !oauth => format!("{{\"token\":\"{token}\",\"expires_in\":300}}"),
             _ => format!("{{\"access_token\":\"{token}\",\"expires_in\":300}}"),
         };
         return Outgoing::new(200, body).with("Content-Type", "application/json");

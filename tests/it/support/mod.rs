@@ -16,8 +16,11 @@ use std::process::{Command, Output};
 /// The `cks-iso` binary cargo built for this test run.
 pub fn cks_iso() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cks-iso"));
+    // Podman's auth files of whoever runs the tests are never read.
     cmd.env_remove("SOURCE_DATE_EPOCH")
         .env_remove("CKS_ISO_LOG")
+        .env_remove("XDG_RUNTIME_DIR")
+        .env("XDG_CONFIG_HOME", "/nonexistent/cks-iso-tests")
         .env("NO_COLOR", "1");
     cmd
 }
