@@ -68,11 +68,14 @@ test: deps lint doc
 assets: build
 	rm -rf $(ASSETS) && mkdir -p $(ASSETS)/man $(ASSETS)/completions
 	set -o pipefail; $(RELEASE_BIN) man | gzip -9n > $(ASSETS)/man/cks-iso.1.gz
-	set -o pipefail; pages() { $(RELEASE_BIN) man $$1 | sed -n 's/^cks\\-iso\\-\([a-z\\-]*\)(1)$$/\1/p' | sed 's/\\-/-/g'; }; \
+	set -o pipefail; \
+	man_of() { [ -z "$$1" ] && { $(RELEASE_BIN) man; return; }; \
+		$(RELEASE_BIN) man $$1 2>/dev/null || $(RELEASE_BIN) man $${1//-/ }; }; \
+	pages() { man_of "$$1" | sed -n 's/^cks\\-iso\\-\([a-z\\-]*\)(1)$$/\1/p' | sed 's/\\-/-/g'; }; \
 	todo=$$(pages ""); [ -n "$$todo" ] || { echo "make assets: cks-iso man lists no subcommand" >&2; exit 1; }; \
 	while [ -n "$$todo" ]; do set -- $$todo; page=$$1; shift; todo="$$*"; \
-		$(RELEASE_BIN) man $${page//-/ } | gzip -9n > $(ASSETS)/man/cks-iso-$$page.1.gz || exit 1; \
-		todo="$$todo $$(pages "$${page//-/ }")"; todo=$${todo# }; \
+		man_of $$page | gzip -9n > $(ASSETS)/man/cks-iso-$$page.1.gz || exit 1; \
+		todo="$$todo $$(pages $$page)"; todo=$${todo# }; \
 	done
 	$(RELEASE_BIN) completions bash > $(ASSETS)/completions/cks-iso
 	$(RELEASE_BIN) completions zsh > $(ASSETS)/completions/_cks-iso
