@@ -45,7 +45,7 @@ fn build_with_full(world: &World, dir: &Path, which: &str) -> (Option<i32>, Stri
         network = world.network_url(),
         dashboard = world.dashboard_url(),
     );
-    let output = Command::new("unshare")
+    let output = crate::support::no_internet(&mut Command::new("unshare"))
         .args(["-r", "-m", "sh", "-c", &script])
         .env("NO_COLOR", "1")
         .env("CKS_ISO_CONFIG", world.config_path())

@@ -169,7 +169,7 @@ fn full_file_system_is_named_and_leaves_nothing() {
         bin = env!("CARGO_BIN_EXE_cks-iso"),
         src = p(&src),
     );
-    let out = Command::new("unshare")
+    let out = crate::support::no_internet(&mut Command::new("unshare"))
         .args(["-r", "-m", "sh", "-c", &script])
         .env("NO_COLOR", "1")
         .output()

@@ -166,7 +166,8 @@ fn locked_rebuilds_are_byte_identical_online_in_another_environment_and_offline_
     // arches in the other order.
     let out2 = d.join("out2");
     let mut cmd = Command::new("sh");
-    cmd.arg("-c")
+    crate::support::no_internet(&mut cmd)
+        .arg("-c")
         .arg("umask 077; exec \"$@\"")
         .arg("sh")
         .arg(env!("CARGO_BIN_EXE_cks-iso"))

@@ -27,6 +27,7 @@ mod kubeadm_images;
 mod lock_offline;
 mod log_json;
 mod messages;
+mod no_internet;
 mod packaging;
 mod parser_properties;
 mod ranged_pull;

@@ -64,11 +64,6 @@ impl World {
             .env_remove("AUTOSCALER_VERSION")
             .env_remove("CCM_VERSION")
             .env_remove("CKS_ISO_CONFIG")
-            .env_remove("HTTP_PROXY")
-            .env_remove("HTTPS_PROXY")
-            .env_remove("http_proxy")
-            .env_remove("https_proxy")
-            .env_remove("ALL_PROXY")
             .args(["--no-progress", "--color", "never"]);
         cmd
     }

@@ -451,7 +451,7 @@ fn bundle_oracle(tree: &Path, root: &Path) -> Output {
         python.display()
     );
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check-binary-bundles.py");
-    Command::new(&python)
+    crate::support::no_internet(&mut Command::new(&python))
         .arg(&script)
         .args([p(tree), p(root), STAGING, "https://accounts.google.com"])
         .output()
@@ -467,7 +467,7 @@ fn oracle(tree: &Path, root: &Path) -> Output {
         "{} is missing: run `make deps`",
         python.display()
     );
-    let out = Command::new(&python)
+    let out = crate::support::no_internet(&mut Command::new(&python))
         .arg(&script)
         .args([
             p(tree),

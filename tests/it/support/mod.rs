@@ -13,9 +13,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The `cks-iso` binary cargo built for this test run.
+/// The `cks-iso` binary cargo built for this test run, unable to reach the internet.
 pub fn cks_iso() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cks-iso"));
+    no_internet(&mut cmd);
     // Podman's auth files of whoever runs the tests are never read.
     cmd.env_remove("SOURCE_DATE_EPOCH")
         .env_remove("CKS_ISO_LOG")
@@ -23,6 +24,24 @@ pub fn cks_iso() -> Command {
         .env("XDG_CONFIG_HOME", "/nonexistent/cks-iso-tests")
         .env("NO_COLOR", "1");
     cmd
+}
+
+/// A proxy nobody listens on, for every host but loopback: the test world lives on loopback, so a
+/// regression that would reach a real upstream (a mirror rule not applied, a URL built past the
+/// fetch layer) fails with "connection refused" at this address instead of passing on a machine
+/// that happens to have a network. The lowercase spellings, which the HTTP stack also reads, are
+/// removed so a developer's own proxy settings cannot override it.
+pub const DEAD_PROXY: &str = "http://127.0.0.1:9";
+
+/// Points `cmd`'s HTTP(S) traffic for non-loopback hosts at [`DEAD_PROXY`].
+pub fn no_internet(cmd: &mut Command) -> &mut Command {
+    for var in ["http_proxy", "https_proxy", "all_proxy", "no_proxy"] {
+        cmd.env_remove(var);
+    }
+    cmd.env("HTTP_PROXY", DEAD_PROXY)
+        .env("HTTPS_PROXY", DEAD_PROXY)
+        .env("ALL_PROXY", DEAD_PROXY)
+        .env("NO_PROXY", "127.0.0.1,localhost,::1")
 }
 
 /// The epoch every test build is dated with, so two builds in one world compare byte for byte.
