@@ -28,7 +28,14 @@ RELEASE_BIN := $(TARGET_DIR)/release/cks-iso
 ASSETS := target/assets
 CARGO_DEB_VERSION := 3.8.0
 
-.PHONY: all deps build test lint doc demo bench fuzz clean assets deb test-deb
+# `make notices`: cargo-about writes THIRD-PARTY-NOTICES (the licence texts of every crate in the
+# binary, from Cargo.lock, by about.toml's allow-list and about.hbs) and fails on a licence the
+# list does not accept. The file is committed: the binary embeds it (`cks-iso licenses`), the .deb
+# ships it, and `make test` (tests/it/packaging.rs) fails when Cargo.lock has moved past it or a
+# shipped crate's licence is not on the list, without needing cargo-about.
+CARGO_ABOUT_VERSION := 0.9.3
+
+.PHONY: all deps build test lint doc demo bench fuzz clean assets deb test-deb notices
 
 all: build
 
@@ -81,6 +88,7 @@ assets: build
 	$(RELEASE_BIN) completions zsh > $(ASSETS)/completions/_cks-iso
 	$(RELEASE_BIN) completions fish > $(ASSETS)/completions/cks-iso.fish
 	gzip -9nc CHANGELOG.md > $(ASSETS)/changelog.gz
+	gzip -9nc THIRD-PARTY-NOTICES > $(ASSETS)/THIRD-PARTY-NOTICES.gz
 	set -o pipefail; version=$$($(RELEASE_BIN) --version | cut -d' ' -f2); \
 	maintainer=$$(sed -n 's/^maintainer = "\(.*\)"$$/\1/p' Cargo.toml); \
 	date=$$(git log -1 --format=%cD 2>/dev/null || date -R); \
@@ -93,6 +101,13 @@ deb: assets
 		$(CARGO) install cargo-deb --version $(CARGO_DEB_VERSION) --locked; }
 	rm -f $(TARGET_DIR)/debian/cks-iso_*.deb
 	$(CARGO) deb --locked --no-build -p cks-iso
+
+notices:
+	@cargo-about --version 2>/dev/null | grep -qx "cargo-about $(CARGO_ABOUT_VERSION)" || { \
+		echo "make notices: installing cargo-about $(CARGO_ABOUT_VERSION)"; \
+		$(CARGO) install cargo-about --version $(CARGO_ABOUT_VERSION) --features cli --locked; }
+	$(CARGO) about generate --locked --fail about.hbs -o THIRD-PARTY-NOTICES.tmp
+	mv THIRD-PARTY-NOTICES.tmp THIRD-PARTY-NOTICES
 
 # The package judged by lintian, dpkg-deb and man, and `cargo install --path .`; needs the release
 # build, so it is its own target, which .ci/run calls after `make test`. The install runs here, not

@@ -88,6 +88,9 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff) of cks-iso, or of one subcommand, on stdout.
     Man(ManArgs),
+    /// Print the licences of the code built into cks-iso, its own and the third-party crates', on
+    /// stdout.
+    Licenses,
 }
 
 /// `cks-iso doctor`.

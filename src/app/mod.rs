@@ -57,5 +57,6 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<Outcome, AppError> {
         Command::Doctor(args) => done(doctor::run(*args, ui)),
         Command::Completions(args) => done(docs::completions(args)),
         Command::Man(args) => done(docs::man(args)),
+        Command::Licenses => done(docs::licenses()),
     }
 }

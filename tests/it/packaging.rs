@@ -41,6 +41,7 @@ fn crate_package_holds_sources_and_licence_only() {
         "Cargo.toml.orig",
         "Cargo.lock",
         "LICENSE",
+        "THIRD-PARTY-NOTICES",
         "README.md",
         "CHANGELOG.md",
         ".cargo_vcs_info.json",
@@ -50,9 +51,14 @@ fn crate_package_holds_sources_and_licence_only() {
             (file.starts_with("src/") && file.ends_with(".rs")) || allowed_top.contains(file),
             "{file} should not be in the published crate:\n{list}"
         );
-        // Whatever is packaged must be small source text, never a blob.
+        // Whatever is packaged must be small source text, never a blob (the licence texts of
+        // some 240 crates are the one larger text).
+        let limit = match *file {
+            "THIRD-PARTY-NOTICES" => 1024 * 1024,
+            _ => 256 * 1024,
+        };
         if let Ok(meta) = std::fs::metadata(std::path::Path::new(root).join(file)) {
-            assert!(meta.len() < 256 * 1024, "{file} is {} bytes", meta.len());
+            assert!(meta.len() < limit, "{file} is {} bytes", meta.len());
         }
     }
 }
@@ -94,6 +100,132 @@ fn leaf_crates_depend_on_no_network_stack() {
             );
         }
     }
+}
+
+/// The crates linked into the binary for the Linux targets the package is built for (normal
+/// dependencies: no dev- or build-only crates), as `name version` with each one's licence
+/// expression.
+fn shipped_crates() -> std::collections::BTreeMap<String, String> {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut crates = std::collections::BTreeMap::new();
+    for target in ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"] {
+        let out = run(Command::new(env!("CARGO")).current_dir(root).args([
+            "tree",
+            "--locked",
+            "--offline",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}|{l}",
+            "-p",
+            "cks-iso",
+            "--target",
+            target,
+        ]));
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            let (package, licence) = line.split_once('|').expect("{p}|{l}");
+            let mut words = package.split_whitespace();
+            let (name, version) = (words.next().unwrap(), words.next().unwrap());
+            let licence = licence.trim_end_matches(" (*)").trim();
+            crates.insert(
+                format!("{name} {}", version.trim_start_matches('v')),
+                licence.to_owned(),
+            );
+        }
+    }
+    assert!(crates.len() > 100, "too few crates: {crates:?}");
+    crates
+}
+
+/// about.toml's `accepted` list: the licences cargo-about (`make notices`) takes.
+fn accepted_licences() -> Vec<String> {
+    let about =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/about.toml")).unwrap();
+    let list = about
+        .split_once("accepted = [")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .expect("about.toml has an accepted = [...] list")
+        .0;
+    let accepted: Vec<String> = list
+        .lines()
+        .map(|l| l.trim().trim_end_matches(',').trim_matches('"'))
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
+    assert!(accepted.contains(&"Apache-2.0".to_owned()), "{accepted:?}");
+    accepted
+}
+
+/// Every crate built into the binary has a licence expression the allow-list satisfies: a new
+/// dependency under a licence nobody accepted (GPL, say, or none at all) fails `make test`.
+#[test]
+fn every_shipped_crate_has_a_licence_on_the_allow_list() {
+    let accepted = accepted_licences();
+    let mut refused = Vec::new();
+    for (krate, licence) in shipped_crates() {
+        let allowed = spdx::Expression::parse_mode(&licence, spdx::ParseMode::LAX).is_ok_and(|e| {
+            e.evaluate(|req| match &req.license {
+                spdx::LicenseItem::Spdx { id, .. } => accepted.iter().any(|a| a == id.name),
+                spdx::LicenseItem::Other(_) => false,
+            })
+        });
+        if !allowed {
+            refused.push(format!("{krate}: {licence:?}"));
+        }
+    }
+    assert!(
+        refused.is_empty(),
+        "licences not on about.toml's accepted list: {refused:#?}\n\
+         hint: accept the licence in about.toml if it is fit to ship, or drop the dependency"
+    );
+}
+
+/// THIRD-PARTY-NOTICES (committed, embedded in the binary, shipped in the .deb) names exactly the
+/// crates built into the binary, at their locked versions: a Cargo.lock change that adds, drops or
+/// upgrades one fails until `make notices` has regenerated it.
+#[test]
+fn third_party_notices_match_cargo_lock() {
+    let notices =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/THIRD-PARTY-NOTICES"))
+            .unwrap();
+    let listed: std::collections::BTreeSet<String> = notices
+        .split("Used by:\n")
+        .skip(1)
+        .flat_map(|section| {
+            section
+                .lines()
+                .take_while(|l| l.starts_with("  "))
+                .map(|l| l.trim().to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let shipped: std::collections::BTreeSet<String> = shipped_crates().into_keys().collect();
+    let missing: Vec<_> = shipped.difference(&listed).collect();
+    let stale: Vec<_> = listed.difference(&shipped).collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "THIRD-PARTY-NOTICES does not match Cargo.lock: missing {missing:?}, no longer shipped \
+         {stale:?}\nhint: run `make notices`"
+    );
+}
+
+/// `cks-iso licenses` prints the notices the binary embeds, which hold real licence texts.
+#[test]
+fn licenses_prints_the_embedded_notices() {
+    let printed = stdout_of(&["licenses"]);
+    let file = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/THIRD-PARTY-NOTICES"))
+        .unwrap();
+    assert_eq!(printed, file);
+    for text in [
+        "Apache License",
+        "Permission is hereby granted, free of charge",
+        "ISC",
+    ] {
+        assert!(printed.contains(text), "{text} is not in the notices");
+    }
+    assert!(printed.contains("  reqwest "), "reqwest is not listed");
 }
 
 /// `--version` names the commit the binary was built from, when built from a git checkout.
@@ -364,6 +496,7 @@ fn debian_package_passes_lintian_and_its_binary_runs() {
         "usr/share/doc/cks-iso/README.md",
         "usr/share/doc/cks-iso/LICENSE",
         "usr/share/doc/cks-iso/copyright",
+        "usr/share/doc/cks-iso/THIRD-PARTY-NOTICES.gz",
     ] {
         assert!(at(rel).is_file(), "{rel} is not in {}", deb.display());
     }
