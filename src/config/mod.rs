@@ -38,6 +38,14 @@ use crate::env;
 use crate::fetch::{HttpConfig, Mirror, Mirrors, RetryPolicy};
 use crate::signature::Mode;
 
+mod error;
+mod locate;
+#[cfg(test)]
+mod tests;
+
+pub use error::ConfigError;
+pub use locate::{SYSTEM_CONFIG, default_locations, load};
+
 /// Parallel transfers when neither flag nor file says.
 pub const DEFAULT_JOBS: usize = 4;
 
@@ -233,81 +241,6 @@ pub struct Settings {
     pub source: Option<PathBuf>,
 }
 
-/// Why the configuration cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// The file cannot be read.
-    #[error("cannot read the configuration file {}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// What the system said.
-        #[source]
-        source: std::io::Error,
-        /// Whether it was read because it is in a default location, not because it was named.
-        implicit: bool,
-    },
-    /// The file is not valid YAML for the model (includes unknown keys, by name).
-    #[error("configuration file {}: {message}", path.display())]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// The parser's message, naming the key and line.
-        message: String,
-    },
-    /// A value is out of range or malformed.
-    #[error("{origin}: {key} {reason}")]
-    Value {
-        /// The file path or `command line`.
-        origin: String,
-        /// The key or flag.
-        key: String,
-        /// What is wrong.
-        reason: String,
-    },
-}
-
-impl ConfigError {
-    /// What the user can do about it.
-    pub fn hint(&self) -> Option<String> {
-        Some(match self {
-            Self::Read {
-                implicit: true,
-                path,
-                ..
-            } => format!(
-                "make {} readable or remove it, or pass --config FILE to read another",
-                path.display()
-            ),
-            Self::Read { .. } => {
-                "check --config or CKS_ISO_CONFIG; leave both unset to use flags only".into()
-            }
-            Self::Parse { .. } => {
-                "known keys: mirrors, registry-mirrors, insecure-registries, ca-files, authfile, \
-                 jobs, retries, connect-timeout, idle-timeout, signatures, trusted-root, \
-                 signature-policy, rekor-url, cloudstack (see \
-                 README, Configuration file)"
-                    .into()
-            }
-            Self::Value { .. } => return None,
-        })
-    }
-}
-
-impl ConfigError {
-    /// The same error for a file read from a default location.
-    fn implicit(self) -> Self {
-        match self {
-            Self::Read { path, source, .. } => Self::Read {
-                path,
-                source,
-                implicit: true,
-            },
-            other => other,
-        }
-    }
-}
-
 impl Network {
     /// Reads and parses `path`; relative paths inside it are made relative to its directory.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
@@ -456,166 +389,4 @@ pub fn merge(file: Option<(PathBuf, Network)>, flags: Network) -> Result<Setting
         cloudstack,
         source,
     })
-}
-
-/// The system-wide configuration file, read when the user has none.
-pub const SYSTEM_CONFIG: &str = "/etc/cks-iso/config.yaml";
-
-/// Where a configuration file is looked for when neither `--config` nor `CKS_ISO_CONFIG` names
-/// one, first found wins: `$XDG_CONFIG_HOME/cks-iso/config.yaml` (an absolute path, per the XDG
-/// base directory spec; else `~/.config/cks-iso/config.yaml`), then [`SYSTEM_CONFIG`].
-pub fn default_locations() -> Vec<PathBuf> {
-    let user = env::XDG_CONFIG_HOME
-        .get_os()
-        .map(PathBuf::from)
-        .filter(|dir| dir.is_absolute())
-        .or_else(|| {
-            env::HOME
-                .get_os()
-                .filter(|h| !h.is_empty())
-                .map(|h| PathBuf::from(h).join(".config"))
-        });
-    user.map(|dir| dir.join("cks-iso/config.yaml"))
-        .into_iter()
-        .chain([PathBuf::from(SYSTEM_CONFIG)])
-        .collect()
-}
-
-/// The first of `candidates` that is there. One that cannot even be looked at (a directory
-/// without permission) counts as there, so that reading it says why instead of it being skipped.
-fn first_present(candidates: &[PathBuf]) -> Option<&PathBuf> {
-    candidates
-        .iter()
-        .find(|path| match path.symlink_metadata() {
-            Ok(_) => true,
-            Err(e) => !matches!(
-                e.kind(),
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-            ),
-        })
-}
-
-/// Loads the file the flags name (`--config` or `CKS_ISO_CONFIG`), else the first default one
-/// present ([`default_locations`]), if any, and merges the flags into it.
-pub fn load(flags: Network) -> Result<Settings, ConfigError> {
-    let file = match &flags.config {
-        Some(path) => Some((path.clone(), Network::load(path)?)),
-        None => match first_present(&default_locations()) {
-            Some(path) => Some((path.clone(), Network::load(path).map_err(|e| e.implicit())?)),
-            None => None,
-        },
-    };
-    merge(file, flags)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_first_default_location_present_wins() {
-        let dir = tempfile::tempdir().unwrap();
-        let (user, system) = (dir.path().join("user.yaml"), dir.path().join("system.yaml"));
-        let both = [user.clone(), system.clone()];
-        assert_eq!(first_present(&both), None);
-        std::fs::write(&system, "jobs: 2\n").unwrap();
-        assert_eq!(first_present(&both), Some(&system));
-        std::fs::write(&user, "jobs: 3\n").unwrap();
-        assert_eq!(first_present(&both), Some(&user));
-        // Under a file, not a directory: not there.
-        let under_file = [user.join("config.yaml"), system.clone()];
-        assert_eq!(first_present(&under_file), Some(&system));
-    }
-
-    #[test]
-    fn unknown_keys_are_errors_naming_the_key() {
-        let err = Network::parse("mirrors: {}\nmirorrs:\n  a: b\n").unwrap_err();
-        assert!(err.contains("mirorrs"), "{err}");
-    }
-
-    #[test]
-    fn every_key_parses() {
-        let c = Network::parse(
-            "mirrors:\n  https://github.com: http://m:1/github.com\n\
-             registry-mirrors:\n  docker.io: m:5000\n\
-             insecure-registries: [m:5000]\nca-files: [ca.pem]\nauthfile: auth.json\n\
-             jobs: 2\nretries: 3\nconnect-timeout: 4\nidle-timeout: 5\n\
-             signatures: enforce\ntrusted-root: root.json\nsignature-policy: p.yaml\n",
-        )
-        .unwrap();
-        assert_eq!(c.signatures.as_deref(), Some("enforce"));
-        assert_eq!(c.trusted_root, Some(PathBuf::from("root.json")));
-        assert_eq!(c.signature_policy, Some(PathBuf::from("p.yaml")));
-        assert_eq!(
-            c.mirrors[0].to_string(),
-            "https://github.com=http://m:1/github.com"
-        );
-        assert_eq!(c.registry_mirrors, [("docker.io".into(), "m:5000".into())]);
-        assert_eq!(c.insecure_registries, ["m:5000"]);
-        assert_eq!(c.jobs, Some(2));
-        assert_eq!(c.retries, Some(3));
-        assert_eq!(c.idle_timeout, Some(5));
-        assert!(Network::parse("").unwrap().mirrors.is_empty());
-        assert!(
-            Network::parse("# only a comment\n")
-                .unwrap()
-                .mirrors
-                .is_empty()
-        );
-    }
-
-    #[test]
-    fn flags_override_the_file() {
-        let file = Network::parse(
-            "mirrors:\n  https://github.com: http://file:1/gh\n  https://dl.k8s.io: http://file:1/dl\n\
-             jobs: 2\nretries: 3\nidle-timeout: 9\nca-files: [/a.pem]\n",
-        )
-        .unwrap();
-        let flags = Network {
-            mirrors: vec!["https://github.com=http://flag:2/gh".parse().unwrap()],
-            jobs: Some(7),
-            ca_files: vec!["/b.pem".into()],
-            ..Network::default()
-        };
-        let s = merge(Some(("/etc/c.yaml".into(), file)), flags).unwrap();
-        assert_eq!(s.jobs, 7);
-        assert_eq!(s.http.retry.attempts, 3);
-        assert_eq!(s.http.idle_timeout, Duration::from_secs(9));
-        assert_eq!(
-            s.mirrors.rewrite("https://github.com/x"),
-            "http://flag:2/gh/x"
-        );
-        assert_eq!(
-            s.mirrors.rewrite("https://dl.k8s.io/x"),
-            "http://file:1/dl/x"
-        );
-        assert_eq!(s.http.ca_files, [PathBuf::from("/a.pem"), "/b.pem".into()]);
-    }
-
-    #[test]
-    fn bad_values_name_the_key() {
-        let file = Network::parse("mirrors:\n  github.com: http://m\n").unwrap();
-        let err = merge(Some(("c.yaml".into(), file)), Network::default()).unwrap_err();
-        assert!(err.to_string().contains("mirrors.github.com"), "{err}");
-        let file = Network::parse("jobs: 0\n").unwrap();
-        let err = merge(Some(("c.yaml".into(), file)), Network::default()).unwrap_err();
-        assert!(err.to_string().contains("jobs"), "{err}");
-    }
-
-    #[test]
-    fn a_cloudstack_release_reads_written_as_a_number_or_a_string_and_an_unknown_one_is_named() {
-        for text in ["cloudstack: 4.21\n", "cloudstack: \"4.21\"\n"] {
-            let file = Network::parse(text).unwrap();
-            let s = merge(Some(("c.yaml".into(), file)), Network::default()).unwrap();
-            assert_eq!(
-                s.cloudstack,
-                Some(crate::cloudstack::CloudStack::V4_21),
-                "{text}"
-            );
-        }
-        let file = Network::parse("cloudstack: 4.19\n").unwrap();
-        let err = merge(Some(("c.yaml".into(), file)), Network::default()).unwrap_err();
-        let msg = err.to_string();
-        assert!(msg.contains("cloudstack") && msg.contains("4.19"), "{msg}");
-    }
 }
