@@ -39,7 +39,7 @@ pub enum ResolutionError {
         /// Its URL.
         url: String,
         /// Why.
-        reason: String,
+        reason: crate::upstream::content::WrongContent,
     },
     /// Offline, with nothing to choose the autoscaler release from.
     #[error(
@@ -353,7 +353,7 @@ pub async fn resolve(
             .text(&csi.url, TEXT_LIMIT)
             .await
             .map_err(ResolutionError::CsiFetch)?;
-        let bad = |reason: String| ResolutionError::CsiManifest {
+        let bad = |reason| ResolutionError::CsiManifest {
             url: csi.url.clone(),
             reason,
         };

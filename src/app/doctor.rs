@@ -203,7 +203,7 @@ pub fn run(args: DoctorArgs, _ui: &Ui) -> Result<(), AppError> {
         match &cache_root {
             Ok(cache) => writable(cache.root(), true).map_err(|e| {
                 problem(
-                    e,
+                    e.to_string(),
                     "pass --cache-dir a directory you can write to (or set XDG_CACHE_HOME)",
                 )
             }),
@@ -218,7 +218,7 @@ pub fn run(args: DoctorArgs, _ui: &Ui) -> Result<(), AppError> {
         &format!("{} {}", env::TMPDIR.name, tmp.display()),
         writable(&tmp, false).map_err(|e| {
             problem(
-                e,
+                e.to_string(),
                 "set TMPDIR to a writable directory with room for the images",
             )
         }),
@@ -265,14 +265,27 @@ fn net_arches(given: &[String]) -> Result<Vec<Arch>, AppError> {
 }
 
 /// Creates `dir` (when `create`) and a file in it, removed again.
-fn writable(dir: &Path, create: bool) -> Result<String, String> {
+fn writable(dir: &Path, create: bool) -> Result<String, NotWritable> {
+    let failed = |create, source| NotWritable {
+        dir: dir.to_owned(),
+        create,
+        source,
+    };
     if create {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| failed(true, e))?;
     }
-    tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| format!("cannot write to {}: {e}", dir.display()))?;
+    tempfile::NamedTempFile::new_in(dir).map_err(|e| failed(false, e))?;
     Ok(format!("{} is writable", dir.display()))
+}
+
+/// A directory doctor could not create or write a file in.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {} {}: {source}", if *create { "create" } else { "write to" }, dir.display())]
+struct NotWritable {
+    dir: std::path::PathBuf,
+    /// Whether creating it failed, rather than writing in it.
+    create: bool,
+    source: std::io::Error,
 }
 
 /// Mirrors, git, registries and, with a Kubernetes version, the room the build needs.

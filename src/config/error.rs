@@ -17,12 +17,13 @@ pub enum ConfigError {
         implicit: bool,
     },
     /// The file is not valid YAML for the model (includes unknown keys, by name).
-    #[error("configuration file {}: {message}", path.display())]
+    #[error("configuration file {}: {}", path.display(), first_line(parser))]
     Parse {
         /// The file.
         path: PathBuf,
-        /// The parser's message, naming the key and line.
-        message: String,
+        /// The parser's error, naming the key and line. Not a `source`: only its first line is
+        /// shown, the rest being a snippet of the file.
+        parser: Box<serde_saphyr::Error>,
     },
     /// A value is out of range or malformed.
     #[error("{origin}: {key} {reason}")]
@@ -75,4 +76,12 @@ impl ConfigError {
             other => other,
         }
     }
+}
+
+/// The first line of the parser's message, which names the key and position; the rest is a
+/// snippet of the source.
+fn first_line(err: &serde_saphyr::Error) -> String {
+    let text = err.to_string();
+    let first = text.lines().next().unwrap_or_default();
+    first.strip_prefix("error: ").unwrap_or(first).to_owned()
 }

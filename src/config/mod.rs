@@ -182,16 +182,19 @@ fn release_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>
 }
 
 /// `--registry-mirror`'s `REGISTRY=URL`.
-fn parse_pair(s: &str) -> Result<(String, String), String> {
+fn parse_pair(s: &str) -> Result<(String, String), NotAPair> {
     match s.split_once('=') {
         Some((a, b)) if !a.trim().is_empty() && !b.trim().is_empty() => {
             Ok((a.trim().to_owned(), b.trim().to_owned()))
         }
-        _ => Err(format!(
-            "{s:?} is not REGISTRY=URL (e.g. docker.io=http://mirror:5000)"
-        )),
+        _ => Err(NotAPair(s.to_owned())),
     }
 }
+
+/// A `--registry-mirror` value without its `=`.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not REGISTRY=URL (e.g. docker.io=http://mirror:5000)")]
+pub struct NotAPair(String);
 
 /// The file's `mirrors:` map as rules, not yet checked: [`merge`] checks them, naming the file
 /// and the key, as it checks every other value of the file.
@@ -249,9 +252,9 @@ impl Network {
             source,
             implicit: false,
         })?;
-        let mut config = Self::parse(&text).map_err(|message| ConfigError::Parse {
+        let mut config = Self::parse(&text).map_err(|parser| ConfigError::Parse {
             path: path.to_owned(),
-            message,
+            parser: Box::new(parser),
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
         let anchor = |p: PathBuf| match p.is_relative() {
@@ -266,18 +269,11 @@ impl Network {
     }
 
     /// Parses the YAML text; an empty file is an empty configuration.
-    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, serde_saphyr::Error> {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
-        serde_saphyr::from_str::<Option<Self>>(text)
-            .map(Option::unwrap_or_default)
-            .map_err(|e| {
-                // The first line names the key and position; the rest is a source snippet.
-                let text = e.to_string();
-                let first = text.lines().next().unwrap_or_default();
-                first.strip_prefix("error: ").unwrap_or(first).to_owned()
-            })
+        serde_saphyr::from_str::<Option<Self>>(text).map(Option::unwrap_or_default)
     }
 }
 

@@ -19,7 +19,7 @@ fn the_first_default_location_present_wins() {
 #[test]
 fn unknown_keys_are_errors_naming_the_key() {
     let err = Network::parse("mirrors: {}\nmirorrs:\n  a: b\n").unwrap_err();
-    assert!(err.contains("mirorrs"), "{err}");
+    assert!(err.to_string().contains("mirorrs"), "{err}");
 }
 
 #[test]

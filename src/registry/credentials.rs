@@ -341,7 +341,7 @@ fn run_helper(
     helper: &str,
     server: &str,
     path: Option<&OsString>,
-) -> Result<Option<Credentials>, String> {
+) -> Result<Option<Credentials>, HelperError> {
     let program = format!("docker-credential-{helper}");
     let mut command = Command::new(&program);
     if let Some(path) = path {
@@ -353,18 +353,24 @@ fn run_helper(
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
+        .map_err(|source| HelperError::Run {
+            program: program.clone(),
+            source,
+        })?;
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(server.as_bytes());
     }
     let out = child
         .wait_with_output()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
+        .map_err(|source| HelperError::Run {
+            program: program.clone(),
+            source,
+        })?;
     if !out.status.success() {
         if String::from_utf8_lossy(&out.stdout).contains("not found") {
             return Ok(None);
         }
-        return Err(format!("it exited with {}", out.status));
+        return Err(HelperError::Exit(out.status));
     }
     #[derive(Deserialize)]
     #[serde(rename_all = "PascalCase")]
@@ -372,8 +378,7 @@ fn run_helper(
         username: String,
         secret: String,
     }
-    let reply: Reply = serde_json::from_slice(&out.stdout)
-        .map_err(|_| "its answer is not {\"Username\",\"Secret\"} JSON".to_owned())?;
+    let reply: Reply = serde_json::from_slice(&out.stdout).map_err(|_| HelperError::Answer)?;
     // The protocol's way of handing over an identity token.
     let identity = reply.username == "<token>";
     Ok(Some(Credentials {
@@ -382,6 +387,25 @@ fn run_helper(
         identity,
         source: String::new(),
     }))
+}
+
+/// Why a credential helper gave no answer; logged as a warning, then access goes on without it.
+#[derive(Debug, thiserror::Error)]
+enum HelperError {
+    /// It cannot be started or waited for (not on PATH, say).
+    #[error("cannot run {program}: {source}")]
+    Run {
+        /// `docker-credential-<helper>`.
+        program: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// It failed.
+    #[error("it exited with {0}")]
+    Exit(std::process::ExitStatus),
+    /// It answered something else than the protocol's reply.
+    #[error("its answer is not {{\"Username\",\"Secret\"}} JSON")]
+    Answer,
 }
 
 #[cfg(test)]

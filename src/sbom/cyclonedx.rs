@@ -236,13 +236,13 @@ pub(super) fn render(inventory: &Inventory, iso: Option<&IsoFacts>) -> String {
 }
 
 /// Reads a CycloneDX document back; the error says what does not fit.
-pub(crate) fn parse(text: &str) -> Result<Bom, String> {
-    let bom: Bom = serde_json::from_str(text).map_err(|e| e.to_string())?;
+pub(crate) fn parse(text: &str) -> Result<Bom, super::ReadError> {
+    let bom: Bom = serde_json::from_str(text)?;
     if bom.bom_format != "CycloneDX" || bom.spec_version != "1.6" {
-        return Err(format!(
-            "{} {}, not CycloneDX 1.6",
-            bom.bom_format, bom.spec_version
-        ));
+        return Err(super::ReadError::Version {
+            found: format!("{} {}", bom.bom_format, bom.spec_version),
+            wanted: "CycloneDX 1.6",
+        });
     }
     Ok(bom)
 }

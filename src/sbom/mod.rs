@@ -27,6 +27,28 @@ pub(crate) use spdx::parse as parse_spdx;
 use crate::image::Reference;
 use crate::versions::Versions;
 
+/// Why an SBOM read back from an ISO is not one cks-iso wrote.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// Not JSON of the document's shape.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// Another format or version than the one written.
+    #[error("{found}, not {wanted}")]
+    Version {
+        /// The format and version the document declares.
+        found: String,
+        /// The one cks-iso writes, e.g. `SPDX-2.3`.
+        wanted: &'static str,
+    },
+    /// A CycloneDX component without the ISO path cks-iso gives each.
+    #[error("component {component} has no cks-iso:path")]
+    NoPath {
+        /// The component's name.
+        component: String,
+    },
+}
+
 /// The SBOM's name inside the ISO, CycloneDX.
 pub const CYCLONEDX_FILE: &str = "sbom.cdx.json";
 /// The SBOM's name inside the ISO, SPDX.

@@ -308,10 +308,13 @@ pub(crate) fn is_spdx_url(url: &str) -> bool {
 }
 
 /// Reads an SPDX document back; the error says what does not fit.
-pub(crate) fn parse(text: &str) -> Result<Document, String> {
-    let document: Document = serde_json::from_str(text).map_err(|e| e.to_string())?;
+pub(crate) fn parse(text: &str) -> Result<Document, super::ReadError> {
+    let document: Document = serde_json::from_str(text)?;
     if document.spdx_version != "SPDX-2.3" {
-        return Err(format!("{}, not SPDX-2.3", document.spdx_version));
+        return Err(super::ReadError::Version {
+            found: document.spdx_version,
+            wanted: "SPDX-2.3",
+        });
     }
     Ok(document)
 }

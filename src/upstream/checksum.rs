@@ -43,14 +43,14 @@ impl Checksum {
     }
 
     /// The lowercase hex sha256 this checksum file gives for `name`.
-    pub(crate) fn expected(&self, body: &[u8], name: &str) -> Result<String, String> {
-        let text = std::str::from_utf8(body).map_err(|_| "it is not text".to_owned())?;
+    pub(crate) fn expected(&self, body: &[u8], name: &str) -> Result<String, ChecksumFileError> {
+        let text = std::str::from_utf8(body).map_err(|_| ChecksumFileError::NotText)?;
         match self {
             Self::BareHex { .. } => {
                 let mut tokens = text.split_whitespace();
-                let digest = tokens.next().ok_or("it is empty")?;
+                let digest = tokens.next().ok_or(ChecksumFileError::Empty)?;
                 if tokens.next().is_some() {
-                    return Err("expected a bare hex digest, found more".into());
+                    return Err(ChecksumFileError::MoreThanADigest);
                 }
                 hex_digest(digest)
             }
@@ -58,12 +58,15 @@ impl Checksum {
                 let line = text
                     .lines()
                     .find(|l| !l.trim().is_empty())
-                    .ok_or("it is empty")?;
+                    .ok_or(ChecksumFileError::Empty)?;
                 let (digest, listed) = split_line(line);
                 if let Some(listed) = listed
                     && listed != name
                 {
-                    return Err(format!("it is the checksum of {listed}, not of {name}"));
+                    return Err(ChecksumFileError::OtherFile {
+                        listed: listed.to_owned(),
+                        name: name.to_owned(),
+                    });
                 }
                 hex_digest(digest)
             }
@@ -72,9 +75,13 @@ impl Checksum {
                     let (digest, listed) = split_line(line);
                     (listed == Some(name)).then_some(digest)
                 });
-                let digest = found.next().ok_or_else(|| format!("no line for {name}"))?;
+                let digest = found.next().ok_or_else(|| ChecksumFileError::NoLine {
+                    name: name.to_owned(),
+                })?;
                 if found.next().is_some() {
-                    return Err(format!("{name} is listed twice"));
+                    return Err(ChecksumFileError::ListedTwice {
+                        name: name.to_owned(),
+                    });
                 }
                 hex_digest(digest)
             }
@@ -96,13 +103,54 @@ fn split_line(line: &str) -> (&str, Option<&str>) {
     }
 }
 
-fn hex_digest(s: &str) -> Result<String, String> {
+fn hex_digest(s: &str) -> Result<String, ChecksumFileError> {
     if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
         Ok(s.to_ascii_lowercase())
     } else {
-        let shown: String = s.chars().take(80).collect();
-        Err(format!("{shown:?} is not a sha256 hex digest"))
+        Err(ChecksumFileError::NotADigest {
+            shown: s.chars().take(80).collect(),
+        })
     }
+}
+
+/// Why a published checksum file gives no digest for the file it should vouch for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChecksumFileError {
+    /// Not UTF-8.
+    #[error("it is not text")]
+    NotText,
+    /// Nothing but whitespace.
+    #[error("it is empty")]
+    Empty,
+    /// A bare-digest file with more after the digest.
+    #[error("expected a bare hex digest, found more")]
+    MoreThanADigest,
+    /// A `hex  name` file naming another file.
+    #[error("it is the checksum of {listed}, not of {name}")]
+    OtherFile {
+        /// The name the file lists.
+        listed: String,
+        /// The file it should vouch for.
+        name: String,
+    },
+    /// A sums file without a line for the file.
+    #[error("no line for {name}")]
+    NoLine {
+        /// The file it should vouch for.
+        name: String,
+    },
+    /// A sums file listing the file twice.
+    #[error("{name} is listed twice")]
+    ListedTwice {
+        /// The file listed twice.
+        name: String,
+    },
+    /// The digest is not 64 hex digits (shown cut to 80 characters).
+    #[error("{shown:?} is not a sha256 hex digest")]
+    NotADigest {
+        /// The start of what stood where the digest should.
+        shown: String,
+    },
 }
 
 #[cfg(test)]
@@ -144,7 +192,7 @@ mod tests {
         let err = c
             .expected(format!("{D}  b.tgz\n").as_bytes(), "a.tgz")
             .unwrap_err();
-        assert!(err.contains("b.tgz"), "{err}");
+        assert!(err.to_string().contains("b.tgz"), "{err}");
     }
 
     #[test]

@@ -37,8 +37,8 @@ impl Content {
 
     /// Checks the file at `path`; `Err` says what it is instead. `Ok` carries notes the user
     /// should see (e.g. a joined `---` separator in a manifest).
-    pub fn check(self, path: &Path) -> Result<Vec<String>, String> {
-        let io = |e: std::io::Error| format!("cannot read it back: {e}");
+    pub fn check(self, path: &Path) -> Result<Vec<String>, WrongContent> {
+        let io = WrongContent::Unreadable;
         match self {
             Self::Elf(arch) => {
                 let mut head = [0u8; 20];
@@ -56,6 +56,71 @@ impl Content {
             }
         }
     }
+}
+
+/// What a file is instead of what it should be ([`Content`]); each reads as the end of "… is not
+/// an ELF executable for arm64: <this>".
+#[derive(Debug, thiserror::Error)]
+pub enum WrongContent {
+    /// The file cannot be read back from disk.
+    #[error("cannot read it back: {0}")]
+    Unreadable(#[source] std::io::Error),
+    /// An HTML page (an error page served with `200`).
+    #[error("it is an HTML page")]
+    Html,
+    /// No ELF magic.
+    #[error("it does not start with the ELF magic")]
+    NoElfMagic,
+    /// ELF32.
+    #[error("it is a 32-bit ELF file")]
+    Elf32,
+    /// Big-endian ELF.
+    #[error("it is a big-endian ELF file")]
+    BigEndian,
+    /// An ELF executable for another machine, named.
+    #[error("it is an ELF executable for {0}")]
+    OtherMachine(String),
+    /// gzip or tar framing does not read.
+    #[error("it does not list as a gzip tar: {0}")]
+    NotGzipTar(#[source] std::io::Error),
+    /// A member a node would extract outside its tree.
+    #[error("member {name:?} {problem}")]
+    UnsafeMember {
+        /// The member's path as stored.
+        name: String,
+        /// Why it is unsafe.
+        problem: String,
+    },
+    /// A member's body does not inflate.
+    #[error("entry {index} does not read: {source}")]
+    EntryUnreadable {
+        /// The member's position, from 0.
+        index: u64,
+        /// What the reader said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A tar with no member.
+    #[error("it is an empty archive")]
+    EmptyArchive,
+    /// Not UTF-8.
+    #[error("it is not UTF-8 text")]
+    NotUtf8,
+    /// Not YAML.
+    #[error("it does not parse as YAML: {0}")]
+    Yaml(String),
+    /// A document that is not a mapping.
+    #[error("document {index} is not a mapping (Kubernetes objects are)")]
+    NotMapping {
+        /// The document's position.
+        index: usize,
+    },
+    /// Another manifest problem.
+    #[error(transparent)]
+    Manifest(Box<manifest::ManifestError>),
+    /// No document at all.
+    #[error("it holds no YAML document")]
+    NoDocument,
 }
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -83,25 +148,22 @@ fn machine_name(m: u16) -> String {
 }
 
 /// Checks an ELF header: magic, 64-bit, little-endian, `e_machine` of `arch`.
-pub(crate) fn check_elf(head: &[u8], arch: Arch) -> Result<(), String> {
+pub(crate) fn check_elf(head: &[u8], arch: Arch) -> Result<(), WrongContent> {
     if head.len() < 20 || &head[..4] != b"\x7fELF" {
         return Err(match looks_like_html(head) {
-            true => "it is an HTML page".into(),
-            false => "it does not start with the ELF magic".into(),
+            true => WrongContent::Html,
+            false => WrongContent::NoElfMagic,
         });
     }
     if head[4] != 2 {
-        return Err("it is a 32-bit ELF file".into());
+        return Err(WrongContent::Elf32);
     }
     if head[5] != 1 {
-        return Err("it is a big-endian ELF file".into());
+        return Err(WrongContent::BigEndian);
     }
     let machine = u16::from_le_bytes([head[18], head[19]]);
     if machine != arch.e_machine() {
-        return Err(format!(
-            "it is an ELF executable for {}",
-            machine_name(machine)
-        ));
+        return Err(WrongContent::OtherMachine(machine_name(machine)));
     }
     Ok(())
 }
@@ -109,28 +171,30 @@ pub(crate) fn check_elf(head: &[u8], arch: Arch) -> Result<(), String> {
 /// Lists a gzip tar to its end as a node extracts it (as root, into its tree): every member
 /// must be relative, without `..`, and every link must stay inside the tree. Returns the number
 /// of entries.
-pub(crate) fn check_gzip_tar(reader: impl Read) -> Result<u64, String> {
+pub(crate) fn check_gzip_tar(reader: impl Read) -> Result<u64, WrongContent> {
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(reader));
-    let entries = archive
-        .entries()
-        .map_err(|e| format!("it does not list as a gzip tar: {e}"))?;
+    let entries = archive.entries().map_err(WrongContent::NotGzipTar)?;
     let mut count = 0;
     for entry in entries {
-        let mut entry = entry.map_err(|e| format!("it does not list as a gzip tar: {e}"))?;
+        let mut entry = entry.map_err(WrongContent::NotGzipTar)?;
         let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
         let link = entry
             .link_name_bytes()
             .map(|l| String::from_utf8_lossy(&l).into_owned());
         if let Some(problem) = tarball::member_problem(&name, entry.header().entry_type(), link) {
-            return Err(format!("member {name:?} {problem}"));
+            return Err(WrongContent::UnsafeMember { name, problem });
         }
         // Read each body: a truncated or corrupt stream shows only when its bytes are inflated.
-        std::io::copy(&mut entry, &mut std::io::sink())
-            .map_err(|e| format!("entry {count} does not read: {e}"))?;
+        std::io::copy(&mut entry, &mut std::io::sink()).map_err(|source| {
+            WrongContent::EntryUnreadable {
+                index: count,
+                source,
+            }
+        })?;
         count += 1;
     }
     if count == 0 {
-        return Err("it is an empty archive".into());
+        return Err(WrongContent::EmptyArchive);
     }
     Ok(count)
 }
@@ -139,7 +203,7 @@ pub(crate) fn check_gzip_tar(reader: impl Read) -> Result<u64, String> {
 /// hash covers every byte, whatever the listing says. `Err` only when the bytes cannot be read.
 pub(crate) fn hash_and_check_tar(
     reader: impl Read,
-) -> std::io::Result<(String, Result<u64, String>)> {
+) -> std::io::Result<(String, Result<u64, WrongContent>)> {
     let mut hashing = crate::image::Hashing::new(reader);
     let listed = check_gzip_tar(&mut hashing);
     // The gzip trailer, the tar's padding, or what follows a bad member.
@@ -162,11 +226,11 @@ fn looks_like_html(bytes: &[u8]) -> bool {
 
 /// Parses every document; each must be a mapping (or empty). Notes name joined separators,
 /// which are split before parsing (the rules live in [`crate::manifest`]).
-pub fn check_yaml(bytes: &[u8]) -> Result<Vec<String>, String> {
+pub fn check_yaml(bytes: &[u8]) -> Result<Vec<String>, WrongContent> {
     if looks_like_html(bytes) {
-        return Err("it is an HTML page".into());
+        return Err(WrongContent::Html);
     }
-    let text = std::str::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_owned())?;
+    let text = std::str::from_utf8(bytes).map_err(|_| WrongContent::NotUtf8)?;
     let mut notes = Vec::new();
     let joined = manifest::find_joined_separators(text);
     if !joined.is_empty() {
@@ -182,27 +246,23 @@ pub fn check_yaml(bytes: &[u8]) -> Result<Vec<String>, String> {
     }
     let docs = parse(text)?;
     if docs.is_empty() {
-        return Err("it holds no YAML document".into());
+        return Err(WrongContent::NoDocument);
     }
     Ok(notes)
 }
 
-fn parse(text: &str) -> Result<Vec<serde_json::Value>, String> {
+fn parse(text: &str) -> Result<Vec<serde_json::Value>, WrongContent> {
     let repaired = manifest::split_joined_separators(text);
     manifest::check_yaml("the manifest", &repaired).map_err(|e| match e {
-        manifest::ManifestError::Yaml { source, .. } => {
-            format!("it does not parse as YAML: {source}")
-        }
-        manifest::ManifestError::NotObject { index, .. } => {
-            format!("document {index} is not a mapping (Kubernetes objects are)")
-        }
-        other => other.to_string(),
+        manifest::ManifestError::Yaml { source, .. } => WrongContent::Yaml(source.to_string()),
+        manifest::ManifestError::NotObject { index, .. } => WrongContent::NotMapping { index },
+        other => WrongContent::Manifest(Box::new(other)),
     })
 }
 
 /// Every image the manifest's documents reference, sorted, each once. Joined separators are
 /// split first so merged documents do not hide an image.
-pub fn images_in_yaml(text: &str) -> Result<Vec<String>, String> {
+pub fn images_in_yaml(text: &str) -> Result<Vec<String>, WrongContent> {
     Ok(manifest::images(&parse(text)?))
 }
 
@@ -222,9 +282,9 @@ mod tests {
     fn elf_check_names_the_architecture_found() {
         assert!(check_elf(&header(183), Arch::Arm64).is_ok());
         let err = check_elf(&header(62), Arch::Arm64).unwrap_err();
-        assert!(err.contains("x86-64"), "{err}");
+        assert!(err.to_string().contains("x86-64"), "{err}");
         let err = check_elf(b"<!DOCTYPE html><html>404</html>", Arch::Amd64).unwrap_err();
-        assert!(err.contains("HTML"), "{err}");
+        assert!(err.to_string().contains("HTML"), "{err}");
     }
 
     #[test]
@@ -237,14 +297,21 @@ mod tests {
         assert!(
             check_yaml(b"<!DOCTYPE html>\n<html></html>")
                 .unwrap_err()
+                .to_string()
                 .contains("HTML")
         );
         assert!(
             check_yaml(b"just a sentence")
                 .unwrap_err()
+                .to_string()
                 .contains("mapping")
         );
-        assert!(check_yaml(b"a: [unclosed\n").unwrap_err().contains("YAML"));
+        assert!(
+            check_yaml(b"a: [unclosed\n")
+                .unwrap_err()
+                .to_string()
+                .contains("YAML")
+        );
         let joined = b"kind: A\nroleRef:\n  apiGroup: rbac.authorization.k8s.io---\nkind: B\n";
         let notes = check_yaml(joined).unwrap();
         assert!(notes[0].contains("line 3"), "{notes:?}");
@@ -269,7 +336,7 @@ mod tests {
         h.set_mode(0o644);
         builder.append_data(&mut h, "f", data.as_slice()).unwrap();
         let tgz = builder.into_inner().unwrap().finish().unwrap();
-        assert_eq!(check_gzip_tar(tgz.as_slice()), Ok(1));
+        assert_eq!(check_gzip_tar(tgz.as_slice()).unwrap(), 1);
         assert!(check_gzip_tar(&tgz[..tgz.len() / 2]).is_err());
         assert!(check_gzip_tar(&b"<html>"[..]).is_err());
     }

@@ -24,7 +24,7 @@ pub enum UpstreamError {
         /// The checksum file's URL.
         url: String,
         /// Why it is unusable.
-        reason: String,
+        reason: super::checksum::ChecksumFileError,
     },
     /// The bytes do not match the published checksum.
     #[error(
@@ -55,7 +55,7 @@ pub enum UpstreamError {
         /// What it should have been, e.g. `an ELF executable for arm64 (aarch64)`.
         expected: String,
         /// What it is instead.
-        reason: String,
+        reason: super::content::WrongContent,
     },
     /// A locked build got other bytes than the lock records.
     #[error(

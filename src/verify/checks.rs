@@ -242,20 +242,33 @@ fn dashboards(cx: &mut Ctx, cloudstack: Option<CloudStack>) {
     cx.violation("dashboard.yaml", problem);
 }
 
+/// Why a file of the ISO could not be hashed; reads as a violation of that file.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Unhashable {
+    /// It cannot be opened in the image (the reader's reason).
+    #[error("{0}")]
+    Open(String),
+    /// Its bytes cannot be read.
+    #[error("{0}")]
+    Read(#[from] std::io::Error),
+}
+
 /// The hex sha256 of the ISO's file at `path`, streamed out of the image.
-pub(super) fn sha256_of(reader: &IsoReader, path: &str) -> Result<String, String> {
-    let file = reader.open_file(path).map_err(|e| e.reason)?;
-    crate::image::sha256_of(file)
-        .map(hex::encode)
-        .map_err(|e| e.to_string())
+pub(super) fn sha256_of(reader: &IsoReader, path: &str) -> Result<String, Unhashable> {
+    let file = reader
+        .open_file(path)
+        .map_err(|e| Unhashable::Open(e.reason))?;
+    Ok(hex::encode(crate::image::sha256_of(file)?))
 }
 
 /// The sha256 of the tarball at `path`, read once: the same pass lists it as a node extracts
 /// it, and a member that would land outside the tree is a violation.
-fn tarball(cx: &mut Ctx, path: &str) -> Result<String, String> {
-    let file = cx.reader.open_file(path).map_err(|e| e.reason)?;
-    let (sha256, listed) =
-        crate::upstream::content::hash_and_check_tar(file).map_err(|e| e.to_string())?;
+fn tarball(cx: &mut Ctx, path: &str) -> Result<String, Unhashable> {
+    let file = cx
+        .reader
+        .open_file(path)
+        .map_err(|e| Unhashable::Open(e.reason))?;
+    let (sha256, listed) = crate::upstream::content::hash_and_check_tar(file)?;
     if let Err(problem) = listed {
         cx.violation(path, format!("nodes cannot extract it safely: {problem}"));
     }

@@ -66,7 +66,11 @@ pub(super) fn check(cx: &mut Ctx, versions: Option<&Versions>) {
     }
 }
 
-fn cyclonedx(cx: &mut Ctx, text: &str, versions: &Versions) -> Result<Vec<Listed>, String> {
+fn cyclonedx(
+    cx: &mut Ctx,
+    text: &str,
+    versions: &Versions,
+) -> Result<Vec<Listed>, sbom::ReadError> {
     let bom = sbom::parse_cyclonedx(text)?;
     let arch = bom.metadata.component.property("cks-iso:arch");
     if arch != Some(versions.arch.as_str()) {
@@ -83,7 +87,9 @@ fn cyclonedx(cx: &mut Ctx, text: &str, versions: &Versions) -> Result<Vec<Listed
         .map(|c| {
             let path = c
                 .property("cks-iso:path")
-                .ok_or_else(|| format!("component {} has no cks-iso:path", c.name))?;
+                .ok_or_else(|| sbom::ReadError::NoPath {
+                    component: c.name.clone(),
+                })?;
             Ok(Listed {
                 path: path.to_owned(),
                 sha256: c.sha256().map(str::to_owned),
@@ -93,7 +99,7 @@ fn cyclonedx(cx: &mut Ctx, text: &str, versions: &Versions) -> Result<Vec<Listed
         .collect()
 }
 
-fn spdx(text: &str) -> Result<Vec<Listed>, String> {
+fn spdx(text: &str) -> Result<Vec<Listed>, sbom::ReadError> {
     let document = sbom::parse_spdx(text)?;
     Ok(document
         .packages

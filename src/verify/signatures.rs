@@ -191,7 +191,7 @@ fn binaries(cx: &mut Ctx, versions: &Versions, report: &Report, sig: &SignatureC
         let actual = match actual {
             Ok(a) => a,
             Err(e) => {
-                cx.violation(&file.path, e);
+                cx.violation(&file.path, e.to_string());
                 continue;
             }
         };

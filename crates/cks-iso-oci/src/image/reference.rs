@@ -48,16 +48,16 @@ impl Reference {
             _ => (rest, None),
         };
         if let Some(tag) = tag {
-            check_tag(tag).map_err(invalid)?;
+            check_tag(tag).map_err(|p| invalid(p.to_string()))?;
         }
         let (domain, path) = split_domain(name);
-        check_domain(domain).map_err(invalid)?;
+        check_domain(domain).map_err(|p| invalid(p.to_string()))?;
         let path = match (domain, path.contains('/')) {
             (DOCKER_HUB, false) => format!("library/{path}"),
             _ => path.to_owned(),
         };
         for component in path.split('/') {
-            check_component(component).map_err(invalid)?;
+            check_component(component).map_err(|p| invalid(p.to_string()))?;
         }
         if domain.len() + 1 + path.len() > MAX_NAME {
             return Err(invalid(format!(
@@ -166,7 +166,20 @@ fn split_domain(name: &str) -> (&str, &str) {
     }
 }
 
-fn check_domain(domain: &str) -> Result<(), String> {
+/// What is wrong with one part of a reference; the end of "invalid image reference …: <this>".
+#[derive(Debug, thiserror::Error)]
+enum PartProblem {
+    #[error("the port of {0:?} is not a number")]
+    Port(String),
+    #[error("{0:?} is not a valid registry host name")]
+    Host(String),
+    #[error("path component {component:?} {why}")]
+    Component { component: String, why: String },
+    #[error("tag {0:?} is not 1-128 of A-Z a-z 0-9 _ . - starting with a letter, digit or _")]
+    Tag(String),
+}
+
+fn check_domain(domain: &str) -> Result<(), PartProblem> {
     let (host, port) = match domain.split_once(':') {
         Some((host, port)) => (host, Some(port)),
         None => (domain, None),
@@ -174,7 +187,7 @@ fn check_domain(domain: &str) -> Result<(), String> {
     if let Some(port) = port
         && (port.is_empty() || !port.bytes().all(|b| b.is_ascii_digit()))
     {
-        return Err(format!("the port of {domain:?} is not a number"));
+        return Err(PartProblem::Port(domain.to_owned()));
     }
     let label_ok = |l: &str| {
         !l.is_empty()
@@ -183,14 +196,19 @@ fn check_domain(domain: &str) -> Result<(), String> {
             && !l.ends_with('-')
     };
     if !host.split('.').all(label_ok) {
-        return Err(format!("{host:?} is not a valid registry host name"));
+        return Err(PartProblem::Host(host.to_owned()));
     }
     Ok(())
 }
 
 /// `[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*`
-fn check_component(component: &str) -> Result<(), String> {
-    let bad = |why: &str| Err(format!("path component {component:?} {why}"));
+fn check_component(component: &str) -> Result<(), PartProblem> {
+    let bad = |why: &str| {
+        Err(PartProblem::Component {
+            component: component.to_owned(),
+            why: why.to_owned(),
+        })
+    };
     if component.is_empty() {
         return bad("is empty (a doubled or trailing `/`?)");
     }
@@ -224,7 +242,7 @@ fn check_component(component: &str) -> Result<(), String> {
 }
 
 /// `[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}`
-fn check_tag(tag: &str) -> Result<(), String> {
+fn check_tag(tag: &str) -> Result<(), PartProblem> {
     let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     let ok = !tag.is_empty()
         && tag.len() <= 128
@@ -232,9 +250,7 @@ fn check_tag(tag: &str) -> Result<(), String> {
         && tag.bytes().all(|b| word(b) || b == b'.' || b == b'-');
     match ok {
         true => Ok(()),
-        false => Err(format!(
-            "tag {tag:?} is not 1-128 of A-Z a-z 0-9 _ . - starting with a letter, digit or _"
-        )),
+        false => Err(PartProblem::Tag(tag.to_owned())),
     }
 }
 
