@@ -40,8 +40,11 @@ enum MaterialError {
 /// failed check otherwise.
 pub fn run(args: VerifyBundleArgs) -> Result<(), AppError> {
     let rule = rule(&args);
-    let (root, _) = build_cmd::trusted_root(args.trusted_root.as_ref(), None)
-        .map_err(|e| AppError::failure(e.error, e.hint))?;
+    let (root, _) =
+        crate::trust::trusted_root(args.trusted_root.as_deref(), None).map_err(|e| {
+            let hint = e.hint();
+            AppError::failure(e, hint)
+        })?;
     let (digest, shown) = artifact(&args.artifact)?;
     let evidence = match (&args.bundle, &args.signature, &args.certificate) {
         (Some(path), _, _) => {

@@ -18,9 +18,7 @@ mod register;
 mod sboms;
 mod signatures;
 
-pub(crate) use signatures::{
-    DEFAULT_REKOR_URL, check_image, checker, policy, rekor_entry, trusted_root,
-};
+pub(crate) use signatures::{DEFAULT_REKOR_URL, check_image, checker, rekor_entry};
 mod write;
 
 use std::path::PathBuf;

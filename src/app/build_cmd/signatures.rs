@@ -15,9 +15,10 @@ use crate::image::Image;
 use crate::registry::Registry;
 use crate::signature::rekor;
 use crate::signature::{
-    self, BinaryEvidence, BinaryReport, ImageReport, Mode, PUBLIC_GOOD_ROOT, Policy, Report,
-    SignatureError, SignatureManifest, TrustedRoot,
+    self, BinaryEvidence, BinaryReport, ImageReport, Mode, Policy, Report, SignatureError,
+    SignatureManifest, TrustedRoot,
 };
+use crate::trust::{self, now};
 use crate::upstream::Fetcher;
 
 /// The directory at the ISO's root that holds the evidence.
@@ -69,8 +70,15 @@ pub(crate) fn checker(
         tracing::warn!("--signatures off: image and binary signatures are not checked");
         return Ok(None);
     }
-    let (root, root_text) = trusted_root(trusted_root_flag, settings.trusted_root.as_ref())?;
-    let policy = policy(policy_flag.or(settings.signature_policy.as_ref()))?;
+    let (root, root_text) = trust::trusted_root(
+        trusted_root_flag.map(PathBuf::as_path),
+        settings.trusted_root.as_deref(),
+    )?;
+    let policy = trust::policy(
+        policy_flag
+            .or(settings.signature_policy.as_ref())
+            .map(PathBuf::as_path),
+    )?;
     tracing::info!("signatures: {mode}");
     let rekor_url = rekor_flag
         .map(str::to_owned)
@@ -83,71 +91,6 @@ pub(crate) fn checker(
         policy,
         rekor_url: rekor_url.trim_end_matches('/').to_owned(),
     }))
-}
-
-/// The built-in policy, after the rules of `file` when given.
-pub(crate) fn policy(file: Option<&PathBuf>) -> Result<Policy, AppError> {
-    let Some(path) = file else {
-        return Ok(Policy::builtin());
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        AppError::usage(
-            anyhow::Error::new(e).context(format!(
-                "cannot read the signature policy {}",
-                path.display()
-            )),
-            None,
-        )
-    })?;
-    Policy::with_file(&text).map_err(|e| {
-        AppError::usage(
-            anyhow::anyhow!("signature policy {}: {e}", path.display()),
-            Some(
-                "each rule has match, issuer and one of identity, identity-regex (see README, \
-                 Signatures)"
-                    .into(),
-            ),
-        )
-    })
-}
-
-/// The trusted root: `flag`, else `file` (the configuration's), else the embedded public-good
-/// root; with its text.
-pub(crate) fn trusted_root(
-    flag: Option<&PathBuf>,
-    file: Option<&PathBuf>,
-) -> Result<(TrustedRoot, String), AppError> {
-    let (text, origin) = match flag.or(file) {
-        Some(path) => (read_root(path)?, path.display().to_string()),
-        None => (
-            PUBLIC_GOOD_ROOT.to_owned(),
-            "Sigstore's public-good root (embedded)".to_owned(),
-        ),
-    };
-    let root = TrustedRoot::from_json(&text).map_err(|e| {
-        AppError::usage(
-            anyhow::anyhow!("the trusted root {origin}: {e}"),
-            Some("pass a Sigstore trusted_root.json with --trusted-root".into()),
-        )
-    })?;
-    tracing::info!("trusted root for signatures: {origin}");
-    Ok((root, text))
-}
-
-fn read_root(path: &PathBuf) -> Result<String, AppError> {
-    std::fs::read_to_string(path).map_err(|e| {
-        AppError::usage(
-            anyhow::Error::new(e)
-                .context(format!("cannot read the trusted root {}", path.display())),
-            Some("pass a readable Sigstore trusted_root.json with --trusted-root".into()),
-        )
-    })
-}
-
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// Fetches and judges the signatures of `images` for linux/`arch` (under `--locked`, the
@@ -236,13 +179,6 @@ pub(crate) async fn check_image(
     let Some(rule) = checker.policy.rule_for(&image.reference.repository()) else {
         return Ok((report, None));
     };
-    let fetch_err = |e: crate::registry::RegistryError| {
-        let hint = e.hint();
-        AppError::failure(
-            anyhow::Error::new(e).context(format!("cannot fetch the signatures of {artifact}")),
-            hint,
-        )
-    };
     if let Some(locked) = locked {
         let found = locked_signature(registry, image, locked).await?;
         let accepted = signature::judge(&checker.root, rule, &artifact, &found, now())
@@ -253,71 +189,71 @@ pub(crate) async fn check_image(
                     digest: image.manifest.digest.to_string(),
                 })
             })?;
-        return Ok(accepted_report(report, found, accepted));
+        let (signed, manifest_digest, verified) = accepted;
+        let manifest = found.into_iter().find(|m| m.digest == manifest_digest);
+        let accepted = trust::image::Accepted {
+            signed,
+            manifest: manifest.expect("judge accepts only a manifest it was given"),
+            verified,
+        };
+        return Ok(accepted_report(report, accepted));
     }
     // The platform manifest's own signature first; the index's only when that does not do.
-    let mut found = Vec::new();
     let mut digests = vec![&image.manifest.digest];
     if image.top.digest != image.manifest.digest {
         digests.push(&image.top.digest);
     }
-    let mut accepted = None;
-    for digest in digests {
-        if let Some(sig) = registry
-            .signature(&image.reference, digest)
-            .await
-            .map_err(fetch_err)?
-        {
-            found.push(sig);
+    let found = trust::image::check(
+        registry,
+        &checker.root,
+        rule,
+        &image.reference,
+        &digests,
+        now(),
+    )
+    .await
+    .map_err(|e| {
+        let hint = e.hint();
+        AppError::failure(e, hint)
+    })?;
+    let accepted = match found {
+        Some(accepted) => accepted,
+        None if checker.mode == Mode::Enforce => {
+            return Err(untrusted(SignatureError::Unsigned {
+                artifact,
+                digest: image.manifest.digest.to_string(),
+            }));
         }
-        match signature::judge(&checker.root, rule, &artifact, &found, now()) {
-            Ok(Some(ok)) => {
-                accepted = Some(ok);
-                break;
-            }
-            Ok(None) | Err(_) => continue,
+        None => {
+            tracing::warn!(
+                "{artifact}: UNSIGNED: no signature for {} or its index; recorded as unsigned \
+                 (--signatures enforce refuses it)",
+                image.manifest.digest
+            );
+            report.verdict = "unsigned".into();
+            return Ok((report, None));
         }
-    }
-    let accepted = match accepted {
-        Some(ok) => ok,
-        None => match signature::judge(&checker.root, rule, &artifact, &found, now()) {
-            Err(e) => return Err(untrusted(e)),
-            Ok(Some(ok)) => ok,
-            Ok(None) if checker.mode == Mode::Enforce => {
-                return Err(untrusted(SignatureError::Unsigned {
-                    artifact,
-                    digest: image.manifest.digest.to_string(),
-                }));
-            }
-            Ok(None) => {
-                tracing::warn!(
-                    "{artifact}: UNSIGNED: no signature for {} or its index; recorded as unsigned \
-                     (--signatures enforce refuses it)",
-                    image.manifest.digest
-                );
-                report.verdict = "unsigned".into();
-                return Ok((report, None));
-            }
-        },
     };
-    Ok(accepted_report(report, found, accepted))
+    Ok(accepted_report(report, accepted))
 }
 
-/// The report of an image whose signature `accepted` (signed digest, signature manifest,
-/// verdict) is in `found`, and that signature manifest.
+/// The report of an image whose signature `accepted` verified, and that signature manifest.
 fn accepted_report(
     mut report: ImageReport,
-    found: Vec<SignatureManifest>,
-    accepted: (Digest, Digest, signature::Verified),
+    accepted: trust::image::Accepted,
 ) -> (ImageReport, Option<SignatureManifest>) {
-    let (signed, manifest_digest, verified) = accepted;
-    let manifest = found.into_iter().find(|m| m.digest == manifest_digest);
+    let trust::image::Accepted {
+        signed,
+        manifest,
+        verified,
+    } = accepted;
+    let manifest_digest = manifest.digest.clone();
     report.verdict = "verified".into();
     report.signed_digest = Some(signed.to_string());
     report.signature_manifest = Some(format!("{DIR}/images/{}.json", manifest_digest.hex()));
     report.signer = Some(signature::Signer::from(&verified));
     report.docker_reference = Some(verified.docker_reference);
-    (report, manifest)
+    (report, Some(manifest))
 }
 
 /// The signature manifest a lock names for `image`, by digest (see
