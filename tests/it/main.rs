@@ -42,4 +42,5 @@ mod signatures;
 mod upstream_downloads;
 mod verify;
 mod verify_bundle;
+mod verify_image;
 mod version_labels;
