@@ -45,7 +45,10 @@ pub fn run(args: VerifyImageArgs, ui: &Ui) -> Result<(), AppError> {
     let runtime = net::runtime()?;
     let checked: Vec<Checked> = runtime.block_on(
         stream::iter(references.iter().zip(&rules))
-            .map(|(reference, rule)| one(&registry, &root, rule, reference, arch, args.enforce))
+            .map(|(reference, rule)| {
+                let flags = (args.enforce, args.offline);
+                one(&registry, &root, rule, reference, arch, flags)
+            })
             .buffered(registry.jobs())
             .collect(),
     );
@@ -159,7 +162,19 @@ struct Checked {
     registry: String,
     /// The `.sig` tags looked for, in order.
     tags: Vec<String>,
+    /// `--offline`: looked for in the cache only.
+    offline: bool,
     outcome: Outcome,
+}
+
+impl Checked {
+    /// Where the `.sig` tags were looked for, for messages: `at HOST`, or the cache.
+    fn place(&self) -> String {
+        match self.offline {
+            true => "in the cache (--offline)".into(),
+            false => format!("at {}", self.registry),
+        }
+    }
 }
 
 enum Outcome {
@@ -187,7 +202,7 @@ async fn one(
     rule: &Rule,
     reference: &Reference,
     arch: Option<Arch>,
-    enforce: bool,
+    (enforce, offline): (bool, bool),
 ) -> Checked {
     let mut checked = Checked {
         reference: reference.clone(),
@@ -195,15 +210,16 @@ async fn one(
         platform: None,
         registry: registry.serving_host(reference),
         tags: Vec::new(),
+        offline,
         outcome: Outcome::Unsigned(None),
     };
     checked.outcome = match judge(registry, root, rule, &mut checked, arch).await {
         Ok(Some(accepted)) => Outcome::Verified(Box::new(accepted)),
         Ok(None) if enforce => Outcome::Unsigned(Some(AppError::failure(
             anyhow::anyhow!(
-                "{reference}: UNSIGNED: no {} at {} (--enforce refuses it)",
+                "{reference}: UNSIGNED: no {} {} (--enforce refuses it)",
                 checked.tags.join(" or "),
-                checked.registry
+                checked.place()
             ),
             Some(
                 "check that the registry or mirror serving it carries its .sig tags (offline, \
@@ -214,9 +230,9 @@ async fn one(
         ))),
         Ok(None) => {
             tracing::warn!(
-                "{reference}: UNSIGNED: no {} at {}",
+                "{reference}: UNSIGNED: no {} {}",
                 checked.tags.join(" or "),
-                checked.registry
+                checked.place()
             );
             Outcome::Unsigned(None)
         }
@@ -281,16 +297,16 @@ fn line(c: &Checked) -> String {
         .map_or_else(|| "-".to_owned(), ToString::to_string);
     let details = match &c.outcome {
         Outcome::Verified(a) => format!(
-            "verified: {} via {}, Rekor log index {}, integrated at {} ({} at {})",
+            "verified: {} via {}, Rekor log index {}, integrated at {} ({} {})",
             a.verified.identity,
             a.verified.issuer,
             a.verified.log_index,
             a.verified.integrated_time,
             tag_for(&a.signed),
-            c.registry
+            c.place()
         ),
         Outcome::Unsigned(_) => {
-            format!("UNSIGNED: no {} at {}", c.tags.join(" or "), c.registry)
+            format!("UNSIGNED: no {} {}", c.tags.join(" or "), c.place())
         }
         Outcome::Failed(err) => {
             let top = err.lines().0;

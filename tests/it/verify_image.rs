@@ -240,6 +240,16 @@ fn an_unsigned_image_is_reported_and_fails_only_under_enforce() {
         err.contains("1 of 1 image(s) failed the signature check"),
         "{err}"
     );
+
+    // Offline, by digest: the cache holds no signature, and the line says where it looked.
+    let by_digest = format!("registry.k8s.io/pause@{digest}");
+    let done = verify_image(world.config_path(), &cache, &["--offline", &by_digest]);
+    assert_eq!(code(&done), Some(0), "{}", combined(&done));
+    assert!(
+        out(&done).ends_with(" in the cache (--offline)\n"),
+        "{}",
+        out(&done)
+    );
 }
 
 #[test]
@@ -321,6 +331,16 @@ fn another_signer_or_a_tampered_signature_fails_naming_the_check() {
         "{lines:?}"
     );
     assert!(lines[1].contains(" verified: "), "{lines:?}");
+
+    // A tag the registry does not have: failed, with no digest to show.
+    let done = verify_image(config, &cache, &["registry.k8s.io/pause:9.99"]);
+    assert_eq!(code(&done), Some(1), "{}", combined(&done));
+    assert!(
+        out(&done).starts_with("registry.k8s.io/pause:9.99 - FAILED: "),
+        "{}",
+        out(&done)
+    );
+    assert!(stderr(&done).contains("hint:"), "{}", stderr(&done));
 }
 
 #[test]
