@@ -18,7 +18,7 @@ mod register;
 mod sboms;
 mod signatures;
 
-pub(crate) use signatures::{DEFAULT_REKOR_URL, check_image, checker, rekor_entry};
+pub(crate) use signatures::{check_image, checker};
 mod write;
 
 use std::path::PathBuf;

@@ -7,9 +7,8 @@ use futures_util::{StreamExt, stream};
 
 use super::super::AppError;
 use super::fetch::IsoFile;
-use crate::cache::Cache;
 use crate::config::Settings;
-use crate::fetch::{FetchError, get_bytes, post_json};
+use crate::fetch::FetchError;
 use crate::image::Digest;
 use crate::image::Image;
 use crate::registry::Registry;
@@ -33,9 +32,6 @@ pub(crate) struct Checker {
     /// Where binaries' Rekor entries are looked up.
     pub(super) rekor_url: String,
 }
-
-/// Rekor's public-good instance.
-pub(crate) const DEFAULT_REKOR_URL: &str = "https://rekor.sigstore.dev";
 
 /// One architecture's verdicts and the signature manifests that carried them.
 pub(crate) struct ArchSignatures {
@@ -83,7 +79,7 @@ pub(crate) fn checker(
     let rekor_url = rekor_flag
         .map(str::to_owned)
         .or_else(|| settings.rekor_url.clone())
-        .unwrap_or_else(|| DEFAULT_REKOR_URL.to_owned());
+        .unwrap_or_else(|| trust::rekor::DEFAULT_REKOR_URL.to_owned());
     Ok(Some(Checker {
         mode,
         root_text,
@@ -463,19 +459,6 @@ pub(super) fn write_into(staging: &Path, sigs: &ArchSignatures) -> Result<(), Ap
     Ok(())
 }
 
-/// Index key of the Rekor entry chosen for a file's sha256 (the entry reply's bytes).
-fn rekor_key(rekor_url: &str, sha256_hex: &str) -> String {
-    format!("rekor:{rekor_url}:sha256:{sha256_hex}")
-}
-
-/// Bytes the cache holds under `digest` (hex), if intact.
-fn cached(store: Option<&Cache>, digest: &str) -> Option<Vec<u8>> {
-    let store = store?;
-    let digest = Digest::parse(&format!("sha256:{digest}")).ok()?;
-    let bytes = std::fs::read(store.blob_path(&digest)).ok()?;
-    (Digest::of(&bytes) == digest).then_some(bytes)
-}
-
 /// What a signature lookup found for one file.
 enum Found {
     /// `.sig`, `.cert` and the Rekor entry reply.
@@ -491,7 +474,7 @@ async fn side_file(
     url: &str,
     locked: Option<&str>,
 ) -> Result<Option<Vec<u8>>, FetchError> {
-    if let Some(bytes) = locked.and_then(|d| cached(fetcher.store, d)) {
+    if let Some(bytes) = locked.and_then(|d| trust::rekor::cached(fetcher.store, d)) {
         return Ok(Some(bytes));
     }
     match fetcher.text(url, 64 * 1024).await {
@@ -499,75 +482,6 @@ async fn side_file(
         Err(e) if e.status() == Some(404) || matches!(e, FetchError::Offline { .. }) => Ok(None),
         Err(e) => Err(e),
     }
-}
-
-/// The Rekor entry reply (`{uuid: entry}`) at `rekor_url` that logs this file, signature and
-/// certificate (offline: the one the cache last saw; `locked`: the cached bytes of that digest).
-pub(crate) async fn rekor_entry(
-    rekor_url: &str,
-    fetcher: &Fetcher<'_>,
-    digest: &[u8],
-    sig: &[u8],
-    cert: &[u8],
-    locked: Option<&str>,
-) -> Result<Option<Vec<u8>>, FetchError> {
-    let hex = hex::encode(digest);
-    let key = rekor_key(rekor_url, &hex);
-    let logs = |bytes: &[u8]| {
-        rekor::entries(bytes).is_ok_and(|map| {
-            map.values()
-                .any(|e| rekor::Evidence::logged_by(digest, sig, cert, e))
-        })
-    };
-    if let Some(bytes) = locked.and_then(|d| cached(fetcher.store, d)) {
-        return Ok(Some(bytes));
-    }
-    if fetcher.download.offline {
-        let recalled = fetcher.store.and_then(|s| s.recall(&key));
-        let bytes = recalled.and_then(|r| cached(fetcher.store, r.digest.hex()));
-        return match bytes {
-            Some(bytes) => Ok(Some(bytes)),
-            None => Err(FetchError::Offline {
-                url: format!("{}/api/v1/index/retrieve", rekor_url),
-            }),
-        };
-    }
-    let index = fetcher
-        .mirrors
-        .rewrite(&format!("{}/api/v1/index/retrieve", rekor_url));
-    let reply = post_json(
-        &fetcher.download,
-        &index,
-        &rekor::index_query(&hex),
-        1 << 20,
-    )
-    .await?;
-    let uuids = rekor::uuids(&reply).unwrap_or_default();
-    for uuid in uuids
-        .iter()
-        .filter(|u| u.chars().all(|c| c.is_ascii_alphanumeric()))
-    {
-        let url = format!("{}/api/v1/log/entries/{uuid}", rekor_url);
-        let (bytes, _) = get_bytes(
-            &fetcher.download,
-            &fetcher.mirrors.rewrite(&url),
-            &reqwest::header::HeaderMap::new(),
-            4 << 20,
-        )
-        .await?;
-        if logs(&bytes) {
-            if let Some(store) = fetcher.store {
-                let kept = store
-                    .put_bytes(&bytes)
-                    .and_then(|d| store.remember(&key, &d, bytes.len() as u64, &url));
-                if let Err(e) = kept {
-                    tracing::warn!("cannot keep the Rekor entry {uuid} in the cache: {e}");
-                }
-            }
-            return Ok(Some(bytes));
-        }
-    }
-    Ok(None)
 }
 
 /// How many covered files are checked at once (each with its own requests and its own hashing
@@ -743,7 +657,7 @@ async fn check_file(
         (Some(sig), Some(cert)) => {
             // Signed: the file is hashed while its Rekor entry is looked up.
             hash.start();
-            let entry = rekor_entry(
+            let entry = trust::rekor::entry(
                 &checker.rekor_url,
                 fetcher,
                 &digest,
