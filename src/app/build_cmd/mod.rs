@@ -12,6 +12,7 @@
 //!
 //! Everything happens in a private work directory that is removed on success, error and Ctrl-C.
 
+mod binary_signatures;
 mod fetch;
 mod record;
 mod register;
