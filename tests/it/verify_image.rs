@@ -3,8 +3,9 @@
 //! tag and by digest — by digest, the registry sees only the `.sig` tag and its payload, seen
 //! through a logging proxy in front of it —, `--arch` takes the platform manifest's signature as
 //! `build` does, an unsigned image is reported (and fails under `--enforce`), a signer other than
-//! the one asked for and a tampered signature fail naming why, `--json` carries every field, and
-//! bad usage exits 2 before any request.
+//! the one asked for and a tampered signature fail naming why, `--json` carries every field, a
+//! registry that wants credentials gets them from the auth file, and bad usage exits 2 before any
+//! request.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use std::process::{Command, Output};
 
 use crate::support::*;
 use cks_iso_testworld::faults::FaultProxy;
+use cks_iso_testworld::registry::{FrontAuth, TokenFront};
 use cks_iso_testworld::sigstore::SignOptions;
 use cks_iso_testworld::world::{Options, World};
 
@@ -341,6 +343,54 @@ fn another_signer_or_a_tampered_signature_fails_naming_the_check() {
         out(&done)
     );
     assert!(stderr(&done).contains("hint:"), "{}", stderr(&done));
+}
+
+#[test]
+fn a_registry_that_wants_credentials_gets_them_from_the_auth_file_as_for_build() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let front = TokenFront::start(
+        &world.registry_host(),
+        FrontAuth::Password {
+            user: "cks".into(),
+            password: "right-horse".into(),
+        },
+    );
+    fs::copy(
+        world.trusted_root_path(),
+        dir.path().join("trusted_root.json"),
+    )
+    .unwrap();
+    let host = front.host();
+    let config = hostile::config_via(
+        &world,
+        dir.path(),
+        &world.registry_url(),
+        &format!("http://{host}"),
+    );
+    let cache = dir.path().join("cache");
+    let by_digest = format!("registry.k8s.io/pause@{}", world.image(PAUSE).digest);
+
+    let anonymous = verify_image(&config, &cache, &[&by_digest]);
+    assert_eq!(code(&anonymous), Some(1), "{}", combined(&anonymous));
+    assert!(out(&anonymous).contains(" FAILED: "), "{}", out(&anonymous));
+    assert!(stderr(&anonymous).contains(&host), "{}", stderr(&anonymous));
+
+    let authfile = dir.path().join("auth.json");
+    let basic = cks_iso_testworld::http::base64(b"cks:right-horse");
+    fs::write(
+        &authfile,
+        format!(r#"{{"auths":{{"{host}":{{"auth":"{basic}"}}}}}}"#),
+    )
+    .unwrap();
+    let signed_in = verify_image(&config, &cache, &["--authfile", p(&authfile), &by_digest]);
+    assert_eq!(code(&signed_in), Some(0), "{}", combined(&signed_in));
+    assert!(
+        out(&signed_in).contains(&format!(" verified: {TRUST} ")),
+        "{}",
+        out(&signed_in)
+    );
+    assert!(front.token_requests() > 0, "the front issued no token");
 }
 
 #[test]
