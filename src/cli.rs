@@ -7,12 +7,14 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 pub use self::env_args::FromEnv;
+pub use self::verify_image::VerifyImageArgs;
 use crate::env;
 use crate::resolve::version::DEFAULT_CCM_TAG;
 use crate::ui::{Color, LogFormat};
 use crate::upstream::{DEFAULT_CNI, DEFAULT_CSI};
 
 mod env_args;
+mod verify_image;
 
 /// The network flags, declared once with the configuration file's keys in
 /// [`crate::config::Network`].
@@ -70,6 +72,9 @@ pub enum Command {
     /// Verify one file's Sigstore signature (a bundle, or dl.k8s.io's .sig and .cert) for a
     /// signer; exit 0 verified, 1 not (naming the failed check).
     VerifyBundle(Box<VerifyBundleArgs>),
+    /// Verify images' Sigstore (cosign) signatures as build does, without pulling them; a line
+    /// per image, exit 1 if any fails (with --enforce, also if any is unsigned).
+    VerifyImage(Box<VerifyImageArgs>),
     /// Print the versions, download URLs and images a build would use, without downloading them.
     Resolve(Box<ResolveArgs>),
     /// Pull images from registries into image archives for one platform, no daemon needed.

@@ -19,6 +19,8 @@
 //! - [`sbom`]: the ISO's inventory as CycloneDX 1.6 and SPDX 2.3 JSON, from what the build knows;
 //!   pure.
 //! - [`signature`]: judges Sigstore image signatures against a trusted root and policy; pure.
+//! - [`trust`]: the signature policy and trusted root a user names, and an image's signature
+//!   found through the registry and judged, as every command that checks one does.
 //! - [`verify`]: checks a finished ISO against the CKS contract with the project's own reader.
 //! - [`registry`]: the distribution API client that pulls images into the cache.
 //! - [`upstream`]: the files a build downloads (URLs, published checksums, content checks) and
@@ -52,6 +54,7 @@ pub mod registry;
 pub mod resolution;
 pub mod resolve;
 pub mod sbom;
+pub mod trust;
 pub mod ui;
 pub mod units;
 pub mod upstream;

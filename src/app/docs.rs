@@ -21,7 +21,7 @@ const EXIT_CODES: &[(&str, &str)] = &[
     ("0", "success (diff: identical)"),
     (
         "1",
-        "the work failed (unreadable input, full disk, a download that does not verify, a failed doctor check, ...); nothing partial is left behind; diff: the inputs differ",
+        "the work failed (unreadable input, full disk, a download that does not verify, a failed doctor check, a signature verify-bundle or verify-image does not verify, ...); nothing partial is left behind; diff: the inputs differ",
     ),
     (
         "2",

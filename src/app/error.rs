@@ -174,6 +174,8 @@ macro_rules! from_error {
 from_error!(crate::config::ConfigError, usage);
 from_error!(crate::upstream::UpstreamError, failure);
 from_error!(crate::fetch::FetchError, failure);
+from_error!(crate::trust::TrustError, usage);
+from_error!(crate::trust::image::CheckError, failure);
 
 impl From<crate::resolve::ResolveError> for AppError {
     fn from(err: crate::resolve::ResolveError) -> Self {

@@ -17,6 +17,7 @@ mod pull;
 mod resolve;
 mod verify;
 mod verify_bundle;
+mod verify_image;
 
 pub use error::{AppError, ExitKind};
 
@@ -49,6 +50,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<Outcome, AppError> {
         Command::Iso(args) => done(iso::run(args, ui)),
         Command::Verify(args) => done(verify::run(args)),
         Command::VerifyBundle(args) => done(verify_bundle::run(*args)),
+        Command::VerifyImage(args) => done(verify_image::run(*args, ui)),
         Command::Resolve(args) => done(resolve::run(*args, ui)),
         Command::Pull(args) => done(pull::run(*args, ui)),
         Command::Build(args) => done(build_cmd::run(*args, ui)),

@@ -10,8 +10,8 @@ use crate::verify::{self, Expect, SignatureCheck};
 pub fn run(args: VerifyArgs) -> Result<(), AppError> {
     let signatures = match args.signatures {
         true => Some(SignatureCheck {
-            root: super::build_cmd::trusted_root(args.trusted_root.as_ref(), None)?.0,
-            policy: super::build_cmd::policy(args.signature_policy.as_ref())?,
+            root: crate::trust::trusted_root(args.trusted_root.as_deref(), None)?.0,
+            policy: crate::trust::policy(args.signature_policy.as_deref())?,
             now: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs() as i64),

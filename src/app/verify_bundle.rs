@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{AppError, build_cmd, net};
+use super::{AppError, net};
 use crate::cli::VerifyBundleArgs;
 use crate::signature::{Policy, Rule, SignatureError, Step, rekor};
 
@@ -40,8 +40,11 @@ enum MaterialError {
 /// failed check otherwise.
 pub fn run(args: VerifyBundleArgs) -> Result<(), AppError> {
     let rule = rule(&args);
-    let (root, _) = build_cmd::trusted_root(args.trusted_root.as_ref(), None)
-        .map_err(|e| AppError::failure(e.error, e.hint))?;
+    let (root, _) =
+        crate::trust::trusted_root(args.trusted_root.as_deref(), None).map_err(|e| {
+            let hint = e.hint();
+            AppError::failure(e, hint)
+        })?;
     let (digest, shown) = artifact(&args.artifact)?;
     let evidence = match (&args.bundle, &args.signature, &args.certificate) {
         (Some(path), _, _) => {
@@ -185,14 +188,14 @@ fn looked_up(
         .rekor_url
         .clone()
         .or_else(|| settings.rekor_url.clone())
-        .unwrap_or_else(|| build_cmd::DEFAULT_REKOR_URL.to_owned());
+        .unwrap_or_else(|| crate::trust::rekor::DEFAULT_REKOR_URL.to_owned());
     let rekor_url = rekor_url.trim_end_matches('/').to_owned();
     let cache = net::writable_cache(args.cache_dir.clone())?;
     let client = crate::fetch::build_client(&settings.http)?;
     let fetcher = net::fetcher(&client, &settings, Some(&cache), &());
     let runtime = net::runtime()?;
     let reply = runtime
-        .block_on(build_cmd::rekor_entry(
+        .block_on(crate::trust::rekor::entry(
             &rekor_url, &fetcher, digest, &sig, &cert, None,
         ))
         .map_err(|e| {

@@ -10,12 +10,81 @@
 //! A locked build names the signature manifest by digest ([`Registry::locked_signature`]): the
 //! cache's copy, else fetched by that digest and checked against it, else — for registries that
 //! only know it by tag — the tag, taken only when it still points at that digest.
+//!
+//! To find them without pulling the image (`verify-image`): the digest a reference names, the
+//! platform manifest an index lists, and the host that serves them.
 
 use super::{Registry, RegistryError};
-use crate::image::{Digest, MAX_MANIFEST_SIZE, Manifest, Reference, parse};
+use crate::image::{
+    Arch, Digest, ImageError, Index, MAX_MANIFEST_SIZE, Manifest, MediaType, Reference, parse,
+};
 use crate::signature::{SignatureManifest, tag_for};
 
 impl Registry {
+    /// `host[:port]` that serves `reference`'s API requests: its mirror's, else its registry's.
+    pub fn serving_host(&self, reference: &Reference) -> String {
+        self.config.routes.endpoint(reference).host().to_owned()
+    }
+
+    /// The digest `reference` names: its own `@digest` (no request), else what its tag points at
+    /// (a `HEAD`, or a `GET` where the registry does not say; offline, what the cache recorded).
+    pub async fn digest_of(&self, reference: &Reference) -> Result<Digest, RegistryError> {
+        match reference.digest() {
+            Some(digest) => Ok(digest.clone()),
+            None => {
+                let top = self.tag_digest(reference).await?;
+                self.remember_tag(reference, &top);
+                Ok(top)
+            }
+        }
+    }
+
+    /// Records, online, that `reference`'s tag points at `top` when the cache holds that
+    /// manifest, so that offline the tag resolves to it as after a pull.
+    pub fn remember_tag(&self, reference: &Reference, top: &Digest) {
+        if self.offline || reference.digest().is_some() {
+            return;
+        }
+        let Some(size) = self.cache.size_of(top) else {
+            return;
+        };
+        let key = format!("tag:{reference}");
+        if let Err(e) = self.cache.remember(&key, top, size, &reference.to_string()) {
+            tracing::warn!("cannot record {reference} in the cache index: {e}");
+        }
+    }
+
+    /// The platform manifest `top` lists for linux/`arch` when `top` is an index (its bytes
+    /// fetched through the cache and checked against `top`; the platform manifest itself is not
+    /// fetched, the index pins it); `None` when `top` is a single-platform manifest.
+    pub async fn platform_of(
+        &self,
+        reference: &Reference,
+        top: &Digest,
+        arch: Arch,
+    ) -> Result<Option<Digest>, RegistryError> {
+        let ep = self.config.routes.endpoint(reference);
+        let bytes = self.manifest(&ep, reference, top).await?;
+        let media = MediaType::sniff(&bytes).map_err(|reason| ImageError::Unsupported {
+            image: reference.to_string(),
+            digest: top.clone(),
+            reason: reason.0,
+        })?;
+        if !media.is_index() {
+            return Ok(None);
+        }
+        let index: Index = parse(&bytes, top, "index")?;
+        let entry =
+            crate::image::platform::select(&index.manifests, arch).map_err(|available| {
+                ImageError::NoPlatform {
+                    image: reference.to_string(),
+                    wanted: arch,
+                    available,
+                }
+            })?;
+        Ok(Some(entry.digest.clone()))
+    }
+
     /// The signature manifest of `signs` in `reference`'s repository with its payloads, or
     /// `None` when there is none.
     pub async fn signature(

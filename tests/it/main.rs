@@ -43,4 +43,5 @@ mod signatures;
 mod upstream_downloads;
 mod verify;
 mod verify_bundle;
+mod verify_image;
 mod version_labels;

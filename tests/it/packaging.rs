@@ -297,6 +297,7 @@ fn bash_completion_completes_subcommands_and_their_flags() {
         "iso",
         "verify",
         "verify-bundle",
+        "verify-image",
         "resolve",
         "pull",
         "build",
@@ -328,7 +329,14 @@ fn zsh_and_fish_completions_are_valid_scripts_of_every_subcommand() {
     let zsh_text = std::fs::read_to_string(&zsh).unwrap();
     assert!(zsh_text.starts_with("#compdef cks-iso"), "{zsh_text:.200}");
     let fish_text = std::fs::read_to_string(&fish).unwrap();
-    for sub in ["build", "pull", "verify", "verify-bundle", "man"] {
+    for sub in [
+        "build",
+        "pull",
+        "verify",
+        "verify-bundle",
+        "verify-image",
+        "man",
+    ] {
         assert!(zsh_text.contains(&format!("'{sub}:")), "zsh lacks {sub}");
         assert!(
             fish_text.contains(&format!("-a \"{sub}\"")),
@@ -413,6 +421,21 @@ fn man_page_renders_with_every_subcommand_variable_and_exit_code() {
         "--signature",
     ] {
         assert!(bundle.contains(want), "{want:?} missing:\n{bundle}");
+    }
+    let image = render_man(&["man", "verify-image"]);
+    for want in [
+        "cks-iso-verify-image",
+        "--certificate-identity",
+        "--certificate-identity-regexp",
+        "--certificate-oidc-issuer",
+        "--signature-policy",
+        "--trusted-root",
+        "--enforce",
+        "--offline",
+        "--arch",
+        "--json",
+    ] {
+        assert!(image.contains(want), "{want:?} missing:\n{image}");
     }
 }
 

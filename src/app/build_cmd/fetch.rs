@@ -503,7 +503,7 @@ async fn one_arch(
         Some(checker) => {
             let mut sigs =
                 signatures::check(checker, registry, &images, locked, arch.k8s()).await?;
-            let (reports, evidence) = signatures::check_files(
+            let (reports, evidence) = super::binary_signatures::check_files(
                 checker,
                 fetcher,
                 &pins.kubernetes,

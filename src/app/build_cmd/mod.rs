@@ -12,15 +12,14 @@
 //!
 //! Everything happens in a private work directory that is removed on success, error and Ctrl-C.
 
+mod binary_signatures;
 mod fetch;
 mod record;
 mod register;
 mod sboms;
 mod signatures;
 
-pub(crate) use signatures::{
-    DEFAULT_REKOR_URL, check_image, checker, policy, rekor_entry, trusted_root,
-};
+pub(crate) use signatures::{check_image, checker};
 mod write;
 
 use std::path::PathBuf;

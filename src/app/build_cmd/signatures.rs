@@ -1,5 +1,6 @@
 //! Signatures in `build`: which mode and trust root apply, fetching and judging every image's
-//! `.sig` tags after the pull, and what goes into the ISO's `signatures/` directory.
+//! `.sig` tags after the pull, and what goes into the ISO's `signatures/` directory. The
+//! downloaded files' signatures are checked in [`super::binary_signatures`].
 
 use std::path::{Path, PathBuf};
 
@@ -7,34 +8,28 @@ use futures_util::{StreamExt, stream};
 
 use super::super::AppError;
 use super::fetch::IsoFile;
-use crate::cache::Cache;
 use crate::config::Settings;
-use crate::fetch::{FetchError, get_bytes, post_json};
 use crate::image::Digest;
 use crate::image::Image;
 use crate::registry::Registry;
-use crate::signature::rekor;
 use crate::signature::{
-    self, BinaryEvidence, BinaryReport, ImageReport, Mode, PUBLIC_GOOD_ROOT, Policy, Report,
-    SignatureError, SignatureManifest, TrustedRoot,
+    self, BinaryEvidence, ImageReport, Mode, Policy, Report, SignatureError, SignatureManifest,
+    TrustedRoot,
 };
-use crate::upstream::Fetcher;
+use crate::trust::{self, now};
 
 /// The directory at the ISO's root that holds the evidence.
 pub(crate) const DIR: &str = "signatures";
 
 /// How this build judges signatures.
 pub(crate) struct Checker {
-    mode: Mode,
-    root: TrustedRoot,
+    pub(super) mode: Mode,
+    pub(super) root: TrustedRoot,
     root_text: String,
-    policy: Policy,
+    pub(super) policy: Policy,
     /// Where binaries' Rekor entries are looked up.
     pub(super) rekor_url: String,
 }
-
-/// Rekor's public-good instance.
-pub(crate) const DEFAULT_REKOR_URL: &str = "https://rekor.sigstore.dev";
 
 /// One architecture's verdicts and the signature manifests that carried them.
 pub(crate) struct ArchSignatures {
@@ -69,13 +64,20 @@ pub(crate) fn checker(
         tracing::warn!("--signatures off: image and binary signatures are not checked");
         return Ok(None);
     }
-    let (root, root_text) = trusted_root(trusted_root_flag, settings.trusted_root.as_ref())?;
-    let policy = policy(policy_flag.or(settings.signature_policy.as_ref()))?;
+    let (root, root_text) = trust::trusted_root(
+        trusted_root_flag.map(PathBuf::as_path),
+        settings.trusted_root.as_deref(),
+    )?;
+    let policy = trust::policy(
+        policy_flag
+            .or(settings.signature_policy.as_ref())
+            .map(PathBuf::as_path),
+    )?;
     tracing::info!("signatures: {mode}");
     let rekor_url = rekor_flag
         .map(str::to_owned)
         .or_else(|| settings.rekor_url.clone())
-        .unwrap_or_else(|| DEFAULT_REKOR_URL.to_owned());
+        .unwrap_or_else(|| trust::rekor::DEFAULT_REKOR_URL.to_owned());
     Ok(Some(Checker {
         mode,
         root_text,
@@ -83,71 +85,6 @@ pub(crate) fn checker(
         policy,
         rekor_url: rekor_url.trim_end_matches('/').to_owned(),
     }))
-}
-
-/// The built-in policy, after the rules of `file` when given.
-pub(crate) fn policy(file: Option<&PathBuf>) -> Result<Policy, AppError> {
-    let Some(path) = file else {
-        return Ok(Policy::builtin());
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        AppError::usage(
-            anyhow::Error::new(e).context(format!(
-                "cannot read the signature policy {}",
-                path.display()
-            )),
-            None,
-        )
-    })?;
-    Policy::with_file(&text).map_err(|e| {
-        AppError::usage(
-            anyhow::anyhow!("signature policy {}: {e}", path.display()),
-            Some(
-                "each rule has match, issuer and one of identity, identity-regex (see README, \
-                 Signatures)"
-                    .into(),
-            ),
-        )
-    })
-}
-
-/// The trusted root: `flag`, else `file` (the configuration's), else the embedded public-good
-/// root; with its text.
-pub(crate) fn trusted_root(
-    flag: Option<&PathBuf>,
-    file: Option<&PathBuf>,
-) -> Result<(TrustedRoot, String), AppError> {
-    let (text, origin) = match flag.or(file) {
-        Some(path) => (read_root(path)?, path.display().to_string()),
-        None => (
-            PUBLIC_GOOD_ROOT.to_owned(),
-            "Sigstore's public-good root (embedded)".to_owned(),
-        ),
-    };
-    let root = TrustedRoot::from_json(&text).map_err(|e| {
-        AppError::usage(
-            anyhow::anyhow!("the trusted root {origin}: {e}"),
-            Some("pass a Sigstore trusted_root.json with --trusted-root".into()),
-        )
-    })?;
-    tracing::info!("trusted root for signatures: {origin}");
-    Ok((root, text))
-}
-
-fn read_root(path: &PathBuf) -> Result<String, AppError> {
-    std::fs::read_to_string(path).map_err(|e| {
-        AppError::usage(
-            anyhow::Error::new(e)
-                .context(format!("cannot read the trusted root {}", path.display())),
-            Some("pass a readable Sigstore trusted_root.json with --trusted-root".into()),
-        )
-    })
-}
-
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// Fetches and judges the signatures of `images` for linux/`arch` (under `--locked`, the
@@ -236,13 +173,6 @@ pub(crate) async fn check_image(
     let Some(rule) = checker.policy.rule_for(&image.reference.repository()) else {
         return Ok((report, None));
     };
-    let fetch_err = |e: crate::registry::RegistryError| {
-        let hint = e.hint();
-        AppError::failure(
-            anyhow::Error::new(e).context(format!("cannot fetch the signatures of {artifact}")),
-            hint,
-        )
-    };
     if let Some(locked) = locked {
         let found = locked_signature(registry, image, locked).await?;
         let accepted = signature::judge(&checker.root, rule, &artifact, &found, now())
@@ -253,71 +183,71 @@ pub(crate) async fn check_image(
                     digest: image.manifest.digest.to_string(),
                 })
             })?;
-        return Ok(accepted_report(report, found, accepted));
+        let (signed, manifest_digest, verified) = accepted;
+        let manifest = found.into_iter().find(|m| m.digest == manifest_digest);
+        let accepted = trust::image::Accepted {
+            signed,
+            manifest: manifest.expect("judge accepts only a manifest it was given"),
+            verified,
+        };
+        return Ok(accepted_report(report, accepted));
     }
     // The platform manifest's own signature first; the index's only when that does not do.
-    let mut found = Vec::new();
     let mut digests = vec![&image.manifest.digest];
     if image.top.digest != image.manifest.digest {
         digests.push(&image.top.digest);
     }
-    let mut accepted = None;
-    for digest in digests {
-        if let Some(sig) = registry
-            .signature(&image.reference, digest)
-            .await
-            .map_err(fetch_err)?
-        {
-            found.push(sig);
+    let found = trust::image::check(
+        registry,
+        &checker.root,
+        rule,
+        &image.reference,
+        &digests,
+        now(),
+    )
+    .await
+    .map_err(|e| {
+        let hint = e.hint();
+        AppError::failure(e, hint)
+    })?;
+    let accepted = match found {
+        Some(accepted) => accepted,
+        None if checker.mode == Mode::Enforce => {
+            return Err(untrusted(SignatureError::Unsigned {
+                artifact,
+                digest: image.manifest.digest.to_string(),
+            }));
         }
-        match signature::judge(&checker.root, rule, &artifact, &found, now()) {
-            Ok(Some(ok)) => {
-                accepted = Some(ok);
-                break;
-            }
-            Ok(None) | Err(_) => continue,
+        None => {
+            tracing::warn!(
+                "{artifact}: UNSIGNED: no signature for {} or its index; recorded as unsigned \
+                 (--signatures enforce refuses it)",
+                image.manifest.digest
+            );
+            report.verdict = "unsigned".into();
+            return Ok((report, None));
         }
-    }
-    let accepted = match accepted {
-        Some(ok) => ok,
-        None => match signature::judge(&checker.root, rule, &artifact, &found, now()) {
-            Err(e) => return Err(untrusted(e)),
-            Ok(Some(ok)) => ok,
-            Ok(None) if checker.mode == Mode::Enforce => {
-                return Err(untrusted(SignatureError::Unsigned {
-                    artifact,
-                    digest: image.manifest.digest.to_string(),
-                }));
-            }
-            Ok(None) => {
-                tracing::warn!(
-                    "{artifact}: UNSIGNED: no signature for {} or its index; recorded as unsigned \
-                     (--signatures enforce refuses it)",
-                    image.manifest.digest
-                );
-                report.verdict = "unsigned".into();
-                return Ok((report, None));
-            }
-        },
     };
-    Ok(accepted_report(report, found, accepted))
+    Ok(accepted_report(report, accepted))
 }
 
-/// The report of an image whose signature `accepted` (signed digest, signature manifest,
-/// verdict) is in `found`, and that signature manifest.
+/// The report of an image whose signature `accepted` verified, and that signature manifest.
 fn accepted_report(
     mut report: ImageReport,
-    found: Vec<SignatureManifest>,
-    accepted: (Digest, Digest, signature::Verified),
+    accepted: trust::image::Accepted,
 ) -> (ImageReport, Option<SignatureManifest>) {
-    let (signed, manifest_digest, verified) = accepted;
-    let manifest = found.into_iter().find(|m| m.digest == manifest_digest);
+    let trust::image::Accepted {
+        signed,
+        manifest,
+        verified,
+    } = accepted;
+    let manifest_digest = manifest.digest.clone();
     report.verdict = "verified".into();
     report.signed_digest = Some(signed.to_string());
     report.signature_manifest = Some(format!("{DIR}/images/{}.json", manifest_digest.hex()));
     report.signer = Some(signature::Signer::from(&verified));
     report.docker_reference = Some(verified.docker_reference);
-    (report, manifest)
+    (report, Some(manifest))
 }
 
 /// The signature manifest a lock names for `image`, by digest (see
@@ -381,7 +311,7 @@ async fn locked_signature(
     }
 }
 
-fn untrusted(err: SignatureError) -> AppError {
+pub(super) fn untrusted(err: SignatureError) -> AppError {
     let hint = err.hint();
     AppError::failure(anyhow::Error::new(err), hint)
 }
@@ -525,391 +455,4 @@ pub(super) fn write_into(staging: &Path, sigs: &ArchSignatures) -> Result<(), Ap
         std::fs::write(&path, bytes).map_err(fail)?;
     }
     Ok(())
-}
-
-/// Index key of the Rekor entry chosen for a file's sha256 (the entry reply's bytes).
-fn rekor_key(rekor_url: &str, sha256_hex: &str) -> String {
-    format!("rekor:{rekor_url}:sha256:{sha256_hex}")
-}
-
-/// Bytes the cache holds under `digest` (hex), if intact.
-fn cached(store: Option<&Cache>, digest: &str) -> Option<Vec<u8>> {
-    let store = store?;
-    let digest = Digest::parse(&format!("sha256:{digest}")).ok()?;
-    let bytes = std::fs::read(store.blob_path(&digest)).ok()?;
-    (Digest::of(&bytes) == digest).then_some(bytes)
-}
-
-/// What a signature lookup found for one file.
-enum Found {
-    /// `.sig`, `.cert` and the Rekor entry reply.
-    Signed(Vec<u8>, Vec<u8>, Vec<u8>),
-    /// No `.sig`/`.cert` (404, or offline and never seen): why.
-    Unsigned(String),
-}
-
-/// The `.sig` or `.cert` beside `url`: the locked bytes when the cache has them, else through the
-/// mirrors (offline: what the cache last saw); `None` when there is none.
-async fn side_file(
-    fetcher: &Fetcher<'_>,
-    url: &str,
-    locked: Option<&str>,
-) -> Result<Option<Vec<u8>>, FetchError> {
-    if let Some(bytes) = locked.and_then(|d| cached(fetcher.store, d)) {
-        return Ok(Some(bytes));
-    }
-    match fetcher.text(url, 64 * 1024).await {
-        Ok(text) => Ok(Some(text.into_bytes())),
-        Err(e) if e.status() == Some(404) || matches!(e, FetchError::Offline { .. }) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// The Rekor entry reply (`{uuid: entry}`) at `rekor_url` that logs this file, signature and
-/// certificate (offline: the one the cache last saw; `locked`: the cached bytes of that digest).
-pub(crate) async fn rekor_entry(
-    rekor_url: &str,
-    fetcher: &Fetcher<'_>,
-    digest: &[u8],
-    sig: &[u8],
-    cert: &[u8],
-    locked: Option<&str>,
-) -> Result<Option<Vec<u8>>, FetchError> {
-    let hex = hex::encode(digest);
-    let key = rekor_key(rekor_url, &hex);
-    let logs = |bytes: &[u8]| {
-        rekor::entries(bytes).is_ok_and(|map| {
-            map.values()
-                .any(|e| rekor::Evidence::logged_by(digest, sig, cert, e))
-        })
-    };
-    if let Some(bytes) = locked.and_then(|d| cached(fetcher.store, d)) {
-        return Ok(Some(bytes));
-    }
-    if fetcher.download.offline {
-        let recalled = fetcher.store.and_then(|s| s.recall(&key));
-        let bytes = recalled.and_then(|r| cached(fetcher.store, r.digest.hex()));
-        return match bytes {
-            Some(bytes) => Ok(Some(bytes)),
-            None => Err(FetchError::Offline {
-                url: format!("{}/api/v1/index/retrieve", rekor_url),
-            }),
-        };
-    }
-    let index = fetcher
-        .mirrors
-        .rewrite(&format!("{}/api/v1/index/retrieve", rekor_url));
-    let reply = post_json(
-        &fetcher.download,
-        &index,
-        &rekor::index_query(&hex),
-        1 << 20,
-    )
-    .await?;
-    let uuids = rekor::uuids(&reply).unwrap_or_default();
-    for uuid in uuids
-        .iter()
-        .filter(|u| u.chars().all(|c| c.is_ascii_alphanumeric()))
-    {
-        let url = format!("{}/api/v1/log/entries/{uuid}", rekor_url);
-        let (bytes, _) = get_bytes(
-            &fetcher.download,
-            &fetcher.mirrors.rewrite(&url),
-            &reqwest::header::HeaderMap::new(),
-            4 << 20,
-        )
-        .await?;
-        if logs(&bytes) {
-            if let Some(store) = fetcher.store {
-                let kept = store
-                    .put_bytes(&bytes)
-                    .and_then(|d| store.remember(&key, &d, bytes.len() as u64, &url));
-                if let Err(e) = kept {
-                    tracing::warn!("cannot keep the Rekor entry {uuid} in the cache: {e}");
-                }
-            }
-            return Ok(Some(bytes));
-        }
-    }
-    Ok(None)
-}
-
-/// How many covered files are checked at once (each with its own requests and its own hashing
-/// thread): the three Kubernetes binaries of an architecture together.
-const FILES_AT_ONCE: usize = 4;
-
-/// Checks the signature of every downloaded file a policy rule covers by URL (the dl.k8s.io
-/// Kubernetes binaries): `.sig`, `.cert` and the Rekor entry, verified as a Sigstore bundle.
-/// The files are checked concurrently, each retried on its own; fails, naming the file's URL,
-/// digest and the failed step (the first such file in `files`' order), before anything is
-/// written.
-pub(super) async fn check_files(
-    checker: &Checker,
-    fetcher: &Fetcher<'_>,
-    kubernetes: &crate::resolve::KubeVersion,
-    files: &[IsoFile],
-    locked: Option<&crate::lock::ArchEntry>,
-    arch: &str,
-) -> Result<(Vec<BinaryReport>, Vec<BinaryEvidence>), AppError> {
-    let covered = files.iter().filter_map(|file| {
-        let rule = checker.policy.rule_for_url(&file.source)?;
-        let lock_sig = locked
-            .and_then(|l| l.files.iter().find(|f| f.path == file.dest))
-            .and_then(|f| f.signature.as_ref());
-        Some(Covered {
-            file,
-            rule,
-            lock_sig,
-        })
-    });
-    let results: Vec<_> = stream::iter(covered)
-        .map(|covered| check_file_retrying(checker, fetcher, kubernetes, covered))
-        .buffered(FILES_AT_ONCE)
-        .collect()
-        .await;
-    let mut reports = Vec::new();
-    let mut evidence = Vec::new();
-    for result in results {
-        let (report, found) = result?;
-        reports.push(report);
-        evidence.extend(found);
-    }
-    reports.sort_by(|a, b| a.path.cmp(&b.path));
-    evidence.sort_by(|a, b| a.path.cmp(&b.path));
-    let verified = reports.iter().filter(|r| r.verdict == "verified").count();
-    tracing::info!(
-        "linux/{arch}: {verified} of {} covered files' signatures verified",
-        reports.len()
-    );
-    Ok((reports, evidence))
-}
-
-/// A downloaded file a policy rule covers, with what the lock says of its signature.
-#[derive(Clone, Copy)]
-struct Covered<'a> {
-    file: &'a IsoFile,
-    rule: &'a signature::Rule,
-    lock_sig: Option<&'a crate::lock::FileSignature>,
-}
-
-/// [`check_file`], again while it fails in a way that fetching the material again may mend.
-async fn check_file_retrying(
-    checker: &Checker,
-    fetcher: &Fetcher<'_>,
-    kubernetes: &crate::resolve::KubeVersion,
-    covered: Covered<'_>,
-) -> Result<(BinaryReport, Option<BinaryEvidence>), AppError> {
-    // Material that fails verification was damaged on the way until proven otherwise (a
-    // flipped byte in a .sig): fetched again, within the budget of a 5xx. The file itself is
-    // hashed once, whatever the number of attempts.
-    let retry = fetcher.download.retry;
-    let mut hash = FileHash::new(&covered.file.path);
-    let mut attempt = 1;
-    loop {
-        match check_file(checker, fetcher, kubernetes, covered, &mut hash).await {
-            Ok(done) => return Ok(done),
-            Err((err, true)) if !fetcher.download.offline && attempt < retry.attempts.max(2) => {
-                tracing::warn!("{:#}; fetching its signature again", err.error);
-                tokio::time::sleep(retry.delay(attempt, None)).await;
-                attempt += 1;
-            }
-            Err((err, _)) => return Err(err),
-        }
-    }
-}
-
-/// A covered file's sha256, computed on a blocking thread (the file streams through a small
-/// buffer, so memory does not grow with its size) while its signature material is fetched, and
-/// kept across attempts.
-struct FileHash {
-    path: PathBuf,
-    state: HashState,
-}
-
-enum HashState {
-    Idle,
-    Running(tokio::task::JoinHandle<std::io::Result<[u8; 32]>>),
-    Done([u8; 32]),
-}
-
-impl FileHash {
-    fn new(path: &Path) -> Self {
-        Self {
-            path: path.to_owned(),
-            state: HashState::Idle,
-        }
-    }
-
-    /// Starts hashing, unless it has started.
-    fn start(&mut self) {
-        if let HashState::Idle = self.state {
-            let path = self.path.clone();
-            self.state = HashState::Running(tokio::task::spawn_blocking(move || {
-                crate::image::sha256_of(std::fs::File::open(&path)?)
-            }));
-        }
-    }
-
-    /// The file's sha256 (hashing it now if it has not started).
-    async fn get(&mut self) -> std::io::Result<[u8; 32]> {
-        self.start();
-        let digest = match &mut self.state {
-            HashState::Done(digest) => return Ok(*digest),
-            HashState::Running(handle) => handle.await.map_err(std::io::Error::other),
-            HashState::Idle => unreachable!("started above"),
-        };
-        self.state = match digest {
-            Ok(Ok(digest)) => HashState::Done(digest),
-            // Read again should it be asked for again.
-            _ => HashState::Idle,
-        };
-        digest?
-    }
-}
-
-/// Fetches and verifies one covered file's signature (see [`check_files`]); an error says
-/// whether fetching the material again may help.
-async fn check_file(
-    checker: &Checker,
-    fetcher: &Fetcher<'_>,
-    kubernetes: &crate::resolve::KubeVersion,
-    covered: Covered<'_>,
-    hash: &mut FileHash,
-) -> Result<(BinaryReport, Option<BinaryEvidence>), (AppError, bool)> {
-    let Covered {
-        file,
-        rule,
-        lock_sig,
-    } = covered;
-    let digest = hex::decode(&file.sha256).unwrap_or_default();
-    let artifact = file.source.clone();
-    let shown = format!("sha256:{}", file.sha256);
-    let fetch_err = |e: FetchError| {
-        let hint = e.hint();
-        let err = AppError::failure(
-            anyhow::Error::new(e).context(format!("cannot fetch the signature of {artifact}")),
-            hint,
-        );
-        (err, false)
-    };
-    // The .sig and the .cert together; a failure of the .sig is told first, as it always was.
-    let (sig_url, cert_url) = (
-        format!("{}.sig", file.source),
-        format!("{}.cert", file.source),
-    );
-    let (sig, cert) = futures_util::future::join(
-        side_file(fetcher, &sig_url, lock_sig.map(|s| s.sig.as_str())),
-        side_file(fetcher, &cert_url, lock_sig.map(|s| s.cert.as_str())),
-    )
-    .await;
-    let (sig, cert) = (sig.map_err(fetch_err)?, cert.map_err(&fetch_err)?);
-    let found = match (sig, cert) {
-        (Some(sig), Some(cert)) => {
-            // Signed: the file is hashed while its Rekor entry is looked up.
-            hash.start();
-            let entry = rekor_entry(
-                &checker.rekor_url,
-                fetcher,
-                &digest,
-                &sig,
-                &cert,
-                lock_sig.map(|s| s.rekor.as_str()),
-            )
-            .await
-            .map_err(fetch_err)?;
-            match entry {
-                Some(entry) => Found::Signed(sig, cert, entry),
-                None => {
-                    let err = untrusted(SignatureError::Invalid {
-                        artifact,
-                        digest: shown,
-                        step: signature::Step::RekorEntry,
-                        reason: format!(
-                            "{} has no entry that logs this file, signature and certificate",
-                            checker.rekor_url
-                        ),
-                    });
-                    return Err((err, true));
-                }
-            }
-        }
-        (None, None) => Found::Unsigned("no .sig or .cert beside it".into()),
-        (None, Some(_)) => Found::Unsigned("a .cert but no .sig beside it".into()),
-        (Some(_), None) => Found::Unsigned("a .sig but no .cert beside it".into()),
-    };
-    let mut report = BinaryReport {
-        path: file.dest.clone(),
-        url: file.source.clone(),
-        sha256: file.sha256.clone(),
-        verdict: "unsigned".into(),
-        bundle: None,
-        signer: None,
-    };
-    let (sig, cert, entry) = match found {
-        Found::Signed(sig, cert, entry) => (sig, cert, entry),
-        Found::Unsigned(why) => {
-            let kube_binary = file.source.starts_with("https://dl.k8s.io/release/");
-            let required = kube_binary && kubernetes.major == 1 && kubernetes.minor >= 26;
-            if checker.mode == Mode::Enforce || required {
-                let why = match required {
-                    true => {
-                        format!("{why}, and Kubernetes v{kubernetes} binaries are always signed")
-                    }
-                    false => format!("{why} (--signatures enforce)"),
-                };
-                let err = untrusted(SignatureError::UnsignedFile {
-                    artifact,
-                    digest: shown,
-                    why,
-                });
-                return Err((err, false));
-            }
-            tracing::warn!(
-                "{artifact}: UNSIGNED: {why}; recorded as unsigned (--signatures enforce \
-                 refuses it)"
-            );
-            return Ok((report, None));
-        }
-    };
-    let invalid = |step, reason| {
-        let err = untrusted(SignatureError::Invalid {
-            artifact: artifact.clone(),
-            digest: shown.clone(),
-            step,
-            reason,
-        });
-        (err, true)
-    };
-    let map = rekor::entries(&entry).map_err(|e| invalid(signature::Step::RekorEntry, e))?;
-    let logged = map
-        .values()
-        .find(|e| rekor::Evidence::logged_by(&digest, &sig, &cert, e))
-        .ok_or_else(|| {
-            invalid(
-                signature::Step::RekorEntry,
-                "the Rekor entry does not log this file, signature and certificate".into(),
-            )
-        })?;
-    let ev = rekor::Evidence::from_rekor(&digest, &sig, &cert, logged)
-        .map_err(|e| invalid(signature::Step::LayerIntegrity, e))?;
-    let file_digest = hash.get().await.map_err(|e| {
-        let err = AppError::failure(
-            anyhow::Error::new(e).context(format!("cannot read {}", file.path.display())),
-            None,
-        );
-        (err, false)
-    })?;
-    let verified = rekor::verify_digest(&checker.root, rule, &file_digest, &ev, now())
-        .map_err(|f| invalid(f.step, f.reason))?;
-    report.verdict = "verified".into();
-    report.bundle = Some(format!("{DIR}/{}", BinaryEvidence::bundle_path(&file.dest)));
-    report.signer = Some(signature::Signer::from(&verified));
-    let evidence = BinaryEvidence {
-        path: file.dest.clone(),
-        bundle: ev.bundle(),
-        sig,
-        cert,
-        entry,
-    };
-    Ok((report, Some(evidence)))
 }

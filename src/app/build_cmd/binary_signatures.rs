@@ -1,0 +1,321 @@
+//! The downloaded files' signatures in `build`: dl.k8s.io's `.sig` and `.cert` beside each
+//! Kubernetes binary and its Rekor entry, fetched while the file is hashed and verified as a
+//! Sigstore bundle, each file retried on its own when its material arrives damaged.
+
+use std::path::{Path, PathBuf};
+
+use futures_util::{StreamExt, stream};
+
+use super::super::AppError;
+use super::fetch::IsoFile;
+use super::signatures::{Checker, DIR, untrusted};
+use crate::fetch::FetchError;
+use crate::signature::rekor;
+use crate::signature::{self, BinaryEvidence, BinaryReport, Mode, SignatureError};
+use crate::trust::{self, now};
+use crate::upstream::Fetcher;
+
+/// What a signature lookup found for one file.
+enum Found {
+    /// `.sig`, `.cert` and the Rekor entry reply.
+    Signed(Vec<u8>, Vec<u8>, Vec<u8>),
+    /// No `.sig`/`.cert` (404, or offline and never seen): why.
+    Unsigned(String),
+}
+
+/// The `.sig` or `.cert` beside `url`: the locked bytes when the cache has them, else through the
+/// mirrors (offline: what the cache last saw); `None` when there is none.
+async fn side_file(
+    fetcher: &Fetcher<'_>,
+    url: &str,
+    locked: Option<&str>,
+) -> Result<Option<Vec<u8>>, FetchError> {
+    if let Some(bytes) = locked.and_then(|d| trust::rekor::cached(fetcher.store, d)) {
+        return Ok(Some(bytes));
+    }
+    match fetcher.text(url, 64 * 1024).await {
+        Ok(text) => Ok(Some(text.into_bytes())),
+        Err(e) if e.status() == Some(404) || matches!(e, FetchError::Offline { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// How many covered files are checked at once (each with its own requests and its own hashing
+/// thread): the three Kubernetes binaries of an architecture together.
+const FILES_AT_ONCE: usize = 4;
+
+/// Checks the signature of every downloaded file a policy rule covers by URL (the dl.k8s.io
+/// Kubernetes binaries): `.sig`, `.cert` and the Rekor entry, verified as a Sigstore bundle.
+/// The files are checked concurrently, each retried on its own; fails, naming the file's URL,
+/// digest and the failed step (the first such file in `files`' order), before anything is
+/// written.
+pub(super) async fn check_files(
+    checker: &Checker,
+    fetcher: &Fetcher<'_>,
+    kubernetes: &crate::resolve::KubeVersion,
+    files: &[IsoFile],
+    locked: Option<&crate::lock::ArchEntry>,
+    arch: &str,
+) -> Result<(Vec<BinaryReport>, Vec<BinaryEvidence>), AppError> {
+    let covered = files.iter().filter_map(|file| {
+        let rule = checker.policy.rule_for_url(&file.source)?;
+        let lock_sig = locked
+            .and_then(|l| l.files.iter().find(|f| f.path == file.dest))
+            .and_then(|f| f.signature.as_ref());
+        Some(Covered {
+            file,
+            rule,
+            lock_sig,
+        })
+    });
+    let results: Vec<_> = stream::iter(covered)
+        .map(|covered| check_file_retrying(checker, fetcher, kubernetes, covered))
+        .buffered(FILES_AT_ONCE)
+        .collect()
+        .await;
+    let mut reports = Vec::new();
+    let mut evidence = Vec::new();
+    for result in results {
+        let (report, found) = result?;
+        reports.push(report);
+        evidence.extend(found);
+    }
+    reports.sort_by(|a, b| a.path.cmp(&b.path));
+    evidence.sort_by(|a, b| a.path.cmp(&b.path));
+    let verified = reports.iter().filter(|r| r.verdict == "verified").count();
+    tracing::info!(
+        "linux/{arch}: {verified} of {} covered files' signatures verified",
+        reports.len()
+    );
+    Ok((reports, evidence))
+}
+
+/// A downloaded file a policy rule covers, with what the lock says of its signature.
+#[derive(Clone, Copy)]
+struct Covered<'a> {
+    file: &'a IsoFile,
+    rule: &'a signature::Rule,
+    lock_sig: Option<&'a crate::lock::FileSignature>,
+}
+
+/// [`check_file`], again while it fails in a way that fetching the material again may mend.
+async fn check_file_retrying(
+    checker: &Checker,
+    fetcher: &Fetcher<'_>,
+    kubernetes: &crate::resolve::KubeVersion,
+    covered: Covered<'_>,
+) -> Result<(BinaryReport, Option<BinaryEvidence>), AppError> {
+    // Material that fails verification was damaged on the way until proven otherwise (a
+    // flipped byte in a .sig): fetched again, within the budget of a 5xx. The file itself is
+    // hashed once, whatever the number of attempts.
+    let retry = fetcher.download.retry;
+    let mut hash = FileHash::new(&covered.file.path);
+    let mut attempt = 1;
+    loop {
+        match check_file(checker, fetcher, kubernetes, covered, &mut hash).await {
+            Ok(done) => return Ok(done),
+            Err((err, true)) if !fetcher.download.offline && attempt < retry.attempts.max(2) => {
+                tracing::warn!("{:#}; fetching its signature again", err.error);
+                tokio::time::sleep(retry.delay(attempt, None)).await;
+                attempt += 1;
+            }
+            Err((err, _)) => return Err(err),
+        }
+    }
+}
+
+/// A covered file's sha256, computed on a blocking thread (the file streams through a small
+/// buffer, so memory does not grow with its size) while its signature material is fetched, and
+/// kept across attempts.
+struct FileHash {
+    path: PathBuf,
+    state: HashState,
+}
+
+enum HashState {
+    Idle,
+    Running(tokio::task::JoinHandle<std::io::Result<[u8; 32]>>),
+    Done([u8; 32]),
+}
+
+impl FileHash {
+    fn new(path: &Path) -> Self {
+        Self {
+            path: path.to_owned(),
+            state: HashState::Idle,
+        }
+    }
+
+    /// Starts hashing, unless it has started.
+    fn start(&mut self) {
+        if let HashState::Idle = self.state {
+            let path = self.path.clone();
+            self.state = HashState::Running(tokio::task::spawn_blocking(move || {
+                crate::image::sha256_of(std::fs::File::open(&path)?)
+            }));
+        }
+    }
+
+    /// The file's sha256 (hashing it now if it has not started).
+    async fn get(&mut self) -> std::io::Result<[u8; 32]> {
+        self.start();
+        let digest = match &mut self.state {
+            HashState::Done(digest) => return Ok(*digest),
+            HashState::Running(handle) => handle.await.map_err(std::io::Error::other),
+            HashState::Idle => unreachable!("started above"),
+        };
+        self.state = match digest {
+            Ok(Ok(digest)) => HashState::Done(digest),
+            // Read again should it be asked for again.
+            _ => HashState::Idle,
+        };
+        digest?
+    }
+}
+
+/// Fetches and verifies one covered file's signature (see [`check_files`]); an error says
+/// whether fetching the material again may help.
+async fn check_file(
+    checker: &Checker,
+    fetcher: &Fetcher<'_>,
+    kubernetes: &crate::resolve::KubeVersion,
+    covered: Covered<'_>,
+    hash: &mut FileHash,
+) -> Result<(BinaryReport, Option<BinaryEvidence>), (AppError, bool)> {
+    let Covered {
+        file,
+        rule,
+        lock_sig,
+    } = covered;
+    let digest = hex::decode(&file.sha256).unwrap_or_default();
+    let artifact = file.source.clone();
+    let shown = format!("sha256:{}", file.sha256);
+    let fetch_err = |e: FetchError| {
+        let hint = e.hint();
+        let err = AppError::failure(
+            anyhow::Error::new(e).context(format!("cannot fetch the signature of {artifact}")),
+            hint,
+        );
+        (err, false)
+    };
+    // The .sig and the .cert together; a failure of the .sig is told first, as it always was.
+    let (sig_url, cert_url) = (
+        format!("{}.sig", file.source),
+        format!("{}.cert", file.source),
+    );
+    let (sig, cert) = futures_util::future::join(
+        side_file(fetcher, &sig_url, lock_sig.map(|s| s.sig.as_str())),
+        side_file(fetcher, &cert_url, lock_sig.map(|s| s.cert.as_str())),
+    )
+    .await;
+    let (sig, cert) = (sig.map_err(fetch_err)?, cert.map_err(&fetch_err)?);
+    let found = match (sig, cert) {
+        (Some(sig), Some(cert)) => {
+            // Signed: the file is hashed while its Rekor entry is looked up.
+            hash.start();
+            let entry = trust::rekor::entry(
+                &checker.rekor_url,
+                fetcher,
+                &digest,
+                &sig,
+                &cert,
+                lock_sig.map(|s| s.rekor.as_str()),
+            )
+            .await
+            .map_err(fetch_err)?;
+            match entry {
+                Some(entry) => Found::Signed(sig, cert, entry),
+                None => {
+                    let err = untrusted(SignatureError::Invalid {
+                        artifact,
+                        digest: shown,
+                        step: signature::Step::RekorEntry,
+                        reason: format!(
+                            "{} has no entry that logs this file, signature and certificate",
+                            checker.rekor_url
+                        ),
+                    });
+                    return Err((err, true));
+                }
+            }
+        }
+        (None, None) => Found::Unsigned("no .sig or .cert beside it".into()),
+        (None, Some(_)) => Found::Unsigned("a .cert but no .sig beside it".into()),
+        (Some(_), None) => Found::Unsigned("a .sig but no .cert beside it".into()),
+    };
+    let mut report = BinaryReport {
+        path: file.dest.clone(),
+        url: file.source.clone(),
+        sha256: file.sha256.clone(),
+        verdict: "unsigned".into(),
+        bundle: None,
+        signer: None,
+    };
+    let (sig, cert, entry) = match found {
+        Found::Signed(sig, cert, entry) => (sig, cert, entry),
+        Found::Unsigned(why) => {
+            let kube_binary = file.source.starts_with("https://dl.k8s.io/release/");
+            let required = kube_binary && kubernetes.major == 1 && kubernetes.minor >= 26;
+            if checker.mode == Mode::Enforce || required {
+                let why = match required {
+                    true => {
+                        format!("{why}, and Kubernetes v{kubernetes} binaries are always signed")
+                    }
+                    false => format!("{why} (--signatures enforce)"),
+                };
+                let err = untrusted(SignatureError::UnsignedFile {
+                    artifact,
+                    digest: shown,
+                    why,
+                });
+                return Err((err, false));
+            }
+            tracing::warn!(
+                "{artifact}: UNSIGNED: {why}; recorded as unsigned (--signatures enforce \
+                 refuses it)"
+            );
+            return Ok((report, None));
+        }
+    };
+    let invalid = |step, reason| {
+        let err = untrusted(SignatureError::Invalid {
+            artifact: artifact.clone(),
+            digest: shown.clone(),
+            step,
+            reason,
+        });
+        (err, true)
+    };
+    let map = rekor::entries(&entry).map_err(|e| invalid(signature::Step::RekorEntry, e))?;
+    let logged = map
+        .values()
+        .find(|e| rekor::Evidence::logged_by(&digest, &sig, &cert, e))
+        .ok_or_else(|| {
+            invalid(
+                signature::Step::RekorEntry,
+                "the Rekor entry does not log this file, signature and certificate".into(),
+            )
+        })?;
+    let ev = rekor::Evidence::from_rekor(&digest, &sig, &cert, logged)
+        .map_err(|e| invalid(signature::Step::LayerIntegrity, e))?;
+    let file_digest = hash.get().await.map_err(|e| {
+        let err = AppError::failure(
+            anyhow::Error::new(e).context(format!("cannot read {}", file.path.display())),
+            None,
+        );
+        (err, false)
+    })?;
+    let verified = rekor::verify_digest(&checker.root, rule, &file_digest, &ev, now())
+        .map_err(|f| invalid(f.step, f.reason))?;
+    report.verdict = "verified".into();
+    report.bundle = Some(format!("{DIR}/{}", BinaryEvidence::bundle_path(&file.dest)));
+    report.signer = Some(signature::Signer::from(&verified));
+    let evidence = BinaryEvidence {
+        path: file.dest.clone(),
+        bundle: ev.bundle(),
+        sig,
+        cert,
+        entry,
+    };
+    Ok((report, Some(evidence)))
+}

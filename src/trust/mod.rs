@@ -1,0 +1,121 @@
+//! What signatures are judged against, and the material they are judged on: the policy and the
+//! trusted root read from the files a user names; (in [`image`]) an image's cosign `.sig` tags
+//! fetched through the registry and judged; (in [`rekor`]) a file's Rekor entry looked up.
+//! `build`, `pull`, `verify`, `verify-bundle` and `verify-image` share these, so that each judges
+//! a signature the same way.
+
+pub mod image;
+pub mod rekor;
+
+use std::path::{Path, PathBuf};
+
+use crate::signature::{PUBLIC_GOOD_ROOT, Policy, TrustedRoot};
+
+/// A policy or trusted root that cannot be used: a usage error, the user named the file.
+#[derive(Debug, thiserror::Error)]
+pub enum TrustError {
+    /// The policy file cannot be read.
+    #[error("cannot read the signature policy {}", path.display())]
+    PolicyUnreadable {
+        /// The file named.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The policy file is not a valid policy.
+    #[error("signature policy {}: {reason}", path.display())]
+    Policy {
+        /// The file named.
+        path: PathBuf,
+        /// What is wrong, and where.
+        reason: String,
+    },
+    /// The trusted root file cannot be read.
+    #[error("cannot read the trusted root {}", path.display())]
+    RootUnreadable {
+        /// The file named.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The trusted root is not one cks-iso accepts.
+    #[error("the trusted root {origin}: {reason}")]
+    Root {
+        /// The file, or the embedded root.
+        origin: String,
+        /// What is wrong.
+        reason: crate::signature::root::RootError,
+    },
+}
+
+impl TrustError {
+    /// What the user can do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Self::PolicyUnreadable { .. } => None,
+            Self::Policy { .. } => Some(
+                "each rule has match, issuer and one of identity, identity-regex (see README, \
+                 Signatures)"
+                    .into(),
+            ),
+            Self::RootUnreadable { .. } => {
+                Some("pass a readable Sigstore trusted_root.json with --trusted-root".into())
+            }
+            Self::Root { .. } => {
+                Some("pass a Sigstore trusted_root.json with --trusted-root".into())
+            }
+        }
+    }
+}
+
+/// The built-in policy, after the rules of `file` when given.
+pub fn policy(file: Option<&Path>) -> Result<Policy, TrustError> {
+    let Some(path) = file else {
+        return Ok(Policy::builtin());
+    };
+    let text = std::fs::read_to_string(path).map_err(|source| TrustError::PolicyUnreadable {
+        path: path.to_owned(),
+        source,
+    })?;
+    Policy::with_file(&text).map_err(|reason| TrustError::Policy {
+        path: path.to_owned(),
+        reason,
+    })
+}
+
+/// The trusted root: `flag`, else `file` (the configuration's), else the embedded public-good
+/// root; with its text.
+pub fn trusted_root(
+    flag: Option<&Path>,
+    file: Option<&Path>,
+) -> Result<(TrustedRoot, String), TrustError> {
+    let (text, origin) = match flag.or(file) {
+        Some(path) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|source| TrustError::RootUnreadable {
+                    path: path.to_owned(),
+                    source,
+                })?;
+            (text, path.display().to_string())
+        }
+        None => (
+            PUBLIC_GOOD_ROOT.to_owned(),
+            "Sigstore's public-good root (embedded)".to_owned(),
+        ),
+    };
+    let root = TrustedRoot::from_json(&text).map_err(|reason| TrustError::Root {
+        origin: origin.clone(),
+        reason,
+    })?;
+    tracing::info!("trusted root for signatures: {origin}");
+    Ok((root, text))
+}
+
+/// Seconds since 1970, the time signatures are judged at.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}

@@ -1,0 +1,95 @@
+//! A file's Rekor entry, looked up as `build` does: by the file's sha256 at the Rekor server's
+//! index, through the mirrors, each candidate entry taken only when it logs this file, signature
+//! and certificate, and kept in the cache (offline, the one the cache last saw). `build` and
+//! `verify-bundle` share it.
+
+use crate::cache::Cache;
+use crate::fetch::{FetchError, get_bytes, post_json};
+use crate::image::Digest;
+use crate::signature::rekor;
+use crate::upstream::Fetcher;
+
+/// Rekor's public-good instance.
+pub const DEFAULT_REKOR_URL: &str = "https://rekor.sigstore.dev";
+
+/// Index key of the Rekor entry chosen for a file's sha256 (the entry reply's bytes).
+fn rekor_key(rekor_url: &str, sha256_hex: &str) -> String {
+    format!("rekor:{rekor_url}:sha256:{sha256_hex}")
+}
+
+/// Bytes the cache holds under `digest` (hex), if intact: what a lock names by digest.
+pub fn cached(store: Option<&Cache>, digest: &str) -> Option<Vec<u8>> {
+    let store = store?;
+    let digest = Digest::parse(&format!("sha256:{digest}")).ok()?;
+    let bytes = std::fs::read(store.blob_path(&digest)).ok()?;
+    (Digest::of(&bytes) == digest).then_some(bytes)
+}
+
+/// The Rekor entry reply (`{uuid: entry}`) at `rekor_url` that logs this file, signature and
+/// certificate (offline: the one the cache last saw; `locked`: the cached bytes of that digest).
+pub async fn entry(
+    rekor_url: &str,
+    fetcher: &Fetcher<'_>,
+    digest: &[u8],
+    sig: &[u8],
+    cert: &[u8],
+    locked: Option<&str>,
+) -> Result<Option<Vec<u8>>, FetchError> {
+    let hex = hex::encode(digest);
+    let key = rekor_key(rekor_url, &hex);
+    let logs = |bytes: &[u8]| {
+        rekor::entries(bytes).is_ok_and(|map| {
+            map.values()
+                .any(|e| rekor::Evidence::logged_by(digest, sig, cert, e))
+        })
+    };
+    if let Some(bytes) = locked.and_then(|d| cached(fetcher.store, d)) {
+        return Ok(Some(bytes));
+    }
+    if fetcher.download.offline {
+        let recalled = fetcher.store.and_then(|s| s.recall(&key));
+        let bytes = recalled.and_then(|r| cached(fetcher.store, r.digest.hex()));
+        return match bytes {
+            Some(bytes) => Ok(Some(bytes)),
+            None => Err(FetchError::Offline {
+                url: format!("{}/api/v1/index/retrieve", rekor_url),
+            }),
+        };
+    }
+    let index = fetcher
+        .mirrors
+        .rewrite(&format!("{}/api/v1/index/retrieve", rekor_url));
+    let reply = post_json(
+        &fetcher.download,
+        &index,
+        &rekor::index_query(&hex),
+        1 << 20,
+    )
+    .await?;
+    let uuids = rekor::uuids(&reply).unwrap_or_default();
+    for uuid in uuids
+        .iter()
+        .filter(|u| u.chars().all(|c| c.is_ascii_alphanumeric()))
+    {
+        let url = format!("{}/api/v1/log/entries/{uuid}", rekor_url);
+        let (bytes, _) = get_bytes(
+            &fetcher.download,
+            &fetcher.mirrors.rewrite(&url),
+            &reqwest::header::HeaderMap::new(),
+            4 << 20,
+        )
+        .await?;
+        if logs(&bytes) {
+            if let Some(store) = fetcher.store {
+                let kept = store
+                    .put_bytes(&bytes)
+                    .and_then(|d| store.remember(&key, &d, bytes.len() as u64, &url));
+                if let Err(e) = kept {
+                    tracing::warn!("cannot keep the Rekor entry {uuid} in the cache: {e}");
+                }
+            }
+            return Ok(Some(bytes));
+        }
+    }
+    Ok(None)
+}
