@@ -42,6 +42,7 @@ pub mod cache;
 pub mod cli;
 pub mod cloudstack;
 pub mod config;
+pub mod contract;
 pub mod diff;
 pub mod env;
 pub mod fetch;

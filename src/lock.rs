@@ -63,7 +63,7 @@ use serde::{Deserialize, Serialize};
 pub const VERSION: u32 = 1;
 
 /// The file name of the lock at the root of every ISO.
-pub const FILE_NAME: &str = "cks-iso.lock";
+pub const FILE_NAME: &str = crate::contract::LOCK;
 
 /// A lock, as written and read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

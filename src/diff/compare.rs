@@ -9,6 +9,7 @@ use super::{
     ArchChange, Change, ChangeKind, EntryInfo, EntryKind, FORMAT, FileInfo, ImageInfo, Kind,
     ManifestChange, ManifestInfo, Report, Side, SideSummary, Source,
 };
+use crate::contract;
 
 /// Compares `a` (old) with `b` (new).
 pub fn compare(a: &Side, b: &Side) -> Report {
@@ -188,11 +189,18 @@ fn unified(path: &str, a: &str, b: &str) -> String {
 /// Files at an ISO's root that restate what the sections compare: a change in them is a change
 /// already reported, so only their presence is an entry's business.
 const RECORDS: [&str; 4] = [
-    "versions.txt",
-    crate::lock::FILE_NAME,
-    crate::sbom::CYCLONEDX_FILE,
-    crate::sbom::SPDX_FILE,
+    contract::VERSIONS,
+    contract::LOCK,
+    contract::SBOM_CYCLONEDX,
+    contract::SBOM_SPDX,
 ];
+
+/// Whether `path` is image signature evidence (`signatures/images/…`), which follows the images'
+/// digests.
+fn is_image_signature(path: &str) -> bool {
+    path.strip_prefix(contract::SIGNATURES_PREFIX)
+        .is_some_and(|rest| rest.starts_with("images/"))
+}
 
 /// ISO entries no other section speaks for: not a listed file or manifest, not a record that
 /// merely changed, and, when both sides list their images, not in `docker/` nor the image
@@ -213,7 +221,7 @@ fn entries(a: &Side, b: &Side) -> Vec<Change<EntryInfo>> {
         covered.contains(c.name.as_str())
             || (c.change == ChangeKind::Changed && RECORDS.contains(&c.name.as_str()))
             || (images_known
-                && (c.name.starts_with("docker/") || c.name.starts_with("signatures/images/")))
+                && (c.name.starts_with(contract::IMAGES_PREFIX) || is_image_signature(&c.name)))
     };
     changes(ea, eb, entry_differs)
         .into_iter()

@@ -26,7 +26,7 @@ pub(super) fn of(side: &Side, entries: &BTreeMap<String, EntryInfo>) -> Vec<Gap>
             .collect();
         let naming = crate::archive::naming::assign(&references);
         for (reference, name) in &naming.files {
-            let path = format!("docker/{name}");
+            let path = crate::contract::image_archive(name);
             let size = arch.images.get(&reference.to_string()).and_then(|i| i.size);
             match (entries.get(&path), size) {
                 // An archive holds at least the image's manifest, config and layers.

@@ -5,6 +5,7 @@
 use std::fmt::Display;
 
 use super::{Request, Source};
+use crate::contract;
 use crate::lock::Lock;
 use crate::upstream::{Content, Pins, catalog};
 
@@ -83,10 +84,10 @@ pub fn manifests(request: &Request, pins: &Pins) -> Vec<Taken> {
         .filter(|a| matches!(a.content, Content::Yaml))
         .map(|a| {
             let role = match a.dest.as_str() {
-                "autoscaler.yaml" => Role::Autoscaler {
+                contract::AUTOSCALER => Role::Autoscaler {
                     image: autoscaler_image(&pins.autoscaler),
                 },
-                "provider.yaml" => Role::Provider {
+                contract::PROVIDER => Role::Provider {
                     image: provider_image(&pins.ccm_tag),
                 },
                 _ => Role::Csi,
@@ -105,13 +106,13 @@ pub fn manifests(request: &Request, pins: &Pins) -> Vec<Taken> {
         None => Role::Headlamp,
     };
     let given = [
-        ("network.yaml", Some(&request.network), Role::Network),
+        (contract::NETWORK, Some(&request.network), Role::Network),
         (
-            "dashboard.yaml",
+            contract::DASHBOARD,
             request.dashboard.as_ref(),
             Role::Dashboard,
         ),
-        ("headlamp.yaml", request.headlamp.as_ref(), headlamp),
+        (contract::HEADLAMP, request.headlamp.as_ref(), headlamp),
     ];
     for (dest, source, role) in given {
         if let Some(source) = source {

@@ -50,9 +50,9 @@ pub enum ReadError {
 }
 
 /// The SBOM's name inside the ISO, CycloneDX.
-pub const CYCLONEDX_FILE: &str = "sbom.cdx.json";
+pub const CYCLONEDX_FILE: &str = crate::contract::SBOM_CYCLONEDX;
 /// The SBOM's name inside the ISO, SPDX.
-pub const SPDX_FILE: &str = "sbom.spdx.json";
+pub const SPDX_FILE: &str = crate::contract::SBOM_SPDX;
 
 /// Everything the SBOMs say, from what the build already knows.
 #[derive(Debug, Clone)]

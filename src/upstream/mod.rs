@@ -98,7 +98,7 @@ pub fn catalog(pins: &Pins, arch: Arch) -> Vec<Artifact> {
         let url = format!("https://dl.k8s.io/release/v{k}/bin/linux/{a}/{bin}");
         out.push(Artifact {
             name: bin.into(),
-            dest: format!("k8s/{bin}"),
+            dest: crate::contract::k8s_binary(bin),
             checksum: Some(Checksum::BareHex {
                 url: format!("{url}.sha256"),
             }),
@@ -115,7 +115,7 @@ pub fn catalog(pins: &Pins, arch: Arch) -> Vec<Artifact> {
     let url = format!("{cni_base}/cni-plugins-linux-{a}-v{cni}.tgz");
     out.push(Artifact {
         name: "cni-plugins".into(),
-        dest: format!("cni/cni-plugins-{a}.tgz"),
+        dest: crate::contract::cni_tarball(a),
         checksum: Some(Checksum::HexName {
             url: format!("{url}.sha256"),
         }),
@@ -170,7 +170,7 @@ pub fn catalog(pins: &Pins, arch: Arch) -> Vec<Artifact> {
     };
     out.push(manifest(
         "autoscaler manifest",
-        "autoscaler.yaml",
+        crate::contract::AUTOSCALER,
         format!(
             "https://raw.githubusercontent.com/kubernetes/autoscaler/{}/cluster-autoscaler/cloudprovider/cloudstack/examples/cluster-autoscaler-standard.yaml",
             pins.autoscaler.tag()
@@ -178,7 +178,7 @@ pub fn catalog(pins: &Pins, arch: Arch) -> Vec<Artifact> {
     ));
     out.push(manifest(
         "CCM manifest",
-        "provider.yaml",
+        crate::contract::PROVIDER,
         format!(
             "https://raw.githubusercontent.com/apache/cloudstack-kubernetes-provider/{}/deployment.yaml",
             pins.ccm_tag

@@ -8,22 +8,22 @@ use hadris_fs::FileType;
 use super::{Expect, Report, Violation};
 use crate::archive;
 use crate::cloudstack::CloudStack;
+use crate::contract::{self, K8S_BINARIES};
 use crate::image::{Arch, Reference};
 use crate::iso::read::{Entry, IsoReader, ReadError};
 use crate::manifest;
 use crate::versions::Versions;
 
 const TEXT_LIMIT: u64 = 16 * 1024 * 1024;
-const K8S_BINARIES: [&str; 3] = ["k8s/kubeadm", "k8s/kubelet", "k8s/kubectl"];
 const REQUIRED: [&str; 8] = [
-    "k8s/kubeadm",
-    "k8s/kubelet",
-    "k8s/kubectl",
-    "kubelet.service",
-    "10-kubeadm.conf",
-    "versions.txt",
-    "autoscaler.yaml",
-    "provider.yaml",
+    contract::K8S_BINARIES[0],
+    contract::K8S_BINARIES[1],
+    contract::K8S_BINARIES[2],
+    contract::KUBELET_SERVICE,
+    contract::KUBEADM_DROPIN,
+    contract::VERSIONS,
+    contract::AUTOSCALER,
+    contract::PROVIDER,
 ];
 
 pub(super) struct Ctx<'a> {
@@ -210,7 +210,7 @@ fn layout(cx: &mut Ctx) {
     let docker: Vec<Entry> = cx
         .entries
         .values()
-        .filter(|e| e.path.starts_with("docker/"))
+        .filter(|e| e.path.starts_with(contract::IMAGES_PREFIX))
         .cloned()
         .collect();
     for e in docker {
@@ -224,10 +224,10 @@ fn layout(cx: &mut Ctx) {
 /// on 4.23 `headlamp.yaml` in its place.
 fn dashboards(cx: &mut Ctx, cloudstack: Option<CloudStack>) {
     let has = |cx: &Ctx, p: &str| cx.entries.get(p).is_some_and(|e| e.kind == FileType::File);
-    if has(cx, "dashboard.yaml") {
+    if has(cx, contract::DASHBOARD) {
         return;
     }
-    let headlamp = has(cx, "headlamp.yaml");
+    let headlamp = has(cx, contract::HEADLAMP);
     let problem = match cloudstack {
         Some(c) if !c.dashboard_required() && headlamp => return,
         Some(c) if !c.dashboard_required() => {
@@ -277,11 +277,11 @@ fn tarball(cx: &mut Ctx, path: &str) -> Result<String, Unhashable> {
 
 /// `versions.txt` parses, names the ISO's architecture, and its file hashes match.
 fn versions(cx: &mut Ctx, iso: &Path) -> Option<Versions> {
-    let text = cx.text("versions.txt")?;
+    let text = cx.text(contract::VERSIONS)?;
     let versions = match Versions::parse(&text) {
         Ok(v) => v,
         Err(e) => {
-            cx.violation("versions.txt", e.to_string());
+            cx.violation(contract::VERSIONS, e.to_string());
             return None;
         }
     };
@@ -296,7 +296,10 @@ fn versions(cx: &mut Ctx, iso: &Path) -> Option<Versions> {
         _ => None,
     };
     match machine {
-        None => cx.violation("versions.txt", format!("unknown arch {:?}", versions.arch)),
+        None => cx.violation(
+            contract::VERSIONS,
+            format!("unknown arch {:?}", versions.arch),
+        ),
         Some(m) if name.ends_with("-x86_64.iso") || name.ends_with("-aarch64.iso") => {
             if !name.ends_with(&format!("-{m}.iso")) {
                 cx.violation(
@@ -337,14 +340,14 @@ fn versions(cx: &mut Ctx, iso: &Path) -> Option<Versions> {
 /// Every archive in `docker/` is well-formed for the ISO's platform and matches its
 /// `versions.txt` line; returns the bundled image names.
 fn images(cx: &mut Ctx, versions: Option<&Versions>, arch: Option<Arch>) -> BTreeSet<String> {
-    let archives: Vec<String> = matching(cx, "docker/", "", ".tar");
+    let archives: Vec<String> = matching(cx, contract::IMAGES_PREFIX, "", ".tar");
     let mut bundled = BTreeSet::new();
     let Some(versions) = versions else {
         return bundled;
     };
     if versions.images.len() != archives.len() {
         cx.violation(
-            "versions.txt",
+            contract::VERSIONS,
             format!(
                 "{} image lines but {} archives in docker/",
                 versions.images.len(),
@@ -407,7 +410,7 @@ fn images(cx: &mut Ctx, versions: Option<&Versions>, arch: Option<Arch>) -> BTre
         }
     }
     if pause != 1 {
-        cx.violation("docker", format!("{pause} pause images; nodes pick one with `grep pause | sort | tail -1`, so bundle exactly one"));
+        cx.violation(contract::IMAGES_DIR, format!("{pause} pause images; nodes pick one with `grep pause | sort | tail -1`, so bundle exactly one"));
     }
     bundled
 }

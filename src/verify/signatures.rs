@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use super::SignatureCheck;
 use super::checks::{Ctx, sha256_of};
+use crate::contract;
 use crate::image::{Descriptor, Digest, MAX_MANIFEST_SIZE, Manifest, parse};
 use crate::signature::{self, BinaryEvidence, REPORT_PATH, Report, SignatureManifest, rekor};
 use crate::versions::Versions;
@@ -18,11 +19,11 @@ pub(super) fn check(cx: &mut Ctx, versions: Option<&Versions>, sig: &SignatureCh
     let Some(versions) = versions else { return };
     if !cx.entries.contains_key(REPORT_PATH) {
         let off = cx
-            .text("versions.txt")
+            .text(contract::VERSIONS)
             .is_some_and(|t| t.lines().any(|l| l.starts_with("# signatures off:")));
         match off {
             true => cx.violation(
-                "versions.txt",
+                contract::VERSIONS,
                 "the ISO was built with --signatures off: no signature was checked, so there is \
                  nothing to re-verify; rebuild it with --signatures verify (the default) to carry \
                  the evidence",
@@ -167,7 +168,11 @@ fn binaries(cx: &mut Ctx, versions: &Versions, report: &Report, sig: &SignatureC
         if !verified(cx, &file.source, &entry.verdict) {
             continue;
         }
-        let bundle_path = format!("signatures/{}", BinaryEvidence::bundle_path(&file.path));
+        let bundle_path = format!(
+            "{}{}",
+            contract::SIGNATURES_PREFIX,
+            BinaryEvidence::bundle_path(&file.path)
+        );
         let bundle = match cx.reader.read_small(&bundle_path, 16 << 20) {
             Ok(b) => b,
             Err(e) => {
@@ -258,7 +263,11 @@ fn load(cx: &mut Ctx, path: &str, signed: &str) -> Option<SignatureManifest> {
     };
     let mut layers: Vec<(Descriptor, Vec<u8>)> = Vec::new();
     for desc in manifest.layers {
-        let blob = format!("signatures/images/blobs/sha256/{}", desc.digest.hex());
+        let blob = format!(
+            "{}images/blobs/sha256/{}",
+            contract::SIGNATURES_PREFIX,
+            desc.digest.hex()
+        );
         match cx.reader.read_small(&blob, MAX_MANIFEST_SIZE) {
             Ok(payload) => layers.push((desc, payload)),
             Err(e) => cx.violation(&blob, e.reason),

@@ -284,8 +284,8 @@ pub(super) async fn all(
         entries.push(entry);
     }
     for (dest, text) in [
-        ("kubelet.service", units::KUBELET_SERVICE),
-        ("10-kubeadm.conf", units::KUBEADM_DROPIN),
+        (crate::contract::KUBELET_SERVICE, units::KUBELET_SERVICE),
+        (crate::contract::KUBEADM_DROPIN, units::KUBEADM_DROPIN),
     ] {
         let source = units::BUILTIN_SOURCE.to_owned();
         let file = put_text(&common, dest, source.clone(), &units::to_opt_bin(text))?;
@@ -367,7 +367,8 @@ async fn one_arch(
     ui: &Ui,
 ) -> Result<ArchFetched, AppError> {
     let staging = work.join(arch.k8s()).join("iso");
-    std::fs::create_dir_all(staging.join("docker")).map_err(io("work dir".into()))?;
+    std::fs::create_dir_all(staging.join(crate::contract::IMAGES_DIR))
+        .map_err(io("work dir".into()))?;
     tracing::info!(
         "linux/{arch}: downloading binaries and tarballs",
         arch = arch.k8s()

@@ -12,6 +12,7 @@ use super::sboms;
 use super::signatures;
 use crate::archive;
 use crate::atomic::AtomicFile;
+use crate::contract;
 use crate::iso::{self, IsoSpec, VolumeId};
 use crate::lock::{self, Lock};
 use crate::plan::{self, Request};
@@ -181,13 +182,13 @@ fn one(
     for image in &a.images {
         let file = &naming.files[&image.reference];
         archives.push((
-            format!("docker/{file}"),
+            contract::image_archive(file),
             archive::Archive::describe(image, mtime)?,
         ));
         images.push(ImageRecord {
             name: image.reference.to_string(),
             digest: image.top.digest.to_string(),
-            archive: format!("docker/{file}"),
+            archive: contract::image_archive(file),
         });
     }
     if let Some(sigs) = &a.signatures {
@@ -225,7 +226,7 @@ fn one(
         Some(sigs) => text.push_str(&signatures::summary(sigs)),
         None => text.push_str(signatures::OFF_SUMMARY),
     }
-    std::fs::write(a.staging.join("versions.txt"), text).map_err(|e| {
+    std::fs::write(a.staging.join(contract::VERSIONS), text).map_err(|e| {
         AppError::failure(
             anyhow::Error::new(e).context("cannot write versions.txt"),
             None,
@@ -249,7 +250,7 @@ fn one(
             .images
             .iter()
             .map(|i| {
-                let archive = format!("docker/{}", naming.files[&i.reference]);
+                let archive = contract::image_archive(&naming.files[&i.reference]);
                 (archive, i.manifest.digest.to_string())
             })
             .collect(),

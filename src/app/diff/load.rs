@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use hadris_fs::FileType;
 
+use crate::contract;
 use crate::diff::{EntryInfo, EntryKind, Kind, Side};
 use crate::iso::read::{IsoReader, ReadError};
 use crate::lock::{self, Lock, LockError};
@@ -151,13 +152,13 @@ fn iso(path: &Path, label: &str) -> Result<Side, InputError> {
         let origin = format!("{label}:{}", lock::FILE_NAME);
         let lock = Lock::parse(&String::from_utf8_lossy(&text), &origin)?;
         Side::from_lock(label, Kind::Iso, &lock)
-    } else if is_file("versions.txt") {
+    } else if is_file(contract::VERSIONS) {
         tracing::warn!(
             "{label} has no {} (built by an older cks-iso?): comparing what its versions.txt \
              says; its platform digests and kubeadm's versions are unknown",
             lock::FILE_NAME
         );
-        let text = reader.read_small("versions.txt", TEXT_LIMIT)?;
+        let text = reader.read_small(contract::VERSIONS, TEXT_LIMIT)?;
         let versions = Versions::parse(&String::from_utf8_lossy(&text)).map_err(|source| {
             InputError::Versions {
                 path: path.to_owned(),
