@@ -5,7 +5,6 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::support::hostile::*;
 use crate::support::*;
@@ -680,110 +679,5 @@ fn verify_refuses_a_volume_declaring_more_blocks_than_the_file_has() {
         cks_iso().arg("verify").arg(&lying),
         1,
         &["lying.iso", "the volume declares", "a truncated copy"],
-    );
-}
-
-/// Plants `bytes` in the cache at `cache` as what `key` names, as someone with write access to a
-/// shared cache directory (or a crafted `cache import` directory) would.
-fn plant(cache: &Path, key: &str, bytes: &[u8]) {
-    use cks_iso_testworld::upstream::sha256_hex;
-    let hex = sha256_hex(bytes);
-    fs::create_dir_all(cache.join("blobs/sha256")).unwrap();
-    fs::write(cache.join("blobs/sha256").join(&hex), bytes).unwrap();
-    fs::create_dir_all(cache.join("index")).unwrap();
-    let url = key.trim_start_matches("url:");
-    fs::write(
-        cache.join("index").join(sha256_hex(key.as_bytes())),
-        format!("sha256:{hex} {}\n{key}\n{url}\n", bytes.len()),
-    )
-    .unwrap();
-}
-
-#[test]
-fn an_unlocked_offline_build_ships_no_planted_or_imported_download() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let (world, config) = world_in(d);
-    let cache = d.join("cache");
-    let autoscaler = world.autoscaler_version().unwrap().to_owned();
-    let mut args = world_args(&world, world.dashboard_url());
-    args.extend([
-        "--cache-dir",
-        p(&cache),
-        "--autoscaler-version",
-        &autoscaler,
-    ]);
-    let with_out = |out: &Path, offline: bool| {
-        let mut args = args.clone();
-        args.extend(["--output", p(out)]);
-        let mut cmd = build(&config, d, &args);
-        if offline {
-            cmd.arg("--offline");
-        }
-        cmd
-    };
-    run(&mut with_out(&d.join("online"), false));
-    // What the online build kept is enough, and verifies again.
-    run(&mut with_out(&d.join("offline"), true));
-    let copy = |to: &Path| {
-        fs::create_dir_all(to).unwrap();
-        run(Command::new("cp").args(["-a", &format!("{}/.", p(&cache)), p(to)]));
-    };
-    let (cache2, bare) = (d.join("cache2"), d.join("bare"));
-    copy(&cache2);
-    copy(&bare);
-
-    const KUBEADM: &str = "url:https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm";
-    let planted = cks_iso_testworld::upstream::elf("amd64", 99, "planted", 4096);
-    plant(&cache, KUBEADM, &planted);
-    let out = d.join("planted");
-    fails(
-        &mut with_out(&out, true),
-        1,
-        &[
-            KUBEADM,
-            "cannot be tied to a verification",
-            "published in",
-            "hint:",
-        ],
-    );
-    assert!(files_under(&out).is_empty(), "{:?}", files_under(&out));
-
-    // The same through `cache import` of a crafted directory.
-    let crafted = d.join("crafted");
-    let cni = "url:https://github.com/containernetworking/plugins/releases/download/v1.6.2/cni-plugins-linux-amd64-v1.6.2.tgz";
-    let tgz = hostile_tgz(&[file("./bridge")]);
-    plant(&crafted, cni, &tgz);
-    run(cks_iso().args(["cache", "import", p(&crafted), "--cache-dir", p(&cache2)]));
-    let mut args2 = world_args(&world, world.dashboard_url());
-    args2.extend([
-        "--cache-dir",
-        p(&cache2),
-        "--autoscaler-version",
-        &autoscaler,
-    ]);
-    args2.extend(["--output", p(&out), "--offline"]);
-    fails(
-        &mut build(&config, d, &args2),
-        1,
-        &[cni, "cannot be tied to a verification"],
-    );
-    // An entry whose published checksum the cache never kept is refused too.
-    let sum_key = format!("{KUBEADM}.sha256");
-    let sum_entry = bare
-        .join("index")
-        .join(cks_iso_testworld::upstream::sha256_hex(sum_key.as_bytes()));
-    fs::remove_file(&sum_entry).unwrap();
-    plant(&bare, KUBEADM, &planted);
-    let mut args3 = world_args(&world, world.dashboard_url());
-    args3.extend(["--cache-dir", p(&bare), "--autoscaler-version", &autoscaler]);
-    args3.extend(["--output", p(&out), "--offline"]);
-    fails(
-        &mut build(&config, d, &args3),
-        1,
-        &[
-            "cannot be tied to a verification",
-            "holds no published checksum",
-        ],
     );
 }

@@ -1,0 +1,150 @@
+//! A planted or shared cache: index entries written by someone with write access to the cache
+//! directory, or carried in by `cache import` of a crafted directory. Each scenario runs the real
+//! binary against the local world and asserts that nothing planted ships in an unlocked offline
+//! build, that `cache import` and `cache verify` name what cannot be tied to a verification, and
+//! that a cache directory others can write is refused.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::hostile::*;
+use crate::support::*;
+
+const KUBEADM: &str = "url:https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm";
+const CNI: &str = "url:https://github.com/containernetworking/plugins/releases/download/v1.6.2/cni-plugins-linux-amd64-v1.6.2.tgz";
+
+/// Plants `bytes` in the cache at `cache` as what `key` names, as someone with write access to a
+/// shared cache directory (or a crafted `cache import` directory) would.
+fn plant(cache: &Path, key: &str, bytes: &[u8]) {
+    use cks_iso_testworld::upstream::sha256_hex;
+    let hex = sha256_hex(bytes);
+    fs::create_dir_all(cache.join("blobs/sha256")).unwrap();
+    fs::write(cache.join("blobs/sha256").join(&hex), bytes).unwrap();
+    fs::create_dir_all(cache.join("index")).unwrap();
+    let url = key.trim_start_matches("url:");
+    fs::write(
+        cache.join("index").join(sha256_hex(key.as_bytes())),
+        format!("sha256:{hex} {}\n{key}\n{url}\n", bytes.len()),
+    )
+    .unwrap();
+}
+
+/// `cp -a` of a cache.
+fn copy_cache(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    run(Command::new("cp").args(["-a", &format!("{}/.", p(from)), p(to)]));
+}
+
+/// `cks-iso cache SUBCOMMAND … --cache-dir CACHE`.
+fn cache_cmd(cache: &Path, args: &[&str]) -> Command {
+    let mut cmd = cks_iso();
+    cmd.arg("cache").args(args).args(["--cache-dir", p(cache)]);
+    cmd
+}
+
+#[test]
+fn an_unlocked_offline_build_ships_no_planted_or_imported_download() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let cache = d.join("cache");
+    let autoscaler = world.autoscaler_version().unwrap().to_owned();
+    let offline_in = |cache: &Path, out: &Path, offline: bool| {
+        let mut args = world_args(&world, world.dashboard_url());
+        args.extend(["--cache-dir", p(cache), "--autoscaler-version", &autoscaler]);
+        args.extend(["--output", p(out)]);
+        let mut cmd = build(&config, d, &args);
+        if offline {
+            cmd.arg("--offline");
+        }
+        cmd
+    };
+    run(&mut offline_in(&cache, &d.join("online"), false));
+    // What the online build kept is enough, verifies again, and `cache verify` finds it sound.
+    run(&mut offline_in(&cache, &d.join("offline"), true));
+    run(&mut cache_cmd(&cache, &["verify"]));
+    let (cache2, bare) = (d.join("cache2"), d.join("bare"));
+    copy_cache(&cache, &cache2);
+    copy_cache(&cache, &bare);
+
+    let planted = cks_iso_testworld::upstream::elf("amd64", 99, "planted", 4096);
+    plant(&cache, KUBEADM, &planted);
+    let out = d.join("planted");
+    fails(
+        &mut offline_in(&cache, &out, true),
+        1,
+        &[
+            KUBEADM,
+            "cannot be tied to a verification",
+            "published in",
+            "hint:",
+        ],
+    );
+    assert!(files_under(&out).is_empty(), "{:?}", files_under(&out));
+    // `cache verify` names the entry its published checksum no longer vouches for.
+    let said = fails(
+        &mut cache_cmd(&cache, &["verify"]),
+        1,
+        &[
+            &format!("unverified index entry {KUBEADM}"),
+            "the checksum published in",
+        ],
+    );
+    assert!(said.contains("1 problem(s)"), "{said}");
+
+    // An entry whose published checksum the cache never kept is refused too.
+    let sum_key = format!("{KUBEADM}.sha256");
+    let sum_entry = bare
+        .join("index")
+        .join(cks_iso_testworld::upstream::sha256_hex(sum_key.as_bytes()));
+    fs::remove_file(&sum_entry).unwrap();
+    plant(&bare, KUBEADM, &planted);
+    let no_sum = [
+        "cannot be tied to a verification",
+        "holds no published checksum",
+    ];
+    fails(&mut offline_in(&bare, &out, true), 1, &no_sum);
+    fails(&mut cache_cmd(&bare, &["verify"]), 1, &no_sum);
+    run(&mut cache_cmd(&bare, &["verify", "--fix"]));
+    run(&mut cache_cmd(&bare, &["verify"]));
+
+    // Through `cache import` of a crafted directory: the planted CNI tarball's entry is named
+    // and skipped, with or without a published checksum naming another file; its blob (verified
+    // by its name) comes in, and the build still ships the CNI tarball it verified online.
+    let crafted = d.join("crafted");
+    let tgz = hostile_tgz(&[file("./bridge")]);
+    plant(&crafted, CNI, &tgz);
+    let imported = run(&mut cache_cmd(&cache2, &["import", p(&crafted)]));
+    let said = stderr(&imported);
+    assert!(
+        said.contains(&format!("index entry {CNI} not imported")),
+        "{said}"
+    );
+    assert!(said.contains("no published checksum for it"), "{said}");
+    let other = "0".repeat(64);
+    let sum = format!("{other}  cni-plugins-linux-amd64-v1.6.2.tgz\n");
+    plant(&crafted, &format!("{CNI}.sha256"), sum.as_bytes());
+    let imported = run(&mut cache_cmd(&cache2, &["import", p(&crafted)]));
+    let said = stderr(&imported);
+    assert!(
+        said.contains(&format!("index entry {CNI} not imported")),
+        "{said}"
+    );
+    assert!(said.contains(&format!("is sha256:{other}")), "{said}");
+    assert!(
+        said.contains(&format!("index entry {CNI}.sha256 not imported"))
+            && said.contains("the published checksum of no download imported with it"),
+        "{said}"
+    );
+    let out = d.join("imported");
+    run(&mut offline_in(&cache2, &out, true));
+    let iso = out.join("setup-v1.33.1-x86_64.iso");
+    let shipped =
+        run(Command::new("bsdtar").args(["-x", "-O", "-f", p(&iso), "cni/cni-plugins-amd64.tgz"]))
+            .stdout;
+    assert!(
+        !shipped.is_empty() && shipped != tgz,
+        "the planted tarball shipped"
+    );
+}
