@@ -148,3 +148,83 @@ fn an_unlocked_offline_build_ships_no_planted_or_imported_download() {
         "the planted tarball shipped"
     );
 }
+
+#[test]
+fn an_unlocked_offline_build_refuses_a_planted_tag_with_no_cached_signature() {
+    use cks_iso_testworld::upstream::sha256_hex;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let cache = d.join("cache");
+    let autoscaler = world.autoscaler_version().unwrap().to_owned();
+    let in_cache = |out: &str, extra: &[&str]| {
+        let mut args = world_args(&world, world.dashboard_url());
+        args.extend(["--autoscaler-version", &autoscaler]);
+        args.extend(["--cache-dir", p(&cache), "--output"]);
+        let out = d.join(out);
+        let mut cmd = build(&config, d, &args);
+        cmd.arg(&out).args(extra);
+        cmd
+    };
+    let lock = d.join("run.lock");
+    run(&mut in_cache("online", &["--lock-file", p(&lock)]));
+    let iso = |out: &str| fs::read(d.join(out).join("setup-v1.33.1-x86_64.iso")).unwrap();
+
+    // pause:3.10 planted as another cached image: signed, but not as pause, so the cache holds
+    // no signature for it in pause's repository.
+    const PAUSE: &str = "tag:registry.k8s.io/pause:3.10";
+    let index = cache.join("index");
+    let other = fs::read_dir(&index)
+        .unwrap()
+        .map(|e| fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .find(|text| {
+            let key = text.lines().nth(1).unwrap_or_default();
+            key.starts_with("tag:registry.k8s.io/") && key != PAUSE
+        })
+        .expect("another registry.k8s.io tag in the cache");
+    let first = other.lines().next().unwrap();
+    let planted = index.join(sha256_hex(PAUSE.as_bytes()));
+    let genuine = fs::read(&planted).unwrap();
+    fs::write(
+        &planted,
+        format!("{first}\n{PAUSE}\nregistry.k8s.io/pause:3.10\n"),
+    )
+    .unwrap();
+    let said = fails(
+        &mut in_cache("planted", &["--offline"]),
+        1,
+        &[
+            "registry.k8s.io/pause:3.10",
+            &format!("the cache's entry {PAUSE} cannot be tied to a verification"),
+            "no signature for",
+            "hint:",
+            "--locked",
+        ],
+    );
+    assert!(!said.contains("UNSIGNED"), "{said}");
+    assert!(files_under(&d.join("planted")).is_empty());
+
+    // The lock still names what the online build verified: the locked path does not read the
+    // tag, and makes the online ISO byte for byte, offline.
+    let locked = d.join("locked");
+    run(&mut build(
+        &config,
+        d,
+        &[
+            "--locked",
+            p(&lock),
+            "--offline",
+            "--cache-dir",
+            p(&cache),
+            "--output",
+            p(&locked),
+        ],
+    ));
+    assert!(
+        iso("locked") == iso("online"),
+        "the locked offline ISO differs"
+    );
+    // The genuine entry back: the unlocked offline build verifies pause's cached signature.
+    fs::write(&planted, genuine).unwrap();
+    run(&mut in_cache("offline", &["--offline"]));
+}
