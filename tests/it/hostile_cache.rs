@@ -228,3 +228,58 @@ fn an_unlocked_offline_build_refuses_a_planted_tag_with_no_cached_signature() {
     fs::write(&planted, genuine).unwrap();
     run(&mut in_cache("offline", &["--offline"]));
 }
+
+#[test]
+fn a_cache_others_can_write_or_that_links_elsewhere_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let cache = d.join("cache");
+    let out = d.join("out");
+    let in_cache = || {
+        let mut args = world_args(&world, world.dashboard_url());
+        args.extend(["--cache-dir", p(&cache), "--output", p(&out)]);
+        build(&config, d, &args)
+    };
+    run(&mut in_cache());
+    let mode = |path: &Path, mode| fs::set_permissions(path, fs::Permissions::from_mode(mode));
+
+    // Group- or world-writable without the sticky bit: whoever else can write it could plant.
+    let index = cache.join("index");
+    for (path, m, said) in [
+        (&cache, 0o757, "world-writable"),
+        (&cache, 0o775, "group-writable"),
+        (&index, 0o777, "world-writable"),
+    ] {
+        mode(path, m).unwrap();
+        let named = format!("refusing the cache directory {}", path.display());
+        let shown = format!("mode {m:04o}");
+        for cmd in [&mut in_cache(), &mut cache_cmd(&cache, &["ls"])] {
+            fails(cmd, 1, &[&named, &shown, said, "hint:", "chmod go-w"]);
+        }
+        mode(path, 0o755).unwrap();
+    }
+    run(&mut cache_cmd(&cache, &["verify"]));
+
+    // Owned by another user (root running on nobody's cache).
+    if root_or_skip("a cache owned by another user") {
+        std::os::unix::fs::chown(&cache, Some(65534), Some(65534)).unwrap();
+        let named = format!("refusing the cache directory {}", cache.display());
+        fails(&mut in_cache(), 1, &[&named, "owned by uid 65534", "hint:"]);
+        std::os::unix::fs::chown(&cache, Some(0), Some(0)).unwrap();
+    }
+
+    // `index -> elsewhere`: refused, not followed, whatever lies there.
+    let elsewhere = d.join("elsewhere");
+    fs::rename(&index, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &index).unwrap();
+    let named = format!("refusing the cache directory {}", index.display());
+    for cmd in [
+        &mut in_cache(),
+        &mut cache_cmd(&cache, &["verify"]),
+        &mut cache_cmd(&cache, &["import", p(&cache)]),
+    ] {
+        fails(cmd, 1, &[&named, "symbolic link", p(&elsewhere), "hint:"]);
+    }
+}
