@@ -11,6 +11,10 @@ use crate::support::*;
 
 const ISO: &str = "setup-v1.33.1-x86_64.iso";
 
+/// The most a run fed an endless or lying body may hold in memory: its own working set and one
+/// capped manifest, nowhere near the gigabytes an unbounded read takes.
+const PEAK_RSS: u64 = 128 << 20;
+
 #[test]
 fn iso_names_from_flags_locks_and_isos_never_leave_the_output_dir() {
     let dir = tempfile::tempdir().unwrap();
@@ -342,8 +346,11 @@ fn a_blob_served_without_end_stops_at_its_declared_size() {
         .args(["pull", "registry.k8s.io/pause:3.10", "--arch", "amd64"])
         .args(["--out", p(&out), "--cache-dir", p(&cache), "--retries", "2"])
         .args(["--jobs", "1", "--no-progress"]);
-    let pulled = output_within(&mut cmd, 60).expect("the pull still reads an endless blob");
+    let (pulled, rss) =
+        output_within_rss(&mut cmd, 60).expect("the pull still reads an endless blob");
     let said = combined(&pulled);
+    eprintln!("peak RSS of the pull from an endless blob: {rss} bytes");
+    assert!(rss < PEAK_RSS, "the pull's peak RSS was {rss} bytes");
     assert_eq!(pulled.status.code(), Some(1), "{said}");
     assert!(said.contains("does not match"), "{said}");
     // The size is known before a byte is read: one byte past it ends each attempt.
@@ -395,8 +402,14 @@ fn locked_files_stop_at_the_locked_size_and_manifests_at_their_cap() {
         ],
     );
     cmd.args(["--retries", "2"]);
-    let built = output_within(&mut cmd, 90).expect("the locked build still reads kubeadm");
+    let (built, rss) =
+        output_within_rss(&mut cmd, 90).expect("the locked build still reads kubeadm");
     let said = combined(&built);
+    eprintln!("peak RSS of the locked build from an endless kubeadm: {rss} bytes");
+    assert!(
+        rss < PEAK_RSS,
+        "the locked build's peak RSS was {rss} bytes"
+    );
     assert_eq!(built.status.code(), Some(1), "{said}");
     assert!(said.contains("kubeadm"), "{said}");
     let sent = cdn.endless_bytes();
@@ -414,9 +427,11 @@ fn locked_files_stop_at_the_locked_size_and_manifests_at_their_cap() {
     let mut args = world_args(&world, &dashboard);
     let out3 = d.join("out3");
     args.extend(["--output", p(&out3), "--cache-dir", p(&cache2)]);
-    let built = output_within(&mut build(&config, d, &args), 90)
+    let (built, rss) = output_within_rss(&mut build(&config, d, &args), 90)
         .expect("the build still reads an endless manifest");
     let said = combined(&built);
+    eprintln!("peak RSS of the build from an endless manifest: {rss} bytes");
+    assert!(rss < PEAK_RSS, "the build's peak RSS was {rss} bytes");
     assert_eq!(built.status.code(), Some(1), "{said}");
     assert!(said.contains("the body is larger than 32.00 MiB"), "{said}");
     let sent = proxy.endless_bytes();
@@ -438,9 +453,14 @@ fn fifos_devices_and_huge_local_files_are_refused_as_inputs() {
         let mut args = world_args(&world, world.dashboard_url());
         args[5] = input;
         args.extend(["--output", p(&out), "--cache-dir", p(&cache)]);
-        let built = output_within(&mut build(&config, d, &args), 60)
+        let (built, rss) = output_within_rss(&mut build(&config, d, &args), 60)
             .unwrap_or_else(|| panic!("the build still reads {input}"));
         let said = combined(&built);
+        eprintln!("peak RSS of the build given {input}: {rss} bytes");
+        assert!(
+            rss < PEAK_RSS,
+            "{input}: the build's peak RSS was {rss} bytes"
+        );
         assert_eq!(built.status.code(), Some(1), "{input}: {said}");
         assert!(said.contains(input), "{said}");
         assert!(
