@@ -1,5 +1,6 @@
-//! The hostile world's tools for `tests/hostile.rs`: the world with its configuration, runs with
-//! a deadline, and tarballs written header by header as a hostile release would ship them.
+//! The hostile world's tools for the hostile suites (`hostile.rs`, `hostile_bounds.rs`,
+//! `hostile_cache.rs`): the world with its configuration, runs with a deadline and their peak
+//! memory, and tarballs written header by header as a hostile release would ship them.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -7,7 +8,6 @@ use std::process::{Command, Output};
 
 use cks_iso_testworld::world::{Options, World};
 
-/// The epoch every hostile build uses.
 /// A started world with its configuration (and trust root) written into `dir`.
 pub fn world_in(dir: &Path) -> (World, PathBuf) {
     let world = World::start(Options::default());
