@@ -46,7 +46,7 @@ pub enum CacheError {
         actual_size: u64,
     },
     /// The cache directory, or one of its own, can be written by someone else, or is a link.
-    #[error("refusing the cache directory {}: {reason}", path.display())]
+    #[error("cannot use the cache directory {}: {reason}", path.display())]
     Unsafe {
         /// The directory.
         path: PathBuf,

@@ -253,7 +253,7 @@ fn a_cache_others_can_write_or_that_links_elsewhere_is_refused() {
         (&index, 0o777, "world-writable"),
     ] {
         mode(path, m).unwrap();
-        let named = format!("refusing the cache directory {}", path.display());
+        let named = format!("cannot use the cache directory {}", path.display());
         let shown = format!("mode {m:04o}");
         for cmd in [&mut in_cache(), &mut cache_cmd(&cache, &["ls"])] {
             fails(cmd, 1, &[&named, &shown, said, "hint:", "chmod go-w"]);
@@ -265,7 +265,7 @@ fn a_cache_others_can_write_or_that_links_elsewhere_is_refused() {
     // Owned by another user (root running on nobody's cache).
     if root_or_skip("a cache owned by another user") {
         std::os::unix::fs::chown(&cache, Some(65534), Some(65534)).unwrap();
-        let named = format!("refusing the cache directory {}", cache.display());
+        let named = format!("cannot use the cache directory {}", cache.display());
         fails(&mut in_cache(), 1, &[&named, "owned by uid 65534", "hint:"]);
         std::os::unix::fs::chown(&cache, Some(0), Some(0)).unwrap();
     }
@@ -274,7 +274,7 @@ fn a_cache_others_can_write_or_that_links_elsewhere_is_refused() {
     let elsewhere = d.join("elsewhere");
     fs::rename(&index, &elsewhere).unwrap();
     std::os::unix::fs::symlink(&elsewhere, &index).unwrap();
-    let named = format!("refusing the cache directory {}", index.display());
+    let named = format!("cannot use the cache directory {}", index.display());
     for cmd in [
         &mut in_cache(),
         &mut cache_cmd(&cache, &["verify"]),
