@@ -1,14 +1,16 @@
-//! Whether a cache index entry can be tied to what verified it when it was written: the one rule
-//! that an unlocked offline build, `cache import` and `cache verify` share, so that what a build
-//! refuses, an import skips and a verify reports can never disagree.
+//! Whether a cache index entry can be tied to what verified it when it was written: the rule
+//! `cache import` and `cache verify` share with the unlocked offline build (whose downloads are
+//! checked by [`against`] here, and whose images by the signature check the same way), so that
+//! what a build refuses, an import skips and a verify reports agree.
 //!
 //! A download that upstream publishes a checksum for is tied when the cache also holds that
 //! published checksum (under its own `url:` entry) and it names the entry's blob; a published
 //! checksum is trusted as far as the downloads it names. Signature material (signatures,
 //! certificates, Rekor entries) is checked where it is used, against the trusted root and what it
-//! signs. An image tag is tied when the cache holds
-//! a signature for the image it names. Manifests, kubeadm's constants and unsigned images' tags
-//! have nothing to be tied to: an online build takes them as served too. No network.
+//! signs. An image tag is tied when the cache holds a signature for the image it names (its index
+//! or a platform manifest); the tag of an image a signature rule covers cannot be tied without
+//! one. Manifests, kubeadm's constants and the tags of images no rule covers have nothing to be
+//! tied to: an online build takes them as served too. No network.
 
 use std::io::Read as _;
 
@@ -29,10 +31,16 @@ pub enum Tie {
     /// Signature material (a signature, a certificate, a Rekor entry), checked against the
     /// trusted root and what it signs wherever it is used.
     Material,
-    /// An image tag whose image has a signature in the cache (verified again where used).
+    /// An image tag whose image (its index or a platform manifest) has a signature in the cache,
+    /// verified again where used.
     Signed,
-    /// A manifest, kubeadm's constants or an unsigned image's tag: taken as served, online too.
+    /// A manifest, kubeadm's constants or the tag of an image no signature rule covers: taken as
+    /// served, online too.
     Served,
+    /// The tag of an image a signature rule covers, with no signature in the cache: a publisher
+    /// may have left it unsigned, but the cache cannot show it, so an offline build without
+    /// `--locked` refuses it.
+    Unsigned,
 }
 
 /// Where upstream publishes the checksum of the file at `url`, judged by the URL alone (as
@@ -87,15 +95,21 @@ pub fn tie(store: &Cache, key: &str, digest: &Digest, note: &str) -> Result<Tie,
         let Ok(reference) = Reference::parse(text) else {
             return Err(format!("{text:?} is not an image reference"));
         };
-        let sig = format!(
-            "sig:{}/{}:{}",
-            reference.domain(),
-            reference.path(),
-            crate::signature::tag_for(digest)
-        );
-        return Ok(match store.recall(&sig) {
-            Some(_) => Tie::Signed,
-            None => Tie::Served,
+        // Signed as a build checks it: the index itself, or one of its platform manifests.
+        let signed = std::iter::once(digest.clone())
+            .chain(listed(store, digest))
+            .any(|d| {
+                let tag = crate::signature::tag_for(&d);
+                let sig = format!("sig:{}/{}:{tag}", reference.domain(), reference.path());
+                store.recall(&sig).is_some()
+            });
+        let covered = crate::signature::Policy::builtin()
+            .rule_for(&reference.repository())
+            .is_some();
+        return Ok(match (signed, covered) {
+            (true, _) => Tie::Signed,
+            (false, false) => Tie::Served,
+            (false, true) => Tie::Unsigned,
         });
     }
     let Some(url) = key.strip_prefix("url:") else {
@@ -114,6 +128,27 @@ pub fn tie(store: &Cache, key: &str, digest: &Digest, note: &str) -> Result<Tie,
         .expect("checked above");
     against(store, &checksum, from, digest)?;
     Ok(Tie::Checksum(checksum.url().to_owned()))
+}
+
+/// The manifests the image index `digest` lists, when the cache holds it (none for a manifest).
+fn listed(store: &Cache, digest: &Digest) -> Vec<Digest> {
+    let mut bytes = Vec::new();
+    let read = store.open(digest).map(|f| {
+        f.take(crate::image::MAX_MANIFEST_SIZE)
+            .read_to_end(&mut bytes)
+    });
+    if !matches!(read, Ok(Ok(_))) {
+        return Vec::new();
+    }
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return Vec::new();
+    };
+    value["manifests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| Digest::parse(m["digest"].as_str()?).ok())
+        .collect()
 }
 
 /// Checks that the published checksum `checksum`, as the cache kept it, names `digest` for the

@@ -203,6 +203,21 @@ fn an_unlocked_offline_build_refuses_a_planted_tag_with_no_cached_signature() {
     );
     assert!(!said.contains("UNSIGNED"), "{said}");
     assert!(files_under(&d.join("planted")).is_empty());
+    // `cache verify` says so too; `cache import` of that cache skips the entry, naming it.
+    let verified = run(&mut cache_cmd(&cache, &["verify"]));
+    let listed = String::from_utf8_lossy(&verified.stdout).into_owned();
+    assert!(
+        listed.contains(&format!("unsigned index entry {PAUSE}: no signature for")),
+        "{listed}"
+    );
+    let other_side = d.join("other-side");
+    let imported = run(&mut cache_cmd(&other_side, &["import", p(&cache)]));
+    let skipped = stderr(&imported);
+    assert!(
+        skipped.contains(&format!("index entry {PAUSE} not imported"))
+            && skipped.contains("DIR holds no signature for it"),
+        "{skipped}"
+    );
 
     // The lock still names what the online build verified: the locked path does not read the
     // tag, and makes the online ISO byte for byte, offline.
@@ -227,6 +242,9 @@ fn an_unlocked_offline_build_refuses_a_planted_tag_with_no_cached_signature() {
     // The genuine entry back: the unlocked offline build verifies pause's cached signature.
     fs::write(&planted, genuine).unwrap();
     run(&mut in_cache("offline", &["--offline"]));
+    let verified = run(&mut cache_cmd(&cache, &["verify"]));
+    let listed = String::from_utf8_lossy(&verified.stdout).into_owned();
+    assert!(!listed.contains("unsigned index entry"), "{listed}");
 }
 
 #[test]

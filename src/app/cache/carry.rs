@@ -177,6 +177,11 @@ pub(super) fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
                  lock names it"
                     .to_owned(),
             ),
+            Ok(Tie::Unsigned) => Some(
+                "a signature rule covers the image, DIR holds no signature for it, and no \
+                 --locked lock names it"
+                    .to_owned(),
+            ),
             Ok(_) => None,
             Err(reason) => Some(format!("it cannot be tied to a verification: {reason}")),
         };

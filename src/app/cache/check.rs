@@ -9,7 +9,7 @@ use super::{AppError, Locked, failed, human, open, read_locks};
 use crate::cache::{Cache, CacheError, Needs, Stray};
 use crate::cli::{CacheLsArgs, CachePruneArgs, CacheVerifyArgs};
 use crate::ui::{Ui, printable};
-use crate::upstream::tie::tie;
+use crate::upstream::tie::{Tie, tie};
 
 /// Prints the blobs' count and size, the index, and what each lock needs.
 pub(super) fn ls(args: CacheLsArgs) -> Result<(), AppError> {
@@ -148,8 +148,19 @@ pub(super) fn verify(args: CacheVerifyArgs, ui: &Ui) -> Result<(), AppError> {
         let found = cache.size_of(&entry.digest);
         if found == Some(entry.size) {
             // Present: still tied to what verified it (a published checksum kept beside it)?
-            let Err(reason) = tie(&cache, &entry.key, &entry.digest, &entry.note) else {
-                continue;
+            let reason = match tie(&cache, &entry.key, &entry.digest, &entry.note) {
+                Ok(Tie::Unsigned) => {
+                    // Not damage: the publisher may not sign it. Said, not counted.
+                    crate::outln!(
+                        "unsigned index entry {}: no signature for {} in the cache; an offline \
+                         build without --locked refuses it",
+                        printable(&entry.key),
+                        entry.digest
+                    );
+                    continue;
+                }
+                Ok(_) => continue,
+                Err(reason) => reason,
             };
             problems += 1;
             crate::outln!(
