@@ -522,6 +522,10 @@ pub struct CacheImportArgs {
     /// A directory laid out as a cache (`blobs/sha256/…`, `index/…`).
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
+    /// Also take the index entries these locks (or ISOs) name: the manifests and image tags that
+    /// nothing in DIR can verify. Repeatable.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub locked: Vec<PathBuf>,
     /// The cache to import into.
     #[command(flatten)]
     pub cache: CacheDir,

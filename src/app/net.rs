@@ -61,7 +61,17 @@ pub(crate) fn cache(dir: Option<PathBuf>) -> Result<Cache, AppError> {
             AppError::usage(e, hint)
         })?,
     };
-    Ok(Cache::new(root))
+    let cache = Cache::new(root);
+    safe(&cache)?;
+    Ok(cache)
+}
+
+/// Refuses a cache that others can write (see [`Cache::check_safe`]), naming it.
+fn safe(cache: &Cache) -> Result<(), AppError> {
+    cache.check_safe().map_err(|e| {
+        let hint = e.hint();
+        AppError::failure(e, hint)
+    })
 }
 
 /// The blob cache a build or pull writes to, checked writable before any request: `--cache-dir`
@@ -83,12 +93,18 @@ pub(crate) fn writable_cache(dir: Option<PathBuf>) -> Result<Cache, AppError> {
                 ),
             )
         })?;
-        return Ok(Cache::new(dir));
+        let cache = Cache::new(dir);
+        safe(&cache)?;
+        return Ok(cache);
     }
     let default = Cache::default_root();
     let reason = match &default {
         Ok(root) => match writable(root) {
-            Ok(()) => return Ok(Cache::new(root.clone())),
+            Ok(()) => {
+                let cache = Cache::new(root.clone());
+                safe(&cache)?;
+                return Ok(cache);
+            }
             Err(e) => format!("{} is not writable ({e})", root.display()),
         },
         Err(e) => e.to_string(),
@@ -113,7 +129,9 @@ pub(crate) fn writable_cache(dir: Option<PathBuf>) -> Result<Cache, AppError> {
          (set --cache-dir or XDG_CACHE_HOME to keep the cache between runs)",
         fallback.display()
     );
-    Ok(Cache::new(fallback))
+    let cache = Cache::new(fallback);
+    safe(&cache)?;
+    Ok(cache)
 }
 
 /// Creates `dir` if needed and proves a file can be made in it.

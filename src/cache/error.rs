@@ -45,6 +45,14 @@ pub enum CacheError {
         /// The bytes received.
         actual_size: u64,
     },
+    /// The cache directory, or one of its own, can be written by someone else, or is a link.
+    #[error("cannot use the cache directory {}: {reason}", path.display())]
+    Unsafe {
+        /// The directory.
+        path: PathBuf,
+        /// Who else can write it, or where it leads.
+        reason: String,
+    },
     /// The blob is not in the cache.
     #[error("blob {digest} is not in the cache at {}", root.display())]
     NotFound {
@@ -86,6 +94,12 @@ impl CacheError {
                     .into()
             }
             Self::Source { .. } => return None,
+            Self::Unsafe { .. } => {
+                "a build ships what the cache holds, so only you may write it: pass --cache-dir \
+                 a directory of your own, or `chown` it to yourself and `chmod go-w` it (and \
+                 replace a symbolic link by the directory itself)"
+                    .into()
+            }
         })
     }
 }

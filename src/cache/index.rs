@@ -12,7 +12,7 @@
 //! is gone or of another size counts as absent. Downloaded files go into `blobs/` like image
 //! blobs: linked when the file system allows it (no byte copied), else copied and hashed.
 
-use std::io::{self, Write};
+use std::io::{self, Read as _, Write};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
@@ -70,7 +70,11 @@ impl Cache {
 
     /// What `key` named, if recorded and its blob is still there with that size.
     pub fn recall(&self, key: &str) -> Option<Recalled> {
-        let text = std::fs::read_to_string(self.index_path(key)).ok()?;
+        let mut text = String::new();
+        super::guard::open_nofollow(&self.index_path(key))
+            .ok()?
+            .read_to_string(&mut text)
+            .ok()?;
         let mut lines = text.lines();
         let (digest, size) = lines.next()?.split_once(' ')?;
         if lines.next()? != key.replace('\n', " ") {
@@ -95,9 +99,12 @@ impl Cache {
         let mut out = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|source| CacheError::io(&dir, source))?;
-            let Ok(text) = std::fs::read_to_string(entry.path()) else {
+            let mut text = String::new();
+            let read = super::guard::open_nofollow(&entry.path())
+                .and_then(|mut file| file.read_to_string(&mut text));
+            if read.is_err() {
                 continue;
-            };
+            }
             let mut lines = text.lines();
             let parsed = lines
                 .next()

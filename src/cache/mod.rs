@@ -42,6 +42,7 @@
 //! What a lock needs from a cache is worked out in one place, `needs`.
 
 mod error;
+mod guard;
 mod index;
 mod maint;
 mod needs;
@@ -118,6 +119,12 @@ impl Cache {
         root_from(env::XDG_CACHE_HOME.get_os(), env::HOME.get_os()).ok_or(CacheError::NoRoot)
     }
 
+    /// Refuses a cache that another user owns or others can write, or whose own directories are
+    /// symbolic links (see `guard`).
+    pub fn check_safe(&self) -> Result<(), CacheError> {
+        guard::check(&self.root)
+    }
+
     /// The root directory.
     pub fn root(&self) -> &Path {
         &self.root
@@ -130,7 +137,7 @@ impl Cache {
 
     /// Whether the blob is present (and so was verified when stored).
     pub fn contains(&self, digest: &Digest) -> bool {
-        self.blob_path(digest).is_file()
+        self.size_of(digest).is_some()
     }
 
     /// Whether the blob is present with `size` bytes. One of another size (cut short by a power
@@ -153,7 +160,7 @@ impl Cache {
 
     /// The size of the stored blob, if there is one.
     pub fn size_of(&self, digest: &Digest) -> Option<u64> {
-        std::fs::metadata(self.blob_path(digest))
+        std::fs::symlink_metadata(self.blob_path(digest))
             .ok()
             .filter(|meta| meta.is_file())
             .map(|meta| meta.len())
@@ -168,7 +175,8 @@ impl Cache {
         reader: impl Read,
     ) -> Result<u64, CacheError> {
         let target = self.blob_path(digest);
-        if let Ok(meta) = std::fs::metadata(&target)
+        if let Ok(meta) = std::fs::symlink_metadata(&target)
+            && meta.is_file()
             && size.is_none_or(|size| size == meta.len())
         {
             return Ok(meta.len());
@@ -190,7 +198,7 @@ impl Cache {
     /// Opens a stored blob for reading.
     pub fn open(&self, digest: &Digest) -> Result<File, CacheError> {
         let path = self.blob_path(digest);
-        File::open(&path).map_err(|source| match source.kind() {
+        guard::open_nofollow(&path).map_err(|source| match source.kind() {
             io::ErrorKind::NotFound => CacheError::NotFound {
                 digest: digest.clone(),
                 root: self.root.clone(),

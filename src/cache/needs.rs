@@ -14,6 +14,7 @@
 //! network; reads only the cache.
 
 use std::collections::BTreeSet;
+use std::io::Read as _;
 
 use super::Cache;
 use super::maint::IndexEntry;
@@ -304,9 +305,13 @@ impl Cache {
         size: Option<u64>,
     ) {
         needs.blob(self, sig_what.clone(), digest.clone(), size);
-        let Ok(bytes) = std::fs::read(self.blob_path(digest)) else {
+        let mut bytes = Vec::new();
+        let read = self.open(digest).map(|file| {
+            std::io::Read::take(file, crate::image::MAX_MANIFEST_SIZE).read_to_end(&mut bytes)
+        });
+        if !matches!(read, Ok(Ok(_))) {
             return;
-        };
+        }
         if let Ok(manifest) = serde_json::from_slice::<crate::image::Manifest>(&bytes) {
             for (i, layer) in manifest.layers.iter().enumerate() {
                 let what = format!("{sig_what} payload {}", i + 1);

@@ -233,3 +233,33 @@ fn blob_parts_written_out_of_order_are_named_only_when_they_hash_right() {
     assert!(!cache.contains(&wanted));
     assert!(!temp.exists());
 }
+
+#[test]
+fn a_blob_or_index_entry_that_is_a_symbolic_link_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::new(dir.path().join("cache"));
+    let digest = Digest::of(b"elsewhere");
+    let outside = dir.path().join("outside");
+    std::fs::write(&outside, b"elsewhere").unwrap();
+    std::fs::create_dir_all(cache.blob_path(&digest).parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&outside, cache.blob_path(&digest)).unwrap();
+    assert!(!cache.contains(&digest));
+    assert_eq!(cache.size_of(&digest), None);
+    assert!(cache.open(&digest).is_err());
+    // Stored for real, the link is replaced by the verified file.
+    cache.put_bytes(b"elsewhere").unwrap();
+    assert!(!cache.blob_path(&digest).is_symlink());
+    assert!(cache.contains(&digest));
+
+    // An index entry linked to one written elsewhere is not read.
+    let other = Cache::new(dir.path().join("other"));
+    other.put_bytes(b"elsewhere").unwrap();
+    other.remember("tag:x:1", &digest, 9, "x").unwrap();
+    cache.put_bytes(b"elsewhere").unwrap();
+    let entry = cache.index_path("tag:x:1");
+    std::fs::create_dir_all(entry.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(other.index_path("tag:x:1"), &entry).unwrap();
+    assert_eq!(cache.recall("tag:x:1"), None);
+    assert!(cache.index_entries().unwrap().is_empty());
+    assert!(other.recall("tag:x:1").is_some());
+}

@@ -139,6 +139,11 @@ impl Registry {
         })
     }
 
+    /// Whether tags, signatures and blobs come from the cache alone (`--offline`).
+    pub fn offline(&self) -> bool {
+        self.offline
+    }
+
     /// The cache blobs go to.
     pub fn cache(&self) -> &Cache {
         &self.cache

@@ -21,7 +21,8 @@ fn rekor_key(rekor_url: &str, sha256_hex: &str) -> String {
 pub fn cached(store: Option<&Cache>, digest: &str) -> Option<Vec<u8>> {
     let store = store?;
     let digest = Digest::parse(&format!("sha256:{digest}")).ok()?;
-    let bytes = std::fs::read(store.blob_path(&digest)).ok()?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut store.open(&digest).ok()?, &mut bytes).ok()?;
     (Digest::of(&bytes) == digest).then_some(bytes)
 }
 

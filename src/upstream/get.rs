@@ -74,7 +74,9 @@ impl Fetcher<'_> {
     pub async fn text(&self, url: &str, limit: u64) -> Result<String, FetchError> {
         if let Some(store) = self.store.filter(|_| self.download.offline)
             && let Some(found) = store.recall(&url_key(url))
-            && let Ok(bytes) = std::fs::read(store.blob_path(&found.digest))
+            && let Ok(file) = store.open(&found.digest)
+            && let mut bytes = Vec::new()
+            && file.take(limit).read_to_end(&mut bytes).is_ok()
             && Digest::of(&bytes) == found.digest
         {
             return Ok(String::from_utf8_lossy(&bytes).into_owned());
@@ -248,31 +250,7 @@ impl Fetcher<'_> {
             key: url_key(&artifact.url),
             reason,
         };
-        let kept = store.recall(&url_key(checksum.url())).ok_or_else(|| {
-            unverified(format!(
-                "the cache holds no published checksum for it ({})",
-                strip_userinfo(checksum.url())
-            ))
-        })?;
-        let mut body = Vec::new();
-        std::fs::File::open(store.blob_path(&kept.digest))
-            .and_then(|f| std::io::Read::take(f, CHECKSUM_LIMIT).read_to_end(&mut body))
-            .map_err(|e| unverified(format!("its published checksum cannot be read: {e}")))?;
-        if Digest::of(&body) != kept.digest {
-            return Err(unverified(
-                "its published checksum is damaged in the cache".into(),
-            ));
-        }
-        let expected = checksum
-            .expected(&body, file_name(url))
-            .map_err(|reason| unverified(format!("its published checksum: {reason}")))?;
-        if expected != found.digest.hex() {
-            return Err(unverified(format!(
-                "the checksum published in {} is sha256:{expected}, the cached file is {}",
-                strip_userinfo(checksum.url()),
-                found.digest
-            )));
-        }
+        super::tie::against(store, &checksum, url, &found.digest).map_err(unverified)?;
         Ok(())
     }
 

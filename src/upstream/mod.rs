@@ -12,6 +12,7 @@ pub mod content;
 mod error;
 pub mod get;
 pub mod label;
+pub mod tie;
 
 pub use checksum::Checksum;
 pub use content::{Arch, Content};

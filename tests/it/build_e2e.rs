@@ -381,6 +381,11 @@ fn both_arches_build_verify_and_replay_on_the_node_side() {
         fs::create_dir_all(d).unwrap();
         fs::set_permissions(d, fs::Permissions::from_mode(0o777)).unwrap();
     }
+    // The cache is nobody's own: a cache others can write is refused.
+    fs::set_permissions(&cache, fs::Permissions::from_mode(0o755)).unwrap();
+    if is_root() {
+        std::os::unix::fs::chown(&cache, Some(65534), Some(65534)).unwrap();
+    }
     let mut args = flags(&world, p(&out), p(&cache));
     args.extend(["--arch", "amd64", "--arch", "arm64"]);
     let mut cmd = build(&world, &tmp, &args);
@@ -436,6 +441,10 @@ fn both_arches_build_verify_and_replay_on_the_node_side() {
     fs::create_dir_all(&positional).unwrap();
     let crictl = format!("1.{}.0", k.split('.').nth(1).unwrap());
     let name = format!("setup-v{k}");
+    // The next build runs as root: the cache becomes root's, as a cache is its user's alone.
+    if is_root() {
+        run_tool("chown", &["-R", "0:0", p(&cache)]);
+    }
     ok(build(
         &world,
         &tmp,

@@ -74,10 +74,12 @@ fn setup() -> Setup {
     store
         .remember(&key, &taken, network.len() as u64, MANIFEST_URL)
         .unwrap();
-    // Things no lock needs: a checksum file and its entry.
-    let sum = store.put_bytes(b"0123 kubeadm\n").unwrap();
+    // Things no lock needs: the file's published checksum and its entry.
+    let published = format!("{}\n", file.hex());
+    let sum = store.put_bytes(published.as_bytes()).unwrap();
+    let sum_url = format!("{FILE_URL}.sha256");
     store
-        .remember(&format!("url:{FILE_URL}.sha256"), &sum, 13, "")
+        .remember(&format!("url:{sum_url}"), &sum, 65, &sum_url)
         .unwrap();
 
     let mut needed = BTreeSet::from([file.to_string(), taken.to_string()]);
@@ -194,11 +196,34 @@ fn export_then_import_carries_exactly_what_the_lock_needs() {
     );
 
     let carried = s.tmp.path().join("other-side");
+    // Without the lock nothing in the export verifies its index entries: each is named, skipped.
     let out = ok(cache_cmd(&carried, &["import", p(&export)]));
+    let said = text(&out.stderr);
+    for key in &s.needed_keys {
+        assert!(
+            said.contains(&format!("index entry {key} not imported")),
+            "{key}: {said}"
+        );
+    }
+    assert!(said.contains("no --locked lock names it"), "{said}");
+    assert!(
+        said.contains(&format!("no published checksum for it ({FILE_URL}.sha256)")),
+        "{said}"
+    );
+    assert_eq!(contents(&carried), (s.needed.clone(), BTreeSet::new()));
+    let out = ok(cache_cmd(
+        &carried,
+        &["import", p(&export), "--locked", p(&s.lock)],
+    ));
     assert!(
         text(&out.stdout).contains("imported"),
         "{}",
         text(&out.stdout)
+    );
+    assert!(
+        !text(&out.stderr).contains("not imported"),
+        "{}",
+        text(&out.stderr)
     );
     assert_eq!(
         contents(&carried),
@@ -461,7 +486,10 @@ fn a_cache_exported_for_a_build_rebuilds_it_offline_elsewhere() {
         &at("cache"),
         &["export", "--locked", p(&lock), "-o", p(&at("export"))],
     ));
-    ok(cache_cmd(&at("carried"), &["import", p(&at("export"))]));
+    ok(cache_cmd(
+        &at("carried"),
+        &["import", p(&at("export")), "--locked", p(&lock)],
+    ));
     assert_eq!(contents(&at("carried")), contents(&at("export")));
     let listed = ls_json(&at("carried"), &lock);
     assert_eq!(listed["locks"][0]["missing"], 0, "{listed:#}");

@@ -19,6 +19,8 @@ mod diff_e2e;
 mod doctor;
 mod full_disk;
 mod hostile;
+mod hostile_bounds;
+mod hostile_cache;
 mod iso_errors;
 mod iso_large;
 mod iso_readers;

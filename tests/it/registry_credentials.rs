@@ -269,3 +269,96 @@ fn identity_token_is_exchanged_for_a_pull_token_the_oauth2_way() {
     assert!(text.contains("refused access"), "{text}");
     assert!(!text.contains("stale-token"), "the token leaked: {text}");
 }
+
+/// An HTTPS registry (docker-registry's `redirect` storage middleware) that answers every blob
+/// GET with a 307 to a plain-HTTP host: refused, nothing asked of that host, unless the host is
+/// named with `--insecure-registry`; then the same pull succeeds through it.
+#[test]
+fn an_https_registry_redirecting_blobs_to_plain_http_is_refused_unless_the_target_is_insecure() {
+    use cks_iso_testworld::images::{push_blob, push_manifest};
+    use cks_iso_testworld::registry::{DockerRegistry, Tls};
+    use cks_iso_testworld::server::{HttpServer, Outgoing};
+    use cks_iso_testworld::upstream::sha256_hex;
+    use std::sync::{Arc, Mutex};
+
+    let dir = tempfile::tempdir().unwrap();
+    let storage = tempfile::tempdir().unwrap();
+    // Pushed over plain HTTP, served from the same storage over TLS.
+    let plain = DockerRegistry::start(storage.path(), None);
+    let repo = "hostile/redirected";
+    let config =
+        br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#;
+    let layer = b"a layer fetched only where the redirect leads";
+    let (config_digest, layer_digest) = (
+        format!("sha256:{}", sha256_hex(config)),
+        format!("sha256:{}", sha256_hex(layer)),
+    );
+    push_blob(&plain.host(), repo, &config_digest, config).unwrap();
+    push_blob(&plain.host(), repo, &layer_digest, layer).unwrap();
+    let manifest = format!(
+        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{config_digest}","size":{}}},"layers":[{{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"{layer_digest}","size":{}}}]}}"#,
+        config.len(),
+        layer.len()
+    );
+    let media = "application/vnd.oci.image.manifest.v1+json";
+    push_manifest(&plain.host(), repo, "1", media, manifest.as_bytes()).unwrap();
+
+    // The plain-HTTP host the redirects lead to serves the storage's files, and counts requests.
+    let asked: Arc<Mutex<Vec<String>>> = Arc::default();
+    let cdn = {
+        let (asked, root) = (asked.clone(), storage.path().to_owned());
+        HttpServer::start(move |request| {
+            asked.lock().unwrap().push(request.target.clone());
+            let path = request.target.split('?').next().unwrap_or_default();
+            match std::fs::read(root.join(path.trim_start_matches('/'))) {
+                Ok(bytes) => Outgoing::new(200, bytes),
+                Err(_) => Outgoing::new(404, "no"),
+            }
+        })
+    };
+    let tls = Tls::generate();
+    let redirect = format!(
+        "middleware:\n  storage:\n    - name: redirect\n      options:\n        baseurl: http://{}\n",
+        cdn.host()
+    );
+    let registry = DockerRegistry::start_with(storage.path(), Some(&tls), &redirect);
+    let reference = format!("{}/{repo}:1", registry.host());
+    let pull = |out: &str, extra: &[&str]| {
+        let mut args: Vec<String> = [&reference, "--arch", "amd64", "--retries", "1"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.extend(["--ca-file".into(), tls.ca().display().to_string()]);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let cache = dir.path().join(format!("cache-{out}"));
+        crate::support::registry::pull(&args, &cache, &dir.path().join(out))
+    };
+
+    let refused = pull("refused", &[]);
+    let said = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("a redirect from https to")
+            && said.contains(&format!("http://{}", cdn.host())),
+        "{said}"
+    );
+    assert!(said.contains("--insecure-registry"), "{said}");
+    assert!(
+        asked.lock().unwrap().is_empty(),
+        "the plain-HTTP host was asked: {:?}",
+        asked.lock().unwrap()
+    );
+
+    // Named insecure, the redirect target is followed and the image pulled.
+    let followed = pull("followed", &["--insecure-registry", &cdn.host()]);
+    succeeded(&followed);
+    assert!(
+        asked
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|t| t.contains(&sha256_hex(layer))),
+        "{:?}",
+        asked.lock().unwrap()
+    );
+}

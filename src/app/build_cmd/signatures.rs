@@ -105,7 +105,10 @@ pub(super) async fn check(
     };
     let results: Vec<Result<(ImageReport, Option<SignatureManifest>), AppError>> =
         stream::iter(images)
-            .map(|image| check_image(checker, registry, image, lock_sig(image)))
+            .map(|image| {
+                let from_cache = registry.offline() && locked.is_none();
+                check_image_from(checker, registry, image, lock_sig(image), from_cache)
+            })
             .buffered(registry.jobs())
             .collect()
             .await;
@@ -152,12 +155,27 @@ pub(super) async fn check(
 }
 
 /// Fetches and judges one image's signatures (see [`check`]); `locked`, the signature manifest a
-/// lock names for it, is fetched by digest instead of resolving the `.sig` tags.
+/// lock names for it, is fetched by digest instead of resolving the `.sig` tags. Offline, an
+/// image a rule covers needs a signature in the cache (see [`check_image_from`]).
 pub(crate) async fn check_image(
     checker: &Checker,
     registry: &Registry,
     image: &Image,
     locked: Option<&crate::lock::ImageSignature>,
+) -> Result<(ImageReport, Option<SignatureManifest>), AppError> {
+    check_image_from(checker, registry, image, locked, registry.offline()).await
+}
+
+/// [`check_image`]; with `from_cache` (offline without a lock: the image is what the cache's
+/// index named), an image a rule covers and the cache holds no signature for fails as untied,
+/// whatever the mode: the cache cannot show that upstream left it unsigned, and an online build
+/// would have asked the registry.
+async fn check_image_from(
+    checker: &Checker,
+    registry: &Registry,
+    image: &Image,
+    locked: Option<&crate::lock::ImageSignature>,
+    from_cache: bool,
 ) -> Result<(ImageReport, Option<SignatureManifest>), AppError> {
     let artifact = image.reference.to_string();
     let mut report = ImageReport {
@@ -212,6 +230,7 @@ pub(crate) async fn check_image(
     })?;
     let accepted = match found {
         Some(accepted) => accepted,
+        None if from_cache => return Err(untied(image)),
         None if checker.mode == Mode::Enforce => {
             return Err(untrusted(SignatureError::Unsigned {
                 artifact,
@@ -309,6 +328,29 @@ async fn locked_signature(
             ),
         )),
     }
+}
+
+/// Offline without a lock, an image a rule covers whose signature the cache does not hold.
+fn untied(image: &Image) -> AppError {
+    let artifact = image.reference.to_string();
+    let entry = match image.reference.digest() {
+        Some(_) => format!("the image {}", image.top.digest),
+        None => format!("the cache's entry tag:{artifact}"),
+    };
+    AppError::failure(
+        anyhow::anyhow!(
+            "{artifact}: offline without --locked, {entry} cannot be tied to a verification: the \
+             cache holds no signature for {} or its index, which an online build checks at the \
+             registry",
+            image.manifest.digest
+        ),
+        Some(
+            "build once with network (it asks the registry for the signature and keeps it in the \
+             cache), or build --locked from a lock you trust; offline, an image its publisher \
+             leaves unsigned needs one of those (or --signatures off)"
+                .into(),
+        ),
+    )
 }
 
 pub(super) fn untrusted(err: SignatureError) -> AppError {

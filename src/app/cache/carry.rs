@@ -4,12 +4,13 @@
 //! verified blob into place, and write index entries after the blobs they name: an interrupted
 //! export or import leaves a smaller cache, never a half blob or an entry naming nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{AppError, Locked, failed, human, open, read_locks};
 use crate::cache::{Cache, CacheError, Needs};
 use crate::cli::{CacheExportArgs, CacheImportArgs};
-use crate::ui::Ui;
+use crate::ui::{Ui, printable};
+use crate::upstream::tie::{Tie, tie};
 
 /// Writes what the locks need into `--output`, laid out as a cache.
 pub(super) fn export(args: CacheExportArgs, ui: &Ui) -> Result<(), AppError> {
@@ -101,7 +102,9 @@ fn corrupt_source(err: CacheError, what: &str, cache: &Cache) -> AppError {
     )
 }
 
-/// Adds every blob of `DIR` (verified) and its index entries to the cache.
+/// Adds every blob of `DIR` (verified) to the cache, and those of its index entries that can be
+/// tied to a verification (a published checksum or signature in `DIR`) or that a `--locked` lock
+/// names; each other entry is named on stderr with the reason it was skipped.
 pub(super) fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
     let from = Cache::new(&args.dir);
     if !args.dir.join("blobs/sha256").is_dir() {
@@ -131,16 +134,59 @@ pub(super) fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
         progress.advance(blob.size);
     }
     progress.finish();
+    // What the locks name is taken as they name it; everything else only with what verifies it.
+    let mut named = BTreeSet::new();
+    for Locked { lock, .. } in &read_locks(&args.locked)? {
+        named.extend(from.needs(lock).keys.into_iter().map(|k| (k.key, k.digest)));
+    }
+    let index = from.index().map_err(failed)?;
+    let ties: Vec<_> = index
+        .iter()
+        .map(|e| tie(&from, &e.key, &e.digest, &e.note))
+        .collect();
+    // A published checksum comes in with a download it vouches for, never alone: alone it could
+    // only turn a file the cache verified into one it refuses.
+    let vouching: BTreeSet<String> = ties
+        .iter()
+        .filter_map(|t| match t {
+            Ok(Tie::Checksum(url)) => Some(format!("url:{url}")),
+            _ => None,
+        })
+        .collect();
     let (mut entries, mut skipped) = (0, 0);
-    for entry in from.index().map_err(failed)? {
+    for (entry, tied) in index.into_iter().zip(ties) {
         // Only entries whose blob is now here: never one naming nothing.
         if cache.size_of(&entry.digest) != Some(entry.size) {
             tracing::warn!(
                 "index entry {} not imported: its blob {} is not in {}",
-                entry.key,
+                printable(&entry.key),
                 entry.digest,
                 args.dir.display()
             );
+            skipped += 1;
+            continue;
+        }
+        let locked = named.contains(&(entry.key.clone(), entry.digest.clone()));
+        let why_not = match tied {
+            _ if locked => None,
+            Ok(Tie::Published) if !vouching.contains(&entry.key) => {
+                Some("it is the published checksum of no download imported with it".to_owned())
+            }
+            Ok(Tie::Served) => Some(
+                "nothing can verify it (a manifest or an unsigned image's tag) and no --locked \
+                 lock names it"
+                    .to_owned(),
+            ),
+            Ok(Tie::Unsigned) => Some(
+                "a signature rule covers the image, DIR holds no signature for it, and no \
+                 --locked lock names it"
+                    .to_owned(),
+            ),
+            Ok(_) => None,
+            Err(reason) => Some(format!("it cannot be tied to a verification: {reason}")),
+        };
+        if let Some(why) = why_not {
+            tracing::warn!("index entry {} not imported: {why}", printable(&entry.key));
             skipped += 1;
             continue;
         }
@@ -156,7 +202,7 @@ pub(super) fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
         cache.root().display(),
         match skipped {
             0 => String::new(),
-            n => format!("; {n} index entries skipped"),
+            n => format!("; {n} index entries skipped (named above)"),
         }
     );
     match corrupt.is_empty() {

@@ -8,7 +8,8 @@ use serde_json::json;
 use super::{AppError, Locked, failed, human, open, read_locks};
 use crate::cache::{Cache, CacheError, Needs, Stray};
 use crate::cli::{CacheLsArgs, CachePruneArgs, CacheVerifyArgs};
-use crate::ui::Ui;
+use crate::ui::{Ui, printable};
+use crate::upstream::tie::{Tie, tie};
 
 /// Prints the blobs' count and size, the index, and what each lock needs.
 pub(super) fn ls(args: CacheLsArgs) -> Result<(), AppError> {
@@ -102,7 +103,8 @@ pub(super) fn ls(args: CacheLsArgs) -> Result<(), AppError> {
     Ok(())
 }
 
-/// Rehashes every blob; names each problem; with `--fix` removes what is broken.
+/// Rehashes every blob and checks every index entry (its blob present, and tied to the published
+/// checksum that verified it); names each problem; with `--fix` removes what is broken.
 pub(super) fn verify(args: CacheVerifyArgs, ui: &Ui) -> Result<(), AppError> {
     let cache = open(args.cache.cache_dir)?;
     let (blobs, strays) = cache.blob_files().map_err(failed)?;
@@ -145,6 +147,31 @@ pub(super) fn verify(args: CacheVerifyArgs, ui: &Ui) -> Result<(), AppError> {
     for entry in &entries {
         let found = cache.size_of(&entry.digest);
         if found == Some(entry.size) {
+            // Present: still tied to what verified it (a published checksum kept beside it)?
+            let reason = match tie(&cache, &entry.key, &entry.digest, &entry.note) {
+                Ok(Tie::Unsigned) => {
+                    // Not damage: the publisher may not sign it. Said, not counted.
+                    crate::outln!(
+                        "unsigned index entry {}: no signature for {} in the cache; an offline \
+                         build without --locked refuses it",
+                        printable(&entry.key),
+                        entry.digest
+                    );
+                    continue;
+                }
+                Ok(_) => continue,
+                Err(reason) => reason,
+            };
+            problems += 1;
+            crate::outln!(
+                "unverified index entry {}: its blob {} cannot be tied to a verification: {}",
+                printable(&entry.key),
+                entry.digest,
+                printable(&reason)
+            );
+            if args.fix && cache.forget(entry).map_err(failed)? {
+                removed.push(format!("index entry {}", printable(&entry.key)));
+            }
             continue;
         }
         problems += 1;

@@ -1,5 +1,6 @@
-//! The hostile world's tools for `tests/hostile.rs`: the world with its configuration, runs with
-//! a deadline, and tarballs written header by header as a hostile release would ship them.
+//! The hostile world's tools for the hostile suites (`hostile.rs`, `hostile_bounds.rs`,
+//! `hostile_cache.rs`): the world with its configuration, runs with a deadline and their peak
+//! memory, and tarballs written header by header as a hostile release would ship them.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -7,7 +8,6 @@ use std::process::{Command, Output};
 
 use cks_iso_testworld::world::{Options, World};
 
-/// The epoch every hostile build uses.
 /// A started world with its configuration (and trust root) written into `dir`.
 pub fn world_in(dir: &Path) -> (World, PathBuf) {
     let world = World::start(Options::default());
@@ -135,24 +135,56 @@ pub fn publish(world: &World, path: &str, body: &[u8]) {
         .put(path, body.to_vec(), "application/octet-stream");
 }
 
-/// Runs `cmd`, killing it after `secs` seconds; `None` when it had to be killed.
+/// Runs `cmd`, killing it after `secs`; `None` if it had to be killed.
 pub fn output_within(cmd: &mut Command, secs: u64) -> Option<Output> {
+    output_within_rss(cmd, secs).map(|(out, _)| out)
+}
+
+/// [`output_within`], with the child's peak resident set size in bytes (`ru_maxrss` of this very
+/// child, from `wait4`: not its children's, not other tests').
+pub fn output_within_rss(cmd: &mut Command, secs: u64) -> Option<(Output, u64)> {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;
+    // Reaped by `wait4` below, which `Child::wait` cannot do with the child's rusage.
+    #[allow(clippy::zombie_processes)]
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let pid = child.id() as libc::pid_t;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-    while std::time::Instant::now() < deadline {
-        if child.try_wait().unwrap().is_some() {
-            return Some(child.wait_with_output().unwrap());
+    loop {
+        // SAFETY: `rusage` is plain integers, for which all zeros is a valid value.
+        let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+        // SAFETY: plain out-parameters; the child is ours and reaped only here.
+        let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if reaped == pid {
+            let out = Output {
+                status: std::process::ExitStatus::from_raw(status),
+                stdout: stdout.join().unwrap(),
+                stderr: stderr.join().unwrap(),
+            };
+            return Some((out, usage.ru_maxrss as u64 * 1024));
+        }
+        assert_eq!(reaped, 0, "wait4: {}", std::io::Error::last_os_error());
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    let _ = child.kill();
-    let _ = child.wait();
-    None
 }
 
 /// Bytes of every file under `dir`.

@@ -1,0 +1,303 @@
+//! A planted or shared cache: index entries written by someone with write access to the cache
+//! directory, or carried in by `cache import` of a crafted directory. Each scenario runs the real
+//! binary against the local world and asserts that nothing planted ships in an unlocked offline
+//! build, that `cache import` and `cache verify` name what cannot be tied to a verification, and
+//! that a cache directory others can write is refused.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::hostile::*;
+use crate::support::*;
+
+const KUBEADM: &str = "url:https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm";
+const CNI: &str = "url:https://github.com/containernetworking/plugins/releases/download/v1.6.2/cni-plugins-linux-amd64-v1.6.2.tgz";
+
+/// Plants `bytes` in the cache at `cache` as what `key` names, as someone with write access to a
+/// shared cache directory (or a crafted `cache import` directory) would.
+fn plant(cache: &Path, key: &str, bytes: &[u8]) {
+    use cks_iso_testworld::upstream::sha256_hex;
+    let hex = sha256_hex(bytes);
+    fs::create_dir_all(cache.join("blobs/sha256")).unwrap();
+    fs::write(cache.join("blobs/sha256").join(&hex), bytes).unwrap();
+    fs::create_dir_all(cache.join("index")).unwrap();
+    let url = key.trim_start_matches("url:");
+    fs::write(
+        cache.join("index").join(sha256_hex(key.as_bytes())),
+        format!("sha256:{hex} {}\n{key}\n{url}\n", bytes.len()),
+    )
+    .unwrap();
+}
+
+/// `cp -a` of a cache.
+fn copy_cache(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    run(Command::new("cp").args(["-a", &format!("{}/.", p(from)), p(to)]));
+}
+
+/// `cks-iso cache SUBCOMMAND … --cache-dir CACHE`.
+fn cache_cmd(cache: &Path, args: &[&str]) -> Command {
+    let mut cmd = cks_iso();
+    cmd.arg("cache").args(args).args(["--cache-dir", p(cache)]);
+    cmd
+}
+
+#[test]
+fn an_unlocked_offline_build_ships_no_planted_or_imported_download() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let cache = d.join("cache");
+    let autoscaler = world.autoscaler_version().unwrap().to_owned();
+    let offline_in = |cache: &Path, out: &Path, offline: bool| {
+        let mut args = world_args(&world, world.dashboard_url());
+        args.extend(["--cache-dir", p(cache), "--autoscaler-version", &autoscaler]);
+        args.extend(["--output", p(out)]);
+        let mut cmd = build(&config, d, &args);
+        if offline {
+            cmd.arg("--offline");
+        }
+        cmd
+    };
+    run(&mut offline_in(&cache, &d.join("online"), false));
+    // What the online build kept is enough, verifies again, and `cache verify` finds it sound.
+    run(&mut offline_in(&cache, &d.join("offline"), true));
+    run(&mut cache_cmd(&cache, &["verify"]));
+    let (cache2, bare) = (d.join("cache2"), d.join("bare"));
+    copy_cache(&cache, &cache2);
+    copy_cache(&cache, &bare);
+
+    let planted = cks_iso_testworld::upstream::elf("amd64", 99, "planted", 4096);
+    plant(&cache, KUBEADM, &planted);
+    let out = d.join("planted");
+    fails(
+        &mut offline_in(&cache, &out, true),
+        1,
+        &[
+            KUBEADM,
+            "cannot be tied to a verification",
+            "published in",
+            "hint:",
+        ],
+    );
+    assert!(files_under(&out).is_empty(), "{:?}", files_under(&out));
+    // `cache verify` names the entry its published checksum no longer vouches for.
+    let said = fails(
+        &mut cache_cmd(&cache, &["verify"]),
+        1,
+        &[
+            &format!("unverified index entry {KUBEADM}"),
+            "the checksum published in",
+        ],
+    );
+    assert!(said.contains("1 problem(s)"), "{said}");
+
+    // An entry whose published checksum the cache never kept is refused too.
+    let sum_key = format!("{KUBEADM}.sha256");
+    let sum_entry = bare
+        .join("index")
+        .join(cks_iso_testworld::upstream::sha256_hex(sum_key.as_bytes()));
+    fs::remove_file(&sum_entry).unwrap();
+    plant(&bare, KUBEADM, &planted);
+    let no_sum = [
+        "cannot be tied to a verification",
+        "holds no published checksum",
+    ];
+    fails(&mut offline_in(&bare, &out, true), 1, &no_sum);
+    fails(&mut cache_cmd(&bare, &["verify"]), 1, &no_sum);
+    run(&mut cache_cmd(&bare, &["verify", "--fix"]));
+    run(&mut cache_cmd(&bare, &["verify"]));
+
+    // Through `cache import` of a crafted directory: the planted CNI tarball's entry is named
+    // and skipped, with or without a published checksum naming another file; its blob (verified
+    // by its name) comes in, and the build still ships the CNI tarball it verified online.
+    let crafted = d.join("crafted");
+    let tgz = hostile_tgz(&[file("./bridge")]);
+    plant(&crafted, CNI, &tgz);
+    let imported = run(&mut cache_cmd(&cache2, &["import", p(&crafted)]));
+    let said = stderr(&imported);
+    assert!(
+        said.contains(&format!("index entry {CNI} not imported")),
+        "{said}"
+    );
+    assert!(said.contains("no published checksum for it"), "{said}");
+    let other = "0".repeat(64);
+    let sum = format!("{other}  cni-plugins-linux-amd64-v1.6.2.tgz\n");
+    plant(&crafted, &format!("{CNI}.sha256"), sum.as_bytes());
+    let imported = run(&mut cache_cmd(&cache2, &["import", p(&crafted)]));
+    let said = stderr(&imported);
+    assert!(
+        said.contains(&format!("index entry {CNI} not imported")),
+        "{said}"
+    );
+    assert!(said.contains(&format!("is sha256:{other}")), "{said}");
+    assert!(
+        said.contains(&format!("index entry {CNI}.sha256 not imported"))
+            && said.contains("the published checksum of no download imported with it"),
+        "{said}"
+    );
+    let out = d.join("imported");
+    run(&mut offline_in(&cache2, &out, true));
+    let iso = out.join("setup-v1.33.1-x86_64.iso");
+    let shipped =
+        run(Command::new("bsdtar").args(["-x", "-O", "-f", p(&iso), "cni/cni-plugins-amd64.tgz"]))
+            .stdout;
+    assert!(
+        !shipped.is_empty() && shipped != tgz,
+        "the planted tarball shipped"
+    );
+}
+
+#[test]
+fn an_unlocked_offline_build_refuses_a_planted_tag_with_no_cached_signature() {
+    use cks_iso_testworld::upstream::sha256_hex;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let cache = d.join("cache");
+    let autoscaler = world.autoscaler_version().unwrap().to_owned();
+    let in_cache = |out: &str, extra: &[&str]| {
+        let mut args = world_args(&world, world.dashboard_url());
+        args.extend(["--autoscaler-version", &autoscaler]);
+        args.extend(["--cache-dir", p(&cache), "--output"]);
+        let out = d.join(out);
+        let mut cmd = build(&config, d, &args);
+        cmd.arg(&out).args(extra);
+        cmd
+    };
+    let lock = d.join("run.lock");
+    run(&mut in_cache("online", &["--lock-file", p(&lock)]));
+    let iso = |out: &str| fs::read(d.join(out).join("setup-v1.33.1-x86_64.iso")).unwrap();
+
+    // pause:3.10 planted as another cached image: signed, but not as pause, so the cache holds
+    // no signature for it in pause's repository.
+    const PAUSE: &str = "tag:registry.k8s.io/pause:3.10";
+    let index = cache.join("index");
+    let other = fs::read_dir(&index)
+        .unwrap()
+        .map(|e| fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .find(|text| {
+            let key = text.lines().nth(1).unwrap_or_default();
+            key.starts_with("tag:registry.k8s.io/") && key != PAUSE
+        })
+        .expect("another registry.k8s.io tag in the cache");
+    let first = other.lines().next().unwrap();
+    let planted = index.join(sha256_hex(PAUSE.as_bytes()));
+    let genuine = fs::read(&planted).unwrap();
+    fs::write(
+        &planted,
+        format!("{first}\n{PAUSE}\nregistry.k8s.io/pause:3.10\n"),
+    )
+    .unwrap();
+    let said = fails(
+        &mut in_cache("planted", &["--offline"]),
+        1,
+        &[
+            "registry.k8s.io/pause:3.10",
+            &format!("the cache's entry {PAUSE} cannot be tied to a verification"),
+            "no signature for",
+            "hint:",
+            "--locked",
+        ],
+    );
+    assert!(!said.contains("UNSIGNED"), "{said}");
+    assert!(files_under(&d.join("planted")).is_empty());
+    // `cache verify` says so too; `cache import` of that cache skips the entry, naming it.
+    let verified = run(&mut cache_cmd(&cache, &["verify"]));
+    let listed = String::from_utf8_lossy(&verified.stdout).into_owned();
+    assert!(
+        listed.contains(&format!("unsigned index entry {PAUSE}: no signature for")),
+        "{listed}"
+    );
+    let other_side = d.join("other-side");
+    let imported = run(&mut cache_cmd(&other_side, &["import", p(&cache)]));
+    let skipped = stderr(&imported);
+    assert!(
+        skipped.contains(&format!("index entry {PAUSE} not imported"))
+            && skipped.contains("DIR holds no signature for it"),
+        "{skipped}"
+    );
+
+    // The lock still names what the online build verified: the locked path does not read the
+    // tag, and makes the online ISO byte for byte, offline.
+    let locked = d.join("locked");
+    run(&mut build(
+        &config,
+        d,
+        &[
+            "--locked",
+            p(&lock),
+            "--offline",
+            "--cache-dir",
+            p(&cache),
+            "--output",
+            p(&locked),
+        ],
+    ));
+    assert!(
+        iso("locked") == iso("online"),
+        "the locked offline ISO differs"
+    );
+    // The genuine entry back: the unlocked offline build verifies pause's cached signature.
+    fs::write(&planted, genuine).unwrap();
+    run(&mut in_cache("offline", &["--offline"]));
+    let verified = run(&mut cache_cmd(&cache, &["verify"]));
+    let listed = String::from_utf8_lossy(&verified.stdout).into_owned();
+    assert!(!listed.contains("unsigned index entry"), "{listed}");
+}
+
+#[test]
+fn a_cache_others_can_write_or_that_links_elsewhere_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let cache = d.join("cache");
+    let out = d.join("out");
+    let in_cache = || {
+        let mut args = world_args(&world, world.dashboard_url());
+        args.extend(["--cache-dir", p(&cache), "--output", p(&out)]);
+        build(&config, d, &args)
+    };
+    run(&mut in_cache());
+    let mode = |path: &Path, mode| fs::set_permissions(path, fs::Permissions::from_mode(mode));
+
+    // Group- or world-writable without the sticky bit: whoever else can write it could plant.
+    let index = cache.join("index");
+    for (path, m, said) in [
+        (&cache, 0o757, "world-writable"),
+        (&cache, 0o775, "group-writable"),
+        (&index, 0o777, "world-writable"),
+    ] {
+        mode(path, m).unwrap();
+        let named = format!("cannot use the cache directory {}", path.display());
+        let shown = format!("mode {m:04o}");
+        for cmd in [&mut in_cache(), &mut cache_cmd(&cache, &["ls"])] {
+            fails(cmd, 1, &[&named, &shown, said, "hint:", "chmod go-w"]);
+        }
+        mode(path, 0o755).unwrap();
+    }
+    run(&mut cache_cmd(&cache, &["verify"]));
+
+    // Owned by another user (root running on nobody's cache).
+    if root_or_skip("a cache owned by another user") {
+        std::os::unix::fs::chown(&cache, Some(65534), Some(65534)).unwrap();
+        let named = format!("cannot use the cache directory {}", cache.display());
+        fails(&mut in_cache(), 1, &[&named, "owned by uid 65534", "hint:"]);
+        std::os::unix::fs::chown(&cache, Some(0), Some(0)).unwrap();
+    }
+
+    // `index -> elsewhere`: refused, not followed, whatever lies there.
+    let elsewhere = d.join("elsewhere");
+    fs::rename(&index, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &index).unwrap();
+    let named = format!("cannot use the cache directory {}", index.display());
+    for cmd in [
+        &mut in_cache(),
+        &mut cache_cmd(&cache, &["verify"]),
+        &mut cache_cmd(&cache, &["import", p(&cache)]),
+    ] {
+        fails(cmd, 1, &[&named, "symbolic link", p(&elsewhere), "hint:"]);
+    }
+}
