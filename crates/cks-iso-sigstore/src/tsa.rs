@@ -448,3 +448,59 @@ fn chain(certs: &[Cert<'_>], t: i64) -> Result<(), TimestampError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> Result<i64, TimestampError> {
+        gen_time(&Tlv {
+            tag: der::GENERALIZED_TIME,
+            value: text.as_bytes(),
+            raw: &[],
+        })
+    }
+
+    #[test]
+    fn gen_times_read_with_or_without_fractions_and_nothing_else() {
+        let t = der::rfc3339("2025-06-12T12:02:20Z").unwrap();
+        assert_eq!(at("20250612120220Z"), Ok(t));
+        assert_eq!(at("20250612120220.5Z"), Ok(t));
+        assert_eq!(at("20250612120220.123456Z"), Ok(t));
+        for bad in [
+            "20250612120220",
+            "20250612120220.Z",
+            "20250612120220.1aZ",
+            "20250612120220+0100",
+            "2025061212022Z",
+            "\u{e9}",
+        ] {
+            let err = at(bad).unwrap_err();
+            assert!(
+                matches!(err, TimestampError::Malformed(_)),
+                "{bad:?}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_a_granted_response_is_read() {
+        // status 0 (granted) and 1 (grantedWithMods) read on; 2 (rejection) is refused.
+        for (status, verdict) in [(0u8, None), (1, None), (2, Some(TimestampError::Status(2)))] {
+            let resp = der::encode(
+                der::SEQUENCE,
+                &[
+                    der::encode(der::SEQUENCE, &der::encode(der::INTEGER, &[status])),
+                    der::encode(der::SEQUENCE, &[]),
+                ]
+                .concat(),
+            );
+            let err = TimeStamp::parse(&resp).unwrap_err();
+            match verdict {
+                Some(expected) => assert_eq!(err, expected),
+                // Past the status, the empty token is what is refused.
+                None => assert!(matches!(err, TimestampError::Malformed(_)), "{err}"),
+            }
+        }
+    }
+}

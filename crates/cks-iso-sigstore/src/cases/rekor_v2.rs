@@ -222,3 +222,40 @@ fn a_damaged_timestamp_never_panics_and_verifies_only_if_an_untrusted_part_chang
         }
     }
 }
+
+#[test]
+fn a_timestamp_after_its_authoritys_certificate_expired_is_refused_and_one_before_counts() {
+    let case = |bundle: &str, root: &str| {
+        let ev = Evidence::from_bundle(bundle.as_bytes()).unwrap();
+        let root = TrustedRoot::from_json(root).unwrap();
+        let ts = TimeStamp::parse(&ev.timestamps[0]).unwrap();
+        (ts.gen_time, ts.verify(&root, &ev.signature))
+    };
+    // A local TSA whose chain was valid for five minutes: asked after, and within, them.
+    let (t, after) = case(
+        include_str!(
+            "../../../../tests/sigstore-conformance/bundle-verify/rekor2-timestamp-outside-tsa-cert-validity_fail/bundle.sigstore.json"
+        ),
+        include_str!(
+            "../../../../tests/sigstore-conformance/bundle-verify/rekor2-timestamp-outside-tsa-cert-validity_fail/trusted_root.json"
+        ),
+    );
+    match after {
+        Err(TimestampError::CertValidity {
+            time, not_after, ..
+        }) => {
+            assert_eq!(time, t);
+            assert!(not_after < t);
+        }
+        other => panic!("expected a certificate validity refusal, got {other:?}"),
+    }
+    let (t, within) = case(
+        include_str!(
+            "../../../../tests/sigstore-conformance/bundle-verify/rekor2-timestamp-with-expired-cert-chain/bundle.sigstore.json"
+        ),
+        include_str!(
+            "../../../../tests/sigstore-conformance/bundle-verify/rekor2-timestamp-with-expired-cert-chain/trusted_root.json"
+        ),
+    );
+    assert_eq!(within, Ok(t));
+}
