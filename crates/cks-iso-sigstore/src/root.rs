@@ -1,6 +1,7 @@
 //! Sigstore's `trusted_root.json` (protobuf-specs `TrustedRoot`, JSON form): the Fulcio CA
 //! chains, the transparency logs' keys (Rekor v1 and v2), the CT logs' keys and the RFC 3161
-//! timestamp authorities' chains a signature is judged against. Nothing else is trusted: a chain shipped beside a signature is ignored.
+//! timestamp authorities' chains a signature is judged against. Nothing else is trusted: a chain
+//! shipped beside a signature, or embedded in a timestamp, is ignored.
 
 use base64::Engine as _;
 use serde::Deserialize;
@@ -18,7 +19,7 @@ pub struct TrustedRoot {
     pub(crate) cas: Vec<Authority>,
     pub(crate) tlogs: Vec<LogKey>,
     pub(crate) ctlogs: Vec<LogKey>,
-    /// The timestamp authorities cks-iso can read (ECDSA chains), in the root's order.
+    /// The timestamp authorities whose chains cks-iso can read, in the root's order.
     pub(crate) tsas: Vec<Authority>,
 }
 
@@ -254,8 +255,9 @@ impl TrustedRoot {
                 .map(|c| b64(&c.raw_bytes, &entry, "certificate"))
                 .collect::<Result<Vec<_>, _>>()?;
             let valid = validity(tsa.valid_for.as_ref(), &entry)?;
-            // An authority whose chain this reader cannot use (RSA) is kept out, as an unusable
-            // log key is: a timestamp it signed then finds no authority, and is refused.
+            // An authority whose chain this reader cannot use (a signature algorithm other than
+            // ECDSA or RSA with SHA-2) is kept out, as an unusable log key is: a timestamp it
+            // signed then finds no authority, and is refused.
             if !chain.is_empty() && chain.iter().all(|der| Cert::parse(der).is_ok()) {
                 tsas.push(Authority { chain, valid });
             }

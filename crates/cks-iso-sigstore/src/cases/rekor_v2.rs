@@ -259,3 +259,17 @@ fn a_timestamp_after_its_authoritys_certificate_expired_is_refused_and_one_befor
     );
     assert_eq!(within, Ok(t));
 }
+
+#[test]
+fn a_rekor_v2_log_not_yet_valid_at_the_signing_time_proves_nothing() {
+    let mut v: Value = serde_json::from_str(ROOT).unwrap();
+    for log in v["tlogs"].as_array_mut().unwrap() {
+        if log["logId"]["keyId"] == LOG_ID {
+            log["publicKey"]["validFor"]["start"] = Value::from("2025-07-01T00:00:00Z");
+        }
+    }
+    let root = TrustedRoot::from_json(&v.to_string()).unwrap();
+    let (step, why) = judged(&root, &evidence()).unwrap_err();
+    assert_eq!(step, Step::Checkpoint, "{why}");
+    assert!(why.contains("not valid at the signing time"), "{why}");
+}
