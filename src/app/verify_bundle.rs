@@ -81,8 +81,13 @@ pub fn run(args: VerifyBundleArgs) -> Result<(), AppError> {
         };
         AppError::failure(anyhow::Error::new(err), Some(hint.into()))
     })?;
+    // A Rekor v2 entry has no integrated time: its signing time is an RFC 3161 timestamp's.
+    let when = match evidence.version {
+        rekor::EntryVersion::V001 => "integrated",
+        rekor::EntryVersion::V002 => "timestamped",
+    };
     crate::outln!(
-        "verified {shown} (sha256:{}): signed by {} via {}, Rekor log index {}, integrated at {}",
+        "verified {shown} (sha256:{}): signed by {} via {}, Rekor log index {}, {when} at {}",
         hex::encode(digest),
         verified.identity,
         verified.issuer,

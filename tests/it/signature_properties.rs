@@ -1,18 +1,26 @@
 //! Property tests for the signature parsers that read what a user or a registry hands cks-iso:
-//! Sigstore bundles, trusted roots, checkpoints (signed notes) and inclusion proofs. None may
+//! Sigstore bundles (Rekor v1 and v2 entries), trusted roots, checkpoints (signed notes),
+//! inclusion proofs and RFC 3161 timestamps. None may
 //! panic on any input, whether random bytes or real Sigstore material (from the conformance
 //! suite's data) with one byte changed or cut short; a refusal always says why; a bundle that
 //! reads writes back to the same evidence. `make fuzz` runs the same parsers coverage-guided.
 
 use cks_iso::signature::rekor::{self, Evidence};
-use cks_iso::signature::{PUBLIC_GOOD_ROOT, TrustedRoot};
+use cks_iso::signature::{PUBLIC_GOOD_ROOT, Rule, TrustedRoot};
 use proptest::prelude::*;
+use sha2::{Digest as _, Sha256};
 
-const BUNDLES: [&str; 3] = [
+const BUNDLES: [&str; 4] = [
     include_str!("../sigstore-conformance/bundle-verify/happy-path-v0.1/bundle.sigstore.json"),
     include_str!("../sigstore-conformance/bundle-verify/happy-path-v0.2/bundle.sigstore.json"),
     include_str!("../sigstore-conformance/bundle-verify/happy-path-v0.3/bundle.sigstore.json"),
+    include_str!("../sigstore-conformance/bundle-verify/rekor2-happy-path/bundle.sigstore.json"),
 ];
+/// The (staging) trusted root that judges the Rekor v2 bundle, and the file it signs.
+const REKOR_V2_ROOT: &str =
+    include_str!("../sigstore-conformance/bundle-verify/rekor2-happy-path/trusted_root.json");
+const ARTIFACT: &[u8] = include_bytes!("../sigstore-conformance/bundle-verify/a.txt");
+const BEACON: &str = "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main";
 /// The production Rekor v1 log id (SHA-256 of its key).
 const REKOR_V1: &str = "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d";
 
@@ -80,14 +88,14 @@ proptest! {
 
     #[test]
     fn real_bundles_spoiled_by_one_byte_never_panic(
-        which in 0..3usize, at in any::<usize>(), byte in any::<u8>(), cut in any::<bool>()
+        which in 0..BUNDLES.len(), at in any::<usize>(), byte in any::<u8>(), cut in any::<bool>()
     ) {
         judged(&spoiled(BUNDLES[which], at, byte, cut))?;
     }
 
     #[test]
     fn bundles_with_any_value_in_any_field_never_panic(
-        which in 0..3usize, field in 0..12usize, value in prop_oneof![
+        which in 0..BUNDLES.len(), field in 0..14usize, value in prop_oneof![
             "\\PC{0,40}".prop_map(serde_json::Value::from),
             any::<i64>().prop_map(serde_json::Value::from),
             Just(serde_json::Value::Null),
@@ -110,11 +118,34 @@ proptest! {
             format!("{e}/inclusionProof/hashes"),
             format!("{e}/inclusionProof/checkpoint/envelope"),
             "/messageSignature/messageDigest/digest".to_owned(),
+            format!("{e}/kindVersion/version"),
+            "/verificationMaterial/timestampVerificationData/rfc3161Timestamps/0/signedTimestamp"
+                .to_owned(),
         ][field].clone();
         if let Some(slot) = v.pointer_mut(&pointer) {
             *slot = value;
         }
         judged(v.to_string().as_bytes())?;
+    }
+
+    #[test]
+    fn a_real_rfc3161_timestamp_spoiled_by_one_byte_never_panics_the_verifier(
+        at in any::<usize>(), byte in any::<u8>(), cut in any::<bool>()
+    ) {
+        let mut ev = Evidence::from_bundle(BUNDLES[3].as_bytes()).unwrap();
+        let token = &mut ev.timestamps[0];
+        let at = at % token.len();
+        match cut {
+            true => token.truncate(at),
+            false => token[at] = byte,
+        }
+        let root = TrustedRoot::from_json(REKOR_V2_ROOT).unwrap();
+        let rule = Rule::exact("**", BEACON, "https://token.actions.githubusercontent.com");
+        let digest: [u8; 32] = Sha256::digest(ARTIFACT).into();
+        let now = i64::MAX / 2;
+        if let Err(f) = rekor::verify_digest(&root, &rule, &digest, &ev, now) {
+            prop_assert!(!f.reason.is_empty());
+        }
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! Reading a Sigstore bundle (protobuf-specs `Bundle`, JSON form) into [`Evidence`]: the versions
 //! cks-iso understands (0.1 to 0.3), a Fulcio certificate (or an older bundle's chain, without
-//! its root), one `hashedrekord` 0.0.1 Rekor v1 entry with its SET and inclusion proof, and a
+//! its root), one log entry with its inclusion proof (a `hashedrekord` 0.0.1 of Rekor v1 with its
+//! SET, or a `hashedrekord` 0.0.2 of Rekor v2 with the RFC 3161 timestamps that date it), and a
 //! SHA-256 message signature. A bundle is handed in by users (`verify-bundle`) and read from ISOs
 //! (`verify --signatures`), so every refusal is a [`BundleError`] naming the field, never a panic.
 
 use serde_json::Value;
 
-use super::rekor::{BUNDLE_MEDIA_TYPE, Evidence, Proof};
+use super::rekor::{BUNDLE_MEDIA_TYPE, EntryVersion, Evidence, Proof};
 use super::verify::b64;
 use super::x509::Cert;
 
@@ -65,8 +66,8 @@ pub enum BundleError {
     /// Not exactly one transparency log entry.
     #[error("{0} tlog entries, expected one")]
     Entries(usize),
-    /// An entry of another kind (DSSE, intoto, hashedrekord 0.0.2).
-    #[error("the tlog entry is not a hashedrekord 0.0.1")]
+    /// An entry of another kind (DSSE, intoto).
+    #[error("the tlog entry is not a hashedrekord 0.0.1 or 0.0.2")]
     EntryKind,
     /// A message digest other than SHA-256.
     #[error("the message digest is not SHA2_256")]
@@ -97,8 +98,12 @@ fn text(v: &Value, field: &'static str) -> Result<String, BundleError> {
         .ok_or(BundleError::Missing { field })
 }
 
+/// A bytes field: standard base64, line breaks allowed inside it (as Go's and Python's
+/// decoders, which Sigstore's own clients use, allow them; `base64` tools wrap their output).
 fn bytes(v: &Value, field: &'static str) -> Result<Vec<u8>, BundleError> {
-    b64(&text(v, field)?).ok_or(BundleError::NotBase64 { field })
+    let mut text = text(v, field)?;
+    text.retain(|c| c != '\n' && c != '\r');
+    b64(&text).ok_or(BundleError::NotBase64 { field })
 }
 
 /// A number, as protobuf's JSON writes int64 (a string) or as a plain number.
@@ -168,26 +173,57 @@ impl Evidence {
         let [e] = entries.as_slice() else {
             return Err(BundleError::Entries(entries.len()));
         };
-        if e["kindVersion"]["kind"] != "hashedrekord" || e["kindVersion"]["version"] != "0.0.1" {
-            return Err(BundleError::EntryKind);
-        }
+        let version = match (&e["kindVersion"]["kind"], &e["kindVersion"]["version"]) {
+            (kind, v) if kind == "hashedrekord" && v == "0.0.1" => EntryVersion::V001,
+            (kind, v) if kind == "hashedrekord" && v == "0.0.2" => EntryVersion::V002,
+            _ => return Err(BundleError::EntryKind),
+        };
+        let log_index = non_negative(&e["logIndex"], "logIndex")?;
         let p = &e["inclusionProof"];
+        if p.is_null() {
+            return Err(BundleError::Missing {
+                field: "inclusionProof",
+            });
+        }
         let ms = &v["messageSignature"];
         if ms["messageDigest"]["algorithm"] != "SHA2_256" {
             return Err(BundleError::DigestAlgorithm);
         }
+        // Rekor v2 signs no entry timestamp and integrates at no time it vouches for: both are
+        // left out, and the timestamps date the signature instead.
+        let (integrated_time, set) = match version {
+            EntryVersion::V001 => (
+                number(&e["integratedTime"], "integratedTime")?,
+                bytes(
+                    &e["inclusionPromise"]["signedEntryTimestamp"],
+                    "signedEntryTimestamp",
+                )?,
+            ),
+            EntryVersion::V002 => (0, Vec::new()),
+        };
+        let timestamps = match &vm["timestampVerificationData"]["rfc3161Timestamps"] {
+            Value::Null => Vec::new(),
+            Value::Array(list) => list
+                .iter()
+                .map(|t| bytes(&t["signedTimestamp"], "signedTimestamp"))
+                .collect::<Result<_, _>>()?,
+            _ => {
+                return Err(BundleError::Missing {
+                    field: "rfc3161Timestamps",
+                });
+            }
+        };
         Ok(Self {
+            version,
+            timestamps,
             digest: bytes(&ms["messageDigest"]["digest"], "messageDigest")?,
             signature: bytes(&ms["signature"], "signature")?,
             leaf,
             body: text(&e["canonicalizedBody"], "canonicalizedBody")?,
-            integrated_time: number(&e["integratedTime"], "integratedTime")?,
+            integrated_time,
             log_id: bytes(&e["logId"]["keyId"], "logId")?,
-            log_index: non_negative(&e["logIndex"], "logIndex")?,
-            set: bytes(
-                &e["inclusionPromise"]["signedEntryTimestamp"],
-                "signedEntryTimestamp",
-            )?,
+            log_index,
+            set,
             proof: Proof {
                 log_index: non_negative(&p["logIndex"], "inclusionProof.logIndex")?,
                 root_hash: hash32(&p["rootHash"], "rootHash")?,

@@ -21,13 +21,16 @@ mod bundle;
 #[cfg(test)]
 mod cases;
 mod der;
+mod key;
 pub mod policy;
 pub mod rekor;
+mod rekor_v2;
 pub mod root;
 mod sct;
 #[cfg(test)]
 mod strict;
 mod tlog;
+mod tsa;
 pub mod verify;
 mod x509;
 

@@ -29,6 +29,7 @@ use cks_iso_oci::image::sha256_of;
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
 
 pub use super::bundle::{BUNDLE_MEDIA_TYPES, BundleError};
+pub use super::tsa::TimestampError;
 
 /// A Rekor v1 log entry as `GET /api/v1/log/entries/<uuid>` serves it (the value under its UUID).
 #[derive(Debug, Clone, Deserialize)]
@@ -107,9 +108,31 @@ pub struct Proof {
     pub checkpoint: String,
 }
 
+/// The `hashedrekord` version of a log entry, which says which Rekor logged it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EntryVersion {
+    /// `0.0.1`, Rekor v1: a SET and an integrated time give the signing time.
+    #[default]
+    V001,
+    /// `0.0.2`, Rekor v2: no SET, no integrated time; RFC 3161 timestamps give the signing time.
+    V002,
+}
+
+impl EntryVersion {
+    /// Its `kindVersion.version`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V001 => "0.0.1",
+            Self::V002 => "0.0.2",
+        }
+    }
+}
+
 /// Everything that shows a file was signed and logged.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Evidence {
+    /// Which `hashedrekord` the entry is (Rekor v1 or v2).
+    pub version: EntryVersion,
     /// sha256 of the file.
     pub digest: Vec<u8>,
     /// The DER ECDSA signature.
@@ -128,6 +151,9 @@ pub struct Evidence {
     pub set: Vec<u8>,
     /// The inclusion proof.
     pub proof: Proof,
+    /// RFC 3161 `TimeStampResp`s (DER) of the signature, as a bundle carries them (only read for
+    /// Rekor v2 entries, whose signing time they give).
+    pub timestamps: Vec<Vec<u8>>,
 }
 
 fn b64_encode(bytes: &[u8]) -> String {
@@ -177,6 +203,8 @@ impl Evidence {
             .as_ref()
             .ok_or("the Rekor entry has no inclusion proof")?;
         Ok(Self {
+            version: EntryVersion::V001,
+            timestamps: Vec::new(),
             digest: digest.to_vec(),
             signature,
             leaf,
@@ -212,26 +240,38 @@ impl Evidence {
     /// evidence.
     pub fn bundle(&self) -> Vec<u8> {
         let p = &self.proof;
+        let mut entry = json!({
+            "logIndex": self.log_index.to_string(),
+            "logId": {"keyId": b64_encode(&self.log_id)},
+            "kindVersion": {"kind": "hashedrekord", "version": self.version.as_str()},
+            "inclusionProof": {
+                "logIndex": p.log_index.to_string(),
+                "rootHash": b64_encode(&p.root_hash),
+                "treeSize": p.tree_size.to_string(),
+                "hashes": p.hashes.iter().map(|h| b64_encode(h)).collect::<Vec<_>>(),
+                "checkpoint": {"envelope": p.checkpoint},
+            },
+            "canonicalizedBody": self.body,
+        });
+        if self.version == EntryVersion::V001 {
+            entry["integratedTime"] = json!(self.integrated_time.to_string());
+            entry["inclusionPromise"] = json!({"signedEntryTimestamp": b64_encode(&self.set)});
+        }
+        let mut material = json!({
+            "certificate": {"rawBytes": b64_encode(&self.leaf)},
+            "tlogEntries": [entry],
+        });
+        if !self.timestamps.is_empty() {
+            let signed: Vec<_> = self
+                .timestamps
+                .iter()
+                .map(|t| json!({"signedTimestamp": b64_encode(t)}))
+                .collect();
+            material["timestampVerificationData"] = json!({"rfc3161Timestamps": signed});
+        }
         let value = json!({
             "mediaType": BUNDLE_MEDIA_TYPE,
-            "verificationMaterial": {
-                "certificate": {"rawBytes": b64_encode(&self.leaf)},
-                "tlogEntries": [{
-                    "logIndex": self.log_index.to_string(),
-                    "logId": {"keyId": b64_encode(&self.log_id)},
-                    "kindVersion": {"kind": "hashedrekord", "version": "0.0.1"},
-                    "integratedTime": self.integrated_time.to_string(),
-                    "inclusionPromise": {"signedEntryTimestamp": b64_encode(&self.set)},
-                    "inclusionProof": {
-                        "logIndex": p.log_index.to_string(),
-                        "rootHash": b64_encode(&p.root_hash),
-                        "treeSize": p.tree_size.to_string(),
-                        "hashes": p.hashes.iter().map(|h| b64_encode(h)).collect::<Vec<_>>(),
-                        "checkpoint": {"envelope": p.checkpoint},
-                    },
-                    "canonicalizedBody": self.body,
-                }],
-            },
+            "verificationMaterial": material,
             "messageSignature": {
                 "messageDigest": {"algorithm": "SHA2_256", "digest": b64_encode(&self.digest)},
                 "signature": b64_encode(&self.signature),
@@ -279,6 +319,9 @@ pub fn verify_digest(
             ),
         });
     }
+    if evidence.version == EntryVersion::V002 {
+        return super::rekor_v2::verify(root, rule, digest, evidence, now);
+    }
     // The same checks as an image signature layer, with the material in cosign's annotations.
     let rekor = json!({
         "SignedEntryTimestamp": b64_encode(&evidence.set),
@@ -297,6 +340,13 @@ pub fn verify_digest(
     let layer_digest = format!("sha256:{}", hex::encode(digest));
     let signed = verify::Blob::Sha256(digest);
     let verified = verify::blob(root, rule, &layer_digest, &annotations, signed, now)?;
+    logged(root, evidence, evidence.integrated_time)?;
+    Ok(verified)
+}
+
+/// The last two checks of any entry: its RFC 6962 inclusion proof leads to the proof's root, and
+/// a checkpoint of the entry's log, whose key is valid at the signing time `t`, commits to it.
+pub(crate) fn logged(root: &TrustedRoot, evidence: &Evidence, t: i64) -> Result<(), Failure> {
     // The inclusion proof, from the entry's leaf to the proof's root.
     let p = &evidence.proof;
     let body = b64(&evidence.body).ok_or_else(|| Failure {
@@ -314,7 +364,17 @@ pub fn verify_digest(
         step: Step::InclusionProof,
         reason,
     })?;
-    // The checkpoint, signed by a log of the root, commits to that root.
+    // The checkpoint, signed by the entry's log, commits to that root.
+    let log = root.tlogs.iter().find(|l| l.id == evidence.log_id);
+    if log.is_some_and(|l| !l.valid.covers(t)) {
+        return Err(Failure {
+            step: Step::Checkpoint,
+            reason: format!(
+                "log {} of the trusted root is not valid at the signing time {t}",
+                hex::encode(&evidence.log_id)
+            ),
+        });
+    }
     let cp = checkpoint(root, &evidence.log_id, &p.checkpoint).map_err(|reason| Failure {
         step: Step::Checkpoint,
         reason: reason.to_string(),
@@ -331,5 +391,5 @@ pub fn verify_digest(
             ),
         });
     }
-    Ok(verified)
+    Ok(())
 }

@@ -1,6 +1,7 @@
 //! Sigstore's `trusted_root.json` (protobuf-specs `TrustedRoot`, JSON form): the Fulcio CA
-//! chains, the transparency logs' keys (Rekor) and the CT logs' keys a signature is judged
-//! against. Nothing else is trusted: a chain shipped beside a signature is ignored.
+//! chains, the transparency logs' keys (Rekor v1 and v2), the CT logs' keys and the RFC 3161
+//! timestamp authorities' chains a signature is judged against. Nothing else is trusted: a chain
+//! shipped beside a signature, or embedded in a timestamp, is ignored.
 
 use base64::Engine as _;
 use serde::Deserialize;
@@ -18,9 +19,12 @@ pub struct TrustedRoot {
     pub(crate) cas: Vec<Authority>,
     pub(crate) tlogs: Vec<LogKey>,
     pub(crate) ctlogs: Vec<LogKey>,
+    /// The timestamp authorities whose chains cks-iso can read, in the root's order.
+    pub(crate) tsas: Vec<Authority>,
 }
 
-/// One certificate authority: its chain (intermediates first, the root last).
+/// One certificate authority (Fulcio, or an RFC 3161 timestamp authority): its chain (the
+/// issuing certificate first, the root last).
 #[derive(Debug, Clone)]
 pub(crate) struct Authority {
     pub(crate) chain: Vec<Vec<u8>>,
@@ -58,6 +62,8 @@ struct Raw {
     certificate_authorities: Vec<RawCa>,
     #[serde(default)]
     ctlogs: Vec<RawLog>,
+    #[serde(default)]
+    timestamp_authorities: Vec<RawCa>,
 }
 
 #[derive(Deserialize)]
@@ -239,6 +245,23 @@ impl TrustedRoot {
                 valid: validity(ca.valid_for.as_ref(), &entry)?,
             });
         }
+        let mut tsas = Vec::new();
+        for (i, tsa) in raw.timestamp_authorities.iter().enumerate() {
+            let entry = format!("timestamp authority #{}", i + 1);
+            let chain = tsa
+                .cert_chain
+                .certificates
+                .iter()
+                .map(|c| b64(&c.raw_bytes, &entry, "certificate"))
+                .collect::<Result<Vec<_>, _>>()?;
+            let valid = validity(tsa.valid_for.as_ref(), &entry)?;
+            // An authority whose chain this reader cannot use (a signature algorithm other than
+            // ECDSA or RSA with SHA-2) is kept out, as an unusable log key is: a timestamp it
+            // signed then finds no authority, and is refused.
+            if !chain.is_empty() && chain.iter().all(|der| Cert::parse(der).is_ok()) {
+                tsas.push(Authority { chain, valid });
+            }
+        }
         let tlogs = raw
             .tlogs
             .iter()
@@ -249,7 +272,12 @@ impl TrustedRoot {
             .iter()
             .map(|l| log(l, "CT log"))
             .collect::<Result<_, _>>()?;
-        Ok(Self { cas, tlogs, ctlogs })
+        Ok(Self {
+            cas,
+            tlogs,
+            ctlogs,
+            tsas,
+        })
     }
 
     /// A fingerprint of the text, for the report: which root judged.

@@ -5,7 +5,7 @@
 use sha2::{Digest as _, Sha256};
 
 use super::root::TrustedRoot;
-use super::x509::{Cert, Hash};
+use super::x509::{Cert, Hash, SigAlg};
 
 /// Checks the leaf's embedded SCTs: at least one from a CT log of the root must verify.
 pub(crate) fn sct(root: &TrustedRoot, leaf: &Cert<'_>, issuer_spki: &[u8]) -> Result<(), String> {
@@ -33,11 +33,12 @@ pub(crate) fn sct(root: &TrustedRoot, leaf: &Cert<'_>, issuer_spki: &[u8]) -> Re
             ));
             continue;
         }
-        let hash = match (s.hash_alg, s.sig_alg) {
-            (4, 3) => Hash::Sha256,
-            (5, 3) => Hash::Sha384,
+        let alg = match (s.hash_alg, s.sig_alg) {
+            (4, 3) => SigAlg::Ecdsa(Hash::Sha256),
+            (5, 3) => SigAlg::Ecdsa(Hash::Sha384),
+            (4, 1) => SigAlg::Rsa(Hash::Sha256),
             _ => {
-                why.push("an SCT signature algorithm other than ECDSA".into());
+                why.push("an SCT signature algorithm other than ECDSA or RSA with SHA-2".into());
                 continue;
             }
         };
@@ -49,7 +50,7 @@ pub(crate) fn sct(root: &TrustedRoot, leaf: &Cert<'_>, issuer_spki: &[u8]) -> Re
         signed.extend(&tbs);
         signed.extend((s.extensions.len() as u16).to_be_bytes());
         signed.extend(&s.extensions);
-        match key.verify(hash, &signed, &s.signature) {
+        match key.verify_as(alg, &signed, &s.signature) {
             Ok(()) => return Ok(()),
             Err(_) => why.push(format!(
                 "the SCT of log {} does not verify",

@@ -171,6 +171,8 @@ fn one_entry(
     let (signature, leaf) = rekor::read_pair(&blob.sig, &blob.cert).unwrap();
     let root_hash = leaf_hash(&blob.body).to_vec();
     Evidence {
+        version: rekor::EntryVersion::V001,
+        timestamps: Vec::new(),
         digest: Sha256::digest(file).to_vec(),
         signature,
         leaf,

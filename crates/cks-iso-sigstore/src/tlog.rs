@@ -6,7 +6,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::root::TrustedRoot;
 use super::verify::b64;
-use super::x509::Hash;
+use super::x509::{Hash, KeyKind, PublicKey};
 
 /// RFC 6962 leaf hash.
 pub fn leaf_hash(entry: &[u8]) -> [u8; 32] {
@@ -83,7 +83,9 @@ pub struct Checkpoint {
 /// (the log that holds the entry: a checkpoint of another log proves nothing about it) and
 /// returns what it commits to. The signature line is `— <name> <base64(key hint ‖ signature)>`,
 /// the hint being the first four bytes of the log's id; the origin line must be non-empty and
-/// be the signing key's name (Rekor v1 adds ` - <tree id>` to it).
+/// be the signing key's name (Rekor v1 adds ` - <tree id>` to it). For an Ed25519 key (Rekor v2)
+/// the hint is also the signed-note key id of that name and key, so the name is the key's own.
+/// Lines of other keys (witness cosignatures, keys the root does not list) are passed over.
 pub fn checkpoint(
     root: &TrustedRoot,
     log_id: &[u8],
@@ -134,6 +136,13 @@ pub fn checkpoint(
             ));
             continue;
         }
+        if key.kind == KeyKind::Ed25519 && hint != note_key_id(name, key) {
+            why.push(format!(
+                "key hint {} is not the note key id of {name:?} and the log's key",
+                hex::encode(hint)
+            ));
+            continue;
+        }
         if key.verify(Hash::Sha256, note.as_bytes(), sig).is_err() {
             why.push(format!(
                 "the signature of log {} does not verify",
@@ -157,6 +166,17 @@ pub fn checkpoint(
         true => "it has no signature line".into(),
         false => why.join("; "),
     }))
+}
+
+/// The first four bytes of the signed-note key id of an Ed25519 key named `name`: SHA-256 of
+/// the name, a newline, the signature type 0x01 and the key.
+pub(crate) fn note_key_id(name: &str, key: &PublicKey) -> [u8; 4] {
+    let mut h = Sha256::new();
+    h.update(name.as_bytes());
+    h.update([b'\n', 0x01]);
+    h.update(&key.bits);
+    let id: [u8; 32] = h.finalize().into();
+    [id[0], id[1], id[2], id[3]]
 }
 
 /// Why a checkpoint proves nothing.

@@ -21,13 +21,14 @@ pub enum Step {
     RekorSet,
     /// 3: the Rekor entry is the hashedrekord of this payload, signature and certificate.
     RekorEntry,
-    /// 4: the leaf chains to a Fulcio CA of the root at the integrated time, for code signing.
+    /// 4: the leaf chains to a Fulcio CA of the root at the signing time, for code signing.
     CertificateChain,
     /// 5: the leaf embeds an SCT that a CT log of the root signed.
     Sct,
     /// 6: the leaf's key signed the payload.
     Signature,
-    /// 7: the integrated time lies inside the leaf's validity (and not in the future).
+    /// 7: the signing time (integrated, or timestamped) lies inside the leaf's validity (and not
+    /// in the future).
     Time,
     /// 8a: the leaf's SAN is the policy's identity.
     Identity,
@@ -39,6 +40,9 @@ pub enum Step {
     InclusionProof,
     /// Binaries: the log's signed checkpoint commits to that root hash and tree size.
     Checkpoint,
+    /// Rekor v2 entries: an RFC 3161 timestamp of a timestamp authority of the root gives the
+    /// signing time (a Rekor v2 entry has no integrated time and no SET).
+    Timestamp,
 }
 
 impl Step {
@@ -57,6 +61,7 @@ impl Step {
             Self::Binding => "signed digest",
             Self::InclusionProof => "Rekor inclusion proof",
             Self::Checkpoint => "Rekor checkpoint",
+            Self::Timestamp => "RFC 3161 timestamp",
         }
     }
 }
@@ -332,22 +337,56 @@ pub fn blob(
         step: RekorEntry,
         reason,
     })?;
-    let t = p.integrated_time;
+    let identity = signed_at(
+        root,
+        rule,
+        &leaf,
+        &signature,
+        payload,
+        &digest,
+        (p.integrated_time, "integrated"),
+        now,
+    )?;
+    Ok(Verified {
+        identity,
+        issuer: rule.issuer.clone(),
+        log_index: p.log_index,
+        integrated_time: p.integrated_time,
+        docker_reference: String::new(),
+    })
+}
 
+/// Checks 4 to 8, whatever gave the signing time `t` (`when.0`; `when.1` says how it was
+/// established, "integrated" by Rekor v1 or "timestamped" by a timestamp authority): the leaf
+/// chains to a CA of the root at `t`, embeds a valid SCT, signed `payload` (whose sha256 is
+/// `digest`) with `signature`, was valid at `t` (not in the future of `now`), and names the
+/// rule's identity and issuer. Returns the identity that matched.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn signed_at(
+    root: &TrustedRoot,
+    rule: &Rule,
+    leaf: &Cert<'_>,
+    signature: &[u8],
+    payload: Blob<'_>,
+    digest: &[u8; 32],
+    (t, when): (i64, &str),
+    now: i64,
+) -> Result<String, Failure> {
+    use Step::*;
     // 4. Chain, with the root's CAs only.
-    let issuer_spki = chain(root, &leaf, t).map_err(|reason| Failure {
+    let issuer_spki = chain(root, leaf, t).map_err(|reason| Failure {
         step: CertificateChain,
         reason,
     })?;
 
     // 5. SCT.
-    super::sct::sct(root, &leaf, &issuer_spki).map_err(|reason| Failure { step: Sct, reason })?;
+    super::sct::sct(root, leaf, &issuer_spki).map_err(|reason| Failure { step: Sct, reason })?;
 
     // 6. Signature over the payload (or over its digest).
     PublicKey::from_spki(leaf.spki)
         .and_then(|k| match payload {
-            Blob::Bytes(bytes) => k.verify(Hash::Sha256, bytes, &signature),
-            Blob::Sha256(_) => k.verify_prehash(Hash::Sha256, &digest, &signature),
+            Blob::Bytes(bytes) => k.verify(Hash::Sha256, bytes, signature),
+            Blob::Sha256(_) => k.verify_prehash(Hash::Sha256, digest, signature),
         })
         .map_err(|e| Failure {
             step: Signature,
@@ -359,13 +398,13 @@ pub fn blob(
         return fail(
             Time,
             format!(
-                "integrated at {t}, outside the certificate's validity {}..{}",
+                "{when} at {t}, outside the certificate's validity {}..{}",
                 leaf.not_before, leaf.not_after
             ),
         );
     }
     if t > now + 300 {
-        return fail(Time, format!("integrated at {t}, in the future"));
+        return fail(Time, format!("{when} at {t}, in the future"));
     }
 
     // 8. Identity and issuer.
@@ -399,14 +438,7 @@ pub fn blob(
             ),
         );
     }
-
-    Ok(Verified {
-        identity,
-        issuer: rule.issuer.clone(),
-        log_index: p.log_index,
-        integrated_time: t,
-        docker_reference: String::new(),
-    })
+    Ok(identity)
 }
 
 /// Whether the Rekor entry `body` (base64 of the canonical JSON) is the hashedrekord 0.0.1 of
@@ -493,7 +525,7 @@ fn chain(root: &TrustedRoot, leaf: &Cert<'_>, t: i64) -> Result<Vec<u8>, String>
                     return Err("a certificate of the CA chain is not a CA".into());
                 }
                 if t < c.not_before || t > c.not_after {
-                    return Err("a CA certificate is not valid at the integrated time".into());
+                    return Err("a CA certificate is not valid at the signing time".into());
                 }
             }
             Ok(())
@@ -504,9 +536,7 @@ fn chain(root: &TrustedRoot, leaf: &Cert<'_>, t: i64) -> Result<Vec<u8>, String>
         }
     }
     Err(match why.is_empty() {
-        true => {
-            "no certificate authority of the trusted root is valid at the integrated time".into()
-        }
+        true => "no certificate authority of the trusted root is valid at the signing time".into(),
         false => format!(
             "not issued by a CA of the trusted root ({})",
             why.join("; ")

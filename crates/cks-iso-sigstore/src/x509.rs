@@ -4,6 +4,7 @@
 //! the TBS re-encoded without it.
 
 use super::der::{self, Reader, Tlv};
+pub(crate) use super::key::{Hash, KeyKind, PublicKey, SigAlg};
 
 /// `1.3.6.1.4.1.11129.2.4.2`: the embedded SCT list (RFC 6962 §3.3).
 pub(crate) const OID_SCT_LIST: &[u8] = &[0x2b, 6, 1, 4, 1, 0xd6, 0x79, 2, 4, 2];
@@ -29,128 +30,8 @@ const UNDERSTOOD: &[&[u8]] = &[
 ];
 /// `1.3.6.1.5.5.7.3.3`: id-kp-codeSigning.
 const OID_CODE_SIGNING: &[u8] = &[0x2b, 6, 1, 5, 5, 7, 3, 3];
-const OID_EC_PUBLIC_KEY: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 2, 1];
-const OID_P256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 3, 1, 7];
-const OID_P384: &[u8] = &[0x2b, 0x81, 0x04, 0, 0x22];
-const OID_ED25519: &[u8] = &[0x2b, 0x65, 0x70];
-const OID_ECDSA_SHA256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 4, 3, 2];
-const OID_ECDSA_SHA384: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 4, 3, 3];
-
-/// A public key from a SubjectPublicKeyInfo.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct PublicKey {
-    pub(crate) kind: KeyKind,
-    /// The key's bits (an uncompressed EC point, or 32 Ed25519 bytes).
-    pub(crate) bits: Vec<u8>,
-}
-
-/// The key algorithms Sigstore's public instances use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum KeyKind {
-    P256,
-    P384,
-    Ed25519,
-}
-
-/// The hash an ECDSA signature was made over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Hash {
-    Sha256,
-    Sha384,
-}
-
-impl PublicKey {
-    /// Parses a DER SubjectPublicKeyInfo.
-    pub(crate) fn from_spki(spki: &[u8]) -> Result<Self, String> {
-        let seq = der::one(spki, der::SEQUENCE)?;
-        let mut r = Reader::new(seq.value);
-        let alg = r.expect(der::SEQUENCE)?;
-        let key = r.expect(der::BIT_STRING)?;
-        if !r.is_empty() {
-            return Err("bytes after a public key".into());
-        }
-        let mut a = Reader::new(alg.value);
-        let oid = a.expect(der::OID)?;
-        let kind = match oid.value {
-            OID_EC_PUBLIC_KEY => match a.expect(der::OID)?.value {
-                OID_P256 => KeyKind::P256,
-                OID_P384 => KeyKind::P384,
-                _ => return Err("an EC key on a curve other than P-256 or P-384".into()),
-            },
-            OID_ED25519 => KeyKind::Ed25519,
-            _ => return Err("a key that is neither ECDSA nor Ed25519".into()),
-        };
-        Ok(Self {
-            kind,
-            bits: der::bits(&key)?.to_vec(),
-        })
-    }
-
-    /// Checks the DER signature `sig` over `message`, hashed with `hash` (ignored for Ed25519).
-    pub(crate) fn verify(&self, hash: Hash, message: &[u8], sig: &[u8]) -> Result<(), String> {
-        use ring::signature as s;
-        let alg: &dyn s::VerificationAlgorithm = match (self.kind, hash) {
-            (KeyKind::P256, Hash::Sha256) => &s::ECDSA_P256_SHA256_ASN1,
-            (KeyKind::P256, Hash::Sha384) => &s::ECDSA_P256_SHA384_ASN1,
-            (KeyKind::P384, Hash::Sha256) => &s::ECDSA_P384_SHA256_ASN1,
-            (KeyKind::P384, Hash::Sha384) => &s::ECDSA_P384_SHA384_ASN1,
-            (KeyKind::Ed25519, _) => &s::ED25519,
-        };
-        s::UnparsedPublicKey::new(alg, &self.bits)
-            .verify(message, sig)
-            .map_err(|_| "the signature does not verify".to_owned())
-    }
-
-    /// Checks the DER ECDSA signature `sig` over a message whose `hash` is `digest` (the message
-    /// itself is never needed: a file is hashed once, while it streams). Ed25519 refuses: pure
-    /// EdDSA signs the message itself, not a digest of it.
-    pub(crate) fn verify_prehash(
-        &self,
-        hash: Hash,
-        digest: &[u8],
-        sig: &[u8],
-    ) -> Result<(), String> {
-        use p256::ecdsa::signature::hazmat::PrehashVerifier as _;
-        let len = match hash {
-            Hash::Sha256 => 32,
-            Hash::Sha384 => 48,
-        };
-        if digest.len() != len {
-            return Err(format!(
-                "a {}-byte digest, not the {len} bytes of its hash",
-                digest.len()
-            ));
-        }
-        let bad_key = |_| "the key is not a valid EC point".to_owned();
-        let bad_sig = |_| "the signature is not DER ECDSA".to_owned();
-        let verified = match self.kind {
-            KeyKind::P256 => {
-                let key =
-                    p256::ecdsa::VerifyingKey::from_sec1_bytes(&self.bits).map_err(bad_key)?;
-                let sig = p256::ecdsa::Signature::from_der(sig).map_err(bad_sig)?;
-                key.verify_prehash(digest, &sig).is_ok()
-            }
-            KeyKind::P384 => {
-                let key =
-                    p384::ecdsa::VerifyingKey::from_sec1_bytes(&self.bits).map_err(bad_key)?;
-                let sig = p384::ecdsa::Signature::from_der(sig).map_err(bad_sig)?;
-                key.verify_prehash(digest, &sig).is_ok()
-            }
-            KeyKind::Ed25519 => {
-                return Err(
-                    "an Ed25519 key (pure EdDSA signs the whole file, not its digest, so \
-                            a file verified while it streams cannot be checked with it; only \
-                            ECDSA P-256 and P-384 keys can sign files)"
-                        .into(),
-                );
-            }
-        };
-        match verified {
-            true => Ok(()),
-            false => Err("the signature does not verify".into()),
-        }
-    }
-}
+/// `1.3.6.1.5.5.7.3.8`: id-kp-timeStamping.
+pub(crate) const OID_TIME_STAMPING: &[u8] = &[0x2b, 6, 1, 5, 5, 7, 3, 8];
 
 /// One extension.
 #[derive(Debug, Clone, Copy)]
@@ -168,7 +49,9 @@ struct Extension<'a> {
 pub(crate) struct Cert<'a> {
     /// The TBSCertificate element, as signed.
     pub(crate) tbs: &'a [u8],
-    sig_hash: Hash,
+    /// The serial number's INTEGER contents.
+    pub(crate) serial: &'a [u8],
+    sig_alg: SigAlg,
     signature: &'a [u8],
     /// The issuer and subject Names, raw.
     pub(crate) issuer: &'a [u8],
@@ -193,7 +76,7 @@ impl<'a> Cert<'a> {
         if !r.is_empty() {
             return Err("bytes after the certificate's signature".into());
         }
-        let sig_hash = sig_hash(&alg)?;
+        let sig_alg = sig_alg(&alg)?;
         let mut t = Reader::new(tbs.value);
         let mut head = Vec::new();
         // Fulcio, CT and every CA of a trusted root issue v3 certificates only.
@@ -255,7 +138,8 @@ impl<'a> Cert<'a> {
         }
         Ok(Self {
             tbs: tbs.raw,
-            sig_hash,
+            serial: serial.value,
+            sig_alg,
             signature: der::bits(&sig)?,
             issuer: issuer.raw,
             subject: subject.raw,
@@ -277,7 +161,7 @@ impl<'a> Cert<'a> {
             return Err("its issuer name is not the CA's subject".into());
         }
         PublicKey::from_spki(issuer.spki)?
-            .verify(self.sig_hash, self.tbs, self.signature)
+            .verify_as(self.sig_alg, self.tbs, self.signature)
             .map_err(|_| "the CA's signature on it does not verify".into())
     }
 
@@ -313,13 +197,26 @@ impl<'a> Cert<'a> {
 
     /// Whether the extended key usage lists code signing.
     pub(crate) fn code_signing(&self) -> Result<bool, String> {
+        self.extended_key_usage(OID_CODE_SIGNING)
+    }
+
+    /// The subject key identifier's contents, if the certificate has one.
+    pub(crate) fn subject_key_id(&self) -> Result<Option<&'a [u8]>, String> {
+        match self.extension(OID_SUBJECT_KEY_ID) {
+            Some(ext) => Ok(Some(der::one(ext.value, der::OCTET_STRING)?.value)),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether the extended key usage lists `purpose` (an OID's contents).
+    pub(crate) fn extended_key_usage(&self, purpose: &[u8]) -> Result<bool, String> {
         let Some(ext) = self.extension(OID_EKU) else {
             return Ok(false);
         };
         let seq = der::one(ext.value, der::SEQUENCE)?;
         let mut r = Reader::new(seq.value);
         while !r.is_empty() {
-            if r.expect(der::OID)?.value == OID_CODE_SIGNING {
+            if r.expect(der::OID)?.value == purpose {
                 return Ok(true);
             }
         }
@@ -425,13 +322,14 @@ pub(crate) fn oid_text(oid: &[u8]) -> String {
         .join(".")
 }
 
-fn sig_hash(alg: &Tlv<'_>) -> Result<Hash, String> {
+fn sig_alg(alg: &Tlv<'_>) -> Result<SigAlg, String> {
     let oid = Reader::new(alg.value).expect(der::OID)?;
-    match oid.value {
-        OID_ECDSA_SHA256 => Ok(Hash::Sha256),
-        OID_ECDSA_SHA384 => Ok(Hash::Sha384),
-        _ => Err("a certificate signature that is not ECDSA with SHA-256 or SHA-384".into()),
-    }
+    SigAlg::from_oid(oid.value).ok_or_else(|| {
+        format!(
+            "a certificate signature algorithm cks-iso does not verify ({})",
+            oid_text(oid.value)
+        )
+    })
 }
 
 /// The DER of every `CERTIFICATE` block of a PEM text, in order.
@@ -456,112 +354,5 @@ pub(crate) fn pem_certificates(text: &str) -> Result<Vec<Vec<u8>>, String> {
     match body {
         Some(_) => Err("a PEM certificate without its END line".into()),
         None => Ok(out),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use ring::rand::SystemRandom;
-    use ring::signature::{self as s, EcdsaKeyPair, Ed25519KeyPair, KeyPair as _};
-    use sha2::{Digest as _, Sha256, Sha384};
-
-    use super::{Hash, KeyKind, PublicKey};
-
-    const MESSAGE: &[u8] = b"kubeadm, or any file too large to hold";
-
-    /// A fresh ECDSA key (ring's, so the signatures come from another implementation than the
-    /// one that checks them): its public key and a DER signature over `MESSAGE`.
-    fn ecdsa(alg: &'static s::EcdsaSigningAlgorithm, kind: KeyKind) -> (PublicKey, Vec<u8>) {
-        let rng = SystemRandom::new();
-        let pkcs8 = EcdsaKeyPair::generate_pkcs8(alg, &rng).unwrap();
-        let pair = EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng).unwrap();
-        let sig = pair.sign(&rng, MESSAGE).unwrap().as_ref().to_vec();
-        let key = PublicKey {
-            kind,
-            bits: pair.public_key().as_ref().to_vec(),
-        };
-        (key, sig)
-    }
-
-    #[test]
-    fn an_ecdsa_signature_verifies_over_the_digest_as_over_the_message() {
-        let sha256 = Sha256::digest(MESSAGE);
-        let sha384 = Sha384::digest(MESSAGE);
-        let cases = [
-            (
-                &s::ECDSA_P256_SHA256_ASN1_SIGNING,
-                KeyKind::P256,
-                Hash::Sha256,
-            ),
-            (
-                &s::ECDSA_P384_SHA384_ASN1_SIGNING,
-                KeyKind::P384,
-                Hash::Sha384,
-            ),
-        ];
-        for (alg, kind, hash) in cases {
-            let (key, sig) = ecdsa(alg, kind);
-            let digest = match hash {
-                Hash::Sha256 => sha256.to_vec(),
-                Hash::Sha384 => sha384.to_vec(),
-            };
-            assert_eq!(key.verify(hash, MESSAGE, &sig), Ok(()), "{kind:?} {hash:?}");
-            assert_eq!(
-                key.verify_prehash(hash, &digest, &sig),
-                Ok(()),
-                "{kind:?} {hash:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_wrong_digest_key_or_signature_fails_the_prehash_check() {
-        let (key, sig) = ecdsa(&s::ECDSA_P256_SHA256_ASN1_SIGNING, KeyKind::P256);
-        let digest: [u8; 32] = Sha256::digest(MESSAGE).into();
-        assert!(key.verify_prehash(Hash::Sha256, &digest, &sig).is_ok());
-        // Another file's digest.
-        let other: [u8; 32] = Sha256::digest(b"another file").into();
-        let err = key.verify_prehash(Hash::Sha256, &other, &sig).unwrap_err();
-        assert_eq!(err, "the signature does not verify");
-        let mut flipped = digest;
-        flipped[31] ^= 1;
-        assert!(key.verify_prehash(Hash::Sha256, &flipped, &sig).is_err());
-        // Another key of the same curve.
-        let (stranger, _) = ecdsa(&s::ECDSA_P256_SHA256_ASN1_SIGNING, KeyKind::P256);
-        let err = stranger
-            .verify_prehash(Hash::Sha256, &digest, &sig)
-            .unwrap_err();
-        assert_eq!(err, "the signature does not verify");
-        // A digest of the wrong length for its hash, a signature that is not DER, a bad point.
-        let err = key.verify_prehash(Hash::Sha384, &digest, &sig).unwrap_err();
-        assert!(err.contains("32-byte digest"), "{err}");
-        let err = key
-            .verify_prehash(Hash::Sha256, &digest, &sig[1..])
-            .unwrap_err();
-        assert!(err.contains("not DER"), "{err}");
-        let bad = PublicKey {
-            kind: KeyKind::P256,
-            bits: vec![4; 65],
-        };
-        let err = bad.verify_prehash(Hash::Sha256, &digest, &sig).unwrap_err();
-        assert!(err.contains("not a valid EC point"), "{err}");
-    }
-
-    #[test]
-    fn an_ed25519_key_cannot_verify_a_digest_and_says_why() {
-        let pkcs8 = Ed25519KeyPair::generate_pkcs8(&SystemRandom::new()).unwrap();
-        let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
-        let sig = pair.sign(MESSAGE).as_ref().to_vec();
-        let key = PublicKey {
-            kind: KeyKind::Ed25519,
-            bits: pair.public_key().as_ref().to_vec(),
-        };
-        // Over the message it verifies (checkpoints, SETs); over a digest it cannot, even a
-        // right one: pure EdDSA signs the message itself.
-        assert_eq!(key.verify(Hash::Sha256, MESSAGE, &sig), Ok(()));
-        let digest = Sha256::digest(MESSAGE);
-        let err = key.verify_prehash(Hash::Sha256, &digest, &sig).unwrap_err();
-        assert!(err.contains("Ed25519"), "{err}");
-        assert!(err.contains("not its digest"), "{err}");
     }
 }

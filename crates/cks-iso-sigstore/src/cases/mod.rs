@@ -424,3 +424,4 @@ fn a_backing_registry_docker_reference_is_recorded_not_trusted() {
 }
 
 mod binaries;
+mod rekor_v2;

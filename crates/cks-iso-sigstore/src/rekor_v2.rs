@@ -1,0 +1,168 @@
+//! Rekor v2 entries (`hashedrekord` 0.0.2), as Sigstore bundles v0.3 carry them: the log signs
+//! no entry timestamp and vouches for no integrated time, so an entry is proven by its inclusion
+//! proof and the log's checkpoint alone, and the signing time comes from RFC 3161 timestamps of a
+//! timestamp authority of the trusted root ([`super::tsa`]). The certificate checks after that
+//! are the very ones a Rekor v1 signature gets ([`super::verify::signed_at`]).
+
+use serde::Deserialize;
+
+use super::Rule;
+use super::rekor::{Evidence, logged};
+use super::root::TrustedRoot;
+use super::tsa::TimeStamp;
+use super::verify::{Blob, Failure, Step, Verified, b64, signed_at};
+use super::x509::Cert;
+
+#[derive(Deserialize)]
+struct Entry {
+    #[serde(rename = "apiVersion")]
+    api_version: String,
+    kind: String,
+    spec: Spec,
+}
+
+#[derive(Deserialize)]
+struct Spec {
+    #[serde(rename = "hashedRekordV002")]
+    hashed_rekord: HashedRekord,
+}
+
+#[derive(Deserialize)]
+struct HashedRekord {
+    data: Data,
+    signature: Signature,
+}
+
+#[derive(Deserialize)]
+struct Data {
+    algorithm: String,
+    digest: String,
+}
+
+#[derive(Deserialize)]
+struct Signature {
+    content: String,
+    verifier: Verifier,
+}
+
+#[derive(Deserialize)]
+struct Verifier {
+    #[serde(rename = "x509Certificate")]
+    certificate: Option<RawBytes>,
+}
+
+#[derive(Deserialize)]
+struct RawBytes {
+    #[serde(rename = "rawBytes")]
+    raw_bytes: String,
+}
+
+/// Whether the entry `body` (base64 of its canonical JSON) is the `hashedrekord` 0.0.2 of a
+/// blob whose sha256 is `digest`, with `signature` and the certificate `leaf_der`.
+pub(crate) fn logs(
+    body: &str,
+    digest: &[u8],
+    signature: &[u8],
+    leaf_der: &[u8],
+) -> Result<(), String> {
+    let entry = b64(body)
+        .and_then(|body| serde_json::from_slice::<Entry>(&body).ok())
+        .ok_or("the body is not a hashedrekord 0.0.2")?;
+    if entry.kind != "hashedrekord" || entry.api_version != "0.0.2" {
+        return Err(format!(
+            "a {} {} entry, not hashedrekord 0.0.2",
+            entry.kind, entry.api_version
+        ));
+    }
+    let h = &entry.spec.hashed_rekord;
+    let logged = b64(&h.data.digest);
+    if h.data.algorithm != "SHA2_256" || logged.as_deref() != Some(digest) {
+        return Err(format!(
+            "the entry logs {}:{}, not this payload (sha256:{})",
+            h.data.algorithm,
+            logged.map_or_else(|| h.data.digest.clone(), hex::encode),
+            hex::encode(digest)
+        ));
+    }
+    if b64(&h.signature.content).as_deref() != Some(signature) {
+        return Err("the entry logs another signature".into());
+    }
+    let Some(cert) = &h.signature.verifier.certificate else {
+        return Err("the entry logs a public key, not a certificate".into());
+    };
+    if b64(&cert.raw_bytes).as_deref() != Some(leaf_der) {
+        return Err("the entry logs another certificate".into());
+    }
+    Ok(())
+}
+
+/// Verifies a file hashing to `digest` against Rekor v2 `evidence`: the entry binds the digest,
+/// signature and certificate; at least one timestamp verifies; at every verified time the
+/// certificate checks pass; the inclusion proof and the checkpoint hold.
+pub(crate) fn verify(
+    root: &TrustedRoot,
+    rule: &Rule,
+    digest: &[u8; 32],
+    evidence: &Evidence,
+    now: i64,
+) -> Result<Verified, Failure> {
+    let leaf = Cert::parse(&evidence.leaf).map_err(|e| Failure {
+        step: Step::LayerIntegrity,
+        reason: format!("the certificate: {e}"),
+    })?;
+    logs(&evidence.body, digest, &evidence.signature, &evidence.leaf).map_err(|reason| {
+        Failure {
+            step: Step::RekorEntry,
+            reason,
+        }
+    })?;
+    let times = timestamps(root, evidence)?;
+    let mut identity = String::new();
+    for &t in &times {
+        identity = signed_at(
+            root,
+            rule,
+            &leaf,
+            &evidence.signature,
+            Blob::Sha256(digest),
+            digest,
+            (t, "timestamped"),
+            now,
+        )?;
+    }
+    logged(root, evidence, times[0])?;
+    Ok(Verified {
+        identity,
+        issuer: rule.issuer.clone(),
+        log_index: evidence.log_index,
+        integrated_time: times[0],
+        docker_reference: String::new(),
+    })
+}
+
+/// The generation times of the timestamps that verify (at least one), in the bundle's order.
+fn timestamps(root: &TrustedRoot, evidence: &Evidence) -> Result<Vec<i64>, Failure> {
+    let fail = |reason: String| Failure {
+        step: Step::Timestamp,
+        reason,
+    };
+    if evidence.timestamps.is_empty() {
+        return Err(fail(
+            "the bundle has no RFC 3161 timestamp, and a Rekor v2 entry has no integrated time: \
+             nothing says when it was signed"
+                .into(),
+        ));
+    }
+    let mut times = Vec::new();
+    let mut why = Vec::new();
+    for (i, der) in evidence.timestamps.iter().enumerate() {
+        match TimeStamp::parse(der).and_then(|ts| ts.verify(root, &evidence.signature)) {
+            Ok(t) => times.push(t),
+            Err(e) => why.push(format!("timestamp #{}: {e}", i + 1)),
+        }
+    }
+    match times.is_empty() {
+        true => Err(fail(why.join("; "))),
+        false => Ok(times),
+    }
+}
