@@ -59,7 +59,7 @@ impl Content {
 }
 
 /// What a file is instead of what it should be ([`Content`]); each reads as the end of "… is not
-/// an ELF executable for arm64: <this>".
+/// an ELF executable for arm64: …".
 #[derive(Debug, thiserror::Error)]
 pub enum WrongContent {
     /// The file cannot be read back from disk.

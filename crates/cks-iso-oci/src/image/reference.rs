@@ -166,7 +166,7 @@ fn split_domain(name: &str) -> (&str, &str) {
     }
 }
 
-/// What is wrong with one part of a reference; the end of "invalid image reference …: <this>".
+/// What is wrong with one part of a reference; the end of "invalid image reference …: …".
 #[derive(Debug, thiserror::Error)]
 enum PartProblem {
     #[error("the port of {0:?} is not a number")]
