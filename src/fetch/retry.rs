@@ -108,6 +108,36 @@ where
     }
 }
 
+/// The re-fetch of bytes that arrived but failed verification (a digest or checksum mismatch, a
+/// manifest that does not parse, text that is not UTF-8, a signature that does not verify):
+/// damaged on the way until proven otherwise, so fetched again within the same budget as a 5xx,
+/// and at least once even with `--retries 1`. Every such loop (blobs, manifests, downloads, texts,
+/// binaries' signature material) counts and waits through this, so the rule lives in one place.
+#[derive(Debug)]
+pub struct Refetch {
+    policy: RetryPolicy,
+    attempt: u32,
+}
+
+impl Refetch {
+    /// A budget of `policy.attempts` fetches in all (at least two).
+    pub fn new(policy: RetryPolicy) -> Self {
+        Self { policy, attempt: 1 }
+    }
+
+    /// After `err` on the latest attempt: when the budget allows another, logs
+    /// "`err`; `action` again", waits as the policy says and returns `true`; else `false`.
+    pub async fn again(&mut self, err: &dyn std::fmt::Display, action: &str) -> bool {
+        if self.attempt >= self.policy.attempts.max(2) {
+            return false;
+        }
+        tracing::warn!("{err}; {action} again");
+        tokio::time::sleep(self.policy.delay(self.attempt, None)).await;
+        self.attempt += 1;
+        true
+    }
+}
+
 /// The `Retry-After` header as a duration: delta-seconds or an HTTP date.
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
@@ -133,6 +163,23 @@ mod tests {
         for (attempt, full) in [(1, 100), (2, 200), (3, 400), (4, 800), (5, 1000), (9, 1000)] {
             let d = p.delay(attempt, None).as_millis() as u64;
             assert!(d >= full / 2 && d <= full, "attempt {attempt}: {d} ms");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refetch_is_allowed_at_least_once_and_never_past_the_budget() {
+        let quick = |attempts| RetryPolicy {
+            attempts,
+            base: Duration::from_millis(1),
+            max: Duration::from_millis(1),
+        };
+        for (attempts, fetches) in [(1, 2), (2, 2), (5, 5)] {
+            let mut refetch = Refetch::new(quick(attempts));
+            let mut done = 1;
+            while refetch.again(&"damaged", "fetching it").await {
+                done += 1;
+            }
+            assert_eq!(done, fetches, "--retries {attempts}");
         }
     }
 

@@ -108,7 +108,7 @@ impl Registry {
             reference: reference.to_string(),
             source,
         };
-        let mut attempt = 1;
+        let mut refetch = fetch::Refetch::new(self.retry);
         loop {
             let mut writer = self
                 .cache
@@ -149,13 +149,9 @@ impl Registry {
                 },
                 Err(other) => return Err(cache_err(other)),
             };
-            // Damaged on the way until proven otherwise: the same budget as a 5xx.
-            if attempt >= self.retry.attempts.max(2) {
+            if !refetch.again(&err, "downloading it").await {
                 return Err(err);
             }
-            tracing::warn!("{err}; downloading it again");
-            tokio::time::sleep(self.retry.delay(attempt, None)).await;
-            attempt += 1;
         }
     }
 }

@@ -94,7 +94,7 @@ impl Registry {
         expected: Option<&Digest>,
     ) -> Result<Digest, RegistryError> {
         let url = ep.manifest_url(object);
-        let mut attempt = 1;
+        let mut refetch = fetch::Refetch::new(self.retry);
         let bytes = loop {
             let mut renewed = false;
             let bytes = loop {
@@ -139,12 +139,9 @@ impl Registry {
                     reason: format!("the manifest {object} is neither a manifest nor an index"),
                 },
             };
-            if attempt >= self.retry.attempts.max(2) {
+            if !refetch.again(&err, "fetching it").await {
                 return Err(err);
             }
-            tracing::warn!("{err}; fetching it again");
-            tokio::time::sleep(self.retry.delay(attempt, None)).await;
-            attempt += 1;
         };
         self.cache
             .put_bytes(&bytes)

@@ -81,7 +81,7 @@ impl Fetcher<'_> {
         {
             return Ok(String::from_utf8_lossy(&bytes).into_owned());
         }
-        let mut attempt = 1;
+        let mut refetch = crate::fetch::Refetch::new(self.download.retry);
         let bytes = loop {
             let (bytes, _) = get_bytes(
                 &self.download,
@@ -90,16 +90,13 @@ impl Fetcher<'_> {
                 limit,
             )
             .await?;
-            // Text that is not UTF-8 was damaged on the way until proven otherwise.
-            if std::str::from_utf8(&bytes).is_ok() || attempt >= self.download.retry.attempts {
+            // Text that is not UTF-8 was damaged on the way until proven otherwise; past the
+            // budget it is taken as it is (a lossy read names the damage where it is used).
+            let damaged = format!("{} sent text that is not UTF-8", redact(url));
+            if std::str::from_utf8(&bytes).is_ok() || !refetch.again(&damaged, "fetching it").await
+            {
                 break bytes;
             }
-            tracing::warn!(
-                "{} sent text that is not UTF-8; fetching it again",
-                redact(url)
-            );
-            tokio::time::sleep(self.download.retry.delay(attempt, None)).await;
-            attempt += 1;
         };
         if let Some(store) = self.store {
             let recorded = strip_userinfo(url);
@@ -134,7 +131,7 @@ impl Fetcher<'_> {
         }
         // Bytes that fail verification were damaged on the way until proven otherwise: the file
         // and its checksum are fetched again, within the same budget as a 5xx.
-        let mut attempt = 1;
+        let mut refetch = crate::fetch::Refetch::new(self.download.retry);
         let got = loop {
             let size = expected.and_then(|want| want.size);
             let err = match self.download_verified(artifact, dest, size).await {
@@ -152,12 +149,9 @@ impl Fetcher<'_> {
                 },
                 Err(err) => err,
             };
-            if !err.is_corruption() || attempt >= self.download.retry.attempts.max(2) {
+            if !err.is_corruption() || !refetch.again(&err, "downloading it").await {
                 return Err(err);
             }
-            tracing::warn!("{err}; downloading it again");
-            tokio::time::sleep(self.download.retry.delay(attempt, None)).await;
-            attempt += 1;
         };
         progress.item(&got.url, size_of(&got.path), Source::Network);
         if let Some(store) = self.store {

@@ -108,17 +108,16 @@ async fn check_file_retrying(
     // Material that fails verification was damaged on the way until proven otherwise (a
     // flipped byte in a .sig): fetched again, within the budget of a 5xx. The file itself is
     // hashed once, whatever the number of attempts.
-    let retry = fetcher.download.retry;
+    let mut refetch = crate::fetch::Refetch::new(fetcher.download.retry);
     let mut hash = FileHash::new(&covered.file.path);
-    let mut attempt = 1;
     loop {
         match check_file(checker, fetcher, kubernetes, covered, &mut hash).await {
             Ok(done) => return Ok(done),
-            Err((err, true)) if !fetcher.download.offline && attempt < retry.attempts.max(2) => {
-                tracing::warn!("{:#}; fetching its signature again", err.error);
-                tokio::time::sleep(retry.delay(attempt, None)).await;
-                attempt += 1;
-            }
+            Err((err, true))
+                if !fetcher.download.offline
+                    && refetch
+                        .again(&format_args!("{:#}", err.error), "fetching its signature")
+                        .await => {}
             Err((err, _)) => return Err(err),
         }
     }
