@@ -81,7 +81,7 @@ pub enum UpstreamError {
         /// The index key (`url:<URL>`).
         key: String,
         /// What is missing or does not match.
-        reason: String,
+        reason: super::tie::Untied,
     },
     /// Writing or moving the file failed.
     #[error("cannot write {}", path.display())]

@@ -239,7 +239,7 @@ impl Fetcher<'_> {
             Some(legacy) => checksum.at(format!("{}.sha256", legacy.url)),
             None => checksum.clone(),
         };
-        let unverified = |reason: String| UpstreamError::Unverified {
+        let unverified = |reason| UpstreamError::Unverified {
             name: artifact.name.clone(),
             key: url_key(&artifact.url),
             reason,

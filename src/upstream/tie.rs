@@ -84,7 +84,7 @@ fn is_material(key: &str) -> bool {
 
 /// What ties the entry `key` (naming `digest`, written with `note`: the URL really used) in
 /// `store` to a verification; the reason when nothing can.
-pub fn tie(store: &Cache, key: &str, digest: &Digest, note: &str) -> Result<Tie, String> {
+pub fn tie(store: &Cache, key: &str, digest: &Digest, note: &str) -> Result<Tie, Untied> {
     if is_published(key) {
         return Ok(Tie::Published);
     }
@@ -93,7 +93,7 @@ pub fn tie(store: &Cache, key: &str, digest: &Digest, note: &str) -> Result<Tie,
     }
     if let Some(text) = key.strip_prefix("tag:") {
         let Ok(reference) = Reference::parse(text) else {
-            return Err(format!("{text:?} is not an image reference"));
+            return Err(Untied::NotAReference(text.to_owned()));
         };
         // Signed as a build checks it: the index itself, or one of its platform manifests.
         let signed = std::iter::once(digest.clone())
@@ -113,7 +113,7 @@ pub fn tie(store: &Cache, key: &str, digest: &Digest, note: &str) -> Result<Tie,
         });
     }
     let Some(url) = key.strip_prefix("url:") else {
-        return Err("the cache writes no entry of this kind".into());
+        return Err(Untied::UnknownKind);
     };
     if published_checksum(url).is_none() {
         return Ok(Tie::Served);
@@ -158,29 +158,66 @@ pub fn against(
     checksum: &Checksum,
     url: &str,
     digest: &Digest,
-) -> Result<(), String> {
+) -> Result<(), Untied> {
     let shown = crate::fetch::strip_userinfo(checksum.url());
     let kept = store
         .recall(&format!("url:{shown}"))
-        .ok_or_else(|| format!("the cache holds no published checksum for it ({shown})"))?;
+        .ok_or_else(|| Untied::NoChecksum(shown.clone()))?;
     let mut body = Vec::new();
     store
         .open(&kept.digest)
         .map_err(std::io::Error::other)
         .and_then(|f| f.take(CHECKSUM_LIMIT).read_to_end(&mut body))
-        .map_err(|e| format!("its published checksum cannot be read: {e}"))?;
+        .map_err(Untied::ChecksumUnreadable)?;
     if Digest::of(&body) != kept.digest {
-        return Err("its published checksum is damaged in the cache".into());
+        return Err(Untied::ChecksumDamaged);
     }
     let expected = checksum
         .expected(&body, file_name(url))
-        .map_err(|reason| format!("its published checksum: {reason}"))?;
+        .map_err(Untied::ChecksumFile)?;
     if expected != digest.hex() {
-        return Err(format!(
-            "the checksum published in {shown} is sha256:{expected}, the cached file is {digest}"
-        ));
+        return Err(Untied::OtherFile {
+            checksum_url: shown,
+            expected,
+            cached: digest.clone(),
+        });
     }
     Ok(())
+}
+
+/// Why a cache index entry cannot be tied to a verification.
+#[derive(Debug, thiserror::Error)]
+pub enum Untied {
+    /// A `tag:` entry whose reference does not parse.
+    #[error("{0:?} is not an image reference")]
+    NotAReference(String),
+    /// A key of no kind the cache writes.
+    #[error("the cache writes no entry of this kind")]
+    UnknownKind,
+    /// The published checksum it was verified against is not in the cache.
+    #[error("the cache holds no published checksum for it ({0})")]
+    NoChecksum(String),
+    /// That checksum's blob cannot be read.
+    #[error("its published checksum cannot be read: {0}")]
+    ChecksumUnreadable(std::io::Error),
+    /// That checksum's blob no longer hashes to its digest.
+    #[error("its published checksum is damaged in the cache")]
+    ChecksumDamaged,
+    /// That checksum file gives no digest for the file.
+    #[error("its published checksum: {0}")]
+    ChecksumFile(super::checksum::ChecksumFileError),
+    /// That checksum names another file than the cached one.
+    #[error(
+        "the checksum published in {checksum_url} is sha256:{expected}, the cached file is {cached}"
+    )]
+    OtherFile {
+        /// The checksum file's URL.
+        checksum_url: String,
+        /// The hex sha256 it publishes.
+        expected: String,
+        /// The cached blob.
+        cached: Digest,
+    },
 }
 
 #[cfg(test)]

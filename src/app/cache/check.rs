@@ -167,7 +167,7 @@ pub(super) fn verify(args: CacheVerifyArgs, ui: &Ui) -> Result<(), AppError> {
                 "unverified index entry {}: its blob {} cannot be tied to a verification: {}",
                 printable(&entry.key),
                 entry.digest,
-                printable(&reason)
+                printable(&reason.to_string())
             );
             if args.fix && cache.forget(entry).map_err(failed)? {
                 removed.push(format!("index entry {}", printable(&entry.key)));
