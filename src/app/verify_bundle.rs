@@ -186,7 +186,11 @@ fn looked_up(
 ) -> Result<rekor::Evidence, AppError> {
     let sig = read(sig_path, "the signature")?;
     let cert = read(cert_path, "the certificate")?;
-    rekor::read_pair(&sig, &cert).map_err(|reason| refused(MaterialError::Pair { reason }))?;
+    rekor::read_pair(&sig, &cert).map_err(|reason| {
+        refused(MaterialError::Pair {
+            reason: reason.into(),
+        })
+    })?;
     let mut settings = net::settings(args.net.clone())?;
     settings.http.offline = args.offline;
     let rekor_url = args
@@ -222,6 +226,9 @@ fn looked_up(
         .values()
         .find(|e| rekor::Evidence::logged_by(digest, &sig, &cert, e))
         .ok_or_else(no_entry)?;
-    rekor::Evidence::from_rekor(digest, &sig, &cert, entry)
-        .map_err(|reason| refused(MaterialError::Pair { reason }))
+    rekor::Evidence::from_rekor(digest, &sig, &cert, entry).map_err(|reason| {
+        refused(MaterialError::Pair {
+            reason: reason.into(),
+        })
+    })
 }

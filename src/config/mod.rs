@@ -316,7 +316,7 @@ pub fn merge(file: Option<(PathBuf, Network)>, flags: Network) -> Result<Setting
         .as_deref()
         .map(str::parse::<Mode>)
         .transpose()
-        .map_err(|reason| value(&origin, "signatures", reason))?;
+        .map_err(|reason| value(&origin, "signatures", reason.into()))?;
     let cloudstack = file
         .cloudstack
         .as_deref()

@@ -81,7 +81,7 @@ pub fn policy(file: Option<&Path>) -> Result<Policy, TrustError> {
     })?;
     Policy::with_file(&text).map_err(|reason| TrustError::Policy {
         path: path.to_owned(),
-        reason,
+        reason: reason.into(),
     })
 }
 

@@ -144,7 +144,7 @@ fn leaf(vm: &Value) -> Result<Vec<u8>, BundleError> {
         .map(|c| bytes(&c["rawBytes"], "certificate"))
         .collect::<Result<Vec<_>, _>>()?;
     for der in &certs {
-        let cert = Cert::parse(der).map_err(BundleError::ChainCertificate)?;
+        let cert = Cert::parse(der).map_err(|e| BundleError::ChainCertificate(e.into()))?;
         if cert.issuer == cert.subject {
             return Err(BundleError::RootInChain);
         }

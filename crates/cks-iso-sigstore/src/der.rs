@@ -3,6 +3,7 @@
 //! (the SCT check needs the precertificate's TBS). Definite lengths only; anything else is an
 //! error, never a guess.
 
+use crate::Invalid;
 /// One DER element.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Tlv<'a> {
@@ -39,7 +40,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next element, whatever its tag.
-    pub(crate) fn any(&mut self) -> Result<Tlv<'a>, String> {
+    pub(crate) fn any(&mut self) -> Result<Tlv<'a>, Invalid> {
         let bytes = self.rest;
         let (&tag, after) = bytes.split_first().ok_or("DER ends early")?;
         if tag & 0x1f == 0x1f {
@@ -78,19 +79,16 @@ impl<'a> Reader<'a> {
     }
 
     /// The next element, which must have tag `tag`.
-    pub(crate) fn expect(&mut self, tag: u8) -> Result<Tlv<'a>, String> {
+    pub(crate) fn expect(&mut self, tag: u8) -> Result<Tlv<'a>, Invalid> {
         let tlv = self.any()?;
         match tlv.tag == tag {
             true => Ok(tlv),
-            false => Err(format!(
-                "expected DER tag {tag:#04x}, found {:#04x}",
-                tlv.tag
-            )),
+            false => Err(format!("expected DER tag {tag:#04x}, found {:#04x}", tlv.tag).into()),
         }
     }
 
     /// The next element if it has tag `tag`.
-    pub(crate) fn optional(&mut self, tag: u8) -> Result<Option<Tlv<'a>>, String> {
+    pub(crate) fn optional(&mut self, tag: u8) -> Result<Option<Tlv<'a>>, Invalid> {
         match self.rest.first() {
             Some(&t) if t == tag => self.any().map(Some),
             _ => Ok(None),
@@ -99,7 +97,7 @@ impl<'a> Reader<'a> {
 }
 
 /// The single element `bytes` must hold.
-pub(crate) fn one(bytes: &[u8], tag: u8) -> Result<Tlv<'_>, String> {
+pub(crate) fn one(bytes: &[u8], tag: u8) -> Result<Tlv<'_>, Invalid> {
     let mut reader = Reader::new(bytes);
     let tlv = reader.expect(tag)?;
     match reader.is_empty() {
@@ -128,7 +126,7 @@ pub(crate) fn encode(tag: u8, contents: &[u8]) -> Vec<u8> {
 }
 
 /// The contents of a BIT STRING without unused bits.
-pub(crate) fn bits<'a>(tlv: &Tlv<'a>) -> Result<&'a [u8], String> {
+pub(crate) fn bits<'a>(tlv: &Tlv<'a>) -> Result<&'a [u8], Invalid> {
     match tlv.value.split_first() {
         Some((0, bits)) => Ok(bits),
         _ => Err("BIT STRING with unused bits".into()),
@@ -136,7 +134,7 @@ pub(crate) fn bits<'a>(tlv: &Tlv<'a>) -> Result<&'a [u8], String> {
 }
 
 /// A UTCTime or GeneralizedTime (`…Z`, seconds) as seconds since the Unix epoch.
-pub(crate) fn time(tlv: &Tlv<'_>) -> Result<i64, String> {
+pub(crate) fn time(tlv: &Tlv<'_>) -> Result<i64, Invalid> {
     let text = std::str::from_utf8(tlv.value).map_err(|_| "time is not ASCII")?;
     let digits = text.strip_suffix('Z').ok_or("time is not in UTC")?;
     let (year, rest) = match tlv.tag {
@@ -145,20 +143,22 @@ pub(crate) fn time(tlv: &Tlv<'_>) -> Result<i64, String> {
             (if yy < 50 { 2000 + yy } else { 1900 + yy }, &digits[2..])
         }
         GENERALIZED_TIME if digits.len() == 14 => (num(&digits[..4])?, &digits[4..]),
-        _ => return Err(format!("unsupported time {text:?}")),
+        _ => return Err(format!("unsupported time {text:?}").into()),
     };
     let field = |i: usize| num::<i64>(&rest[i..i + 2]);
     let (month, day, hour, min, sec) = (field(0)?, field(2)?, field(4)?, field(6)?, field(8)?);
     if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || min > 59 || sec > 60 {
-        return Err(format!("invalid time {text:?}"));
+        return Err(format!("invalid time {text:?}").into());
     }
     Ok(days_from_civil(year, month, day) * 86_400 + hour * 3600 + min * 60 + sec)
 }
 
-fn num<T: std::str::FromStr>(text: &str) -> Result<T, String> {
+fn num<T: std::str::FromStr>(text: &str) -> Result<T, Invalid> {
     match text.bytes().all(|b| b.is_ascii_digit()) {
-        true => text.parse().map_err(|_| format!("bad number {text:?}")),
-        false => Err(format!("bad number {text:?}")),
+        true => text
+            .parse()
+            .map_err(|_| format!("bad number {text:?}").into()),
+        false => Err(format!("bad number {text:?}").into()),
     }
 }
 
@@ -174,8 +174,8 @@ pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 }
 
 /// RFC 3339 `YYYY-MM-DDTHH:MM:SS[.fff]Z`, as trusted roots write `validFor`, in seconds.
-pub(crate) fn rfc3339(text: &str) -> Result<i64, String> {
-    let bad = || format!("not an RFC 3339 UTC time: {text:?}");
+pub(crate) fn rfc3339(text: &str) -> Result<i64, Invalid> {
+    let bad = || Invalid::from(format!("not an RFC 3339 UTC time: {text:?}"));
     let body = text.strip_suffix('Z').ok_or_else(bad)?;
     let body = body.split('.').next().ok_or_else(bad)?;
     let b = body.as_bytes();

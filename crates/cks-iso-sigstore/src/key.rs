@@ -4,6 +4,7 @@
 //! A signature is checked under the algorithm its signer names, never under another.
 
 use super::der::{self, Reader};
+use crate::Invalid;
 
 const OID_EC_PUBLIC_KEY: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 2, 1];
 const OID_P256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 3, 1, 7];
@@ -69,7 +70,7 @@ pub(crate) enum Hash {
 
 impl PublicKey {
     /// Parses a DER SubjectPublicKeyInfo.
-    pub(crate) fn from_spki(spki: &[u8]) -> Result<Self, String> {
+    pub(crate) fn from_spki(spki: &[u8]) -> Result<Self, Invalid> {
         let seq = der::one(spki, der::SEQUENCE)?;
         let mut r = Reader::new(seq.value);
         let alg = r.expect(der::SEQUENCE)?;
@@ -97,7 +98,7 @@ impl PublicKey {
 
     /// Checks the signature `sig` over `message` with this key's own scheme (DER ECDSA, RSA
     /// PKCS #1 v1.5, Ed25519), hashed with `hash` (ignored for Ed25519).
-    pub(crate) fn verify(&self, hash: Hash, message: &[u8], sig: &[u8]) -> Result<(), String> {
+    pub(crate) fn verify(&self, hash: Hash, message: &[u8], sig: &[u8]) -> Result<(), Invalid> {
         use ring::signature as s;
         let alg: &dyn s::VerificationAlgorithm = match (self.kind, hash) {
             (KeyKind::P256, Hash::Sha256) => &s::ECDSA_P256_SHA256_ASN1,
@@ -114,12 +115,12 @@ impl PublicKey {
         };
         s::UnparsedPublicKey::new(alg, &self.bits)
             .verify(message, sig)
-            .map_err(|_| "the signature does not verify".to_owned())
+            .map_err(|_| "the signature does not verify".into())
     }
 
     /// Checks `sig` under the algorithm `alg` its signer names, which must be this key's
     /// scheme: an RSA signature is never checked with an EC key, nor the other way round.
-    pub(crate) fn verify_as(&self, alg: SigAlg, message: &[u8], sig: &[u8]) -> Result<(), String> {
+    pub(crate) fn verify_as(&self, alg: SigAlg, message: &[u8], sig: &[u8]) -> Result<(), Invalid> {
         match (alg, self.kind) {
             (SigAlg::Ecdsa(hash), KeyKind::P256 | KeyKind::P384)
             | (SigAlg::Rsa(hash), KeyKind::Rsa) => self.verify(hash, message, sig),
@@ -135,7 +136,7 @@ impl PublicKey {
         hash: Hash,
         digest: &[u8],
         sig: &[u8],
-    ) -> Result<(), String> {
+    ) -> Result<(), Invalid> {
         use p256::ecdsa::signature::hazmat::PrehashVerifier as _;
         let len = match hash {
             Hash::Sha256 => 32,
@@ -146,7 +147,8 @@ impl PublicKey {
             return Err(format!(
                 "a {}-byte digest, not the {len} bytes of its hash",
                 digest.len()
-            ));
+            )
+            .into());
         }
         let bad_key = |_| "the key is not a valid EC point".to_owned();
         let bad_sig = |_| "the signature is not DER ECDSA".to_owned();
@@ -250,7 +252,7 @@ mod tests {
         // Another file's digest.
         let other: [u8; 32] = Sha256::digest(b"another file").into();
         let err = key.verify_prehash(Hash::Sha256, &other, &sig).unwrap_err();
-        assert_eq!(err, "the signature does not verify");
+        assert_eq!(err.reason(), "the signature does not verify");
         let mut flipped = digest;
         flipped[31] ^= 1;
         assert!(key.verify_prehash(Hash::Sha256, &flipped, &sig).is_err());
@@ -259,20 +261,20 @@ mod tests {
         let err = stranger
             .verify_prehash(Hash::Sha256, &digest, &sig)
             .unwrap_err();
-        assert_eq!(err, "the signature does not verify");
+        assert_eq!(err.reason(), "the signature does not verify");
         // A digest of the wrong length for its hash, a signature that is not DER, a bad point.
         let err = key.verify_prehash(Hash::Sha384, &digest, &sig).unwrap_err();
-        assert!(err.contains("32-byte digest"), "{err}");
+        assert!(err.reason().contains("32-byte digest"), "{err}");
         let err = key
             .verify_prehash(Hash::Sha256, &digest, &sig[1..])
             .unwrap_err();
-        assert!(err.contains("not DER"), "{err}");
+        assert!(err.reason().contains("not DER"), "{err}");
         let bad = PublicKey {
             kind: KeyKind::P256,
             bits: vec![4; 65],
         };
         let err = bad.verify_prehash(Hash::Sha256, &digest, &sig).unwrap_err();
-        assert!(err.contains("not a valid EC point"), "{err}");
+        assert!(err.reason().contains("not a valid EC point"), "{err}");
     }
 
     #[test]
@@ -289,8 +291,8 @@ mod tests {
         assert_eq!(key.verify(Hash::Sha256, MESSAGE, &sig), Ok(()));
         let digest = Sha256::digest(MESSAGE);
         let err = key.verify_prehash(Hash::Sha256, &digest, &sig).unwrap_err();
-        assert!(err.contains("Ed25519"), "{err}");
-        assert!(err.contains("not its digest"), "{err}");
+        assert!(err.reason().contains("Ed25519"), "{err}");
+        assert!(err.reason().contains("not its digest"), "{err}");
     }
 
     /// The RSA-4096 root (sha256WithRSAEncryption, self-signed) of the Fulcio instance a
@@ -323,7 +325,10 @@ mod tests {
         let err = key
             .verify_as(SigAlg::Ecdsa(Hash::Sha256), cert.tbs, sig)
             .unwrap_err();
-        assert!(err.contains("not that of the signer's key"), "{err}");
+        assert!(
+            err.reason().contains("not that of the signer's key"),
+            "{err}"
+        );
         assert_eq!(
             key.verify_as(SigAlg::Rsa(Hash::Sha256), cert.tbs, sig),
             Ok(())
@@ -339,6 +344,6 @@ mod tests {
         // An RSA key cannot check a file's digest.
         let digest = Sha256::digest(MESSAGE);
         let err = key.verify_prehash(Hash::Sha256, &digest, sig).unwrap_err();
-        assert!(err.contains("RSA"), "{err}");
+        assert!(err.reason().contains("RSA"), "{err}");
     }
 }

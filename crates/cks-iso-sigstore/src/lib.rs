@@ -21,6 +21,7 @@ mod bundle;
 #[cfg(test)]
 mod cases;
 mod der;
+mod invalid;
 mod key;
 pub mod policy;
 pub mod rekor;
@@ -40,6 +41,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+pub use invalid::Invalid;
 pub use policy::{GOOGLE_ISSUER, K8S_BINARY_IDENTITY, K8S_IMAGE_IDENTITY, Policy, Rule};
 pub use root::TrustedRoot;
 pub use verify::{Failure, Step, Verified};
@@ -99,13 +101,13 @@ impl fmt::Display for Mode {
 }
 
 impl FromStr for Mode {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
+    type Err = Invalid;
+    fn from_str(text: &str) -> Result<Self, Invalid> {
         match text {
             "off" => Ok(Self::Off),
             "verify" => Ok(Self::Verify),
             "enforce" => Ok(Self::Enforce),
-            _ => Err(format!("{text:?} is not off, verify or enforce")),
+            _ => Err(format!("{text:?} is not off, verify or enforce").into()),
         }
     }
 }

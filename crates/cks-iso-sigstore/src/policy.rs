@@ -11,6 +11,7 @@
 //!     issuer: "https://accounts.google.com"
 //! ```
 
+use crate::Invalid;
 use serde::Deserialize;
 
 /// Kubernetes' image signer: the promoter's service account, through Google's OIDC.
@@ -123,7 +124,7 @@ impl Policy {
     }
 
     /// The built-in rule after the rules of a policy file's YAML `text`.
-    pub fn with_file(text: &str) -> Result<Self, String> {
+    pub fn with_file(text: &str) -> Result<Self, Invalid> {
         let file: File = serde_saphyr::from_str(text).map_err(|e| {
             let text = e.to_string();
             text.lines().next().unwrap_or_default().to_owned()
@@ -137,13 +138,13 @@ impl Policy {
                     regex::Regex::new(&re).map_err(|e| format!("rule {n}: identity-regex: {e}"))?,
                 ),
                 _ => {
-                    return Err(format!(
-                        "rule {n}: give exactly one of identity, identity-regex"
-                    ));
+                    return Err(
+                        format!("rule {n}: give exactly one of identity, identity-regex").into(),
+                    );
                 }
             };
             if r.pattern.is_empty() || r.issuer.is_empty() {
-                return Err(format!("rule {n}: match and issuer must not be empty"));
+                return Err(format!("rule {n}: match and issuer must not be empty").into());
             }
             rules.push(Rule {
                 pattern: r.pattern,

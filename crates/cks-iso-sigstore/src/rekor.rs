@@ -11,6 +11,7 @@
 //! the checkpoint (a signed note) by a transparency log key of the trusted root committing to that
 //! root hash and tree size. Pure: no network, no file system.
 
+use crate::Invalid;
 use std::collections::BTreeMap;
 use std::io::Read;
 
@@ -79,13 +80,13 @@ pub struct ApiProof {
 }
 
 /// The entries of a `GET /api/v1/log/entries/<uuid>` reply, by UUID.
-pub fn entries(reply: &[u8]) -> Result<BTreeMap<String, LogEntry>, String> {
-    serde_json::from_slice(reply).map_err(|e| format!("not a Rekor log entry reply: {e}"))
+pub fn entries(reply: &[u8]) -> Result<BTreeMap<String, LogEntry>, Invalid> {
+    serde_json::from_slice(reply).map_err(|e| format!("not a Rekor log entry reply: {e}").into())
 }
 
 /// The UUIDs of a `POST /api/v1/index/retrieve` reply.
-pub fn uuids(reply: &[u8]) -> Result<Vec<String>, String> {
-    serde_json::from_slice(reply).map_err(|e| format!("not a Rekor index reply: {e}"))
+pub fn uuids(reply: &[u8]) -> Result<Vec<String>, Invalid> {
+    serde_json::from_slice(reply).map_err(|e| format!("not a Rekor index reply: {e}").into())
 }
 
 /// The body of the `POST /api/v1/index/retrieve` that finds a file by its sha256 (hex).
@@ -172,7 +173,7 @@ fn pem(der: &[u8]) -> String {
 }
 
 /// The `.sig` file's signature and the `.cert` file's leaf (DER).
-pub fn read_pair(sig: &[u8], cert: &[u8]) -> Result<(Vec<u8>, Vec<u8>), String> {
+pub fn read_pair(sig: &[u8], cert: &[u8]) -> Result<(Vec<u8>, Vec<u8>), Invalid> {
     let signature = b64(&String::from_utf8_lossy(sig)).ok_or("the .sig is not base64")?;
     let pem_text = b64(&String::from_utf8_lossy(cert)).ok_or("the .cert is not base64")?;
     let mut certs = pem_certificates(&String::from_utf8_lossy(&pem_text))
@@ -183,8 +184,8 @@ pub fn read_pair(sig: &[u8], cert: &[u8]) -> Result<(Vec<u8>, Vec<u8>), String> 
     Ok((signature, certs.remove(0)))
 }
 
-fn unhex(text: &str, what: &str) -> Result<Vec<u8>, String> {
-    hex::decode(text).map_err(|_| format!("{what} is not hex"))
+fn unhex(text: &str, what: &str) -> Result<Vec<u8>, Invalid> {
+    hex::decode(text).map_err(|_| format!("{what} is not hex").into())
 }
 
 impl Evidence {
@@ -195,7 +196,7 @@ impl Evidence {
         sig: &[u8],
         cert: &[u8],
         entry: &LogEntry,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, Invalid> {
         let (signature, leaf) = read_pair(sig, cert)?;
         let p = entry
             .verification
@@ -362,7 +363,7 @@ pub(crate) fn logged(root: &TrustedRoot, evidence: &Evidence, t: i64) -> Result<
     )
     .map_err(|reason| Failure {
         step: Step::InclusionProof,
-        reason,
+        reason: reason.into(),
     })?;
     // The checkpoint, signed by the entry's log, commits to that root.
     let log = root.tlogs.iter().find(|l| l.id == evidence.log_id);

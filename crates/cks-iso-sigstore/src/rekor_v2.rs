@@ -4,6 +4,7 @@
 //! timestamp authority of the trusted root ([`super::tsa`]). The certificate checks after that
 //! are the very ones a Rekor v1 signature gets ([`super::verify::signed_at`]).
 
+use crate::Invalid;
 use serde::Deserialize;
 
 use super::Rule;
@@ -64,7 +65,7 @@ pub(crate) fn logs(
     digest: &[u8],
     signature: &[u8],
     leaf_der: &[u8],
-) -> Result<(), String> {
+) -> Result<(), Invalid> {
     let entry = b64(body)
         .and_then(|body| serde_json::from_slice::<Entry>(&body).ok())
         .ok_or("the body is not a hashedrekord 0.0.2")?;
@@ -72,7 +73,8 @@ pub(crate) fn logs(
         return Err(format!(
             "a {} {} entry, not hashedrekord 0.0.2",
             entry.kind, entry.api_version
-        ));
+        )
+        .into());
     }
     let h = &entry.spec.hashed_rekord;
     let logged = b64(&h.data.digest);
@@ -82,7 +84,8 @@ pub(crate) fn logs(
             h.data.algorithm,
             logged.map_or_else(|| h.data.digest.clone(), hex::encode),
             hex::encode(digest)
-        ));
+        )
+        .into());
     }
     if b64(&h.signature.content).as_deref() != Some(signature) {
         return Err("the entry logs another signature".into());
@@ -113,7 +116,7 @@ pub(crate) fn verify(
     logs(&evidence.body, digest, &evidence.signature, &evidence.leaf).map_err(|reason| {
         Failure {
             step: Step::RekorEntry,
-            reason,
+            reason: reason.into(),
         }
     })?;
     let times = timestamps(root, evidence)?;

@@ -177,7 +177,7 @@ fn validity(raw: Option<&RawValidity>, entry: &str) -> Result<Validity, RootErro
             .transpose()
             .map_err(|reason| RootError::Time {
                 entry: entry.to_owned(),
-                reason,
+                reason: reason.into(),
             })
     };
     Ok(match raw {
@@ -234,7 +234,7 @@ impl TrustedRoot {
             for der in &chain {
                 Cert::parse(der).map_err(|reason| RootError::Certificate {
                     entry: entry.clone(),
-                    reason,
+                    reason: reason.into(),
                 })?;
             }
             if chain.is_empty() {

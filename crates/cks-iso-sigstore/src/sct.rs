@@ -2,13 +2,14 @@
 //! list, and each SCT's signature by a CT log of the trusted root over the precertificate entry
 //! (the leaf's TBS without the SCT list, and the issuer's key hash).
 
+use crate::Invalid;
 use sha2::{Digest as _, Sha256};
 
 use super::root::TrustedRoot;
 use super::x509::{Cert, Hash, SigAlg};
 
 /// Checks the leaf's embedded SCTs: at least one from a CT log of the root must verify.
-pub(crate) fn sct(root: &TrustedRoot, leaf: &Cert<'_>, issuer_spki: &[u8]) -> Result<(), String> {
+pub(crate) fn sct(root: &TrustedRoot, leaf: &Cert<'_>, issuer_spki: &[u8]) -> Result<(), Invalid> {
     let list = leaf.sct_list()?.ok_or("the leaf embeds no SCT")?;
     let scts = parse_scts(list)?;
     let tbs = leaf.precert_tbs();
@@ -60,7 +61,7 @@ pub(crate) fn sct(root: &TrustedRoot, leaf: &Cert<'_>, issuer_spki: &[u8]) -> Re
     }
     Err(match why.is_empty() {
         true => "the SCT list is empty".into(),
-        false => why.join("; "),
+        false => why.join("; ").into(),
     })
 }
 
@@ -74,7 +75,7 @@ struct Sct {
 }
 
 /// The TLS `SignedCertificateTimestampList` (RFC 6962 §3.3).
-fn parse_scts(bytes: &[u8]) -> Result<Vec<Sct>, String> {
+fn parse_scts(bytes: &[u8]) -> Result<Vec<Sct>, Invalid> {
     let bad = || "a malformed SCT list".to_owned();
     let mut r = Tls(bytes);
     let mut list = Tls(r.take_vec(2).ok_or_else(bad)?);

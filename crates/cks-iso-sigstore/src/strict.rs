@@ -83,7 +83,7 @@ fn with_extensions(cert: &[u8], edit: impl FnOnce(&mut Vec<Vec<u8>>)) -> Vec<u8>
 fn refused(cert: &[u8], why: &str) {
     match Cert::parse(cert) {
         Ok(_) => panic!("a certificate with {why} was accepted"),
-        Err(e) => assert!(!e.is_empty(), "{why}: an error without words"),
+        Err(e) => assert!(!e.reason().is_empty(), "{why}: an error without words"),
     }
 }
 

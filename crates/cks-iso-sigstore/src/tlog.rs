@@ -2,6 +2,7 @@
 //! proof of an entry up to a tree's root hash, and the checkpoint (a signed note) in which the
 //! log that holds the entry commits to that root. Pure functions of their inputs.
 
+use crate::Invalid;
 use sha2::{Digest as _, Sha256};
 
 use super::root::TrustedRoot;
@@ -33,9 +34,9 @@ pub fn inclusion(
     leaf: [u8; 32],
     path: &[Vec<u8>],
     root: &[u8],
-) -> Result<(), String> {
+) -> Result<(), Invalid> {
     if index < 0 || size <= 0 || index >= size {
-        return Err(format!("index {index} is outside a tree of size {size}"));
+        return Err(format!("index {index} is outside a tree of size {size}").into());
     }
     let (mut f, mut s) = (index as u64, size as u64 - 1);
     let mut r = leaf;
@@ -63,7 +64,8 @@ pub fn inclusion(
             "the path leads to {}, not to the root hash {}",
             hex::encode(r),
             hex::encode(root)
-        ));
+        )
+        .into());
     }
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! generation time lies inside that authority's certificate chain and `validFor`. Read with the
 //! crate's DER reader; certificates a token embeds are never trusted (the root decides).
 
+use crate::Invalid;
 use sha2::{Digest as _, Sha256, Sha384, Sha512};
 
 use super::der::{self, Reader, Tlv};
@@ -156,8 +157,8 @@ pub(crate) struct TimeStamp<'a> {
     signature: &'a [u8],
 }
 
-fn wrap<T>(r: Result<T, String>) -> Result<T, TimestampError> {
-    r.map_err(TimestampError::Malformed)
+fn wrap<T>(r: Result<T, Invalid>) -> Result<T, TimestampError> {
+    r.map_err(|e| TimestampError::Malformed(e.into()))
 }
 
 fn oid_of<'a>(alg: &Tlv<'a>) -> Result<&'a [u8], TimestampError> {
@@ -413,7 +414,7 @@ impl<'a> TimeStamp<'a> {
 /// The authority's chain (its signing certificate first): each signed by the next, the last by
 /// itself, every one valid at `t`, the first for time stamping, the others CAs.
 fn chain(certs: &[Cert<'_>], t: i64) -> Result<(), TimestampError> {
-    let bad = TimestampError::Chain;
+    let bad = |e: Invalid| TimestampError::Chain(e.into());
     for pair in certs.windows(2) {
         pair[0].signed_by(&pair[1]).map_err(bad)?;
     }
@@ -425,7 +426,8 @@ fn chain(certs: &[Cert<'_>], t: i64) -> Result<(), TimestampError> {
         if let Some(oid) = c.unknown_critical() {
             return Err(bad(format!(
                 "a certificate has a critical extension cks-iso does not know ({oid})"
-            )));
+            )
+            .into()));
         }
         if i > 0 && !c.is_ca().map_err(bad)? {
             return Err(bad("a certificate above the signer's is not a CA".into()));

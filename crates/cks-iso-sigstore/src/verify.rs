@@ -1,6 +1,7 @@
 //! The nine checks one cosign signature layer must pass, in cosign's order, against a trusted
 //! root and a policy rule. Each failure names its [`Step`]; the first failing step ends the layer.
 
+use crate::Invalid;
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
@@ -335,7 +336,7 @@ pub fn blob(
     // 3. Rekor entry: the body names this payload, this signature and this certificate.
     logs(&p.body, &payload_hex, &signature, &leaf_der).map_err(|reason| Failure {
         step: RekorEntry,
-        reason,
+        reason: reason.into(),
     })?;
     let identity = signed_at(
         root,
@@ -376,11 +377,14 @@ pub(crate) fn signed_at(
     // 4. Chain, with the root's CAs only.
     let issuer_spki = chain(root, leaf, t).map_err(|reason| Failure {
         step: CertificateChain,
-        reason,
+        reason: reason.into(),
     })?;
 
     // 5. SCT.
-    super::sct::sct(root, leaf, &issuer_spki).map_err(|reason| Failure { step: Sct, reason })?;
+    super::sct::sct(root, leaf, &issuer_spki).map_err(|reason| Failure {
+        step: Sct,
+        reason: reason.into(),
+    })?;
 
     // 6. Signature over the payload (or over its digest).
     PublicKey::from_spki(leaf.spki)
@@ -410,7 +414,7 @@ pub(crate) fn signed_at(
     // 8. Identity and issuer.
     let ids = leaf.identities().map_err(|e| Failure {
         step: Identity,
-        reason: e,
+        reason: e.into(),
     })?;
     let identity = ids
         .iter()
@@ -426,7 +430,7 @@ pub(crate) fn signed_at(
         })?;
     let issuer = leaf.oidc_issuer().map_err(|e| Failure {
         step: Issuer,
-        reason: e,
+        reason: e.into(),
     })?;
     if issuer.as_deref() != Some(rule.issuer.as_str()) {
         return fail(
@@ -448,7 +452,7 @@ pub(crate) fn logs(
     payload_hex: &str,
     signature: &[u8],
     leaf_der: &[u8],
-) -> Result<(), String> {
+) -> Result<(), Invalid> {
     let entry = b64(body)
         .and_then(|body| serde_json::from_slice::<HashedRekord>(&body).ok())
         .ok_or("the body is not a hashedrekord")?;
@@ -456,14 +460,16 @@ pub(crate) fn logs(
         return Err(format!(
             "a {} {} entry, not hashedrekord 0.0.1",
             entry.kind, entry.api_version
-        ));
+        )
+        .into());
     }
     let hash = &entry.spec.data.hash;
     if hash.algorithm != "sha256" || hash.value != payload_hex {
         return Err(format!(
             "the entry logs {}:{}, not this payload",
             hash.algorithm, hash.value
-        ));
+        )
+        .into());
     }
     if b64(&entry.spec.signature.content).as_deref() != Some(signature) {
         return Err("the entry logs another signature".into());
@@ -484,7 +490,7 @@ fn list(ids: &[String]) -> String {
 }
 
 /// Chains `leaf` to one of the root's CAs valid at `t`; returns the issuing CA's SPKI.
-fn chain(root: &TrustedRoot, leaf: &Cert<'_>, t: i64) -> Result<Vec<u8>, String> {
+fn chain(root: &TrustedRoot, leaf: &Cert<'_>, t: i64) -> Result<Vec<u8>, Invalid> {
     if leaf.is_ca()? {
         return Err("the leaf is a CA certificate".into());
     }
@@ -495,18 +501,18 @@ fn chain(root: &TrustedRoot, leaf: &Cert<'_>, t: i64) -> Result<Vec<u8>, String>
         return Err("the leaf's key usage does not include digitalSignature".into());
     }
     if let Some(oid) = leaf.unknown_critical() {
-        return Err(format!(
-            "the leaf has a critical extension cks-iso does not know ({oid})"
-        ));
+        return Err(
+            format!("the leaf has a critical extension cks-iso does not know ({oid})").into(),
+        );
     }
-    let mut why = Vec::new();
+    let mut why: Vec<String> = Vec::new();
     for ca in root.cas.iter().filter(|ca| ca.valid.covers(t)) {
         let certs: Vec<Cert<'_>> = ca
             .chain
             .iter()
             .filter_map(|d| Cert::parse(d).ok())
             .collect();
-        let attempt = || -> Result<(), String> {
+        let attempt = || -> Result<(), Invalid> {
             leaf.signed_by(&certs[0])?;
             for pair in certs.windows(2) {
                 pair[0].signed_by(&pair[1])?;
@@ -519,7 +525,8 @@ fn chain(root: &TrustedRoot, leaf: &Cert<'_>, t: i64) -> Result<Vec<u8>, String>
                 if let Some(oid) = c.unknown_critical() {
                     return Err(format!(
                         "a CA certificate has a critical extension cks-iso does not know ({oid})"
-                    ));
+                    )
+                    .into());
                 }
                 if !c.is_ca()? {
                     return Err("a certificate of the CA chain is not a CA".into());
@@ -532,7 +539,7 @@ fn chain(root: &TrustedRoot, leaf: &Cert<'_>, t: i64) -> Result<Vec<u8>, String>
         };
         match attempt() {
             Ok(()) => return Ok(certs[0].spki.to_vec()),
-            Err(e) => why.push(e),
+            Err(e) => why.push(e.into()),
         }
     }
     Err(match why.is_empty() {
@@ -540,6 +547,7 @@ fn chain(root: &TrustedRoot, leaf: &Cert<'_>, t: i64) -> Result<Vec<u8>, String>
         false => format!(
             "not issued by a CA of the trusted root ({})",
             why.join("; ")
-        ),
+        )
+        .into(),
     })
 }

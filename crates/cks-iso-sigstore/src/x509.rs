@@ -5,6 +5,7 @@
 
 use super::der::{self, Reader, Tlv};
 pub(crate) use super::key::{Hash, KeyKind, PublicKey, SigAlg};
+use crate::Invalid;
 
 /// `1.3.6.1.4.1.11129.2.4.2`: the embedded SCT list (RFC 6962 §3.3).
 pub(crate) const OID_SCT_LIST: &[u8] = &[0x2b, 6, 1, 4, 1, 0xd6, 0x79, 2, 4, 2];
@@ -67,7 +68,7 @@ pub(crate) struct Cert<'a> {
 
 impl<'a> Cert<'a> {
     /// Parses a DER certificate.
-    pub(crate) fn parse(der_bytes: &'a [u8]) -> Result<Self, String> {
+    pub(crate) fn parse(der_bytes: &'a [u8]) -> Result<Self, Invalid> {
         let cert = der::one(der_bytes, der::SEQUENCE)?;
         let mut r = Reader::new(cert.value);
         let tbs = r.expect(der::SEQUENCE)?;
@@ -125,7 +126,8 @@ impl<'a> Cert<'a> {
                             return Err(format!(
                                 "the extension {} appears twice in a certificate",
                                 oid_text(ext.oid)
-                            ));
+                            )
+                            .into());
                         }
                         extensions.push(ext);
                     }
@@ -156,7 +158,7 @@ impl<'a> Cert<'a> {
     }
 
     /// Whether `issuer`'s key signed this certificate (names are checked too).
-    pub(crate) fn signed_by(&self, issuer: &Cert<'_>) -> Result<(), String> {
+    pub(crate) fn signed_by(&self, issuer: &Cert<'_>) -> Result<(), Invalid> {
         if self.issuer != issuer.subject {
             return Err("its issuer name is not the CA's subject".into());
         }
@@ -175,7 +177,7 @@ impl<'a> Cert<'a> {
 
     /// Whether the key usage extension allows digitalSignature (false when it is absent: Fulcio
     /// always writes it).
-    pub(crate) fn digital_signature(&self) -> Result<bool, String> {
+    pub(crate) fn digital_signature(&self) -> Result<bool, Invalid> {
         let Some(ext) = self.extension(OID_KEY_USAGE) else {
             return Ok(false);
         };
@@ -186,7 +188,7 @@ impl<'a> Cert<'a> {
     }
 
     /// Basic constraints `cA: TRUE`.
-    pub(crate) fn is_ca(&self) -> Result<bool, String> {
+    pub(crate) fn is_ca(&self) -> Result<bool, Invalid> {
         let Some(ext) = self.extension(OID_BASIC_CONSTRAINTS) else {
             return Ok(false);
         };
@@ -196,12 +198,12 @@ impl<'a> Cert<'a> {
     }
 
     /// Whether the extended key usage lists code signing.
-    pub(crate) fn code_signing(&self) -> Result<bool, String> {
+    pub(crate) fn code_signing(&self) -> Result<bool, Invalid> {
         self.extended_key_usage(OID_CODE_SIGNING)
     }
 
     /// The subject key identifier's contents, if the certificate has one.
-    pub(crate) fn subject_key_id(&self) -> Result<Option<&'a [u8]>, String> {
+    pub(crate) fn subject_key_id(&self) -> Result<Option<&'a [u8]>, Invalid> {
         match self.extension(OID_SUBJECT_KEY_ID) {
             Some(ext) => Ok(Some(der::one(ext.value, der::OCTET_STRING)?.value)),
             None => Ok(None),
@@ -209,7 +211,7 @@ impl<'a> Cert<'a> {
     }
 
     /// Whether the extended key usage lists `purpose` (an OID's contents).
-    pub(crate) fn extended_key_usage(&self, purpose: &[u8]) -> Result<bool, String> {
+    pub(crate) fn extended_key_usage(&self, purpose: &[u8]) -> Result<bool, Invalid> {
         let Some(ext) = self.extension(OID_EKU) else {
             return Ok(false);
         };
@@ -224,7 +226,7 @@ impl<'a> Cert<'a> {
     }
 
     /// The SAN identities: e-mail addresses and URIs.
-    pub(crate) fn identities(&self) -> Result<Vec<String>, String> {
+    pub(crate) fn identities(&self) -> Result<Vec<String>, Invalid> {
         let Some(ext) = self.extension(OID_SAN) else {
             return Ok(Vec::new());
         };
@@ -242,7 +244,7 @@ impl<'a> Cert<'a> {
     }
 
     /// The OIDC issuer: the `.1.8` extension when present, else the deprecated `.1.1`.
-    pub(crate) fn oidc_issuer(&self) -> Result<Option<String>, String> {
+    pub(crate) fn oidc_issuer(&self) -> Result<Option<String>, Invalid> {
         if let Some(ext) = self.extension(OID_ISSUER_V2) {
             let text = der::one(ext.value, der::UTF8_STRING)?;
             return Ok(Some(String::from_utf8_lossy(text.value).into_owned()));
@@ -253,7 +255,7 @@ impl<'a> Cert<'a> {
     }
 
     /// The TLS-encoded SCT list, if the certificate embeds one.
-    pub(crate) fn sct_list(&self) -> Result<Option<&'a [u8]>, String> {
+    pub(crate) fn sct_list(&self) -> Result<Option<&'a [u8]>, Invalid> {
         match self.extension(OID_SCT_LIST) {
             Some(ext) => Ok(Some(der::one(ext.value, der::OCTET_STRING)?.value)),
             None => Ok(None),
@@ -276,7 +278,7 @@ impl<'a> Cert<'a> {
     }
 }
 
-fn extension(seq: Tlv<'_>) -> Result<Extension<'_>, String> {
+fn extension(seq: Tlv<'_>) -> Result<Extension<'_>, Invalid> {
     let mut r = Reader::new(seq.value);
     let oid = r.expect(der::OID)?.value;
     let critical = match r.optional(der::BOOLEAN)? {
@@ -322,18 +324,19 @@ pub(crate) fn oid_text(oid: &[u8]) -> String {
         .join(".")
 }
 
-fn sig_alg(alg: &Tlv<'_>) -> Result<SigAlg, String> {
+fn sig_alg(alg: &Tlv<'_>) -> Result<SigAlg, Invalid> {
     let oid = Reader::new(alg.value).expect(der::OID)?;
     SigAlg::from_oid(oid.value).ok_or_else(|| {
         format!(
             "a certificate signature algorithm cks-iso does not verify ({})",
             oid_text(oid.value)
         )
+        .into()
     })
 }
 
 /// The DER of every `CERTIFICATE` block of a PEM text, in order.
-pub(crate) fn pem_certificates(text: &str) -> Result<Vec<Vec<u8>>, String> {
+pub(crate) fn pem_certificates(text: &str) -> Result<Vec<Vec<u8>>, Invalid> {
     use base64::Engine as _;
     let mut out = Vec::new();
     let mut body: Option<String> = None;

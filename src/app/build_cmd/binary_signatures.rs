@@ -285,7 +285,7 @@ async fn check_file(
         });
         (err, true)
     };
-    let map = rekor::entries(&entry).map_err(|e| invalid(signature::Step::RekorEntry, e))?;
+    let map = rekor::entries(&entry).map_err(|e| invalid(signature::Step::RekorEntry, e.into()))?;
     let logged = map
         .values()
         .find(|e| rekor::Evidence::logged_by(&digest, &sig, &cert, e))
@@ -296,7 +296,7 @@ async fn check_file(
             )
         })?;
     let ev = rekor::Evidence::from_rekor(&digest, &sig, &cert, logged)
-        .map_err(|e| invalid(signature::Step::LayerIntegrity, e))?;
+        .map_err(|e| invalid(signature::Step::LayerIntegrity, e.into()))?;
     let file_digest = hash.get().await.map_err(|e| {
         let err = AppError::failure(
             anyhow::Error::new(e).context(format!("cannot read {}", file.path.display())),

@@ -146,11 +146,11 @@ fn the_entry_must_log_this_digest_signature_and_certificate() {
     let digest = Sha256::digest(ARTIFACT);
     assert_eq!(logs(&ev.body, &digest, &ev.signature, &ev.leaf), Ok(()));
     let err = logs(&ev.body, &[7; 32], &ev.signature, &ev.leaf).unwrap_err();
-    assert!(err.contains("not this payload"), "{err}");
+    assert!(err.reason().contains("not this payload"), "{err}");
     let err = logs(&ev.body, &digest, b"other", &ev.leaf).unwrap_err();
-    assert_eq!(err, "the entry logs another signature");
+    assert_eq!(err.reason(), "the entry logs another signature");
     let err = logs(&ev.body, &digest, &ev.signature, b"other").unwrap_err();
-    assert_eq!(err, "the entry logs another certificate");
+    assert_eq!(err.reason(), "the entry logs another certificate");
     // A Rekor v1 body is not a Rekor v2 entry.
     let v1 = base64::engine::general_purpose::STANDARD
         .encode(br#"{"apiVersion":"0.0.1","kind":"hashedrekord","spec":{}}"#);
