@@ -40,11 +40,15 @@ enum MaterialError {
 /// failed check otherwise.
 pub fn run(args: VerifyBundleArgs) -> Result<(), AppError> {
     let rule = rule(&args);
-    let (root, _) =
-        crate::trust::trusted_root(args.trusted_root.as_deref(), None).map_err(|e| {
-            let hint = e.hint();
-            AppError::failure(e, hint)
-        })?;
+    let settings = net::settings(args.net.clone())?;
+    let (root, _) = crate::trust::trusted_root(
+        args.trusted_root.as_deref(),
+        settings.trusted_root.as_deref(),
+    )
+    .map_err(|e| {
+        let hint = e.hint();
+        AppError::failure(e, hint)
+    })?;
     let (digest, shown) = artifact(&args.artifact)?;
     let evidence = match (&args.bundle, &args.signature, &args.certificate) {
         (Some(path), _, _) => {
@@ -56,7 +60,7 @@ pub fn run(args: VerifyBundleArgs) -> Result<(), AppError> {
                 })
             })?
         }
-        (None, Some(sig), Some(cert)) => looked_up(&args, &digest, sig, cert)?,
+        (None, Some(sig), Some(cert)) => looked_up(&args, settings, &digest, sig, cert)?,
         _ => unreachable!("clap requires --bundle or --signature with --certificate"),
     };
     let now = std::time::SystemTime::now()
@@ -180,6 +184,7 @@ fn refused(err: MaterialError) -> AppError {
 /// does.
 fn looked_up(
     args: &VerifyBundleArgs,
+    mut settings: crate::config::Settings,
     digest: &[u8; 32],
     sig_path: &Path,
     cert_path: &Path,
@@ -191,7 +196,6 @@ fn looked_up(
             reason: reason.into(),
         })
     })?;
-    let mut settings = net::settings(args.net.clone())?;
     settings.http.offline = args.offline;
     let rekor_url = args
         .rekor_url

@@ -206,3 +206,38 @@ fn usage_errors_exit_2_and_say_what_is_missing() {
         assert!(text(&out).contains(named), "{args:?}: {}", text(&out));
     }
 }
+
+/// Without `--trusted-root`, the configuration file's `trusted-root:` is the root verified
+/// against, as its `--help` says and as `build` does; with neither, the embedded public-good
+/// root, which never signed the test world's file.
+#[test]
+fn the_configuration_file_names_the_trusted_root_when_the_flag_does_not() {
+    let dir = open_tempdir();
+    let store = Sigstore::generate();
+    let rekor = RekorServer::start();
+    signed_file(dir.path(), &store, &rekor, &binary_signer());
+    fs::write(dir.path().join("config.yaml"), "trusted-root: root.json\n").unwrap();
+    let run = |config: bool| {
+        let mut cmd = cks_iso();
+        cmd.current_dir(dir.path()).args([
+            "verify-bundle",
+            "--signature",
+            "kubeadm.sig",
+            "--certificate",
+            "kubeadm.cert",
+            "--kubernetes-binary",
+            "--rekor-url",
+            &rekor.url(),
+            "--cache-dir",
+            "cache",
+        ]);
+        if config {
+            cmd.args(["--config", "config.yaml"]);
+        }
+        cmd.arg("kubeadm").output().unwrap()
+    };
+    let out = run(true);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = run(false);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+}
