@@ -275,7 +275,7 @@ impl SignatureError {
                 .into(),
             Self::Invalid { .. } | Self::Malformed { .. } => {
                 "the artifact or its signature was altered, or the trusted root (--trusted-root) \
-                 is not the one that signed it; no ISO was written"
+                 is not the one that signed it"
                     .into()
             }
             Self::UnsignedFile { .. } => {
