@@ -67,16 +67,11 @@ fn crate_package_holds_sources_and_licence_only() {
 /// plumbing) cannot touch the network: nothing in their dependency tree is an HTTP client, TLS
 /// stack or async runtime, so "archives, ISOs and signature checks never reach the network" is
 /// the compiler's rule, not a promise. (`ring`, the signature checks' crypto, is no network code.)
-#[test]
-fn leaf_crates_depend_on_no_network_stack() {
-    let root = env!("CARGO_MANIFEST_DIR");
-    for leaf in [
-        "cks-iso-io",
-        "cks-iso-iso9660",
-        "cks-iso-oci",
-        "cks-iso-sigstore",
-    ] {
-        let out = run(Command::new(env!("CARGO")).current_dir(root).args([
+/// `cargo tree` of the normal (shipped) dependencies, one package a line, with `args`.
+fn normal_tree(args: &[&str]) -> String {
+    let out = run(Command::new(env!("CARGO"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
             "tree",
             "--locked",
             "--offline",
@@ -84,10 +79,20 @@ fn leaf_crates_depend_on_no_network_stack() {
             "normal",
             "--prefix",
             "none",
-            "-p",
-            leaf,
-        ]));
-        let tree = String::from_utf8(out.stdout).expect("UTF-8 tree");
+        ])
+        .args(args));
+    String::from_utf8(out.stdout).expect("UTF-8 tree")
+}
+
+#[test]
+fn leaf_crates_depend_on_no_network_stack() {
+    for leaf in [
+        "cks-iso-io",
+        "cks-iso-iso9660",
+        "cks-iso-oci",
+        "cks-iso-sigstore",
+    ] {
+        let tree = normal_tree(&["-p", leaf]);
         assert!(
             tree.lines().count() > 3,
             "{leaf}: no dependency tree:\n{tree}"
@@ -106,25 +111,10 @@ fn leaf_crates_depend_on_no_network_stack() {
 /// dependencies: no dev- or build-only crates), as `name version` with each one's licence
 /// expression.
 fn shipped_crates() -> std::collections::BTreeMap<String, String> {
-    let root = env!("CARGO_MANIFEST_DIR");
     let mut crates = std::collections::BTreeMap::new();
     for target in ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"] {
-        let out = run(Command::new(env!("CARGO")).current_dir(root).args([
-            "tree",
-            "--locked",
-            "--offline",
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-            "--format",
-            "{p}|{l}",
-            "-p",
-            "cks-iso",
-            "--target",
-            target,
-        ]));
-        for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let tree = normal_tree(&["--format", "{p}|{l}", "-p", "cks-iso", "--target", target]);
+        for line in tree.lines() {
             let (package, licence) = line.split_once('|').expect("{p}|{l}");
             let mut words = package.split_whitespace();
             let (name, version) = (words.next().unwrap(), words.next().unwrap());
