@@ -7,16 +7,6 @@ use std::process::Command;
 
 use crate::support::*;
 
-fn cmp(a: &std::path::Path, b: &std::path::Path) -> bool {
-    require("cmp");
-    Command::new("cmp")
-        .arg(a)
-        .arg(b)
-        .status()
-        .unwrap()
-        .success()
-}
-
 #[test]
 fn same_tree_and_epoch_give_identical_bytes() {
     let dir = tempfile::tempdir().unwrap();
@@ -35,12 +25,12 @@ fn same_tree_and_epoch_give_identical_bytes() {
         .arg(src.join("versions.txt")));
     fs::set_permissions(src.join("network.yaml"), fs::Permissions::from_mode(0o600)).unwrap();
     build_iso(&src, &b);
-    assert!(cmp(&a, &b), "two builds with the same epoch differ");
+    assert!(same_bytes(&a, &b), "two builds with the same epoch differ");
     run(cks_iso()
         .env("SOURCE_DATE_EPOCH", "1700000000")
         .args(["iso", "-o", p(&c), p(&src)]));
     assert!(
-        cmp(&a, &c),
+        same_bytes(&a, &c),
         "SOURCE_DATE_EPOCH and --source-date-epoch must agree"
     );
 }
@@ -60,7 +50,7 @@ fn another_epoch_dates_the_image_differently() {
         p(&b),
         p(&src),
     ]));
-    assert!(!cmp(&a, &b));
+    assert!(!same_bytes(&a, &b));
     let (out, _) = tool("isoinfo", ["-R", "-l", "-i", p(&b)]);
     assert!(
         out.contains("Jan 15 2027"),

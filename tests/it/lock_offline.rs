@@ -28,9 +28,9 @@ fn build(config: &Path, tmp: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-fn same_bytes(a: &Path, b: &Path) {
+fn assert_same_bytes(a: &Path, b: &Path) {
     assert!(
-        fs::read(a).unwrap() == fs::read(b).unwrap(),
+        crate::support::same_bytes(a, b),
         "{} and {} differ",
         a.display(),
         b.display()
@@ -188,7 +188,7 @@ fn locked_rebuilds_are_byte_identical_online_in_another_environment_and_offline_
         .env_remove("SOURCE_DATE_EPOCH");
     run(&mut cmd);
     for iso in ISOS {
-        same_bytes(&out.join(iso), &out2.join(iso));
+        assert_same_bytes(&out.join(iso), &out2.join(iso));
     }
 
     // Every server stopped; only listeners that count connections on the world's ports.
@@ -212,7 +212,7 @@ fn locked_rebuilds_are_byte_identical_online_in_another_environment_and_offline_
         ],
     ));
     for iso in ISOS {
-        same_bytes(&out.join(iso), &out3.join(iso));
+        assert_same_bytes(&out.join(iso), &out3.join(iso));
     }
     // The ISO's own lock is enough to rebuild that arch.
     let out4 = d.join("out4");
@@ -229,7 +229,7 @@ fn locked_rebuilds_are_byte_identical_online_in_another_environment_and_offline_
             p(&cache),
         ],
     ));
-    same_bytes(&out.join(ISOS[1]), &out4.join(ISOS[1]));
+    assert_same_bytes(&out.join(ISOS[1]), &out4.join(ISOS[1]));
     assert_eq!(
         names(&out4).len(),
         4,

@@ -6,19 +6,9 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 
 use crate::support::*;
 use cks_iso_testworld::world::{Options, World};
-
-fn same(a: &Path, b: &Path) -> bool {
-    Command::new("cmp")
-        .arg(a)
-        .arg(b)
-        .status()
-        .unwrap()
-        .success()
-}
 
 /// How often the world was asked for `path` (after its host; the origin answers a release
 /// download with a redirect to its CDN).
@@ -63,7 +53,7 @@ fn stable_1_33_builds_the_iso_of_the_release_it_names_and_is_locked_not_reread()
     assert!(stdout.contains("(kubernetes from stable-1.33)"), "{stdout}");
     let iso = "setup-v1.33.1-x86_64.iso";
     assert!(
-        same(&plain.join(iso), &labelled.join(iso)),
+        same_bytes(&plain.join(iso), &labelled.join(iso)),
         "stable-1.33 and 1.33.1 build different ISOs"
     );
     let doc: serde_json::Value = serde_json::from_slice(&fs::read(&lock).unwrap()).unwrap();
@@ -87,7 +77,7 @@ fn stable_1_33_builds_the_iso_of_the_release_it_names_and_is_locked_not_reread()
         ],
     ));
     assert_eq!(served(&world, "/release/stable-1.33.txt"), before);
-    assert!(same(&plain.join(iso), &again.join(iso)));
+    assert!(same_bytes(&plain.join(iso), &again.join(iso)));
     // Another label contradicts the lock.
     let other = build_in_world(
         &world,
@@ -116,7 +106,7 @@ fn stable_1_33_builds_the_iso_of_the_release_it_names_and_is_locked_not_reread()
         "1.33",
         &["--offline", "--autoscaler-version", &autoscaler],
     ));
-    assert!(same(&pinned.join(iso), &offline.join(iso)));
+    assert!(same_bytes(&pinned.join(iso), &offline.join(iso)));
     assert_eq!(served(&world, "/release/stable-1.33.txt"), before);
     let positional = dir.path().join("positional");
     ok(build_in_world(
@@ -132,7 +122,7 @@ fn stable_1_33_builds_the_iso_of_the_release_it_names_and_is_locked_not_reread()
             "setup-v1.33.1",
         ],
     ));
-    assert!(same(&plain.join(iso), &positional.join(iso)));
+    assert!(same_bytes(&plain.join(iso), &positional.join(iso)));
 }
 
 #[test]

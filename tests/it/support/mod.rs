@@ -44,6 +44,17 @@ pub fn no_internet(cmd: &mut Command) -> &mut Command {
         .env("NO_PROXY", "127.0.0.1,localhost,::1")
 }
 
+/// Whether the files `a` and `b` hold the same bytes, as `cmp` judges them.
+pub fn same_bytes(a: &Path, b: &Path) -> bool {
+    require("cmp");
+    Command::new("cmp")
+        .arg(a)
+        .arg(b)
+        .status()
+        .expect("run cmp")
+        .success()
+}
+
 /// The epoch every test build is dated with, so two builds in one world compare byte for byte.
 pub const EPOCH: &str = "1700000000";
 
