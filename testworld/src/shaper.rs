@@ -39,6 +39,19 @@ impl Shape {
             bytes_per_sec: 200_000_000 / 8,
         }
     }
+
+    /// The `CKS_WORLD_SHAPE` spelling, `<ms>,<mbit>` (`50,200`); panics on anything else, since
+    /// only benchmarks set it.
+    pub fn from_spec(spec: &str) -> Self {
+        let (ms, mbit) = spec
+            .split_once(',')
+            .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
+            .unwrap_or_else(|| panic!("CKS_WORLD_SHAPE must be <ms>,<mbit>, not {spec:?}"));
+        Self {
+            delay: Duration::from_millis(ms),
+            bytes_per_sec: mbit * 1_000_000 / 8,
+        }
+    }
 }
 
 /// The running proxy; stops accepting when dropped.

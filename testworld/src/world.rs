@@ -26,6 +26,7 @@ use crate::images::{
 };
 use crate::registry::DockerRegistry;
 use crate::rekor::RekorServer;
+use crate::shaper::{Shape, ShapingProxy};
 use crate::sigstore::{SignOptions, SignedLayer, Sigstore, signature_manifest, signature_tag};
 use crate::upstream::{
     DASHBOARD_PATH, HEADLAMP_PATH, HEADLAMP_RELEASE_PATH, HEADLAMP_VERSION, KubeRelease,
@@ -59,6 +60,10 @@ pub struct Options {
     /// registry.k8s.io images to leave unsigned; every other registry.k8s.io image is signed by
     /// the world's [`Sigstore`], its index and each platform manifest.
     pub unsigned: Vec<String>,
+    /// A WAN shape for the registry, the upstream stand-in (origin and CDN) and Rekor: each is
+    /// then reached through a [`ShapingProxy`] and the configuration names the proxies (git stays
+    /// direct: a handful of small requests). For `make bench`'s signature cost on a far link.
+    pub shape: Option<Shape>,
 }
 
 impl Default for Options {
@@ -69,6 +74,7 @@ impl Default for Options {
             ccm_tag: "v1.2.0".into(),
             without_arm64: None,
             unsigned: Vec::new(),
+            shape: None,
         }
     }
 }
@@ -145,6 +151,7 @@ pub struct World {
     sigstore: Sigstore,
     rekor: RekorServer,
     trusted_root: PathBuf,
+    _shapers: Vec<ShapingProxy>,
     _storage: TempDir,
     _dir: TempDir,
 }
@@ -359,11 +366,12 @@ impl World {
                 .replace(&format!("{path}.cert"), cert, "text/plain; charset=utf-8");
         }
         let upstream = UpstreamServer::start(&snapshot);
+        let shaped = Shaped::start(options.shape, &upstream, &addr, &rekor);
 
         let mut yaml = String::from(
             "# written by cks-iso-world: the local upstream world (testworld/src/world.rs)\nmirrors:\n",
         );
-        for rule in upstream.mirror_rules() {
+        for rule in UpstreamServer::mirror_rules_via(&shaped.upstream) {
             let (from, to) = rule.split_once('=').expect("FROM=TO");
             yaml.push_str(&format!("  {from}: {to}\n"));
         }
@@ -380,9 +388,12 @@ impl World {
             }
         }
         for host in &hosts {
-            yaml.push_str(&format!("  {host}: \"{}/{host}\"\n", registry.url()));
+            yaml.push_str(&format!(
+                "  {host}: \"http://{}/{host}\"\n",
+                shaped.registry
+            ));
         }
-        yaml.push_str(&format!("insecure-registries: [\"{addr}\"]\n"));
+        yaml.push_str(&format!("insecure-registries: [\"{}\"]\n", shaped.registry));
         let dir = tempfile::tempdir().expect("temp dir");
         let trusted_root = dir.path().join("trusted_root.json");
         std::fs::write(&trusted_root, sigstore.trusted_root()).expect("write the trusted root");
@@ -390,7 +401,7 @@ impl World {
         yaml.push_str(
             "# the world's own Sigstore signs registry.k8s.io's images and dl.k8s.io's binaries\ntrusted-root: trusted_root.json\n",
         );
-        yaml.push_str(&format!("rekor-url: {}\n", rekor.url()));
+        yaml.push_str(&format!("rekor-url: {}\n", shaped.rekor));
         let config_path = dir.path().join("cks-iso.yaml");
         std::fs::write(&config_path, &yaml).expect("write the configuration");
 
@@ -410,6 +421,7 @@ impl World {
             sigstore,
             rekor,
             trusted_root,
+            _shapers: shaped.proxies,
             _storage: storage,
             _dir: dir,
         }
@@ -899,6 +911,50 @@ fn platform_manifests(plan: &Plan, top: &str) -> BTreeMap<String, String> {
             })
             .collect(),
         None => BTreeMap::from([("amd64".to_owned(), top.to_owned())]),
+    }
+}
+
+/// Where the configuration sends cks-iso: the servers themselves, or shaping proxies in front.
+struct Shaped {
+    /// The upstream stand-in's base URL.
+    upstream: String,
+    /// The registry's `host:port`.
+    registry: String,
+    /// Rekor's base URL.
+    rekor: String,
+    proxies: Vec<ShapingProxy>,
+}
+
+impl Shaped {
+    fn start(
+        shape: Option<Shape>,
+        upstream: &UpstreamServer,
+        registry: &str,
+        rekor: &RekorServer,
+    ) -> Self {
+        let Some(shape) = shape else {
+            return Self {
+                upstream: upstream.url(),
+                registry: registry.to_owned(),
+                rekor: rekor.url(),
+                proxies: Vec::new(),
+            };
+        };
+        let host = |url: String| url.trim_start_matches("http://").to_owned();
+        let proxies = vec![
+            ShapingProxy::start(&host(upstream.url()), shape),
+            ShapingProxy::start(&host(upstream.cdn_url()), shape),
+            ShapingProxy::start(registry, shape),
+            ShapingProxy::start(&host(rekor.url()), shape),
+        ];
+        // The origin's redirects to the CDN go through the CDN's proxy too.
+        upstream.redirect_cdn_to(&format!("http://{}", proxies[1].host()));
+        Self {
+            upstream: format!("http://{}", proxies[0].host()),
+            registry: proxies[2].host(),
+            rekor: format!("http://{}", proxies[3].host()),
+            proxies,
+        }
     }
 }
 

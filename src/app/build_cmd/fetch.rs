@@ -458,14 +458,35 @@ async fn one_arch(
             Err(e) => failures.push(e),
         }
     }
+    let mut signatures = None;
     if failures.is_empty() {
         progress.start(registry.missing_bytes(&images));
-        let fetched: Vec<Result<(), RegistryError>> = stream::iter(&images)
+        // Signatures need only the resolved digests: they are fetched and judged while the
+        // blobs stream in, so on a far link their round trips hide behind the pull.
+        let blobs = stream::iter(&images)
             .map(|image| registry.fetch_blobs(image, progress.as_ref()))
             .buffered(registry.jobs())
-            .collect()
-            .await;
+            .collect::<Vec<Result<(), RegistryError>>>();
+        let checks = async {
+            match checker {
+                Some(checker) => {
+                    let judged = check_signatures(
+                        checker,
+                        registry,
+                        fetcher,
+                        &pins.kubernetes,
+                        (&images, &files),
+                        locked,
+                        arch.k8s(),
+                    );
+                    Some(judged.await)
+                }
+                None => None,
+            }
+        };
+        let (fetched, checked) = tokio::join!(blobs, checks);
         failures.extend(fetched.into_iter().filter_map(Result::err));
+        signatures = checked;
     }
     progress.finish();
     if !failures.is_empty() {
@@ -500,25 +521,9 @@ async fn one_arch(
             hint,
         ));
     }
-    let signatures = match checker {
-        Some(checker) => {
-            let mut sigs =
-                signatures::check(checker, registry, &images, locked, arch.k8s()).await?;
-            let (reports, evidence) = super::binary_signatures::check_files(
-                checker,
-                fetcher,
-                &pins.kubernetes,
-                &files,
-                locked,
-                arch.k8s(),
-            )
-            .await?;
-            sigs.report.binaries = reports;
-            sigs.binaries = evidence;
-            Some(sigs)
-        }
-        None => None,
-    };
+    // A failed pull is reported before a failed signature, as when the two ran one after the
+    // other.
+    let signatures = signatures.transpose()?;
     Ok(ArchFetched {
         arch,
         staging,
@@ -526,6 +531,28 @@ async fn one_arch(
         images,
         signatures,
     })
+}
+
+/// The images' and the downloaded files' signatures, judged side by side; an image's failure is
+/// reported before a file's.
+async fn check_signatures(
+    checker: &signatures::Checker,
+    registry: &Registry,
+    fetcher: &Fetcher<'_>,
+    kubernetes: &crate::resolve::KubeVersion,
+    (images, files): (&[Image], &[IsoFile]),
+    locked: Option<&lock::ArchEntry>,
+    arch: &str,
+) -> Result<signatures::ArchSignatures, AppError> {
+    let (images, binaries) = tokio::join!(
+        signatures::check(checker, registry, images, locked, arch),
+        super::binary_signatures::check_files(checker, fetcher, kubernetes, files, locked, arch),
+    );
+    let mut sigs = images?;
+    let (reports, evidence) = binaries?;
+    sigs.report.binaries = reports;
+    sigs.binaries = evidence;
+    Ok(sigs)
 }
 
 /// The lock's images, each by its registry digest, checked to give the locked platform manifest.

@@ -10,7 +10,9 @@
 //! `--headlamp`, stops everything, and exits
 //! with `CMD`'s status. With no command it prints the configuration and serves until stdin
 //! closes. `CKS_WORLD_KUBERNETES` picks another Kubernetes release; `CKS_WORLD_OWN_LAYER_KIB`
-//! gives every image an incompressible layer of that many KiB (4 by default), for benchmarks.
+//! gives every image an incompressible layer of that many KiB (4 by default), for benchmarks;
+//! `CKS_WORLD_SHAPE=<ms>,<mbit>` puts a WAN-shaping proxy in front of the registry, the upstream
+//! stand-in and Rekor (+ms per request, mbit per connection).
 //!
 //! Ctrl-C or SIGTERM stops the world cleanly (servers stopped, temp dirs removed): the command,
 //! which gets a terminal's Ctrl-C itself, has 5 s to exit before it is killed.
@@ -20,12 +22,16 @@ use std::process::{Command, ExitCode};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use cks_iso_testworld::shaper::Shape;
 use cks_iso_testworld::world::{Options, World};
 
 fn main() -> ExitCode {
     let mut options = Options::default();
     if let Ok(v) = std::env::var("CKS_WORLD_KUBERNETES") {
         options.kubernetes = v;
+    }
+    if let Ok(spec) = std::env::var("CKS_WORLD_SHAPE") {
+        options.shape = Some(Shape::from_spec(&spec));
     }
     let world = World::start(options);
     eprintln!(

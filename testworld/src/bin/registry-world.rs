@@ -33,14 +33,7 @@ fn main() {
         let host = registry.host();
         writeln!(out, "REGISTRY={host}").unwrap();
         let _shaper = std::env::var("CKS_WORLD_SHAPE").ok().map(|spec| {
-            let (ms, mbit) = spec
-                .split_once(',')
-                .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
-                .unwrap_or_else(|| panic!("CKS_WORLD_SHAPE must be <ms>,<mbit>, not {spec:?}"));
-            let shape = shaper::Shape {
-                delay: std::time::Duration::from_millis(ms),
-                bytes_per_sec: mbit * 1_000_000 / 8,
-            };
+            let shape = shaper::Shape::from_spec(&spec);
             let proxy = shaper::ShapingProxy::start(&host, shape);
             writeln!(out, "SHAPED={}", proxy.host()).unwrap();
             proxy
