@@ -136,6 +136,7 @@ fuzz:
 	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
 	@for t in $(FUZZ_TARGETS); do \
 		echo "make fuzz: $$t for $(FUZZ_SECONDS) s"; \
+		./fuzz/seed.sh $$t || exit 1; \
 		RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 \
 			-timeout=10 || exit 1; \
 	done
