@@ -59,6 +59,18 @@ pub(crate) enum KeyKind {
     Rsa,
 }
 
+impl KeyKind {
+    /// How messages name it: `an ECDSA P-256 key`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::P256 => "an ECDSA P-256 key",
+            Self::P384 => "an ECDSA P-384 key",
+            Self::Ed25519 => "an Ed25519 key",
+            Self::Rsa => "an RSA key",
+        }
+    }
+}
+
 /// The hash a signature was made over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Hash {

@@ -156,6 +156,16 @@ fn timestamps(root: &TrustedRoot, evidence: &Evidence) -> Result<Vec<i64>, Failu
                 .into(),
         ));
     }
+    // As sigstore-go: copies of one token must not count as several authorities' word.
+    for (i, der) in evidence.timestamps.iter().enumerate() {
+        if let Some(j) = evidence.timestamps[..i].iter().position(|d| d == der) {
+            return Err(fail(format!(
+                "timestamps #{} and #{} are the same bytes: one authority's word given twice",
+                j + 1,
+                i + 1
+            )));
+        }
+    }
     let mut times = Vec::new();
     let mut why = Vec::new();
     for (i, der) in evidence.timestamps.iter().enumerate() {

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
 
 use super::der;
+use super::key::KeyKind;
 use super::x509::{Cert, PublicKey};
 
 /// The media type this reader understands.
@@ -77,6 +78,7 @@ struct RawLog {
 #[serde(rename_all = "camelCase")]
 struct RawKey {
     raw_bytes: Option<String>,
+    key_details: Option<String>,
     valid_for: Option<RawValidity>,
 }
 
@@ -158,6 +160,16 @@ pub enum RootError {
         /// Why.
         reason: String,
     },
+    /// A key whose `keyDetails` names another algorithm than its bytes hold.
+    #[error("{entry}: keyDetails says {details} but the key is {actual}")]
+    KeyDetails {
+        /// The entry.
+        entry: String,
+        /// The `keyDetails` value.
+        details: String,
+        /// What the key's bytes are.
+        actual: &'static str,
+    },
 }
 
 fn b64(text: &str, entry: &str, field: &'static str) -> Result<Vec<u8>, RootError> {
@@ -197,6 +209,18 @@ fn validity(raw: Option<&RawValidity>, entry: &str) -> Result<Validity, RootErro
     })
 }
 
+/// The key kind a protobuf-specs `PublicKeyDetails` value names; `None` for values this reader
+/// has no key kind for (kept for other clients, as unreadable keys are).
+fn kind_named(details: &str) -> Option<KeyKind> {
+    match details {
+        "PKIX_ECDSA_P256_SHA_256" | "PKIX_ECDSA_P256_HMAC_SHA_256" => Some(KeyKind::P256),
+        "PKIX_ECDSA_P384_SHA_384" => Some(KeyKind::P384),
+        "PKIX_ED25519" | "PKIX_ED25519_PH" => Some(KeyKind::Ed25519),
+        d if d.starts_with("PKIX_RSA_") || d.starts_with("PKCS1_RSA_") => Some(KeyKind::Rsa),
+        _ => None,
+    }
+}
+
 fn log(raw: &RawLog, what: &str) -> Result<LogKey, RootError> {
     let entry = format!("the {what} {}", raw.log_id.key_id);
     let id = b64(&raw.log_id.key_id, &entry, "logId")?;
@@ -206,6 +230,17 @@ fn log(raw: &RawLog, what: &str) -> Result<LogKey, RootError> {
         Some(bytes) => PublicKey::from_spki(&b64(bytes, &entry, "publicKey")?).ok(),
         None => None,
     };
+    // As sigstore-go: the algorithm `keyDetails` names is the one the key must have, so a root
+    // cannot present a key as another kind than it is.
+    if let (Some(key), Some(details)) = (&key, &raw.public_key.key_details)
+        && kind_named(details).is_some_and(|named| named != key.kind)
+    {
+        return Err(RootError::KeyDetails {
+            entry,
+            details: details.clone(),
+            actual: key.kind.name(),
+        });
+    }
     Ok(LogKey {
         id,
         key,

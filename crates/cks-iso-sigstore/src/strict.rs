@@ -360,3 +360,29 @@ fn a_trusted_root_validity_without_start_is_refused() {
     let err = TrustedRoot::from_json(&root.to_string()).unwrap_err();
     assert!(err.to_string().contains("start"), "{err}");
 }
+
+#[test]
+fn a_trusted_root_key_whose_key_details_name_another_algorithm_is_refused() {
+    let mut root: Value = serde_json::from_str(PUBLIC_GOOD_ROOT).unwrap();
+    // The public-good Rekor v1 key is ECDSA P-256, and says so.
+    let details = &mut root["tlogs"][0]["publicKey"]["keyDetails"];
+    assert_eq!(details, "PKIX_ECDSA_P256_SHA_256");
+    *details = "PKIX_ED25519".into();
+    let err = TrustedRoot::from_json(&root.to_string()).unwrap_err();
+    let tlog = "the transparency log wNI9atQGlz+VWfO6LRygH4QUfY/8W4RFwiT5i5WRgB0=";
+    assert_eq!(
+        err,
+        RootError::KeyDetails {
+            entry: tlog.into(),
+            details: "PKIX_ED25519".into(),
+            actual: "an ECDSA P-256 key",
+        }
+    );
+    assert!(
+        err.to_string().contains("keyDetails says PKIX_ED25519"),
+        "{err}"
+    );
+    // A value this reader has no kind for is left for other clients, as an unreadable key is.
+    root["tlogs"][0]["publicKey"]["keyDetails"] = "PKIX_SOMETHING_NEW".into();
+    TrustedRoot::from_json(&root.to_string()).unwrap();
+}

@@ -141,6 +141,16 @@ fn a_rekor_v2_bundle_without_a_timestamp_has_no_signing_time() {
 }
 
 #[test]
+fn the_same_timestamp_twice_is_refused_as_sigstore_go_refuses_it() {
+    // Two copies of one token would count twice toward a threshold of authorities.
+    let mut ev = evidence();
+    ev.timestamps.push(ev.timestamps[0].clone());
+    let (step, why) = judged(&root(), &ev).unwrap_err();
+    assert_eq!(step, Step::Timestamp, "{why}");
+    assert!(why.contains("timestamps #1 and #2 are the same"), "{why}");
+}
+
+#[test]
 fn the_entry_must_log_this_digest_signature_and_certificate() {
     let ev = evidence();
     let digest = Sha256::digest(ARTIFACT);
