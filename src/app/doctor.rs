@@ -302,6 +302,7 @@ async fn network(
         retry: settings.http.retry,
         progress: &(),
         offline: false,
+        budget: None,
     };
 
     let mut sources: Vec<String> = UPSTREAMS.iter().map(|s| (*s).to_owned()).collect();

@@ -154,6 +154,7 @@ pub(crate) fn fetcher<'a>(
             retry: settings.http.retry,
             progress,
             offline: settings.http.offline,
+            budget: None,
         },
         mirrors: &settings.mirrors,
         store,

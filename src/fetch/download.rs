@@ -6,7 +6,7 @@ use reqwest::header::{CONTENT_RANGE, HeaderMap, RANGE};
 use reqwest::{Client, Method, Response, StatusCode};
 
 use super::FetchError;
-use super::retry::{self, RetryPolicy};
+use super::retry::{self, Budget, RetryPolicy};
 use super::sink::{MemSink, Sink};
 use crate::progress::Progress;
 
@@ -34,6 +34,9 @@ pub struct Download<'a> {
     pub progress: &'a dyn Progress,
     /// Refuse every request with [`FetchError::Offline`] (`--offline`).
     pub offline: bool,
+    /// The item's budget when a [`super::Refetch`] made this download: every attempt that
+    /// follows no progress counts there, and retries stop once it is spent.
+    pub budget: Option<&'a Budget>,
 }
 
 /// How one attempt ended, when it did not finish the transfer.
@@ -83,6 +86,9 @@ impl Download<'_> {
             });
         }
         let mut attempt = 1;
+        if let Some(budget) = self.budget {
+            budget.spend();
+        }
         loop {
             let before = sink.written();
             let result = match span {
@@ -98,16 +104,21 @@ impl Download<'_> {
                 Err(Failed::Retry(wait, err)) => {
                     // A transfer that moved forward earns its retries back: a long download
                     // through a flaky link finishes, and each attempt makes progress.
-                    if sink.written() > before {
+                    let progressed = sink.written() > before;
+                    if progressed {
                         attempt = 1;
                     }
-                    if attempt >= self.retry.attempts {
+                    let spent = !progressed && self.budget.is_some_and(Budget::exhausted);
+                    if attempt >= self.retry.attempts || spent {
                         return Err(err);
                     }
                     let delay = self.retry.delay(attempt, wait);
                     tracing::debug!("{err}; retrying in {delay:?} (attempt {})", attempt + 1);
                     tokio::time::sleep(delay).await;
                     attempt += 1;
+                    if let Some(budget) = self.budget.filter(|_| !progressed) {
+                        budget.spend();
+                    }
                 }
             }
         }

@@ -23,5 +23,5 @@ pub use download::{Download, Fetched, get_bytes, post, post_json};
 pub use error::FetchError;
 pub use mirror::{Mirror, Mirrors, redact, strip_userinfo};
 pub use probe::{Probed, probe};
-pub use retry::{Refetch, RetryPolicy, retryable_error, retryable_status, retrying};
+pub use retry::{Budget, Refetch, RetryPolicy, retryable_error, retryable_status, retrying};
 pub use sink::{FileSink, Sha256Hex, Sink};

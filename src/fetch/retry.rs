@@ -1,5 +1,6 @@
 //! When and how long to wait before trying a request again.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
 
 use reqwest::StatusCode;
@@ -113,27 +114,73 @@ where
 /// damaged on the way until proven otherwise, so fetched again within the same budget as a 5xx,
 /// and at least once even with `--retries 1`. Every such loop (blobs, manifests, downloads, texts,
 /// binaries' signature material) counts and waits through this, so the rule lives in one place.
+///
+/// The budget is shared with the transport retries inside each fetch: a [`Download`] made with
+/// [`Refetch::download`] counts every attempt it makes here and stops retrying once the item has
+/// used `policy.attempts`, so a server that fails twice and then sends damaged bytes costs
+/// `attempts + 1` requests, not `attempts` squared.
+///
+/// [`Download`]: super::Download
 #[derive(Debug)]
 pub struct Refetch {
     policy: RetryPolicy,
-    attempt: u32,
+    budget: Budget,
+    refetches: u32,
+}
+
+/// Attempts an item has used, counted by every [`super::Download`] that draws on it.
+#[derive(Debug)]
+pub struct Budget {
+    attempts: u32,
+    spent: AtomicU32,
+}
+
+impl Budget {
+    /// Counts one attempt.
+    pub(super) fn spend(&self) {
+        self.spent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether another retry would go past the budget.
+    pub(super) fn exhausted(&self) -> bool {
+        self.spent.load(Ordering::Relaxed) >= self.attempts
+    }
 }
 
 impl Refetch {
-    /// A budget of `policy.attempts` fetches in all (at least two).
+    /// A budget of `policy.attempts` requests in all, plus the one re-fetch damage always earns.
     pub fn new(policy: RetryPolicy) -> Self {
-        Self { policy, attempt: 1 }
+        Self {
+            policy,
+            budget: Budget {
+                attempts: policy.attempts,
+                spent: AtomicU32::new(0),
+            },
+            refetches: 0,
+        }
     }
 
-    /// After `err` on the latest attempt: when the budget allows another, logs
-    /// "`err`; `action` again", waits as the policy says and returns `true`; else `false`.
+    /// `base`, its attempts counted against this budget.
+    pub fn download<'a>(&'a self, base: &super::Download<'a>) -> super::Download<'a> {
+        super::Download {
+            budget: Some(&self.budget),
+            ..*base
+        }
+    }
+
+    /// After `err` on the latest fetch: when the budget allows another, logs
+    /// "`err`; `action` again", waits as the policy says and returns `true`; else `false`. A
+    /// fetch that did not draw on the budget (no [`Refetch::download`]) counts as one attempt.
     pub async fn again(&mut self, err: &dyn std::fmt::Display, action: &str) -> bool {
-        if self.attempt >= self.policy.attempts.max(2) {
+        let spent = self.budget.spent.load(Ordering::Relaxed);
+        let spent = spent.max(self.refetches + 1);
+        if self.refetches > 0 && spent >= self.policy.attempts {
             return false;
         }
         tracing::warn!("{err}; {action} again");
-        tokio::time::sleep(self.policy.delay(self.attempt, None)).await;
-        self.attempt += 1;
+        self.refetches += 1;
+        tokio::time::sleep(self.policy.delay(self.refetches, None)).await;
+        self.budget.spent.store(spent, Ordering::Relaxed);
         true
     }
 }

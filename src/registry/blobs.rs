@@ -118,8 +118,8 @@ impl Registry {
             let mut renewed = false;
             loop {
                 let headers = self.auth_headers(ep, reference, renewed).await?;
-                match self
-                    .download(progress)
+                match refetch
+                    .download(&self.download(progress))
                     .to_sink(&url, &headers, &mut writer)
                     .await
                 {

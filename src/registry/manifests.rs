@@ -100,8 +100,8 @@ impl Registry {
             let bytes = loop {
                 let mut headers = self.auth_headers(ep, reference, renewed).await?;
                 headers.insert(ACCEPT, accept());
-                match fetch::get_bytes(&self.download(&()), &url, &headers, MAX_MANIFEST_SIZE).await
-                {
+                let download = refetch.download(&self.download(&()));
+                match fetch::get_bytes(&download, &url, &headers, MAX_MANIFEST_SIZE).await {
                     Ok((bytes, _)) => break bytes,
                     Err(err) => {
                         renewed =

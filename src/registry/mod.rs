@@ -155,6 +155,7 @@ impl Registry {
             retry: self.retry,
             progress,
             offline: self.offline,
+            budget: None,
         }
     }
 

@@ -84,7 +84,7 @@ impl Fetcher<'_> {
         let mut refetch = crate::fetch::Refetch::new(self.download.retry);
         let bytes = loop {
             let (bytes, _) = get_bytes(
-                &self.download,
+                &refetch.download(&self.download),
                 &self.mirrors.rewrite(url),
                 &HeaderMap::new(),
                 limit,
@@ -134,7 +134,13 @@ impl Fetcher<'_> {
         let mut refetch = crate::fetch::Refetch::new(self.download.retry);
         let got = loop {
             let size = expected.and_then(|want| want.size);
-            let err = match self.download_verified(artifact, dest, size).await {
+            // The file and its checksum draw on the item's one budget.
+            let budgeted = Fetcher {
+                download: refetch.download(&self.download),
+                mirrors: self.mirrors,
+                store: self.store,
+            };
+            let err = match budgeted.download_verified(artifact, dest, size).await {
                 Ok(got) => match expected.filter(|want| want.sha256 != got.sha256) {
                     None => break got,
                     Some(want) => {

@@ -212,6 +212,37 @@ fn persistently_corrupt_blob_names_image_blob_and_digests_and_leaves_nothing() {
     assert!(!cache.join("blobs/sha256").join(hex).exists());
 }
 
+/// Transport retries and the re-fetch of damaged bytes draw on one budget: a blob whose every
+/// fetch needs two retries and then arrives damaged is asked for `--retries` times and once more
+/// (the one re-fetch damage always earns), not `--retries` squared.
+#[test]
+fn server_errors_and_damage_share_one_retry_budget() {
+    let (world, proxy, layer) = setup();
+    for _ in 0..4 {
+        proxy.add(
+            Rule::path_contains(&layer)
+                .times(2)
+                .fault(Fault::Status(503)),
+        );
+        proxy.add(
+            Rule::path_contains(&layer)
+                .times(1)
+                .fault(Fault::FlipByte { offset: 100 }),
+        );
+    }
+    let (out, tmp) = pull_through(&world, &proxy, &["--retries", "3"]);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    let text = stderr(&out);
+    assert!(text.contains(&layer), "the blob is named:\n{text}");
+    assert_eq!(
+        proxy.requests_to(&layer).len(),
+        4,
+        "3 attempts, then one re-fetch of the damaged bytes, which meets a 503 and stops:\n{text}"
+    );
+    crate::support::registry::assert_empty(&tmp.path().join("out"));
+    assert_cache_verified(&tmp.path().join("cache"));
+}
+
 /// A corrupt blob shared by two images of one repository (pause by tag and by `tag@digest`) is
 /// downloaded (and retried) once: the image that fetched it reports the mismatch, the other fails
 /// at once naming the blob and that first failure.

@@ -58,6 +58,7 @@ async fn get(
             retry: http.retry,
             progress: &(),
             offline: false,
+            budget: None,
         },
         mirrors: &mirrors,
         store: None,
