@@ -6,13 +6,11 @@
 
 use serde::Serialize;
 
-use crate::fetch::{FetchError, retrying};
+use crate::fetch::FetchError;
 use crate::image::{ImageError, Reference};
 use crate::plan;
 use crate::resolve::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, autoscaler_pin};
-use crate::resolve::{
-    Extras, KubeVersion, ResolveError, ccm_tag, choose_autoscaler, images, ls_remote,
-};
+use crate::resolve::{Extras, KubeVersion, ResolveError, ccm_tag, choose_autoscaler, images};
 use crate::upstream::content::{check_yaml, images_in_yaml};
 use crate::upstream::{
     Arch, DEFAULT_CNI, DEFAULT_CSI, Fetcher, Pins, bare_version, catalog, default_crictl,
@@ -269,11 +267,7 @@ pub struct Locked {
 }
 
 /// Resolves versions, URLs and images; shared by `resolve` and `build`.
-pub async fn resolve(
-    p: Partial,
-    client: &reqwest::Client,
-    fetcher: &Fetcher<'_>,
-) -> Result<Resolution, ResolutionError> {
+pub async fn resolve(p: Partial, fetcher: &Fetcher<'_>) -> Result<Resolution, ResolutionError> {
     let mut warnings = Vec::new();
     let offline = fetcher.download.offline;
     // A pinned release needs no tag listing (upstream's script only downloads its manifest, and
@@ -285,13 +279,9 @@ pub async fn resolve(
             return Err(ResolutionError::OfflineUnpinned);
         }
         (_, None) => {
-            let repo = fetcher.mirrors.rewrite(AUTOSCALER_REPO);
-            let listing = retrying(
-                fetcher.download.retry,
-                || ls_remote(client, &repo, AUTOSCALER_REF_PREFIX),
-                |e: &crate::resolve::ResolveError| e.is_transient().then_some(None),
-            )
-            .await?;
+            let listing = fetcher
+                .git_refs(AUTOSCALER_REPO, AUTOSCALER_REF_PREFIX)
+                .await?;
             let choice = choose_autoscaler(&p.kube, None, &listing.refs)?;
             let name = format!("refs/tags/{}", choice.version.tag());
             let commit = listing
@@ -370,7 +360,7 @@ pub async fn resolve(
         .map(|a| DownloadRow {
             name: a.name.clone(),
             dest: a.dest.clone(),
-            fetch_url: crate::fetch::redact(&fetcher.mirrors.rewrite(&a.url)),
+            fetch_url: fetcher.fetch_url(&a.url),
             url: a.url.clone(),
             checksum_url: a.checksum.as_ref().map(|c| c.url().to_owned()),
             legacy_url: a.legacy.as_ref().map(|l| l.url.clone()),

@@ -396,7 +396,7 @@ async fn room(
         };
         let partial = Partial::new(kube.clone(), arch, given)?;
         let what = format!("resolve Kubernetes v{kube} for {}", arch.k8s());
-        let resolution = match resolve(partial, client, &fetcher).await {
+        let resolution = match resolve(partial, &fetcher).await {
             Ok(r) => r,
             Err(err) => {
                 checks.report(&what, Err(err.into()));

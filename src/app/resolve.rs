@@ -61,7 +61,7 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
     let mut resolution = runtime.block_on(async {
         let client = build_client(&settings.http)?;
         let fetcher = net::fetcher(&client, &settings, None, &());
-        Ok::<_, AppError>(resolve(partial, &client, &fetcher).await?)
+        Ok::<_, AppError>(resolve(partial, &fetcher).await?)
     })?;
     resolution.kubernetes_label = labelled.map(|l| l.0);
     for warning in &resolution.warnings {

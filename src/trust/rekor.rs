@@ -4,7 +4,7 @@
 //! `verify-bundle` share it.
 
 use crate::cache::Cache;
-use crate::fetch::{FetchError, get_bytes, post_json};
+use crate::fetch::FetchError;
 use crate::image::Digest;
 use crate::signature::rekor;
 use crate::upstream::Fetcher;
@@ -57,29 +57,17 @@ pub async fn entry(
             }),
         };
     }
-    let index = fetcher
-        .mirrors
-        .rewrite(&format!("{}/api/v1/index/retrieve", rekor_url));
-    let reply = post_json(
-        &fetcher.download,
-        &index,
-        &rekor::index_query(&hex),
-        1 << 20,
-    )
-    .await?;
+    let index = format!("{rekor_url}/api/v1/index/retrieve");
+    let reply = fetcher
+        .post_json(&index, &rekor::index_query(&hex), 1 << 20)
+        .await?;
     let uuids = rekor::uuids(&reply).unwrap_or_default();
     for uuid in uuids
         .iter()
         .filter(|u| u.chars().all(|c| c.is_ascii_alphanumeric()))
     {
         let url = format!("{}/api/v1/log/entries/{uuid}", rekor_url);
-        let (bytes, _) = get_bytes(
-            &fetcher.download,
-            &fetcher.mirrors.rewrite(&url),
-            &reqwest::header::HeaderMap::new(),
-            4 << 20,
-        )
-        .await?;
+        let bytes = fetcher.bytes(&url, 4 << 20).await?;
         if logs(&bytes) {
             if let Some(store) = fetcher.store {
                 let kept = store

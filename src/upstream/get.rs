@@ -69,6 +69,52 @@ pub struct Got {
 }
 
 impl Fetcher<'_> {
+    /// Where a request for the upstream `url` goes: through the mirrors, credentials hidden (for
+    /// what `resolve` shows).
+    pub fn fetch_url(&self, url: &str) -> String {
+        redact(&self.mirrors.rewrite(url))
+    }
+
+    /// GETs at most `limit` bytes of the upstream `url` through the mirrors, with the transport
+    /// retries; no cache (the caller keeps what it verified).
+    pub async fn bytes(&self, url: &str, limit: u64) -> Result<Vec<u8>, FetchError> {
+        let (bytes, _) = get_bytes(
+            &self.download,
+            &self.mirrors.rewrite(url),
+            &HeaderMap::new(),
+            limit,
+        )
+        .await?;
+        Ok(bytes)
+    }
+
+    /// POSTs `body` as JSON to the upstream `url` through the mirrors; at most `limit` bytes of
+    /// the reply (a Rekor index query).
+    pub async fn post_json(
+        &self,
+        url: &str,
+        body: &[u8],
+        limit: u64,
+    ) -> Result<Vec<u8>, FetchError> {
+        crate::fetch::post_json(&self.download, &self.mirrors.rewrite(url), body, limit).await
+    }
+
+    /// The refs under `prefix` of the upstream git repository `repo`, through the mirrors, with
+    /// the transport retries.
+    pub async fn git_refs(
+        &self,
+        repo: &str,
+        prefix: &str,
+    ) -> Result<crate::resolve::Listing, crate::resolve::ResolveError> {
+        let repo = self.mirrors.rewrite(repo);
+        crate::fetch::retrying(
+            self.download.retry,
+            || crate::resolve::ls_remote(self.download.client, &repo, prefix),
+            |e: &crate::resolve::ResolveError| e.is_transient().then_some(None),
+        )
+        .await
+    }
+
     /// GETs a small text through the mirrors (a checksum file, kubeadm's constants). Offline, the
     /// copy the cache recorded for `url`.
     pub async fn text(&self, url: &str, limit: u64) -> Result<String, FetchError> {

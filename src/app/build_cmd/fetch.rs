@@ -227,7 +227,7 @@ pub(super) async fn all(
     let files = ui.items("downloading files");
     let fetcher = net::fetcher(&client, settings, Some(&cache), files.as_ref());
     tracing::info!("resolving versions for Kubernetes v{}", partial.kube);
-    let resolution = resolve(partial, &client, &fetcher).await?;
+    let resolution = resolve(partial, &fetcher).await?;
     for warning in &resolution.warnings {
         tracing::warn!("{warning}");
     }
