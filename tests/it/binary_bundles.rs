@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::support::*;
-use cks_iso_testworld::rekor_v2::{BundleOptions, publish_bundle, publish_bundles};
+use cks_iso_testworld::rekor_v2::{Authority, BundleOptions, publish_bundle, publish_bundles};
 use cks_iso_testworld::sigstore::SignOptions;
 use cks_iso_testworld::world::{Options, World, binary_signer};
 use sha2::Digest as _;
@@ -168,6 +168,16 @@ fn a_rekor_v2_signed_release_builds_and_its_iso_reverifies_offline() {
         "{}",
         combined(&out)
     );
+    // Sigstore's own Python client verifies the same bundles, offline: the world's Rekor v2
+    // log, timestamps and bundles are in the shapes the real verifiers read.
+    let oracle = crate::signatures::bundle_oracle(&tree, &root);
+    let said = String::from_utf8_lossy(&oracle.stdout).into_owned();
+    assert!(
+        oracle.status.success(),
+        "bundle oracle: {said}{}",
+        stderr(&oracle)
+    );
+    assert_eq!(said.trim(), "ok: 3 bundles");
     // A bundle altered in the ISO is caught: its checkpoint's root hash line changed.
     let copy = d.join("tampered");
     run(Command::new("cp").args(["-a", p(&tree), p(&copy)]));
@@ -229,12 +239,24 @@ fn bad_rekor_v2_bundles_fail_the_build_naming_the_check() {
         (
             "a timestamp of an authority the root does not name",
             BundleOptions {
-                rogue_tsa: true,
+                authority: Authority::Rogue,
                 ..BundleOptions::default()
             },
             vec![
                 "fails the RFC 3161 timestamp check",
                 "no timestamp authority of the trusted root",
+            ],
+        ),
+        (
+            // RFC 3161 §2.3; OpenSSL (under sigstore-python) refuses it too.
+            "a timestamp authority whose extended key usage is not critical",
+            BundleOptions {
+                authority: Authority::Lax,
+                ..BundleOptions::default()
+            },
+            vec![
+                "fails the RFC 3161 timestamp check",
+                "time stamping alone, marked critical",
             ],
         ),
         (

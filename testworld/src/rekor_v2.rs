@@ -36,8 +36,8 @@ pub struct BundleOptions {
     pub signer: SignOptions,
     /// Sign these bytes instead of the file's (a bundle copied from another file).
     pub other_file: Option<Vec<u8>>,
-    /// The timestamp comes from an authority that is not in the trusted root.
-    pub rogue_tsa: bool,
+    /// Which timestamp authority dates the signature.
+    pub authority: Authority,
     /// The checkpoint is signed by a key that is not the log's (with the log's key hint).
     pub foreign_checkpoint_key: bool,
     /// Leave the timestamp out.
@@ -49,11 +49,22 @@ impl Default for BundleOptions {
         Self {
             signer: binary_signer(),
             other_file: None,
-            rogue_tsa: false,
+            authority: Authority::World,
             foreign_checkpoint_key: false,
             no_timestamp: false,
         }
     }
+}
+
+/// A timestamp authority of the world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Authority {
+    /// The one the trusted root names.
+    World,
+    /// One the trusted root does not name.
+    Rogue,
+    /// One the trusted root names too, whose certificate's extended key usage is not critical.
+    Lax,
 }
 
 /// The log: its key, a stranger's key, the leaves so far, and the timestamp authorities.
@@ -63,6 +74,7 @@ pub struct RekorV2 {
     leaves: Mutex<Vec<Vec<u8>>>,
     tsa: Tsa,
     rogue_tsa: Tsa,
+    lax_tsa: Tsa,
 }
 
 fn sha256(bytes: &[u8]) -> Vec<u8> {
@@ -99,8 +111,9 @@ impl RekorV2 {
             key: KeyPair::generate_for(&PKCS_ED25519).expect("Ed25519 key"),
             stranger: KeyPair::generate_for(&PKCS_ED25519).expect("Ed25519 key"),
             leaves: Mutex::new(Vec::new()),
-            tsa: Tsa::generate("timestamp"),
-            rogue_tsa: Tsa::generate("rogue-timestamp"),
+            tsa: Tsa::generate("timestamp", false),
+            rogue_tsa: Tsa::generate("rogue-timestamp", false),
+            lax_tsa: Tsa::generate("lax-timestamp", true),
         }
     }
 
@@ -127,9 +140,9 @@ impl RekorV2 {
         })
     }
 
-    /// The trusted root's `timestampAuthorities` entry.
-    pub fn tsa_entry(&self) -> Value {
-        self.tsa.root_entry()
+    /// The trusted root's `timestampAuthorities` entries: the world's, then the lax one.
+    pub fn tsa_entries(&self) -> Vec<Value> {
+        vec![self.tsa.root_entry(), self.lax_tsa.root_entry()]
     }
 
     /// The signed note of a tree of `size` with `root`: origin, size, base64 root, a blank line,
@@ -181,10 +194,10 @@ impl RekorV2 {
         let checkpoint = self.checkpoint(leaves.len(), &root, opts.foreign_checkpoint_key);
         let size = leaves.len();
         drop(leaves);
-        let tsa = if opts.rogue_tsa {
-            &self.rogue_tsa
-        } else {
-            &self.tsa
+        let tsa = match opts.authority {
+            Authority::World => &self.tsa,
+            Authority::Rogue => &self.rogue_tsa,
+            Authority::Lax => &self.lax_tsa,
         };
         let stamp = tsa.timestamp(&signature, issued + 1, 0x7157_0000 + index as u64, 0x5eed);
         let mut material = json!({
@@ -329,7 +342,7 @@ mod tests {
         assert_eq!(a, b);
         let (mut a, mut b) = (Vec::new(), Vec::new());
         outline(&root["timestampAuthorities"][0], "", &mut a);
-        outline(&sigstore.rekor_v2().tsa_entry(), "", &mut b);
+        outline(&sigstore.rekor_v2().tsa_entries()[0], "", &mut b);
         assert_eq!(a, b);
         let envelope = ours["verificationMaterial"]["tlogEntries"][0]["inclusionProof"]
             ["checkpoint"]["envelope"]

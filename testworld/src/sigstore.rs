@@ -237,7 +237,7 @@ impl Sigstore {
                 "validFor": {"start": "2021-01-01T00:00:00Z"},
             }],
             "ctlogs": [log_entry(&ct, "http://ctfe.world.invalid")],
-            "timestampAuthorities": [rekor_v2.tsa_entry()],
+            "timestampAuthorities": rekor_v2.tsa_entries(),
         });
         Self {
             ca: ca_main,

@@ -10,9 +10,8 @@
 //! serial, and a `TSTInfo` with policy, imprint, serial, time, accuracy, nonce and TSA name.
 
 use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
-    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256, SerialNumber,
-    SigningKey,
+    BasicConstraints, CertificateParams, CertifiedIssuer, CustomExtension, DistinguishedName,
+    DnType, IsCa, KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256, SerialNumber, SigningKey,
 };
 use serde_json::{Value, json};
 use sha2::Digest as _;
@@ -33,6 +32,8 @@ const OID_SIGNING_TIME: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 1, 9, 5];
 const OID_SIGNING_CERT_V2: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 1, 9, 16, 2, 47];
 const OID_SHA256: &[u8] = &[0x60, 0x86, 0x48, 1, 0x65, 3, 4, 2, 1];
 const OID_ECDSA_SHA256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 4, 3, 2];
+/// `1.3.6.1.5.5.7.3.8`: id-kp-timeStamping.
+const OID_TIME_STAMPING: &[u8] = &[0x2b, 6, 1, 5, 5, 7, 3, 8];
 /// Sigstore's timestamp policy, `1.3.6.1.4.1.57264.2`.
 const OID_POLICY: &[u8] = &[0x2b, 6, 1, 4, 1, 0x83, 0xbf, 0x30, 2];
 
@@ -136,8 +137,9 @@ pub struct Tsa {
 }
 
 impl Tsa {
-    /// Fresh keys and certificates for an authority called `name`.
-    pub fn generate(name: &str) -> Self {
+    /// Fresh keys and certificates for an authority called `name`; `lax` writes its certificate's
+    /// extended key usage non-critical, as RFC 3161 forbids.
+    pub fn generate(name: &str, lax: bool) -> Self {
         let dn = |cn: String| {
             let mut dn = DistinguishedName::new();
             dn.push(DnType::OrganizationName, "cks-world");
@@ -155,7 +157,14 @@ impl Tsa {
         let mut leaf = CertificateParams::default();
         leaf.distinguished_name = dn(name.to_owned());
         leaf.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::TimeStamping];
+        // RFC 3161 §2.3: time stamping alone, and critical (OpenSSL, under sigstore-python,
+        // refuses the certificate otherwise); rcgen writes its own EKU non-critical.
+        let mut eku = CustomExtension::from_oid_content(
+            &[2, 5, 29, 37],
+            der(SEQUENCE, &der(OID, OID_TIME_STAMPING)),
+        );
+        eku.set_criticality(!lax);
+        leaf.custom_extensions.push(eku);
         leaf.use_authority_key_identifier_extension = true;
         leaf.serial_number = Some(SerialNumber::from(0x7157_a001_u64));
         leaf.not_before = rcgen::date_time_ymd(2021, 1, 1);
@@ -316,7 +325,7 @@ pub(crate) mod tests {
                     .as_str()
                     .unwrap(),
             );
-        let ours = Tsa::generate("tsa").timestamp(b"signature", 1_750_000_000, 7, 9);
+        let ours = Tsa::generate("tsa", false).timestamp(b"signature", 1_750_000_000, 7, 9);
         let (mut a, mut b) = (Vec::new(), Vec::new());
         skeleton(&real, 0, &mut a);
         skeleton(&ours, 0, &mut b);
