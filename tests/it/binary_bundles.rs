@@ -5,8 +5,10 @@
 //! in its `trusted_root.json`. Such a release builds, its bundles go into the ISO byte for byte
 //! and into the lock, and `verify --signatures` and `verify-bundle --offline` re-check them with
 //! every server stopped; a bundle for another file, a timestamp of an authority the root does not
-//! name, a checkpoint signed by another key, and a bad bundle beside a good `.sig`/`.cert` each
-//! fail the build naming the check and the bundle; without a bundle the pair is still used.
+//! name (or whose certificate's extended key usage is not critical), a checkpoint signed by
+//! another key, a bundle without a timestamp, and a bad bundle beside a good `.sig`/`.cert` each
+//! fail the build naming the check and the bundle; a bundle that cannot be fetched fails naming
+//! it; without a bundle (a 404) the pair is still used.
 
 use std::fs;
 use std::path::Path;
@@ -126,13 +128,30 @@ fn a_rekor_v2_signed_release_builds_and_its_iso_reverifies_offline() {
         assert_eq!(file["signature"]["bundle"], digest.as_str(), "{file:#}");
         assert!(file["signature"].get("sig").is_none(), "{file:#}");
     }
-    // A locked rebuild from the cache alone writes the same ISO.
-    let again = ok(
-        build(&world, d, "again", &["--locked", p(&lock), "--offline"])
-            .output()
-            .unwrap(),
-    );
-    let rebuilt = iso_in(&d.join("again")).pop().expect("an ISO");
+    // The lock carries the bundles across an air gap: exported, imported into a fresh cache,
+    // a locked offline rebuild from it alone writes the same ISO.
+    let carry = d.join("carry");
+    ok(cks_iso()
+        .args(["cache", "export", "--locked", p(&lock), "-o", p(&carry)])
+        .args(["--cache-dir", p(&d.join("cache"))])
+        .output()
+        .unwrap());
+    let fresh = d.join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    ok(cks_iso()
+        .args(["cache", "import", p(&carry), "--locked", p(&lock)])
+        .args(["--cache-dir", p(&fresh.join("cache"))])
+        .output()
+        .unwrap());
+    let again = ok(build(
+        &world,
+        &fresh,
+        "again",
+        &["--locked", p(&lock), "--offline"],
+    )
+    .output()
+    .unwrap());
+    let rebuilt = iso_in(&fresh.join("again")).pop().expect("an ISO");
     assert!(same_bytes(&iso, &rebuilt), "{}", stderr(&again));
 
     // Every server stopped: the ISO's evidence re-verifies, and so does a bundle on its own.
@@ -295,6 +314,22 @@ fn bad_rekor_v2_bundles_fail_the_build_naming_the_check() {
         eprintln!("case: {name}");
         publish_bundle(&world, &path, opts, false);
         fails_with(wanted);
+    }
+    // A bundle that cannot be fetched (larger than any real one) fails the build naming it:
+    // only a 404 says there is none.
+    world.upstream().put(
+        &format!("{path}.sigstore.json"),
+        vec![b' '; 300 * 1024],
+        "application/json",
+    );
+    let out = build(&world, d, "bad", &[]).output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    for w in [
+        format!("cannot fetch the signature of https://{path}"),
+        "kubeadm.sigstore.json: the body is larger than".into(),
+    ] {
+        assert!(err.contains(&w), "missing {w:?} in:\n{err}");
     }
     // Without a bundle the pair is still what verifies it; with a good one, the bundle.
     world.upstream().take(&format!("{path}.sigstore.json"));
