@@ -8,7 +8,8 @@
 //! name (or whose certificate's extended key usage is not critical), a checkpoint signed by
 //! another key, a bundle without a timestamp, and a bad bundle beside a good `.sig`/`.cert` each
 //! fail the build naming the check and the bundle; a bundle that cannot be fetched fails naming
-//! it; without a bundle (a 404) the pair is still used.
+//! it; a Rekor v1 bundle (with its SET) published alone verifies too; without a bundle (a 404)
+//! the pair is still used.
 
 use std::fs;
 use std::path::Path;
@@ -343,6 +344,29 @@ fn bad_rekor_v2_bundles_fail_the_build_naming_the_check() {
         "{}",
         stderr(&out)
     );
+    // A Rekor v1 bundle (hashedrekord 0.0.1 with its SET: the one that ISO holds, which
+    // Sigstore's Python client verifies in `signatures`) published alone also verifies it.
+    let v1 = fs::read(tree.join("signatures/binaries/k8s/kubeadm.sigstore.json")).unwrap();
+    let sig = world.upstream().take(&format!("{path}.sig")).unwrap();
+    let cert = world.upstream().take(&format!("{path}.cert")).unwrap();
+    let json = format!("{path}.sigstore.json");
+    world.upstream().put(&json, v1.clone(), "application/json");
+    ok(build(&world, d, "v1", &[]).output().unwrap());
+    let tree = d.join("tree-v1");
+    fs::create_dir_all(&tree).unwrap();
+    let iso = iso_in(&d.join("v1")).pop().expect("an ISO");
+    tool("bsdtar", ["-x", "-f", p(&iso), "-C", p(&tree)]);
+    assert!(!tree.join("signatures/binaries/k8s/kubeadm.sig").exists());
+    assert_eq!(
+        fs::read(tree.join("signatures/binaries/k8s/kubeadm.sigstore.json")).unwrap(),
+        v1
+    );
+    world
+        .upstream()
+        .put(&format!("{path}.sig"), sig.body, sig.content_type);
+    world
+        .upstream()
+        .put(&format!("{path}.cert"), cert.body, cert.content_type);
     publish_bundle(&world, &path, &BundleOptions::default(), false);
     ok(build(&world, d, "bundle", &[]).output().unwrap());
     let tree = d.join("tree-bundle");
