@@ -265,6 +265,7 @@ fn bad_rekor_v2_bundles_fail_the_build_naming_the_check() {
             vec![
                 "fails the RFC 3161 timestamp check",
                 "no timestamp authority of the trusted root",
+                "check its timestampAuthorities (--trusted-root)",
             ],
         ),
         (

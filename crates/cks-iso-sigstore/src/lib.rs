@@ -289,6 +289,12 @@ impl SignatureError {
                  (--registry-mirror) or mirror (--mirror) serving it, or the identities in \
                  --signature-policy"
                 .into(),
+            Self::Invalid {
+                step: Step::Timestamp,
+                ..
+            } => "nothing dates the signature by a timestamp authority the trusted root lists: \
+                  check its timestampAuthorities (--trusted-root), or the bundle was altered"
+                .into(),
             Self::Invalid { .. } | Self::Malformed { .. } => {
                 "the artifact or its signature was altered, or the trusted root (--trusted-root) \
                  is not the one that signed it"
