@@ -10,7 +10,10 @@
 //! `--headlamp`, stops everything, and exits
 //! with `CMD`'s status. With no command it prints the configuration and serves until stdin
 //! closes. `CKS_WORLD_KUBERNETES` picks another Kubernetes release; `CKS_WORLD_OWN_LAYER_KIB`
-//! gives every image an incompressible layer of that many KiB (4 by default), for benchmarks.
+//! gives every image an incompressible layer of that many KiB (4 by default), for benchmarks;
+//! `CKS_WORLD_BINARY_BUNDLES=only` signs the Kubernetes binaries onto the world's Rekor v2 log
+//! and serves a `<file>.sigstore.json` bundle beside each instead of the `.sig`/`.cert`, and
+//! `=beside` serves the bundles beside the pairs.
 //!
 //! Ctrl-C or SIGTERM stops the world cleanly (servers stopped, temp dirs removed): the command,
 //! which gets a terminal's Ctrl-C itself, has 5 s to exit before it is killed.
@@ -20,6 +23,7 @@ use std::process::{Command, ExitCode};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use cks_iso_testworld::rekor_v2::{BundleOptions, publish_bundles};
 use cks_iso_testworld::world::{Options, World};
 
 fn main() -> ExitCode {
@@ -27,7 +31,20 @@ fn main() -> ExitCode {
     if let Ok(v) = std::env::var("CKS_WORLD_KUBERNETES") {
         options.kubernetes = v;
     }
+    let bundles = std::env::var("CKS_WORLD_BINARY_BUNDLES").ok();
+    let drop_pair = match bundles.as_deref() {
+        None => None,
+        Some("only") => Some(true),
+        Some("beside") => Some(false),
+        Some(other) => {
+            eprintln!("cks-iso-world: CKS_WORLD_BINARY_BUNDLES={other:?}: use only or beside");
+            return ExitCode::from(2);
+        }
+    };
     let world = World::start(options);
+    if let Some(drop_pair) = drop_pair {
+        publish_bundles(&world, &BundleOptions::default(), drop_pair);
+    }
     eprintln!(
         "cks-iso-world: Kubernetes {}, autoscaler {}, {} images in {} (amd64, arm64)",
         world.kubernetes(),
