@@ -154,6 +154,24 @@ fn a_rekor_v2_signed_release_builds_and_its_iso_reverifies_offline() {
     .unwrap());
     let rebuilt = iso_in(&fresh.join("again")).pop().expect("an ISO");
     assert!(same_bytes(&iso, &rebuilt), "{}", stderr(&again));
+    // A bundle the lock names that is gone fails the locked build, rather than taking the pair.
+    let served = format!("{}.sigstore.json", kubeadm(&world));
+    let kept = world.upstream().take(&served).unwrap();
+    let gone = d.join("gone");
+    fs::create_dir_all(&gone).unwrap();
+    let out = build(&world, &gone, "out", &["--locked", p(&lock)])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    for w in [
+        "kubeadm: the bundle the lock names is gone: expected sha256:",
+        "kubeadm.sigstore.json, which is not published",
+        "hint: build without --locked",
+    ] {
+        assert!(err.contains(w), "missing {w:?} in:\n{err}");
+    }
+    world.upstream().put(&served, kept.body, kept.content_type);
 
     // Every server stopped: the ISO's evidence re-verifies, and so does a bundle on its own.
     let root = d.join("root.json");

@@ -257,6 +257,26 @@ async fn check_file(
             if let Some(bytes) = bundle {
                 return check_bundle(checker, covered, hash, &bundle_url, bytes).await;
             }
+            if let Some(locked) = locked {
+                // The pair would give another ISO than the lock's: as for an image's locked
+                // signature manifest, a gone bundle fails the locked build.
+                let err = AppError::failure(
+                    anyhow::anyhow!(
+                        "{artifact}: the bundle the lock names is gone: expected sha256:{locked} \
+                         (the lock) at {bundle_url}, which {}",
+                        match fetcher.download.offline {
+                            true => "the cache does not hold (--offline)",
+                            false => "is not published",
+                        }
+                    ),
+                    Some(
+                        "build without --locked to take the signature published now (offline, \
+                         import the cache the lock was exported with: cache import --locked)"
+                            .into(),
+                    ),
+                );
+                return Err((err, false));
+            }
             pair.expect("fetched when there is no bundle")
         }
     };
