@@ -36,7 +36,8 @@
 //!     "amd64": {
 //!       "iso": "setup-v1.33.1-x86_64.iso",
 //!       "files": [ { "path": "k8s/kubeadm", "url": "https://…", "size": 1, "sha256": "<hex>",
-//!                    "signature": { "sig": "<hex>", "cert": "<hex>", "rekor": "<hex>" } } ],
+//!                    "signature": { "sig": "<hex>", "cert": "<hex>", "rekor": "<hex>" }
+//!                               | { "bundle": "<hex>" } } ],
 //!       "images": [ { "reference": "registry.k8s.io/pause:3.10", "digest": "sha256:…",
 //!                     "manifest": "sha256:…", "size": 1,
 //!                     "signature": { "tag": "sha256-<hex>.sig",
@@ -44,8 +45,9 @@
 //! }
 //! ```
 //!
-//! A file's `signature` (dl.k8s.io binaries whose `.sig`/`.cert` verified) is optional: version 1
-//! locks without it still read, and build with the material fetched anew. So is an image's
+//! A file's `signature` (dl.k8s.io binaries whose `.sig`/`.cert`, or whose published Sigstore
+//! bundle, verified) is optional: version 1 locks without it still read, and build with the
+//! material fetched anew. So is an image's
 //! `signature` (images whose cosign signature verified): `tag` is the `.sig` tag that held it (the
 //! platform manifest's or the index's), `manifest` the digest of the exact signature manifest
 //! stored in the ISO's `signatures/`. cosign appends to a tag, so the tag moves; `--locked` fetches
@@ -209,16 +211,24 @@ pub struct FileEntry {
 }
 
 /// The sha256 (hex) of the signature material a file was verified with, each kept in the cache
-/// by content, so `--locked --offline` takes the same bytes and writes the same bundle.
+/// by content, so `--locked --offline` takes the same bytes and writes the same bundle: the
+/// Sigstore bundle published beside the file (`bundle`), or the `.sig`, `.cert` and Rekor entry
+/// (all three).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileSignature {
+    /// The `<file>.sigstore.json` bundle, when the publisher shipped one and it verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<String>,
     /// The `.sig` file.
-    pub sig: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sig: Option<String>,
     /// The `.cert` file.
-    pub cert: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert: Option<String>,
     /// The Rekor log entry reply the bundle was built from.
-    pub rekor: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rekor: Option<String>,
 }
 
 /// One image.
@@ -346,6 +356,23 @@ impl Lock {
         }
         crate::plan::name::check(&lock.request.name, &format!("{origin}: request.name"))
             .map_err(LockError::Name)?;
+        for (arch, entry) in &lock.arches {
+            for file in &entry.files {
+                let Some(s) = &file.signature else { continue };
+                let pair = [&s.sig, &s.cert, &s.rekor];
+                let whole = match &s.bundle {
+                    Some(_) => pair.iter().all(|p| p.is_none()),
+                    None => pair.iter().all(|p| p.is_some()),
+                };
+                if !whole {
+                    return Err(invalid(format!(
+                        "arches.{arch}: the signature of {} holds neither a bundle alone nor \
+                         sig, cert and rekor",
+                        file.path
+                    )));
+                }
+            }
+        }
         lock.normalise();
         Ok(lock)
     }

@@ -146,13 +146,19 @@ impl Cache {
                         needs.key(entry.key.clone(), digest.clone(), entry.note.clone());
                     }
                 }
-                // Its signature material: `.sig`, `.cert` and the Rekor entry reply.
+                // Its signature material: the published bundle, or `.sig`, `.cert` and the
+                // Rekor entry reply.
                 if let Some(sig) = &file.signature {
-                    for (kind, hex) in [
+                    let material = [
+                        ("sigstore.json", &sig.bundle),
                         ("sig", &sig.sig),
                         ("cert", &sig.cert),
                         ("rekor", &sig.rekor),
-                    ] {
+                    ];
+                    for (kind, hex) in material
+                        .into_iter()
+                        .filter_map(|(kind, hex)| Some((kind, hex.as_ref()?)))
+                    {
                         let what = format!("{what} {kind}");
                         let Ok(d) = Digest::parse(&format!("sha256:{hex}")) else {
                             needs.broken(what, hex, "the lock's sha256 is not 64 hex".into());

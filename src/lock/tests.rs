@@ -139,3 +139,50 @@ fn an_image_signature_is_kept_and_a_lock_without_one_still_reads() {
     plain.normalise();
     assert_eq!(Lock::parse(&old, "old.lock").unwrap(), plain);
 }
+
+#[test]
+fn a_file_signature_is_a_bundle_or_a_whole_pair() {
+    let hex = |c: &str| Some(c.repeat(64));
+    let with = |signature: FileSignature| {
+        let mut lock = sample();
+        lock.normalise();
+        lock.arches.get_mut("amd64").unwrap().files[0].signature = Some(signature);
+        lock.render()
+    };
+    let bundle = FileSignature {
+        bundle: hex("a"),
+        sig: None,
+        cert: None,
+        rekor: None,
+    };
+    let pair = FileSignature {
+        bundle: None,
+        sig: hex("b"),
+        cert: hex("c"),
+        rekor: hex("d"),
+    };
+    for good in [bundle.clone(), pair.clone()] {
+        let text = with(good.clone());
+        let back = Lock::parse(&text, "x").unwrap();
+        assert_eq!(back.arches["amd64"].files[0].signature, Some(good));
+    }
+    // A bundle lock names the bundle alone; a pair lock keeps its three fields as before.
+    assert!(!with(bundle.clone()).contains("\"sig\""));
+    assert!(!with(pair.clone()).contains("\"bundle\""));
+    for bad in [
+        FileSignature {
+            sig: hex("b"),
+            ..bundle
+        },
+        FileSignature {
+            rekor: None,
+            ..pair
+        },
+    ] {
+        let err = Lock::parse(&with(bad), "x.lock").unwrap_err().to_string();
+        assert!(
+            err.contains("x.lock") && err.contains("neither a bundle alone"),
+            "{err}"
+        );
+    }
+}

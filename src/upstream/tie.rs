@@ -77,9 +77,11 @@ fn is_published(key: &str) -> bool {
 fn is_material(key: &str) -> bool {
     key.starts_with("sig:")
         || key.starts_with("rekor:")
-        || key
-            .strip_prefix("url:")
-            .is_some_and(|url| url.ends_with(".sig") || url.ends_with(".cert"))
+        || key.strip_prefix("url:").is_some_and(|url| {
+            url.ends_with(".sig")
+                || url.ends_with(".cert")
+                || url.ends_with(crate::signature::BUNDLE_SUFFIX)
+        })
 }
 
 /// What ties the entry `key` (naming `digest`, written with `note`: the URL really used) in
@@ -274,6 +276,7 @@ mod tests {
         for key in [
             "url:https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm.sig",
             "url:https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm.cert",
+            "url:https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm.sigstore.json",
             "rekor:https://rekor.sigstore.dev:sha256:00",
             "sig:registry.k8s.io/pause:sha256-00.sig",
         ] {

@@ -7,6 +7,7 @@ mod support;
 mod archive;
 mod archive_memory;
 mod autoscaler_tags;
+mod binary_bundles;
 mod build_e2e;
 mod cache_cmd;
 mod chaos_soak;

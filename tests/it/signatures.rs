@@ -439,7 +439,7 @@ fn binaries_evidence(world: &World, tree: &Path) {
 
 /// `scripts/check-binary-bundles.py` (Sigstore's Python client, installed by `make deps`) on an
 /// extracted ISO. A missing package fails the test: `make test` installs it.
-fn bundle_oracle(tree: &Path, root: &Path) -> Output {
+pub(crate) fn bundle_oracle(tree: &Path, root: &Path) -> Output {
     let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-sbom/bin/python");
     let has_sigstore = Command::new(&python)
         .args(["-c", "import sigstore.verify"])

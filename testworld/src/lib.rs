@@ -17,6 +17,8 @@
 //!   amd64 and arm64, and the cks-iso configuration that points at them.
 //! - [`sigstore`]: a per-run Sigstore (CAs, CT log, Rekor SETs, trusted root) that signs the
 //!   registry.k8s.io images like Kubernetes' promoter.
+//! - [`rekor_v2`] and [`tsa`]: a Rekor v2 log and an RFC 3161 timestamp authority, and the
+//!   Sigstore bundles a publisher ships beside files signed onto them.
 //! - [`faults`]: a programmable fault-injecting HTTP/1.1 proxy in front of any of them.
 
 pub mod bench;
@@ -28,8 +30,10 @@ pub mod images;
 pub mod labels;
 pub mod registry;
 pub mod rekor;
+pub mod rekor_v2;
 pub mod server;
 pub mod shaper;
 pub mod sigstore;
+pub mod tsa;
 pub mod upstream;
 pub mod world;

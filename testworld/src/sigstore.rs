@@ -1,7 +1,7 @@
 //! A small Sigstore for the world, generated per run: a Fulcio-like root and intermediate CA
 //! (P-384), a CT log key whose SCTs are embedded in every leaf (RFC 6962 precertificate entries),
-//! a Rekor key that signs entry timestamps (SETs) over hashedrekord entries, and the
-//! `trusted_root.json` naming them. It signs container images the way Kubernetes' promoter does
+//! a Rekor key that signs entry timestamps (SETs) over hashedrekord entries, a Rekor v2 log and
+//! timestamp authority ([`crate::rekor_v2`]), and the `trusted_root.json` naming them. It signs container images the way Kubernetes' promoter does
 //! (cosign's simple-signing `.sig` tags), so cks-iso's verification meets the real formats.
 //!
 //! Written from the formats' specifications (protobuf-specs `TrustedRoot`, RFC 6962, cosign's
@@ -113,9 +113,10 @@ pub struct Sigstore {
     rekor: KeyPair,
     next_index: AtomicI64,
     trusted_root: String,
+    rekor_v2: crate::rekor_v2::RekorV2,
 }
 
-fn now() -> i64 {
+pub(crate) fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
@@ -222,9 +223,10 @@ impl Sigstore {
         let rogue = ca("rogue");
         let ct = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("CT key");
         let rekor = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("Rekor key");
+        let rekor_v2 = crate::rekor_v2::RekorV2::generate();
         let root = json!({
             "mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
-            "tlogs": [log_entry(&rekor, "http://rekor.world.invalid")],
+            "tlogs": [log_entry(&rekor, "http://rekor.world.invalid"), rekor_v2.root_entry()],
             "certificateAuthorities": [{
                 "subject": {"organization": "cks-world", "commonName": "sigstore"},
                 "uri": "http://fulcio.world.invalid",
@@ -235,7 +237,7 @@ impl Sigstore {
                 "validFor": {"start": "2021-01-01T00:00:00Z"},
             }],
             "ctlogs": [log_entry(&ct, "http://ctfe.world.invalid")],
-            "timestampAuthorities": [],
+            "timestampAuthorities": rekor_v2.tsa_entries(),
         });
         Self {
             ca: ca_main,
@@ -244,7 +246,13 @@ impl Sigstore {
             rekor,
             next_index: AtomicI64::new(1000),
             trusted_root: serde_json::to_string_pretty(&root).expect("JSON"),
+            rekor_v2,
         }
+    }
+
+    /// The world's Rekor v2 log and its timestamp authority.
+    pub fn rekor_v2(&self) -> &crate::rekor_v2::RekorV2 {
+        &self.rekor_v2
     }
 
     /// The `trusted_root.json` text.
@@ -253,7 +261,7 @@ impl Sigstore {
     }
 
     /// A Fulcio-like leaf for `opts`, valid ten minutes around `t`, with an embedded SCT.
-    fn leaf(&self, key: &KeyPair, opts: &SignOptions, t: i64) -> Vec<u8> {
+    pub(crate) fn leaf(&self, key: &KeyPair, opts: &SignOptions, t: i64) -> Vec<u8> {
         let ca = if opts.rogue_ca { &self.rogue } else { &self.ca };
         let mut params = CertificateParams::default();
         params.distinguished_name = DistinguishedName::new();

@@ -199,20 +199,36 @@ impl From<&Verified> for Signer {
 pub struct BinaryEvidence {
     /// Its path in the ISO (`k8s/kubeadm`).
     pub path: String,
+    /// The `.sig`/`.cert` pair and Rekor entry it was verified with; `None` when the publisher's
+    /// own bundle (`<file>.sigstore.json`) verified it, which [`BinaryEvidence::bundle`] then is.
+    pub pair: Option<PairMaterial>,
+    /// The Sigstore bundle: built from the pair, or the published one byte for byte.
+    pub bundle: Vec<u8>,
+}
+
+/// dl.k8s.io's `.sig` and `.cert` beside a file, and the Rekor v1 entry found for them.
+#[derive(Debug, Clone)]
+pub struct PairMaterial {
     /// The `.sig` file as downloaded.
     pub sig: Vec<u8>,
     /// The `.cert` file as downloaded.
     pub cert: Vec<u8>,
     /// The Rekor entry as Rekor served it (kept in the cache, not the ISO).
     pub entry: Vec<u8>,
-    /// The Sigstore bundle built from them.
-    pub bundle: Vec<u8>,
 }
+
+/// The suffix of the Sigstore bundle a publisher ships beside a signed file (`kubeadm` →
+/// `kubeadm.sigstore.json`). Sigstore's documentation names `cosign sign-blob --bundle` output
+/// `<artifact>.sigstore.json`, and Kubernetes' release tooling (kubernetes/release
+/// `.goreleaser.yml`, since it moved to cosign's bundle format) publishes its own binaries'
+/// bundles under that name; cosign 3 writes no default name, so one name is looked for, not a
+/// guess list. The ISO keeps every binary's bundle under the same name.
+pub const BUNDLE_SUFFIX: &str = ".sigstore.json";
 
 impl BinaryEvidence {
     /// The bundle's path under `signatures/`.
     pub fn bundle_path(path: &str) -> String {
-        format!("binaries/{path}.sigstore.json")
+        format!("binaries/{path}{BUNDLE_SUFFIX}")
     }
 }
 
@@ -272,6 +288,12 @@ impl SignatureError {
             } => "it is signed, but not by whom the policy expects; check the registry mirror \
                  (--registry-mirror) or mirror (--mirror) serving it, or the identities in \
                  --signature-policy"
+                .into(),
+            Self::Invalid {
+                step: Step::Timestamp,
+                ..
+            } => "nothing dates the signature by a timestamp authority the trusted root lists: \
+                  check its timestampAuthorities (--trusted-root), or the bundle was altered"
                 .into(),
             Self::Invalid { .. } | Self::Malformed { .. } => {
                 "the artifact or its signature was altered, or the trusted root (--trusted-root) \
@@ -363,8 +385,9 @@ pub const REPORT_PATH: &str = "signatures/report.json";
 /// accepted: each manifest byte-exact as `images/<hex>.json`, each payload as
 /// `images/blobs/sha256/<hex>`, `report.json`, and a copy of the trusted root that judged as
 /// `trusted_root.json`, for third-party tools (cks-iso itself never trusts it); per verified
-/// binary `binaries/<path>.sigstore.json` (a Sigstore bundle) beside its original `.sig` and
-/// `.cert`. Sorted, so the ISO stays reproducible.
+/// binary `binaries/<path>.sigstore.json` (a Sigstore bundle: the publisher's own, or one built
+/// from the pair, then beside its original `.sig` and `.cert`). Sorted, so the ISO stays
+/// reproducible.
 pub fn evidence(
     report: &Report,
     manifests: &[SignatureManifest],
@@ -374,8 +397,10 @@ pub fn evidence(
     let mut files = BTreeMap::new();
     for b in binaries {
         files.insert(BinaryEvidence::bundle_path(&b.path), b.bundle.clone());
-        files.insert(format!("binaries/{}.sig", b.path), b.sig.clone());
-        files.insert(format!("binaries/{}.cert", b.path), b.cert.clone());
+        if let Some(pair) = &b.pair {
+            files.insert(format!("binaries/{}.sig", b.path), pair.sig.clone());
+            files.insert(format!("binaries/{}.cert", b.path), pair.cert.clone());
+        }
     }
     files.insert("trusted_root.json".into(), trusted_root.as_bytes().to_vec());
     for m in manifests {

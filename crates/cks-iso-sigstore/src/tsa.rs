@@ -440,12 +440,15 @@ fn chain(certs: &[Cert<'_>], t: i64) -> Result<(), TimestampError> {
             });
         }
     }
+    // RFC 3161 §2.3, as OpenSSL (under sigstore-python) holds it.
     if !certs[0]
-        .extended_key_usage(OID_TIME_STAMPING)
+        .sole_critical_usage(OID_TIME_STAMPING)
         .map_err(bad)?
     {
         return Err(bad(
-            "the signer's certificate is not for time stamping".into()
+            "the signer's certificate is not for time stamping alone, marked critical (its \
+             extended key usage)"
+                .into(),
         ));
     }
     Ok(())

@@ -225,6 +225,21 @@ impl<'a> Cert<'a> {
         Ok(false)
     }
 
+    /// Whether the extended key usage is `purpose` alone and marked critical, as RFC 3161 §2.3
+    /// asks of a timestamp authority's certificate.
+    pub(crate) fn sole_critical_usage(&self, purpose: &[u8]) -> Result<bool, Invalid> {
+        let Some(ext) = self.extension(OID_EKU) else {
+            return Ok(false);
+        };
+        let seq = der::one(ext.value, der::SEQUENCE)?;
+        let mut r = Reader::new(seq.value);
+        let mut purposes = Vec::new();
+        while !r.is_empty() {
+            purposes.push(r.expect(der::OID)?.value);
+        }
+        Ok(ext.critical && purposes == [purpose])
+    }
+
     /// The SAN identities: e-mail addresses and URIs.
     pub(crate) fn identities(&self) -> Result<Vec<String>, Invalid> {
         let Some(ext) = self.extension(OID_SAN) else {

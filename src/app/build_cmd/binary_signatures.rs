@@ -1,6 +1,13 @@
-//! The downloaded files' signatures in `build`: dl.k8s.io's `.sig` and `.cert` beside each
-//! Kubernetes binary and its Rekor entry, fetched while the file is hashed and verified as a
+//! The downloaded files' signatures in `build`: the Sigstore bundle a publisher ships beside a
+//! file (`<file>.sigstore.json`, as `cosign sign-blob --bundle` writes it: Rekor v2 with RFC 3161
+//! timestamps, or Rekor v1 with its SET), else dl.k8s.io's `.sig` and `.cert` beside each
+//! Kubernetes binary and its Rekor v1 entry, fetched while the file is hashed and verified as a
 //! Sigstore bundle, each file retried on its own when its material arrives damaged.
+//!
+//! A Rekor v2 log has no search: a client cannot find an entry by the file's hash, so a file
+//! signed onto Rekor v2 is verifiable only through the bundle its publisher ships. The bundle is
+//! looked for first, the pair fetched meanwhile and used only when the bundle is absent (404); a
+//! bundle that is there but does not verify fails the build, whatever the pair says.
 
 use std::path::{Path, PathBuf};
 
@@ -11,7 +18,9 @@ use super::fetch::IsoFile;
 use super::signatures::{Checker, DIR, untrusted};
 use crate::fetch::FetchError;
 use crate::signature::rekor;
-use crate::signature::{self, BinaryEvidence, BinaryReport, Mode, SignatureError};
+use crate::signature::{
+    self, BUNDLE_SUFFIX, BinaryEvidence, BinaryReport, Mode, PairMaterial, SignatureError,
+};
 use crate::trust::{self, now};
 use crate::upstream::Fetcher;
 
@@ -23,17 +32,24 @@ enum Found {
     Unsigned(String),
 }
 
-/// The `.sig` or `.cert` beside `url`: the locked bytes when the cache has them, else through the
-/// mirrors (offline: what the cache last saw); `None` when there is none.
+/// The most a `.sig` or `.cert` may hold.
+const PAIR_LIMIT: u64 = 64 * 1024;
+/// The most a published bundle may hold: real ones are a few KiB (a Fulcio leaf, a proof of a
+/// few dozen hashes, a timestamp or two).
+const BUNDLE_LIMIT: u64 = 256 * 1024;
+
+/// The `.sig`, `.cert` or bundle beside a file at `url`: the locked bytes when the cache has them,
+/// else through the mirrors (offline: what the cache last saw); `None` when there is none.
 async fn side_file(
     fetcher: &Fetcher<'_>,
     url: &str,
     locked: Option<&str>,
+    limit: u64,
 ) -> Result<Option<Vec<u8>>, FetchError> {
     if let Some(bytes) = locked.and_then(|d| trust::rekor::cached(fetcher.store, d)) {
         return Ok(Some(bytes));
     }
-    match fetcher.text(url, 64 * 1024).await {
+    match fetcher.text(url, limit).await {
         Ok(text) => Ok(Some(text.into_bytes())),
         Err(e) if e.status() == Some(404) || matches!(e, FetchError::Offline { .. }) => Ok(None),
         Err(e) => Err(e),
@@ -202,11 +218,68 @@ async fn check_file(
         format!("{}.sig", file.source),
         format!("{}.cert", file.source),
     );
-    let (sig, cert) = futures_util::future::join(
-        side_file(fetcher, &sig_url, lock_sig.map(|s| s.sig.as_str())),
-        side_file(fetcher, &cert_url, lock_sig.map(|s| s.cert.as_str())),
-    )
-    .await;
+    let pair = futures_util::future::join(
+        side_file(
+            fetcher,
+            &sig_url,
+            lock_sig.and_then(|s| s.sig.as_deref()),
+            PAIR_LIMIT,
+        ),
+        side_file(
+            fetcher,
+            &cert_url,
+            lock_sig.and_then(|s| s.cert.as_deref()),
+            PAIR_LIMIT,
+        ),
+    );
+    // The published bundle first, the pair fetched meanwhile (and dropped when the bundle is
+    // there); a lock that names the pair keeps to it, so a locked rebuild writes the same ISO.
+    let (sig, cert) = match lock_sig.is_some_and(|s| s.bundle.is_none()) {
+        true => pair.await,
+        false => {
+            let bundle_url = format!("{}{BUNDLE_SUFFIX}", file.source);
+            let locked = lock_sig.and_then(|s| s.bundle.as_deref());
+            let bundle = side_file(fetcher, &bundle_url, locked, BUNDLE_LIMIT);
+            let (bundle, pair) =
+                match futures_util::future::select(std::pin::pin!(bundle), std::pin::pin!(pair))
+                    .await
+                {
+                    futures_util::future::Either::Left((bundle, pair)) => {
+                        match bundle.map_err(fetch_err)? {
+                            Some(bytes) => (Some(bytes), None),
+                            None => (None, Some(pair.await)),
+                        }
+                    }
+                    futures_util::future::Either::Right((pair, bundle)) => {
+                        (bundle.await.map_err(fetch_err)?, Some(pair))
+                    }
+                };
+            if let Some(bytes) = bundle {
+                return check_bundle(checker, covered, hash, &bundle_url, bytes).await;
+            }
+            if let Some(locked) = locked {
+                // The pair would give another ISO than the lock's: as for an image's locked
+                // signature manifest, a gone bundle fails the locked build.
+                let err = AppError::failure(
+                    anyhow::anyhow!(
+                        "{artifact}: the bundle the lock names is gone: expected sha256:{locked} \
+                         (the lock) at {bundle_url}, which {}",
+                        match fetcher.download.offline {
+                            true => "the cache does not hold (--offline)",
+                            false => "is not published",
+                        }
+                    ),
+                    Some(
+                        "build without --locked to take the signature published now (offline, \
+                         import the cache the lock was exported with: cache import --locked)"
+                            .into(),
+                    ),
+                );
+                return Err((err, false));
+            }
+            pair.expect("fetched when there is no bundle")
+        }
+    };
     let (sig, cert) = (sig.map_err(fetch_err)?, cert.map_err(&fetch_err)?);
     let found = match (sig, cert) {
         (Some(sig), Some(cert)) => {
@@ -218,7 +291,7 @@ async fn check_file(
                 &digest,
                 &sig,
                 &cert,
-                lock_sig.map(|s| s.rekor.as_str()),
+                lock_sig.and_then(|s| s.rekor.as_deref()),
             )
             .await
             .map_err(fetch_err)?;
@@ -312,9 +385,64 @@ async fn check_file(
     let evidence = BinaryEvidence {
         path: file.dest.clone(),
         bundle: ev.bundle(),
-        sig,
-        cert,
-        entry,
+        pair: Some(PairMaterial { sig, cert, entry }),
+    };
+    Ok((report, Some(evidence)))
+}
+
+/// Verifies one covered file against the bundle published beside it at `bundle_url` (offline:
+/// an entry of Rekor v2 by its inclusion proof, checkpoint and RFC 3161 timestamps, or of Rekor
+/// v1 with its SET), under the file's policy rule. The bundle goes into the ISO byte for byte.
+async fn check_bundle(
+    checker: &Checker,
+    covered: Covered<'_>,
+    hash: &mut FileHash,
+    bundle_url: &str,
+    bytes: Vec<u8>,
+) -> Result<(BinaryReport, Option<BinaryEvidence>), (AppError, bool)> {
+    let Covered { file, rule, .. } = covered;
+    hash.start();
+    let invalid = |step, reason: String| {
+        let err = untrusted(SignatureError::Invalid {
+            artifact: file.source.clone(),
+            digest: format!("sha256:{}", file.sha256),
+            step,
+            reason: format!("{reason} (in the bundle {bundle_url})"),
+        });
+        (err, true)
+    };
+    let ev = rekor::Evidence::from_bundle(&bytes).map_err(|e| {
+        invalid(
+            signature::Step::LayerIntegrity,
+            format!("not a Sigstore bundle cks-iso reads: {e}"),
+        )
+    })?;
+    let file_digest = hash.get().await.map_err(|e| {
+        let err = AppError::failure(
+            anyhow::Error::new(e).context(format!("cannot read {}", file.path.display())),
+            None,
+        );
+        (err, false)
+    })?;
+    let verified = rekor::verify_digest(&checker.root, rule, &file_digest, &ev, now())
+        .map_err(|f| invalid(f.step, f.reason))?;
+    tracing::debug!(
+        "{}: verified by the bundle {bundle_url} (hashedrekord {})",
+        file.source,
+        ev.version.as_str()
+    );
+    let report = BinaryReport {
+        path: file.dest.clone(),
+        url: file.source.clone(),
+        sha256: file.sha256.clone(),
+        verdict: "verified".into(),
+        bundle: Some(format!("{DIR}/{}", BinaryEvidence::bundle_path(&file.dest))),
+        signer: Some(signature::Signer::from(&verified)),
+    };
+    let evidence = BinaryEvidence {
+        path: file.dest.clone(),
+        pair: None,
+        bundle: bytes,
     };
     Ok((report, Some(evidence)))
 }

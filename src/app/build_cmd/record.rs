@@ -35,11 +35,21 @@ pub(super) fn lock(
                     sha256: f.sha256.clone(),
                     signature: a.signatures.as_ref().and_then(|s| {
                         let b = s.binaries.iter().find(|b| b.path == f.dest)?;
-                        let hex = |bytes: &[u8]| crate::image::Digest::of(bytes).hex().to_owned();
-                        Some(lock::FileSignature {
-                            sig: hex(&b.sig),
-                            cert: hex(&b.cert),
-                            rekor: hex(&b.entry),
+                        let hex =
+                            |bytes: &[u8]| Some(crate::image::Digest::of(bytes).hex().to_owned());
+                        Some(match &b.pair {
+                            Some(pair) => lock::FileSignature {
+                                bundle: None,
+                                sig: hex(&pair.sig),
+                                cert: hex(&pair.cert),
+                                rekor: hex(&pair.entry),
+                            },
+                            None => lock::FileSignature {
+                                bundle: hex(&b.bundle),
+                                sig: None,
+                                cert: None,
+                                rekor: None,
+                            },
                         })
                     }),
                 })

@@ -13,6 +13,9 @@
 //! gives every image an incompressible layer of that many KiB (4 by default), for benchmarks;
 //! `CKS_WORLD_SHAPE=<ms>,<mbit>` puts a WAN-shaping proxy in front of the registry, the upstream
 //! stand-in and Rekor (+ms per request, mbit per connection).
+//! `CKS_WORLD_BINARY_BUNDLES=only` signs the Kubernetes binaries onto the world's Rekor v2 log
+//! and serves a `<file>.sigstore.json` bundle beside each instead of the `.sig`/`.cert`, and
+//! `=beside` serves the bundles beside the pairs.
 //!
 //! Ctrl-C or SIGTERM stops the world cleanly (servers stopped, temp dirs removed): the command,
 //! which gets a terminal's Ctrl-C itself, has 5 s to exit before it is killed.
@@ -22,6 +25,7 @@ use std::process::{Command, ExitCode};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use cks_iso_testworld::rekor_v2::{BundleOptions, publish_bundles};
 use cks_iso_testworld::shaper::Shape;
 use cks_iso_testworld::world::{Options, World};
 
@@ -33,7 +37,20 @@ fn main() -> ExitCode {
     if let Ok(spec) = std::env::var("CKS_WORLD_SHAPE") {
         options.shape = Some(Shape::from_spec(&spec));
     }
+    let bundles = std::env::var("CKS_WORLD_BINARY_BUNDLES").ok();
+    let drop_pair = match bundles.as_deref() {
+        None => None,
+        Some("only") => Some(true),
+        Some("beside") => Some(false),
+        Some(other) => {
+            eprintln!("cks-iso-world: CKS_WORLD_BINARY_BUNDLES={other:?}: use only or beside");
+            return ExitCode::from(2);
+        }
+    };
     let world = World::start(options);
+    if let Some(drop_pair) = drop_pair {
+        publish_bundles(&world, &BundleOptions::default(), drop_pair);
+    }
     eprintln!(
         "cks-iso-world: Kubernetes {}, autoscaler {}, {} images in {} (amd64, arm64)",
         world.kubernetes(),
