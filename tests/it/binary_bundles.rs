@@ -21,30 +21,11 @@ use cks_iso_testworld::sigstore::SignOptions;
 use cks_iso_testworld::world::{Options, World, binary_signer};
 use sha2::Digest as _;
 
-const STAGING: &str = "krel-staging@k8s-releng-prod.iam.gserviceaccount.com";
+use cks_iso_testworld::sigstore::K8S_BINARY_IDENTITY as STAGING;
 
+/// [`crate::signatures::build`] for amd64 alone.
 fn build(world: &World, dir: &Path, out: &str, args: &[&str]) -> Command {
-    let tmp = dir.join("tmp");
-    fs::create_dir_all(&tmp).unwrap();
-    let mut cmd = build_in(world.config_path(), &tmp);
-    cmd.env_remove("CKS_ISO_SIGNATURES")
-        .env_remove("CKS_ISO_REKOR_URL")
-        .args([
-            "--kubernetes",
-            world.kubernetes(),
-            "--network",
-            world.network_url(),
-            "--dashboard",
-            world.dashboard_url(),
-            "--arch",
-            "amd64",
-            "--output",
-            p(&dir.join(out)),
-            "--cache-dir",
-            p(&dir.join("cache")),
-        ])
-        .args(args);
-    cmd
+    crate::signatures::build(world, dir, out, &[&["--arch", "amd64"], args].concat())
 }
 
 fn kubeadm(world: &World) -> String {

@@ -28,7 +28,8 @@ use sha2::Digest as _;
 const PAUSE: &str = "registry.k8s.io/pause:3.10";
 const STAGING: &str = "krel-staging@k8s-releng-prod.iam.gserviceaccount.com";
 
-fn build(world: &World, dir: &Path, out: &str, args: &[&str]) -> Command {
+/// `build` of `world` into `dir/out` with `dir/cache`, signatures on their defaults, and `args`.
+pub(crate) fn build(world: &World, dir: &Path, out: &str, args: &[&str]) -> Command {
     let tmp = dir.join("tmp");
     fs::create_dir_all(&tmp).unwrap();
     let mut cmd = build_in(world.config_path(), &tmp);
