@@ -171,6 +171,17 @@ impl FileHash {
         }
     }
 
+    /// [`FileHash::get`] for `file`, a read error as a failure no re-fetch mends.
+    async fn digest_of(&mut self, file: &IsoFile) -> Result<[u8; 32], (AppError, bool)> {
+        self.get().await.map_err(|e| {
+            let err = AppError::failure(
+                anyhow::Error::new(e).context(format!("cannot read {}", file.path.display())),
+                None,
+            );
+            (err, false)
+        })
+    }
+
     /// The file's sha256 (hashing it now if it has not started).
     async fn get(&mut self) -> std::io::Result<[u8; 32]> {
         self.start();
@@ -370,13 +381,7 @@ async fn check_file(
         })?;
     let ev = rekor::Evidence::from_rekor(&digest, &sig, &cert, logged)
         .map_err(|e| invalid(signature::Step::LayerIntegrity, e.into()))?;
-    let file_digest = hash.get().await.map_err(|e| {
-        let err = AppError::failure(
-            anyhow::Error::new(e).context(format!("cannot read {}", file.path.display())),
-            None,
-        );
-        (err, false)
-    })?;
+    let file_digest = hash.digest_of(file).await?;
     let verified = rekor::verify_digest(&checker.root, rule, &file_digest, &ev, now())
         .map_err(|f| invalid(f.step, f.reason))?;
     report.verdict = "verified".into();
@@ -417,13 +422,7 @@ async fn check_bundle(
             format!("not a Sigstore bundle cks-iso reads: {e}"),
         )
     })?;
-    let file_digest = hash.get().await.map_err(|e| {
-        let err = AppError::failure(
-            anyhow::Error::new(e).context(format!("cannot read {}", file.path.display())),
-            None,
-        );
-        (err, false)
-    })?;
+    let file_digest = hash.digest_of(file).await?;
     let verified = rekor::verify_digest(&checker.root, rule, &file_digest, &ev, now())
         .map_err(|f| invalid(f.step, f.reason))?;
     tracing::debug!(
