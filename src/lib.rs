@@ -5,7 +5,8 @@
 //!
 //! - [`iso`]: authors the ISO 9660 image (Rock Ridge + Joliet) from a directory; no network.
 //! - [`resolve`]: which autoscaler, CCM and kubeadm images a Kubernetes version needs; git tag
-//!   listing over smart HTTP.
+//!   listing over smart HTTP; and [`resolve::resolve`], what a whole build would use — versions,
+//!   URLs, images — fetching only metadata.
 //! - [`image`]: the one image abstraction (references, digests, manifests, platform choice) that
 //!   every source yields and every writer takes; no network.
 //! - [`cache`]: the content-addressed blob store that only ever holds verified blobs.
@@ -25,7 +26,6 @@
 //! - [`registry`]: the distribution API client that pulls images into the cache.
 //! - [`upstream`]: the files a build downloads (URLs, published checksums, content checks) and
 //!   taking each one verified through the mirrors.
-//! - [`resolution`]: what a build would use — versions, URLs, images — fetching only metadata.
 //! - [`plan`]: what goes into the ISO (request, manifest edits, image set, names); pure.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
 //! - [`config`]: the YAML configuration file and how flags override it.
@@ -52,7 +52,6 @@ pub mod manifest;
 pub mod out;
 pub mod plan;
 pub mod registry;
-pub mod resolution;
 pub mod resolve;
 pub mod sbom;
 pub mod trust;

@@ -78,7 +78,7 @@ pub struct Lock {
     /// The ISOs' `SOURCE_DATE_EPOCH`.
     pub epoch: i64,
     /// What was asked for.
-    pub request: Request,
+    pub request: LockedRequest,
     /// The autoscaler release whose example is bundled.
     pub autoscaler: Autoscaler,
     /// kubeadm's pause, etcd and CoreDNS.
@@ -92,7 +92,7 @@ pub struct Lock {
 /// Every option that changes an ISO's content.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Request {
+pub struct LockedRequest {
     /// Kubernetes release, without `v`.
     pub kubernetes: String,
     /// The version label the release was read from (`stable-1.33`), when one was given; only in

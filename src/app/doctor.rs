@@ -16,13 +16,13 @@ use crate::cli::DoctorArgs;
 use crate::config::Settings;
 use crate::env;
 use crate::fetch::{Download, build_client, probe, redact};
+use crate::image::Arch;
 use crate::image::{Image, Reference};
 use crate::registry::Registry;
-use crate::resolution::{Given, Partial, resolve};
 use crate::resolve::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, check_supported};
+use crate::resolve::{Given, Partial, resolve};
 use crate::resolve::{KubeVersion, ls_remote};
 use crate::ui::Ui;
-use crate::upstream::Arch;
 
 /// The upstream hosts a build downloads from, each checked through its mirror rule.
 const UPSTREAMS: &[&str] = &[

@@ -187,11 +187,11 @@ impl From<crate::resolve::ResolveError> for AppError {
     }
 }
 
-impl From<crate::resolution::ResolutionError> for AppError {
-    fn from(err: crate::resolution::ResolutionError) -> Self {
+impl From<crate::resolve::ResolutionError> for AppError {
+    fn from(err: crate::resolve::ResolutionError) -> Self {
         match err {
-            crate::resolution::ResolutionError::Resolve(e) => e.into(),
-            crate::resolution::ResolutionError::Image(e) => e.into(),
+            crate::resolve::ResolutionError::Resolve(e) => e.into(),
+            crate::resolve::ResolutionError::Image(e) => e.into(),
             other => {
                 let hint = other.hint();
                 Self::failure(other, hint)

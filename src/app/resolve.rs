@@ -1,4 +1,4 @@
-//! `cks-iso resolve`: prints what a build would use (see [`crate::resolution`]).
+//! `cks-iso resolve`: prints what a build would use (see [`crate::resolve::resolution`]).
 
 use std::fmt::Write as _;
 
@@ -7,11 +7,11 @@ use crate::cache::Cache;
 use crate::cli::{ResolveArgs, VersionArgs};
 use crate::config::Settings;
 use crate::fetch::build_client;
-use crate::resolution::{Given, Partial, Resolution, resolve};
+use crate::image::Arch;
 use crate::resolve::KubeVersion;
 use crate::resolve::version::check_supported;
+use crate::resolve::{Given, Partial, Resolution, resolve};
 use crate::ui::Ui;
-use crate::upstream::Arch;
 use crate::upstream::label::{self, LabelError};
 
 impl From<LabelError> for AppError {

@@ -2,7 +2,8 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::lock::{
-    ArchEntry, Autoscaler, FileEntry, ImageEntry, Kubeadm, Lock, ManifestEntry, Request, VERSION,
+    ArchEntry, Autoscaler, FileEntry, ImageEntry, Kubeadm, Lock, LockedRequest, ManifestEntry,
+    VERSION,
 };
 use crate::versions::{FileRecord, ImageRecord, Versions};
 
@@ -35,7 +36,7 @@ fn lock() -> Lock {
         version: VERSION,
         cks_iso: "0.1.0".into(),
         epoch: 1_700_000_000,
-        request: Request {
+        request: LockedRequest {
             kubernetes: "1.33.1".into(),
             kubernetes_label: None,
             arches: vec!["amd64".into(), "arm64".into()],

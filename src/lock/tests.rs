@@ -35,7 +35,7 @@ fn sample() -> Lock {
         version: VERSION,
         cks_iso: "0.1.0".into(),
         epoch: 1_700_000_000,
-        request: Request {
+        request: LockedRequest {
             kubernetes: "1.33.1".into(),
             kubernetes_label: None,
             arches: vec!["arm64".into(), "amd64".into()],

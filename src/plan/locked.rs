@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 
 use super::{Flags, PlanError, Request, Source};
+use crate::image::Arch;
 use crate::lock::{Lock, ManifestEntry};
-use crate::upstream::{Arch, bare_version};
+use crate::upstream::bare_version;
 
 /// Content options that `build` takes outside [`Flags`], each with where it came from.
 #[derive(Debug, Clone, Default)]

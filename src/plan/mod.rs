@@ -16,9 +16,9 @@ pub use manifests::{Role, Taken, autoscaler_image, manifests, not_taken, provide
 pub use pause::{PauseConflict, is_pause, one_pause};
 pub use profile::{Profile, iso_name, profile};
 
+use crate::image::Arch;
 use crate::image::Reference;
 use crate::manifest::{self, ManifestError};
-use crate::upstream::Arch;
 
 /// Where a user-given manifest comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]

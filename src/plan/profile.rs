@@ -7,7 +7,7 @@
 
 use super::{PlanError, Request};
 use crate::cloudstack::CloudStack;
-use crate::upstream::Arch;
+use crate::image::Arch;
 
 /// What the release changes in a build.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

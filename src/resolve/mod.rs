@@ -8,14 +8,21 @@
 //! - [`git`]: tag listing like `git ls-remote` over smart HTTP (v2 `ls-refs`, v0 fallback), on top
 //!   of the pkt-line framing in [`pktline`].
 //! - [`kubeadm`]: kubeadm's image list from its constants source or the embedded table.
+//! - `resolution`: all of it together for one build ([`resolve()`], [`Resolution`]), with the
+//!   small metadata fetched through the upstream [`crate::upstream::Fetcher`].
 
 mod error;
 pub mod git;
 pub mod kubeadm;
 pub mod pktline;
+mod resolution;
 pub mod version;
 
 pub use error::ResolveError;
 pub use git::{GitRef, Listing, Protocol, ls_remote};
 pub use kubeadm::{Extras, images};
+pub use resolution::{
+    DownloadRow, Given, ImageRow, ImageSource, LockedInputs, Partial, Resolution, ResolutionError,
+    ResolvedVersions, csi_tag, resolve,
+};
 pub use version::{AutoscalerChoice, AutoscalerVersion, KubeVersion, ccm_tag, choose_autoscaler};

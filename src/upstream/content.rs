@@ -12,7 +12,7 @@ use std::io::Read;
 mod tarball;
 use std::path::Path;
 
-pub use crate::image::Arch;
+use crate::image::Arch;
 
 /// What a file must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

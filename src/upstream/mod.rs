@@ -15,10 +15,11 @@ pub mod label;
 pub mod tie;
 
 pub use checksum::Checksum;
-pub use content::{Arch, Content};
+pub use content::Content;
 pub use error::UpstreamError;
 pub use get::{Expected, Fetcher, Got};
 
+use crate::image::Arch;
 use crate::resolve::{AutoscalerVersion, KubeVersion};
 
 /// CNI plugins release used when none is given.

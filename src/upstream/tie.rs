@@ -225,8 +225,9 @@ pub enum Untied {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::image::Arch;
     use crate::resolve::{AutoscalerVersion, KubeVersion};
-    use crate::upstream::{Arch, Pins, catalog};
+    use crate::upstream::{Pins, catalog};
 
     #[test]
     fn the_url_alone_tells_where_each_catalog_download_publishes_its_checksum() {

@@ -8,7 +8,8 @@ use std::process::Output;
 
 use crate::support::*;
 use cks_iso::lock::{
-    ArchEntry, Autoscaler, FileEntry, ImageEntry, Kubeadm, Lock, ManifestEntry, Request, VERSION,
+    ArchEntry, Autoscaler, FileEntry, ImageEntry, Kubeadm, Lock, LockedRequest, ManifestEntry,
+    VERSION,
 };
 use sha2::{Digest as _, Sha256};
 
@@ -25,7 +26,7 @@ fn lock(arch: &str, network: &str) -> Lock {
         version: VERSION,
         cks_iso: "0.1.0".into(),
         epoch: 1_700_000_000,
-        request: Request {
+        request: LockedRequest {
             kubernetes: "1.33.1".into(),
             kubernetes_label: None,
             arches: vec![arch.into()],

@@ -5,8 +5,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use cks_iso::fetch::{Download, HttpConfig, Mirrors, RetryPolicy, build_client};
+use cks_iso::image::Arch;
 use cks_iso::resolve::{AutoscalerVersion, KubeVersion};
-use cks_iso::upstream::{Arch, Artifact, Fetcher, Pins, UpstreamError, catalog};
+use cks_iso::upstream::{Artifact, Fetcher, Pins, UpstreamError, catalog};
 use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
 use cks_iso_testworld::upstream::{self as world, KubeRelease, Snapshot, UpstreamServer};
 

@@ -12,15 +12,16 @@ use super::signatures::{self, ArchSignatures, Checker};
 use crate::cache::Cache;
 use crate::config::Settings;
 use crate::fetch::build_client;
+use crate::image::Arch;
 use crate::image::{Digest, Image, Reference};
 use crate::lock::{self, Lock, ManifestEntry};
 use crate::plan::{self, Edited, Request, Role, Source};
 use crate::registry::{Registry, RegistryError};
-use crate::resolution::{Partial, Resolution, resolve};
+use crate::resolve::{Partial, Resolution, resolve};
 use crate::ui::Ui;
 use crate::units;
 use crate::upstream::get::MANIFEST_LIMIT;
-use crate::upstream::{Arch, Artifact, Content, Expected, Fetcher, catalog};
+use crate::upstream::{Artifact, Content, Expected, Fetcher, catalog};
 
 /// A file of the ISO, already in the work directory.
 #[derive(Debug, Clone)]

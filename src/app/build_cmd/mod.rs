@@ -34,9 +34,9 @@ use crate::env;
 use crate::iso::VolumeId;
 use crate::lock::Lock;
 use crate::plan::{self, Flags, PlanError};
-use crate::resolution::{Given, Locked, Partial};
 use crate::resolve::version::check_supported;
 use crate::resolve::{Extras, KubeVersion};
+use crate::resolve::{Given, LockedInputs, Partial};
 use crate::ui::Ui;
 
 impl From<PlanError> for AppError {
@@ -139,7 +139,7 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     }
     if request.cloudstack.is_none()
         && partial.etcd.is_some()
-        && request.arches.contains(&crate::upstream::Arch::Arm64)
+        && request.arches.contains(&crate::image::Arch::Arm64)
     {
         tracing::warn!(
             "CloudStack 4.21 and later etcd nodes read only etcd-linux-amd64.tar.gz; the arm64 \
@@ -298,7 +298,7 @@ fn locked_setup(args: &BuildArgs, path: &std::path::Path) -> Result<Setup, AppEr
         etcd: r.etcd.clone(),
         csi: r.csi.clone(),
         kube,
-        locked: Some(Locked {
+        locked: Some(LockedInputs {
             extras: Extras {
                 pause: lock.kubeadm.pause.clone(),
                 etcd: lock.kubeadm.etcd.clone(),

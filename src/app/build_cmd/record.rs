@@ -7,7 +7,9 @@ use std::path::Path;
 use super::super::AppError;
 use super::fetch::Fetched;
 use crate::atomic::AtomicFile;
-use crate::lock::{self, ArchEntry, Autoscaler, FileEntry, ImageEntry, Kubeadm, Lock, Request};
+use crate::lock::{
+    self, ArchEntry, Autoscaler, FileEntry, ImageEntry, Kubeadm, Lock, LockedRequest,
+};
 use crate::plan;
 
 /// The lock of this run.
@@ -82,7 +84,7 @@ pub(super) fn lock(
         version: lock::VERSION,
         cks_iso: env!("CARGO_PKG_VERSION").to_owned(),
         epoch,
-        request: Request {
+        request: LockedRequest {
             kubernetes: r.kubernetes.clone(),
             kubernetes_label: request.kubernetes_label.clone(),
             arches: fetched

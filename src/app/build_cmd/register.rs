@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::super::AppError;
 use super::Built;
-use crate::upstream::Arch;
+use crate::image::Arch;
 
 /// The fewest CPUs and MiB of memory CloudStack accepts for a CKS node.
 const MIN_CPU: u32 = 2;

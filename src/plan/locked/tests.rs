@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::lock::{ArchEntry, Autoscaler, Kubeadm, ManifestEntry, Request as LockRequest};
+use crate::lock::{ArchEntry, Autoscaler, Kubeadm, LockedRequest, ManifestEntry};
 
 fn lock() -> Lock {
     let arch = ArchEntry {
@@ -20,7 +20,7 @@ fn lock() -> Lock {
         version: crate::lock::VERSION,
         cks_iso: "0.1.0".into(),
         epoch: 1,
-        request: LockRequest {
+        request: LockedRequest {
             kubernetes: "1.33.1".into(),
             kubernetes_label: None,
             arches: vec!["amd64".into(), "arm64".into()],

@@ -7,13 +7,14 @@
 use serde::Serialize;
 
 use crate::fetch::FetchError;
+use crate::image::Arch;
 use crate::image::{ImageError, Reference};
 use crate::plan;
 use crate::resolve::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, autoscaler_pin};
 use crate::resolve::{Extras, KubeVersion, ResolveError, ccm_tag, choose_autoscaler, images};
 use crate::upstream::content::{check_yaml, images_in_yaml};
 use crate::upstream::{
-    Arch, DEFAULT_CNI, DEFAULT_CSI, Fetcher, Pins, bare_version, catalog, default_crictl,
+    DEFAULT_CNI, DEFAULT_CSI, Fetcher, Pins, bare_version, catalog, default_crictl,
 };
 
 /// Manifests and constants files are small; more than this is not one.
@@ -88,7 +89,7 @@ pub struct Resolution {
     /// Target architecture.
     pub arch: Arch,
     /// The resolved versions.
-    pub versions: Versions,
+    pub versions: ResolvedVersions,
     /// Every file a build downloads.
     pub downloads: Vec<DownloadRow>,
     /// Every image a build bundles, fully qualified, each once.
@@ -112,7 +113,7 @@ impl Resolution {
 
 /// Resolved versions and where the choices came from.
 #[derive(Debug, Serialize)]
-pub struct Versions {
+pub struct ResolvedVersions {
     /// cluster-autoscaler release.
     pub autoscaler: String,
     /// The commit its tag pointed at, when the tags were listed.
@@ -210,7 +211,7 @@ pub struct Partial {
     /// `None` leaves the CSI manifests out.
     pub csi: Option<String>,
     /// What a lock already settled: nothing is listed or read for it.
-    pub locked: Option<Locked>,
+    pub locked: Option<LockedInputs>,
 }
 
 /// The versions the user gave (flags, environment, positional form), before defaults.
@@ -255,7 +256,7 @@ impl Partial {
 
 /// The parts of a resolution a lock records.
 #[derive(Debug, Clone)]
-pub struct Locked {
+pub struct LockedInputs {
     /// kubeadm's pause, etcd and CoreDNS.
     pub extras: Extras,
     /// Where they came from.
@@ -370,7 +371,7 @@ pub async fn resolve(p: Partial, fetcher: &Fetcher<'_>) -> Result<Resolution, Re
         kubernetes: p.kube.to_string(),
         kubernetes_label: None,
         arch: p.arch,
-        versions: Versions {
+        versions: ResolvedVersions {
             autoscaler: choice.version.to_string(),
             autoscaler_commit: commit,
             autoscaler_source,
