@@ -21,6 +21,7 @@ mod bundle;
 #[cfg(test)]
 mod cases;
 mod der;
+pub mod dsse;
 mod invalid;
 mod key;
 pub mod policy;
