@@ -17,6 +17,8 @@
 //!   amd64 and arm64, and the cks-iso configuration that points at them.
 //! - [`sigstore`]: a per-run Sigstore (CAs, CT log, Rekor SETs, trusted root) that signs the
 //!   registry.k8s.io images like Kubernetes' promoter.
+//! - [`referrers`]: image signatures the cosign 3 way (a DSSE bundle attached as an OCI 1.1
+//!   referrer, listed in the tag-schema fallback index).
 //! - [`faults`]: a programmable fault-injecting HTTP/1.1 proxy in front of any of them.
 
 pub mod bench;
@@ -26,6 +28,7 @@ pub mod git;
 pub mod http;
 pub mod images;
 pub mod labels;
+pub mod referrers;
 pub mod registry;
 pub mod rekor;
 pub mod server;

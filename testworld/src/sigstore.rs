@@ -253,7 +253,7 @@ impl Sigstore {
     }
 
     /// A Fulcio-like leaf for `opts`, valid ten minutes around `t`, with an embedded SCT.
-    fn leaf(&self, key: &KeyPair, opts: &SignOptions, t: i64) -> Vec<u8> {
+    pub(crate) fn leaf(&self, key: &KeyPair, opts: &SignOptions, t: i64) -> Vec<u8> {
         let ca = if opts.rogue_ca { &self.rogue } else { &self.ca };
         let mut params = CertificateParams::default();
         params.distinguished_name = DistinguishedName::new();
@@ -416,6 +416,16 @@ impl Sigstore {
             log_id: self.rekor_log_id(),
             set: signed.set,
         }
+    }
+
+    /// The next log index, taken (for the signers beside this file).
+    pub(crate) fn take_index(&self) -> i64 {
+        self.next_index.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// The Rekor key's signature over `bytes` (a SET, for the signers beside this file).
+    pub(crate) fn rekor_sign(&self, bytes: &[u8]) -> Vec<u8> {
+        self.rekor.sign(bytes).expect("Rekor signature")
     }
 
     /// The Rekor log id (hex of the SHA-256 of its key).

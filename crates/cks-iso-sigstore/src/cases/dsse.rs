@@ -120,3 +120,97 @@ fn a_payload_other_than_the_logged_one_fails_the_rekor_entry_check() {
         err.reason
     );
 }
+
+/// What the world's cosign 3 signer makes for `opts`, judged as a referrer's bundle layer.
+fn world_judged(opts: &cks_iso_testworld::referrers::DsseOptions) -> Result<Verified, Failure> {
+    use cks_iso_oci::image::{Descriptor, Digest};
+    let store = world();
+    let signs = Digest::parse(&format!("sha256:{}", "3".repeat(64))).unwrap();
+    let bundle = store.sign_dsse(&signs.to_string(), opts);
+    let desc = Descriptor::new(
+        super::super::referrer::BUNDLE_ARTIFACT_TYPE,
+        Digest::of(&bundle),
+        bundle.len() as u64,
+    );
+    let root = TrustedRoot::from_json(store.trusted_root()).unwrap();
+    let rule = Rule::exact(
+        "**",
+        cks_iso_testworld::sigstore::K8S_IDENTITY,
+        cks_iso_testworld::sigstore::GOOGLE_ISSUER,
+    );
+    super::super::referrer::verify_layer(&root, &rule, &signs, &desc, &bundle, now())
+}
+
+fn world() -> &'static cks_iso_testworld::sigstore::Sigstore {
+    static STORE: std::sync::OnceLock<cks_iso_testworld::sigstore::Sigstore> =
+        std::sync::OnceLock::new();
+    STORE.get_or_init(cks_iso_testworld::sigstore::Sigstore::generate)
+}
+
+#[test]
+fn cosign3_signatures_of_the_world_verify_and_each_spoiling_names_its_check() {
+    use cks_iso_testworld::referrers::{DsseOptions, Tamper};
+    let verified = world_judged(&DsseOptions::default()).unwrap();
+    assert_eq!(verified.identity, cks_iso_testworld::sigstore::K8S_IDENTITY);
+    let cases = [
+        (
+            DsseOptions {
+                tamper: Tamper::AfterLogging,
+                ..DsseOptions::default()
+            },
+            Step::RekorEntry,
+            "the entry logs a payload hashing to",
+        ),
+        (
+            DsseOptions {
+                tamper: Tamper::BeforeLogging,
+                ..DsseOptions::default()
+            },
+            Step::Signature,
+            "the leaf's key",
+        ),
+        (
+            DsseOptions {
+                subject: Some(format!("sha256:{}", "4".repeat(64))),
+                ..DsseOptions::default()
+            },
+            Step::Binding,
+            "a signature of another artifact",
+        ),
+        (
+            DsseOptions {
+                predicate_type: "https://slsa.dev/provenance/v1".into(),
+                ..DsseOptions::default()
+            },
+            Step::Binding,
+            "not cosign's image signature",
+        ),
+        (
+            DsseOptions {
+                sign: cks_iso_testworld::sigstore::SignOptions {
+                    identity: "mallory@example.com".into(),
+                    ..Default::default()
+                },
+                ..DsseOptions::default()
+            },
+            Step::Identity,
+            "signed by mallory@example.com",
+        ),
+        (
+            DsseOptions {
+                sign: cks_iso_testworld::sigstore::SignOptions {
+                    flip_set: true,
+                    ..Default::default()
+                },
+                ..DsseOptions::default()
+            },
+            Step::RekorSet,
+            "does not verify",
+        ),
+    ];
+    for (opts, step, words) in cases {
+        let err = world_judged(&opts).unwrap_err();
+        assert_eq!(err.step, step, "{opts:?}: {err:?}");
+        assert!(err.reason.contains(words), "{opts:?}: {}", err.reason);
+    }
+}
