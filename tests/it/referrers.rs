@@ -4,8 +4,8 @@
 //! docker-registry 2.8 has no Referrers API: the world lists referrers in the tag-schema fallback
 //! index `sha256-<hex>`, as cosign does on such a registry, and cks-iso finds them there after the
 //! registry's 404. The Referrers API's own answer is given by the fault proxy (a redirect of
-//! `/referrers/` to an index that only that answer names). `verify-image` and `build` accept a
-//! referrer-signed image under the same policy, say where the signature was found, refuse a
+//! `/referrers/` to an index that only that answer names). `verify-image`, `pull` and `build`
+//! accept a referrer-signed image under the same policy, say where the signature was found, refuse a
 //! bundle of another signer, of another digest or with a tampered payload naming the check, and
 //! the ISO keeps the bundle so that `verify --signatures` re-checks it offline.
 
@@ -59,6 +59,15 @@ fn verify_image(config: &Path, cache: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+fn pull(config: &Path, cache: &Path, out: &Path, image: &str) -> Output {
+    cks_iso()
+        .env("CKS_ISO_CONFIG", config)
+        .args(["pull", "--arch", "amd64", "--signatures", "enforce"])
+        .args(["--cache-dir", p(cache), "--out", p(out), image])
+        .output()
+        .unwrap()
+}
+
 fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", combined(out)))
 }
@@ -101,6 +110,12 @@ fn a_referrer_signed_image_verifies_through_the_tag_schema_fallback() {
         "{}",
         paths[api]
     );
+
+    // pull takes it as build does: the archive is written under --signatures enforce.
+    let pulled = dir.path().join("pulled");
+    let done = pull(&config, &cache, &pulled, &by_digest);
+    assert_eq!(done.status.code(), Some(0), "{}", combined(&done));
+    assert_eq!(fs::read_dir(&pulled).unwrap().count(), 1, "one archive");
 
     // The plain line names the referrer; offline, the cache's copy verifies again.
     let line = verify_image(&config, &cache, &["--offline", &by_digest]);
@@ -200,7 +215,7 @@ fn a_referrer_of_another_signer_digest_or_payload_fails_naming_the_check() {
                 tamper: Tamper::BeforeLogging,
                 ..DsseOptions::default()
             },
-            "fails the signature check",
+            "fails the signature check: the leaf's key: the signature does not verify over the envelope's DSSE",
             "altered",
         ),
         (
@@ -241,6 +256,13 @@ fn a_referrer_of_another_signer_digest_or_payload_fails_naming_the_check() {
         assert!(err.contains("hint:") && err.contains(hint), "{err}");
         let line = String::from_utf8_lossy(&done.stdout).into_owned();
         assert!(line.contains("FAILED:"), "{line}");
+        // pull refuses it the same way and writes no archive.
+        let pulled = dir.path().join(format!("pulled-{i}"));
+        let done = pull(&config, &cache, &pulled, &by_digest);
+        assert_eq!(done.status.code(), Some(1), "{}", combined(&done));
+        assert!(stderr(&done).contains(check), "{}", stderr(&done));
+        let written = fs::read_dir(&pulled).map_or(0, |d| d.count());
+        assert_eq!(written, 0, "no archive of a badly signed image");
     }
 }
 

@@ -320,7 +320,14 @@ pub(crate) fn verify(
             &signed_digest,
             when,
             now,
-        )?;
+        )
+        .map_err(|mut f| {
+            if f.step == Step::Signature {
+                f.reason
+                    .push_str(" over the envelope's DSSE pre-authentication encoding");
+            }
+            f
+        })?;
     }
     if !statement.names(digest) {
         return Err(failure(
