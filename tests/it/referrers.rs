@@ -127,6 +127,26 @@ fn a_referrer_signed_image_verifies_through_the_tag_schema_fallback() {
             && text.contains("in the cache (--offline)"),
         "{text}"
     );
+
+    // Signed both ways, a legacy `.sig` of the index verifies first: judged for linux/amd64,
+    // the platform manifest's missing `.sig` and the index's are asked, and no referrer at all.
+    let layer = world
+        .sigstore()
+        .sign(&image.repository, &image.digest, &SignOptions::default());
+    world.push_signature(&image.repository, &image.digest, &[layer]);
+    let before = proxy.log().len();
+    let cache = dir.path().join("cache-both");
+    let done = verify_image(&config, &cache, &["--json", "--arch", "amd64", &by_digest]);
+    assert_eq!(done.status.code(), Some(0), "{}", combined(&done));
+    assert_eq!(json(&done)["images"][0]["found"], "tag");
+    let asked: Vec<String> = proxy.log()[before..]
+        .iter()
+        .map(|r| r.path.clone())
+        .collect();
+    assert!(
+        !asked.iter().any(|p| p.contains("/referrers/")),
+        "no referrer is asked for when a .sig verifies: {asked:#?}"
+    );
 }
 
 #[test]
