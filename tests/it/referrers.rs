@@ -199,6 +199,32 @@ fn the_referrers_api_answer_is_taken_when_the_registry_gives_one() {
         paths.iter().any(|p| p.contains("/referrers/")),
         "{paths:#?}"
     );
+
+    // A registry that answers the API's path with 400, 405 or 406 has none either: the
+    // fallback index is taken (here listing the same referrer).
+    push_index(
+        &world.registry_host(),
+        &image.repository,
+        &format!("sha256-{hex}"),
+        std::slice::from_ref(&referrer.descriptor),
+    );
+    for status in [400, 405, 406] {
+        proxy.clear_rules();
+        proxy.add(Rule::path_contains("/referrers/").fault(Fault::Status(status)));
+        let before = proxy.log().len();
+        let cache = dir.path().join(format!("cache-{status}"));
+        let done = verify_image(&config, &cache, &["--json", &by_digest]);
+        assert_eq!(done.status.code(), Some(0), "{status}: {}", combined(&done));
+        assert_eq!(json(&done)["images"][0]["found"], "referrer", "{status}");
+        let asked: Vec<String> = proxy.log()[before..]
+            .iter()
+            .map(|r| r.path.clone())
+            .collect();
+        assert!(
+            asked.iter().any(|p| p.ends_with(&fallback)),
+            "{status}: {asked:#?}"
+        );
+    }
 }
 
 #[test]
