@@ -131,7 +131,7 @@ bench: deps build
 # needs nightly features; RUSTC_BOOTSTRAP lets the stable toolchain provide them.
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?= reference manifest www_authenticate git_reply kubeadm_constants versions_txt yaml lock iso_reader \
-	sigstore_bundle trusted_root checkpoint rfc3161 iso_name
+	sigstore_bundle trusted_root checkpoint rfc3161 iso_name intoto_statement
 fuzz:
 	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
 	@for t in $(FUZZ_TARGETS); do \

@@ -49,7 +49,8 @@
 //! bundle, verified) is optional: version 1 locks without it still read, and build with the
 //! material fetched anew. So is an image's
 //! `signature` (images whose cosign signature verified): `tag` is the `.sig` tag that held it (the
-//! platform manifest's or the index's), `manifest` the digest of the exact signature manifest
+//! platform manifest's or the index's), or for a cosign 3 referrer `sha256-<hex>` (the tag-schema
+//! name of the digest it refers to), `manifest` the digest of the exact signature manifest
 //! stored in the ISO's `signatures/`. cosign appends to a tag, so the tag moves; `--locked` fetches
 //! the signature manifest by this digest instead, and an image without it has its tag resolved
 //! anew. `size` of an image is
@@ -254,7 +255,8 @@ pub struct ImageEntry {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ImageSignature {
-    /// The `.sig` tag that held it, `sha256-<hex>.sig` (whose digest it signs).
+    /// The `.sig` tag that held it, `sha256-<hex>.sig` (whose digest it signs); for a cosign 3
+    /// referrer, `sha256-<hex>` of the digest it refers to.
     pub tag: String,
     /// The signature manifest's digest, `sha256:…`.
     pub manifest: String,

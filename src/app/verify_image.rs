@@ -1,6 +1,6 @@
 //! `cks-iso verify-image IMAGE...`: each image's cosign signature judged the way `build` judges
-//! it ([`trust::image::check`]: the same `.sig` tags through the same mirrors, credentials,
-//! cache, policy and trusted root), without pulling the image. By digest only the signature is
+//! it ([`trust::image::check`]: the same `.sig` tags and cosign 3 referrers through the same
+//! mirrors, credentials, cache, policy and trusted root), without pulling the image. By digest only the signature is
 //! fetched; by tag, also the digest the tag points at; with `--arch`, also the index, to judge
 //! the platform manifest's signature first as `build` does.
 
@@ -217,20 +217,20 @@ async fn one(
         Ok(Some(accepted)) => Outcome::Verified(Box::new(accepted)),
         Ok(None) if enforce => Outcome::Unsigned(Some(AppError::failure(
             anyhow::anyhow!(
-                "{reference}: UNSIGNED: no {} {} (--enforce refuses it)",
+                "{reference}: UNSIGNED: no {} nor signature referrer {} (--enforce refuses it)",
                 checked.tags.join(" or "),
                 checked.place()
             ),
             Some(
-                "check that the registry or mirror serving it carries its .sig tags (offline, \
-                 that the cache holds them from an online run); without --enforce an unsigned \
-                 image is reported and does not fail"
+                "check that the registry or mirror serving it carries its .sig tags or its \
+                 referrers (offline, that the cache holds them from an online run); without \
+                 --enforce an unsigned image is reported and does not fail"
                     .into(),
             ),
         ))),
         Ok(None) => {
             tracing::warn!(
-                "{reference}: UNSIGNED: no {} {}",
+                "{reference}: UNSIGNED: no {} nor signature referrer {}",
                 checked.tags.join(" or "),
                 checked.place()
             );
@@ -302,11 +302,18 @@ fn line(c: &Checked) -> String {
             a.verified.issuer,
             a.verified.log_index,
             a.verified.integrated_time,
-            tag_for(&a.signed),
+            match a.manifest.found() {
+                "referrer" => format!("referrer {} of {}", a.manifest.digest, a.signed),
+                _ => tag_for(&a.signed),
+            },
             c.place()
         ),
         Outcome::Unsigned(_) => {
-            format!("UNSIGNED: no {} {}", c.tags.join(" or "), c.place())
+            format!(
+                "UNSIGNED: no {} nor signature referrer {}",
+                c.tags.join(" or "),
+                c.place()
+            )
         }
         Outcome::Failed(err) => {
             let top = err.lines().0;
@@ -337,14 +344,21 @@ struct Entry {
     platform_manifest: Option<String>,
     /// `verified`, `unsigned` or `failed`.
     verdict: &'static str,
-    /// `host[:port]` the `.sig` tags were looked for at (a mirror's when one serves the image).
+    /// `host[:port]` the `.sig` tags and referrers were looked for at (a mirror's when one serves
+    /// the image).
     registry: String,
-    /// The `.sig` tags looked for, in order.
+    /// The `.sig` tags looked for, in order (each digest's referrers were looked for too).
     tags: Vec<String>,
     /// The digest the accepted signature signs.
     #[serde(skip_serializing_if = "Option::is_none")]
     signed_digest: Option<String>,
-    /// The accepted signature's `.sig` tag and the digest of its signature manifest.
+    /// Where the accepted signature was found: `tag` (its `.sig` tag) or `referrer` (an OCI 1.1
+    /// referrer holding a Sigstore bundle, as cosign 3 signs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    found: Option<&'static str>,
+    /// The accepted signature's tag (`sha256-<hex>.sig`, or for a referrer `sha256-<hex>`, the
+    /// tag schema's name of the signed digest) and the digest of its signature manifest or
+    /// referrer.
     #[serde(skip_serializing_if = "Option::is_none")]
     signature: Option<Found>,
     /// Who signed it and its Rekor entry (`identity`, `issuer`, `log_index`, `integrated_time`).
@@ -371,6 +385,7 @@ fn entry(c: &Checked) -> Entry {
         registry: c.registry.clone(),
         tags: c.tags.clone(),
         signed_digest: None,
+        found: None,
         signature: None,
         signer: None,
         error: None,
@@ -379,8 +394,9 @@ fn entry(c: &Checked) -> Entry {
         Outcome::Verified(a) => {
             e.verdict = "verified";
             e.signed_digest = Some(a.signed.to_string());
+            e.found = Some(a.manifest.found());
             e.signature = Some(Found {
-                tag: tag_for(&a.signed),
+                tag: a.manifest.tag(),
                 manifest: a.manifest.digest.to_string(),
             });
             e.signer = Some(Signer::from(&a.verified));

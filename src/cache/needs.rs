@@ -236,6 +236,7 @@ impl Cache {
         // with a lock that names none) verifies them again.
         for signed in [&platform, &top] {
             self.signature_needs(needs, &what, &reference, signed);
+            self.referrer_needs(needs, &what, &reference, signed);
         }
         let top_what = format!("{what} index or manifest");
         match Image::load(reference, &top, arch, self) {
@@ -300,6 +301,44 @@ impl Cache {
         needs.key(key, found.digest.clone(), found.note.clone());
         let sig_what = format!("{what} signature {tag}");
         self.signature_manifest_needs(needs, sig_what, &found.digest, Some(found.size));
+    }
+
+    /// The cosign 3 referrers of `signed` that the cache recorded for `reference`'s repository,
+    /// if any: the list's index entry and blob, each signature referrer it lists and its bundle.
+    fn referrer_needs(
+        &self,
+        needs: &mut Needs,
+        what: &str,
+        reference: &Reference,
+        signed: &Digest,
+    ) {
+        let key = format!(
+            "referrers:{}/{}@{signed}",
+            reference.domain(),
+            reference.path()
+        );
+        let Some(found) = self.recall(&key) else {
+            return;
+        };
+        needs.key(key, found.digest.clone(), found.note.clone());
+        let list_what = format!("{what} referrers of {signed}");
+        needs.blob(
+            self,
+            list_what.clone(),
+            found.digest.clone(),
+            Some(found.size),
+        );
+        let mut bytes = Vec::new();
+        let read = self.open(&found.digest).map(|file| {
+            std::io::Read::take(file, crate::image::MAX_MANIFEST_SIZE).read_to_end(&mut bytes)
+        });
+        if !matches!(read, Ok(Ok(_))) {
+            return;
+        }
+        for (digest, size) in crate::signature::referrer::candidates(&bytes).unwrap_or_default() {
+            let sig_what = format!("{list_what}: referrer {digest}");
+            self.signature_manifest_needs(needs, sig_what, &digest, Some(size));
+        }
     }
 
     /// A signature manifest and the payloads it lists (when the cache can read it).

@@ -38,6 +38,7 @@ mod error;
 mod manifests;
 mod oauth;
 mod ranged;
+mod referrers;
 mod signatures;
 mod token;
 

@@ -1,7 +1,9 @@
-//! An image's cosign signature: the `sha256-<hex>.sig` tag of each digest that may speak for it
-//! (its platform manifest first, then its index), fetched through the registry — its mirrors,
-//! credentials, cache and `--offline` — and judged against a trusted root and a policy rule.
-//! Only signature manifests and their payloads are fetched here, never the image.
+//! An image's cosign signature: for the digests that may speak for it (its platform manifest
+//! first, then its index), the legacy `sha256-<hex>.sig` tags, then — when those give none that
+//! verifies — cosign 3's OCI 1.1 referrers holding a Sigstore bundle, fetched through the
+//! registry (its mirrors, credentials, cache and `--offline`) and judged against a trusted root
+//! and a policy rule. Only signature manifests, bundles and payloads are fetched here, never the
+//! image.
 
 use crate::image::{Digest, Reference};
 use crate::registry::{Registry, RegistryError};
@@ -12,7 +14,7 @@ use crate::signature::{self, Rule, SignatureError, SignatureManifest, TrustedRoo
 pub struct Accepted {
     /// The digest it signs.
     pub signed: Digest,
-    /// The signature manifest (`.sig` tag) that carried it.
+    /// The signature manifest (`.sig` tag) or referrer that carried it.
     pub manifest: SignatureManifest,
     /// Who signed it, and its log entry.
     pub verified: Verified,
@@ -47,8 +49,9 @@ impl CheckError {
 
 /// Fetches the signatures of `digests` (the most wanted first: a platform manifest, then its
 /// index) in `reference`'s repository, and judges them under `rule` at `now`: the first that
-/// verifies, fetching no further `.sig` tag once one does; `Ok(None)` when none of `digests` has
-/// a signature; the first failure when signatures exist and none verifies.
+/// verifies, fetching nothing further once one does (each digest's `.sig` tag, then each one's
+/// referrers); `Ok(None)` when none of `digests` has a signature; the first failure when
+/// signatures exist and none verifies.
 pub async fn check(
     registry: &Registry,
     root: &TrustedRoot,
@@ -58,17 +61,32 @@ pub async fn check(
     now: i64,
 ) -> Result<Option<Accepted>, CheckError> {
     let artifact = reference.to_string();
+    let fetch_err = |source| CheckError::Fetch {
+        artifact: artifact.clone(),
+        source,
+    };
     let mut found = Vec::new();
+    // The legacy `.sig` tags first (what registry.k8s.io serves: no further request when one
+    // verifies), then cosign 3's referrers.
     for digest in digests {
-        let fetched = registry
-            .signature(reference, digest)
-            .await
-            .map_err(|source| CheckError::Fetch {
-                artifact: artifact.clone(),
-                source,
-            })?;
-        found.extend(fetched);
+        found.extend(
+            registry
+                .signature(reference, digest)
+                .await
+                .map_err(fetch_err)?,
+        );
         // A bad signature of the platform manifest does not yet fail: the index's may do.
+        if let Ok(Some(accepted)) = signature::judge(root, rule, &artifact, &found, now) {
+            return Ok(Some(take(found, accepted)));
+        }
+    }
+    for digest in digests {
+        found.extend(
+            registry
+                .referrers(reference, digest)
+                .await
+                .map_err(fetch_err)?,
+        );
         if let Ok(Some(accepted)) = signature::judge(root, rule, &artifact, &found, now) {
             return Ok(Some(take(found, accepted)));
         }

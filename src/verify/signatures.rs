@@ -2,7 +2,8 @@
 //! against cks-iso's own trusted root (or `--trusted-root`), never a root found in the ISO, and
 //! they belong to the archives the ISO holds: each covered image's accepted signature signs the
 //! platform manifest of its archive (recomputed from the archive's blobs) or the index
-//! `versions.txt` records for it. Each dl.k8s.io binary's Sigstore bundle (built from its
+//! `versions.txt` records for it (a cosign 3 referrer's bundle, kept beside its referrer manifest,
+//! is judged as build judged it). Each dl.k8s.io binary's Sigstore bundle (built from its
 //! `.sig`/`.cert`, or the one its publisher shipped) verifies fully (chain, SCT, signature over
 //! the digest of the file's bytes as they stream out of the ISO, SET or, for a Rekor v2 entry,
 //! RFC 3161 timestamps, inclusion proof, checkpoint).

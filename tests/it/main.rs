@@ -35,6 +35,7 @@ mod packaging;
 mod parser_properties;
 mod ranged_pull;
 mod real_tools;
+mod referrers;
 mod registry_credentials;
 mod registry_faults;
 mod registry_pull;

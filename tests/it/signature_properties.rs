@@ -1,5 +1,5 @@
 //! Property tests for the signature parsers that read what a user or a registry hands cks-iso:
-//! Sigstore bundles (Rekor v1 and v2 entries), trusted roots, checkpoints (signed notes),
+//! Sigstore bundles (Rekor v1 and v2 entries, message signatures and DSSE envelopes), trusted roots, checkpoints (signed notes),
 //! inclusion proofs and RFC 3161 timestamps. None may
 //! panic on any input, whether random bytes or real Sigstore material (from the conformance
 //! suite's data) with one byte changed or cut short; a refusal always says why; a bundle that
@@ -10,11 +10,21 @@ use cks_iso::signature::{PUBLIC_GOOD_ROOT, Rule, TrustedRoot};
 use proptest::prelude::*;
 use sha2::{Digest as _, Sha256};
 
-const BUNDLES: [&str; 4] = [
+const BUNDLES: [&str; 7] = [
     include_str!("../sigstore-conformance/bundle-verify/happy-path-v0.1/bundle.sigstore.json"),
     include_str!("../sigstore-conformance/bundle-verify/happy-path-v0.2/bundle.sigstore.json"),
     include_str!("../sigstore-conformance/bundle-verify/happy-path-v0.3/bundle.sigstore.json"),
     include_str!("../sigstore-conformance/bundle-verify/rekor2-happy-path/bundle.sigstore.json"),
+    // DSSE envelopes: Rekor v1 dsse 0.0.1, Rekor v2 hashedrekord 0.0.2, Rekor v1 intoto 0.0.2.
+    include_str!(
+        "../sigstore-conformance/bundle-verify/happy-path-intoto-in-dsse-v3/bundle.sigstore.json"
+    ),
+    include_str!(
+        "../sigstore-conformance/bundle-verify/rekor2-dsse-happy-path/bundle.sigstore.json"
+    ),
+    include_str!(
+        "../sigstore-conformance/bundle-verify/intoto-with-custom-trust-root/bundle.sigstore.json"
+    ),
 ];
 /// The (staging) trusted root that judges the Rekor v2 bundle, and the file it signs.
 const REKOR_V2_ROOT: &str =
@@ -95,7 +105,7 @@ proptest! {
 
     #[test]
     fn bundles_with_any_value_in_any_field_never_panic(
-        which in 0..BUNDLES.len(), field in 0..14usize, value in prop_oneof![
+        which in 0..BUNDLES.len(), field in 0..18usize, value in prop_oneof![
             "\\PC{0,40}".prop_map(serde_json::Value::from),
             any::<i64>().prop_map(serde_json::Value::from),
             Just(serde_json::Value::Null),
@@ -121,6 +131,10 @@ proptest! {
             format!("{e}/kindVersion/version"),
             "/verificationMaterial/timestampVerificationData/rfc3161Timestamps/0/signedTimestamp"
                 .to_owned(),
+            "/dsseEnvelope/payload".to_owned(),
+            "/dsseEnvelope/payloadType".to_owned(),
+            "/dsseEnvelope/signatures/0/sig".to_owned(),
+            "/dsseEnvelope/signatures/0/keyid".to_owned(),
         ][field].clone();
         if let Some(slot) = v.pointer_mut(&pointer) {
             *slot = value;
@@ -145,6 +159,27 @@ proptest! {
         let now = i64::MAX / 2;
         if let Err(f) = rekor::verify_digest(&root, &rule, &digest, &ev, now) {
             prop_assert!(!f.reason.is_empty());
+        }
+    }
+
+    #[test]
+    fn a_real_dsse_statement_spoiled_by_one_byte_never_panics_the_verifier(
+        at in any::<usize>(), byte in any::<u8>(), cut in any::<bool>()
+    ) {
+        let mut ev = Evidence::from_bundle(BUNDLES[4].as_bytes()).unwrap();
+        let payload = &mut ev.envelope.as_mut().expect("a DSSE bundle").payload;
+        let at = at % payload.len();
+        match cut {
+            true => payload.truncate(at),
+            false => payload[at] = byte,
+        }
+        let rule = Rule::exact("**", BEACON, "https://token.actions.githubusercontent.com");
+        let digest: [u8; 32] = Sha256::digest(ARTIFACT).into();
+        let verdict = rekor::verify_digest(&public_good(), &rule, &digest, &ev, i64::MAX / 2);
+        // Only the very statement logged verifies.
+        match verdict {
+            Ok(_) => prop_assert_eq!(ev.envelope, Evidence::from_bundle(BUNDLES[4].as_bytes()).unwrap().envelope),
+            Err(f) => prop_assert!(!f.reason.is_empty()),
         }
     }
 

@@ -19,6 +19,8 @@
 //!   registry.k8s.io images like Kubernetes' promoter.
 //! - [`rekor_v2`] and [`tsa`]: a Rekor v2 log and an RFC 3161 timestamp authority, and the
 //!   Sigstore bundles a publisher ships beside files signed onto them.
+//! - [`referrers`]: image signatures the cosign 3 way (a DSSE bundle attached as an OCI 1.1
+//!   referrer, listed in the tag-schema fallback index).
 //! - [`faults`]: a programmable fault-injecting HTTP/1.1 proxy in front of any of them.
 
 pub mod bench;
@@ -28,6 +30,7 @@ pub mod git;
 pub mod http;
 pub mod images;
 pub mod labels;
+pub mod referrers;
 pub mod registry;
 pub mod rekor;
 pub mod rekor_v2;

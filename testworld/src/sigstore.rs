@@ -426,6 +426,16 @@ impl Sigstore {
         }
     }
 
+    /// The next log index, taken (for the signers beside this file).
+    pub(crate) fn take_index(&self) -> i64 {
+        self.next_index.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// The Rekor key's signature over `bytes` (a SET, for the signers beside this file).
+    pub(crate) fn rekor_sign(&self, bytes: &[u8]) -> Vec<u8> {
+        self.rekor.sign(bytes).expect("Rekor signature")
+    }
+
     /// The Rekor log id (hex of the SHA-256 of its key).
     pub fn rekor_log_id(&self) -> String {
         crate::http::hex(&sha256(&self.rekor.subject_public_key_info()))

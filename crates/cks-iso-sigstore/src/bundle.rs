@@ -2,11 +2,13 @@
 //! cks-iso understands (0.1 to 0.3), a Fulcio certificate (or an older bundle's chain, without
 //! its root), one log entry with its inclusion proof (a `hashedrekord` 0.0.1 of Rekor v1 with its
 //! SET, or a `hashedrekord` 0.0.2 of Rekor v2 with the RFC 3161 timestamps that date it), and a
-//! SHA-256 message signature. A bundle is handed in by users (`verify-bundle`) and read from ISOs
+//! SHA-256 message signature; or a DSSE envelope with one signature (see [`super::dsse`]), logged
+//! as a Rekor v1 `dsse` 0.0.1 or `intoto` 0.0.2, or a Rekor v2 `hashedrekord` 0.0.2 of its PAE. A bundle is handed in by users (`verify-bundle`) and read from ISOs
 //! (`verify --signatures`), so every refusal is a [`BundleError`] naming the field, never a panic.
 
 use serde_json::Value;
 
+use super::dsse::{Envelope, Logged};
 use super::rekor::{BUNDLE_MEDIA_TYPE, EntryVersion, Evidence, Proof};
 use super::verify::b64;
 use super::x509::Cert;
@@ -66,9 +68,22 @@ pub enum BundleError {
     /// Not exactly one transparency log entry.
     #[error("{0} tlog entries, expected one")]
     Entries(usize),
-    /// An entry of another kind (DSSE, intoto).
-    #[error("the tlog entry is not a hashedrekord 0.0.1 or 0.0.2")]
-    EntryKind,
+    /// An entry of a kind not read for this content.
+    #[error("the tlog entry is a {kind} {version}, not {expected}")]
+    EntryKind {
+        /// Its `kindVersion.kind`.
+        kind: String,
+        /// Its `kindVersion.version`.
+        version: String,
+        /// What the bundle's content may be logged as.
+        expected: &'static str,
+    },
+    /// Neither a message signature nor a DSSE envelope, or both.
+    #[error("the bundle holds {0}, expected a messageSignature or a dsseEnvelope")]
+    Content(&'static str),
+    /// A DSSE envelope with other than one signature (a Sigstore bundle's has exactly one).
+    #[error("the DSSE envelope has {0} signatures, expected one")]
+    EnvelopeSignatures(usize),
     /// A message digest other than SHA-256.
     #[error("the message digest is not SHA2_256")]
     DigestAlgorithm,
@@ -85,7 +100,9 @@ impl BundleError {
             Self::MediaType(_) => Some("mediaType"),
             Self::ChainCertificate(_) | Self::RootInChain => Some("x509CertificateChain"),
             Self::Entries(_) => Some("tlogEntries"),
-            Self::EntryKind => Some("kindVersion"),
+            Self::EntryKind { .. } => Some("kindVersion"),
+            Self::Content(_) => Some("content"),
+            Self::EnvelopeSignatures(_) => Some("dsseEnvelope.signatures"),
             Self::DigestAlgorithm => Some("messageDigest.algorithm"),
             Self::Json(_) => None,
         }
@@ -173,10 +190,38 @@ impl Evidence {
         let [e] = entries.as_slice() else {
             return Err(BundleError::Entries(entries.len()));
         };
-        let version = match (&e["kindVersion"]["kind"], &e["kindVersion"]["version"]) {
-            (kind, v) if kind == "hashedrekord" && v == "0.0.1" => EntryVersion::V001,
-            (kind, v) if kind == "hashedrekord" && v == "0.0.2" => EntryVersion::V002,
-            _ => return Err(BundleError::EntryKind),
+        let content = match (v.get("messageSignature"), v.get("dsseEnvelope")) {
+            (Some(ms), None) => Content::Message(ms),
+            (None, Some(env)) => Content::Envelope(env),
+            (None, None) => return Err(BundleError::Content("neither")),
+            (Some(_), Some(_)) => return Err(BundleError::Content("both")),
+        };
+        let kind_version = (
+            e["kindVersion"]["kind"].as_str().unwrap_or_default(),
+            e["kindVersion"]["version"].as_str().unwrap_or_default(),
+        );
+        let entry_kind = |expected| BundleError::EntryKind {
+            kind: kind_version.0.to_owned(),
+            version: kind_version.1.to_owned(),
+            expected,
+        };
+        let (version, logged) = match (&content, kind_version) {
+            (Content::Message(_), ("hashedrekord", "0.0.1")) => (EntryVersion::V001, None),
+            (Content::Message(_), ("hashedrekord", "0.0.2")) => (EntryVersion::V002, None),
+            (Content::Message(_), _) => return Err(entry_kind("a hashedrekord 0.0.1 or 0.0.2")),
+            (Content::Envelope(_), ("dsse", "0.0.1")) => (EntryVersion::V001, Some(Logged::Dsse)),
+            (Content::Envelope(_), ("intoto", "0.0.2")) => {
+                (EntryVersion::V001, Some(Logged::Intoto))
+            }
+            (Content::Envelope(_), ("hashedrekord", "0.0.2")) => {
+                (EntryVersion::V002, Some(Logged::HashedRekord))
+            }
+            (Content::Envelope(_), _) => {
+                return Err(entry_kind(
+                    "a dsse 0.0.1 or intoto 0.0.2 (Rekor v1) or a hashedrekord 0.0.2 (Rekor v2; \
+                     Rekor v2 logs no dsse entries)",
+                ));
+            }
         };
         let log_index = non_negative(&e["logIndex"], "logIndex")?;
         let p = &e["inclusionProof"];
@@ -185,10 +230,22 @@ impl Evidence {
                 field: "inclusionProof",
             });
         }
-        let ms = &v["messageSignature"];
-        if ms["messageDigest"]["algorithm"] != "SHA2_256" {
-            return Err(BundleError::DigestAlgorithm);
-        }
+        let (digest, signature, envelope) = match content {
+            Content::Message(ms) => {
+                if ms["messageDigest"]["algorithm"] != "SHA2_256" {
+                    return Err(BundleError::DigestAlgorithm);
+                }
+                (
+                    bytes(&ms["messageDigest"]["digest"], "messageDigest")?,
+                    bytes(&ms["signature"], "signature")?,
+                    None,
+                )
+            }
+            Content::Envelope(env) => {
+                let (signature, envelope) = dsse(env, logged.expect("an envelope's kind"))?;
+                (Vec::new(), signature, Some(envelope))
+            }
+        };
         // Rekor v2 signs no entry timestamp and integrates at no time it vouches for: both are
         // left out, and the timestamps date the signature instead.
         let (integrated_time, set) = match version {
@@ -216,8 +273,9 @@ impl Evidence {
         Ok(Self {
             version,
             timestamps,
-            digest: bytes(&ms["messageDigest"]["digest"], "messageDigest")?,
-            signature: bytes(&ms["signature"], "signature")?,
+            envelope,
+            digest,
+            signature,
             leaf,
             body: text(&e["canonicalizedBody"], "canonicalizedBody")?,
             integrated_time,
@@ -243,4 +301,33 @@ impl Evidence {
             },
         })
     }
+}
+
+/// What a bundle signs.
+enum Content<'a> {
+    Message(&'a Value),
+    Envelope(&'a Value),
+}
+
+/// A `dsseEnvelope`: its one signature and the envelope.
+fn dsse(env: &Value, logged: Logged) -> Result<(Vec<u8>, Envelope), BundleError> {
+    let sigs = env["signatures"].as_array().ok_or(BundleError::Missing {
+        field: "dsseEnvelope.signatures",
+    })?;
+    let [sig] = sigs.as_slice() else {
+        return Err(BundleError::EnvelopeSignatures(sigs.len()));
+    };
+    let keyid = match &sig["keyid"] {
+        Value::Null => None,
+        keyid => Some(text(keyid, "keyid")?),
+    };
+    Ok((
+        bytes(&sig["sig"], "dsseEnvelope.signatures.sig")?,
+        Envelope {
+            payload_type: text(&env["payloadType"], "payloadType")?,
+            payload: bytes(&env["payload"], "dsseEnvelope.payload")?,
+            keyid,
+            logged,
+        },
+    ))
 }

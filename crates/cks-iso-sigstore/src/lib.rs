@@ -21,9 +21,11 @@ mod bundle;
 #[cfg(test)]
 mod cases;
 mod der;
+pub mod dsse;
 mod invalid;
 mod key;
 pub mod policy;
+pub mod referrer;
 pub mod rekor;
 mod rekor_v2;
 pub mod root;
@@ -112,7 +114,8 @@ impl FromStr for Mode {
     }
 }
 
-/// One `sha256-<digest>.sig` manifest as the registry served it, with its layers' payloads.
+/// One `sha256-<digest>.sig` manifest as the registry served it, with its layers' payloads; or
+/// one cosign 3 signature referrer (see [`referrer`]), its layer the Sigstore bundle.
 #[derive(Debug, Clone)]
 pub struct SignatureManifest {
     /// The digest it signs (whose tag it is).
@@ -123,6 +126,30 @@ pub struct SignatureManifest {
     pub bytes: Vec<u8>,
     /// Each layer's descriptor and payload.
     pub layers: Vec<(Descriptor, Vec<u8>)>,
+}
+
+impl SignatureManifest {
+    /// Where cosign put it: `referrer` (an OCI 1.1 referrer holding a Sigstore bundle) or `tag`
+    /// (the legacy `sha256-<hex>.sig` tag).
+    pub fn found(&self) -> &'static str {
+        match self
+            .layers
+            .iter()
+            .any(|(d, _)| referrer::is_bundle_layer(&d.media_type))
+        {
+            true => "referrer",
+            false => "tag",
+        }
+    }
+
+    /// The tag that names it for `signs`: the `.sig` tag, or for a referrer the tag-schema name
+    /// `sha256-<hex>` of the digest it refers to (what a lock records).
+    pub fn tag(&self) -> String {
+        match self.found() {
+            "referrer" => referrer::fallback_tag(&self.signs),
+            _ => tag_for(&self.signs),
+        }
+    }
 }
 
 /// What the check of one image found.
@@ -139,9 +166,13 @@ pub struct ImageReport {
     /// Which digest the accepted signature signs (the platform manifest or the index).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signed_digest: Option<String>,
-    /// The `.sig` manifest that holds it (its file under `signatures/images/`).
+    /// The `.sig` manifest or referrer that holds it (its file under `signatures/images/`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature_manifest: Option<String>,
+    /// Where the accepted signature was found: `tag` (cosign's `.sig` tag) or `referrer` (an
+    /// OCI 1.1 referrer holding a Sigstore bundle, as cosign 3 signs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found: Option<String>,
     /// Who signed it, when verified (`identity`, `issuer`, `log_index`, `integrated_time`).
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub signer: Option<Signer>,
@@ -334,15 +365,18 @@ pub fn judge(
             });
         }
         for (desc, payload) in &sig.layers {
-            let result = verify::layer(
-                root,
-                rule,
-                &sig.signs.to_string(),
-                &desc.digest.to_string(),
-                &desc.annotations,
-                payload,
-                now,
-            );
+            let result = match referrer::is_bundle_layer(&desc.media_type) {
+                true => referrer::verify_layer(root, rule, &sig.signs, desc, payload, now),
+                false => verify::layer(
+                    root,
+                    rule,
+                    &sig.signs.to_string(),
+                    &desc.digest.to_string(),
+                    &desc.annotations,
+                    payload,
+                    now,
+                ),
+            };
             match result {
                 Ok(verified) => return Ok(Some((sig.signs.clone(), sig.digest.clone(), verified))),
                 Err(Failure { step, reason }) => {

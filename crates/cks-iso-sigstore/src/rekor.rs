@@ -30,6 +30,7 @@ use cks_iso_oci::image::sha256_of;
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
 
 pub use super::bundle::{BUNDLE_MEDIA_TYPES, BundleError};
+pub use super::dsse::{Envelope, Logged, Statement};
 pub use super::tsa::TimestampError;
 
 /// A Rekor v1 log entry as `GET /api/v1/log/entries/<uuid>` serves it (the value under its UUID).
@@ -155,6 +156,9 @@ pub struct Evidence {
     /// RFC 3161 `TimeStampResp`s (DER) of the signature, as a bundle carries them (only read for
     /// Rekor v2 entries, whose signing time they give).
     pub timestamps: Vec<Vec<u8>>,
+    /// A DSSE bundle's envelope, whose PAE `signature` signs (then `digest` is empty: the
+    /// statement's subject names the artifact); `None` for a message signature.
+    pub envelope: Option<Envelope>,
 }
 
 fn b64_encode(bytes: &[u8]) -> String {
@@ -206,6 +210,7 @@ impl Evidence {
         Ok(Self {
             version: EntryVersion::V001,
             timestamps: Vec::new(),
+            envelope: None,
             digest: digest.to_vec(),
             signature,
             leaf,
@@ -241,10 +246,14 @@ impl Evidence {
     /// evidence.
     pub fn bundle(&self) -> Vec<u8> {
         let p = &self.proof;
+        let (kind, version) = match &self.envelope {
+            Some(env) => env.logged.kind_version(),
+            None => ("hashedrekord", self.version.as_str()),
+        };
         let mut entry = json!({
             "logIndex": self.log_index.to_string(),
             "logId": {"keyId": b64_encode(&self.log_id)},
-            "kindVersion": {"kind": "hashedrekord", "version": self.version.as_str()},
+            "kindVersion": {"kind": kind, "version": version},
             "inclusionProof": {
                 "logIndex": p.log_index.to_string(),
                 "rootHash": b64_encode(&p.root_hash),
@@ -270,14 +279,29 @@ impl Evidence {
                 .collect();
             material["timestampVerificationData"] = json!({"rfc3161Timestamps": signed});
         }
-        let value = json!({
+        let mut value = json!({
             "mediaType": BUNDLE_MEDIA_TYPE,
             "verificationMaterial": material,
-            "messageSignature": {
-                "messageDigest": {"algorithm": "SHA2_256", "digest": b64_encode(&self.digest)},
-                "signature": b64_encode(&self.signature),
-            },
         });
+        match &self.envelope {
+            Some(env) => {
+                let mut signature = json!({"sig": b64_encode(&self.signature)});
+                if let Some(keyid) = &env.keyid {
+                    signature["keyid"] = json!(keyid);
+                }
+                value["dsseEnvelope"] = json!({
+                    "payload": b64_encode(&env.payload),
+                    "payloadType": env.payload_type,
+                    "signatures": [signature],
+                });
+            }
+            None => {
+                value["messageSignature"] = json!({
+                    "messageDigest": {"algorithm": "SHA2_256", "digest": b64_encode(&self.digest)},
+                    "signature": b64_encode(&self.signature),
+                });
+            }
+        }
         let mut out = serde_json::to_vec_pretty(&value).expect("plain JSON");
         out.push(b'\n');
         out
@@ -310,6 +334,9 @@ pub fn verify_digest(
     evidence: &Evidence,
     now: i64,
 ) -> Result<Verified, Failure> {
+    if let Some(env) = &evidence.envelope {
+        return super::dsse::verify(root, rule, digest, evidence, env, now);
+    }
     if digest.as_slice() != evidence.digest.as_slice() {
         return Err(Failure {
             step: Step::LayerIntegrity,

@@ -144,7 +144,7 @@ pub(crate) fn verify(
 }
 
 /// The generation times of the timestamps that verify (at least one), in the bundle's order.
-fn timestamps(root: &TrustedRoot, evidence: &Evidence) -> Result<Vec<i64>, Failure> {
+pub(crate) fn timestamps(root: &TrustedRoot, evidence: &Evidence) -> Result<Vec<i64>, Failure> {
     let fail = |reason: String| Failure {
         step: Step::Timestamp,
         reason,

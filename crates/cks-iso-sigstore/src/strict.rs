@@ -173,6 +173,7 @@ fn one_entry(
     Evidence {
         version: rekor::EntryVersion::V001,
         timestamps: Vec::new(),
+        envelope: None,
         digest: Sha256::digest(file).to_vec(),
         signature,
         leaf,

@@ -44,6 +44,8 @@ pub enum Step {
     /// Rekor v2 entries: an RFC 3161 timestamp of a timestamp authority of the root gives the
     /// signing time (a Rekor v2 entry has no integrated time and no SET).
     Timestamp,
+    /// DSSE bundles: the envelope holds an in-toto statement.
+    Envelope,
 }
 
 impl Step {
@@ -63,6 +65,7 @@ impl Step {
             Self::InclusionProof => "Rekor inclusion proof",
             Self::Checkpoint => "Rekor checkpoint",
             Self::Timestamp => "RFC 3161 timestamp",
+            Self::Envelope => "DSSE envelope",
         }
     }
 }
@@ -298,40 +301,11 @@ pub fn blob(
         step: RekorSet,
         reason: "the logID is not hex".into(),
     })?;
-    let tlog = root
-        .tlogs
-        .iter()
-        .find(|l| l.id == log_id)
-        .ok_or_else(|| Failure {
-            step: RekorSet,
-            reason: format!(
-                "log {} is not a transparency log of the trusted root",
-                p.log_id
-            ),
-        })?;
-    let Some(key) = tlog
-        .key
-        .as_ref()
-        .filter(|_| tlog.valid.covers(p.integrated_time))
-    else {
-        return fail(
-            RekorSet,
-            format!("log {} has no usable key at the integrated time", p.log_id),
-        );
-    };
-    let canonical = serde_json::to_vec(p).expect("plain JSON");
     let set = b64(&bundle.signed_entry_timestamp).ok_or_else(|| Failure {
         step: RekorSet,
         reason: "the SignedEntryTimestamp is not base64".into(),
     })?;
-    key.verify(Hash::Sha256, &canonical, &set)
-        .map_err(|_| Failure {
-            step: RekorSet,
-            reason: format!(
-                "the SignedEntryTimestamp does not verify with the key of log {}",
-                p.log_id
-            ),
-        })?;
+    rekor_set(root, &p.body, p.integrated_time, &log_id, p.log_index, &set)?;
 
     // 3. Rekor entry: the body names this payload, this signature and this certificate.
     logs(&p.body, &payload_hex, &signature, &leaf_der).map_err(|reason| Failure {
@@ -355,6 +329,55 @@ pub fn blob(
         integrated_time: p.integrated_time,
         docker_reference: String::new(),
     })
+}
+
+/// Check 2: the signed entry timestamp `set` of the entry `body` (integrated at
+/// `integrated_time`, index `log_index`) verifies with the key of the root's log `log_id`, valid
+/// at the integrated time.
+pub(crate) fn rekor_set(
+    root: &TrustedRoot,
+    body: &str,
+    integrated_time: i64,
+    log_id: &[u8],
+    log_index: i64,
+    set: &[u8],
+) -> Result<(), Failure> {
+    let p = RekorPayload {
+        body: body.to_owned(),
+        integrated_time,
+        log_id: hex::encode(log_id),
+        log_index,
+    };
+    let tlog = root
+        .tlogs
+        .iter()
+        .find(|l| l.id == log_id)
+        .ok_or_else(|| Failure {
+            step: Step::RekorSet,
+            reason: format!(
+                "log {} is not a transparency log of the trusted root",
+                p.log_id
+            ),
+        })?;
+    let Some(key) = tlog
+        .key
+        .as_ref()
+        .filter(|_| tlog.valid.covers(p.integrated_time))
+    else {
+        return fail(
+            Step::RekorSet,
+            format!("log {} has no usable key at the integrated time", p.log_id),
+        );
+    };
+    let canonical = serde_json::to_vec(&p).expect("plain JSON");
+    key.verify(Hash::Sha256, &canonical, set)
+        .map_err(|_| Failure {
+            step: Step::RekorSet,
+            reason: format!(
+                "the SignedEntryTimestamp does not verify with the key of log {}",
+                p.log_id
+            ),
+        })
 }
 
 /// Checks 4 to 8, whatever gave the signing time `t` (`when.0`; `when.1` says how it was

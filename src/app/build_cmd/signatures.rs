@@ -185,6 +185,7 @@ async fn check_image_from(
         verdict: "not-covered".into(),
         signed_digest: None,
         signature_manifest: None,
+        found: None,
         signer: None,
         docker_reference: None,
     };
@@ -264,8 +265,11 @@ fn accepted_report(
     report.verdict = "verified".into();
     report.signed_digest = Some(signed.to_string());
     report.signature_manifest = Some(format!("{DIR}/images/{}.json", manifest_digest.hex()));
+    report.found = Some(manifest.found().to_owned());
     report.signer = Some(signature::Signer::from(&verified));
-    report.docker_reference = Some(verified.docker_reference);
+    // A cosign 3 statement names no docker-reference.
+    report.docker_reference =
+        Some(verified.docker_reference).filter(|r| !r.is_empty() || manifest.found() == "tag");
     (report, Some(manifest))
 }
 
@@ -284,12 +288,16 @@ async fn locked_signature(
             Some("the lock was written by another cks-iso; build without --locked".into()),
         )
     };
-    let signs = [&image.manifest.digest, &image.top.digest]
+    let (signs, is_referrer) = [&image.manifest.digest, &image.top.digest]
         .into_iter()
-        .find(|d| signature::tag_for(d) == locked.tag)
+        .find_map(|d| match &locked.tag {
+            tag if *tag == signature::tag_for(d) => Some((d, false)),
+            tag if *tag == signature::referrer::fallback_tag(d) => Some((d, true)),
+            _ => None,
+        })
         .ok_or_else(|| {
             lock_err(format!(
-                "tag {:?} is not the .sig tag of {} or of {}",
+                "tag {:?} is neither the .sig tag nor the referrers tag of {} or of {}",
                 locked.tag, image.manifest.digest, image.top.digest
             ))
         })?;
@@ -299,19 +307,28 @@ async fn locked_signature(
             locked.manifest
         ))
     })?;
-    let fetched = registry
-        .locked_signature(&image.reference, signs, &digest)
-        .await
-        .map_err(|e| {
-            let hint = e.hint();
-            AppError::failure(
-                anyhow::Error::new(e).context(format!(
-                    "cannot fetch the locked signature manifest {digest} ({}) of {artifact}",
-                    locked.tag
-                )),
-                hint,
-            )
-        })?;
+    let fetched = match is_referrer {
+        true => {
+            registry
+                .locked_referrer(&image.reference, signs, &digest)
+                .await
+        }
+        false => {
+            registry
+                .locked_signature(&image.reference, signs, &digest)
+                .await
+        }
+    };
+    let fetched = fetched.map_err(|e| {
+        let hint = e.hint();
+        AppError::failure(
+            anyhow::Error::new(e).context(format!(
+                "cannot fetch the locked signature manifest {digest} ({}) of {artifact}",
+                locked.tag
+            )),
+            hint,
+        )
+    })?;
     match fetched {
         Some(found) => Ok(vec![found]),
         None => Err(AppError::failure(
@@ -358,8 +375,9 @@ pub(super) fn untrusted(err: SignatureError) -> AppError {
     AppError::failure(anyhow::Error::new(err), hint)
 }
 
-/// The lock's record of `image`'s verified signature: its `.sig` tag and the digest of the
-/// signature manifest stored in `signatures/`; `None` when none verified.
+/// The lock's record of `image`'s verified signature: its `.sig` tag (for a referrer, the
+/// tag-schema name `sha256-<hex>` of the digest it refers to) and the digest of the signature
+/// manifest stored in `signatures/`; `None` when none verified.
 pub(super) fn lock_signature(
     sigs: &ArchSignatures,
     image: &Image,
@@ -377,8 +395,12 @@ pub(super) fn lock_signature(
         .strip_prefix(&format!("{DIR}/images/"))?
         .strip_suffix(".json")?;
     let manifest = Digest::parse(&format!("sha256:{hex}")).ok()?;
+    let tag = match report.found.as_deref() {
+        Some("referrer") => signature::referrer::fallback_tag(&signed),
+        _ => signature::tag_for(&signed),
+    };
     Some(crate::lock::ImageSignature {
-        tag: signature::tag_for(&signed),
+        tag,
         manifest: manifest.to_string(),
     })
 }

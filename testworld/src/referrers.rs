@@ -1,0 +1,286 @@
+//! Image signatures the cosign 3 way, for the world: `cosign sign` (3.0 and later, its default
+//! `--new-bundle-format`) signs an in-toto statement whose subject is the image digest, with
+//! predicate type `https://sigstore.dev/cosign/sign/v1`, as a DSSE envelope logged as a Rekor v1
+//! `dsse` 0.0.1 entry, puts the Sigstore bundle v0.3 as the one layer of an OCI 1.1 referrer
+//! manifest (artifact type the bundle's media type, empty config, `subject` the image) pushed by
+//! digest, and — on a registry without the Referrers API, such as Debian's docker-registry 2.8 —
+//! lists it in the tag-schema fallback index `sha256-<hex>`.
+//!
+//! Written from the DSSE, in-toto and OCI specifications and cosign's observed output,
+//! independently of cks-iso's reader. [`DsseOptions`] makes the bad ones the tests need.
+
+use rcgen::SigningKey as _;
+use serde_json::{Value, json};
+use sha2::Digest as _;
+
+use crate::http::{base64, hex, request, sha256};
+use crate::images::{OCI_INDEX, OCI_MANIFEST, push_blob, push_manifest};
+use crate::sigstore::{SignOptions, Sigstore};
+
+/// The artifact type and layer media type of a cosign 3 signature referrer.
+pub const BUNDLE_V03: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+/// cosign's image signature predicate.
+pub const COSIGN_SIGN: &str = "https://sigstore.dev/cosign/sign/v1";
+/// The DSSE payload type of an in-toto statement.
+pub const IN_TOTO: &str = "application/vnd.in-toto+json";
+/// The empty config descriptor's media type and bytes.
+const EMPTY: (&str, &[u8]) = ("application/vnd.oci.empty.v1+json", b"{}");
+
+/// How to spoil a DSSE payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tamper {
+    /// Left as signed.
+    None,
+    /// Altered after it was signed and logged: the entry and signature are of the original.
+    AfterLogging,
+    /// Altered after it was signed, then logged so (a log that did not check the signature):
+    /// only the signature is of the original.
+    BeforeLogging,
+}
+
+/// How to sign, and how to spoil it.
+#[derive(Debug, Clone)]
+pub struct DsseOptions {
+    /// The leaf's identity, issuer and the rest, as for `.sig` signatures.
+    pub sign: SignOptions,
+    /// The statement's subject digest instead of the one signed (a bundle for another image).
+    pub subject: Option<String>,
+    /// The statement's predicate type.
+    pub predicate_type: String,
+    /// What happens to the payload.
+    pub tamper: Tamper,
+}
+
+impl Default for DsseOptions {
+    fn default() -> Self {
+        Self {
+            sign: SignOptions::default(),
+            subject: None,
+            predicate_type: COSIGN_SIGN.into(),
+            tamper: Tamper::None,
+        }
+    }
+}
+
+fn digest_bytes(bytes: &[u8]) -> Vec<u8> {
+    sha2::Sha256::digest(bytes).to_vec()
+}
+
+fn pem(der: &[u8]) -> String {
+    let text = base64(der);
+    let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
+    for line in text.as_bytes().chunks(64) {
+        out.push_str(std::str::from_utf8(line).expect("ASCII"));
+        out.push('\n');
+    }
+    out + "-----END CERTIFICATE-----\n"
+}
+
+/// DSSE's pre-authentication encoding.
+pub fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "DSSEv1 {} {payload_type} {} ",
+        payload_type.len(),
+        payload.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(payload);
+    out
+}
+
+impl Sigstore {
+    /// A Sigstore bundle v0.3 (JSON) signing `digest` (`sha256:<hex>`) as `cosign sign` 3 does:
+    /// the statement, its DSSE envelope signed by a fresh leaf, a Rekor v1 `dsse` 0.0.1 entry
+    /// with its SET, and an inclusion proof in a tree of one with its checkpoint.
+    pub fn sign_dsse(&self, digest: &str, opts: &DsseOptions) -> Vec<u8> {
+        let subject = opts.subject.as_deref().unwrap_or(digest);
+        let statement = json!({
+            "_type": "https://in-toto.io/Statement/v1",
+            "subject": [{"digest": {"sha256": subject.trim_start_matches("sha256:")}}],
+            "predicateType": opts.predicate_type,
+            "predicate": {},
+        });
+        let payload = serde_json::to_vec(&statement).expect("JSON");
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("leaf key");
+        let issued = now() - 120 - opts.sign.integrated_after.max(0);
+        let leaf = self.leaf(&key, &opts.sign, issued);
+        let t = issued + opts.sign.integrated_after;
+        let signature = key.sign(&pae(IN_TOTO, &payload)).expect("signature");
+        // Still the same statement, one byte longer: only the bytes differ.
+        let altered = [b"{ ".as_slice(), &payload[1..]].concat();
+        let (logged, shipped) = match opts.tamper {
+            Tamper::None => (&payload, &payload),
+            Tamper::AfterLogging => (&payload, &altered),
+            Tamper::BeforeLogging => (&altered, &altered),
+        };
+        let envelope = json!({
+            "payload": base64(logged),
+            "payloadType": IN_TOTO,
+            "signatures": [{"sig": base64(&signature)}],
+        });
+        let body = json!({
+            "apiVersion": "0.0.1",
+            "kind": "dsse",
+            "spec": {
+                "envelopeHash": {
+                    "algorithm": "sha256",
+                    "value": hex(&digest_bytes(&serde_json::to_vec(&envelope).expect("JSON"))),
+                },
+                "payloadHash": {"algorithm": "sha256", "value": hex(&digest_bytes(logged))},
+                "signatures": [{
+                    "signature": base64(&signature),
+                    "verifier": base64(pem(&leaf).as_bytes()),
+                }],
+            },
+        });
+        let body = serde_json::to_vec(&body).expect("JSON");
+        let index = self.take_index();
+        // serde_json sorts keys: compact output is the canonical form of these values.
+        let entry = json!({
+            "body": base64(&body),
+            "integratedTime": t,
+            "logID": self.rekor_log_id(),
+            "logIndex": index,
+        });
+        let mut set = self.rekor_sign(&serde_json::to_vec(&entry).expect("JSON"));
+        if opts.sign.flip_set {
+            let last = set.len() - 1;
+            set[last] ^= 0x01;
+        }
+        let mut leaf_input = vec![0u8];
+        leaf_input.extend(&body);
+        let root = digest_bytes(&leaf_input);
+        let log_id: Vec<u8> = (0..self.rekor_log_id().len() / 2)
+            .map(|i| u8::from_str_radix(&self.rekor_log_id()[2 * i..2 * i + 2], 16).expect("hex"))
+            .collect();
+        let bundle = json!({
+            "mediaType": BUNDLE_V03,
+            "verificationMaterial": {
+                "certificate": {"rawBytes": base64(&leaf)},
+                "tlogEntries": [{
+                    "logIndex": index.to_string(),
+                    "logId": {"keyId": base64(&log_id)},
+                    "kindVersion": {"kind": "dsse", "version": "0.0.1"},
+                    "integratedTime": t.to_string(),
+                    "inclusionPromise": {"signedEntryTimestamp": base64(&set)},
+                    "inclusionProof": {
+                        "logIndex": "0",
+                        "rootHash": base64(&root),
+                        "treeSize": "1",
+                        "hashes": [],
+                        "checkpoint": {"envelope": self.checkpoint(1, &root)},
+                    },
+                    "canonicalizedBody": base64(&body),
+                }],
+            },
+            "dsseEnvelope": {
+                "payload": base64(shipped),
+                "payloadType": IN_TOTO,
+                "signatures": [{"sig": base64(&signature)}],
+            },
+        });
+        serde_json::to_vec_pretty(&bundle).expect("JSON")
+    }
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// A pushed referrer: its manifest's digest and the descriptor a referrers list names it by.
+#[derive(Debug, Clone)]
+pub struct Referrer {
+    /// `sha256:<hex>` of the referrer manifest.
+    pub digest: String,
+    /// Its descriptor, with `artifactType` and annotations, as a referrers list holds it.
+    pub descriptor: Value,
+}
+
+/// Pushes `bundle` as a cosign 3 signature referrer of `subject` (`sha256:<hex>`, a manifest or
+/// index of `repository` at the registry `addr`): the empty config, the bundle layer, the
+/// referrer manifest by digest; with `fallback`, also adds it to the `sha256-<hex>` index, as
+/// cosign does on a registry without the Referrers API.
+pub fn push_referrer(
+    addr: &str,
+    repository: &str,
+    subject: &str,
+    bundle: &[u8],
+    fallback: bool,
+) -> Referrer {
+    let head = request(
+        addr,
+        "HEAD",
+        &format!("/v2/{repository}/manifests/{subject}"),
+        &[("Accept", &format!("{OCI_INDEX}, {OCI_MANIFEST}, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json"))],
+        &[],
+    )
+    .expect("HEAD the subject");
+    assert_eq!(head.status, 200, "the subject {subject} of {repository}");
+    let media = head.header("content-type").unwrap_or(OCI_INDEX).to_owned();
+    let size: u64 = head
+        .header("content-length")
+        .and_then(|l| l.parse().ok())
+        .expect("the subject's size");
+    let config = sha256(EMPTY.1);
+    let layer = sha256(bundle);
+    for (digest, bytes) in [(&config, EMPTY.1), (&layer, bundle)] {
+        push_blob(addr, repository, digest, bytes).expect("push a referrer blob");
+    }
+    let annotations = json!({
+        "org.opencontainers.image.created": "2026-01-01T00:00:00Z",
+        "dev.sigstore.bundle.content": "dsse-envelope",
+        "dev.sigstore.bundle.predicateType": COSIGN_SIGN,
+    });
+    let manifest = json!({
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "artifactType": BUNDLE_V03,
+        "config": {"mediaType": EMPTY.0, "artifactType": BUNDLE_V03, "digest": config, "size": 2},
+        "layers": [{"mediaType": BUNDLE_V03, "digest": layer, "size": bundle.len()}],
+        "subject": {"mediaType": media, "digest": subject, "size": size},
+        "annotations": annotations,
+    });
+    let bytes = serde_json::to_vec(&manifest).expect("JSON");
+    let digest = sha256(&bytes);
+    push_manifest(addr, repository, &digest, OCI_MANIFEST, &bytes).expect("push the referrer");
+    let descriptor = json!({
+        "mediaType": OCI_MANIFEST,
+        "digest": digest,
+        "size": bytes.len(),
+        "artifactType": BUNDLE_V03,
+        "annotations": annotations,
+    });
+    let referrer = Referrer { digest, descriptor };
+    if fallback {
+        let tag = subject.replace(':', "-");
+        let existing = request(
+            addr,
+            "GET",
+            &format!("/v2/{repository}/manifests/{tag}"),
+            &[("Accept", OCI_INDEX)],
+            &[],
+        )
+        .expect("GET the fallback index");
+        let mut listed: Vec<Value> = match existing.status {
+            200 => serde_json::from_slice::<Value>(&existing.body).expect("an index")["manifests"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        listed.push(referrer.descriptor.clone());
+        push_index(addr, repository, &tag, &listed);
+    }
+    referrer
+}
+
+/// Pushes an image index of `manifests` (referrer descriptors) as `tag`: a referrers list; its
+/// digest.
+pub fn push_index(addr: &str, repository: &str, tag: &str, manifests: &[Value]) -> String {
+    let index = json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": manifests});
+    let bytes = serde_json::to_vec(&index).expect("JSON");
+    push_manifest(addr, repository, tag, OCI_INDEX, &bytes).expect("push a referrers list");
+    sha256(&bytes)
+}
