@@ -6,8 +6,8 @@
 //! <root>/index/<sha256 of key>     "sha256:<hex> <size>\n<key>\n<note>\n", written atomically
 //! ```
 //!
-//! Keys are `url:<upstream URL>` (downloads, manifests, kubeadm's constants) and
-//! `tag:<reference>` (what a tag resolved to). The note says where it really came from (the
+//! Keys are [`Key`]s (`url:<upstream URL>` for downloads, manifests and kubeadm's constants,
+//! `tag:<reference>` for what a tag resolved to, and the signature material's keys). The note says where it really came from (the
 //! legacy URL used after a 404). An entry whose key line differs (a hash collision) or whose blob
 //! is gone or of another size counts as absent. Downloaded files go into `blobs/` like image
 //! blobs: linked when the file system allows it (no byte copied), else copied and hashed.
@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
 
-use super::{Cache, CacheError};
+use super::{Cache, CacheError, Key};
 use crate::atomic::AtomicFile;
 use crate::image::{BlobSource, Digest, Hashing, Opened};
 
@@ -45,11 +45,13 @@ impl Cache {
     /// Records that `key` named the blob `digest` of `size` bytes (`note`: where from).
     pub fn remember(
         &self,
-        key: &str,
+        key: &Key,
         digest: &Digest,
         size: u64,
         note: &str,
     ) -> Result<(), CacheError> {
+        let key = key.to_string();
+        let key = key.as_str();
         let path = self.index_path(key);
         let dir = path.parent().expect("under the root");
         std::fs::create_dir_all(dir).map_err(|source| CacheError::io(dir, source))?;
@@ -69,9 +71,10 @@ impl Cache {
     }
 
     /// What `key` named, if recorded and its blob is still there with that size.
-    pub fn recall(&self, key: &str) -> Option<Recalled> {
+    pub fn recall(&self, key: &Key) -> Option<Recalled> {
+        let key = key.to_string();
         let mut text = String::new();
-        super::guard::open_nofollow(&self.index_path(key))
+        super::guard::open_nofollow(&self.index_path(&key))
             .ok()?
             .read_to_string(&mut text)
             .ok()?;

@@ -44,6 +44,7 @@
 mod error;
 mod guard;
 mod index;
+mod key;
 mod maint;
 mod needs;
 mod writer;
@@ -60,6 +61,7 @@ use crate::fetch::Sink as _;
 use crate::image::{BlobSource, Digest, Opened};
 pub use error::CacheError;
 pub use index::Recalled;
+pub use key::Key;
 pub use maint::{BlobFile, IndexEntry, Rehashed, STALE_AFTER, Stray};
 pub use needs::{Needed, NeededKey, Needs};
 pub use writer::BlobWriter;

@@ -16,8 +16,8 @@
 use std::collections::BTreeSet;
 use std::io::Read as _;
 
-use super::Cache;
 use super::maint::IndexEntry;
+use super::{Cache, Key};
 use crate::image::{Arch, Digest, Image, Reference};
 use crate::lock::Lock;
 
@@ -38,8 +38,8 @@ pub struct Needed {
 /// An index entry a lock needs: `key` names `digest`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NeededKey {
-    /// `url:…` or `tag:…`.
-    pub key: String,
+    /// The entry's key.
+    pub key: Key,
     /// The blob it names.
     pub digest: Digest,
     /// Where the content really came from (the index entry's note).
@@ -104,7 +104,7 @@ impl Needs {
         });
     }
 
-    fn key(&mut self, key: String, digest: Digest, note: String) {
+    fn key(&mut self, key: Key, digest: Digest, note: String) {
         if !self.keys.iter().any(|k| k.key == key) {
             self.keys.push(NeededKey { key, digest, note });
         }
@@ -135,15 +135,13 @@ impl Cache {
                     continue;
                 };
                 needs.blob(self, what.clone(), digest.clone(), Some(file.size));
-                needs.key(
-                    format!("url:{}", file.url),
-                    digest.clone(),
-                    file.url.clone(),
-                );
+                needs.key(Key::Url(file.url.clone()), digest.clone(), file.url.clone());
                 // Taken under its legacy name: the index knows it by the primary URL.
                 for entry in entries_naming(&entries, &digest) {
-                    if entry.note == file.url && entry.key.starts_with("url:") {
-                        needs.key(entry.key.clone(), digest.clone(), entry.note.clone());
+                    if let Some(key @ Key::Url(_)) = Key::parse(&entry.key)
+                        && entry.note == file.url
+                    {
+                        needs.key(key, digest.clone(), entry.note.clone());
                     }
                 }
                 // Its signature material: the published bundle, or `.sig`, `.cert` and the
@@ -168,14 +166,14 @@ impl Cache {
                         match kind {
                             "rekor" => {
                                 for entry in entries_naming(&entries, &d) {
-                                    if entry.key.starts_with("rekor:") {
-                                        needs.key(entry.key.clone(), d.clone(), entry.note.clone());
+                                    if let Some(key @ Key::Rekor { .. }) = Key::parse(&entry.key) {
+                                        needs.key(key, d.clone(), entry.note.clone());
                                     }
                                 }
                             }
                             _ => {
                                 let url = format!("{}.{kind}", file.url);
-                                needs.key(format!("url:{url}"), d, url);
+                                needs.key(Key::Url(url.clone()), d, url);
                             }
                         }
                     }
@@ -197,7 +195,7 @@ impl Cache {
                 continue;
             };
             needs.blob(self, what, digest.clone(), None);
-            let key = format!("url:{}", manifest.source);
+            let key = Key::Url(manifest.source.clone());
             needs.key(key, digest, manifest.source.clone());
         }
         needs
@@ -218,8 +216,7 @@ impl Cache {
         };
         // What a build records when it resolves a tag (not for a reference pinned by digest).
         if reference.digest().is_none() {
-            let key = format!("tag:{reference}");
-            needs.key(key, top.clone(), reference.to_string());
+            needs.key(Key::tag(&reference), top.clone(), reference.to_string());
         }
         // The signature manifest the lock names: a locked offline build verifies it again.
         if let Some(sig) = &entry.signature {
@@ -294,7 +291,7 @@ impl Cache {
         signed: &Digest,
     ) {
         let tag = crate::signature::tag_for(signed);
-        let key = format!("sig:{}/{}:{tag}", reference.domain(), reference.path());
+        let key = Key::signature(reference, &tag);
         let Some(found) = self.recall(&key) else {
             return;
         };
@@ -312,11 +309,7 @@ impl Cache {
         reference: &Reference,
         signed: &Digest,
     ) {
-        let key = format!(
-            "referrers:{}/{}@{signed}",
-            reference.domain(),
-            reference.path()
-        );
+        let key = Key::referrers(reference, signed);
         let Some(found) = self.recall(&key) else {
             return;
         };

@@ -59,7 +59,7 @@ pub use endpoint::{DOCKER_HUB_API, Endpoint, RegistryMirror, Routes};
 pub(crate) use error::AUTH_HINT;
 pub use error::RegistryError;
 
-use crate::cache::{Cache, CacheError};
+use crate::cache::{Cache, CacheError, Key};
 use crate::fetch::{self, Download, FetchError, HttpConfig, RetryPolicy};
 use crate::image::{
     Arch, Descriptor, Digest, Image, ImageError, Index, MAX_MANIFEST_SIZE, Manifest, MediaType,
@@ -210,7 +210,7 @@ impl Registry {
         }
         let top = self.tag_digest(reference).await?;
         let image = self.resolve_at(reference, &top, arch).await?;
-        let key = format!("tag:{reference}");
+        let key = Key::tag(reference);
         let size = image.top.bytes.len() as u64;
         if let Err(e) = self
             .cache
@@ -223,7 +223,7 @@ impl Registry {
 
     /// What the tag of `reference` points at (offline: what the cache's index recorded).
     async fn tag_digest(&self, reference: &Reference) -> Result<Digest, RegistryError> {
-        let key = format!("tag:{reference}");
+        let key = Key::tag(reference);
         if self.offline
             && let Some(found) = self.cache.recall(&key)
         {

@@ -19,6 +19,7 @@
 //! referrers are those the cache last saw (none when it never saw the list).
 
 use super::{Endpoint, Kind, Registry, RegistryError, fetch};
+use crate::cache::Key;
 use crate::image::{Digest, MAX_MANIFEST_SIZE, Reference};
 use crate::signature::SignatureManifest;
 use crate::signature::referrer::{self, BUNDLE_ARTIFACT_TYPE, fallback_tag};
@@ -36,11 +37,7 @@ impl Registry {
         signs: &Digest,
     ) -> Result<Vec<SignatureManifest>, RegistryError> {
         let ep = self.config.routes.endpoint(reference);
-        let key = format!(
-            "referrers:{}/{}@{signs}",
-            reference.domain(),
-            reference.path()
-        );
+        let key = Key::referrers(reference, signs);
         let cache_err = |source| RegistryError::Cache {
             reference: reference.to_string(),
             source,

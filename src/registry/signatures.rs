@@ -15,6 +15,7 @@
 //! platform manifest an index lists, and the host that serves them.
 
 use super::{Registry, RegistryError};
+use crate::cache::Key;
 use crate::image::{
     Arch, Digest, ImageError, Index, MAX_MANIFEST_SIZE, Manifest, MediaType, Reference, parse,
 };
@@ -48,7 +49,7 @@ impl Registry {
         let Some(size) = self.cache.size_of(top) else {
             return;
         };
-        let key = format!("tag:{reference}");
+        let key = Key::tag(reference);
         if let Err(e) = self.cache.remember(&key, top, size, &reference.to_string()) {
             tracing::warn!("cannot record {reference} in the cache index: {e}");
         }
@@ -94,7 +95,7 @@ impl Registry {
     ) -> Result<Option<SignatureManifest>, RegistryError> {
         let ep = self.config.routes.endpoint(reference);
         let tag = tag_for(signs);
-        let key = format!("sig:{}/{}:{tag}", reference.domain(), reference.path());
+        let key = Key::signature(reference, &tag);
         let cache_err = |source| RegistryError::Cache {
             reference: reference.to_string(),
             source,

@@ -3,7 +3,7 @@
 //! and certificate, and kept in the cache (offline, the one the cache last saw). `build` and
 //! `verify-bundle` share it.
 
-use crate::cache::Cache;
+use crate::cache::{Cache, Key};
 use crate::fetch::FetchError;
 use crate::image::Digest;
 use crate::signature::rekor;
@@ -13,8 +13,11 @@ use crate::upstream::Fetcher;
 pub const DEFAULT_REKOR_URL: &str = "https://rekor.sigstore.dev";
 
 /// Index key of the Rekor entry chosen for a file's sha256 (the entry reply's bytes).
-fn rekor_key(rekor_url: &str, sha256_hex: &str) -> String {
-    format!("rekor:{rekor_url}:sha256:{sha256_hex}")
+fn rekor_key(rekor_url: &str, sha256_hex: &str) -> Key {
+    Key::Rekor {
+        server: rekor_url.to_owned(),
+        sha256: sha256_hex.to_owned(),
+    }
 }
 
 /// Bytes the cache holds under `digest` (hex), if intact: what a lock names by digest.

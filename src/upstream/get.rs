@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use reqwest::header::HeaderMap;
 
 use super::{Artifact, Checksum, UpstreamError, file_name};
-use crate::cache::Cache;
+use crate::cache::{Cache, Key};
 use crate::fetch::{Download, FetchError, FileSink, Mirrors, get_bytes, redact, strip_userinfo};
 use crate::image::Digest;
 use crate::progress::Source;
@@ -42,8 +42,8 @@ pub struct Expected {
 }
 
 /// The cache index key of an upstream URL (without any user or password).
-fn url_key(url: &str) -> String {
-    format!("url:{}", strip_userinfo(url))
+fn url_key(url: &str) -> Key {
+    Key::Url(strip_userinfo(url))
 }
 
 /// The size of a file just written, for progress events (0 if it cannot be read).
@@ -293,7 +293,7 @@ impl Fetcher<'_> {
         };
         let unverified = |reason| UpstreamError::Unverified {
             name: artifact.name.clone(),
-            key: url_key(&artifact.url),
+            key: url_key(&artifact.url).to_string(),
             reason,
         };
         super::tie::against(store, &checksum, url, &found.digest).map_err(unverified)?;

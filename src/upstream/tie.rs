@@ -15,7 +15,7 @@
 use std::io::Read as _;
 
 use super::{Checksum, file_name};
-use crate::cache::Cache;
+use crate::cache::{Cache, Key};
 use crate::image::{Digest, Reference};
 
 /// Checksum files are a line, or a short listing; more than this is not one.
@@ -68,32 +68,38 @@ pub fn published_checksum(url: &str) -> Option<Checksum> {
 }
 
 /// Whether `key` names a published checksum.
-fn is_published(key: &str) -> bool {
-    key.strip_prefix("url:")
+fn is_published(key: &Key) -> bool {
+    key.url()
         .is_some_and(|url| url.ends_with(".sha256") || url.ends_with("/SHA256SUMS"))
 }
 
-/// Whether `key` names signature material.
-fn is_material(key: &str) -> bool {
-    key.starts_with("sig:")
-        || key.starts_with("rekor:")
-        || key.strip_prefix("url:").is_some_and(|url| {
+/// Whether `key` names signature material: a signature tag, a referrers list, a Rekor entry, or
+/// a published `.sig`, `.cert` or bundle.
+fn is_material(key: &Key) -> bool {
+    match key {
+        Key::Signature { .. } | Key::Referrers { .. } | Key::Rekor { .. } => true,
+        Key::Url(url) => {
             url.ends_with(".sig")
                 || url.ends_with(".cert")
                 || url.ends_with(crate::signature::BUNDLE_SUFFIX)
-        })
+        }
+        Key::Tag(_) => false,
+    }
 }
 
 /// What ties the entry `key` (naming `digest`, written with `note`: the URL really used) in
 /// `store` to a verification; the reason when nothing can.
 pub fn tie(store: &Cache, key: &str, digest: &Digest, note: &str) -> Result<Tie, Untied> {
-    if is_published(key) {
+    let Some(key) = Key::parse(key) else {
+        return Err(Untied::UnknownKind);
+    };
+    if is_published(&key) {
         return Ok(Tie::Published);
     }
-    if is_material(key) {
+    if is_material(&key) {
         return Ok(Tie::Material);
     }
-    if let Some(text) = key.strip_prefix("tag:") {
+    if let Key::Tag(text) = &key {
         let Ok(reference) = Reference::parse(text) else {
             return Err(Untied::NotAReference(text.to_owned()));
         };
@@ -102,8 +108,8 @@ pub fn tie(store: &Cache, key: &str, digest: &Digest, note: &str) -> Result<Tie,
             .chain(listed(store, digest))
             .any(|d| {
                 let tag = crate::signature::tag_for(&d);
-                let sig = format!("sig:{}/{}:{tag}", reference.domain(), reference.path());
-                store.recall(&sig).is_some()
+                store.recall(&Key::signature(&reference, &tag)).is_some()
+                    || store.recall(&Key::referrers(&reference, &d)).is_some()
             });
         let covered = crate::signature::Policy::builtin()
             .rule_for(&reference.repository())
@@ -114,7 +120,7 @@ pub fn tie(store: &Cache, key: &str, digest: &Digest, note: &str) -> Result<Tie,
             (false, true) => Tie::Unsigned,
         });
     }
-    let Some(url) = key.strip_prefix("url:") else {
+    let Key::Url(url) = &key else {
         return Err(Untied::UnknownKind);
     };
     if published_checksum(url).is_none() {
@@ -163,7 +169,7 @@ pub fn against(
 ) -> Result<(), Untied> {
     let shown = crate::fetch::strip_userinfo(checksum.url());
     let kept = store
-        .recall(&format!("url:{shown}"))
+        .recall(&Key::Url(shown.clone()))
         .ok_or_else(|| Untied::NoChecksum(shown.clone()))?;
     let mut body = Vec::new();
     store
@@ -268,24 +274,32 @@ mod tests {
 
     #[test]
     fn material_is_told_from_what_it_verifies() {
-        for key in [
+        let key = |text: &str| Key::parse(text).expect(text);
+        for text in [
             "url:https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm.sha256",
             "url:https://github.com/etcd-io/etcd/releases/download/v3.5.21/SHA256SUMS",
         ] {
-            assert!(is_published(key) && !is_material(key), "{key}");
+            assert!(
+                is_published(&key(text)) && !is_material(&key(text)),
+                "{text}"
+            );
         }
-        for key in [
+        for text in [
             "url:https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm.sig",
             "url:https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm.cert",
             "url:https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm.sigstore.json",
             "rekor:https://rekor.sigstore.dev:sha256:00",
             "sig:registry.k8s.io/pause:sha256-00.sig",
+            "referrers:registry.k8s.io/pause@sha256:00",
         ] {
-            assert!(is_material(key) && !is_published(key), "{key}");
+            assert!(
+                is_material(&key(text)) && !is_published(&key(text)),
+                "{text}"
+            );
         }
-        assert!(!is_material(
+        assert!(!is_material(&key(
             "url:https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm"
-        ));
-        assert!(!is_material("tag:registry.k8s.io/pause:3.10"));
+        )));
+        assert!(!is_material(&key("tag:registry.k8s.io/pause:3.10")));
     }
 }

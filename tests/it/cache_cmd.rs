@@ -10,7 +10,7 @@ use std::process::Output;
 
 use crate::support::registry::{pull, succeeded};
 use crate::support::{cks_iso, ended_quietly, ok, p};
-use cks_iso::cache::Cache;
+use cks_iso::cache::{Cache, Key};
 use cks_iso::image::Digest;
 use cks_iso_testworld::registry::{RegistryWorld, world};
 use serde_json::{Value, json};
@@ -66,11 +66,11 @@ fn setup() -> Setup {
     let file = store.put_bytes(&kubeadm).unwrap();
     let size = kubeadm.len() as u64;
     store
-        .remember(&format!("url:{FILE_URL}"), &file, size, FILE_URL)
+        .remember(&Key::Url(FILE_URL.into()), &file, size, FILE_URL)
         .unwrap();
     let network = b"apiVersion: v1\nkind: ConfigMap\n".to_vec();
     let taken = store.put_bytes(&network).unwrap();
-    let key = format!("url:{MANIFEST_URL}");
+    let key = Key::Url(MANIFEST_URL.into());
     store
         .remember(&key, &taken, network.len() as u64, MANIFEST_URL)
         .unwrap();
@@ -79,11 +79,11 @@ fn setup() -> Setup {
     let sum = store.put_bytes(published.as_bytes()).unwrap();
     let sum_url = format!("{FILE_URL}.sha256");
     store
-        .remember(&format!("url:{sum_url}"), &sum, 65, &sum_url)
+        .remember(&Key::Url(sum_url.clone()), &sum, 65, &sum_url)
         .unwrap();
 
     let mut needed = BTreeSet::from([file.to_string(), taken.to_string()]);
-    let mut needed_keys = BTreeSet::from([format!("url:{FILE_URL}"), key]);
+    let mut needed_keys = BTreeSet::from([format!("url:{FILE_URL}"), key.to_string()]);
     let mut arches = serde_json::Map::new();
     for arch in ["amd64", "arm64"] {
         let mut images = Vec::new();
@@ -235,14 +235,14 @@ fn export_then_import_carries_exactly_what_the_lock_needs() {
     assert_eq!(listed["unneeded"]["count"], 0, "{listed:#}");
     let store = Cache::new(&carried);
     let pause = store
-        .recall("tag:registry.k8s.io/pause:3.10")
+        .recall(&Key::Tag("registry.k8s.io/pause:3.10".into()))
         .expect("tag entry");
     assert_eq!(
         pause.digest.to_string(),
         s._world.corpus.get("registry.k8s.io/pause:3.10").top
     );
     assert_eq!(
-        store.recall(&format!("url:{FILE_URL}")).unwrap().digest,
+        store.recall(&Key::Url(FILE_URL.into())).unwrap().digest,
         s.file
     );
 

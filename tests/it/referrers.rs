@@ -375,6 +375,35 @@ fn build_takes_a_referrer_signed_image_locks_it_and_the_iso_reverifies_offline()
         "a locked rebuild makes the same ISO"
     );
 
+    // `cache import` without a lock takes what verifies: the referrers list is signature
+    // material, and pause's tag is signed through it, as a `.sig`-signed image's tag is.
+    let carry = dir.path().join("carry");
+    let cache_cmd = |args: &[&str]| {
+        let out = cks_iso().arg("cache").args(args).output().unwrap();
+        assert!(out.status.success(), "cache {args:?}: {}", combined(&out));
+        combined(&out)
+    };
+    let source = dir.path().join("cache");
+    cache_cmd(&[
+        "export",
+        "--cache-dir",
+        p(&source),
+        "--locked",
+        p(&lock),
+        "-o",
+        p(&carry),
+    ]);
+    let fresh = dir.path().join("fresh");
+    let said = cache_cmd(&["import", p(&carry), "--cache-dir", p(&fresh)]);
+    for taken in ["referrers:registry.k8s.io/pause@", &format!("tag:{PAUSE} ")] {
+        assert!(
+            !said
+                .lines()
+                .any(|l| l.contains(taken) && l.contains("not imported")),
+            "{taken} is imported:\n{said}"
+        );
+    }
+
     // Offline, every server stopped, against the world's root given by hand.
     let root = dir.path().join("root.json");
     fs::copy(world.trusted_root_path(), &root).unwrap();

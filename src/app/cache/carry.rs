@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{AppError, Locked, failed, human, open, read_locks};
-use crate::cache::{Cache, CacheError, Needs};
+use crate::cache::{Cache, CacheError, Key, Needs};
 use crate::cli::{CacheExportArgs, CacheImportArgs};
 use crate::ui::{Ui, printable};
 use crate::upstream::tie::{Tie, tie};
@@ -67,7 +67,7 @@ pub(super) fn export(args: CacheExportArgs, ui: &Ui) -> Result<(), AppError> {
     for key in &needs.keys {
         // The source's note (the URL really used) when its entry names the same blob.
         let note = notes
-            .get(&key.key)
+            .get(&key.key.to_string())
             .filter(|e| e.digest == key.digest)
             .map_or(key.note.as_str(), |e| e.note.as_str());
         let size = out
@@ -137,7 +137,8 @@ pub(super) fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
     // What the locks name is taken as they name it; everything else only with what verifies it.
     let mut named = BTreeSet::new();
     for Locked { lock, .. } in &read_locks(&args.locked)? {
-        named.extend(from.needs(lock).keys.into_iter().map(|k| (k.key, k.digest)));
+        let needs = from.needs(lock).keys.into_iter();
+        named.extend(needs.map(|k| (k.key.to_string(), k.digest)));
     }
     let index = from.index().map_err(failed)?;
     let ties: Vec<_> = index
@@ -149,7 +150,7 @@ pub(super) fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
     let vouching: BTreeSet<String> = ties
         .iter()
         .filter_map(|t| match t {
-            Ok(Tie::Checksum(url)) => Some(format!("url:{url}")),
+            Ok(Tie::Checksum(url)) => Some(Key::Url(url.clone()).to_string()),
             _ => None,
         })
         .collect();
@@ -190,8 +191,17 @@ pub(super) fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
             skipped += 1;
             continue;
         }
+        // Every kind tie() or a lock accepts is one this cks-iso writes.
+        let Some(key) = Key::parse(&entry.key) else {
+            tracing::warn!(
+                "index entry {} not imported: not a key this cks-iso writes",
+                printable(&entry.key)
+            );
+            skipped += 1;
+            continue;
+        };
         cache
-            .remember(&entry.key, &entry.digest, entry.size, &entry.note)
+            .remember(&key, &entry.digest, entry.size, &entry.note)
             .map_err(failed)?;
         entries += 1;
     }

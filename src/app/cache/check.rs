@@ -41,7 +41,7 @@ pub(super) fn ls(args: CacheLsArgs) -> Result<(), AppError> {
                     "what": b.what, "digest": b.digest, "size": b.size,
                     "present": b.problem.is_none(), "problem": b.problem,
                 })).collect::<Vec<_>>(),
-                "index": n.keys.iter().map(|k| &k.key).collect::<Vec<_>>(),
+                "index": n.keys.iter().map(|k| k.key.to_string()).collect::<Vec<_>>(),
                 "missing": n.missing().count(),
                 "complete": !n.incomplete,
             })).collect::<Vec<_>>(),
@@ -275,7 +275,7 @@ pub(super) fn prune(args: CachePruneArgs) -> Result<(), AppError> {
         keep.extend(needs);
     }
     let digests = keep.digests();
-    let keys: BTreeSet<&str> = keep.keys.iter().map(|k| k.key.as_str()).collect();
+    let keys: BTreeSet<String> = keep.keys.iter().map(|k| k.key.to_string()).collect();
     let (blobs, _) = cache.blob_files().map_err(failed)?;
     let (mut freed, mut count) = (0, 0);
     for blob in blobs.iter().filter(|b| !digests.contains(&b.digest)) {

@@ -1,6 +1,7 @@
 use std::time::{Duration, SystemTime};
 
 use super::*;
+use crate::cache::Key;
 
 fn corrupt(cache: &Cache, good: &[u8]) -> Digest {
     let digest = cache.put_bytes(good).unwrap();
@@ -48,15 +49,19 @@ fn an_index_entry_rewritten_meanwhile_is_not_forgotten() {
     let cache = Cache::new(dir.path());
     let old = cache.put_bytes(b"old").unwrap();
     let new = cache.put_bytes(b"new!").unwrap();
-    cache.remember("tag:x:1", &old, 3, "x").unwrap();
+    cache
+        .remember(&Key::Tag("x:1".into()), &old, 3, "x")
+        .unwrap();
     let entry = cache.index().unwrap().remove(0);
     assert_eq!((entry.key.as_str(), &entry.digest), ("tag:x:1", &old));
-    cache.remember("tag:x:1", &new, 4, "x").unwrap();
+    cache
+        .remember(&Key::Tag("x:1".into()), &new, 4, "x")
+        .unwrap();
     assert!(!cache.forget(&entry).unwrap());
-    assert_eq!(cache.recall("tag:x:1").unwrap().digest, new);
+    assert_eq!(cache.recall(&Key::Tag("x:1".into())).unwrap().digest, new);
     let entry = cache.index().unwrap().remove(0);
     assert!(cache.forget(&entry).unwrap());
-    assert!(cache.recall("tag:x:1").is_none());
+    assert!(cache.recall(&Key::Tag("x:1".into())).is_none());
     assert!(cache.index_files().unwrap().1.is_empty());
 }
 
