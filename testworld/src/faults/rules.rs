@@ -55,7 +55,7 @@ pub enum Fault {
     RangeRejected,
     /// Send the upstream's status and headers without `Content-Length`, its body, then zero
     /// bytes without end (until the client hangs up): a lying or endless body. Every body byte
-    /// sent is counted ([`FaultProxy::endless_bytes`]).
+    /// sent is counted ([`super::FaultProxy::endless_bytes`]).
     Endless,
     /// Pass the answer through, `chunk` body bytes at a time with `pause` between them.
     Trickle {
