@@ -280,6 +280,13 @@ fn hint(err: &CheckError) -> Option<String> {
              --signature-policy, and the registry mirror serving the image (--registry-mirror)"
                 .into(),
         ),
+        // Nothing dated it by an authority of the root: build's words, which name the root's list.
+        CheckError::Untrusted(
+            e @ SignatureError::Invalid {
+                step: Step::Timestamp,
+                ..
+            },
+        ) => e.hint(),
         CheckError::Untrusted(_) => Some(
             "the signature was altered (on the way, or where it is kept), or the trusted root \
              (--trusted-root) is not the one that signed it"
@@ -297,10 +304,15 @@ fn line(c: &Checked) -> String {
         .map_or_else(|| "-".to_owned(), ToString::to_string);
     let details = match &c.outcome {
         Outcome::Verified(a) => format!(
-            "verified: {} via {}, Rekor log index {}, integrated at {} ({} {})",
+            "verified: {} via {}, Rekor log index {}, {} at {} ({} {})",
             a.verified.identity,
             a.verified.issuer,
             a.verified.log_index,
+            // A Rekor v2 entry has no integrated time: its signing time is a timestamp's.
+            match a.verified.timestamped {
+                true => "timestamped",
+                false => "integrated",
+            },
             a.verified.integrated_time,
             match a.manifest.found() {
                 "referrer" => format!("referrer {} of {}", a.manifest.digest, a.signed),

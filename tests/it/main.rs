@@ -36,6 +36,7 @@ mod parser_properties;
 mod ranged_pull;
 mod real_tools;
 mod referrers;
+mod referrers_v2;
 mod registry_credentials;
 mod registry_faults;
 mod registry_pull;

@@ -19,11 +19,11 @@ use cks_iso_testworld::referrers::{DsseOptions, Tamper, push_index, push_referre
 use cks_iso_testworld::sigstore::SignOptions;
 use cks_iso_testworld::world::{Options, World};
 
-const PAUSE: &str = "registry.k8s.io/pause:3.10";
-const TRUST: &str = "krel-trust@k8s-releng-prod.iam.gserviceaccount.com";
+pub(crate) const PAUSE: &str = "registry.k8s.io/pause:3.10";
+pub(crate) const TRUST: &str = "krel-trust@k8s-releng-prod.iam.gserviceaccount.com";
 
 /// A world whose registry.k8s.io images named in `unsigned` have no `.sig` tags.
-fn world_without_sig_tags(unsigned: &[&str]) -> World {
+pub(crate) fn world_without_sig_tags(unsigned: &[&str]) -> World {
     World::start(Options {
         unsigned: unsigned.iter().map(|s| s.to_string()).collect(),
         ..Options::default()
@@ -32,7 +32,7 @@ fn world_without_sig_tags(unsigned: &[&str]) -> World {
 
 /// Signs `reference`'s top digest the cosign 3 way with `opts` and lists the referrer in the
 /// fallback index; the referrer manifest's digest.
-fn sign_referrer(world: &World, reference: &str, opts: &DsseOptions) -> String {
+pub(crate) fn sign_referrer(world: &World, reference: &str, opts: &DsseOptions) -> String {
     let image = world.image(reference);
     let bundle = world.sigstore().sign_dsse(&image.digest, opts);
     push_referrer(
@@ -45,12 +45,12 @@ fn sign_referrer(world: &World, reference: &str, opts: &DsseOptions) -> String {
     .digest
 }
 
-fn config_through(world: &World, proxy: &FaultProxy, dir: &Path) -> PathBuf {
+pub(crate) fn config_through(world: &World, proxy: &FaultProxy, dir: &Path) -> PathBuf {
     fs::copy(world.trusted_root_path(), dir.join("trusted_root.json")).unwrap();
     hostile::config_via(world, dir, &world.registry_url(), &proxy.url())
 }
 
-fn verify_image(config: &Path, cache: &Path, args: &[&str]) -> Output {
+pub(crate) fn verify_image(config: &Path, cache: &Path, args: &[&str]) -> Output {
     cks_iso()
         .env("CKS_ISO_CONFIG", config)
         .args(["verify-image", "--cache-dir", p(cache)])
@@ -68,7 +68,7 @@ fn pull(config: &Path, cache: &Path, out: &Path, image: &str) -> Output {
         .unwrap()
 }
 
-fn json(out: &Output) -> serde_json::Value {
+pub(crate) fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", combined(out)))
 }
 

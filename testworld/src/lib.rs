@@ -20,7 +20,8 @@
 //! - [`rekor_v2`] and [`tsa`]: a Rekor v2 log and an RFC 3161 timestamp authority, and the
 //!   Sigstore bundles a publisher ships beside files signed onto them.
 //! - [`referrers`]: image signatures the cosign 3 way (a DSSE bundle attached as an OCI 1.1
-//!   referrer, listed in the tag-schema fallback index).
+//!   referrer, listed in the tag-schema fallback index), logged on Rekor v1 or on the Rekor v2
+//!   log with a timestamp.
 //! - [`faults`]: a programmable fault-injecting HTTP/1.1 proxy in front of any of them.
 
 pub mod bench;

@@ -1,7 +1,10 @@
 //! Image signatures the cosign 3 way, for the world: `cosign sign` (3.0 and later, its default
 //! `--new-bundle-format`) signs an in-toto statement whose subject is the image digest, with
 //! predicate type `https://sigstore.dev/cosign/sign/v1`, as a DSSE envelope logged as a Rekor v1
-//! `dsse` 0.0.1 entry, puts the Sigstore bundle v0.3 as the one layer of an OCI 1.1 referrer
+//! `dsse` 0.0.1 entry (or, with [`DsseOptions::rekor_v2`], as cosign does when its signing
+//! configuration names a Rekor v2 log: a `hashedrekord` 0.0.2 over the SHA-256 of the envelope's
+//! pre-authentication encoding, Rekor v2 having no `dsse` kind, dated by an RFC 3161 timestamp
+//! of the envelope's signature), puts the Sigstore bundle v0.3 as the one layer of an OCI 1.1 referrer
 //! manifest (artifact type the bundle's media type, empty config, `subject` the image) pushed by
 //! digest, and — on a registry without the Referrers API, such as Debian's docker-registry 2.8 —
 //! lists it in the tag-schema fallback index `sha256-<hex>`.
@@ -15,6 +18,7 @@ use sha2::Digest as _;
 
 use crate::http::{base64, hex, request, sha256};
 use crate::images::{OCI_INDEX, OCI_MANIFEST, push_blob, push_manifest};
+use crate::rekor_v2::Authority;
 use crate::sigstore::{SignOptions, Sigstore};
 
 /// The artifact type and layer media type of a cosign 3 signature referrer.
@@ -49,6 +53,31 @@ pub struct DsseOptions {
     pub predicate_type: String,
     /// What happens to the payload.
     pub tamper: Tamper,
+    /// Log the envelope on the world's Rekor v2 log instead of its Rekor v1 (no SET, no
+    /// integrated time: the timestamp dates it).
+    pub rekor_v2: Option<OnRekorV2>,
+}
+
+/// How a DSSE envelope goes onto the Rekor v2 log, and how to spoil it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OnRekorV2 {
+    /// Which timestamp authority dates the envelope's signature.
+    pub authority: Authority,
+    /// The checkpoint is signed by a key that is not the log's (with the log's key hint).
+    pub foreign_checkpoint_key: bool,
+    /// The entry is the one logged for another envelope of the same signer (its PAE's digest
+    /// and its signature): an entry copied from another bundle.
+    pub other_envelope: bool,
+}
+
+impl Default for OnRekorV2 {
+    fn default() -> Self {
+        Self {
+            authority: Authority::World,
+            foreign_checkpoint_key: false,
+            other_envelope: false,
+        }
+    }
 }
 
 impl Default for DsseOptions {
@@ -58,6 +87,7 @@ impl Default for DsseOptions {
             subject: None,
             predicate_type: COSIGN_SIGN.into(),
             tamper: Tamper::None,
+            rekor_v2: None,
         }
     }
 }
@@ -91,7 +121,11 @@ pub fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
 impl Sigstore {
     /// A Sigstore bundle v0.3 (JSON) signing `digest` (`sha256:<hex>`) as `cosign sign` 3 does:
     /// the statement, its DSSE envelope signed by a fresh leaf, a Rekor v1 `dsse` 0.0.1 entry
-    /// with its SET, and an inclusion proof in a tree of one with its checkpoint.
+    /// with its SET, and an inclusion proof in a tree of one with its checkpoint. With
+    /// `opts.rekor_v2`, the envelope goes onto the world's Rekor v2 log instead, in the shape of
+    /// the conformance suite's `rekor2-dsse-happy-path` bundle: a `hashedrekord` 0.0.2 over the
+    /// SHA-256 of the PAE with its proof and checkpoint, and an RFC 3161 timestamp of the
+    /// envelope's signature in `timestampVerificationData`.
     pub fn sign_dsse(&self, digest: &str, opts: &DsseOptions) -> Vec<u8> {
         let subject = opts.subject.as_deref().unwrap_or(digest);
         let statement = json!({
@@ -113,6 +147,40 @@ impl Sigstore {
             Tamper::AfterLogging => (&payload, &altered),
             Tamper::BeforeLogging => (&altered, &altered),
         };
+        if let Some(v2) = &opts.rekor_v2 {
+            let (logged_pae, logged_sig) = match v2.other_envelope {
+                false => (pae(IN_TOTO, logged), signature.clone()),
+                true => {
+                    let other = [payload.as_slice(), b"\n"].concat();
+                    let pae = pae(IN_TOTO, &other);
+                    let sig = key.sign(&pae).expect("signature");
+                    (pae, sig)
+                }
+            };
+            let (entry, index) = self.rekor_v2().append(
+                &digest_bytes(&logged_pae),
+                &logged_sig,
+                &leaf,
+                v2.foreign_checkpoint_key,
+            );
+            let stamp = self
+                .rekor_v2()
+                .timestamp(v2.authority, &signature, t, index);
+            let bundle = json!({
+                "mediaType": BUNDLE_V03,
+                "verificationMaterial": {
+                    "certificate": {"rawBytes": base64(&leaf)},
+                    "tlogEntries": [entry],
+                    "timestampVerificationData": stamp,
+                },
+                "dsseEnvelope": {
+                    "payload": base64(shipped),
+                    "payloadType": IN_TOTO,
+                    "signatures": [{"sig": base64(&signature)}],
+                },
+            });
+            return serde_json::to_vec_pretty(&bundle).expect("JSON");
+        }
         let envelope = json!({
             "payload": base64(logged),
             "payloadType": IN_TOTO,
@@ -283,4 +351,110 @@ pub fn push_index(addr: &str, repository: &str, tag: &str, manifests: &[Value]) 
     let bytes = serde_json::to_vec(&index).expect("JSON");
     push_manifest(addr, repository, tag, OCI_INDEX, &bytes).expect("push a referrers list");
     sha256(&bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rekor_v2::tests::outline;
+    use crate::rekor_v2::unbase64;
+    use crate::tsa::tests::skeleton;
+
+    fn paths(v: &Value) -> Vec<String> {
+        let mut out = Vec::new();
+        outline(v, "", &mut out);
+        out.sort();
+        out
+    }
+
+    fn body(bundle: &Value) -> Value {
+        let text = bundle["verificationMaterial"]["tlogEntries"][0]["canonicalizedBody"]
+            .as_str()
+            .unwrap();
+        serde_json::from_slice(&unbase64(text)).unwrap()
+    }
+
+    fn field(v: &Value, path: &[&str]) -> Vec<u8> {
+        unbase64(path.iter().fold(v, |v, k| &v[*k]).as_str().unwrap())
+    }
+
+    #[test]
+    fn a_rekor_v2_dsse_bundle_has_the_shape_of_the_conformance_suites() {
+        let real: Value = serde_json::from_slice(
+            &std::fs::read(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../tests/sigstore-conformance/bundle-verify/rekor2-dsse-happy-path/bundle.sigstore.json"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        let sigstore = Sigstore::generate();
+        let opts = DsseOptions {
+            rekor_v2: Some(OnRekorV2::default()),
+            ..DsseOptions::default()
+        };
+        // A second entry, so that its inclusion proof has a hash, as the real one has.
+        sigstore.sign_dsse(&format!("sha256:{}", "1".repeat(64)), &opts);
+        let ours: Value = serde_json::from_slice(
+            &sigstore.sign_dsse(&format!("sha256:{}", "2".repeat(64)), &opts),
+        )
+        .unwrap();
+        // Field for field: the bundle, and the entry's body.
+        assert_eq!(paths(&real), paths(&ours));
+        assert_eq!(paths(&body(&real)), paths(&body(&ours)));
+        for bundle in [&real, &ours] {
+            let entry = &bundle["verificationMaterial"]["tlogEntries"][0];
+            assert_eq!(
+                entry["kindVersion"],
+                json!({"kind": "hashedrekord", "version": "0.0.2"})
+            );
+            // The entry logs the SHA-256 of the envelope's PAE, its signature and the leaf.
+            let env = &bundle["dsseEnvelope"];
+            let signed = pae(
+                env["payloadType"].as_str().unwrap(),
+                &field(env, &["payload"]),
+            );
+            let b = body(bundle);
+            let spec = &b["spec"]["hashedRekordV002"];
+            assert_eq!(field(spec, &["data", "digest"]), digest_bytes(&signed));
+            let signature = field(&env["signatures"][0], &["sig"]);
+            assert_eq!(field(spec, &["signature", "content"]), signature);
+            assert_eq!(
+                field(
+                    spec,
+                    &["signature", "verifier", "x509Certificate", "rawBytes"]
+                ),
+                field(
+                    &bundle["verificationMaterial"],
+                    &["certificate", "rawBytes"]
+                )
+            );
+            // The timestamp's imprint is the SHA-256 of the envelope's signature.
+            let stamp = field(
+                &bundle["verificationMaterial"]["timestampVerificationData"]["rfc3161Timestamps"]
+                    [0],
+                &["signedTimestamp"],
+            );
+            let imprint = digest_bytes(&signature);
+            assert!(stamp.windows(32).any(|w| w == imprint.as_slice()));
+        }
+        let stamp = |v: &Value| {
+            let mut out = Vec::new();
+            let der = field(
+                &v["verificationMaterial"]["timestampVerificationData"]["rfc3161Timestamps"][0],
+                &["signedTimestamp"],
+            );
+            skeleton(&der, 0, &mut out);
+            out
+        };
+        // The same TimeStampResp, but for the TSTInfo's nonce: RFC 3161 has one only when the
+        // request asked, and the client that made the suite's bundle did not; cosign does.
+        let mut ours = stamp(&ours);
+        let accuracy = ours
+            .windows(3)
+            .position(|w| w == ["8:30", "8:02", "8:a0"])
+            .expect("accuracy, nonce, TSA name");
+        ours.remove(accuracy + 1);
+        assert_eq!(stamp(&real), ours);
+    }
 }

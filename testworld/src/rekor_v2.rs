@@ -155,26 +155,27 @@ impl RekorV2 {
         format!("{note}\n\u{2014} {ORIGIN} {}\n", base64(&signed))
     }
 
-    /// Signs `file` as `cosign sign-blob --bundle` does against a Rekor v2 log: a Fulcio-like
-    /// leaf from `sigstore`, its signature, the entry appended (proof and checkpoint of the
-    /// tree then), an RFC 3161 timestamp of the signature; the bundle v0.3's JSON.
-    pub fn sign(&self, sigstore: &Sigstore, file: &[u8], opts: &BundleOptions) -> Vec<u8> {
-        let signed = opts.other_file.as_deref().unwrap_or(file);
-        let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("leaf key");
-        let issued = crate::sigstore::now() - 120;
-        let leaf = sigstore.leaf(&key, &opts.signer, issued);
-        let signature = key.sign(signed).expect("signature");
-        let digest = sha256(signed);
+    /// Appends the `hashedrekord` 0.0.2 of `digest` (sha256 of what was signed: a file, or a
+    /// DSSE envelope's PAE) with `signature` by the certificate `leaf` to the tree: the bundle's
+    /// `tlogEntries[0]`, with the inclusion proof and checkpoint of the tree then (signed by a
+    /// stranger's key under the log's hint with `foreign_checkpoint_key`), and the entry's index.
+    pub fn append(
+        &self,
+        digest: &[u8],
+        signature: &[u8],
+        leaf: &[u8],
+        foreign_checkpoint_key: bool,
+    ) -> (Value, usize) {
         let body = json!({
             "apiVersion": "0.0.2",
             "kind": "hashedrekord",
             "spec": {"hashedRekordV002": {
-                "data": {"algorithm": "SHA2_256", "digest": base64(&digest)},
+                "data": {"algorithm": "SHA2_256", "digest": base64(digest)},
                 "signature": {
-                    "content": base64(&signature),
+                    "content": base64(signature),
                     "verifier": {
                         "keyDetails": "PKIX_ECDSA_P256_SHA_256",
-                        "x509Certificate": {"rawBytes": base64(&leaf)},
+                        "x509Certificate": {"rawBytes": base64(leaf)},
                     },
                 },
             }},
@@ -191,34 +192,55 @@ impl RekorV2 {
             .iter()
             .map(|h| base64(h))
             .collect();
-        let checkpoint = self.checkpoint(leaves.len(), &root, opts.foreign_checkpoint_key);
+        let checkpoint = self.checkpoint(leaves.len(), &root, foreign_checkpoint_key);
         let size = leaves.len();
         drop(leaves);
-        let tsa = match opts.authority {
+        let entry = json!({
+            "logIndex": index.to_string(),
+            "logId": {"keyId": base64(&self.log_id())},
+            "kindVersion": {"kind": "hashedrekord", "version": "0.0.2"},
+            "inclusionProof": {
+                "logIndex": index.to_string(),
+                "rootHash": base64(&root),
+                "treeSize": size.to_string(),
+                "hashes": hashes,
+                "checkpoint": {"envelope": checkpoint},
+            },
+            "canonicalizedBody": base64(&body),
+        });
+        (entry, index)
+    }
+
+    /// The bundle's `timestampVerificationData`: one RFC 3161 timestamp by `authority` of
+    /// `signature` at `t`, its serial drawn from the entry's `index`.
+    pub fn timestamp(&self, authority: Authority, signature: &[u8], t: i64, index: usize) -> Value {
+        let tsa = match authority {
             Authority::World => &self.tsa,
             Authority::Rogue => &self.rogue_tsa,
             Authority::Lax => &self.lax_tsa,
         };
-        let stamp = tsa.timestamp(&signature, issued + 1, 0x7157_0000 + index as u64, 0x5eed);
+        let stamp = tsa.timestamp(signature, t, 0x7157_0000 + index as u64, 0x5eed);
+        json!({"rfc3161Timestamps": [{"signedTimestamp": base64(&stamp)}]})
+    }
+
+    /// Signs `file` as `cosign sign-blob --bundle` does against a Rekor v2 log: a Fulcio-like
+    /// leaf from `sigstore`, its signature, the entry appended (proof and checkpoint of the
+    /// tree then), an RFC 3161 timestamp of the signature; the bundle v0.3's JSON.
+    pub fn sign(&self, sigstore: &Sigstore, file: &[u8], opts: &BundleOptions) -> Vec<u8> {
+        let signed = opts.other_file.as_deref().unwrap_or(file);
+        let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("leaf key");
+        let issued = crate::sigstore::now() - 120;
+        let leaf = sigstore.leaf(&key, &opts.signer, issued);
+        let signature = key.sign(signed).expect("signature");
+        let digest = sha256(signed);
+        let (entry, index) = self.append(&digest, &signature, &leaf, opts.foreign_checkpoint_key);
         let mut material = json!({
             "certificate": {"rawBytes": base64(&leaf)},
-            "tlogEntries": [{
-                "logIndex": index.to_string(),
-                "logId": {"keyId": base64(&self.log_id())},
-                "kindVersion": {"kind": "hashedrekord", "version": "0.0.2"},
-                "inclusionProof": {
-                    "logIndex": index.to_string(),
-                    "rootHash": base64(&root),
-                    "treeSize": size.to_string(),
-                    "hashes": hashes,
-                    "checkpoint": {"envelope": checkpoint},
-                },
-                "canonicalizedBody": base64(&body),
-            }],
+            "tlogEntries": [entry],
         });
         if !opts.no_timestamp {
             material["timestampVerificationData"] =
-                json!({"rfc3161Timestamps": [{"signedTimestamp": base64(&stamp)}]});
+                self.timestamp(opts.authority, &signature, issued + 1, index);
         }
         let bundle = json!({
             "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
@@ -275,11 +297,11 @@ pub fn publish_bundles(world: &World, opts: &BundleOptions, drop_pair: bool) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Every key path of `v` with its JSON type, `a.b[].c: string`.
-    fn outline(v: &Value, at: &str, out: &mut Vec<String>) {
+    pub(crate) fn outline(v: &Value, at: &str, out: &mut Vec<String>) {
         match v {
             Value::Object(map) => {
                 for (k, v) in map {

@@ -345,6 +345,7 @@ pub(crate) fn verify(
         issuer: rule.issuer.clone(),
         log_index: evidence.log_index,
         integrated_time: times[0].0,
+        timestamped: evidence.version == EntryVersion::V002,
         docker_reference: String::new(),
     })
 }

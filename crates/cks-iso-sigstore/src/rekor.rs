@@ -22,7 +22,7 @@ use serde_json::json;
 use super::root::TrustedRoot;
 pub use super::tlog::{Checkpoint, CheckpointError, checkpoint, inclusion, leaf_hash, node_hash};
 use super::verify::{self, Failure, Step, Verified, b64};
-use super::x509::pem_certificates;
+use super::x509::{Cert, pem_certificates};
 use super::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_SIGNATURE, Rule};
 use cks_iso_oci::image::sha256_of;
 
@@ -326,7 +326,9 @@ pub fn verify_file(
 
 /// Verifies that a file hashing to `digest` (sha256) was signed as `evidence` says, under
 /// `rule`, at `now`: checks 1 to 8 of [`verify::blob`] (the signature by an ECDSA verification
-/// of the digest), then the inclusion proof and the checkpoint.
+/// of the digest), checks 4 to 8 again at the time of each RFC 3161 timestamp the bundle carries
+/// (at least one of which must verify, whatever the log), then the inclusion proof and the
+/// checkpoint.
 pub fn verify_digest(
     root: &TrustedRoot,
     rule: &Rule,
@@ -368,6 +370,28 @@ pub fn verify_digest(
     let layer_digest = format!("sha256:{}", hex::encode(digest));
     let signed = verify::Blob::Sha256(digest);
     let verified = verify::blob(root, rule, &layer_digest, &annotations, signed, now)?;
+    // RFC 3161 timestamps beside the SET are judged as for a DSSE bundle, and as sigstore-go
+    // and sigstore-python judge both: one must verify, and the leaf passes checks 4-8 at each
+    // time that does, not at the integrated time alone.
+    if !evidence.timestamps.is_empty() {
+        let leaf = Cert::parse(&evidence.leaf).map_err(|e| Failure {
+            step: Step::LayerIntegrity,
+            reason: format!("the certificate: {e}"),
+        })?;
+        for t in super::rekor_v2::timestamps(root, evidence)? {
+            let when = (t, "timestamped");
+            verify::signed_at(
+                root,
+                rule,
+                &leaf,
+                &evidence.signature,
+                signed,
+                digest,
+                when,
+                now,
+            )?;
+        }
+    }
     logged(root, evidence, evidence.integrated_time)?;
     Ok(verified)
 }

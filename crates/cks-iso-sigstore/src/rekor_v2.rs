@@ -139,6 +139,7 @@ pub(crate) fn verify(
         issuer: rule.issuer.clone(),
         log_index: evidence.log_index,
         integrated_time: times[0],
+        timestamped: true,
         docker_reference: String::new(),
     })
 }

@@ -161,7 +161,7 @@ fn now() -> i64 {
 
 /// A file signed by `store` as the only entry of its log: evidence that verifies, with the
 /// checkpoint `checkpoint` makes of the tree (size 1, the entry's leaf hash as root).
-fn one_entry(
+pub(crate) fn one_entry(
     store: &Sigstore,
     file: &[u8],
     opts: &SignOptions,
@@ -192,7 +192,7 @@ fn one_entry(
     }
 }
 
-fn signer() -> SignOptions {
+pub(crate) fn signer() -> SignOptions {
     SignOptions {
         identity: K8S_BINARY_IDENTITY.into(),
         ..SignOptions::default()

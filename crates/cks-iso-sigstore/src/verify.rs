@@ -95,8 +95,11 @@ pub struct Verified {
     pub issuer: String,
     /// The Rekor log index (global).
     pub log_index: i64,
-    /// When Rekor integrated the entry (seconds since the epoch).
+    /// When Rekor integrated the entry (seconds since the epoch); for a Rekor v2 entry, which
+    /// integrates at no time the log vouches for, the first verified RFC 3161 timestamp's time.
     pub integrated_time: i64,
+    /// Whether that time is a timestamp authority's (a Rekor v2 entry) rather than the log's.
+    pub timestamped: bool,
     /// The docker-reference the payload names: recorded, never trusted.
     pub docker_reference: String,
 }
@@ -327,6 +330,7 @@ pub fn blob(
         issuer: rule.issuer.clone(),
         log_index: p.log_index,
         integrated_time: p.integrated_time,
+        timestamped: false,
         docker_reference: String::new(),
     })
 }

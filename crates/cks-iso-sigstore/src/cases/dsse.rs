@@ -214,3 +214,66 @@ fn cosign3_signatures_of_the_world_verify_and_each_spoiling_names_its_check() {
         assert!(err.reason.contains(words), "{opts:?}: {}", err.reason);
     }
 }
+
+#[test]
+fn cosign3_signatures_on_the_worlds_rekor_v2_verify_and_each_spoiling_names_its_check() {
+    use cks_iso_testworld::referrers::{DsseOptions, OnRekorV2, Tamper};
+    use cks_iso_testworld::rekor_v2::Authority;
+    let v2 = |on: OnRekorV2, tamper: Tamper| DsseOptions {
+        rekor_v2: Some(on),
+        tamper,
+        ..DsseOptions::default()
+    };
+    let verified = world_judged(&v2(OnRekorV2::default(), Tamper::None)).unwrap();
+    assert_eq!(verified.identity, cks_iso_testworld::sigstore::K8S_IDENTITY);
+    let cases = [
+        (
+            v2(
+                OnRekorV2 {
+                    authority: Authority::Rogue,
+                    ..OnRekorV2::default()
+                },
+                Tamper::None,
+            ),
+            Step::Timestamp,
+            "no timestamp authority of the trusted root",
+        ),
+        (
+            v2(
+                OnRekorV2 {
+                    foreign_checkpoint_key: true,
+                    ..OnRekorV2::default()
+                },
+                Tamper::None,
+            ),
+            Step::Checkpoint,
+            "does not verify",
+        ),
+        (
+            v2(
+                OnRekorV2 {
+                    other_envelope: true,
+                    ..OnRekorV2::default()
+                },
+                Tamper::None,
+            ),
+            Step::RekorEntry,
+            "not this payload",
+        ),
+        (
+            v2(OnRekorV2::default(), Tamper::AfterLogging),
+            Step::RekorEntry,
+            "not this payload",
+        ),
+        (
+            v2(OnRekorV2::default(), Tamper::BeforeLogging),
+            Step::Signature,
+            "the leaf's key",
+        ),
+    ];
+    for (opts, step, words) in cases {
+        let err = world_judged(&opts).unwrap_err();
+        assert_eq!(err.step, step, "{opts:?}: {err:?}");
+        assert!(err.reason.contains(words), "{opts:?}: {}", err.reason);
+    }
+}
