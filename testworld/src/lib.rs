@@ -16,7 +16,8 @@
 //! - [`world`]: all of them together, populated with every image a `cks-iso build` pulls for
 //!   amd64 and arm64, and the cks-iso configuration that points at them.
 //! - [`sigstore`]: a per-run Sigstore (CAs, CT log, Rekor SETs, trusted root) that signs the
-//!   registry.k8s.io images like Kubernetes' promoter.
+//!   registry.k8s.io images like Kubernetes' promoter; [`sig_tags`] stores those signatures as
+//!   cosign's `.sig` tags.
 //! - [`rekor_v2`] and [`tsa`]: a Rekor v2 log and an RFC 3161 timestamp authority, and the
 //!   Sigstore bundles a publisher ships beside files signed onto them.
 //! - [`referrers`]: image signatures the cosign 3 way (a DSSE bundle attached as an OCI 1.1
@@ -37,6 +38,7 @@ pub mod rekor;
 pub mod rekor_v2;
 pub mod server;
 pub mod shaper;
+pub mod sig_tags;
 pub mod sigstore;
 pub mod tsa;
 pub mod upstream;
