@@ -135,7 +135,10 @@ pub(crate) fn bits<'a>(tlv: &Tlv<'a>) -> Result<&'a [u8], Invalid> {
 
 /// A UTCTime or GeneralizedTime (`…Z`, seconds) as seconds since the Unix epoch.
 pub(crate) fn time(tlv: &Tlv<'_>) -> Result<i64, Invalid> {
-    let text = std::str::from_utf8(tlv.value).map_err(|_| "time is not ASCII")?;
+    let text = std::str::from_utf8(tlv.value)
+        .ok()
+        .filter(|t| t.is_ascii())
+        .ok_or("time is not ASCII")?;
     let digits = text.strip_suffix('Z').ok_or("time is not in UTC")?;
     let (year, rest) = match tlv.tag {
         UTC_TIME if digits.len() == 12 => {
@@ -176,6 +179,10 @@ pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 /// RFC 3339 `YYYY-MM-DDTHH:MM:SS[.fff]Z`, as trusted roots write `validFor`, in seconds.
 pub(crate) fn rfc3339(text: &str) -> Result<i64, Invalid> {
     let bad = || Invalid::from(format!("not an RFC 3339 UTC time: {text:?}"));
+    // Byte positions below are fields only in ASCII text; anything else is no such time.
+    if !text.is_ascii() {
+        return Err(bad());
+    }
     let body = text.strip_suffix('Z').ok_or_else(bad)?;
     let body = body.split('.').next().ok_or_else(bad)?;
     let b = body.as_bytes();
@@ -192,6 +199,17 @@ pub(crate) fn rfc3339(text: &str) -> Result<i64, Invalid> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_with_non_ascii_characters_are_refused_not_sliced_apart() {
+        // Found by `make fuzz` (trusted_root): a CA certificate's validity time with a two-byte
+        // character where a digit pair ends panicked on a byte index.
+        let utc = encode(UTC_TIME, "0\u{703}116504601Z".as_bytes());
+        let err = time(&one(&utc, UTC_TIME).unwrap()).unwrap_err();
+        assert!(err.to_string().contains("not ASCII"), "{err}");
+        let err = rfc3339("2025-01-01T00:0\u{703}00Z").unwrap_err();
+        assert!(err.to_string().contains("not an RFC 3339 UTC time"), "{err}");
+    }
 
     #[test]
     fn reads_and_writes_lengths() {
