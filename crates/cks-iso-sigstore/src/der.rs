@@ -208,7 +208,10 @@ mod tests {
         let err = time(&one(&utc, UTC_TIME).unwrap()).unwrap_err();
         assert!(err.to_string().contains("not ASCII"), "{err}");
         let err = rfc3339("2025-01-01T00:0\u{703}00Z").unwrap_err();
-        assert!(err.to_string().contains("not an RFC 3339 UTC time"), "{err}");
+        assert!(
+            err.to_string().contains("not an RFC 3339 UTC time"),
+            "{err}"
+        );
     }
 
     #[test]
