@@ -27,14 +27,14 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
     net::writable(&args.out).map_err(|e| AppError::output_dir(&args.out, "--out", e))?;
     let settings = net::settings(args.net)?;
     // pull checks signatures only when asked: it is the low-level building block.
-    let mode = args.signatures.as_deref().unwrap_or("off");
+    let mode = args.signing.signatures.as_deref().unwrap_or("off");
     let checker = match mode {
         "off" => None,
         _ => {
             let flags = trust::checker::Flags {
                 mode: Some(mode),
-                trusted_root: args.trusted_root.as_deref(),
-                policy: args.signature_policy.as_deref(),
+                trusted_root: args.signing.trust.trusted_root.as_deref(),
+                policy: args.signing.trust.signature_policy.as_deref(),
                 rekor_url: None,
             };
             trust::checker::select(flags, &settings)?

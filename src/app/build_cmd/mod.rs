@@ -146,9 +146,9 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         );
     }
     let flags = trust::checker::Flags {
-        mode: args.signatures.as_deref(),
-        trusted_root: args.trusted_root.as_deref(),
-        policy: args.signature_policy.as_deref(),
+        mode: args.signing.signatures.as_deref(),
+        trusted_root: args.signing.trust.trusted_root.as_deref(),
+        policy: args.signing.trust.signature_policy.as_deref(),
         rekor_url: args.rekor_url.as_deref(),
     };
     let checker = trust::checker::select(flags, &settings)?;
