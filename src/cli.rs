@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 pub use self::env_args::FromEnv;
+pub use self::signatures::{SignatureArgs, TrustArgs};
 pub use self::verify_image::VerifyImageArgs;
 use crate::env;
 use crate::resolve::version::DEFAULT_CCM_TAG;
@@ -14,6 +15,7 @@ use crate::ui::{Color, LogFormat};
 use crate::upstream::{DEFAULT_CNI, DEFAULT_CSI};
 
 mod env_args;
+mod signatures;
 mod verify_image;
 
 /// The network flags, declared once with the configuration file's keys in
@@ -360,16 +362,9 @@ pub struct PullArgs {
     /// Blob cache [default: $XDG_CACHE_HOME/cks-iso, else ~/.cache/cks-iso].
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Sigstore signatures: off, verify or enforce, as for build; an image that fails is not
-    /// written [default: off for pull].
-    #[arg(long, value_name = "MODE", env = env::CKS_ISO_SIGNATURES.name, value_parser = ["off", "verify", "enforce"])]
-    pub signatures: Option<String>,
-    /// Sigstore trusted_root.json [default: config file, else the embedded public-good root].
-    #[arg(long, value_name = "FILE")]
-    pub trusted_root: Option<PathBuf>,
-    /// More signers (YAML rules) [default: config file].
-    #[arg(long, value_name = "FILE")]
-    pub signature_policy: Option<PathBuf>,
+    /// The signature flags, as for build.
+    #[command(flatten)]
+    pub signing: SignatureArgs,
     /// Print one JSON object on stdout instead of a line per image (see README).
     #[arg(long)]
     pub json: bool,
@@ -456,20 +451,9 @@ pub struct BuildArgs {
     /// Make no network connection: everything comes from the cache.
     #[arg(long)]
     pub offline: bool,
-    /// Sigstore signatures of registry.k8s.io images and dl.k8s.io binaries (.sig/.cert and
-    /// their Rekor entry): off, verify (bad ones fail, unsigned ones warn, except a binary of
-    /// Kubernetes 1.26 or later without one, which fails) or enforce (unsigned ones fail too)
-    /// [default: config file, else verify].
-    #[arg(long, value_name = "MODE", env = env::CKS_ISO_SIGNATURES.name, value_parser = ["off", "verify", "enforce"])]
-    pub signatures: Option<String>,
-    /// Sigstore trusted_root.json to verify against [default: config file, else Sigstore's
-    /// public-good root embedded in cks-iso].
-    #[arg(long, value_name = "FILE")]
-    pub trusted_root: Option<PathBuf>,
-    /// YAML rules (match, identity or identity-regex, issuer) for more signers, tried before
-    /// the built-in registry.k8s.io and dl.k8s.io rules [default: config file].
-    #[arg(long, value_name = "FILE")]
-    pub signature_policy: Option<PathBuf>,
+    /// The signature flags, shared with pull.
+    #[command(flatten)]
+    pub signing: SignatureArgs,
     /// Rekor server where binaries' signatures are looked up, through the mirrors like any URL
     /// [default: config file, else https://rekor.sigstore.dev].
     #[arg(long, value_name = "URL", env = env::CKS_ISO_REKOR_URL.name)]

@@ -177,6 +177,18 @@ from_error!(crate::fetch::FetchError, failure);
 from_error!(crate::trust::TrustError, usage);
 from_error!(crate::trust::image::CheckError, failure);
 
+/// Signatures that cannot be judged (a flag or file at fault) or an image judged bad: the one
+/// place `build`, `pull` and `verify-image` turn the checker's error into an exit code and hint.
+impl From<crate::trust::checker::CheckerError> for AppError {
+    fn from(err: crate::trust::checker::CheckerError) -> Self {
+        let hint = err.hint();
+        match err.is_usage() {
+            true => Self::usage(err, hint),
+            false => Self::failure(err, hint),
+        }
+    }
+}
+
 impl From<crate::resolve::ResolveError> for AppError {
     fn from(err: crate::resolve::ResolveError) -> Self {
         let hint = err.hint();

@@ -1,14 +1,15 @@
 //! `cks-iso pull IMAGE... --arch ARCH --out DIR`: pull images from registries into the blob cache
 //! and write one image archive per image; with `--signatures verify|enforce`, only images whose
-//! signatures pass (see [`build_cmd::check_image`]).
+//! signatures pass, judged as `build` judges them (see [`trust::checker::Checker::check_image`]).
 
-use super::{AppError, build_cmd, net};
+use super::{AppError, net};
 use futures_util::{StreamExt, stream};
 
 use crate::archive::{self, Written};
 use crate::cli::PullArgs;
 use crate::env;
 use crate::image::{Arch, Image, Reference};
+use crate::trust;
 use crate::ui::Ui;
 
 /// Pulls, writes the archives, prints `<full name> <digest> <file>` per image on stdout.
@@ -26,16 +27,18 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
     net::writable(&args.out).map_err(|e| AppError::output_dir(&args.out, "--out", e))?;
     let settings = net::settings(args.net)?;
     // pull checks signatures only when asked: it is the low-level building block.
-    let mode = args.signatures.as_deref().unwrap_or("off");
+    let mode = args.signing.signatures.as_deref().unwrap_or("off");
     let checker = match mode {
         "off" => None,
-        _ => build_cmd::checker(
-            Some(mode),
-            args.trusted_root.as_ref(),
-            args.signature_policy.as_ref(),
-            None,
-            &settings,
-        )?,
+        _ => {
+            let flags = trust::checker::Flags {
+                mode: Some(mode),
+                trusted_root: args.signing.trust.trusted_root.as_deref(),
+                policy: args.signing.trust.signature_policy.as_deref(),
+                rekor_url: None,
+            };
+            trust::checker::select(flags, &settings)?
+        }
     };
     let checker = checker.as_ref();
     let registry = net::registry(&settings, cache)?;
@@ -68,7 +71,7 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
                     registry.fetch_blobs(&image, progress).await?;
                     // A bad signature (or, enforced, none) and the archive is not written.
                     if let Some(checker) = checker {
-                        build_cmd::check_image(checker, registry, &image, None).await?;
+                        checker.check_image(registry, &image, None).await?;
                     }
                     let cache = registry.cache().clone();
                     tokio::task::spawn_blocking(move || {

@@ -37,7 +37,7 @@ pub fn run(args: VerifyImageArgs, ui: &Ui) -> Result<(), AppError> {
     settings.http.offline = args.offline;
     let rules = rules(&args, &settings, &references)?;
     let (root, _) = trust::trusted_root(
-        args.trusted_root.as_deref(),
+        args.trust.trusted_root.as_deref(),
         settings.trusted_root.as_deref(),
     )?;
     let cache = net::writable_cache(args.cache_dir.clone())?;
@@ -122,6 +122,7 @@ fn rules(
         return Ok(vec![rule; references.len()]);
     }
     let file = args
+        .trust
         .signature_policy
         .as_deref()
         .or(settings.signature_policy.as_deref());

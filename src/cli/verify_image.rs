@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::Net;
+use super::{Net, TrustArgs};
 
 /// `cks-iso verify-image`.
 #[derive(Debug, Args)]
@@ -42,14 +42,9 @@ pub struct VerifyImageArgs {
         conflicts_with = "signature_policy"
     )]
     pub certificate_oidc_issuer: Option<String>,
-    /// YAML rules (match, identity or identity-regex, issuer) for more signers, tried before
-    /// the built-in registry.k8s.io rule, as for build [default: config file].
-    #[arg(long, value_name = "FILE")]
-    pub signature_policy: Option<PathBuf>,
-    /// Sigstore trusted_root.json to verify against [default: config file, else Sigstore's
-    /// public-good root embedded in cks-iso].
-    #[arg(long, value_name = "FILE")]
-    pub trusted_root: Option<PathBuf>,
+    /// What signatures are judged against, as for build.
+    #[command(flatten)]
+    pub trust: TrustArgs,
     /// An unsigned image fails too (exit 1) [default: reported UNSIGNED, exit 0].
     #[arg(long)]
     pub enforce: bool,

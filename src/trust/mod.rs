@@ -1,9 +1,11 @@
 //! What signatures are judged against, and the material they are judged on: the policy and the
-//! trusted root read from the files a user names; (in [`image`]) an image's cosign `.sig` tags
-//! fetched through the registry and judged; (in [`rekor`]) a file's Rekor entry looked up.
+//! trusted root read from the files a user names; (in [`checker`]) how a run judges signatures
+//! and one image's verdict; (in [`image`]) an image's cosign `.sig` tags and referrers fetched
+//! through the registry and judged; (in [`rekor`]) a file's Rekor entry looked up.
 //! `build`, `pull`, `verify`, `verify-bundle` and `verify-image` share these, so that each judges
 //! a signature the same way.
 
+pub mod checker;
 pub mod image;
 pub mod rekor;
 

@@ -18,8 +18,6 @@ mod record;
 mod register;
 mod sboms;
 mod signatures;
-
-pub(crate) use signatures::{check_image, checker};
 mod write;
 
 use std::path::PathBuf;
@@ -37,6 +35,7 @@ use crate::plan::{self, Flags, PlanError};
 use crate::resolve::version::check_supported;
 use crate::resolve::{Extras, KubeVersion};
 use crate::resolve::{Given, LockedInputs, Partial};
+use crate::trust;
 use crate::ui::Ui;
 
 impl From<PlanError> for AppError {
@@ -146,13 +145,13 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
              ISO carries etcd-linux-arm64.tar.gz (--cloudstack refuses such a build)"
         );
     }
-    let checker = signatures::checker(
-        args.signatures.as_deref(),
-        args.trusted_root.as_ref(),
-        args.signature_policy.as_ref(),
-        args.rekor_url.as_deref(),
-        &settings,
-    )?;
+    let flags = trust::checker::Flags {
+        mode: args.signing.signatures.as_deref(),
+        trusted_root: args.signing.trust.trusted_root.as_deref(),
+        policy: args.signing.trust.signature_policy.as_deref(),
+        rekor_url: args.rekor_url.as_deref(),
+    };
+    let checker = trust::checker::select(flags, &settings)?;
     let cache = net::writable_cache(args.cache_dir)?;
     net::writable(&request.output)
         .map_err(|e| AppError::output_dir(&request.output, "--output", e))?;
