@@ -19,8 +19,8 @@ use crate::signature::{
 pub(super) use crate::trust::checker::Checker;
 use crate::trust::checker::CheckerError;
 
-/// The directory at the ISO's root that holds the evidence.
-pub(crate) const DIR: &str = "signatures";
+/// The directory at the ISO's root that holds the evidence (the contract's name).
+pub(crate) const DIR: &str = crate::contract::SIGNATURES_DIR;
 
 /// One architecture's verdicts and the signature manifests that carried them.
 pub(crate) struct ArchSignatures {
