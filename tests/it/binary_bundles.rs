@@ -62,10 +62,7 @@ fn a_rekor_v2_signed_release_builds_and_its_iso_reverifies_offline() {
     );
     let iso = iso_in(&d.join("out")).pop().expect("an ISO");
     let tree = d.join("tree");
-    fs::create_dir_all(&tree).unwrap();
-    tool("bsdtar", ["-x", "-f", p(&iso), "-C", p(&tree)]);
-    let report: serde_json::Value =
-        serde_json::from_slice(&fs::read(tree.join("signatures/report.json")).unwrap()).unwrap();
+    let report = signature_report(&iso, &tree);
     let locked: serde_json::Value = serde_json::from_slice(&fs::read(&lock).unwrap()).unwrap();
     for b in report["binaries"].as_array().unwrap() {
         assert_eq!(b["verdict"], "verified", "{b:#}");

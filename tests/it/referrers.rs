@@ -30,6 +30,18 @@ pub(crate) fn world_without_sig_tags(unsigned: &[&str]) -> World {
     })
 }
 
+/// Signs `reference`'s top digest the cosign 3 way with `opts` as its only referrer: the
+/// fallback index lists that one alone (a fresh list replaces the last one).
+pub(crate) fn sign_referrer_alone(world: &World, reference: &str, opts: &DsseOptions) {
+    let image = world.image(reference);
+    let bundle = world.sigstore().sign_dsse(&image.digest, opts);
+    let host = world.registry_host();
+    let referrer = push_referrer(&host, &image.repository, &image.digest, &bundle, false);
+    let hex = image.digest.trim_start_matches("sha256:");
+    let tag = format!("sha256-{hex}");
+    push_index(&host, &image.repository, &tag, &[referrer.descriptor]);
+}
+
 /// Signs `reference`'s top digest the cosign 3 way with `opts` and lists the referrer in the
 /// fallback index; the referrer manifest's digest.
 pub(crate) fn sign_referrer(world: &World, reference: &str, opts: &DsseOptions) -> String {
@@ -274,22 +286,7 @@ fn a_referrer_of_another_signer_digest_or_payload_fails_naming_the_check() {
         ),
     ];
     for (i, (opts, check, hint)) in cases.iter().enumerate() {
-        // Each case alone in the fallback index: a fresh list replaces the last one.
-        let bundle = world.sigstore().sign_dsse(&image.digest, opts);
-        let referrer = push_referrer(
-            &world.registry_host(),
-            &image.repository,
-            &image.digest,
-            &bundle,
-            false,
-        );
-        let hex = image.digest.trim_start_matches("sha256:");
-        push_index(
-            &world.registry_host(),
-            &image.repository,
-            &format!("sha256-{hex}"),
-            &[referrer.descriptor],
-        );
+        sign_referrer_alone(&world, PAUSE, opts);
         let cache = dir.path().join(format!("cache-{i}"));
         let done = verify_image(&config, &cache, &[&by_digest]);
         let err = stderr(&done);
@@ -338,16 +335,8 @@ fn build_takes_a_referrer_signed_image_locks_it_and_the_iso_reverifies_offline()
         .path()
         .join(format!("out/setup-v{}-x86_64.iso", world.kubernetes()));
     let tree = dir.path().join("tree");
-    fs::create_dir_all(&tree).unwrap();
-    tool("bsdtar", ["-x", "-f", p(&iso), "-C", p(&tree)]);
-    let report: serde_json::Value =
-        serde_json::from_slice(&fs::read(tree.join("signatures/report.json")).unwrap()).unwrap();
-    let entry = report["images"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["reference"] == PAUSE)
-        .unwrap();
+    let report = signature_report(&iso, &tree);
+    let entry = image_entry(&report, PAUSE);
     assert_eq!(entry["verdict"], "verified", "{entry:#}");
     assert_eq!(entry["found"], "referrer", "{entry:#}");
     assert_eq!(entry["signed_digest"], image.digest.as_str());

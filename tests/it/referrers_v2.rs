@@ -13,11 +13,12 @@ use std::path::Path;
 use std::process::Output;
 
 use crate::referrers::{
-    PAUSE, TRUST, config_through, json, sign_referrer, verify_image, world_without_sig_tags,
+    PAUSE, TRUST, config_through, json, sign_referrer, sign_referrer_alone, verify_image,
+    world_without_sig_tags,
 };
 use crate::support::*;
 use cks_iso_testworld::faults::FaultProxy;
-use cks_iso_testworld::referrers::{DsseOptions, OnRekorV2, push_index, push_referrer};
+use cks_iso_testworld::referrers::{DsseOptions, OnRekorV2};
 use cks_iso_testworld::rekor_v2::Authority;
 use cks_iso_testworld::world::World;
 
@@ -105,16 +106,8 @@ fn an_image_signed_onto_rekor_v2_verifies_everywhere_and_its_iso_reverifies_offl
     assert!(out.status.success(), "{}", combined(&out));
     let iso = d.join(format!("out/setup-v{}-x86_64.iso", world.kubernetes()));
     let tree = d.join("tree");
-    fs::create_dir_all(&tree).unwrap();
-    tool("bsdtar", ["-x", "-f", p(&iso), "-C", p(&tree)]);
-    let report: serde_json::Value =
-        serde_json::from_slice(&fs::read(tree.join("signatures/report.json")).unwrap()).unwrap();
-    let entry = report["images"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["reference"] == PAUSE)
-        .unwrap();
+    let report = signature_report(&iso, &tree);
+    let entry = image_entry(&report, PAUSE);
     assert_eq!(entry["verdict"], "verified", "{entry:#}");
     assert_eq!(entry["found"], "referrer", "{entry:#}");
     // The bundle kept is the Rekor v2 one, byte for byte as the registry holds it.
@@ -222,22 +215,7 @@ fn a_rekor_v2_referrer_failing_a_check_is_refused_naming_it() {
         ),
     ];
     for (i, (name, on, check, hint)) in cases.iter().enumerate() {
-        // Each case alone in the fallback index: a fresh list replaces the last one.
-        let bundle = world.sigstore().sign_dsse(&image.digest, &on_rekor_v2(*on));
-        let referrer = push_referrer(
-            &world.registry_host(),
-            &image.repository,
-            &image.digest,
-            &bundle,
-            false,
-        );
-        let hex = image.digest.trim_start_matches("sha256:");
-        push_index(
-            &world.registry_host(),
-            &image.repository,
-            &format!("sha256-{hex}"),
-            &[referrer.descriptor],
-        );
+        sign_referrer_alone(&world, PAUSE, &on_rekor_v2(*on));
         let named = |out: &Output, what: &str| {
             let err = stderr(out);
             assert_eq!(out.status.code(), Some(1), "{name}, {what}: {err}");

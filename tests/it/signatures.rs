@@ -96,11 +96,7 @@ fn both_arches_verify_and_carry_the_evidence() {
             .path()
             .join(format!("out/setup-v{}-{name}.iso", world.kubernetes()));
         let tree = dir.path().join(format!("tree-{arch}"));
-        fs::create_dir_all(&tree).unwrap();
-        tool("bsdtar", ["-x", "-f", p(&iso), "-C", p(&tree)]);
-        let report: serde_json::Value =
-            serde_json::from_slice(&fs::read(tree.join("signatures/report.json")).unwrap())
-                .unwrap();
+        let report = signature_report(&iso, &tree);
         assert_eq!(report["mode"], "verify");
         let root = fs::read(world.trusted_root_path()).unwrap();
         assert_eq!(report["trusted_root_sha256"], sha256_hex(&root));
@@ -548,16 +544,8 @@ fn bad_or_missing_signatures_fail_the_build_before_writing() {
         .path()
         .join(format!("index/setup-v{}-x86_64.iso", world.kubernetes()));
     let tree = dir.path().join("tree-index");
-    fs::create_dir_all(&tree).unwrap();
-    tool("bsdtar", ["-x", "-f", p(&iso), "-C", p(&tree)]);
-    let report: serde_json::Value =
-        serde_json::from_slice(&fs::read(tree.join("signatures/report.json")).unwrap()).unwrap();
-    let entry = report["images"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["reference"] == PAUSE)
-        .unwrap();
+    let report = signature_report(&iso, &tree);
+    let entry = image_entry(&report, PAUSE);
     assert_eq!(entry["verdict"], "verified", "{}", stderr(&out));
     assert_eq!(entry["signed_digest"], image.digest.as_str(), "{entry:#}");
 

@@ -120,6 +120,23 @@ pub fn combined(out: &Output) -> String {
     stdout + &stderr
 }
 
+/// Extracts `iso` into `tree` (created) with bsdtar and returns its `signatures/report.json`.
+pub fn signature_report(iso: &Path, tree: &Path) -> serde_json::Value {
+    std::fs::create_dir_all(tree).unwrap();
+    tool("bsdtar", ["-x", "-f", p(iso), "-C", p(tree)]);
+    let text = std::fs::read(tree.join("signatures/report.json")).unwrap();
+    serde_json::from_slice(&text).unwrap()
+}
+
+/// The entry of signature report `report` for the image `reference`.
+pub fn image_entry<'a>(report: &'a serde_json::Value, reference: &str) -> &'a serde_json::Value {
+    let images = report["images"].as_array().expect("a report lists images");
+    images
+        .iter()
+        .find(|i| i["reference"] == reference)
+        .unwrap_or_else(|| panic!("{reference} is not in the report: {report:#}"))
+}
+
 /// Runs `cmd`, asserting exit `code` and that every needle is in its output.
 pub fn fails(cmd: &mut Command, code: i32, needles: &[&str]) -> String {
     let out = cmd.output().unwrap();
