@@ -30,6 +30,28 @@ pub(crate) fn world_without_sig_tags(unsigned: &[&str]) -> World {
     })
 }
 
+/// Sigstore's own Python client (`scripts/check-referrer-bundles.py`) verifies the one referrer
+/// bundle kept in the extracted ISO `tree` against `root` for `identity` and `issuer`: the world's
+/// cosign 3 signer judged by a verifier cks-iso did not write.
+pub(crate) fn referrer_oracle(tree: &Path, root: &Path, identity: &str, issuer: &str) {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-sbom/bin/python");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check-referrer-bundles.py");
+    let said = no_internet(&mut std::process::Command::new(&python))
+        .arg(&script)
+        .args([p(tree), p(root), identity, issuer])
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e} (run `make deps`)", python.display()));
+    assert!(
+        said.status.success(),
+        "referrer oracle: {}",
+        combined(&said)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&said.stdout).trim(),
+        "ok: 1 referrers"
+    );
+}
+
 /// Signs `reference`'s top digest the cosign 3 way with `opts` as its only referrer: the
 /// fallback index lists that one alone (a fresh list replaces the last one).
 pub(crate) fn sign_referrer_alone(world: &World, reference: &str, opts: &DsseOptions) {
@@ -399,22 +421,7 @@ fn build_takes_a_referrer_signed_image_locks_it_and_the_iso_reverifies_offline()
     drop(world);
     // Sigstore's own Python client verifies the kept bundle (the world's cosign 3 signer judged
     // by a verifier cks-iso did not write), and its statement names the signed digest.
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-sbom/bin/python");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check-referrer-bundles.py");
-    let said = no_internet(&mut std::process::Command::new(&python))
-        .arg(&script)
-        .args([p(&tree), p(&root), TRUST, "https://accounts.google.com"])
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e} (run `make deps`)", python.display()));
-    assert!(
-        said.status.success(),
-        "referrer oracle: {}",
-        combined(&said)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&said.stdout).trim(),
-        "ok: 1 referrers"
-    );
+    referrer_oracle(&tree, &root, TRUST, "https://accounts.google.com");
     let verify = |iso: &Path| {
         cks_iso()
             .args(["verify", "--signatures", "--trusted-root", p(&root)])

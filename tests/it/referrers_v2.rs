@@ -13,8 +13,8 @@ use std::path::Path;
 use std::process::Output;
 
 use crate::referrers::{
-    PAUSE, TRUST, config_through, json, sign_referrer, sign_referrer_alone, verify_image,
-    world_without_sig_tags,
+    PAUSE, TRUST, config_through, json, referrer_oracle, sign_referrer, sign_referrer_alone,
+    verify_image, world_without_sig_tags,
 };
 use crate::support::*;
 use cks_iso_testworld::faults::FaultProxy;
@@ -156,22 +156,7 @@ fn an_image_signed_onto_rekor_v2_verifies_everywhere_and_its_iso_reverifies_offl
     );
     // Sigstore's own Python client judges the same bundle: the world's Rekor v2 DSSE entry,
     // checkpoint and timestamp are in the shapes a verifier cks-iso did not write reads.
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-sbom/bin/python");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check-referrer-bundles.py");
-    let said = no_internet(&mut std::process::Command::new(&python))
-        .arg(&script)
-        .args([p(&tree), p(&root), TRUST, GOOGLE])
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e} (run `make deps`)", python.display()));
-    assert!(
-        said.status.success(),
-        "referrer oracle: {}",
-        combined(&said)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&said.stdout).trim(),
-        "ok: 1 referrers"
-    );
+    referrer_oracle(&tree, &root, TRUST, GOOGLE);
 }
 
 #[test]
