@@ -24,8 +24,18 @@ fn require(tool: &str) {
     );
 }
 
+/// What `skopeo inspect` said on stderr when it refused.
+#[derive(Debug)]
+struct Refused(String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// `skopeo inspect` of `host/repo[:tag|@digest]` in the world's registry for `arch`.
-fn inspect(world: &World, reference: &str, arch: &str, raw: bool) -> Result<Value, String> {
+fn inspect(world: &World, reference: &str, arch: &str, raw: bool) -> Result<Value, Refused> {
     let mut cmd = Command::new("skopeo");
     cmd.args(["inspect", "--tls-verify=false", "--override-os", "linux"])
         .args(["--override-arch", arch]);
@@ -38,7 +48,7 @@ fn inspect(world: &World, reference: &str, arch: &str, raw: bool) -> Result<Valu
         .expect("run skopeo");
     match out.status.success() {
         true => Ok(serde_json::from_slice(&out.stdout).expect("skopeo prints JSON")),
-        false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
+        false => Err(Refused(String::from_utf8_lossy(&out.stderr).into_owned())),
     }
 }
 
@@ -239,7 +249,7 @@ fn another_release_and_an_image_without_arm64() {
     assert_eq!(world.image(pause).arches, ["amd64"]);
     assert!(inspect(&world, pause, "amd64", false).is_ok());
     let err = inspect(&world, pause, "arm64", false).expect_err("pause has no arm64");
-    assert!(err.contains("arm64"), "{err}");
+    assert!(err.0.contains("arm64"), "{err}");
     // Everything else still has it.
     let proxy = inspect(&world, "registry.k8s.io/kube-proxy:v1.30.5", "arm64", false).unwrap();
     assert_eq!(proxy["Architecture"], "arm64");
