@@ -32,6 +32,11 @@ pub(crate) struct ArchSignatures {
     pub(crate) trusted_root: String,
 }
 
+/// How many images' signatures are fetched and judged at once. They run beside the blob pull
+/// (see `fetch::one_arch`): a few at a time hide their round trips behind the blobs without
+/// doubling the pull's connections and buffers (peak memory).
+const IMAGES_AT_ONCE: usize = 4;
+
 /// Fetches and judges the signatures of `images` for linux/`arch` (under `--locked`, the
 /// signature manifests `locked` names); fails, naming every image that failed, before anything is
 /// written.
@@ -56,7 +61,7 @@ pub(super) async fn check(
                     checker.check_image_from(registry, image, lock_sig(image), from_cache);
                 async move { checked.await.map_err(AppError::from) }
             })
-            .buffered(registry.jobs())
+            .buffered(IMAGES_AT_ONCE)
             .collect()
             .await;
     let mut reports = Vec::new();
