@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use super::{AppError, net};
 use crate::cache::Cache;
+use crate::cli::FromEnv;
 use crate::cli::{ResolveArgs, VersionArgs};
 use crate::config::Settings;
 use crate::fetch::build_client;
@@ -79,9 +80,14 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
 
 /// The versions the flags (and `AUTOSCALER_VERSION`, `CCM_VERSION`) give, for `resolve` and
 /// `build`.
-pub(super) fn given(versions: &VersionArgs) -> Given {
-    let v = versions.clone();
+pub(super) fn given(versions: &FromEnv<VersionArgs>) -> Given {
+    let autoscaler_origin = match versions.from_env("autoscaler_version") {
+        true => crate::env::AUTOSCALER_VERSION.name,
+        false => "--autoscaler-version",
+    };
+    let v = (**versions).clone();
     Given {
+        autoscaler_origin,
         cni: v.cni,
         crictl: v.crictl,
         etcd: v.etcd,

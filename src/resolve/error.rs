@@ -20,13 +20,13 @@ pub enum ResolveError {
         /// The version given.
         version: String,
     },
-    /// `AUTOSCALER_VERSION` is not `X.Y.Z`.
-    #[error(
-        "AUTOSCALER_VERSION={value:?} is not an autoscaler release like 1.33.4 (1.20.0 or later)"
-    )]
+    /// `--autoscaler-version` or `AUTOSCALER_VERSION` is not `X.Y.Z`.
+    #[error("{origin} {value:?} is not an autoscaler release like 1.33.4 (1.20.0 or later)")]
     BadAutoscalerPin {
         /// What was given.
         value: String,
+        /// The flag or variable it was given with.
+        origin: &'static str,
     },
     /// The pinned autoscaler release has no tag upstream.
     #[error("there is no tag cluster-autoscaler-{version} upstream")]
@@ -37,7 +37,10 @@ pub enum ResolveError {
         newest: Option<String>,
     },
     /// No `cluster-autoscaler-<minor>.Z` release exists yet.
-    #[error("no cluster-autoscaler release for Kubernetes {minor} upstream")]
+    #[error(
+        "no cluster-autoscaler release for Kubernetes {minor} upstream{}",
+        newest.as_ref().map_or(String::new(), |n| format!("; the newest release is {n}"))
+    )]
     NoAutoscalerRelease {
         /// `major.minor` of the ISO.
         minor: String,
@@ -92,13 +95,13 @@ pub enum ResolveError {
         #[source]
         source: PktLineError,
     },
-    /// kubeadm's constants source lacks a value.
-    #[error("kubeadm constants for Kubernetes 1.{minor}: {what} not found")]
+    /// kubeadm's constants source lacks a value or writes it in a form cks-iso cannot read.
+    #[error("kubeadm constants for Kubernetes 1.{minor}: {what}")]
     Constants {
         /// The Kubernetes minor.
         minor: u64,
-        /// The missing constant.
-        what: &'static str,
+        /// The constant that is missing or the construct that was not understood.
+        what: super::kubeadm::Unreadable,
     },
 }
 
@@ -132,14 +135,22 @@ impl ResolveError {
         Some(match self {
             Self::BadVersion { .. } => "give a release such as v1.33.1 or 1.33.1".into(),
             Self::TooOld { .. } => "build an ISO for Kubernetes 1.20 or later".into(),
-            Self::BadAutoscalerPin { .. } => format!("set {pin} to a release such as 1.33.4"),
+            Self::BadAutoscalerPin { origin, .. } => {
+                format!("give {origin} a release such as 1.33.4")
+            }
             Self::UnknownAutoscalerRelease { newest, .. } => match newest {
                 Some(n) => format!("the newest release of that minor is {n}; set {pin}={n}"),
                 None => format!("unset {pin} to use the newest release of the ISO's minor"),
             },
             Self::NoAutoscalerRelease { newest, .. } => match newest {
-                Some(n) => format!("set {pin} to an existing release, e.g. {pin}={n}"),
-                None => format!("set {pin} to an existing cluster-autoscaler release"),
+                Some(n) => format!(
+                    "to build with the newest autoscaler, pass --autoscaler-version {n} (or set \
+                     {pin}={n}); it will warn that its minor differs"
+                ),
+                None => format!(
+                    "pass --autoscaler-version (or set {pin}) to an existing cluster-autoscaler \
+                     release"
+                ),
             },
             Self::BadCcmTag { .. } => format!(
                 "set {} to a tag of apache/cloudstack-kubernetes-provider such as v1.2.0",

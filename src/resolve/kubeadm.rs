@@ -8,7 +8,11 @@
 //! [`Extras::embedded`] is the offline fallback and the test oracle. [`images`] then applies
 //! kubeadm's naming rules (`upstream.md` §2). Pure: fetching the file is the caller's business.
 
+mod constants;
 mod table;
+
+pub use constants::Unreadable;
+use constants::{Constants, string_const};
 
 use super::ResolveError;
 use super::version::KubeVersion;
@@ -52,25 +56,17 @@ impl Extras {
             })
     }
 
-    /// Reads `PauseVersion`, `CoreDNSVersion` and the `SupportedEtcdVersion` entry for `minor` (the
-    /// nearest key when `minor` is missing) from kubeadm's `constants.go`. For a release that keeps
-    /// `PauseVersion` in `constants_unix.go` (see [`declares_pause`]), pass both files' text, one
-    /// after the other.
+    /// Reads `PauseVersion`, `CoreDNSVersion` and the etcd tag kubeadm of release minor `minor`
+    /// lists from kubeadm's `constants.go`, in any of the forms [`constants`] describes. For a
+    /// release that keeps `PauseVersion` in `constants_unix.go` (see [`declares_pause`]), pass
+    /// both files' text, one after the other.
     pub fn from_constants(src: &str, minor: u64) -> Result<Self, ResolveError> {
-        let missing = |what| ResolveError::Constants { minor, what };
-        let pause = string_const(src, "PauseVersion").ok_or_else(|| missing("PauseVersion"))?;
-        let coredns =
-            string_const(src, "CoreDNSVersion").ok_or_else(|| missing("CoreDNSVersion"))?;
-        let map = etcd_map(src).ok_or_else(|| missing("SupportedEtcdVersion"))?;
-        let etcd = map
-            .iter()
-            .min_by_key(|(key, _)| (key.abs_diff(minor), *key))
-            .map(|(_, v)| v.clone())
-            .ok_or_else(|| missing("SupportedEtcdVersion"))?;
+        let unreadable = |what| ResolveError::Constants { minor, what };
+        let constants = Constants::new(src);
         Ok(Self {
-            coredns,
-            etcd,
-            pause,
+            pause: constants.string("PauseVersion").map_err(unreadable)?,
+            coredns: constants.string("CoreDNSVersion").map_err(unreadable)?,
+            etcd: constants.etcd_for(minor).map_err(unreadable)?,
         })
     }
 }
@@ -130,65 +126,6 @@ pub fn images(version: &KubeVersion, extras: &Extras) -> Vec<String> {
         out.extend([pause, etcd, coredns]);
     }
     out
-}
-
-/// The lines of `src` without `//` comments (values never contain `//`).
-fn code_lines(src: &str) -> impl Iterator<Item = &str> {
-    src.lines()
-        .map(|l| l.split("//").next().unwrap_or_default().trim())
-        .filter(|l| !l.is_empty())
-}
-
-/// The value of `Name = "value"` (also `Name string = "value"`, with `const`/`var` before it).
-fn string_const(src: &str, name: &str) -> Option<String> {
-    code_lines(src).find_map(|line| {
-        let line = line
-            .strip_prefix("const ")
-            .or_else(|| line.strip_prefix("var "))
-            .unwrap_or(line);
-        let rest = line.strip_prefix(name)?.trim_start();
-        let rest = rest
-            .strip_prefix("string")
-            .map(str::trim_start)
-            .unwrap_or(rest);
-        quoted(rest.strip_prefix('=')?.trim_start()).map(str::to_owned)
-    })
-}
-
-/// The text inside the first pair of double quotes at the start of `s`.
-fn quoted(s: &str) -> Option<&str> {
-    let inner = s.strip_prefix('"')?;
-    inner.split_once('"').map(|(value, _)| value)
-}
-
-/// The entries of `SupportedEtcdVersion = map[…]string{ … }`, keyed by Kubernetes minor. Keys may
-/// be written `22`, `"22"` or `"1.22"`; entries may share a line or span several.
-fn etcd_map(src: &str) -> Option<Vec<(u64, String)>> {
-    let code: Vec<&str> = code_lines(src).collect();
-    let code = code.join("\n");
-    let name = "SupportedEtcdVersion";
-    // The first `SupportedEtcdVersion = map[...]...{`, not a mere mention of the name.
-    let after = code.match_indices(name).find_map(|(at, _)| {
-        let rest = code[at + name.len()..]
-            .trim_start()
-            .strip_prefix('=')?
-            .trim_start();
-        rest.starts_with("map[").then_some(rest)
-    })?;
-    let body = &after[after.find('{')? + 1..];
-    let body = &body[..body.find('}')?];
-    let mut out = Vec::new();
-    for entry in body
-        .split([',', '\n'])
-        .map(str::trim)
-        .filter(|e| !e.is_empty())
-    {
-        let (key, value) = entry.split_once(':')?;
-        let key = key.trim().trim_matches('"');
-        let minor = key.strip_prefix("1.").unwrap_or(key).parse().ok()?;
-        out.push((minor, quoted(value.trim())?.to_owned()));
-    }
-    (!out.is_empty()).then_some(out)
 }
 
 #[cfg(test)]

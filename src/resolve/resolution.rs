@@ -202,6 +202,8 @@ pub struct Partial {
     pub ccm: String,
     /// The autoscaler release asked for, if any (else the newest of the minor).
     pub pin: Option<String>,
+    /// Where [`Partial::pin`] was given (a flag or a variable's name).
+    pub pin_origin: &'static str,
     /// CNI plugins, without `v`.
     pub cni: String,
     /// crictl, without `v`.
@@ -229,6 +231,9 @@ pub struct Given {
     pub ccm: Option<String>,
     /// Autoscaler release [default: the newest of the minor].
     pub autoscaler: Option<String>,
+    /// Where the autoscaler release was given (`--autoscaler-version`, or `AUTOSCALER_VERSION`
+    /// when empty), for the messages about it.
+    pub autoscaler_origin: &'static str,
 }
 
 impl Partial {
@@ -237,6 +242,10 @@ impl Partial {
         Ok(Self {
             ccm: ccm_tag(given.ccm.as_deref())?,
             pin: given.autoscaler,
+            pin_origin: match given.autoscaler_origin {
+                "" => crate::env::AUTOSCALER_VERSION.name,
+                origin => origin,
+            },
             cni: given
                 .cni
                 .as_deref()
@@ -274,8 +283,11 @@ pub async fn resolve(p: Partial, fetcher: &Fetcher<'_>) -> Result<Resolution, Re
     // A pinned release needs no tag listing (upstream's script only downloads its manifest, and
     // a build that cannot reach git must still work); a wrong pin fails on that download.
     let (choice, commit) = match (&p.locked, p.pin.as_deref()) {
-        (Some(locked), Some(pin)) => (autoscaler_pin(&p.kube, pin)?, locked.commit.clone()),
-        (None, Some(pin)) => (autoscaler_pin(&p.kube, pin)?, None),
+        (Some(locked), Some(pin)) => (
+            autoscaler_pin(&p.kube, pin, p.pin_origin)?,
+            locked.commit.clone(),
+        ),
+        (None, Some(pin)) => (autoscaler_pin(&p.kube, pin, p.pin_origin)?, None),
         (_, None) if offline => {
             return Err(ResolutionError::OfflineUnpinned);
         }
@@ -410,14 +422,14 @@ async fn kubeadm_extras(
                         let from = format!("kubeadm constants.go and constants_unix.go at v{kube}");
                         return Ok((extras, from));
                     }
-                    Err(err) => err.to_string(),
+                    Err(err) => format!("{err}, in {url} and {unix}"),
                 },
                 Err(err) => format!("constants.go has no PauseVersion and {err}"),
             }
         }
         Ok(src) => match Extras::from_constants(&src, kube.minor) {
             Ok(extras) => return Ok((extras, format!("kubeadm constants.go at v{kube}"))),
-            Err(err) => err.to_string(),
+            Err(err) => format!("{err}, in {url}"),
         },
         Err(err) => format!("{err}"),
     };

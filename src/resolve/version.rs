@@ -197,13 +197,19 @@ pub fn check_supported(kube: &KubeVersion) -> Result<(), ResolveError> {
     Ok(())
 }
 
-/// Reads an `AUTOSCALER_VERSION` value (`1.33.4` or `v1.33.4`) for an ISO of `kube`.
+/// Reads an autoscaler pin (`1.33.4` or `v1.33.4`) for an ISO of `kube`, given by `origin` (the
+/// flag or variable, named in the messages).
 ///
 /// Pure: it does not check that the tag exists; [`choose_autoscaler`] does when it has a listing.
-pub fn autoscaler_pin(kube: &KubeVersion, value: &str) -> Result<AutoscalerChoice, ResolveError> {
+pub fn autoscaler_pin(
+    kube: &KubeVersion,
+    value: &str,
+    origin: &'static str,
+) -> Result<AutoscalerChoice, ResolveError> {
     check_supported(kube)?;
     let bad = || ResolveError::BadAutoscalerPin {
         value: value.to_owned(),
+        origin,
     };
     let trimmed = value.trim();
     let (major, minor, patch) =
@@ -218,9 +224,11 @@ pub fn autoscaler_pin(kube: &KubeVersion, value: &str) -> Result<AutoscalerChoic
     }
     let warning = ((major, minor) != (kube.major, kube.minor)).then(|| {
         format!(
-            "AUTOSCALER_VERSION={value} is a {major}.{minor} autoscaler; the ISO is for Kubernetes \
-             {kube}, whose own autoscaler minor is {}.{}",
-            kube.major, kube.minor
+            "{} is a {major}.{minor} autoscaler; the ISO is for Kubernetes {kube}, whose own \
+             autoscaler minor is {}.{}",
+            shown(origin, value),
+            kube.major,
+            kube.minor
         )
     });
     Ok(AutoscalerChoice {
@@ -228,6 +236,18 @@ pub fn autoscaler_pin(kube: &KubeVersion, value: &str) -> Result<AutoscalerChoic
         pinned: true,
         warning,
     })
+}
+
+/// A value as the user wrote it: `--flag 1.2.3`, `VAR=1.2.3`, or `the lock's autoscaler 1.2.3`.
+pub fn shown(origin: &str, value: &str) -> String {
+    let variable = !origin.is_empty()
+        && origin
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    match variable {
+        true => format!("{origin}={value}"),
+        false => format!("{origin} {value}"),
+    }
 }
 
 /// Picks the autoscaler for `kube`: the pin if given (it must be a listed release), else the newest
@@ -240,7 +260,7 @@ pub fn choose_autoscaler(
     check_supported(kube)?;
     let releases = autoscaler_releases(refs);
     if let Some(pin) = pin {
-        let choice = autoscaler_pin(kube, pin)?;
+        let choice = autoscaler_pin(kube, pin, crate::env::AUTOSCALER_VERSION.name)?;
         if !releases.contains(&choice.version) {
             return Err(ResolveError::UnknownAutoscalerRelease {
                 version: choice.version.to_string(),
@@ -385,15 +405,41 @@ mod tests {
     }
 
     #[test]
-    fn missing_minor_names_autoscaler_version_in_the_hint() {
-        let list = refs(&["cluster-autoscaler-1.30.2"]);
+    fn missing_minor_names_the_newest_release_and_the_flag_to_pass() {
+        let list = refs(&["cluster-autoscaler-1.30.2", "cluster-autoscaler-1.31.1"]);
         let err = choose_autoscaler(&v("1.32.1"), None, &list).unwrap_err();
+        let hint = err.hint().unwrap();
         assert!(
-            err.hint().unwrap().contains("AUTOSCALER_VERSION"),
-            "{:?}",
-            err.hint()
+            hint.contains("--autoscaler-version 1.31.1")
+                && hint.contains("AUTOSCALER_VERSION=1.31.1"),
+            "{hint}"
         );
-        assert!(err.to_string().contains("1.32"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "no cluster-autoscaler release for Kubernetes 1.32 upstream; the newest release is 1.31.1"
+        );
+    }
+
+    #[test]
+    fn the_warning_names_where_the_pin_was_given() {
+        let flag = autoscaler_pin(&v("1.37.0"), "1.36.1", "--autoscaler-version").unwrap();
+        let warning = flag.warning.unwrap();
+        assert!(
+            warning.starts_with("--autoscaler-version 1.36.1 is a 1.36 autoscaler"),
+            "{warning}"
+        );
+        let var = autoscaler_pin(&v("1.37.0"), "1.36.1", "AUTOSCALER_VERSION").unwrap();
+        assert!(
+            var.warning
+                .unwrap()
+                .starts_with("AUTOSCALER_VERSION=1.36.1 is")
+        );
+        let bad = autoscaler_pin(&v("1.37.0"), "latest", "--autoscaler-version").unwrap_err();
+        assert!(
+            bad.to_string()
+                .starts_with("--autoscaler-version \"latest\""),
+            "{bad}"
+        );
     }
 
     #[test]
@@ -416,7 +462,10 @@ mod tests {
             "{err}"
         );
         for bad in ["1.30", "latest", "1.30.2-rc.1", "1.19.0"] {
-            assert!(autoscaler_pin(&v("1.30.5"), bad).is_err(), "{bad} accepted");
+            assert!(
+                autoscaler_pin(&v("1.30.5"), bad, "--autoscaler-version").is_err(),
+                "{bad} accepted"
+            );
         }
     }
 

@@ -311,3 +311,62 @@ fn a_release_newer_than_the_table_is_listed_from_its_constants() {
     assert_eq!(list[4], "registry.k8s.io/coredns/coredns:v1.14.2");
     assert_eq!(list[6], "registry.k8s.io/etcd:3.6.8-0");
 }
+
+/// Each form kubeadm's etcd map has taken (fixtures/README.md names the upstream change of each)
+/// gives kubeadm's extras for its release: skew keys in 1.35, literal keys again in 1.36 and 1.37.
+#[test]
+fn every_form_of_the_etcd_map_gives_the_releases_own_extras() {
+    for (file, v, coredns, etcd, pause) in [
+        (
+            "constants-v1.35.9.go",
+            "1.35.9",
+            "v1.13.1",
+            "3.6.10-0",
+            "3.10.1",
+        ),
+        (
+            "constants-v1.36.4.go",
+            "1.36.4",
+            "v1.14.2",
+            "3.6.10-0",
+            "3.10.2",
+        ),
+        (
+            "constants-v1.37.0.go",
+            "1.37.0",
+            "v1.14.2",
+            "3.6.11-0",
+            "3.10.2",
+        ),
+    ] {
+        let v = version(v);
+        let extras = Extras::from_constants(&fixture(file), v.minor)
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let list = images(&v, &extras);
+        assert_eq!(
+            list[4..],
+            [
+                format!("registry.k8s.io/coredns/coredns:{coredns}"),
+                format!("registry.k8s.io/pause:{pause}"),
+                format!("registry.k8s.io/etcd:{etcd}"),
+            ],
+            "{file}"
+        );
+    }
+}
+
+/// A skew key is relative to the release the file belongs to: in the 1.35 file the `0` entry is
+/// 1.35's and the `-1` entry 1.34's; the embedded table, which stops at 1.35.7, does not guess.
+#[test]
+fn skew_keys_belong_to_the_files_own_release() {
+    let v = version("1.35.9");
+    assert_eq!(Extras::embedded(&v), None);
+    let src = fixture("constants-v1.35.9.go").replace(
+        "uint8(getSkewedKubernetesVersion(-1).Minor()): \"3.6.10-0\"",
+        "uint8(getSkewedKubernetesVersion(-1).Minor()): \"3.5.24-0\"",
+    );
+    assert_eq!(Extras::from_constants(&src, 35).unwrap().etcd, "3.6.10-0");
+    // Without an entry for 1.35 itself, kubeadm takes the nearest: 1.34's.
+    let older = src.replace("(0).Minor", "(-2).Minor");
+    assert_eq!(Extras::from_constants(&older, 35).unwrap().etcd, "3.5.24-0");
+}

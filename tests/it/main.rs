@@ -27,6 +27,7 @@ mod iso_large;
 mod iso_readers;
 mod iso_reproducible;
 mod kubeadm_images;
+mod kubeadm_releases;
 mod lock_offline;
 mod log_json;
 mod messages;

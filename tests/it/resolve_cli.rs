@@ -468,3 +468,106 @@ fn tag_listing_is_retried_through_transient_git_server_errors() {
             .any(|r| r.method == "POST" && r.fault.is_none())
     );
 }
+
+/// Every 1.35 release keys kubeadm's etcd map by skew expressions (kubernetes PR #134866), and the
+/// embedded table stops at 1.35.7: 1.35.9 resolves from its constants file alone.
+#[test]
+fn resolve_reads_a_skew_keyed_etcd_map_of_kubeadm_1_35() {
+    let snapshot = Snapshot::typical()
+        .kubernetes(KubeRelease::new("1.35.9", "v1.13.1", "3.6.10-0", "3.10.1"))
+        .crictl("1.35.0");
+    let served = String::from_utf8(
+        snapshot.files()["raw.githubusercontent.com/kubernetes/kubernetes/v1.35.9/cmd/kubeadm/app/constants/constants.go"]
+            .body
+            .clone(),
+    )
+    .unwrap();
+    let w = world(&snapshot);
+    assert!(
+        served.contains("uint8(getSkewedKubernetesVersion(0).Minor()): \"3.6.10-0\""),
+        "the world serves 1.35's form:\n{served}"
+    );
+    // The world's git has no 1.35 autoscaler tag.
+    let out = w.resolve(&[
+        "--kubernetes",
+        "1.35.9",
+        "--arch",
+        "arm64",
+        "--autoscaler-version",
+        "1.33.1",
+    ]);
+    let (stdout, stderr) = ok(&out);
+    assert!(!stderr.contains("embedded table"), "{stderr}");
+    for image in [
+        "registry.k8s.io/coredns/coredns:v1.13.1",
+        "registry.k8s.io/pause:3.10.1",
+        "registry.k8s.io/etcd:3.6.10-0",
+    ] {
+        assert!(stdout.contains(image), "missing {image} in\n{stdout}");
+    }
+}
+
+/// A third form of the map is reported, quoted, with the file's URL, before the embedded table is
+/// used; it is never guessed at.
+#[test]
+fn an_unknown_constants_form_is_named_with_its_url_before_the_fallback() {
+    let odd = "package constants\n\nconst (\n\tCoreDNSVersion = \"v1.12.0\"\n\tPauseVersion = \"3.10\"\n)\n\n\
+               var SupportedEtcdVersion = map[uint8]string{\n\
+               \tuint8(currentMinor() - 1): \"3.5.21-0\",\n}\n";
+    let w = world(&Snapshot::typical().replace(CONSTANTS_1_33_1, odd, "text/plain"));
+    let out = w.resolve(&["--kubernetes", "1.33.1", "--arch", "amd64"]);
+    let (stdout, stderr) = ok(&out);
+    assert!(
+        stderr.contains("SupportedEtcdVersion key `uint8(currentMinor() - 1)` is not understood"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("/v1.33.1/cmd/kubeadm/app/constants/constants.go"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("embedded table"), "{stderr}");
+    for image in KUBEADM_1_33_1 {
+        assert!(stdout.contains(image), "{stdout}");
+    }
+}
+
+/// A pin given with the flag is named as the flag, not as the variable that was not used.
+#[test]
+fn autoscaler_pin_from_the_flag_is_named_as_the_flag() {
+    let w = world(&Snapshot::typical());
+    let out = w.resolve(&["--kubernetes", "1.33.1", "--autoscaler-version", "1.32.2"]);
+    let (stdout, stderr) = ok(&out);
+    assert!(stdout.contains("1.32.2 (pinned)"), "{stdout}");
+    assert!(
+        stderr.contains("--autoscaler-version 1.32.2 is a 1.32 autoscaler"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("AUTOSCALER_VERSION"), "{stderr}");
+}
+
+/// A new minor without a cluster-autoscaler release yet (1.37.0 came out before any 1.37
+/// autoscaler): the error names the newest release that exists and the exact flag to pass.
+#[test]
+fn a_minor_without_an_autoscaler_names_the_newest_release_and_the_flag() {
+    let snapshot = Snapshot::typical()
+        .kubernetes(KubeRelease::new("1.38.0", "v1.14.2", "3.6.11-0", "3.10.2"))
+        .crictl("1.38.0");
+    let w = world(&snapshot);
+    let out = w.resolve(&["--kubernetes", "1.38.0"]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // The world's newest cluster-autoscaler-X.Y.Z tag (its chart and -rc tags do not count).
+    assert!(
+        stderr.contains(
+            "no cluster-autoscaler release for Kubernetes 1.38 upstream; the newest release is 1.37.0"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "hint: to build with the newest autoscaler, pass --autoscaler-version 1.37.0 (or set \
+             AUTOSCALER_VERSION=1.37.0)"
+        ),
+        "{stderr}"
+    );
+}

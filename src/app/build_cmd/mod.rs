@@ -292,6 +292,7 @@ fn locked_setup(args: &BuildArgs, path: &std::path::Path) -> Result<Setup, AppEr
         arch: locked.request.arches[0],
         ccm: r.ccm.clone(),
         pin: Some(lock.autoscaler.version.clone()),
+        pin_origin: "the lock's autoscaler",
         cni: r.cni.clone(),
         crictl: r.crictl.clone(),
         etcd: r.etcd.clone(),

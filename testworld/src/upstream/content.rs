@@ -129,11 +129,23 @@ pub(super) fn constants_unix_go(k: &KubeRelease) -> String {
     )
 }
 
+/// `constants.go` of a release, in the form kubeadm of that minor writes its etcd map: keys
+/// computed from kubeadm's own version for every 1.35 release (kubernetes PR #134866, the previous
+/// and the own minor), literal minors before and after (PR #135589 went back to them for 1.36).
 pub(super) fn constants_go(k: &KubeRelease) -> String {
     let minor = k.minor();
     let mut map = String::new();
-    for m in minor.saturating_sub(2)..=minor {
-        map.push_str(&format!("\t\t{m}: \"{}\",\n", k.etcd));
+    if minor == 35 {
+        for skew in [-1, 0] {
+            map.push_str(&format!(
+                "\t\tuint8(getSkewedKubernetesVersion({skew}).Minor()): \"{}\",\n",
+                k.etcd
+            ));
+        }
+    } else {
+        for m in minor.saturating_sub(2)..=minor {
+            map.push_str(&format!("\t\t{m}: \"{}\",\n", k.etcd));
+        }
     }
     // 1.20 keeps PauseVersion in constants_unix.go instead.
     let pause = match k.pause_in_constants_unix() {

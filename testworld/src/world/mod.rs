@@ -95,6 +95,12 @@ impl Default for Options {
 pub fn default_snapshot(version: &str) -> Snapshot {
     let release = KubeRelease::known(version)
         .unwrap_or_else(|| panic!("no kubeadm extras known for {version}: pass Options::snapshot"));
+    snapshot_of(release)
+}
+
+/// [`default_snapshot`] for a release whose extras the caller chooses (one `upstream.md` §2 does
+/// not record, or a form of `constants.go` to test).
+pub fn snapshot_of(release: KubeRelease) -> Snapshot {
     let minor = minor_of(&release.version).expect("a Kubernetes version x.y.z");
     let etcd = release
         .etcd

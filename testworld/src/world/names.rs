@@ -83,10 +83,20 @@ pub(super) fn kubeadm_images(
         .and_then(|(_, rest)| rest.split_once('}'))
         .map(|(body, _)| body.to_owned())
         .unwrap_or_default();
-    let entry = Regex::new(r#"(\d+)\s*:\s*"([^"]+)""#).unwrap();
+    // Keys are minors (`33:`) or, in every 1.35 release, the release's own minor plus a skew
+    // (`uint8(getSkewedKubernetesVersion(-1).Minor()):`, kubernetes PR #134866).
+    let entry = Regex::new(
+        r#"(?:(\d+)|uint8\(getSkewedKubernetesVersion\((-?\d+)\)\.Minor\(\)\))\s*:\s*"([^"]+)""#,
+    )
+    .unwrap();
+    let key = |c: &regex::Captures| match (c.get(1), c.get(2)) {
+        (Some(m), _) => m.as_str().parse::<u64>().unwrap_or(0),
+        (None, Some(skew)) => minor.saturating_add_signed(skew.as_str().parse().unwrap_or(0)),
+        (None, None) => 0,
+    };
     let etcd = entry
         .captures_iter(&map)
-        .map(|c| (c[1].parse::<u64>().unwrap_or(0), c[2].to_owned()))
+        .map(|c| (key(&c), c[3].to_owned()))
         .min_by_key(|(k, _)| (k.abs_diff(minor), u64::MAX - k))
         .map_or_else(|| constant("DefaultEtcdVersion"), |(_, v)| v);
     let new_repo =
