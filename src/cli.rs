@@ -264,7 +264,7 @@ pub struct VerifyArgs {
     /// The policy file the ISO was built with, for --signatures.
     #[arg(long, value_name = "FILE", requires = "signatures")]
     pub signature_policy: Option<PathBuf>,
-    /// The CloudStack release the ISO is for (4.20, 4.21, 4.22 or 4.23): check what its nodes
+    /// The CloudStack release the ISO is for (4.20, 4.21, 4.22, 4.23 or 24; a later one with 24's rules): check what its nodes
     /// read [default: what every release from 4.20 on needs].
     #[arg(long, value_name = "RELEASE")]
     pub cloudstack: Option<String>,
@@ -431,7 +431,7 @@ pub struct BuildArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// The CloudStack release the ISOs are for (4.20, 4.21, 4.22 or 4.23): its ISO name,
+    /// The CloudStack release the ISOs are for (4.20, 4.21, 4.22, 4.23 or 24; a later one with a warning and 24's rules): its ISO name,
     /// dashboard or Headlamp manifest, etcd and CSI rules, recorded in versions.txt, the lock and
     /// the SBOMs [default: config file, else what 4.22 and 4.23 both read, recording none; a
     /// Headlamp version without --dashboard means 4.23].

@@ -136,7 +136,7 @@ pub const CKS_ISO_SIGNATURES: Var = Var {
 /// The CloudStack release `build` makes ISOs for, when `--cloudstack` is not given (read by clap).
 pub const CKS_ISO_CLOUDSTACK: Var = Var {
     name: "CKS_ISO_CLOUDSTACK",
-    about: "the CloudStack release (`4.20`, `4.21`, `4.22` or `4.23`) `build` makes ISOs for when --cloudstack is not given; the configuration file's `cloudstack:` comes after it",
+    about: "the CloudStack release (`4.20`, `4.21`, `4.22`, `4.23` or `24`) `build` makes ISOs for when --cloudstack is not given; the configuration file's `cloudstack:` comes after it",
 };
 
 /// The Rekor server `build` asks for dl.k8s.io binaries' log entries (read by clap).

@@ -20,7 +20,16 @@ pub fn run(args: VerifyArgs) -> Result<(), AppError> {
     };
     let cloudstack = match &args.cloudstack {
         Some(text) => {
-            Some(crate::cloudstack::CloudStack::parse(text).map_err(|e| AppError::usage(e, None))?)
+            let c =
+                crate::cloudstack::CloudStack::parse(text).map_err(|e| AppError::usage(e, None))?;
+            if !c.is_known() {
+                tracing::warn!(
+                    "CloudStack {c} is newer than any release cks-iso knows: checking with {}'s \
+                     rules",
+                    crate::cloudstack::CloudStack::newest_known()
+                );
+            }
+            Some(c)
         }
         None => None,
     };

@@ -165,7 +165,7 @@ pub struct Network {
     /// `CKS_ISO_REKOR_URL` come first.
     #[arg(skip)]
     pub rekor_url: Option<String>,
-    /// `cloudstack:`, the CloudStack release `build` makes ISOs for (`4.20` … `4.23`);
+    /// `cloudstack:`, the CloudStack release `build` makes ISOs for (`4.20` … `4.23`, `24`);
     /// `--cloudstack` and `CKS_ISO_CLOUDSTACK` come first.
     #[arg(skip)]
     #[serde(default, deserialize_with = "release_text")]

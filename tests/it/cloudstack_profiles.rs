@@ -185,7 +185,54 @@ fn each_release_gets_its_iso_name_manifests_etcd_and_csi_and_records_it() {
         &[&dash[..], &["--cloudstack", "4.19"]].concat(),
         &[],
     );
-    usage_error(&bad, &["--cloudstack \"4.19\"", "4.20, 4.21, 4.22 or 4.23"]);
+    usage_error(
+        &bad,
+        &["--cloudstack \"4.19\"", "4.20, 4.21, 4.22, 4.23 or 24"],
+    );
+}
+
+/// CloudStack 24 (the release after 4.23) builds and verifies as 4.23 does; a release newer than
+/// any cks-iso knows builds with the newest rules and one warning, and is recorded as given.
+#[test]
+fn cloudstack_24_reads_as_4_23_and_a_newer_release_builds_with_one_warning() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let k = world.kubernetes().to_owned();
+    // A Headlamp version without --dashboard: only 4.23's rules can use such an ISO.
+    let headlamp = ["--headlamp-version", world.headlamp_version()];
+    for (given, recorded, warns) in [("24.0.0", "24.0", false), ("25", "25.0", true)] {
+        let out = dir.path().join(given);
+        let run = build_for(
+            &world,
+            dir.path(),
+            &out,
+            &[&headlamp[..], &["--cloudstack", given]].concat(),
+            &[],
+        );
+        let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+        ok(run);
+        let newer = format!("CloudStack {recorded} is newer than any release cks-iso knows");
+        assert_eq!(
+            stderr.matches(&newer).count(),
+            usize::from(warns),
+            "{stderr}"
+        );
+        let iso = out.join(format!("setup-v{k}-x86_64.iso"));
+        let root = dir.path().join(format!("x-{given}"));
+        fs::create_dir_all(&root).unwrap();
+        tool("bsdtar", ["-x", "-f", p(&iso), "-C", p(&root)]);
+        assert!(root.join("headlamp.yaml").exists() && !root.join("dashboard.yaml").exists());
+        let versions = fs::read_to_string(root.join("versions.txt")).unwrap();
+        assert!(
+            versions.contains(&format!("\ncloudstack {recorded}\n")),
+            "{versions}"
+        );
+        let (code, report) = verify_iso(&iso, &[]);
+        assert_eq!(code, Some(0), "{report}");
+        // Read with 4.22's rules the same ISO lacks the dashboard those nodes apply.
+        let (code, report) = verify_iso(&iso, &["--cloudstack", "4.22"]);
+        assert_eq!(code, Some(1), "{report}");
+    }
 }
 
 #[test]

@@ -136,6 +136,12 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
             request.cloudstack = profile.cloudstack;
         }
     }
+    if let Some(c) = request.cloudstack.filter(|c| !c.is_known()) {
+        tracing::warn!(
+            "CloudStack {c} is newer than any release cks-iso knows: the ISO follows {}'s rules",
+            CloudStack::newest_known()
+        );
+    }
     if request.cloudstack.is_none()
         && partial.etcd.is_some()
         && request.arches.contains(&crate::image::Arch::Arm64)
