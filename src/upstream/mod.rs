@@ -7,6 +7,7 @@
 //! print every URL without downloading — and [`get::Fetcher`] downloads one through the mirrors,
 //! verifies it, and only then gives it its name. HTTP, retries and mirrors stay in `fetch`.
 
+pub mod admit;
 pub mod checksum;
 pub mod content;
 mod error;
