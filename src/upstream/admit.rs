@@ -248,3 +248,107 @@ fn read(from: &Cache, digest: &Digest, limit: u64) -> Option<Vec<u8>> {
         .ok()?;
     (bytes.len() as u64 <= limit && Digest::of(&bytes) == *digest).then_some(bytes)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CNI: &str = "https://github.com/containernetworking/plugins/releases/download/v1.6.2/cni-plugins-linux-amd64-v1.6.2.tgz";
+    const CRICTL: &str = "https://github.com/kubernetes-sigs/cri-tools/releases/download/v1.33.0/crictl-v1.33.0-linux-amd64.tar.gz";
+
+    /// Writes `bytes` into `dir` under `url`, as a carry would hold it.
+    fn put(dir: &Cache, url: &str, bytes: &[u8]) -> Digest {
+        let digest = dir.put_bytes(bytes).unwrap();
+        let key = Key::Url(url.to_owned());
+        dir.remember(&key, &digest, bytes.len() as u64, url)
+            .unwrap();
+        digest
+    }
+
+    /// The verdict on the entry for `url`.
+    fn verdict_on(dir: &Cache, locks: &Locks, url: &str) -> Verdict {
+        let entries = dir.index().unwrap();
+        let at = entries.iter().position(|e| e.key == format!("url:{url}"));
+        judge(dir, &entries, locks, None).remove(at.expect(url))
+    }
+
+    #[test]
+    fn a_download_and_the_checksum_beside_it_come_in_only_with_a_lock_naming_its_digest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Cache::new(tmp.path());
+        let swapped = put(&dir, CNI, b"swapped");
+        let sum = format!("{}  cni-plugins-linux-amd64-v1.6.2.tgz\n", swapped.hex());
+        put(&dir, &format!("{CNI}.sha256"), sum.as_bytes());
+        let checksum = format!("{CNI}.sha256");
+
+        // Its own checksum names it, and proves nothing: both are skipped.
+        let none = Locks::default();
+        let Verdict::Skip(why) = verdict_on(&dir, &none, CNI) else {
+            panic!("a download vouched for only by its carry came in");
+        };
+        assert!(why.contains("only DIR's own published checksum"), "{why}");
+        assert!(matches!(
+            verdict_on(&dir, &none, &checksum),
+            Verdict::Skip(_)
+        ));
+
+        // A lock naming that very digest admits it, and the checksum beside it that names it.
+        let mut same = Locks::default();
+        same.name(&Key::Url(CNI.into()), swapped.clone(), Path::new("a.lock"));
+        assert_eq!(
+            verdict_on(&dir, &same, CNI),
+            Verdict::Take(Admitted::Locked)
+        );
+        assert_eq!(
+            verdict_on(&dir, &same, &checksum),
+            Verdict::Take(Admitted::Checked)
+        );
+
+        // A lock naming another digest refuses it, naming the lock and its digest; the
+        // checksum naming the refused blob stays out.
+        let genuine = Digest::of(b"genuine");
+        let mut other = Locks::default();
+        other.name(&Key::Url(CNI.into()), genuine.clone(), Path::new("b.lock"));
+        assert_eq!(
+            verdict_on(&dir, &other, CNI),
+            Verdict::Refuse {
+                lock: "b.lock".into(),
+                locked: genuine.clone(),
+            }
+        );
+        assert!(matches!(
+            verdict_on(&dir, &other, &checksum),
+            Verdict::Skip(_)
+        ));
+
+        // A tag the lock gives another digest is skipped, not refused: tags move.
+        let tag = Key::Tag("docker.io/library/busybox:1.36".into());
+        let blob = dir.put_bytes(b"{}").unwrap();
+        dir.remember(&tag, &blob, 2, "docker.io/library/busybox:1.36")
+            .unwrap();
+        let mut moved = Locks::default();
+        moved.name(&tag, genuine, Path::new("c.lock"));
+        let entries = dir.index().unwrap();
+        let at = entries
+            .iter()
+            .position(|e| e.key == tag.to_string())
+            .unwrap();
+        let Verdict::Skip(why) = judge(&dir, &entries, &moved, None).remove(at) else {
+            panic!("a moved tag was not skipped");
+        };
+        assert!(
+            why.contains("c.lock") && why.contains("the tag moved"),
+            "{why}"
+        );
+
+        // A lock admits a download it names even without a checksum in the carry.
+        let crictl = put(&dir, CRICTL, b"crictl");
+        assert!(matches!(verdict_on(&dir, &none, CRICTL), Verdict::Skip(_)));
+        let mut locked = Locks::default();
+        locked.name(&Key::Url(CRICTL.into()), crictl, Path::new("d.lock"));
+        assert_eq!(
+            verdict_on(&dir, &locked, CRICTL),
+            Verdict::Take(Admitted::Locked)
+        );
+    }
+}
