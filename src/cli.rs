@@ -506,10 +506,19 @@ pub struct CacheImportArgs {
     /// A directory laid out as a cache (`blobs/sha256/…`, `index/…`).
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
-    /// Also take the index entries these locks (or ISOs) name: the manifests and image tags that
-    /// nothing in DIR can verify. Repeatable.
+    /// The locks (or ISOs) DIR was exported for: an index entry they name comes in when it names
+    /// what they name, and is refused when it names anything else. A carry vouches for nothing by
+    /// itself, so without them DIR's downloads come in only when signed, its manifests and
+    /// unsigned image tags not at all. Repeatable.
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub locked: Vec<PathBuf>,
+    /// Sigstore trusted_root.json that DIR's download signatures are verified against [default:
+    /// Sigstore's public-good root embedded in cks-iso].
+    #[arg(long, value_name = "FILE")]
+    pub trusted_root: Option<PathBuf>,
+    /// A policy file whose rules (before the built-in ones) say who must have signed a download.
+    #[arg(long, value_name = "FILE")]
+    pub signature_policy: Option<PathBuf>,
     /// The cache to import into.
     #[command(flatten)]
     pub cache: CacheDir,

@@ -358,7 +358,29 @@ impl Lock {
         }
         crate::plan::name::check(&lock.request.name, &format!("{origin}: request.name"))
             .map_err(LockError::Name)?;
+        // One entry per path (and image): of two, the build would take the one it finds first
+        // while the reader of the lock may read the other.
+        if let Some((path, _)) = twice(lock.manifests.iter().map(|m| (&m.path, &m.source))) {
+            return Err(invalid(format!(
+                "manifests: {path} is listed more than once; a lock lists each manifest once"
+            )));
+        }
         for (arch, entry) in &lock.arches {
+            if let Some((path, urls)) = twice(entry.files.iter().map(|f| (&f.path, &f.url))) {
+                return Err(invalid(format!(
+                    "arches.{arch}.files: {path} is listed more than once ({}); a lock lists each \
+                     file once",
+                    urls.join(", ")
+                )));
+            }
+            if let Some((reference, _)) =
+                twice(entry.images.iter().map(|i| (&i.reference, &i.digest)))
+            {
+                return Err(invalid(format!(
+                    "arches.{arch}.images: {reference} is listed more than once; a lock lists \
+                     each image once"
+                )));
+            }
             for file in &entry.files {
                 let Some(s) = &file.signature else { continue };
                 let pair = [&s.sig, &s.cert, &s.rekor];
@@ -409,6 +431,19 @@ impl Lock {
     pub fn manifest(&self, path: &str) -> Option<&ManifestEntry> {
         self.manifests.iter().find(|m| m.path == path)
     }
+}
+
+/// The first name `entries` (name, detail) give more than once, with the details of each.
+fn twice<'a>(
+    entries: impl Iterator<Item = (&'a String, &'a String)> + Clone,
+) -> Option<(&'a str, Vec<&'a str>)> {
+    let mut seen = std::collections::BTreeSet::new();
+    let name = entries.clone().map(|(n, _)| n).find(|n| !seen.insert(*n))?;
+    let details = entries
+        .filter(|(n, _)| *n == name)
+        .map(|(_, d)| d.as_str())
+        .collect();
+    Some((name, details))
 }
 
 #[cfg(test)]

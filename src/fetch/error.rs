@@ -177,7 +177,8 @@ impl FetchError {
             }
             Self::Offline { .. } => {
                 "run the same build once with network and this --cache-dir, or bring the cache over \
-                 with `cks-iso cache export`/`cache import`"
+                 with `cks-iso cache export --locked LOCK` and `cks-iso cache import --locked LOCK` \
+                 (a carried download comes in only with the lock that names it)"
                     .into()
             }
             Self::CaFile { .. } => "--ca-file takes a PEM file with one or more certificates".into(),

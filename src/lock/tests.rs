@@ -186,3 +186,53 @@ fn a_file_signature_is_a_bundle_or_a_whole_pair() {
         );
     }
 }
+
+#[test]
+fn a_file_image_or_manifest_listed_twice_is_refused_naming_it() {
+    // A second entry for k8s/kubeadm: the build takes the first, a reader may read the other.
+    let mut twice = sample();
+    let arch = twice.arches.get_mut("amd64").unwrap();
+    let mut other = arch.files[1].clone();
+    other.url = "https://example.org/kubeadm".into();
+    other.sha256 = "e".repeat(64);
+    arch.files.push(other);
+    let err = Lock::parse(&twice.render(), "two.lock").unwrap_err();
+    let said = err.to_string();
+    assert!(matches!(err, LockError::Invalid { .. }), "{said}");
+    assert!(
+        said.contains("two.lock")
+            && said.contains("arches.amd64.files: k8s/kubeadm is listed more than once")
+            && said.contains("https://dl.k8s.io/kubeadm")
+            && said.contains("https://example.org/kubeadm"),
+        "{said}"
+    );
+    assert!(err.hint().unwrap().contains("cks-iso build --lock-file"));
+
+    let mut images = sample();
+    let arch = images.arches.get_mut("arm64").unwrap();
+    arch.images.push(arch.images[0].clone());
+    let said = Lock::parse(&images.render(), "x").unwrap_err().to_string();
+    assert!(
+        said.contains("arches.arm64.images: registry.k8s.io/pause:3.10 is listed more than once"),
+        "{said}"
+    );
+
+    let mut manifests = sample();
+    let entry = ManifestEntry {
+        path: "network.yaml".into(),
+        role: "network".into(),
+        source: "https://example.org/n.yaml".into(),
+        sha256_taken: "a".repeat(64),
+        sha256: "a".repeat(64),
+    };
+    manifests.manifests = vec![entry.clone(), entry];
+    let said = Lock::parse(&manifests.render(), "x")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        said.contains("manifests: network.yaml is listed more than once"),
+        "{said}"
+    );
+    // The same path in two architectures is two files, not a duplicate.
+    Lock::parse(&sample().render(), "x").unwrap();
+}

@@ -7,6 +7,7 @@
 //! print every URL without downloading — and [`get::Fetcher`] downloads one through the mirrors,
 //! verifies it, and only then gives it its name. HTTP, retries and mirrors stay in `fetch`.
 
+pub mod admit;
 pub mod checksum;
 pub mod content;
 mod error;
@@ -83,6 +84,20 @@ pub struct Artifact {
     pub content: Content,
     /// Unix mode of the file in the ISO.
     pub mode: u32,
+}
+
+impl Artifact {
+    /// The upstream URLs it is taken from: its URL, then its legacy name's.
+    pub fn urls(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.url.as_str()).chain(self.legacy.as_ref().map(|l| l.url.as_str()))
+    }
+
+    /// Whether a lock may record it under `url`: only one of [`Artifact::urls`], so that the
+    /// URL a lock names is the URL the bytes are verified under, whether they come from the
+    /// cache or the network.
+    pub fn taken_from(&self, url: &str) -> bool {
+        self.urls().any(|u| u == url)
+    }
 }
 
 /// The last path segment of a URL: the name checksum files use.
@@ -201,4 +216,44 @@ pub fn catalog(pins: &Pins, arch: Arch) -> Vec<Artifact> {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_may_name_a_download_only_by_its_url_or_its_legacy_name() {
+        let pins = Pins {
+            kubernetes: "1.33.1".parse().unwrap(),
+            cni: "1.6.2".into(),
+            crictl: "1.33.0".into(),
+            etcd: None,
+            autoscaler: AutoscalerVersion {
+                major: 1,
+                minor: 33,
+                patch: 4,
+            },
+            ccm_tag: "v1.2.0".into(),
+            csi: None,
+        };
+        let all = catalog(&pins, Arch::Amd64);
+        let cni = all.iter().find(|a| a.dest.starts_with("cni/")).unwrap();
+        let legacy = &cni
+            .legacy
+            .as_ref()
+            .expect("the CNI tarball has a legacy name")
+            .url;
+        assert!(cni.taken_from(&cni.url) && cni.taken_from(legacy));
+        let kubeadm = all.iter().find(|a| a.dest == "k8s/kubeadm").unwrap();
+        assert!(kubeadm.taken_from(&kubeadm.url));
+        for forged in [
+            "https://example.org/cni-plugins-linux-amd64-v1.6.2.tgz",
+            &format!("{}?x", cni.url),
+            &cni.url.replace("v1.6.2", "v1.6.1"),
+            &kubeadm.url,
+        ] {
+            assert!(!cni.taken_from(forged), "{forged}");
+        }
+    }
 }

@@ -149,6 +149,143 @@ fn an_unlocked_offline_build_ships_no_planted_or_imported_download() {
     );
 }
 
+/// The carry the second probe found: exported for a lock, then its CNI tarball replaced (one
+/// `bridge`) and a "published checksum" naming the replacement put beside it. A carry vouches
+/// for nothing by itself: unlocked, the entry is skipped and named; with the lock, refused
+/// naming both digests; a cache that lacks the tarball then builds offline only with the lock.
+/// Signed downloads still come in unlocked when their signature verifies against the trusted
+/// root the import is given.
+#[test]
+fn a_carry_vouches_for_no_download_by_itself() {
+    use cks_iso::cache::{Cache, Key};
+    use cks_iso_testworld::upstream::sha256_hex;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let cache = d.join("cache");
+    let lock = d.join("run.lock");
+    let autoscaler = world.autoscaler_version().unwrap().to_owned();
+    let build_in = |cache: &Path, out: &str, extra: &[&str]| {
+        let mut args = world_args(&world, world.dashboard_url());
+        args.extend(["--autoscaler-version", &autoscaler, "--cache-dir", p(cache)]);
+        let mut cmd = build(&config, d, &args);
+        cmd.arg("--output").arg(d.join(out)).args(extra);
+        cmd
+    };
+    run(&mut build_in(&cache, "online", &["--lock-file", p(&lock)]));
+    let genuine = Cache::new(&cache)
+        .recall(&Key::parse(CNI).unwrap())
+        .expect("the online build kept the CNI tarball")
+        .digest;
+    let carry = d.join("carry");
+    run(&mut cache_cmd(
+        &cache,
+        &["export", "--locked", p(&lock), "-o", p(&carry)],
+    ));
+    let tgz = hostile_tgz(&[file("./bridge")]);
+    let swapped = format!("sha256:{}", sha256_hex(&tgz));
+    plant(&carry, CNI, &tgz);
+    let sum = format!("{}  cni-plugins-linux-amd64-v1.6.2.tgz\n", sha256_hex(&tgz));
+    plant(&carry, &format!("{CNI}.sha256"), sum.as_bytes());
+
+    // Unlocked into a good cache: named and skipped, with its checksum; the good entry stays
+    // and the offline build ships the tarball the online one verified.
+    let good = d.join("good");
+    copy_cache(&cache, &good);
+    let said = stderr(&run(&mut cache_cmd(&good, &["import", p(&carry)])));
+    assert!(
+        said.contains(&format!(
+            "index entry {CNI} not imported: only DIR's own published checksum vouches for it"
+        )) && said.contains("no --locked lock names it"),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("index entry {CNI}.sha256 not imported")),
+        "{said}"
+    );
+    run(&mut build_in(&good, "unlocked", &["--offline"]));
+    let iso = d.join("unlocked/setup-v1.33.1-x86_64.iso");
+    let shipped =
+        run(Command::new("bsdtar").args(["-x", "-O", "-f", p(&iso), "cni/cni-plugins-amd64.tgz"]))
+            .stdout;
+    assert_eq!(
+        format!("sha256:{}", sha256_hex(&shipped)),
+        genuine.to_string(),
+        "the swapped tarball shipped"
+    );
+
+    // With the lock: refused naming both digests and the lock, exit 1 with a hint.
+    let said = fails(
+        &mut cache_cmd(&good, &["import", p(&carry), "--locked", p(&lock)]),
+        1,
+        &[
+            &format!("index entry {CNI} refused"),
+            &format!("names {swapped}, but the lock {} names {genuine}", p(&lock)),
+            "hint:",
+            "cache export --locked",
+        ],
+    );
+    assert!(
+        !said.contains(&format!("index entry {CNI}.sha256 refused")),
+        "{said}"
+    );
+    let kept = Cache::new(&good).recall(&Key::parse(CNI).unwrap()).unwrap();
+    assert_eq!(kept.digest, genuine, "the good entry was replaced");
+
+    // A cache without the tarball: the unlocked offline build that needs it fails and says to
+    // import with the lock; the locked one builds.
+    let lacking = d.join("lacking");
+    copy_cache(&cache, &lacking);
+    fs::remove_file(lacking.join("index").join(sha256_hex(CNI.as_bytes()))).unwrap();
+    run(&mut cache_cmd(&lacking, &["import", p(&carry)]));
+    fails(
+        &mut build_in(&lacking, "lacking-out", &["--offline"]),
+        1,
+        &[
+            "cni-plugins-linux-amd64-v1.6.2.tgz with --offline: it is not in the cache",
+            "hint:",
+            "cks-iso cache import --locked LOCK",
+        ],
+    );
+    assert!(files_under(&d.join("lacking-out")).is_empty());
+
+    // A signed download comes in without the lock when its signature in DIR verifies against
+    // the trusted root given (the world's), not against another root, and not for other bytes.
+    let root = d.join("trusted_root.json");
+    let signed = d.join("signed");
+    let said = stderr(&run(&mut cache_cmd(
+        &signed,
+        &["import", p(&carry), "--trusted-root", p(&root)],
+    )));
+    assert!(
+        !said.contains(&format!("index entry {KUBEADM} not")),
+        "{said}"
+    );
+    assert!(
+        Cache::new(&signed)
+            .recall(&Key::parse(KUBEADM).unwrap())
+            .is_some()
+    );
+    let unsigned = d.join("unsigned");
+    let said = stderr(&run(&mut cache_cmd(&unsigned, &["import", p(&carry)])));
+    assert!(
+        said.contains(&format!("index entry {KUBEADM} not imported"))
+            && said.contains("its signature does not verify"),
+        "{said}"
+    );
+    let planted = cks_iso_testworld::upstream::elf("amd64", 99, "planted", 4096);
+    plant(&carry, KUBEADM, &planted);
+    let said = stderr(&run(&mut cache_cmd(
+        &d.join("planted"),
+        &["import", p(&carry), "--trusted-root", p(&root)],
+    )));
+    assert!(
+        said.contains(&format!("index entry {KUBEADM} not imported"))
+            && said.contains("its signature does not verify"),
+        "{said}"
+    );
+}
+
 #[test]
 fn an_unlocked_offline_build_refuses_a_planted_tag_with_no_cached_signature() {
     use cks_iso_testworld::upstream::sha256_hex;

@@ -22,6 +22,7 @@ mod full_disk;
 mod hostile;
 mod hostile_bounds;
 mod hostile_cache;
+mod hostile_lock;
 mod iso_errors;
 mod iso_large;
 mod iso_readers;

@@ -290,7 +290,8 @@ fn offline_miss_names_the_url_and_how_to_fill_the_cache() {
     assert_eq!(
         hint(&report),
         "hint: run the same build once with network and this --cache-dir, or bring the cache \
-         over with `cks-iso cache export`/`cache import`"
+         over with `cks-iso cache export --locked LOCK` and `cks-iso cache import --locked LOCK` \
+         (a carried download comes in only with the lock that names it)"
     );
 }
 

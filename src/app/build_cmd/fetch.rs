@@ -117,6 +117,22 @@ fn drift(what: &str, origin: &str, expected: &str, actual: &str) -> AppError {
     )
 }
 
+/// A lock naming another URL than the one its entry is taken from: with a warm cache that URL
+/// would be recorded for bytes verified under another, so one lock would give two ISOs.
+fn forged(what: &str, locked: &str, expected: &str) -> AppError {
+    AppError::usage(
+        anyhow::anyhow!(
+            "the lock's {what} names the URL {}, but cks-iso takes it from {expected}",
+            crate::fetch::redact(locked)
+        ),
+        Some(
+            "the lock was changed by hand or by someone else: pass a lock written by `cks-iso \
+             build --lock-file`, or build without --locked"
+                .into(),
+        ),
+    )
+}
+
 /// Downloads a manifest (or reads a local one), edits it for `role`, and stores the result; a
 /// locked one must be the bytes the lock records.
 async fn manifest(
@@ -142,6 +158,10 @@ async fn manifest(
             let raw = dir.join("raw").join(dest);
             std::fs::create_dir_all(raw.parent().expect("parent"))
                 .map_err(io("work dir".into()))?;
+            let shown = crate::fetch::strip_userinfo(url);
+            if let Some(entry) = locked.filter(|e| e.source != shown) {
+                return Err(forged(dest, &entry.source, &shown));
+            }
             let expected = locked.map(|entry| Expected {
                 sha256: entry.sha256_taken.clone(),
                 size: None,
@@ -404,6 +424,13 @@ async fn one_arch(
                             ),
                         )
                     })?;
+                if !a.taken_from(&file.url) {
+                    return Err(forged(
+                        &format!("{} for linux/{}", a.dest, arch.k8s()),
+                        &file.url,
+                        &a.urls().collect::<Vec<_>>().join(" or "),
+                    ));
+                }
                 Some(Expected {
                     sha256: file.sha256.clone(),
                     size: Some(file.size),

@@ -4,13 +4,13 @@
 //! verified blob into place, and write index entries after the blobs they name: an interrupted
 //! export or import leaves a smaller cache, never a half blob or an entry naming nothing.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use super::{AppError, Locked, failed, human, open, read_locks};
 use crate::cache::{Cache, CacheError, Key, Needs};
 use crate::cli::{CacheExportArgs, CacheImportArgs};
 use crate::ui::{Ui, printable};
-use crate::upstream::tie::{Tie, tie};
+use crate::upstream::admit;
 
 /// Writes what the locks need into `--output`, laid out as a cache.
 pub(super) fn export(args: CacheExportArgs, ui: &Ui) -> Result<(), AppError> {
@@ -102,9 +102,10 @@ fn corrupt_source(err: CacheError, what: &str, cache: &Cache) -> AppError {
     )
 }
 
-/// Adds every blob of `DIR` (verified) to the cache, and those of its index entries that can be
-/// tied to a verification (a published checksum or signature in `DIR`) or that a `--locked` lock
-/// names; each other entry is named on stderr with the reason it was skipped.
+/// Adds every blob of `DIR` (verified) to the cache, and those of its index entries that
+/// evidence from outside `DIR` admits ([`admit`]): a `--locked` lock naming the entry's digest, or
+/// a signature verified against the trusted root; each other entry is named on stderr with the
+/// reason it was skipped, and one a lock names with another digest is refused (exit 1).
 pub(super) fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
     let from = Cache::new(&args.dir);
     if !args.dir.join("blobs/sha256").is_dir() {
@@ -114,6 +115,13 @@ pub(super) fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
         ));
     }
     let cache = open(args.cache.cache_dir)?;
+    let trust = admit::Trust {
+        root: crate::trust::trusted_root(args.trusted_root.as_deref(), None)
+            .map_err(AppError::from)?
+            .0,
+        policy: crate::trust::policy(args.signature_policy.as_deref()).map_err(AppError::from)?,
+    };
+    let locked = read_locks(&args.locked)?;
     let (blobs, _) = from.blob_files().map_err(failed)?;
     let progress = ui.bytes(&format!("importing {} blob(s)", blobs.len()));
     progress.start(blobs.iter().map(|b| b.size).sum());
@@ -134,64 +142,43 @@ pub(super) fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
         progress.advance(blob.size);
     }
     progress.finish();
-    // What the locks name is taken as they name it; everything else only with what verifies it.
-    let mut named = BTreeSet::new();
-    for Locked { lock, .. } in &read_locks(&args.locked)? {
-        let needs = from.needs(lock).keys.into_iter();
-        named.extend(needs.map(|k| (k.key.to_string(), k.digest)));
+    // What the locks name is the evidence from outside DIR.
+    let mut locks = admit::Locks::default();
+    for Locked { lock, file } in &locked {
+        for k in from.needs(lock).keys {
+            locks.name(&k.key, k.digest, file);
+        }
     }
     let index = from.index().map_err(failed)?;
-    let ties: Vec<_> = index
-        .iter()
-        .map(|e| tie(&from, &e.key, &e.digest, &e.note))
-        .collect();
-    // A published checksum comes in with a download it vouches for, never alone: alone it could
-    // only turn a file the cache verified into one it refuses.
-    let vouching: BTreeSet<String> = ties
-        .iter()
-        .filter_map(|t| match t {
-            Ok(Tie::Checksum(url)) => Some(Key::Url(url.clone()).to_string()),
-            _ => None,
-        })
-        .collect();
-    let (mut entries, mut skipped) = (0, 0);
-    for (entry, tied) in index.into_iter().zip(ties) {
-        // Only entries whose blob is now here: never one naming nothing.
-        if cache.size_of(&entry.digest) != Some(entry.size) {
-            tracing::warn!(
-                "index entry {} not imported: its blob {} is not in {}",
-                printable(&entry.key),
-                entry.digest,
-                args.dir.display()
-            );
-            skipped += 1;
-            continue;
-        }
-        let locked = named.contains(&(entry.key.clone(), entry.digest.clone()));
-        let why_not = match tied {
-            _ if locked => None,
-            Ok(Tie::Published) if !vouching.contains(&entry.key) => {
-                Some("it is the published checksum of no download imported with it".to_owned())
+    let verdicts = admit::judge(&from, &index, &locks, Some(&trust));
+    let (mut entries, mut skipped, mut refused) = (0, 0, Vec::new());
+    for (entry, verdict) in index.into_iter().zip(verdicts) {
+        let why = match verdict {
+            admit::Verdict::Take(_) => None,
+            admit::Verdict::Skip(why) => Some(why),
+            admit::Verdict::Refuse { lock, locked } => {
+                tracing::error!(
+                    "index entry {} refused: {} names {}, but the lock {} names {locked}",
+                    printable(&entry.key),
+                    args.dir.display(),
+                    entry.digest,
+                    lock.display()
+                );
+                refused.push(printable(&entry.key).to_string());
+                continue;
             }
-            Ok(Tie::Served) => Some(
-                "nothing can verify it (a manifest or an unsigned image's tag) and no --locked \
-                 lock names it"
-                    .to_owned(),
-            ),
-            Ok(Tie::Unsigned) => Some(
-                "a signature rule covers the image, DIR holds no signature for it, and no \
-                 --locked lock names it"
-                    .to_owned(),
-            ),
-            Ok(_) => None,
-            Err(reason) => Some(format!("it cannot be tied to a verification: {reason}")),
         };
-        if let Some(why) = why_not {
+        // Only entries whose blob is now here: never one naming nothing.
+        let why = why.or_else(|| {
+            (cache.size_of(&entry.digest) != Some(entry.size))
+                .then(|| format!("its blob {} is not in {}", entry.digest, args.dir.display()))
+        });
+        if let Some(why) = why {
             tracing::warn!("index entry {} not imported: {why}", printable(&entry.key));
             skipped += 1;
             continue;
         }
-        // Every kind tie() or a lock accepts is one this cks-iso writes.
+        // Every kind a verdict admits is one this cks-iso writes.
         let Some(key) = Key::parse(&entry.key) else {
             tracing::warn!(
                 "index entry {} not imported: not a key this cks-iso writes",
@@ -215,6 +202,31 @@ pub(super) fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
             n => format!("; {n} index entries skipped (named above)"),
         }
     );
+    if !refused.is_empty() {
+        let files: Vec<String> = locked
+            .iter()
+            .map(|l| l.file.display().to_string())
+            .collect();
+        return Err(AppError::failure(
+            anyhow::anyhow!(
+                "{} index entries of {} name other content than the lock ({}) names for them, \
+                 and were not imported: {}",
+                refused.len(),
+                args.dir.display(),
+                files.join(", "),
+                refused.join(", ")
+            ),
+            Some(format!(
+                "DIR was altered, or exported for another lock: export again with `cks-iso cache \
+                 export --locked {}` where the lock was written, and import that; {}",
+                files[0],
+                match corrupt.is_empty() {
+                    true => "the other entries were imported",
+                    false => "some blobs are corrupt too (named above)",
+                }
+            )),
+        ));
+    }
     match corrupt.is_empty() {
         true => Ok(()),
         false => Err(AppError::failure(
