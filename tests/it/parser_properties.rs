@@ -76,6 +76,28 @@ proptest! {
         let _ = Extras::from_constants(&src, minor);
     }
 
+    /// kubeadm 1.35's form (kubernetes PR #134866): whatever skews the map lists, in any order and
+    /// spacing, the release's own minor (skew 0) is the entry kubeadm lists.
+    #[test]
+    fn skew_keyed_maps_give_the_entry_of_skew_zero(
+        minor in 3u64..80,
+        others in proptest::collection::btree_set(-3i64..0, 0..3),
+        spaced in any::<bool>(),
+    ) {
+        let space = if spaced { " " } else { "" };
+        let mut entries: Vec<String> = others
+            .iter()
+            .map(|skew| format!("\tuint8(getSkewedKubernetesVersion({space}{skew}{space}).Minor()): \"3.5.{}-0\",\n", -skew))
+            .collect();
+        entries.insert(entries.len() / 2, format!("\tuint8(getSkewedKubernetesVersion({space}0{space}).Minor()):  \"3.6.{minor}-0\",\n"));
+        let src = format!(
+            "PauseVersion = \"3.10.1\"\nCoreDNSVersion = \"v1.13.1\"\nSupportedEtcdVersion = map[uint8]string{{\n{}}}\n",
+            entries.concat()
+        );
+        let extras = Extras::from_constants(&src, minor).unwrap();
+        prop_assert_eq!(extras.etcd, format!("3.6.{minor}-0"));
+    }
+
     #[test]
     fn versions_txt_of_any_text_never_panics(text in "\\PC{0,400}") {
         let _ = Versions::parse(&text);
