@@ -12,6 +12,7 @@
 //! again against cks-iso's trusted root and bind to the archives the ISO holds. No network.
 
 mod checks;
+mod foreign;
 mod lock;
 mod sboms;
 mod signatures;
@@ -78,6 +79,8 @@ pub struct Report {
     pub images: usize,
     /// Every broken rule; empty when the ISO is good.
     pub violations: Vec<Violation>,
+    /// What the reader should know that is not a violation (an ISO cks-iso did not build).
+    pub notes: Vec<String>,
 }
 
 /// Checks `iso`; an `Err` only when it cannot be read as an ISO at all.
@@ -89,6 +92,7 @@ pub fn verify(iso: &Path, expect: &Expect) -> Result<Report, ReadError> {
         files: 0,
         images: 0,
         violations: Vec::new(),
+        notes: Vec::new(),
     };
     checks::run(&reader, iso, expect, &mut report)?;
     Ok(report)
