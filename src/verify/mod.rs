@@ -10,6 +10,10 @@
 //! archives the ISO holds with their hashes, modes and owners, and the embedded `cks-iso.lock`
 //! agreeing with all of it. With `--signatures`, the image signatures in `signatures/` verify
 //! again against cks-iso's trusted root and bind to the archives the ISO holds. No network.
+//!
+//! An ISO without `versions.txt` was not built by cks-iso (an official or community ISO): it gets
+//! a note saying so and only the checks of what nodes read, its archives judged by containerd's
+//! import rules first (`foreign.rs`).
 
 mod checks;
 mod foreign;

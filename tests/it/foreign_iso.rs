@@ -121,6 +121,16 @@ fn an_iso_from_elsewhere_names_the_archive_nodes_cannot_import_first() {
         assert!(!out.contains(own), "no complaint about {own}:\n{out}");
     }
     assert!(err.contains("contract violation"), "{err}");
+    let json = cks_iso()
+        .args(["verify", "--json", p(&bad)])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        report[0]["notes"],
+        serde_json::json!(["not built by cks-iso: checking what nodes read"])
+    );
+    assert_eq!(report[0]["violations"][0]["path"], PAUSE, "{report:#}");
 
     // What containerd itself says of both archives.
     let Some(containerd) = Containerd::start() else {
