@@ -388,7 +388,9 @@ fn walk(read: &Tar, desc: &Descriptor, arch: Option<Arch>, depth: usize) -> Resu
     match kind.is_index() {
         true => {
             let index: Index = parse(read, "the index", &desc.digest)?;
-            for entry in &index.manifests {
+            // A node reads its own platform's entries; with that unknown, the unpack below
+            // still needs one platform whole.
+            for entry in index.manifests.iter().filter(|_| arch.is_some()) {
                 if entry.platform.as_ref().is_none_or(|p| matches(p, arch)) {
                     walk(read, entry, arch, depth + 1)?;
                 }
@@ -471,7 +473,10 @@ fn platform_manifest(
     let parsed: Index = parse(read, "the index", &desc.digest)?;
     for entry in parsed.manifests {
         let attestation = crate::image::platform::is_attestation(&entry);
+        // With the platform unknown, any platform the archive holds will do.
+        let held = arch.is_some() || read.store.contains(&entry.digest);
         if !attestation
+            && held
             && entry.platform.as_ref().is_none_or(|p| matches(p, arch))
             && let Some(found) = platform_manifest(read, &entry, arch, depth + 1)?
         {

@@ -195,3 +195,46 @@ fn a_docker_archive_imports_by_paths_and_tags() {
     let err = import(tar_of(&files).as_slice(), Some(Arch::Amd64)).unwrap_err();
     assert!(err.cause.contains("linux/arm64"), "{err}");
 }
+
+#[test]
+fn with_the_platform_unknown_one_whole_platform_of_an_index_will_do() {
+    // A multi-arch index of which the archive holds only the amd64 image, as `ctr images export
+    // --platform` and cks-iso write it.
+    let p = parts("amd64");
+    let index = format!(
+        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:{}","size":9,"platform":{{"architecture":"arm64","os":"linux"}}}},{{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"{}","size":{},"platform":{{"architecture":"amd64","os":"linux"}}}}]}}"#,
+        "ab".repeat(32),
+        Digest::of(&p.manifest),
+        p.manifest.len()
+    )
+    .into_bytes();
+    let top = format!(
+        r#"{{"schemaVersion":2,"manifests":[{{"mediaType":"application/vnd.oci.image.index.v1+json","digest":"{}","size":{},"annotations":{{{NAMED}}}}}]}}"#,
+        Digest::of(&index),
+        index.len()
+    )
+    .into_bytes();
+    let paths = [
+        blob(&index),
+        blob(&p.manifest),
+        blob(&p.config),
+        blob(&p.layer),
+    ];
+    let mut files = vec![
+        ("oci-layout", br#"{"imageLayoutVersion":"1.0.0"}"#.to_vec()),
+        ("index.json", top),
+    ];
+    for (path, bytes) in paths.iter().zip([&index, &p.manifest, &p.config, &p.layer]) {
+        files.push((path.as_str(), bytes.to_vec()));
+    }
+    let archive = tar_of(&files);
+    assert!(import(archive.as_slice(), None).is_ok());
+    assert!(import(archive.as_slice(), Some(Arch::Amd64)).is_ok());
+    let err = import(archive.as_slice(), Some(Arch::Arm64)).unwrap_err();
+    assert!(
+        err.containerd
+            .as_deref()
+            .is_some_and(|c| c.contains("not found")),
+        "{err}"
+    );
+}
