@@ -18,6 +18,20 @@ pub fn cni_tarball(arch: &str) -> String {
     format!("cni/cni-plugins-{arch}.tgz")
 }
 
+/// The one etcd tarball etcd nodes read (CloudStack 4.21 on): they extract this name whatever
+/// their architecture, so an arm64 ISO's etcd goes under it too.
+pub const ETCD_TARBALL: &str = "etcd/etcd-linux-amd64.tar.gz";
+
+/// Where the etcd tarball of `arch` (`amd64`, `arm64`) goes: [`ETCD_TARBALL`], unless `own_name`
+/// keeps it under its architecture's name (`etcd/etcd-linux-arm64.tar.gz`), which no etcd node
+/// reads (CloudStack 4.20 ISOs, whose nodes read no etcd, and locks that recorded that name).
+pub fn etcd_tarball(arch: &str, own_name: bool) -> String {
+    match own_name {
+        true => format!("etcd/etcd-linux-{arch}.tar.gz"),
+        false => ETCD_TARBALL.to_owned(),
+    }
+}
+
 /// The folder of image archives: everything in it is imported, so only `*.tar` go there.
 pub const IMAGES_DIR: &str = "docker";
 /// [`IMAGES_DIR`] with its `/`, the prefix of every image archive's path.
@@ -70,6 +84,9 @@ mod tests {
     fn paths_are_the_contract_s() {
         assert_eq!(k8s_binary("kubeadm"), K8S_BINARIES[0]);
         assert_eq!(cni_tarball("arm64"), "cni/cni-plugins-arm64.tgz");
+        assert_eq!(etcd_tarball("arm64", false), ETCD_TARBALL);
+        assert_eq!(etcd_tarball("amd64", true), ETCD_TARBALL);
+        assert_eq!(etcd_tarball("arm64", true), "etcd/etcd-linux-arm64.tar.gz");
         assert_eq!(image_archive("pause:3.10.tar"), "docker/pause:3.10.tar");
         assert_eq!(IMAGES_PREFIX, format!("{IMAGES_DIR}/"));
         assert_eq!(SIGNATURES_PREFIX, format!("{SIGNATURES_DIR}/"));

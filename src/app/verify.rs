@@ -53,6 +53,7 @@ pub fn run(args: VerifyArgs) -> Result<(), AppError> {
                     "arch": r.arch,
                     "files": r.files,
                     "images": r.images,
+                    "notes": r.notes,
                     "violations": r.violations.iter()
                         .map(|v| json!({"path": v.path, "problem": v.problem}))
                         .collect::<Vec<_>>(),
@@ -66,6 +67,10 @@ pub fn run(args: VerifyArgs) -> Result<(), AppError> {
     } else {
         for r in &reports {
             let iso = r.iso.display();
+            // First, so that what follows reads in its light.
+            for note in &r.notes {
+                crate::outln!("{iso}: {note}");
+            }
             if r.violations.is_empty() {
                 let arch = r.arch.as_deref().unwrap_or("?");
                 crate::outln!(

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 pub use locked::{Extra, Locked, locked};
 pub use manifests::{Role, Taken, autoscaler_image, manifests, not_taken, provider_image};
 pub use pause::{PauseConflict, is_pause, one_pause};
-pub use profile::{Profile, iso_name, profile};
+pub use profile::{Profile, etcd_own_name, iso_name, profile};
 
 use crate::image::Arch;
 use crate::image::Reference;
@@ -127,16 +127,6 @@ pub enum PlanError {
         /// The ISO name.
         name: String,
     },
-    /// etcd on an arm64 ISO for a release whose etcd nodes read only the amd64 archive.
-    #[error(
-        "CloudStack {cloudstack} etcd nodes extract only etcd/etcd-linux-amd64.tar.gz, whatever \
-         their architecture, so the arm64 ISO's etcd/etcd-linux-arm64.tar.gz would give them \
-         nothing to install"
-    )]
-    EtcdArm64 {
-        /// The release.
-        cloudstack: crate::cloudstack::CloudStack,
-    },
     /// The positional form's BUILD_NAME (argument 7) is an architecture.
     #[error(
         "positional argument 7 is BUILD_NAME, but {given:?} is an architecture (ARCH is argument 8)"
@@ -220,9 +210,6 @@ impl PlanError {
                  4.21 or later, whose ISO names end in -x86_64/-aarch64"
                     .into()
             }
-            Self::EtcdArm64 { .. } => "build the ISO for etcd nodes for amd64, and leave --etcd \
-                out of the arm64 build"
-                .into(),
             Self::ArchAsName { given } => format!(
                 "the order is OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION \
                  NETWORK_YAML DASHBOARD_YAML BUILD_NAME ARCH [ETCD_VERSION]: put a name before \

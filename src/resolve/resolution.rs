@@ -210,6 +210,9 @@ pub struct Partial {
     pub crictl: String,
     /// etcd without `v`, when bundled.
     pub etcd: Option<String>,
+    /// Keep an arm64 etcd under its own name rather than the one etcd nodes read
+    /// ([`crate::upstream::Pins::etcd_own_name`]).
+    pub etcd_own_name: bool,
     /// `None` leaves the CSI manifests out.
     pub csi: Option<String>,
     /// What a lock already settled: nothing is listed or read for it.
@@ -255,6 +258,7 @@ impl Partial {
                 .as_deref()
                 .map_or_else(|| default_crictl(&kube), bare_version),
             etcd: given.etcd.as_deref().map(bare_version),
+            etcd_own_name: false,
             csi: csi_tag(given.csi.as_deref()),
             kube,
             arch,
@@ -322,6 +326,7 @@ pub async fn resolve(p: Partial, fetcher: &Fetcher<'_>) -> Result<Resolution, Re
         cni: p.cni.clone(),
         crictl: p.crictl.clone(),
         etcd: p.etcd.clone(),
+        etcd_own_name: p.etcd_own_name,
         autoscaler: choice.version,
         ccm_tag: p.ccm.clone(),
         csi: p.csi.clone(),

@@ -21,6 +21,9 @@ pub enum Content {
     Elf(Arch),
     /// A gzip-compressed tar that lists to the end with at least one entry.
     GzipTar,
+    /// A [`Content::GzipTar`] whose executables are ELF for the architecture (at least one): an
+    /// arm64 etcd under the amd64 name etcd nodes read, where only its members say what it is.
+    GzipTarOf(Arch),
     /// One or more YAML documents, each a mapping (or empty), and not an HTML page.
     Yaml,
 }
@@ -31,6 +34,10 @@ impl Content {
         match self {
             Self::Elf(arch) => format!("an ELF executable for {arch} ({})", arch.uname()),
             Self::GzipTar => "a gzip-compressed tar archive".into(),
+            Self::GzipTarOf(arch) => format!(
+                "a gzip-compressed tar archive of executables for {arch} ({})",
+                arch.uname()
+            ),
             Self::Yaml => "a YAML manifest".into(),
         }
     }
@@ -49,6 +56,10 @@ impl Content {
             Self::GzipTar => {
                 let file = std::fs::File::open(path).map_err(io)?;
                 check_gzip_tar(std::io::BufReader::new(file)).map(|_| Vec::new())
+            }
+            Self::GzipTarOf(arch) => {
+                let file = std::fs::File::open(path).map_err(io)?;
+                check_gzip_tar_of(std::io::BufReader::new(file), Some(arch)).map(|_| Vec::new())
             }
             Self::Yaml => {
                 let bytes = std::fs::read(path).map_err(io)?;
@@ -103,6 +114,17 @@ pub enum WrongContent {
     /// A tar with no member.
     #[error("it is an empty archive")]
     EmptyArchive,
+    /// A member that is an executable for another architecture than the archive's.
+    #[error("member {name:?} is not for that architecture: {problem}")]
+    MemberMachine {
+        /// The member's path as stored.
+        name: String,
+        /// What it is instead (the ELF check's words).
+        problem: Box<WrongContent>,
+    },
+    /// No member is an ELF executable, where the archive's executables were to be checked.
+    #[error("no member is an ELF executable")]
+    NoExecutable,
     /// Not UTF-8.
     #[error("it is not UTF-8 text")]
     NotUtf8,
@@ -172,9 +194,19 @@ pub(crate) fn check_elf(head: &[u8], arch: Arch) -> Result<(), WrongContent> {
 /// must be relative, without `..`, and every link must stay inside the tree. Returns the number
 /// of entries.
 pub(crate) fn check_gzip_tar(reader: impl Read) -> Result<u64, WrongContent> {
+    check_gzip_tar_of(reader, None)
+}
+
+/// [`check_gzip_tar`], and with `arch` every member that starts with the ELF magic must be an
+/// executable for `arch`, and at least one must.
+pub(crate) fn check_gzip_tar_of(
+    reader: impl Read,
+    arch: Option<Arch>,
+) -> Result<u64, WrongContent> {
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(reader));
     let entries = archive.entries().map_err(WrongContent::NotGzipTar)?;
     let mut count = 0;
+    let mut executables = 0;
     for entry in entries {
         let mut entry = entry.map_err(WrongContent::NotGzipTar)?;
         let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
@@ -184,17 +216,30 @@ pub(crate) fn check_gzip_tar(reader: impl Read) -> Result<u64, WrongContent> {
         if let Some(problem) = tarball::member_problem(&name, entry.header().entry_type(), link) {
             return Err(WrongContent::UnsafeMember { name, problem });
         }
-        // Read each body: a truncated or corrupt stream shows only when its bytes are inflated.
-        std::io::copy(&mut entry, &mut std::io::sink()).map_err(|source| {
-            WrongContent::EntryUnreadable {
-                index: count,
-                source,
+        let unreadable = |source| WrongContent::EntryUnreadable {
+            index: count,
+            source,
+        };
+        if let Some(arch) = arch.filter(|_| entry.header().entry_type().is_file()) {
+            let mut head = [0u8; 20];
+            let n = read_up_to(&mut entry, &mut head).map_err(unreadable)?;
+            if head[..n].starts_with(b"\x7fELF") {
+                check_elf(&head[..n], arch).map_err(|problem| WrongContent::MemberMachine {
+                    name: name.clone(),
+                    problem: Box::new(problem),
+                })?;
+                executables += 1;
             }
-        })?;
+        }
+        // Read each body: a truncated or corrupt stream shows only when its bytes are inflated.
+        std::io::copy(&mut entry, &mut std::io::sink()).map_err(unreadable)?;
         count += 1;
     }
     if count == 0 {
         return Err(WrongContent::EmptyArchive);
+    }
+    if arch.is_some() && executables == 0 {
+        return Err(WrongContent::NoExecutable);
     }
     Ok(count)
 }
@@ -203,9 +248,10 @@ pub(crate) fn check_gzip_tar(reader: impl Read) -> Result<u64, WrongContent> {
 /// hash covers every byte, whatever the listing says. `Err` only when the bytes cannot be read.
 pub(crate) fn hash_and_check_tar(
     reader: impl Read,
+    arch: Option<Arch>,
 ) -> std::io::Result<(String, Result<u64, WrongContent>)> {
     let mut hashing = crate::image::Hashing::new(reader);
-    let listed = check_gzip_tar(&mut hashing);
+    let listed = check_gzip_tar_of(&mut hashing, arch);
     // The gzip trailer, the tar's padding, or what follows a bad member.
     std::io::copy(&mut hashing, &mut std::io::sink())?;
     Ok((hashing.digest().hex().to_owned(), listed))
@@ -339,5 +385,48 @@ mod tests {
         assert_eq!(check_gzip_tar(tgz.as_slice()).unwrap(), 1);
         assert!(check_gzip_tar(&tgz[..tgz.len() / 2]).is_err());
         assert!(check_gzip_tar(&b"<html>"[..]).is_err());
+    }
+
+    fn tgz(members: &[(&str, Vec<u8>)]) -> Vec<u8> {
+        let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+            Vec::new(),
+            flate2::Compression::fast(),
+        ));
+        for (name, data) in members {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            h.set_mode(0o755);
+            builder.append_data(&mut h, name, data.as_slice()).unwrap();
+        }
+        builder.into_inner().unwrap().finish().unwrap()
+    }
+
+    #[test]
+    fn a_tarball_of_executables_names_a_member_of_another_architecture() {
+        // The shape of an etcd release tarball: a top directory, three binaries and a README.
+        let etcd = |machine: u16| {
+            tgz(&[
+                ("etcd-v3.5.21-linux-arm64/etcd", header(machine)),
+                ("etcd-v3.5.21-linux-arm64/etcdctl", header(183)),
+                ("etcd-v3.5.21-linux-arm64/README.md", b"# etcd\n".to_vec()),
+            ])
+        };
+        assert_eq!(
+            check_gzip_tar_of(etcd(183).as_slice(), Some(Arch::Arm64)).unwrap(),
+            3
+        );
+        let err = check_gzip_tar_of(etcd(62).as_slice(), Some(Arch::Arm64)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "member \"etcd-v3.5.21-linux-arm64/etcd\" is not for that architecture: it is an ELF \
+             executable for x86-64 (amd64)"
+        );
+        assert!(
+            check_gzip_tar(etcd(62).as_slice()).is_ok(),
+            "not asked, not checked"
+        );
+        let readme = tgz(&[("README.md", b"# etcd\n".to_vec())]);
+        let err = check_gzip_tar_of(readme.as_slice(), Some(Arch::Arm64)).unwrap_err();
+        assert!(matches!(err, WrongContent::NoExecutable), "{err}");
     }
 }

@@ -39,6 +39,10 @@ pub struct Pins {
     pub crictl: String,
     /// etcd version without `v`, when etcd is bundled.
     pub etcd: Option<String>,
+    /// Keep an arm64 etcd under its own name, `etcd/etcd-linux-arm64.tar.gz` (CloudStack 4.20,
+    /// whose nodes read no etcd, and locks that recorded that name); otherwise it goes under
+    /// [`crate::contract::ETCD_TARBALL`], the one name etcd nodes read.
+    pub etcd_own_name: bool,
     /// The autoscaler release whose CloudStack example is bundled.
     pub autoscaler: AutoscalerVersion,
     /// The CCM tag, with `v`.
@@ -162,16 +166,22 @@ pub fn catalog(pins: &Pins, arch: Arch) -> Vec<Artifact> {
     });
     if let Some(etcd) = &pins.etcd {
         let base = format!("https://github.com/etcd-io/etcd/releases/download/v{etcd}");
+        // Under the amd64 name etcd nodes read, an arm64 etcd must hold arm64 executables: the
+        // name no longer says what it is, so its members do.
+        let under_amd64_name = arch == Arch::Arm64 && !pins.etcd_own_name;
         out.push(Artifact {
             name: "etcd".into(),
-            dest: format!("etcd/etcd-linux-{a}.tar.gz"),
+            dest: crate::contract::etcd_tarball(a, pins.etcd_own_name),
             url: format!("{base}/etcd-v{etcd}-linux-{a}.tar.gz"),
             legacy: None,
             checksum: Some(Checksum::Sums {
                 url: format!("{base}/SHA256SUMS"),
             }),
             checksum_required: true,
-            content: Content::GzipTar,
+            content: match under_amd64_name {
+                true => Content::GzipTarOf(arch),
+                false => Content::GzipTar,
+            },
             mode: 0o644,
         });
     }
@@ -236,6 +246,7 @@ mod tests {
             },
             ccm_tag: "v1.2.0".into(),
             csi: None,
+            etcd_own_name: false,
         };
         let all = catalog(&pins, Arch::Amd64);
         let cni = all.iter().find(|a| a.dest.starts_with("cni/")).unwrap();

@@ -243,6 +243,7 @@ mod tests {
                 cni: "1.6.2".into(),
                 crictl: "1.33.0".into(),
                 etcd: etcd.map(Into::into),
+                etcd_own_name: false,
                 autoscaler: AutoscalerVersion {
                     major: 1,
                     minor: 33,

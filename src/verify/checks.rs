@@ -12,6 +12,7 @@ use crate::contract::{self, K8S_BINARIES};
 use crate::image::{Arch, Reference};
 use crate::iso::read::{Entry, IsoReader, ReadError};
 use crate::manifest;
+use crate::upstream::content::WrongContent;
 use crate::versions::Versions;
 
 const TEXT_LIMIT: u64 = 16 * 1024 * 1024;
@@ -29,7 +30,7 @@ const REQUIRED: [&str; 8] = [
 pub(super) struct Ctx<'a> {
     pub(super) reader: &'a IsoReader,
     pub(super) entries: BTreeMap<String, Entry>,
-    report: &'a mut Report,
+    pub(super) report: &'a mut Report,
     /// The sha256 of each file `versions.txt` lists, as read from the ISO.
     pub(super) hashes: BTreeMap<String, String>,
     /// Each image archive that reads well, by path.
@@ -73,27 +74,12 @@ pub(super) fn run(
         hashes: BTreeMap::new(),
         archives: BTreeMap::new(),
     };
-    if reader.volume_id() != expect.volume_id {
-        let found = reader.volume_id().to_owned();
-        cx.violation(
-            "",
-            format!(
-                "volume ID is {found:?}; nodes look for {:?}",
-                expect.volume_id
-            ),
-        );
+    if !cx.entries.contains_key(contract::VERSIONS) {
+        return foreign(&mut cx, iso, expect);
     }
-    let (declared, actual) = reader.sizes();
-    if actual < declared {
-        cx.violation(
-            "",
-            format!(
-                "the volume declares {declared} bytes, the file holds {actual}: a truncated copy"
-            ),
-        );
-    }
+    volume(&mut cx, expect);
     modes(&mut cx);
-    layout(&mut cx);
+    layout(&mut cx, true);
     let versions = versions(&mut cx, iso);
     // The release asked for, else the one the ISO was built for.
     let cloudstack = expect.cloudstack.or_else(|| {
@@ -101,19 +87,7 @@ pub(super) fn run(
         CloudStack::parse(text).ok()
     });
     dashboards(&mut cx, cloudstack);
-    if let Some(c) = cloudstack.filter(|c| c.reads_etcd()) {
-        let arm64 = versions.as_ref().is_some_and(|v| v.arch == "arm64");
-        let has = |p: &str| cx.entries.contains_key(p);
-        if arm64 && has("etcd/etcd-linux-arm64.tar.gz") && !has("etcd/etcd-linux-amd64.tar.gz") {
-            cx.violation(
-                "etcd/etcd-linux-arm64.tar.gz",
-                format!(
-                    "CloudStack {c} etcd nodes extract only etcd/etcd-linux-amd64.tar.gz, so they \
-                     find nothing to install"
-                ),
-            );
-        }
-    }
+    etcd(&mut cx, cloudstack);
     let arch = versions.as_ref().and_then(|v| Arch::parse(&v.arch).ok());
     let bundled = images(&mut cx, versions.as_ref(), arch);
     yamls(&mut cx, &bundled);
@@ -126,6 +100,50 @@ pub(super) fn run(
         super::signatures::check(&mut cx, versions.as_ref(), sig);
     }
     Ok(())
+}
+
+/// An ISO without `versions.txt`, which cks-iso did not build: said once, then what nodes read,
+/// the archives nodes would fail to import first ([`super::foreign`]).
+fn foreign(cx: &mut Ctx, iso: &Path, expect: &Expect) -> Result<(), ReadError> {
+    cx.report.notes.push(super::foreign::NOTE.to_owned());
+    let arch = super::foreign::arch(cx, iso);
+    cx.report.arch = arch.map(|a| a.as_str().to_owned());
+    let bundled = super::foreign::images(cx, arch);
+    volume(cx, expect);
+    modes(cx);
+    layout(cx, false);
+    super::foreign::tarballs(cx, arch);
+    dashboards(cx, expect.cloudstack);
+    etcd(cx, expect.cloudstack);
+    yamls(cx, &bundled);
+    units(cx);
+    if let Some(sig) = &expect.signatures {
+        super::signatures::check(cx, None, sig);
+    }
+    Ok(())
+}
+
+/// The volume ID nodes look for, and a volume as long as it declares.
+fn volume(cx: &mut Ctx, expect: &Expect) {
+    if cx.reader.volume_id() != expect.volume_id {
+        let found = cx.reader.volume_id().to_owned();
+        cx.violation(
+            "",
+            format!(
+                "volume ID is {found:?}; nodes look for {:?}",
+                expect.volume_id
+            ),
+        );
+    }
+    let (declared, actual) = cx.reader.sizes();
+    if actual < declared {
+        cx.violation(
+            "",
+            format!(
+                "the volume declares {declared} bytes, the file holds {actual}: a truncated copy"
+            ),
+        );
+    }
 }
 
 /// Directories 0755, files 0644 (the k8s binaries may be 0755), owner 0:0.
@@ -157,7 +175,7 @@ fn modes(cx: &mut Ctx) {
     }
 }
 
-fn matching(cx: &Ctx, dir: &str, prefix: &str, suffix: &str) -> Vec<String> {
+pub(super) fn matching(cx: &Ctx, dir: &str, prefix: &str, suffix: &str) -> Vec<String> {
     cx.entries
         .values()
         .filter(|e| e.kind == FileType::File)
@@ -169,9 +187,13 @@ fn matching(cx: &Ctx, dir: &str, prefix: &str, suffix: &str) -> Vec<String> {
         .collect()
 }
 
-/// Required files, the node scripts' exactly-one globs, CSI both-or-neither, `docker/` contents.
-fn layout(cx: &mut Ctx) {
-    for path in REQUIRED {
+/// Required files, the node scripts' exactly-one globs, CSI both-or-neither, `docker/` contents;
+/// `versions.txt` only when `own` (an ISO cks-iso built).
+fn layout(cx: &mut Ctx, own: bool) {
+    for path in REQUIRED
+        .into_iter()
+        .filter(|p| own || *p != contract::VERSIONS)
+    {
         if cx
             .entries
             .get(path)
@@ -220,6 +242,31 @@ fn layout(cx: &mut Ctx) {
     }
 }
 
+/// etcd nodes (CloudStack 4.21 on, and the newest known release when the ISO names none) extract
+/// only [`contract::ETCD_TARBALL`], whatever their architecture: an etcd tarball under another
+/// name, with none under that one, gives them nothing to install. (What the tarball holds is
+/// checked with its hash: executables of the ISO's architecture.)
+fn etcd(cx: &mut Ctx, cloudstack: Option<CloudStack>) {
+    if !cloudstack.is_none_or(CloudStack::reads_etcd)
+        || cx.entries.contains_key(contract::ETCD_TARBALL)
+    {
+        return;
+    }
+    let nodes = cloudstack.map_or("etcd nodes (CloudStack 4.21 and later)".to_owned(), |c| {
+        format!("CloudStack {c} etcd nodes")
+    });
+    for path in matching(cx, "etcd/", "", ".tar.gz") {
+        cx.violation(
+            &path,
+            format!(
+                "{nodes} extract only {}, whatever their architecture, so they find nothing to \
+                 install",
+                contract::ETCD_TARBALL
+            ),
+        );
+    }
+}
+
 /// `dashboard.yaml`, which the management server applies up to 4.22 (and waits for its pod), or
 /// on 4.23 `headlamp.yaml` in its place.
 fn dashboards(cx: &mut Ctx, cloudstack: Option<CloudStack>) {
@@ -262,15 +309,25 @@ pub(super) fn sha256_of(reader: &IsoReader, path: &str) -> Result<String, Unhash
 }
 
 /// The sha256 of the tarball at `path`, read once: the same pass lists it as a node extracts
-/// it, and a member that would land outside the tree is a violation.
-fn tarball(cx: &mut Ctx, path: &str) -> Result<String, Unhashable> {
+/// it, and a member that would land outside the tree is a violation. The etcd tarball's
+/// executables must be for `arch`, the ISO's: its name says amd64 whatever they are.
+pub(super) fn tarball(cx: &mut Ctx, path: &str, arch: Option<Arch>) -> Result<String, Unhashable> {
     let file = cx
         .reader
         .open_file(path)
         .map_err(|e| Unhashable::Open(e.reason))?;
-    let (sha256, listed) = crate::upstream::content::hash_and_check_tar(file)?;
-    if let Err(problem) = listed {
-        cx.violation(path, format!("nodes cannot extract it safely: {problem}"));
+    let arch = arch.filter(|_| path == contract::ETCD_TARBALL);
+    let (sha256, listed) = crate::upstream::content::hash_and_check_tar(file, arch)?;
+    match listed {
+        Err(problem @ (WrongContent::MemberMachine { .. } | WrongContent::NoExecutable)) => {
+            let arch = arch.map_or("", |a| a.as_str());
+            cx.violation(
+                path,
+                format!("this linux/{arch} ISO's etcd nodes cannot run it: {problem}"),
+            );
+        }
+        Err(problem) => cx.violation(path, format!("nodes cannot extract it safely: {problem}")),
+        Ok(_) => {}
     }
     Ok(sha256)
 }
@@ -313,10 +370,11 @@ fn versions(cx: &mut Ctx, iso: &Path) -> Option<Versions> {
         }
         Some(_) => {}
     }
+    let arch = Arch::parse(&versions.arch).ok();
     for file in &versions.files {
         cx.report.files += 1;
         let actual = match file.path.ends_with(".tgz") || file.path.ends_with(".tar.gz") {
-            true => tarball(cx, &file.path),
+            true => tarball(cx, &file.path, arch),
             false => sha256_of(cx.reader, &file.path),
         };
         if let Ok(actual) = &actual {

@@ -670,8 +670,9 @@ fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
     assert!(err.contains("warning:") && err.contains("1.32.2"), "{err}");
 }
 
-/// Paths no other test takes (the audit's leftovers): `--etcd` on an arm64 ISO (its
-/// `versions.txt` line, the arm64 file name, the warning about etcd nodes of CloudStack ≤ 4.22),
+/// Paths no other test takes (the audit's leftovers): `--etcd` on an arm64 ISO (the arm64
+/// release's tarball under the one name etcd nodes read, `etcd/etcd-linux-amd64.tar.gz`, with its
+/// real upstream URL in `versions.txt`, the lock and the SBOMs, and one line saying why),
 /// `CCM_VERSION` from the environment, a pinned autoscaler while git is unreachable, a local
 /// Headlamp manifest whose path holds a space and a `#` (it must round-trip through
 /// `versions.txt`), and the joined-`---` repair as a warning at the default level. `verify`
@@ -722,9 +723,15 @@ fn etcd_ccm_from_the_environment_a_pinned_autoscaler_without_git_and_a_spaced_pa
         .env("AUTOSCALER_VERSION", &autoscaler);
     let o = ok(cmd.output().unwrap());
     let err = String::from_utf8_lossy(&o.stderr);
+    let why: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("etcd nodes extract only etcd/etcd-linux-amd64.tar.gz"))
+        .collect();
+    assert_eq!(why.len(), 1, "one line says why:\n{err}");
     assert!(
-        err.contains("warning:") && err.contains("only etcd-linux-amd64.tar.gz"),
-        "the etcd warning for arm64:\n{err}"
+        why[0].contains("etcd-v3.5.21-linux-arm64.tar.gz goes under that name")
+            && !why[0].contains("warning"),
+        "{err}"
     );
     assert!(
         err.contains(
@@ -737,13 +744,30 @@ fn etcd_ccm_from_the_environment_a_pinned_autoscaler_without_git_and_a_spaced_pa
     let iso = out.join(format!("setup-v{k}-aarch64.iso"));
     let root = dir.path().join("x");
     extract(&iso, &root);
-    let etcd = root.join("etcd/etcd-linux-arm64.tar.gz");
+    // The name etcd nodes extract, holding the arm64 release (aarch64 executables).
+    let etcd = root.join("etcd/etcd-linux-amd64.tar.gz");
     let (listing, _) = tool("tar", ["-tzf", p(&etcd)]);
     assert!(
         listing.contains("etcd-v3.5.21-linux-arm64/etcd"),
         "{listing}"
     );
-    assert!(!root.join("etcd/etcd-linux-amd64.tar.gz").exists());
+    let unpacked = dir.path().join("etcd-unpacked");
+    fs::create_dir_all(&unpacked).unwrap();
+    tool("tar", ["-xzf", p(&etcd), "-C", p(&unpacked)]);
+    let binary = fs::read(unpacked.join("etcd-v3.5.21-linux-arm64/etcd")).unwrap();
+    assert_eq!(
+        (&binary[..4], u16::from_le_bytes([binary[18], binary[19]])),
+        (&b"\x7fELF"[..], 183),
+        "an aarch64 ELF executable"
+    );
+    assert_eq!(names(&root.join("etcd")), ["etcd-linux-amd64.tar.gz"]);
+    let url =
+        "https://github.com/etcd-io/etcd/releases/download/v3.5.21/etcd-v3.5.21-linux-arm64.tar.gz";
+    // The real upstream name and URL, in the lock and both SBOMs as in versions.txt.
+    for record in ["cks-iso.lock", "sbom.cdx.json", "sbom.spdx.json"] {
+        let text = fs::read_to_string(root.join(record)).unwrap();
+        assert!(text.contains(url), "{record} lacks {url}");
+    }
     let versions = fs::read_to_string(root.join("versions.txt")).unwrap();
     for want in [
         "\netcd v3.5.21\n".to_owned(),
@@ -757,9 +781,9 @@ fn etcd_ccm_from_the_environment_a_pinned_autoscaler_without_git_and_a_spaced_pa
         assert!(versions.contains(&want), "{want:?} not in:\n{versions}");
     }
     assert!(
-        versions
-            .lines()
-            .any(|l| l.starts_with("file etcd/etcd-linux-arm64.tar.gz sha256:")),
+        versions.lines().any(|l| {
+            l.starts_with("file etcd/etcd-linux-amd64.tar.gz sha256:") && l.ends_with(url)
+        }),
         "{versions}"
     );
     let provider = fs::read_to_string(root.join("provider.yaml")).unwrap();

@@ -18,6 +18,7 @@ mod crash_and_concurrency;
 mod diff;
 mod diff_e2e;
 mod doctor;
+mod foreign_iso;
 mod full_disk;
 mod hostile;
 mod hostile_bounds;

@@ -164,6 +164,12 @@ fn resolve_json_is_machine_readable_and_names_the_mirrored_urls() {
     assert_eq!(v["versions"]["etcd_image"], "3.5.21-0");
     let downloads = v["downloads"].as_array().unwrap();
     let etcd = downloads.iter().find(|d| d["name"] == "etcd").unwrap();
+    // The arm64 release, under the one name etcd nodes read.
+    assert_eq!(etcd["dest"], "etcd/etcd-linux-amd64.tar.gz");
+    assert_eq!(
+        etcd["url"],
+        "https://github.com/etcd-io/etcd/releases/download/v3.5.21/etcd-v3.5.21-linux-arm64.tar.gz"
+    );
     assert_eq!(
         etcd["checksum_url"],
         "https://github.com/etcd-io/etcd/releases/download/v3.5.21/SHA256SUMS"

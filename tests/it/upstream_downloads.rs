@@ -17,6 +17,7 @@ fn pins(k8s: &str) -> Pins {
         cni: "1.6.2".into(),
         crictl: "1.33.0".into(),
         etcd: Some("3.5.21".into()),
+        etcd_own_name: false,
         autoscaler: AutoscalerVersion {
             major: 1,
             minor: 33,
@@ -244,6 +245,55 @@ async fn an_elf_for_the_wrong_arch_is_an_error_even_with_a_matching_checksum() {
         "{text}"
     );
     assert!(text.contains("x86-64"), "{text}");
+    assert!(entries(dir.path()).is_empty());
+}
+
+/// The arm64 etcd goes under the amd64 name etcd nodes read, so only its members say what it is:
+/// an arm64 release asset holding amd64 executables (a mis-published asset, a mirror serving the
+/// wrong file) fails the download naming the member, even with a matching `SHA256SUMS`.
+#[tokio::test]
+async fn an_arm64_etcd_holding_amd64_executables_is_an_error_naming_the_member() {
+    let dir_url = "github.com/etcd-io/etcd/releases/download/v3.5.21";
+    let top = "etcd-v3.5.21-linux-arm64";
+    let wrong = world::tgz(&[(
+        format!("{top}/etcd"),
+        world::elf("amd64", 3, "etcd", 8192),
+        0o755,
+    )]);
+    let sums = format!("{}  {top}.tar.gz\n", world::sha256_hex(&wrong));
+    let snapshot = Snapshot::typical()
+        .replace(
+            &format!("{dir_url}/{top}.tar.gz"),
+            wrong,
+            "application/gzip",
+        )
+        .replace(&format!("{dir_url}/SHA256SUMS"), sums, "text/plain");
+    let server = UpstreamServer::start(&snapshot);
+    let dir = tempfile::tempdir().unwrap();
+    let etcd = artifact(Arch::Arm64, "etcd");
+    assert_eq!(etcd.dest, "etcd/etcd-linux-amd64.tar.gz");
+    assert!(
+        etcd.url.ends_with("/etcd-v3.5.21-linux-arm64.tar.gz"),
+        "{}",
+        etcd.url
+    );
+    let err = get(
+        &etcd,
+        dir.path(),
+        &server.mirror_rules(),
+        &config(Duration::from_secs(5)),
+    )
+    .await
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("is not a gzip-compressed tar archive of executables for arm64 (aarch64)")
+            && text.contains(&format!(
+                "member \"{top}/etcd\" is not for that architecture"
+            ))
+            && text.contains("x86-64"),
+        "{text}"
+    );
     assert!(entries(dir.path()).is_empty());
 }
 

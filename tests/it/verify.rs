@@ -35,7 +35,16 @@ fn write(root: &Path, rel: &str, data: impl AsRef<[u8]>) {
 }
 
 /// A tree that honours the whole contract, with real image archives for `arch`.
-fn good_tree(world: &World, root: &Path, arch: Arch) {
+pub(crate) fn good_tree(world: &World, root: &Path, arch: Arch) {
+    tree_with(world, root, arch, &[]);
+}
+
+/// A downloaded file beyond the three binaries: its ISO path, bytes and upstream URL.
+type Extra = (String, Vec<u8>, String);
+
+/// [`good_tree`] with `extra` files listed in `versions.txt` and the SBOMs as a build lists them
+/// (an etcd tarball also sets the `etcd` record).
+fn tree_with(world: &World, root: &Path, arch: Arch, extra: &[Extra]) {
     for bin in ["kubeadm", "kubelet", "kubectl"] {
         write(root, &format!("k8s/{bin}"), elf_like(bin.as_bytes(), 4096));
         fs::set_permissions(
@@ -106,12 +115,25 @@ fn good_tree(world: &World, root: &Path, arch: Arch) {
             ),
         })
         .to_vec();
+    let mut files = files;
+    for (path, bytes, url) in extra {
+        write(root, path, bytes);
+        files.push(FileRecord {
+            path: path.clone(),
+            sha256: sha256(&root.join(path)),
+            source: url.clone(),
+        });
+    }
+    let etcd = extra
+        .iter()
+        .any(|(path, ..)| path.starts_with("etcd/"))
+        .then(|| "v3.5.21".to_owned());
     let versions = Versions {
         kubernetes: "v1.33.1".into(),
         arch: arch.to_string(),
         cni_plugins: "v1.6.2".into(),
         crictl: "v1.33.0".into(),
-        etcd: None,
+        etcd,
         autoscaler: "1.33.6".into(),
         ccm: "v1.2.0".into(),
         csi_driver: None,
@@ -140,7 +162,7 @@ fn edit_json(root: &Path, rel: &str, edit: impl FnOnce(&mut serde_json::Value)) 
     fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
 }
 
-fn verify(iso: &Path) -> (i32, String, String) {
+pub(crate) fn verify(iso: &Path) -> (i32, String, String) {
     let out = cks_iso().args(["verify", p(iso)]).output().unwrap();
     (
         out.status.code().unwrap(),
@@ -201,6 +223,75 @@ fn a_contract_abiding_iso_passes_for_each_arch() {
             "{out}"
         );
     }
+}
+
+/// etcd's release tarball for `arch`, in its upstream shape (a top directory
+/// `etcd-v3.5.21-linux-<arch>/` holding etcd, etcdctl and etcdutl), and its upstream URL.
+fn etcd_release(arch: &str) -> (Vec<u8>, String) {
+    let top = format!("etcd-v3.5.21-linux-{arch}");
+    let entries: Vec<(String, Vec<u8>, u32)> = ["etcd", "etcdctl", "etcdutl"]
+        .iter()
+        .map(|b| {
+            let name = format!("{top}/{b}");
+            (
+                name.clone(),
+                cks_iso_testworld::upstream::elf(arch, 7, &name, 4096),
+                0o755,
+            )
+        })
+        .collect();
+    let url = format!("https://github.com/etcd-io/etcd/releases/download/v3.5.21/{top}.tar.gz");
+    (cks_iso_testworld::upstream::tgz(&entries), url)
+}
+
+#[test]
+fn an_arm64_iso_s_etcd_must_be_arm64_under_the_name_etcd_nodes_read() {
+    let world = world();
+    let verify_tree = |name: &str, path: &str, binaries: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        let (bytes, url) = etcd_release(binaries);
+        tree_with(&world, &src, Arch::Arm64, &[(path.into(), bytes, url)]);
+        let iso = dir.path().join(name);
+        build_iso(&src, &iso);
+        verify(&iso)
+    };
+    // What build writes: the arm64 release under etcd/etcd-linux-amd64.tar.gz.
+    let (code, out, err) = verify_tree("good-aarch64.iso", "etcd/etcd-linux-amd64.tar.gz", "arm64");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("4 files and 3 image archives checked"),
+        "{out}"
+    );
+    // The amd64 release in an arm64 ISO: the name is right, the executables are not.
+    let (code, out, _) = verify_tree(
+        "amd64-etcd-aarch64.iso",
+        "etcd/etcd-linux-amd64.tar.gz",
+        "amd64",
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "etcd/etcd-linux-amd64.tar.gz: this linux/arm64 ISO's etcd nodes cannot run it: \
+             member \"etcd-v3.5.21-linux-amd64/etcd\" is not for that architecture: it is an \
+             ELF executable for x86-64 (amd64)"
+        ),
+        "{out}"
+    );
+    // The arm64 release under its own name, which no etcd node reads.
+    let (code, out, _) = verify_tree(
+        "own-name-aarch64.iso",
+        "etcd/etcd-linux-arm64.tar.gz",
+        "arm64",
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "etcd/etcd-linux-arm64.tar.gz: etcd nodes (CloudStack 4.21 and later) extract only \
+             etcd/etcd-linux-amd64.tar.gz, whatever their architecture"
+        ),
+        "{out}"
+    );
 }
 
 #[test]

@@ -142,14 +142,28 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
             CloudStack::newest_known()
         );
     }
-    if request.cloudstack.is_none()
-        && partial.etcd.is_some()
-        && request.arches.contains(&crate::image::Arch::Arm64)
+    if lock.is_none() {
+        partial.etcd_own_name = plan::etcd_own_name(request.cloudstack);
+    }
+    if let Some(etcd) = partial
+        .etcd
+        .as_deref()
+        .filter(|_| request.arches.contains(&crate::image::Arch::Arm64))
     {
-        tracing::warn!(
-            "CloudStack 4.21 and later etcd nodes read only etcd-linux-amd64.tar.gz; the arm64 \
-             ISO carries etcd-linux-arm64.tar.gz (--cloudstack refuses such a build)"
-        );
+        match partial.etcd_own_name {
+            false => tracing::info!(
+                "linux/arm64: etcd nodes extract only {}, whatever their architecture: \
+                 etcd-v{etcd}-linux-arm64.tar.gz goes under that name",
+                crate::contract::ETCD_TARBALL
+            ),
+            // CloudStack 4.20 (its warning says etcd goes unused), or a lock that recorded it so.
+            true if request.cloudstack.is_none_or(|c| c.reads_etcd()) => tracing::warn!(
+                "the lock puts the arm64 etcd under etcd/etcd-linux-arm64.tar.gz, which etcd \
+                 nodes do not read (they extract only {}); build without --locked to fix it",
+                crate::contract::ETCD_TARBALL
+            ),
+            true => {}
+        }
     }
     let flags = trust::checker::Flags {
         mode: args.signing.signatures.as_deref(),
@@ -302,6 +316,13 @@ fn locked_setup(args: &BuildArgs, path: &std::path::Path) -> Result<Setup, AppEr
         cni: r.cni.clone(),
         crictl: r.crictl.clone(),
         etcd: r.etcd.clone(),
+        // Locks written before arm64 etcd went under the name etcd nodes read rebuild as they
+        // were.
+        etcd_own_name: lock
+            .arches
+            .values()
+            .flat_map(|a| &a.files)
+            .any(|f| f.path == crate::contract::etcd_tarball("arm64", true)),
         csi: r.csi.clone(),
         kube,
         locked: Some(LockedInputs {

@@ -74,6 +74,16 @@ impl Containerd {
         all.extend_from_slice(args);
         run_tool("ctr", &all)
     }
+
+    /// Runs `ctr --address <socket> -n k8s.io <args>` and returns what it did, failed or not
+    /// (for a test that expects containerd to refuse something).
+    pub fn try_ctr(&self, args: &[&str]) -> Output {
+        Command::new("ctr")
+            .args(["--address", self.socket.to_str().unwrap(), "-n", "k8s.io"])
+            .args(args)
+            .output()
+            .expect("cannot run ctr")
+    }
 }
 
 impl Drop for Containerd {

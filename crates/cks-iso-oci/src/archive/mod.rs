@@ -27,6 +27,7 @@
 //! the kernel (`copy_file_range`), so its bytes never pass through user space. The file is
 //! written through [`AtomicFile`], so a failed or interrupted write leaves nothing behind.
 
+pub mod containerd;
 mod error;
 mod inspect;
 mod layout;
