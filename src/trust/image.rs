@@ -7,7 +7,12 @@
 
 use crate::image::{Digest, Reference};
 use crate::registry::{Registry, RegistryError};
-use crate::signature::{self, Rule, SignatureError, SignatureManifest, TrustedRoot, Verified};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::signature::{
+    self, Rejection, Rule, SignatureError, SignatureManifest, TrustedRoot, Verified,
+};
 
 /// The signature that verified.
 #[derive(Debug)]
@@ -47,11 +52,109 @@ impl CheckError {
     }
 }
 
+/// The verdicts given so far in one run, so that a signature manifest found again (the index's
+/// signature, judged for each architecture; an image named twice) is judged once: by the rule,
+/// the digest it signs and its own digest (whose layers' payloads the registry checked against
+/// their descriptors).
+#[derive(Debug, Default)]
+pub struct Verdicts {
+    given: Mutex<HashMap<(String, Digest, Digest), Result<Verified, Rejection>>>,
+}
+
+impl Verdicts {
+    /// How many signature manifests were judged (not given again).
+    pub fn judged(&self) -> usize {
+        self.given.lock().expect("never poisoned").len()
+    }
+
+    /// The verdict on `sig` under `rule`: the one given before, else judged now.
+    fn judge(
+        &self,
+        root: &TrustedRoot,
+        rule: &Rule,
+        sig: &SignatureManifest,
+        now: i64,
+    ) -> Result<Verified, Rejection> {
+        let key = (
+            format!(
+                "{}\n{}\n{}",
+                rule.pattern,
+                rule.issuer,
+                rule.identity.describe()
+            ),
+            sig.signs.clone(),
+            sig.digest.clone(),
+        );
+        if let Some(given) = self.given.lock().expect("never poisoned").get(&key) {
+            return given.clone();
+        }
+        let verdict = signature::judge_manifest(root, rule, sig, now);
+        tracing::debug!(
+            "judged the signature manifest {} of {}: {}",
+            sig.digest,
+            sig.signs,
+            match &verdict {
+                Ok(_) => "verified".to_owned(),
+                Err(Rejection::NoLayers) => "no layers".to_owned(),
+                Err(Rejection::Failed(f)) => format!("fails the {} check", f.step.name()),
+            }
+        );
+        self.given
+            .lock()
+            .expect("never poisoned")
+            .insert(key, verdict.clone());
+        verdict
+    }
+}
+
+/// Signature manifests judged one by one as they are found: each once, the first failure kept
+/// for when none verifies.
+struct Judging<'a> {
+    root: &'a TrustedRoot,
+    rule: &'a Rule,
+    artifact: &'a str,
+    now: i64,
+    verdicts: &'a Verdicts,
+    first: Option<SignatureError>,
+}
+
+impl Judging<'_> {
+    /// The first of `found` that verifies, with its manifest.
+    fn add(&mut self, found: Vec<SignatureManifest>) -> Option<Accepted> {
+        for manifest in found {
+            match self
+                .verdicts
+                .judge(self.root, self.rule, &manifest, self.now)
+            {
+                Ok(verified) => {
+                    return Some(Accepted {
+                        signed: manifest.signs.clone(),
+                        manifest,
+                        verified,
+                    });
+                }
+                Err(rejection) => {
+                    self.first.get_or_insert_with(|| {
+                        rejection.into_error(self.artifact, &manifest.signs)
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// Nothing verified: `Ok(None)` when nothing was found, else the first failure.
+    fn finish(self) -> Result<Option<Accepted>, CheckError> {
+        self.first
+            .map_or(Ok(None), |err| Err(CheckError::Untrusted(err)))
+    }
+}
+
 /// Fetches the signatures of `digests` (the most wanted first: a platform manifest, then its
-/// index) in `reference`'s repository, and judges them under `rule` at `now`: the first that
-/// verifies, fetching nothing further once one does (each digest's `.sig` tag, then each one's
-/// referrers); `Ok(None)` when none of `digests` has a signature; the first failure when
-/// signatures exist and none verifies.
+/// index) in `reference`'s repository, and judges them under `rule` at `now`, each signature
+/// manifest once (`verdicts` keeps what was judged): the first that verifies, fetching nothing
+/// further once one does (each digest's `.sig` tag, then each one's referrers); `Ok(None)` when
+/// none of `digests` has a signature; the first failure when signatures exist and none verifies.
 pub async fn check(
     registry: &Registry,
     root: &TrustedRoot,
@@ -59,52 +162,41 @@ pub async fn check(
     reference: &Reference,
     digests: &[&Digest],
     now: i64,
+    verdicts: &Verdicts,
 ) -> Result<Option<Accepted>, CheckError> {
     let artifact = reference.to_string();
     let fetch_err = |source| CheckError::Fetch {
         artifact: artifact.clone(),
         source,
     };
-    let mut found = Vec::new();
+    let mut judging = Judging {
+        root,
+        rule,
+        artifact: &artifact,
+        now,
+        verdicts,
+        first: None,
+    };
     // The legacy `.sig` tags first (what registry.k8s.io serves: no further request when one
-    // verifies), then cosign 3's referrers.
+    // verifies), then cosign 3's referrers. A bad signature of the platform manifest does not
+    // yet fail: the index's may do.
     for digest in digests {
-        found.extend(
-            registry
-                .signature(reference, digest)
-                .await
-                .map_err(fetch_err)?,
-        );
-        // A bad signature of the platform manifest does not yet fail: the index's may do.
-        if let Ok(Some(accepted)) = signature::judge(root, rule, &artifact, &found, now) {
-            return Ok(Some(take(found, accepted)));
+        let found = registry
+            .signature(reference, digest)
+            .await
+            .map_err(fetch_err)?;
+        if let Some(accepted) = judging.add(found.into_iter().collect()) {
+            return Ok(Some(accepted));
         }
     }
     for digest in digests {
-        found.extend(
-            registry
-                .referrers(reference, digest)
-                .await
-                .map_err(fetch_err)?,
-        );
-        if let Ok(Some(accepted)) = signature::judge(root, rule, &artifact, &found, now) {
-            return Ok(Some(take(found, accepted)));
+        let found = registry
+            .referrers(reference, digest)
+            .await
+            .map_err(fetch_err)?;
+        if let Some(accepted) = judging.add(found) {
+            return Ok(Some(accepted));
         }
     }
-    Ok(signature::judge(root, rule, &artifact, &found, now)?.map(|accepted| take(found, accepted)))
-}
-
-/// The accepted signature `(signed digest, signature manifest digest, verdict)` with its
-/// manifest out of `found`.
-fn take(found: Vec<SignatureManifest>, accepted: (Digest, Digest, Verified)) -> Accepted {
-    let (signed, manifest_digest, verified) = accepted;
-    let manifest = found
-        .into_iter()
-        .find(|m| m.digest == manifest_digest)
-        .expect("judge accepts only a manifest it was given");
-    Accepted {
-        signed,
-        manifest,
-        verified,
-    }
+    judging.finish()
 }
