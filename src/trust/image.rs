@@ -52,13 +52,16 @@ impl CheckError {
     }
 }
 
+/// A verdict's key: the rule (pattern, issuer, identity), the digest signed, the manifest's.
+type VerdictKey = (String, Digest, Digest);
+
 /// The verdicts given so far in one run, so that a signature manifest found again (the index's
 /// signature, judged for each architecture; an image named twice) is judged once: by the rule,
 /// the digest it signs and its own digest (whose layers' payloads the registry checked against
 /// their descriptors).
 #[derive(Debug, Default)]
 pub struct Verdicts {
-    given: Mutex<HashMap<(String, Digest, Digest), Result<Verified, Rejection>>>,
+    given: Mutex<HashMap<VerdictKey, Result<Verified, Rejection>>>,
 }
 
 impl Verdicts {
@@ -143,10 +146,9 @@ impl Judging<'_> {
         None
     }
 
-    /// Nothing verified: `Ok(None)` when nothing was found, else the first failure.
-    fn finish(self) -> Result<Option<Accepted>, CheckError> {
+    /// Nothing verified: the first failure, `None` when nothing was found.
+    fn finish(self) -> Option<SignatureError> {
         self.first
-            .map_or(Ok(None), |err| Err(CheckError::Untrusted(err)))
     }
 }
 
@@ -198,5 +200,73 @@ pub async fn check(
             return Ok(Some(accepted));
         }
     }
-    judging.finish()
+    match judging.finish() {
+        Some(err) => Err(CheckError::Untrusted(err)),
+        None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::image::Descriptor;
+    use crate::signature::{PUBLIC_GOOD_ROOT, Policy, SIMPLE_SIGNING, Step};
+
+    fn digest(c: char) -> Digest {
+        Digest::parse(&format!("sha256:{}", c.to_string().repeat(64))).unwrap()
+    }
+
+    /// A `.sig` manifest of `signs` whose one layer lacks cosign's annotations.
+    fn bad(signs: char, n: u8) -> SignatureManifest {
+        let payload = vec![n];
+        let desc: Descriptor = serde_json::from_value(serde_json::json!({
+            "mediaType": SIMPLE_SIGNING,
+            "digest": Digest::of(&payload).to_string(),
+            "size": 1,
+        }))
+        .unwrap();
+        SignatureManifest {
+            signs: digest(signs),
+            digest: Digest::of(&[n, 0]),
+            bytes: vec![n, 0],
+            layers: vec![(desc, payload)],
+        }
+    }
+
+    #[test]
+    fn each_signature_manifest_is_judged_once_per_run_and_the_first_failure_told() {
+        let root = TrustedRoot::from_json(PUBLIC_GOOD_ROOT).unwrap();
+        let policy = Policy::builtin();
+        let rule = policy.rule_for("registry.k8s.io/pause").unwrap();
+        let verdicts = Verdicts::default();
+        // Two architectures, as `check` finds their signatures: the platform manifest's `.sig`,
+        // the index's, then a few referrers of each.
+        for (platform, first) in [('a', 1u8), ('b', 2)] {
+            let mut judging = Judging {
+                root: &root,
+                rule,
+                artifact: "registry.k8s.io/pause:3.10",
+                now: 0,
+                verdicts: &verdicts,
+                first: None,
+            };
+            assert!(judging.add(vec![bad(platform, first)]).is_none());
+            assert!(judging.add(vec![bad('f', 9)]).is_none());
+            assert!(
+                judging
+                    .add((10..20).map(|n| bad(platform, n + first * 10)).collect())
+                    .is_none()
+            );
+            assert!(judging.add(vec![bad('f', 30), bad('f', 31)]).is_none());
+            match judging.finish() {
+                Some(SignatureError::Invalid { digest, step, .. }) => {
+                    assert_eq!(digest, self::digest(platform).to_string());
+                    assert_eq!(step, Step::LayerIntegrity);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // 1 + 10 per architecture, and the index's 3 once.
+        assert_eq!(verdicts.judged(), 2 * 11 + 3);
+    }
 }
