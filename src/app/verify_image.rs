@@ -260,12 +260,21 @@ async fn judge(
     // As build: the platform manifest's own signature first, the index's when that does not do.
     let digests: Vec<&Digest> = checked.platform.iter().chain([&top]).collect();
     checked.tags = digests.iter().map(|d| tag_for(d)).collect();
-    trust::image::check(registry, root, rule, &reference, &digests, trust::now())
-        .await
-        .map_err(|err| {
-            let hint = hint(&err);
-            AppError::failure(err, hint)
-        })
+    let verdicts = trust::image::Verdicts::default();
+    trust::image::check(
+        registry,
+        root,
+        rule,
+        &reference,
+        &digests,
+        trust::now(),
+        &verdicts,
+    )
+    .await
+    .map_err(|err| {
+        let hint = hint(&err);
+        AppError::failure(err, hint)
+    })
 }
 
 /// What the user can do about a signature that does not verify: `build`'s advice, in the words

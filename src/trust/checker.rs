@@ -16,7 +16,7 @@ use crate::signature::{
     self, ImageReport, Invalid, Mode, Policy, SignatureError, SignatureManifest, TrustedRoot,
 };
 
-use super::image::{Accepted, CheckError};
+use super::image::{Accepted, CheckError, Verdicts};
 use super::{TrustError, now};
 
 /// What the user can do when a lock's signature record makes no sense to this cks-iso.
@@ -34,6 +34,8 @@ pub struct Checker {
     pub policy: Policy,
     /// Where binaries' Rekor entries are looked up, without a trailing `/`.
     pub rekor_url: String,
+    /// The image signature manifests judged so far in this run, each judged once.
+    pub verdicts: Verdicts,
 }
 
 /// The flags (or, through clap, the environment) a command was given; `None` leaves the choice
@@ -205,6 +207,7 @@ pub fn select(flags: Flags<'_>, settings: &Settings) -> Result<Option<Checker>, 
         root,
         policy,
         rekor_url: rekor_url.trim_end_matches('/').to_owned(),
+        verdicts: Verdicts::default(),
     }))
 }
 
@@ -276,6 +279,7 @@ impl Checker {
             &image.reference,
             &digests,
             now(),
+            &self.verdicts,
         )
         .await?;
         let accepted = match found {

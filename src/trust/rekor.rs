@@ -1,7 +1,11 @@
-//! A file's Rekor entry, looked up as `build` does: by the file's sha256 at the Rekor server's
-//! index, through the mirrors, each candidate entry taken only when it logs this file, signature
-//! and certificate, and kept in the cache (offline, the one the cache last saw). `build` and
-//! `verify-bundle` share it.
+//! A file's Rekor entry, looked up as `build` does: one search of the Rekor server for the entry
+//! that logs the file's sha256, signature and certificate (what cosign asks), through the
+//! mirrors, an entry taken only when it logs exactly those, and kept in the cache (offline, the
+//! one the cache last saw). `build` and `verify-bundle` share it.
+//!
+//! Not the index by hash: it lists every entry anyone logged for the file (anyone can sign
+//! kubeadm and log it), each to be fetched, and an entry the index names but the log no longer
+//! serves answered 404.
 
 use crate::cache::{Cache, Key};
 use crate::fetch::FetchError;
@@ -29,8 +33,9 @@ pub fn cached(store: Option<&Cache>, digest: &str) -> Option<Vec<u8>> {
     (Digest::of(&bytes) == digest).then_some(bytes)
 }
 
-/// The Rekor entry reply (`{uuid: entry}`) at `rekor_url` that logs this file, signature and
-/// certificate (offline: the one the cache last saw; `locked`: the cached bytes of that digest).
+/// The Rekor reply (a search's `[{uuid: entry}]`; from caches of earlier releases, an entry's
+/// `{uuid: entry}`) at `rekor_url` with an entry that logs this file, signature and certificate
+/// (offline: the one the cache last saw; `locked`: the cached bytes of that digest).
 pub async fn entry(
     rekor_url: &str,
     fetcher: &Fetcher<'_>,
@@ -41,6 +46,7 @@ pub async fn entry(
 ) -> Result<Option<Vec<u8>>, FetchError> {
     let hex = hex::encode(digest);
     let key = rekor_key(rekor_url, &hex);
+    let url = format!("{rekor_url}{}", rekor::SEARCH_PATH);
     let logs = |bytes: &[u8]| {
         rekor::entries(bytes).is_ok_and(|map| {
             map.values()
@@ -55,33 +61,26 @@ pub async fn entry(
         let bytes = recalled.and_then(|r| cached(fetcher.store, r.digest.hex()));
         return match bytes {
             Some(bytes) => Ok(Some(bytes)),
-            None => Err(FetchError::Offline {
-                url: format!("{}/api/v1/index/retrieve", rekor_url),
-            }),
+            None => Err(FetchError::Offline { url }),
         };
     }
-    let index = format!("{rekor_url}/api/v1/index/retrieve");
-    let reply = fetcher
-        .post_json(&index, &rekor::index_query(&hex), 1 << 20)
+    let Ok((signature, leaf)) = rekor::read_pair(sig, cert) else {
+        return Ok(None);
+    };
+    let query = rekor::search_query(&hex, &signature, &leaf);
+    let bytes = fetcher
+        .post_json(&url, &query, rekor::MAX_SEARCH_REPLY)
         .await?;
-    let uuids = rekor::uuids(&reply).unwrap_or_default();
-    for uuid in uuids
-        .iter()
-        .filter(|u| u.chars().all(|c| c.is_ascii_alphanumeric()))
-    {
-        let url = format!("{}/api/v1/log/entries/{uuid}", rekor_url);
-        let bytes = fetcher.bytes(&url, 4 << 20).await?;
-        if logs(&bytes) {
-            if let Some(store) = fetcher.store {
-                let kept = store
-                    .put_bytes(&bytes)
-                    .and_then(|d| store.remember(&key, &d, bytes.len() as u64, &url));
-                if let Err(e) = kept {
-                    tracing::warn!("cannot keep the Rekor entry {uuid} in the cache: {e}");
-                }
-            }
-            return Ok(Some(bytes));
+    if !logs(&bytes) {
+        return Ok(None);
+    }
+    if let Some(store) = fetcher.store {
+        let kept = store
+            .put_bytes(&bytes)
+            .and_then(|d| store.remember(&key, &d, bytes.len() as u64, &url));
+        if let Err(e) = kept {
+            tracing::warn!("cannot keep the Rekor entry of sha256:{hex} in the cache: {e}");
         }
     }
-    Ok(None)
+    Ok(Some(bytes))
 }

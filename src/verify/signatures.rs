@@ -175,7 +175,12 @@ fn binaries(cx: &mut Ctx, versions: &Versions, report: &Report, sig: &SignatureC
             contract::SIGNATURES_PREFIX,
             BinaryEvidence::bundle_path(&file.path)
         );
-        let bundle = match cx.reader.read_small(&bundle_path, 16 << 20) {
+        // Build keeps none larger (a published bundle, or one written from a `.sig`, `.cert`
+        // and Rekor entry at their caps).
+        let bundle = match cx
+            .reader
+            .read_small(&bundle_path, rekor::MAX_BUNDLE_SIZE as u64)
+        {
             Ok(b) => b,
             Err(e) => {
                 cx.violation(&bundle_path, e.reason);

@@ -16,6 +16,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::support::*;
+use cks_iso_testworld::http;
 use cks_iso_testworld::rekor_v2::{Authority, BundleOptions, publish_bundle, publish_bundles};
 use cks_iso_testworld::sigstore::SignOptions;
 use cks_iso_testworld::world::{Options, World, binary_signer};
@@ -223,6 +224,49 @@ fn a_rekor_v2_signed_release_builds_and_its_iso_reverifies_offline() {
         !out.status.success() && text.contains("kubectl") && text.contains("checkpoint"),
         "{text}"
     );
+    // A bundle bloated in the ISO with distinct junk timestamps (nothing signs their list):
+    // 4 MB of them are refused unread, 5 000 under the size cap refused by their number, each
+    // in seconds (the quadratic duplicate check took minutes on the 4 MB one).
+    for (count, wanted) in [
+        (150_000, "larger than 256.00 KiB"),
+        (5_000, "more than the 32 read"),
+    ] {
+        let copy = d.join(format!("timestamps-{count}"));
+        run(Command::new("cp").args(["-a", p(&tree), p(&copy)]));
+        let bundle = copy.join("signatures/binaries/k8s/kubectl.sigstore.json");
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&fs::read(&bundle).unwrap()).unwrap();
+        let list: Vec<serde_json::Value> = (0..count as u32)
+            .map(|i| serde_json::json!({"signedTimestamp": http::base64(&i.to_be_bytes())}))
+            .collect();
+        json["verificationMaterial"]["timestampVerificationData"]["rfc3161Timestamps"] =
+            list.into();
+        fs::write(&bundle, serde_json::to_vec(&json).unwrap()).unwrap();
+        let bad = d.join(format!("timestamps-{count}.iso"));
+        run(cks_iso().args(["iso", p(&copy), "-o", p(&bad)]));
+        let start = std::time::Instant::now();
+        let out = cks_iso()
+            .args([
+                "verify",
+                "--signatures",
+                "--trusted-root",
+                p(&root),
+                p(&bad),
+            ])
+            .output()
+            .unwrap();
+        let took = start.elapsed();
+        let text = combined(&out);
+        assert!(!out.status.success(), "{text}");
+        assert!(
+            text.contains("kubectl.sigstore.json") && text.contains(wanted),
+            "{text}"
+        );
+        assert!(
+            took < std::time::Duration::from_secs(60),
+            "{took:?}: {text}"
+        );
+    }
 }
 
 #[test]

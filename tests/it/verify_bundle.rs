@@ -154,6 +154,70 @@ fn a_file_rekor_never_logged_is_refused_naming_rekor() {
     assert!(text(&out).contains(&rekor.url()), "{}", text(&out));
 }
 
+/// The entry is found by one search of Rekor for this file, signature and certificate (as
+/// cosign finds it), whatever Rekor's index by hash lists: here a UUID the log does not serve
+/// (answered 404, which failed the lookup when the index was followed) and a hundred entries of
+/// other files logged under this file's hash (each fetched in turn when the index was followed),
+/// before the real one.
+#[test]
+fn the_entry_is_one_search_away_whatever_the_index_lists() {
+    let dir = open_tempdir();
+    let store = Sigstore::generate();
+    let rekor = RekorServer::start();
+    let file = b"#!/bin/sh\necho kubeadm\n".repeat(100);
+    let digest = hex::encode(Sha256::digest(&file));
+    rekor.index(&digest, &"ab".repeat(32));
+    for i in 0..100u32 {
+        let other = format!("decoy {i}").into_bytes();
+        let blob = store.sign_blob(&other, rekor.next_index(), None, &binary_signer());
+        rekor.add(&store, blob, &digest);
+    }
+    let blob = store.sign_blob(&file, rekor.next_index(), None, &binary_signer());
+    fs::write(dir.path().join("kubeadm.sig"), &blob.sig).unwrap();
+    fs::write(dir.path().join("kubeadm.cert"), &blob.cert).unwrap();
+    rekor.add(&store, blob, &digest);
+    fs::write(dir.path().join("kubeadm"), &file).unwrap();
+    fs::write(dir.path().join("root.json"), store.trusted_root()).unwrap();
+    let out = verify_pair(
+        dir.path(),
+        &rekor.url(),
+        &["--kubernetes-binary"],
+        "kubeadm",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        rekor.requests(),
+        ["POST /api/v1/log/entries/retrieve"],
+        "{}",
+        text(&out)
+    );
+}
+
+/// An answer larger than any real one (a padded entry: a hostile or broken log) is refused at
+/// the cap, naming it, not read whole.
+#[test]
+fn an_oversized_rekor_answer_is_refused_at_the_cap() {
+    let dir = open_tempdir();
+    let store = Sigstore::generate();
+    let rekor = RekorServer::start();
+    signed_file(dir.path(), &store, &rekor, &binary_signer());
+    rekor.pad(200 << 10);
+    let out = verify_pair(
+        dir.path(),
+        &rekor.url(),
+        &["--kubernetes-binary"],
+        "kubeadm",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("cannot look the signature up in Rekor"),
+        "{said}"
+    );
+    assert!(said.contains("larger than 128"), "{said}");
+    assert!(said.contains("/api/v1/log/entries/retrieve"), "{said}");
+}
+
 #[test]
 fn usage_errors_exit_2_and_say_what_is_missing() {
     let dir = open_tempdir();

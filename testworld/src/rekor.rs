@@ -6,7 +6,16 @@
 //! - `GET /api/v1/log/entries/<uuid>` answers `{"<uuid>": {body, integratedTime, logID, logIndex,
 //!   verification: {inclusionProof: {checkpoint, hashes, logIndex, rootHash, treeSize},
 //!   signedEntryTimestamp}}}`, the proof against the current tree and a checkpoint the world's
-//!   Rekor key signs.
+//!   Rekor key signs;
+//! - `POST /api/v1/log/entries/retrieve` with `{"entries": [<proposed hashedrekord>]}` (Rekor's
+//!   search, as cosign's `FindTlogEntry` asks it) answers `[{"<uuid>": {...}}, ...]`: the entries
+//!   whose hash, signature and certificate are the proposal's, compared as Rekor compares them
+//!   (decoded, the certificate's PEM re-read), at most ten proposals (Rekor's
+//!   `maxSearchQueries`).
+//!
+//! For the tests of a hostile log it can also index UUIDs it does not serve ([`RekorServer::index`]),
+//! pad every entry it serves ([`RekorServer::pad`]), and it records the requests it was sent
+//! ([`RekorServer::requests`]).
 //!
 //! Written from RFC 6962 and Rekor's API, independently of cks-iso's verifier. [`Tamper`] spoils
 //! what it serves, for the tests' negative cases.
@@ -44,6 +53,10 @@ struct State {
     index: BTreeMap<String, Vec<String>>,
     checkpoint: String,
     tamper: Tamper,
+    /// Bytes of padding added to each entry served.
+    pad: usize,
+    /// `METHOD target` of each request, in order.
+    requests: Vec<String>,
 }
 
 /// The server; stops when dropped.
@@ -114,6 +127,8 @@ impl RekorServer {
             index: BTreeMap::new(),
             checkpoint: String::new(),
             tamper: Tamper::None,
+            pad: 0,
+            requests: Vec::new(),
         }));
         let server = {
             let state = state.clone();
@@ -161,6 +176,27 @@ impl RekorServer {
     pub fn tamper(&self, tamper: Tamper) {
         self.state.lock().unwrap().tamper = tamper;
     }
+
+    /// Lists `uuid` under `hash` (hex) in the index, whether the log holds such an entry or not
+    /// (a hostile or lagging index).
+    pub fn index(&self, hash: &str, uuid: &str) {
+        let mut state = self.state.lock().unwrap();
+        state
+            .index
+            .entry(hash.to_owned())
+            .or_default()
+            .push(uuid.to_owned());
+    }
+
+    /// Adds `bytes` of padding (an extra field) to every entry served from now on.
+    pub fn pad(&self, bytes: usize) {
+        self.state.lock().unwrap().pad = bytes;
+    }
+
+    /// `METHOD target` of each request received so far, in order.
+    pub fn requests(&self) -> Vec<String> {
+        self.state.lock().unwrap().requests.clone()
+    }
 }
 
 fn entry_reply(state: &State, uuid: &str) -> Option<Vec<u8>> {
@@ -187,7 +223,7 @@ fn entry_reply(state: &State, uuid: &str) -> Option<Vec<u8>> {
         }
     }
     let e = &state.entries[m].blob;
-    let value = json!({ uuid: {
+    let mut value = json!({ uuid: {
         "body": base64(&e.body),
         "integratedTime": e.integrated_time,
         "logID": e.log_id,
@@ -203,14 +239,80 @@ fn entry_reply(state: &State, uuid: &str) -> Option<Vec<u8>> {
             "signedEntryTimestamp": base64(&e.set),
         },
     }});
+    if state.pad > 0 {
+        value[uuid]["padding"] = json!(" ".repeat(state.pad));
+    }
     Some(serde_json::to_vec(&value).expect("JSON"))
+}
+
+/// What makes two `hashedrekord` 0.0.1 entries the same entry for Rekor: the hash, the
+/// signature's bytes and the certificate's DER (read from the base64 of its PEM).
+fn identity(entry: &serde_json::Value) -> Option<(String, String, Vec<u8>, Vec<u8>)> {
+    let spec = &entry["spec"];
+    let hash = &spec["data"]["hash"];
+    let signature = crate::http::unbase64(spec["signature"]["content"].as_str()?)?;
+    let pem = crate::http::unbase64(spec["signature"]["publicKey"]["content"].as_str()?)?;
+    let pem = String::from_utf8(pem).ok()?;
+    let body: String = pem
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with("-----"))
+        .collect();
+    Some((
+        hash["algorithm"].as_str()?.to_owned(),
+        hash["value"].as_str()?.to_ascii_lowercase(),
+        signature,
+        crate::http::unbase64(&body)?,
+    ))
+}
+
+/// Rekor's search by proposed entries: the reply, or the status and message of a refusal.
+fn search(state: &State, query: &[u8]) -> Result<Vec<u8>, (u16, &'static str)> {
+    let query: serde_json::Value =
+        serde_json::from_slice(query).map_err(|_| (400, "the query is not JSON"))?;
+    let proposed = query["entries"].as_array().cloned().unwrap_or_default();
+    if proposed.len() > 10 {
+        return Err((422, "more than 10 queries"));
+    }
+    let mut found: Vec<u8> = b"[".to_vec();
+    for p in &proposed {
+        let wanted = identity(p).ok_or((400, "a proposed entry that is not a hashedrekord"))?;
+        for stored in &state.entries {
+            let body: serde_json::Value =
+                serde_json::from_slice(&stored.blob.body).expect("the world's own body");
+            if identity(&body).as_ref() == Some(&wanted)
+                && let Some(reply) = entry_reply(state, &stored.uuid)
+            {
+                if found.len() > 1 {
+                    found.push(b',');
+                }
+                found.extend(reply);
+            }
+        }
+    }
+    found.push(b']');
+    Ok(found)
 }
 
 fn handle(request: &Incoming, state: &Mutex<State>) -> Outgoing {
     let reply = |status: u16, body: Vec<u8>| {
         Outgoing::new(status, body).with("Content-Type", "application/json")
     };
+    state
+        .lock()
+        .unwrap()
+        .requests
+        .push(format!("{} {}", request.method, request.target));
     match (request.method.as_str(), request.target.as_str()) {
+        ("POST", "/api/v1/log/entries/retrieve") => {
+            match search(&state.lock().unwrap(), &request.body) {
+                Ok(body) => reply(200, body),
+                Err((status, message)) => reply(
+                    status,
+                    json!({ "message": message }).to_string().into_bytes(),
+                ),
+            }
+        }
         ("POST", "/api/v1/index/retrieve") => {
             let query: serde_json::Value =
                 serde_json::from_slice(&request.body).unwrap_or_default();

@@ -22,6 +22,19 @@ pub const BUNDLE_MEDIA_TYPES: &[&str] = &[
     BUNDLE_MEDIA_TYPE,
 ];
 
+/// The most a signature's bundle may weigh where cks-iso fetches or reads one (a binary's
+/// published bundle, a cosign 3 referrer's, an ISO's `signatures/binaries/`). Real bundles weigh
+/// 4–12 KiB (a Fulcio leaf, a proof of a few dozen hashes, a checkpoint, a timestamp or two; the
+/// largest of the Sigstore conformance suite, 11.7 KiB); cosign's own bound on an attachment,
+/// 128 MiB (`COSIGN_MAX_ATTACHMENT_SIZE`), is for any attestation, not a signature. 256 KiB is
+/// twenty times the largest real one, and holds one carrying a certificate at
+/// [`MAX_CERT_SIZE`](crate::MAX_CERT_SIZE), 32 timestamps and a long checkpoint.
+pub const MAX_BUNDLE_SIZE: usize = 256 * 1024;
+
+/// The most RFC 3161 timestamps a bundle may carry: sigstore-go's `MaxAllowedTimestamps`
+/// (nothing signs the list, so anyone on the way can grow it; each one is parsed and verified).
+pub const MAX_TIMESTAMPS: usize = 32;
+
 /// Why a bundle is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BundleError {
@@ -87,6 +100,16 @@ pub enum BundleError {
     /// A message digest other than SHA-256.
     #[error("the message digest is not SHA2_256")]
     DigestAlgorithm,
+    /// More of something than any real bundle holds, and than is read.
+    #[error("{field} holds {count} entries, more than the {max} read")]
+    TooMany {
+        /// The field.
+        field: &'static str,
+        /// How many it holds.
+        count: usize,
+        /// The most read.
+        max: usize,
+    },
 }
 
 impl BundleError {
@@ -96,7 +119,8 @@ impl BundleError {
             Self::Missing { field }
             | Self::NotBase64 { field }
             | Self::HashLength { field, .. }
-            | Self::Negative { field, .. } => Some(field),
+            | Self::Negative { field, .. }
+            | Self::TooMany { field, .. } => Some(field),
             Self::MediaType(_) => Some("mediaType"),
             Self::ChainCertificate(_) | Self::RootInChain => Some("x509CertificateChain"),
             Self::Entries(_) => Some("tlogEntries"),
@@ -260,6 +284,13 @@ impl Evidence {
         };
         let timestamps = match &vm["timestampVerificationData"]["rfc3161Timestamps"] {
             Value::Null => Vec::new(),
+            Value::Array(list) if list.len() > MAX_TIMESTAMPS => {
+                return Err(BundleError::TooMany {
+                    field: "rfc3161Timestamps",
+                    count: list.len(),
+                    max: MAX_TIMESTAMPS,
+                });
+            }
             Value::Array(list) => list
                 .iter()
                 .map(|t| bytes(&t["signedTimestamp"], "signedTimestamp"))

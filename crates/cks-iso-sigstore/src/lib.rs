@@ -47,6 +47,7 @@ pub use invalid::Invalid;
 pub use policy::{GOOGLE_ISSUER, K8S_BINARY_IDENTITY, K8S_IMAGE_IDENTITY, Policy, Rule};
 pub use root::TrustedRoot;
 pub use verify::{Failure, Step, Verified};
+pub use x509::MAX_CERT_SIZE;
 
 use cks_iso_oci::image::{Descriptor, Digest};
 
@@ -344,6 +345,68 @@ impl SignatureError {
     }
 }
 
+/// Why one signature manifest was not accepted (see [`judge_manifest`]), without the image it
+/// was found for, so that a verdict can be kept and given again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rejection {
+    /// It has no layers.
+    NoLayers,
+    /// How its first failing layer failed.
+    Failed(Failure),
+}
+
+impl Rejection {
+    /// The error that says it of `artifact`'s signature manifest for `signs`.
+    pub fn into_error(self, artifact: &str, signs: &Digest) -> SignatureError {
+        match self {
+            Self::NoLayers => SignatureError::Malformed {
+                artifact: artifact.into(),
+                digest: signs.to_string(),
+                reason: "it has no layers".into(),
+            },
+            Self::Failed(Failure { step, reason }) => SignatureError::Invalid {
+                artifact: artifact.into(),
+                digest: signs.to_string(),
+                step,
+                reason,
+            },
+        }
+    }
+}
+
+/// Judges one signature manifest (a `.sig` manifest or a referrer) under `rule`: the first of
+/// its layers that verifies, else how the first one failed. Its layers' payloads must be those
+/// its descriptors name (the registry checks each one it fetches).
+pub fn judge_manifest(
+    root: &TrustedRoot,
+    rule: &Rule,
+    sig: &SignatureManifest,
+    now: i64,
+) -> Result<Verified, Rejection> {
+    let mut first = None;
+    for (desc, payload) in &sig.layers {
+        let result = match referrer::is_bundle_layer(&desc.media_type) {
+            true => referrer::verify_layer(root, rule, &sig.signs, desc, payload, now),
+            false => verify::layer(
+                root,
+                rule,
+                &sig.signs.to_string(),
+                &desc.digest.to_string(),
+                &desc.annotations,
+                payload,
+                now,
+            ),
+        };
+        match result {
+            Ok(verified) => return Ok(verified),
+            Err(failure) => {
+                first.get_or_insert(failure);
+            }
+        }
+    }
+    Err(first.map_or(Rejection::NoLayers, Rejection::Failed))
+}
+
 /// Judges an image's signatures: those found for its platform manifest and for its index
 /// (`found`, either may be missing), under `rule`. `Ok(None)` when nothing was found; the
 /// caller's [`Mode`] decides what that means. The index path needs no extra membership check:
@@ -357,36 +420,10 @@ pub fn judge(
 ) -> Result<Option<(Digest, Digest, Verified)>, SignatureError> {
     let mut first: Option<SignatureError> = None;
     for sig in found {
-        if sig.layers.is_empty() {
-            first.get_or_insert(SignatureError::Malformed {
-                artifact: artifact.into(),
-                digest: sig.signs.to_string(),
-                reason: "it has no layers".into(),
-            });
-        }
-        for (desc, payload) in &sig.layers {
-            let result = match referrer::is_bundle_layer(&desc.media_type) {
-                true => referrer::verify_layer(root, rule, &sig.signs, desc, payload, now),
-                false => verify::layer(
-                    root,
-                    rule,
-                    &sig.signs.to_string(),
-                    &desc.digest.to_string(),
-                    &desc.annotations,
-                    payload,
-                    now,
-                ),
-            };
-            match result {
-                Ok(verified) => return Ok(Some((sig.signs.clone(), sig.digest.clone(), verified))),
-                Err(Failure { step, reason }) => {
-                    first.get_or_insert(SignatureError::Invalid {
-                        artifact: artifact.into(),
-                        digest: sig.signs.to_string(),
-                        step,
-                        reason,
-                    });
-                }
+        match judge_manifest(root, rule, sig, now) {
+            Ok(verified) => return Ok(Some((sig.signs.clone(), sig.digest.clone(), verified))),
+            Err(rejection) => {
+                first.get_or_insert_with(|| rejection.into_error(artifact, &sig.signs));
             }
         }
     }

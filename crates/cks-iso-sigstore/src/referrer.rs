@@ -34,7 +34,7 @@ use crate::Invalid;
 
 use super::Rule;
 use super::dsse::Statement;
-use super::rekor::{Evidence, verify_digest};
+use super::rekor::{Evidence, MAX_BUNDLE_SIZE, verify_digest};
 use super::root::TrustedRoot;
 use super::verify::{Failure, Step, Verified};
 
@@ -148,7 +148,8 @@ pub fn bundle_layer(bytes: &[u8], subject: &Digest) -> Result<Descriptor, Invali
 }
 
 /// Judges one referrer's bundle layer (`desc`, whose bytes are `bundle`) as a cosign 3 signature
-/// of `signs`, under `rule`, at `now`: the bytes are the descriptor's; the bundle holds a DSSE
+/// of `signs`, under `rule`, at `now`: the bytes are at most [`MAX_BUNDLE_SIZE`] and the
+/// descriptor's; the bundle holds a DSSE
 /// envelope whose statement is cosign's signature predicate; then every check of a DSSE bundle
 /// (see [`super::dsse`]), the statement's subject being `signs`.
 pub fn verify_layer(
@@ -160,6 +161,16 @@ pub fn verify_layer(
     now: i64,
 ) -> Result<Verified, Failure> {
     let failure = |step, reason: String| Failure { step, reason };
+    if bundle.len() > MAX_BUNDLE_SIZE {
+        return Err(failure(
+            Step::LayerIntegrity,
+            format!(
+                "the bundle is {} bytes, more than the {MAX_BUNDLE_SIZE} a signature's bundle \
+                 needs",
+                bundle.len()
+            ),
+        ));
+    }
     let actual = Digest::of(bundle);
     if actual != desc.digest {
         return Err(failure(

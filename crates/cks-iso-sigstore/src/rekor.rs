@@ -20,7 +20,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::root::TrustedRoot;
-pub use super::tlog::{Checkpoint, CheckpointError, checkpoint, inclusion, leaf_hash, node_hash};
+pub use super::tlog::{
+    Checkpoint, CheckpointError, MAX_NOTE_SIGNATURES, checkpoint, inclusion, leaf_hash, node_hash,
+};
 use super::verify::{self, Failure, Step, Verified, b64};
 use super::x509::{Cert, pem_certificates};
 use super::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_SIGNATURE, Rule};
@@ -29,7 +31,7 @@ use cks_iso_oci::image::sha256_of;
 /// The bundle media type written.
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
 
-pub use super::bundle::{BUNDLE_MEDIA_TYPES, BundleError};
+pub use super::bundle::{BUNDLE_MEDIA_TYPES, BundleError, MAX_BUNDLE_SIZE, MAX_TIMESTAMPS};
 pub use super::dsse::{Envelope, Logged, Statement};
 pub use super::tsa::TimestampError;
 
@@ -80,19 +82,59 @@ pub struct ApiProof {
     pub tree_size: i64,
 }
 
-/// The entries of a `GET /api/v1/log/entries/<uuid>` reply, by UUID.
+/// Rekor v1's search (`POST`), which finds the entries that log a proposed entry whatever the
+/// shard: how cosign (`FindTlogEntry`) looks up a signature that came without its entry. One
+/// request, answered with the matching entries only: the index by hash
+/// (`/api/v1/index/retrieve`) lists every entry anyone logged for the file, each to be fetched.
+pub const SEARCH_PATH: &str = "/api/v1/log/entries/retrieve";
+
+/// The most a search reply may weigh: one entry per shard that holds it, each 5–8 KiB for a
+/// real Fulcio leaf (the body with the certificate's PEM, twice base64, a proof of a few dozen
+/// hashes, a checkpoint), about 60 KiB for a certificate at [`crate::MAX_CERT_SIZE`]. A bundle
+/// written from an entry at this cap stays under [`MAX_BUNDLE_SIZE`].
+pub const MAX_SEARCH_REPLY: u64 = 128 * 1024;
+
+/// The most entries of a reply considered: Rekor answers one per shard that holds the entry
+/// (public-good Rekor v1 has had a few shards).
+pub const MAX_ENTRIES: usize = 16;
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Reply {
+    /// `GET /api/v1/log/entries/<uuid>`: `{uuid: entry}`.
+    One(BTreeMap<String, LogEntry>),
+    /// The search: `[{uuid: entry}, ...]`.
+    Many(Vec<BTreeMap<String, LogEntry>>),
+}
+
+/// The entries of a Rekor reply, by UUID: a search's (`[{uuid: entry}, ...]`, the first
+/// [`MAX_ENTRIES`]) or, as caches and locks of earlier cks-iso releases hold them, a
+/// `GET /api/v1/log/entries/<uuid>`'s (`{uuid: entry}`).
 pub fn entries(reply: &[u8]) -> Result<BTreeMap<String, LogEntry>, Invalid> {
-    serde_json::from_slice(reply).map_err(|e| format!("not a Rekor log entry reply: {e}").into())
+    let reply: Reply =
+        serde_json::from_slice(reply).map_err(|e| format!("not a Rekor log entry reply: {e}"))?;
+    Ok(match reply {
+        Reply::One(map) => map,
+        Reply::Many(list) => list.into_iter().flatten().take(MAX_ENTRIES).collect(),
+    })
 }
 
-/// The UUIDs of a `POST /api/v1/index/retrieve` reply.
-pub fn uuids(reply: &[u8]) -> Result<Vec<String>, Invalid> {
-    serde_json::from_slice(reply).map_err(|e| format!("not a Rekor index reply: {e}").into())
-}
-
-/// The body of the `POST /api/v1/index/retrieve` that finds a file by its sha256 (hex).
-pub fn index_query(sha256_hex: &str) -> Vec<u8> {
-    serde_json::to_vec(&json!({"hash": format!("sha256:{sha256_hex}")})).expect("plain JSON")
+/// The body of the search (at [`SEARCH_PATH`]) for the `hashedrekord` 0.0.1 entry of a file
+/// hashing to `sha256_hex`, with `signature` and the certificate `leaf_der`, as cosign proposes
+/// it (Rekor canonicalises the signature and the certificate's PEM before it looks).
+pub fn search_query(sha256_hex: &str, signature: &[u8], leaf_der: &[u8]) -> Vec<u8> {
+    let entry = json!({
+        "apiVersion": "0.0.1",
+        "kind": "hashedrekord",
+        "spec": {
+            "data": {"hash": {"algorithm": "sha256", "value": sha256_hex}},
+            "signature": {
+                "content": b64_encode(signature),
+                "publicKey": {"content": b64_encode(pem(leaf_der).as_bytes())},
+            },
+        },
+    });
+    serde_json::to_vec(&json!({ "entries": [entry] })).expect("plain JSON")
 }
 
 /// An inclusion proof with decoded hashes.
@@ -444,4 +486,48 @@ pub(crate) fn logged(root: &TrustedRoot, evidence: &Evidence, t: i64) -> Result<
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn entry(index: i64) -> Value {
+        json!({
+            "body": "e30=", "integratedTime": 1, "logID": "00", "logIndex": index,
+            "verification": {"signedEntryTimestamp": "AA=="},
+        })
+    }
+
+    #[test]
+    fn a_search_reply_and_an_entry_reply_of_earlier_caches_both_read() {
+        let one = json!({"a": entry(1)}).to_string();
+        let map = entries(one.as_bytes()).unwrap();
+        assert_eq!(map["a"].log_index, 1);
+        let list: Vec<Value> = (0..40)
+            .map(|i| json!({ format!("u{i:02}"): entry(i) }))
+            .collect();
+        let map = entries(Value::from(list).to_string().as_bytes()).unwrap();
+        assert_eq!(map.len(), MAX_ENTRIES, "the first {MAX_ENTRIES} only");
+        assert!(map.contains_key("u00") && !map.contains_key("u39"));
+        assert!(entries(b"[1]").is_err());
+    }
+
+    #[test]
+    fn the_search_proposes_the_hashedrekord_cosign_proposes() {
+        let query: Value = serde_json::from_slice(&search_query("ab", b"sig", b"der")).unwrap();
+        let [proposed] = query["entries"].as_array().unwrap().as_slice() else {
+            panic!("{query}");
+        };
+        assert_eq!(proposed["kind"], "hashedrekord");
+        assert_eq!(proposed["apiVersion"], "0.0.1");
+        assert_eq!(proposed["spec"]["data"]["hash"]["value"], "ab");
+        assert_eq!(proposed["spec"]["signature"]["content"], b64_encode(b"sig"));
+        let pem_b64 = proposed["spec"]["signature"]["publicKey"]["content"]
+            .as_str()
+            .unwrap();
+        let text = String::from_utf8(b64(pem_b64).unwrap()).unwrap();
+        assert_eq!(pem_certificates(&text).unwrap(), [b"der".to_vec()]);
+    }
 }

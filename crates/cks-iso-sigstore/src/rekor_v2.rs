@@ -8,7 +8,7 @@ use crate::Invalid;
 use serde::Deserialize;
 
 use super::Rule;
-use super::rekor::{Evidence, logged};
+use super::rekor::{Evidence, MAX_TIMESTAMPS, logged};
 use super::root::TrustedRoot;
 use super::tsa::TimeStamp;
 use super::verify::{Blob, Failure, Step, Verified, b64, signed_at};
@@ -157,9 +157,18 @@ pub(crate) fn timestamps(root: &TrustedRoot, evidence: &Evidence) -> Result<Vec<
                 .into(),
         ));
     }
-    // As sigstore-go: copies of one token must not count as several authorities' word.
+    // A bundle's list is capped when it is read; evidence built otherwise is held to the same.
+    if evidence.timestamps.len() > MAX_TIMESTAMPS {
+        return Err(fail(format!(
+            "the bundle carries {} timestamps, more than the {MAX_TIMESTAMPS} read",
+            evidence.timestamps.len()
+        )));
+    }
+    // As sigstore-go: copies of one token must not count as several authorities' word. One
+    // map of those seen, not a scan of the earlier ones for each.
+    let mut seen = std::collections::HashMap::new();
     for (i, der) in evidence.timestamps.iter().enumerate() {
-        if let Some(j) = evidence.timestamps[..i].iter().position(|d| d == der) {
+        if let Some(j) = seen.insert(der.as_slice(), i) {
             return Err(fail(format!(
                 "timestamps #{} and #{} are the same bytes: one authority's word given twice",
                 j + 1,

@@ -70,6 +70,13 @@ pub fn inclusion(
     Ok(())
 }
 
+/// The most signature lines a checkpoint may carry: Go's signed-note reader
+/// (`golang.org/x/mod/sumdb/note`) refuses a note with more than 100, "to avoid spending forever
+/// parsing a note with many signatures". A line naming the entry's log costs a signature
+/// verification, and the lines are covered by no signature of their own: anyone on the way can
+/// add them. Rekor signs with one key; witnesses add a few cosignatures.
+pub const MAX_NOTE_SIGNATURES: usize = 100;
+
 /// A checkpoint's note: origin, tree size, root hash.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checkpoint {
@@ -116,7 +123,14 @@ pub fn checkpoint(
         .ok_or_else(|| E::UnknownLog(hex::encode(log_id)))?;
     let key = log.key.as_ref().ok_or(E::UnsupportedKey)?;
     let mut why = Vec::new();
-    for line in envelope[split + 2..].lines().filter(|l| !l.is_empty()) {
+    let lines: Vec<&str> = envelope[split + 2..]
+        .lines()
+        .filter(|l| !l.is_empty())
+        .collect();
+    if lines.len() > MAX_NOTE_SIGNATURES {
+        return Err(E::TooManySignatures(lines.len()));
+    }
+    for line in lines {
         let Some(rest) = line.strip_prefix("\u{2014} ") else {
             why.push("a signature line does not start with an em dash".to_owned());
             continue;
@@ -213,6 +227,9 @@ pub enum CheckpointError {
         /// The origin line.
         origin: String,
     },
+    /// More signature lines than [`MAX_NOTE_SIGNATURES`].
+    #[error("the checkpoint has {0} signature lines, more than the {MAX_NOTE_SIGNATURES} read")]
+    TooManySignatures(usize),
     /// No signature line of the entry's log verifies: why, line by line.
     #[error("{0}")]
     Unsigned(String),

@@ -32,11 +32,14 @@ enum Found {
     Unsigned(String),
 }
 
-/// The most a `.sig` or `.cert` may hold.
-const PAIR_LIMIT: u64 = 64 * 1024;
-/// The most a published bundle may hold: real ones are a few KiB (a Fulcio leaf, a proof of a
-/// few dozen hashes, a timestamp or two).
-const BUNDLE_LIMIT: u64 = 256 * 1024;
+/// The most a `.sig` may hold: base64 of one DER signature, about 96 bytes for dl.k8s.io's
+/// P-256 signatures (an RSA-4096 one would take 700).
+const SIG_LIMIT: u64 = 4 * 1024;
+/// The most a `.cert` may hold: base64 of the leaf's PEM, about 2 KiB for dl.k8s.io's Fulcio
+/// leaves, under 30 KiB for a certificate at [`signature::MAX_CERT_SIZE`] (refused beyond).
+const CERT_LIMIT: u64 = 32 * 1024;
+/// The most a published bundle may hold (see [`rekor::MAX_BUNDLE_SIZE`]).
+const BUNDLE_LIMIT: u64 = rekor::MAX_BUNDLE_SIZE as u64;
 
 /// The `.sig`, `.cert` or bundle beside a file at `url`: the locked bytes when the cache has them,
 /// else through the mirrors (offline: what the cache last saw); `None` when there is none.
@@ -234,13 +237,13 @@ async fn check_file(
             fetcher,
             &sig_url,
             lock_sig.and_then(|s| s.sig.as_deref()),
-            PAIR_LIMIT,
+            SIG_LIMIT,
         ),
         side_file(
             fetcher,
             &cert_url,
             lock_sig.and_then(|s| s.cert.as_deref()),
-            PAIR_LIMIT,
+            CERT_LIMIT,
         ),
     );
     // The published bundle first, the pair fetched meanwhile (and dropped when the bundle is

@@ -424,6 +424,7 @@ fn a_backing_registry_docker_reference_is_recorded_not_trusted() {
 }
 
 mod binaries;
+mod cost;
 mod dsse;
 mod rekor_v2;
 mod timestamps;
