@@ -50,3 +50,4 @@ mod verify;
 mod verify_bundle;
 mod verify_image;
 mod version_labels;
+mod withheld_signatures;
