@@ -35,6 +35,7 @@ mod packaging;
 mod parser_properties;
 mod ranged_pull;
 mod real_tools;
+mod referrer_shapes;
 mod referrers;
 mod referrers_v2;
 mod registry_credentials;
