@@ -119,6 +119,11 @@ pub struct LockedRequest {
     /// absent when none was given (locks written before it read the same).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headlamp: Option<String>,
+    /// The image that Headlamp release is pinned to when it is not ghcr.io's
+    /// (`registry.k8s.io/headlamp/headlamp:v0.41.0`, for the releases promoted there); absent for
+    /// ghcr.io's, so that locks written before it read the same and build the same ISO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headlamp_image: Option<String>,
     /// The CloudStack release the ISOs are for (`4.23`), when one was given or implied; absent
     /// otherwise (locks written before it read the same).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -19,6 +19,7 @@ mod diff;
 mod diff_e2e;
 mod doctor;
 mod full_disk;
+mod headlamp_source;
 mod hostile;
 mod hostile_bounds;
 mod hostile_cache;
