@@ -342,3 +342,55 @@ fn non_signature_referrers_never_fail_slow_or_change_a_build_whose_sig_verifies(
     };
     assert!(iso("before") == iso("after"), "the same ISO");
 }
+
+#[test]
+fn a_build_passes_over_a_dangling_referrer_and_its_cache_export_carries_the_rest() {
+    let world = world_without_sig_tags(&[PAUSE]);
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = FaultProxy::start(&world.registry_url());
+    let config = config_through(&world, &proxy, dir.path());
+    let signed = DsseOptions::default();
+    let mut dangling = attach(&world, PAUSE, &ReferrerShape::signature(), &signed);
+    dangling["digest"] = format!("sha256:{}", "7".repeat(64)).into();
+    let good = attach(&world, PAUSE, &ReferrerShape::signature(), &signed);
+    api_answers(&proxy, &[dangling, good.clone()]);
+    let lock = dir.path().join("run.lock");
+    ok(build(
+        &world,
+        dir.path(),
+        "out",
+        &[
+            "--arch",
+            "amd64",
+            "--signatures",
+            "enforce",
+            "--lock-file",
+            p(&lock),
+        ],
+    )
+    .env("CKS_ISO_CONFIG", &config)
+    .output()
+    .unwrap());
+    let locked: Value = serde_json::from_slice(&std::fs::read(&lock).unwrap()).unwrap();
+    let pause = locked["arches"]["amd64"]["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["reference"] == PAUSE)
+        .unwrap()
+        .clone();
+    assert_eq!(pause["signature"]["manifest"], good["digest"]);
+    // The dangling referrer was never cached: the carry leaves it out rather than failing.
+    let carry = dir.path().join("carry");
+    let out = cks_iso()
+        .args([
+            "cache",
+            "export",
+            "--cache-dir",
+            p(&dir.path().join("cache")),
+        ])
+        .args(["--locked", p(&lock), "-o", p(&carry)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", combined(&out));
+}
