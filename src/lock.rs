@@ -21,6 +21,7 @@
 //!     "cni": "1.6.2", "crictl": "1.33.0", "etcd": null | "3.5.21",
 //!     "csi": null | "v3.0.0", "ccm": "v1.2.0", "autoscaler": "1.33.4",
 //!     "headlamp": "0.40.1",                   only with a Headlamp version
+//!     "headlamp_image": "registry.k8s.io/headlamp/headlamp:v0.41.0",  only when not ghcr.io's
 //!     "cloudstack": "4.23",                   only when built for one CloudStack release
 //!     "volume_id": "CDROM", "name": "setup-v1.33.1"
 //!   },
@@ -119,6 +120,11 @@ pub struct LockedRequest {
     /// absent when none was given (locks written before it read the same).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headlamp: Option<String>,
+    /// The image that Headlamp release is pinned to when it is not ghcr.io's
+    /// (`registry.k8s.io/headlamp/headlamp:v0.41.0`, for the releases promoted there); absent for
+    /// ghcr.io's, so that locks written before it read the same and build the same ISO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headlamp_image: Option<String>,
     /// The CloudStack release the ISOs are for (`4.23`), when one was given or implied; absent
     /// otherwise (locks written before it read the same).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -329,9 +329,35 @@ impl Cache {
             return;
         }
         for (digest, size) in crate::signature::referrer::candidates(&bytes).unwrap_or_default() {
+            // A listed referrer a build passed over (gone, not of its listed size, its bundle
+            // oversized or altered) never entered the cache, and an offline build passes it
+            // over again: nothing to carry.
+            if !self.holds_referrer(&digest, size) {
+                continue;
+            }
             let sig_what = format!("{list_what}: referrer {digest}");
             self.signature_manifest_needs(needs, sig_what, &digest, Some(size));
         }
+    }
+
+    /// Whether the cache holds the referrer manifest `digest` of `size` bytes and each layer it
+    /// names at its size.
+    fn holds_referrer(&self, digest: &Digest, size: u64) -> bool {
+        if self.size_of(digest) != Some(size) {
+            return false;
+        }
+        let mut bytes = Vec::new();
+        let read = self.open(digest).map(|file| {
+            std::io::Read::take(file, crate::image::MAX_MANIFEST_SIZE).read_to_end(&mut bytes)
+        });
+        if !matches!(read, Ok(Ok(_))) {
+            return false;
+        }
+        serde_json::from_slice::<crate::image::Manifest>(&bytes).is_ok_and(|m| {
+            m.layers
+                .iter()
+                .all(|l| self.size_of(&l.digest) == Some(l.size))
+        })
     }
 
     /// A signature manifest and the payloads it lists (when the cache can read it).

@@ -27,11 +27,12 @@ pub struct TrustArgs {
 #[derive(Debug, Clone, Default, Args)]
 pub struct SignatureArgs {
     /// Sigstore signatures of registry.k8s.io images: off, verify (bad ones fail, unsigned ones
-    /// warn) or enforce (unsigned ones fail too); build also checks dl.k8s.io binaries (.sig/.cert
-    /// and their Rekor entry), where one of Kubernetes 1.26 or later without a signature fails
-    /// under verify too; pull writes no archive of an image that fails [default: build: config
-    /// file, else verify; pull: off].
-    #[arg(long, value_name = "MODE", env = env::CKS_ISO_SIGNATURES.name, value_parser = ["off", "verify", "enforce"])]
+    /// warn, but a control-plane image of Kubernetes 1.26 or later without one fails: upstream
+    /// signs them all), warn (as verify, every unsigned one a warning) or enforce (unsigned ones
+    /// fail too); build also checks dl.k8s.io binaries (.sig/.cert and their Rekor entry), where
+    /// one of Kubernetes 1.26 or later without a signature fails under verify too; pull writes no
+    /// archive of an image that fails [default: build: config file, else verify; pull: off].
+    #[arg(long, value_name = "MODE", env = env::CKS_ISO_SIGNATURES.name, value_parser = ["off", "verify", "warn", "enforce"])]
     pub signatures: Option<String>,
     /// What signatures are judged against.
     #[command(flatten)]

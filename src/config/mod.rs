@@ -17,7 +17,7 @@
 //! retries: 5                    # attempts in all, the first included
 //! connect-timeout: 15           # seconds
 //! idle-timeout: 30              # seconds
-//! signatures: verify            # off | verify | enforce (see README, Signatures)
+//! signatures: verify            # off | verify | warn | enforce (see README, Signatures)
 //! trusted-root: trusted_root.json  # Sigstore trust root instead of the embedded public-good one
 //! signature-policy: policy.yaml  # more signers (see `crate::signature::policy`)
 //! rekor-url: https://rekor.sigstore.dev  # where binaries' signatures are looked up
@@ -151,8 +151,8 @@ pub struct Network {
         )
     )]
     pub idle_timeout: Option<u64>,
-    /// `signatures:` (`off`, `verify` or `enforce`); the subcommands' own `--signatures` and
-    /// `CKS_ISO_SIGNATURES` come first.
+    /// `signatures:` (`off`, `verify`, `warn` or `enforce`); the subcommands' own
+    /// `--signatures` and `CKS_ISO_SIGNATURES` come first.
     #[arg(skip)]
     pub signatures: Option<String>,
     /// `trusted-root:`, a Sigstore `trusted_root.json`; `--trusted-root` comes first.

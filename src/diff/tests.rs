@@ -47,6 +47,7 @@ fn lock() -> Lock {
             ccm: "v1.2.0".into(),
             autoscaler: "1.33.3".into(),
             headlamp: None,
+            headlamp_image: None,
             cloudstack: None,
             volume_id: "CDROM".into(),
             name: "setup-v1.33.1".into(),

@@ -17,6 +17,8 @@ pub struct Fetched {
     pub final_url: String,
     /// The `Content-Type` of the last response, if any.
     pub content_type: Option<String>,
+    /// The `Link` header of the last response, if any (the Referrers API's next page).
+    pub link: Option<String>,
     /// Bytes in the sink.
     pub len: u64,
     /// Attempts it took.
@@ -184,6 +186,7 @@ impl Download<'_> {
         Ok(Fetched {
             final_url: response.url().to_string(),
             content_type: None,
+            link: None,
             len: sink.written(),
             attempts: attempt,
         })
@@ -287,6 +290,11 @@ impl Download<'_> {
             content_type: response
                 .headers()
                 .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+            link: response
+                .headers()
+                .get(reqwest::header::LINK)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned),
             len: sink.written(),

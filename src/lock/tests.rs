@@ -46,6 +46,7 @@ fn sample() -> Lock {
             ccm: "v1.2.0".into(),
             autoscaler: "1.33.4".into(),
             headlamp: None,
+            headlamp_image: None,
             cloudstack: None,
             volume_id: "CDROM".into(),
             name: "setup-v1.33.1".into(),

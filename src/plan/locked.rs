@@ -152,6 +152,13 @@ pub fn locked(
             network,
             dashboard,
             headlamp,
+            // A lock that names no image was written before registry.k8s.io served any, or for
+            // a release it does not serve: ghcr.io's, as then.
+            headlamp_image: r.headlamp.as_deref().map(|v| {
+                r.headlamp_image
+                    .clone()
+                    .unwrap_or_else(|| super::headlamp_ghcr_image(v))
+            }),
             headlamp_version: r.headlamp.clone(),
             output: flags.output.unwrap_or_else(|| PathBuf::from(".")),
             name: flags.name.unwrap_or_else(|| r.name.clone()),

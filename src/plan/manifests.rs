@@ -99,11 +99,14 @@ pub fn manifests(request: &Request, pins: &Pins) -> Vec<Taken> {
             }
         })
         .collect();
-    let headlamp = match &request.headlamp_version {
-        Some(version) => Role::HeadlampRelease {
+    let headlamp = match (&request.headlamp_image, &request.headlamp_version) {
+        (Some(image), _) => Role::HeadlampRelease {
+            image: image.clone(),
+        },
+        (None, Some(version)) => Role::HeadlampRelease {
             image: super::headlamp_image(version),
         },
-        None => Role::Headlamp,
+        (None, None) => Role::Headlamp,
     };
     let given = [
         (contract::NETWORK, Some(&request.network), Role::Network),

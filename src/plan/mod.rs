@@ -179,8 +179,25 @@ pub fn headlamp_url(version: &str) -> String {
     )
 }
 
-/// The image a Headlamp release's manifest is pinned to (it names `:latest`).
+/// The Headlamp releases whose image registry.k8s.io serves, promoted from Kubernetes'
+/// staging registry (kubernetes/k8s.io PR #9452: v0.41.0 and v0.42.0, the first promotion; PR
+/// #9616: v0.43.0; `registry.k8s.io/images/k8s-staging-headlamp/images.yaml`, promoted to
+/// `…/k8s-artifacts-prod/images/headlamp` by `registry.k8s.io/manifests/k8s-staging-headlamp/
+/// promoter-manifest.yaml`, i.e. `registry.k8s.io/headlamp/headlamp`). There they carry
+/// registry.k8s.io's signatures, which the built-in rule checks; `ghcr.io`'s copies are unsigned.
+pub const HEADLAMP_PROMOTED: [&str; 3] = ["0.41.0", "0.42.0", "0.43.0"];
+
+/// The image a Headlamp release's manifest is pinned to (it names `:latest`): registry.k8s.io's
+/// for a release in [`HEADLAMP_PROMOTED`], else [`headlamp_ghcr_image`].
 pub fn headlamp_image(version: &str) -> String {
+    match HEADLAMP_PROMOTED.contains(&version) {
+        true => format!("registry.k8s.io/headlamp/headlamp:v{version}"),
+        false => headlamp_ghcr_image(version),
+    }
+}
+
+/// Headlamp's own copy of a release's image, where every release is published.
+pub fn headlamp_ghcr_image(version: &str) -> String {
     format!("ghcr.io/headlamp-k8s/headlamp:v{version}")
 }
 
@@ -254,6 +271,9 @@ pub struct Request {
     pub headlamp: Option<Source>,
     /// The Headlamp release (`0.40.1`, no `v`) whose manifest is `headlamp.yaml`, its image pinned.
     pub headlamp_version: Option<String>,
+    /// The image that release's manifest is pinned to ([`headlamp_image`]; a locked build's, as
+    /// the lock records it).
+    pub headlamp_image: Option<String>,
     /// Output directory.
     pub output: PathBuf,
     /// ISO name before `-<uname>.iso`.
@@ -416,6 +436,7 @@ pub fn request_in(
         network: Source::parse(&network),
         dashboard: dashboard.as_deref().map(Source::parse),
         headlamp,
+        headlamp_image: headlamp_version.as_deref().map(headlamp_image),
         headlamp_version,
         output: output.unwrap_or_else(|| PathBuf::from(".")),
         cloudstack: None,

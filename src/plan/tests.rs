@@ -278,3 +278,19 @@ fn image_set_normalises_and_deduplicates() {
         ["docker.io/library/nginx:latest", "k8s.gcr.io/pause:3.2"]
     );
 }
+
+#[test]
+fn headlamp_releases_registry_k8s_io_serves_are_pinned_there_and_others_to_ghcr() {
+    for v in ["0.41.0", "0.42.0", "0.43.0"] {
+        assert_eq!(
+            super::headlamp_image(v),
+            format!("registry.k8s.io/headlamp/headlamp:v{v}")
+        );
+    }
+    for v in ["0.40.1", "0.44.0", "0.41", "0.41.0.1"] {
+        assert_eq!(
+            super::headlamp_image(v),
+            format!("ghcr.io/headlamp-k8s/headlamp:v{v}")
+        );
+    }
+}

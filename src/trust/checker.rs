@@ -153,7 +153,7 @@ impl CheckerError {
     pub fn hint(&self) -> Option<String> {
         match self {
             Self::Mode { .. } => {
-                Some("pass --signatures off, verify (the default) or enforce".into())
+                Some("pass --signatures off, verify (the default), warn or enforce".into())
             }
             Self::Trust(err) => err.hint(),
             Self::Check(err) => err.hint(),
@@ -282,14 +282,33 @@ impl Checker {
             &self.verdicts,
         )
         .await?;
+        let withheld =
+            signature::always_signed(&image.reference.repository(), image.reference.tag());
         let accepted = match found {
             Some(accepted) => accepted,
             None if from_cache => return Err(untied(image)),
+            // Upstream signs every copy: none found means one was withheld on the way.
+            None if withheld && self.mode != Mode::Warn => {
+                return Err(CheckerError::Untrusted(SignatureError::Withheld {
+                    artifact,
+                    digest: image.manifest.digest.to_string(),
+                    repository: image.reference.repository(),
+                }));
+            }
             None if self.mode == Mode::Enforce => {
                 return Err(CheckerError::Untrusted(SignatureError::Unsigned {
                     artifact,
                     digest: image.manifest.digest.to_string(),
                 }));
+            }
+            None if withheld => {
+                tracing::warn!(
+                    "{artifact}: UNSIGNED: no signature for {} or its index, though upstream \
+                     signs every copy; recorded as unsigned (--signatures warn)",
+                    image.manifest.digest
+                );
+                report.verdict = "unsigned".into();
+                return Ok((report, None));
             }
             None => {
                 tracing::warn!(
@@ -447,11 +466,11 @@ mod tests {
         assert!(err.is_usage());
         assert_eq!(
             err.to_string(),
-            "--signatures: \"sometimes\" is not off, verify or enforce"
+            "--signatures: \"sometimes\" is not off, verify, warn or enforce"
         );
         assert_eq!(
             err.hint().as_deref(),
-            Some("pass --signatures off, verify (the default) or enforce")
+            Some("pass --signatures off, verify (the default), warn or enforce")
         );
         let missing = Path::new("/nonexistent/policy.yaml");
         let flags = Flags {

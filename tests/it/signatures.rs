@@ -686,7 +686,7 @@ fn bad_or_missing_signatures_fail_the_build_before_writing() {
 
 /// The world's configuration with its registry behind `proxy`, in `dir` beside a copy of its
 /// trust root.
-fn config_through(world: &World, proxy: &FaultProxy, dir: &Path) -> std::path::PathBuf {
+pub(crate) fn config_through(world: &World, proxy: &FaultProxy, dir: &Path) -> std::path::PathBuf {
     let yaml = world
         .config_yaml()
         .replace(&world.registry_url(), &proxy.url())

@@ -266,6 +266,66 @@ pub struct Referrer {
     pub descriptor: Value,
 }
 
+/// The promotion record registry.k8s.io's promoter attaches to every promoted digest
+/// (kubernetes-sigs/promo-tools PR #1903; `docs/promotion-predicate.md`).
+pub const PROMOTION_PREDICATE: &str = "https://k8s.io/promo-tools/promotion/v1";
+/// An SPDX document as an in-toto predicate (`cosign attest --type spdxjson`).
+pub const SPDX_PREDICATE: &str = "https://spdx.dev/Document";
+
+/// What a referrer is: cosign 3's image signature, or one of the artifacts that sit beside it on
+/// a registry.k8s.io image. promo-tools (PR #1903, `docs/image-promotion.md` "Provenance
+/// generation") pushes its signed promotion record as cosign 3 does an attestation: a Sigstore
+/// bundle v0.3 referrer whose DSSE statement has the promotion predicate, named by the
+/// `dev.sigstore.bundle.predicateType` annotation; `cosign tree` of a promoted image lists SPDX,
+/// OpenVEX, SLSA provenance and more the same way. An SBOM may also be attached as a plain
+/// artifact (`oras attach --artifact-type application/spdx+json`): no bundle at all.
+#[derive(Debug, Clone)]
+pub struct ReferrerShape {
+    /// The manifest's `artifactType` (and the list entry's).
+    pub artifact_type: String,
+    /// The one layer's media type.
+    pub layer_media_type: String,
+    /// The `dev.sigstore.bundle.predicateType` annotation; `None` leaves the Sigstore
+    /// annotations out (a writer that never set them, a registry that drops them from lists).
+    pub predicate_annotation: Option<String>,
+    /// The size the layer's descriptor declares instead of the real one (a lying referrer).
+    pub declared_layer_size: Option<u64>,
+}
+
+impl ReferrerShape {
+    /// `cosign sign` 3's signature referrer.
+    pub fn signature() -> Self {
+        Self::attestation(COSIGN_SIGN)
+    }
+
+    /// A cosign 3 attestation (`cosign attest --new-bundle-format`, promo-tools' promotion
+    /// record): a bundle v0.3 referrer annotated with its statement's `predicate`.
+    pub fn attestation(predicate: &str) -> Self {
+        Self {
+            artifact_type: BUNDLE_V03.into(),
+            layer_media_type: BUNDLE_V03.into(),
+            predicate_annotation: Some(predicate.into()),
+            declared_layer_size: None,
+        }
+    }
+
+    /// The same without its Sigstore annotations: known only by its statement.
+    pub fn unannotated(mut self) -> Self {
+        self.predicate_annotation = None;
+        self
+    }
+
+    /// An SPDX SBOM attached as a plain OCI artifact, as `oras attach` does.
+    pub fn spdx_sbom() -> Self {
+        Self {
+            artifact_type: "application/spdx+json".into(),
+            layer_media_type: "application/spdx+json".into(),
+            predicate_annotation: None,
+            declared_layer_size: None,
+        }
+    }
+}
+
 /// Pushes `bundle` as a cosign 3 signature referrer of `subject` (`sha256:<hex>`, a manifest or
 /// index of `repository` at the registry `addr`): the empty config, the bundle layer, the
 /// referrer manifest by digest; with `fallback`, also adds it to the `sha256-<hex>` index, as
@@ -275,6 +335,25 @@ pub fn push_referrer(
     repository: &str,
     subject: &str,
     bundle: &[u8],
+    fallback: bool,
+) -> Referrer {
+    push_referrer_as(
+        addr,
+        repository,
+        subject,
+        bundle,
+        &ReferrerShape::signature(),
+        fallback,
+    )
+}
+
+/// [`push_referrer`] of a referrer shaped as `shape` says, its one layer `layer`.
+pub fn push_referrer_as(
+    addr: &str,
+    repository: &str,
+    subject: &str,
+    layer_bytes: &[u8],
+    shape: &ReferrerShape,
     fallback: bool,
 ) -> Referrer {
     let head = request(
@@ -292,21 +371,28 @@ pub fn push_referrer(
         .and_then(|l| l.parse().ok())
         .expect("the subject's size");
     let config = sha256(EMPTY.1);
-    let layer = sha256(bundle);
-    for (digest, bytes) in [(&config, EMPTY.1), (&layer, bundle)] {
+    let layer = sha256(layer_bytes);
+    for (digest, bytes) in [(&config, EMPTY.1), (&layer, layer_bytes)] {
         push_blob(addr, repository, digest, bytes).expect("push a referrer blob");
     }
-    let annotations = json!({
-        "org.opencontainers.image.created": "2026-01-01T00:00:00Z",
-        "dev.sigstore.bundle.content": "dsse-envelope",
-        "dev.sigstore.bundle.predicateType": COSIGN_SIGN,
-    });
+    let annotations = match &shape.predicate_annotation {
+        Some(predicate) => json!({
+            "org.opencontainers.image.created": "2026-01-01T00:00:00Z",
+            "dev.sigstore.bundle.content": "dsse-envelope",
+            "dev.sigstore.bundle.predicateType": predicate,
+        }),
+        None => json!({"org.opencontainers.image.created": "2026-01-01T00:00:00Z"}),
+    };
+    let artifact_type = shape.artifact_type.as_str();
+    let layer_size = shape
+        .declared_layer_size
+        .unwrap_or(layer_bytes.len() as u64);
     let manifest = json!({
         "schemaVersion": 2,
         "mediaType": OCI_MANIFEST,
-        "artifactType": BUNDLE_V03,
-        "config": {"mediaType": EMPTY.0, "artifactType": BUNDLE_V03, "digest": config, "size": 2},
-        "layers": [{"mediaType": BUNDLE_V03, "digest": layer, "size": bundle.len()}],
+        "artifactType": artifact_type,
+        "config": {"mediaType": EMPTY.0, "artifactType": artifact_type, "digest": config, "size": 2},
+        "layers": [{"mediaType": shape.layer_media_type, "digest": layer, "size": layer_size}],
         "subject": {"mediaType": media, "digest": subject, "size": size},
         "annotations": annotations,
     });
@@ -317,7 +403,7 @@ pub fn push_referrer(
         "mediaType": OCI_MANIFEST,
         "digest": digest,
         "size": bytes.len(),
-        "artifactType": BUNDLE_V03,
+        "artifactType": artifact_type,
         "annotations": annotations,
     });
     let referrer = Referrer { digest, descriptor };

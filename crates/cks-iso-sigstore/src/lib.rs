@@ -44,7 +44,10 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 pub use invalid::Invalid;
-pub use policy::{GOOGLE_ISSUER, K8S_BINARY_IDENTITY, K8S_IMAGE_IDENTITY, Policy, Rule};
+pub use policy::{
+    ALWAYS_SIGNED_SINCE_MINOR, GOOGLE_ISSUER, K8S_BINARY_IDENTITY, K8S_IMAGE_IDENTITY, Policy,
+    Rule, always_signed,
+};
 pub use root::TrustedRoot;
 pub use verify::{Failure, Step, Verified};
 pub use x509::MAX_CERT_SIZE;
@@ -79,9 +82,14 @@ pub fn tag_for(digest: &Digest) -> String {
 pub enum Mode {
     /// Nothing is fetched or checked; `versions.txt` and the SBOMs record "not checked".
     Off,
-    /// Every signature found must verify; a covered image without one is a warning.
+    /// Every signature found must verify; a covered image without one is a warning, except
+    /// where upstream always signs ([`always_signed`] images, Kubernetes binaries of 1.26 on):
+    /// there a missing signature was withheld, and fails.
     #[default]
     Verify,
+    /// As [`Mode::Verify`], but a missing signature is a warning even where upstream always
+    /// signs: for a registry mirror known to drop signatures.
+    Warn,
     /// Every covered image needs a valid signature.
     Enforce,
 }
@@ -92,6 +100,7 @@ impl Mode {
         match self {
             Self::Off => "off",
             Self::Verify => "verify",
+            Self::Warn => "warn",
             Self::Enforce => "enforce",
         }
     }
@@ -109,8 +118,9 @@ impl FromStr for Mode {
         match text {
             "off" => Ok(Self::Off),
             "verify" => Ok(Self::Verify),
+            "warn" => Ok(Self::Warn),
             "enforce" => Ok(Self::Enforce),
-            _ => Err(format!("{text:?} is not off, verify or enforce").into()),
+            _ => Err(format!("{text:?} is not off, verify, warn or enforce").into()),
         }
     }
 }
@@ -287,6 +297,20 @@ pub enum SignatureError {
         /// The platform manifest.
         digest: String,
     },
+    /// A covered image that upstream always signs ([`always_signed`]) without a signature: the
+    /// registry or a mirror on the way withheld it.
+    #[error(
+        "{artifact}: no signature for {digest} or its index, and registry.k8s.io signs every \
+         {repository} image of Kubernetes 1.{ALWAYS_SIGNED_SINCE_MINOR} and later"
+    )]
+    Withheld {
+        /// The image reference.
+        artifact: String,
+        /// The platform manifest.
+        digest: String,
+        /// The image's repository (`registry.k8s.io/kube-apiserver`).
+        repository: String,
+    },
     /// A covered file without a signature, where one is required: `enforce`, or a Kubernetes
     /// binary of a release that always publishes one.
     #[error("{artifact}: no signature for {digest}: {why}")]
@@ -335,7 +359,14 @@ impl SignatureError {
             Self::UnsignedFile { .. } => {
                 "dl.k8s.io publishes .sig and .cert beside every Kubernetes >= 1.26 binary: check \
                  that the mirror serving it (--mirror) carries them too (offline, that the cache \
-                 holds them from an online build); --signatures off skips the check"
+                 holds them from an online build); --signatures warn accepts it with a warning, \
+                 --signatures off skips the check"
+                    .into()
+            }
+            Self::Withheld { .. } => {
+                "the registry mirror serving it (--registry-mirror) or a proxy on the way does not \
+                 pass its sha256-<hex>.sig tags and referrers on (offline, the cache holds none \
+                 from an online build); --signatures warn accepts it with a warning"
                     .into()
             }
             Self::Unsigned { .. } => {
@@ -510,6 +541,8 @@ mod tests {
     #[test]
     fn modes_parse() {
         assert_eq!("enforce".parse::<Mode>().unwrap(), Mode::Enforce);
+        assert_eq!("warn".parse::<Mode>().unwrap(), Mode::Warn);
+        assert_eq!(Mode::Warn.to_string(), "warn");
         assert!("on".parse::<Mode>().is_err());
         assert_eq!(Mode::default(), Mode::Verify);
     }

@@ -21,6 +21,43 @@ pub const K8S_BINARY_IDENTITY: &str = "krel-staging@k8s-releng-prod.iam.gservice
 /// Google's OIDC issuer.
 pub const GOOGLE_ISSUER: &str = "https://accounts.google.com";
 
+/// The first Kubernetes minor (1.x) whose release artifacts upstream always signs: KEP-3031
+/// ("Signing release artifacts", kubernetes/enhancements `keps/sig-release/3031-signing-release-
+/// artifacts`) went beta in 1.26 with "standard Kubernetes release artifacts (binaries and
+/// container images) are signed"; kubernetes.io's "Verify Signed Kubernetes Artifacts" (beta
+/// since v1.26) verifies every control-plane image of a release with `cosign verify` and the
+/// krel-trust identity. A dl.k8s.io binary or a control-plane image of such a release without a
+/// signature is therefore withheld, not unsigned.
+pub const ALWAYS_SIGNED_SINCE_MINOR: u64 = 26;
+
+/// The registry.k8s.io images a Kubernetes release builds and promotes under its own tag
+/// (`v1.33.1`) — kubeadm's control-plane images, those the release's SBOM lists as
+/// `registry.k8s.io` packages and the signed-artifacts page verifies. pause, etcd and CoreDNS are
+/// promoted on their own schedule, and some tags predate signing: they stay a warning.
+pub const CONTROL_PLANE_IMAGES: [&str; 4] = [
+    "registry.k8s.io/kube-apiserver",
+    "registry.k8s.io/kube-controller-manager",
+    "registry.k8s.io/kube-scheduler",
+    "registry.k8s.io/kube-proxy",
+];
+
+/// Whether upstream signs every copy of the image `repository`:`tag` (see
+/// [`ALWAYS_SIGNED_SINCE_MINOR`] and [`CONTROL_PLANE_IMAGES`]): a control-plane image whose tag
+/// is a Kubernetes release `v1.N.P[-pre]` with N at least 26.
+pub fn always_signed(repository: &str, tag: Option<&str>) -> bool {
+    if !CONTROL_PLANE_IMAGES.contains(&repository) {
+        return false;
+    }
+    let Some(version) = tag.and_then(|t| t.strip_prefix("v1.")) else {
+        return false;
+    };
+    let minor = version.split('.').next().unwrap_or_default();
+    minor.bytes().all(|b| b.is_ascii_digit())
+        && minor
+            .parse::<u64>()
+            .is_ok_and(|m| m >= ALWAYS_SIGNED_SINCE_MINOR)
+}
+
 /// The identity a rule requires.
 #[derive(Debug, Clone)]
 pub enum Identity {
@@ -172,6 +209,37 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_plane_images_of_1_26_on_are_always_signed_and_nothing_else() {
+        for (repository, tag, signed) in [
+            ("registry.k8s.io/kube-apiserver", Some("v1.33.1"), true),
+            ("registry.k8s.io/kube-proxy", Some("v1.26.0"), true),
+            ("registry.k8s.io/kube-scheduler", Some("v1.36.0-rc.1"), true),
+            (
+                "registry.k8s.io/kube-controller-manager",
+                Some("v1.25.16"),
+                false,
+            ),
+            ("registry.k8s.io/kube-apiserver", Some("v2.0.0"), false),
+            ("registry.k8s.io/kube-apiserver", Some("latest"), false),
+            ("registry.k8s.io/kube-apiserver", None, false),
+            ("registry.k8s.io/pause", Some("3.10"), false),
+            ("registry.k8s.io/etcd", Some("3.5.21-0"), false),
+            ("registry.k8s.io/coredns/coredns", Some("v1.12.0"), false),
+            (
+                "registry.k8s.io.evil/kube-apiserver",
+                Some("v1.33.1"),
+                false,
+            ),
+        ] {
+            assert_eq!(
+                always_signed(repository, tag),
+                signed,
+                "{repository}:{tag:?}"
+            );
+        }
+    }
 
     #[test]
     fn globs() {

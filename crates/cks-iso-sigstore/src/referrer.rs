@@ -26,6 +26,10 @@
 //! tag when none is found. cks-iso does the same, with two restrictions: the referrer must be
 //! a referrer of this digest (`subject`), and the statement's predicate type must be
 //! cosign's signature predicate (another attestation by the same signer is not a signature).
+//! Attestations are passed over, not judged: by the predicate annotation when the list carries
+//! it, else by the statement itself ([`predicate_type`]) — registry.k8s.io's promoter attaches a
+//! signed `https://k8s.io/promo-tools/promotion/v1` statement the same way (promo-tools PR
+//! #1903, `docs/image-promotion.md` "Provenance generation"), beside SBOMs, VEX and provenance.
 
 use cks_iso_oci::image::{Descriptor, Digest};
 use serde::Deserialize;
@@ -44,8 +48,12 @@ pub use super::dsse::COSIGN_SIGN_PREDICATE;
 pub const BUNDLE_ARTIFACT_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
 /// The referrer manifest's annotation naming the statement's predicate type.
 pub const ANN_PREDICATE_TYPE: &str = "dev.sigstore.bundle.predicateType";
-/// The most referrers of one digest considered: a registry lists any number of attestations.
-pub const MAX_REFERRERS: usize = 32;
+/// The most signature referrers of one digest fetched (after attestations, SBOMs and other
+/// artifacts are passed over by their listed type): each costs two requests of at most 4 MiB
+/// (manifest and bundle). cosign adds one per `cosign sign` of the digest, and registry.k8s.io's
+/// promoter signs a digest once (promo-tools #1948 keeps it from appending again), so 128 is
+/// far above any signing history while a hostile list of thousands costs at most 256 requests.
+pub const MAX_REFERRERS: usize = 128;
 
 /// The tag-schema fallback's tag for `digest`: `sha256-<hex>` (distribution spec 1.1).
 pub fn fallback_tag(digest: &Digest) -> String {
@@ -73,25 +81,75 @@ struct Listed {
     annotations: std::collections::BTreeMap<String, String>,
 }
 
+/// A referrers list sorted: the signature referrers worth fetching, and the others with why.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// At most [`MAX_REFERRERS`], in the list's order, each with its listed size.
+    pub candidates: Vec<(Digest, u64)>,
+    /// Attestations, SBOMs and other artifacts, and the signature referrers past the cap: never
+    /// fetched.
+    pub passed_over: Vec<(Digest, String)>,
+}
+
 /// The referrer manifests worth fetching from a referrers list (the Referrers API's reply or the
 /// fallback tag's index): those of artifact type [`BUNDLE_ARTIFACT_TYPE`] (the registry may not
-/// have filtered) whose predicate annotation, when present, is cosign's signature's; at most
+/// have filtered) whose predicate annotation, when present, is cosign's signature's (an
+/// attestation without it is known by its statement, see [`predicate_type`]); at most
 /// [`MAX_REFERRERS`], in the list's order. Each with its size, to bound its fetch.
 pub fn candidates(list: &[u8]) -> Result<Vec<(Digest, u64)>, Invalid> {
+    Ok(listing(list)?.candidates)
+}
+
+/// [`candidates`], and the listed manifests passed over with the reason (another artifact type,
+/// another predicate, past the cap).
+pub fn listing(list: &[u8]) -> Result<Listing, Invalid> {
     let index: ListIndex = serde_json::from_slice(list)
         .map_err(|e| format!("the referrers list is not an image index: {e}"))?;
-    Ok(index
-        .manifests
-        .into_iter()
-        .filter(|m| m.artifact_type == BUNDLE_ARTIFACT_TYPE)
-        .filter(|m| {
-            m.annotations
-                .get(ANN_PREDICATE_TYPE)
-                .is_none_or(|p| p == COSIGN_SIGN_PREDICATE)
-        })
-        .take(MAX_REFERRERS)
-        .map(|m| (m.digest, m.size))
-        .collect())
+    let mut out = Listing::default();
+    for m in index.manifests {
+        let predicate = m.annotations.get(ANN_PREDICATE_TYPE);
+        let why = if m.artifact_type != BUNDLE_ARTIFACT_TYPE {
+            format!(
+                "its artifact type is {:?}, not a signature's",
+                m.artifact_type
+            )
+        } else if let Some(p) = predicate.filter(|p| *p != COSIGN_SIGN_PREDICATE) {
+            format!("it is a {p:?} attestation, not a signature")
+        } else if out.candidates.len() == MAX_REFERRERS {
+            format!("more than {MAX_REFERRERS} signature referrers are listed")
+        } else {
+            out.candidates.push((m.digest, m.size));
+            continue;
+        };
+        out.passed_over.push((m.digest, why));
+    }
+    Ok(out)
+}
+
+#[derive(Deserialize)]
+struct PeekBundle {
+    #[serde(rename = "dsseEnvelope")]
+    envelope: Option<PeekEnvelope>,
+}
+
+#[derive(Deserialize)]
+struct PeekEnvelope {
+    payload: String,
+}
+
+/// The predicate type of the in-toto statement a bundle's DSSE envelope carries, read without
+/// judging anything; `None` when the bundle holds no readable statement (the verifier then says
+/// why). A referrer whose statement is not [`COSIGN_SIGN_PREDICATE`] is an attestation, whatever
+/// its annotations say, and is passed over rather than judged as a signature: a
+/// registry that drops annotations, or a signer that never wrote them, must not make an
+/// attestation fail an image as a bad signature.
+pub fn predicate_type(bundle: &[u8]) -> Option<String> {
+    use base64::Engine as _;
+    let peek: PeekBundle = serde_json::from_slice(bundle).ok()?;
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(peek.envelope?.payload)
+        .ok()?;
+    Statement::parse(&payload).ok().map(|s| s.predicate_type)
 }
 
 #[derive(Deserialize)]
@@ -232,7 +290,61 @@ mod tests {
         ]});
         let found = candidates(list.to_string().as_bytes()).unwrap();
         assert_eq!(found, vec![(digest('a'), 10), (digest('d'), 13)]);
+        let sorted = listing(list.to_string().as_bytes()).unwrap();
+        assert_eq!(
+            sorted.passed_over,
+            vec![
+                (
+                    digest('b'),
+                    "it is a \"https://slsa.dev/provenance/v1\" attestation, not a signature"
+                        .into()
+                ),
+                (
+                    digest('c'),
+                    "its artifact type is \"application/spdx+json\", not a signature's".into()
+                ),
+            ]
+        );
         assert!(candidates(br#"{"manifests": 5}"#).is_err());
+    }
+
+    #[test]
+    fn past_the_cap_signature_referrers_are_passed_over_and_named() {
+        let one = |i: usize| {
+            serde_json::json!({"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "digest": format!("sha256:{i:064x}"), "size": 10, "artifactType": BUNDLE_ARTIFACT_TYPE})
+        };
+        let list =
+            serde_json::json!({"manifests": (0..MAX_REFERRERS + 2).map(one).collect::<Vec<_>>()});
+        let sorted = listing(list.to_string().as_bytes()).unwrap();
+        assert_eq!(sorted.candidates.len(), MAX_REFERRERS);
+        assert_eq!(sorted.passed_over.len(), 2);
+        assert!(sorted.passed_over[0].1.contains("more than 128"));
+    }
+
+    #[test]
+    fn the_statement_names_the_predicate_whatever_the_annotations() {
+        use base64::Engine as _;
+        let bundle = |predicate: &str| {
+            let statement = serde_json::json!({"_type": "https://in-toto.io/Statement/v1",
+                "subject": [{"digest": {"sha256": "ab"}}], "predicateType": predicate, "predicate": {}});
+            let payload = base64::engine::general_purpose::STANDARD.encode(statement.to_string());
+            serde_json::json!({"mediaType": BUNDLE_ARTIFACT_TYPE,
+                "dsseEnvelope": {"payload": payload, "payloadType": "application/vnd.in-toto+json",
+                                 "signatures": []}})
+            .to_string()
+        };
+        let promotion = "https://k8s.io/promo-tools/promotion/v1";
+        assert_eq!(
+            predicate_type(bundle(promotion).as_bytes()).as_deref(),
+            Some(promotion)
+        );
+        assert_eq!(
+            predicate_type(bundle(COSIGN_SIGN_PREDICATE).as_bytes()).as_deref(),
+            Some(COSIGN_SIGN_PREDICATE)
+        );
+        assert_eq!(predicate_type(br#"{"messageSignature": {}}"#), None);
+        assert_eq!(predicate_type(b"not json"), None);
     }
 
     #[test]

@@ -341,7 +341,11 @@ async fn check_file(
         Found::Signed(sig, cert, entry) => (sig, cert, entry),
         Found::Unsigned(why) => {
             let kube_binary = file.source.starts_with("https://dl.k8s.io/release/");
-            let required = kube_binary && kubernetes.major == 1 && kubernetes.minor >= 26;
+            let always_signed = kube_binary
+                && kubernetes.major == 1
+                && kubernetes.minor >= signature::ALWAYS_SIGNED_SINCE_MINOR;
+            // `warn` lets a withheld signature pass with the warning below.
+            let required = always_signed && checker.mode != Mode::Warn;
             if checker.mode == Mode::Enforce || required {
                 let why = match required {
                     true => {
@@ -356,10 +360,13 @@ async fn check_file(
                 });
                 return Err((err, false));
             }
-            tracing::warn!(
-                "{artifact}: UNSIGNED: {why}; recorded as unsigned (--signatures enforce \
-                 refuses it)"
-            );
+            let hint = match always_signed {
+                true => {
+                    "though upstream signs every copy; recorded as unsigned (--signatures warn)"
+                }
+                false => "recorded as unsigned (--signatures enforce refuses it)",
+            };
+            tracing::warn!("{artifact}: UNSIGNED: {why}; {hint}");
             return Ok((report, None));
         }
     };

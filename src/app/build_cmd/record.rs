@@ -99,6 +99,12 @@ pub(super) fn lock(
             ccm: v.ccm.clone(),
             autoscaler: v.autoscaler.clone(),
             headlamp: request.headlamp_version.clone(),
+            headlamp_image: request.headlamp_image.clone().filter(|image| {
+                request
+                    .headlamp_version
+                    .as_deref()
+                    .is_none_or(|v| *image != crate::plan::headlamp_ghcr_image(v))
+            }),
             cloudstack: request.cloudstack.map(|c| c.to_string()),
             volume_id: volume_id.to_owned(),
             name: request.name.clone(),

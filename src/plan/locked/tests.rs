@@ -31,6 +31,7 @@ fn lock() -> Lock {
             ccm: "v1.2.0".into(),
             autoscaler: "1.33.4".into(),
             headlamp: None,
+            headlamp_image: None,
             cloudstack: None,
             volume_id: "CDROM".into(),
             name: "setup-v1.33.1".into(),
@@ -150,4 +151,31 @@ fn positional_arguments_do_not_mix_with_a_lock() {
     let positional: Vec<String> = (0..7).map(|i| i.to_string()).collect();
     let err = locked(&lock(), "x", &positional, network_file(), Extra::default()).unwrap_err();
     assert!(matches!(err, PlanError::LockedPositional));
+}
+
+#[test]
+fn a_lock_without_a_headlamp_image_keeps_ghcr_and_one_with_it_keeps_that() {
+    // A lock written before registry.k8s.io served Headlamp names no image: the same ISO, from
+    // ghcr.io, even for a release registry.k8s.io serves now.
+    let mut old = lock();
+    old.request.headlamp = Some("0.41.0".into());
+    let got = locked(&old, "x", &[], network_file(), Extra::default()).unwrap();
+    assert_eq!(
+        got.request.headlamp_image.as_deref(),
+        Some("ghcr.io/headlamp-k8s/headlamp:v0.41.0")
+    );
+    let mut new = old.clone();
+    new.request.headlamp_image = Some("registry.k8s.io/headlamp/headlamp:v0.41.0".into());
+    let got = locked(&new, "x", &[], network_file(), Extra::default()).unwrap();
+    assert_eq!(
+        got.request.headlamp_image.as_deref(),
+        Some("registry.k8s.io/headlamp/headlamp:v0.41.0")
+    );
+    assert_eq!(
+        locked(&lock(), "x", &[], network_file(), Extra::default())
+            .unwrap()
+            .request
+            .headlamp_image,
+        None
+    );
 }

@@ -381,6 +381,16 @@ fn serve(mut stream: TcpStream, state: &State, upstream: &Upstream) -> std::io::
             &mut stream,
             &canned(302, "Found", &[("location", to)], "redirecting\n"),
         ),
+        Some(Fault::Reply {
+            content_type,
+            headers,
+            body,
+        }) => {
+            let mut answer = canned(200, "OK", &[("content-type", content_type)], "");
+            answer.headers.extend(headers);
+            answer.body = body;
+            send(&mut stream, &answer)
+        }
         Some(Fault::HtmlOk) => send(
             &mut stream,
             &canned(

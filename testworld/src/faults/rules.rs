@@ -43,6 +43,17 @@ pub enum Fault {
     RedirectLoop,
     /// Answer `302` with this `Location`; upstream is not asked.
     Redirect(String),
+    /// Answer `200 OK` with this `Content-Type`, these extra headers and this body; upstream is
+    /// not asked: an API the world's registry lacks, such as a Referrers API answering in pages
+    /// (`Link: <…>; rel="next"`, distribution spec 1.1).
+    Reply {
+        /// The `Content-Type`.
+        content_type: String,
+        /// More headers (`link`).
+        headers: Vec<(String, String)>,
+        /// The body.
+        body: Vec<u8>,
+    },
     /// Answer `200 OK`, `Content-Type: text/html`, with an HTML error page (as captive portals and
     /// misconfigured mirrors do); upstream is not asked.
     HtmlOk,
@@ -78,6 +89,7 @@ impl Fault {
             Fault::Stall { after, pause } => format!("stall after {after} for {pause:?}"),
             Fault::RedirectLoop => "redirect loop".into(),
             Fault::Redirect(to) => format!("redirect to {to}"),
+            Fault::Reply { content_type, .. } => format!("reply {content_type}"),
             Fault::HtmlOk => "html 200".into(),
             Fault::IgnoreRange => "range ignored".into(),
             Fault::WrongContentRange => "wrong content-range".into(),

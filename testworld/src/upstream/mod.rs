@@ -56,6 +56,13 @@ pub const HEADLAMP_VERSION: &str = "0.40.1";
 /// Path (after the host) of that release's manifest: `ghcr.io/headlamp-k8s/headlamp:latest`, no
 /// `imagePullPolicy`.
 pub const HEADLAMP_RELEASE_PATH: &str = "kubernetes-sigs/headlamp/v0.40.1/kubernetes-headlamp.yaml";
+/// A Headlamp release whose image registry.k8s.io serves as `registry.k8s.io/headlamp/headlamp`
+/// (kubernetes/k8s.io PR #9452 promoted v0.41.0 and v0.42.0, PR #9616 v0.43.0); the world
+/// publishes it there, signed as registry.k8s.io's images are, and not on ghcr.io.
+pub const HEADLAMP_PROMOTED_VERSION: &str = "0.41.0";
+/// Path (after the host) of that release's manifest, in the same shape as [`HEADLAMP_RELEASE_PATH`].
+pub const HEADLAMP_PROMOTED_RELEASE_PATH: &str =
+    "kubernetes-sigs/headlamp/v0.41.0/kubernetes-headlamp.yaml";
 /// Directory (after the host) of the kubelet unit and kubeadm drop-in fixtures.
 pub const UNIT_DIR: &str = "kubernetes/release/v0.16.2/cmd/krel/templates/latest";
 

@@ -363,6 +363,11 @@ impl Snapshot {
             TEXT,
         );
         put(
+            format!("raw.githubusercontent.com/{HEADLAMP_PROMOTED_RELEASE_PATH}"),
+            HEADLAMP_RELEASE_YAML.as_bytes().to_vec(),
+            TEXT,
+        );
+        put(
             format!("raw.githubusercontent.com/{UNIT_DIR}/kubelet/kubelet.service"),
             KUBELET_SERVICE.as_bytes().to_vec(),
             TEXT,

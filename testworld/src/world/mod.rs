@@ -29,8 +29,8 @@ use crate::rekor::RekorServer;
 use crate::shaper::{Shape, ShapingProxy};
 use crate::sigstore::{SignOptions, SignedLayer, Sigstore, signature_manifest, signature_tag};
 use crate::upstream::{
-    DASHBOARD_PATH, HEADLAMP_PATH, HEADLAMP_RELEASE_PATH, HEADLAMP_VERSION, KubeRelease,
-    NETWORK_PATH, Snapshot, UpstreamServer,
+    DASHBOARD_PATH, HEADLAMP_PATH, HEADLAMP_PROMOTED_RELEASE_PATH, HEADLAMP_PROMOTED_VERSION,
+    HEADLAMP_RELEASE_PATH, HEADLAMP_VERSION, KubeRelease, NETWORK_PATH, Snapshot, UpstreamServer,
 };
 
 mod names;
@@ -243,6 +243,7 @@ impl World {
                 "dashboard"
             } else if path == &format!("raw.githubusercontent.com/{HEADLAMP_PATH}")
                 || path == &format!("raw.githubusercontent.com/{HEADLAMP_RELEASE_PATH}")
+                || path == &format!("raw.githubusercontent.com/{HEADLAMP_PROMOTED_RELEASE_PATH}")
             {
                 "headlamp"
             } else {
@@ -257,6 +258,11 @@ impl World {
         // The tag a build from a Headlamp version pins the release manifest's `:latest` to.
         wanted.push((
             format!("ghcr.io/headlamp-k8s/headlamp:v{HEADLAMP_VERSION}"),
+            "headlamp",
+        ));
+        // A promoted release's image is taken from registry.k8s.io (signed below, as there).
+        wanted.push((
+            format!("registry.k8s.io/headlamp/headlamp:v{HEADLAMP_PROMOTED_VERSION}"),
             "headlamp",
         ));
 
@@ -491,6 +497,13 @@ impl World {
     /// `--headlamp-version` and CloudStack 4.23's positional form.
     pub fn headlamp_version(&self) -> &'static str {
         HEADLAMP_VERSION
+    }
+
+    /// The Headlamp release the world serves as registry.k8s.io does a promoted one: its
+    /// manifest, and its image `registry.k8s.io/headlamp/headlamp:v<version>` (signed), not on
+    /// ghcr.io.
+    pub fn headlamp_promoted_version(&self) -> &'static str {
+        HEADLAMP_PROMOTED_VERSION
     }
 
     /// The upstream URL of the Headlamp manifest to pass as `--headlamp`.
