@@ -38,6 +38,23 @@ pub enum RegistryError {
         /// The realm, without any user.
         url: String,
     },
+    /// The token service redirected an identity token's exchange where the token may not go.
+    #[error(
+        "{reference}: the token service {registry} redirects the identity token (HTTP {status}) \
+         to {location}, where it is not sent: {reason}"
+    )]
+    TokenRedirect {
+        /// The full reference.
+        reference: String,
+        /// The token service (`host[:port]` of the challenge's realm).
+        registry: String,
+        /// The 3xx status.
+        status: u16,
+        /// Where it leads, without any user.
+        location: String,
+        /// Why it is not followed.
+        reason: String,
+    },
     /// A transfer failed (after retries).
     #[error("{reference}: cannot fetch {what}")]
     Fetch {
@@ -149,6 +166,13 @@ impl RegistryError {
                 "the registry's configuration sends logins in clear text: have its operator serve \
                  the token service over HTTPS; only on a network you trust, name that host with \
                  --insecure-registry HOST[:PORT]"
+                    .into()
+            }
+            Self::TokenRedirect { .. } => {
+                "an identity token is sent only to the token service the registry's challenge \
+                 names, on its own host and never over plain HTTP: have the registry's operator \
+                 name the final token service in the challenge, or log in with a user name and \
+                 password instead"
                     .into()
             }
             Self::Mismatch { .. } => {

@@ -15,6 +15,7 @@ mod cloudstack_profiles;
 mod cloudstack_releases;
 mod conformance;
 mod crash_and_concurrency;
+mod credentials_reach;
 mod diff;
 mod diff_e2e;
 mod doctor;
