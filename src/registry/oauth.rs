@@ -121,7 +121,10 @@ impl Registry {
 /// host or port, or plain HTTP where the realm was HTTPS. `None` when it may.
 fn refusal(realm: &reqwest::Url, next: &reqwest::Url) -> Option<String> {
     if fetch::host_port(next) != fetch::host_port(realm) {
-        return Some(format!("it leads to another host, {}", fetch::host_port(next)));
+        return Some(format!(
+            "it leads to another host, {}",
+            fetch::host_port(next)
+        ));
     }
     if next.scheme() != "https" && next.scheme() != realm.scheme() {
         return Some(format!(

@@ -19,7 +19,12 @@ use crate::support::registry::{pull_cmd, stderr, succeeded};
 const REFRESH: &str = "refresh-me-7";
 
 /// `cks-iso pull` of pause through the front at `base`, with `config` as the Docker config.
-fn pull_pause(world: &RegistryWorld, base: &str, tmp: &Path, config: &str) -> std::process::Command {
+fn pull_pause(
+    world: &RegistryWorld,
+    base: &str,
+    tmp: &Path,
+    config: &str,
+) -> std::process::Command {
     let docker = tmp.join("docker");
     std::fs::create_dir_all(&docker).unwrap();
     std::fs::write(docker.join("config.json"), config).unwrap();
@@ -136,7 +141,10 @@ fn an_identity_token_does_not_follow_a_token_service_redirect_to_another_host() 
             )) && said.contains("another host"),
             "{said}"
         );
-        assert!(said.contains("hint: an identity token is sent only"), "{said}");
+        assert!(
+            said.contains("hint: an identity token is sent only"),
+            "{said}"
+        );
         assert!(!said.contains(REFRESH), "the token leaked: {said}");
     }
 
@@ -226,7 +234,11 @@ fn a_credential_helper_writing_endless_output_is_stopped_and_named() {
     let world = world();
     let front = TokenFront::start(&world.registry.host(), FrontAuth::Anonymous);
     let tmp = tempfile::tempdir().unwrap();
-    helper(&tmp.path().join("bin"), "flood", "exec yes '{\"Username\":'");
+    helper(
+        &tmp.path().join("bin"),
+        "flood",
+        "exec yes '{\"Username\":'",
+    );
     let (result, rss) = output_within_rss(
         &mut pull_with_helper(&world, &front, tmp.path(), "flood"),
         60,
