@@ -9,7 +9,9 @@
 //! (`quay.io/org/app`, `quay.io/org`, `quay.io`), then `credsStore`. Helpers are asked under the
 //! name Docker files logins under (`https://index.docker.io/v1/` for Docker Hub). A helper that is
 //! missing or fails is a warning naming it, and the search goes on (in the end, anonymously).
-//! Credentials are kept out of `Debug`, logs and errors.
+//! Credentials are kept out of `Debug`, logs and errors. A file is read only when it is a regular
+//! file that no one but its owner (the user running this, or root) could have written
+//! (`crate::input::read_private_text`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
@@ -56,6 +58,20 @@ impl Credentials {
             STANDARD.encode(format!("{}:{}", self.username, self.password))
         )
     }
+}
+
+/// The largest auth file read: a Docker `config.json` with a few hundred logins is well under
+/// 1 MiB; a FIFO or `/dev/zero` in its place cannot fill memory.
+const MAX_AUTH_FILE_SIZE: u64 = 4 << 20;
+
+/// Whether a default auth file that cannot be read is passed over: missing, a directory, or
+/// unreadable for the system's reasons. What the input rules refuse (someone else could have
+/// written it, a FIFO or device, too large) is not.
+fn skipped(err: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    !crate::input::is_unsafe(err)
+        && !matches!(err.kind(), InvalidInput | FileTooLarge)
+        && (err.raw_os_error().is_some() || err.kind() == IsADirectory)
 }
 
 /// What credential helpers answered, per helper and server name: each is asked (and warned
@@ -150,18 +166,23 @@ impl AuthFiles {
         repository: &str,
     ) -> Result<Option<Credentials>, RegistryError> {
         for path in &self.files {
-            let text = match std::fs::read(path) {
+            let explicit = self.explicit.as_deref() == Some(path.as_path());
+            let text = match crate::input::read_private_text(path, MAX_AUTH_FILE_SIZE) {
                 Ok(text) => text,
-                Err(e) if self.explicit.as_deref() == Some(path.as_path()) => {
-                    return Err(RegistryError::Config(format!(
-                        "cannot read --authfile {}: {e}",
-                        path.display()
-                    )));
+                // A default location that holds nothing usable is skipped, as Docker and Podman
+                // skip it; one that only others could have written, or a FIFO, device or
+                // oversized file in its place, is refused wherever it is.
+                Err(e) if !explicit && skipped(&e) => continue,
+                Err(source) => {
+                    return Err(RegistryError::AuthFile {
+                        path: path.clone(),
+                        explicit,
+                        source,
+                    });
                 }
-                Err(_) => continue,
             };
             // The parser's message could quote the file, which holds secrets: say only where.
-            let config: ConfigFile = serde_json::from_slice(&text).map_err(|e| {
+            let config: ConfigFile = serde_json::from_str(&text).map_err(|e| {
                 RegistryError::Config(format!(
                     "{} is not a valid Docker config (line {}, column {})",
                     path.display(),

@@ -134,6 +134,17 @@ pub enum RegistryError {
         #[source]
         source: CacheError,
     },
+    /// An auth file cannot be read, or is refused (see `crate::input`).
+    #[error("cannot read {}{}", if *explicit { "--authfile " } else { "the auth file " }, path.display())]
+    AuthFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Whether it was named with `--authfile` (or `authfile:`).
+        explicit: bool,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A configuration value (mirror, insecure registry, auth file) is malformed.
     #[error("{0}")]
     Config(String),
@@ -147,7 +158,7 @@ impl RegistryError {
     /// Whether the user gave a wrong argument or setting rather than the pull failing.
     pub fn is_usage(&self) -> bool {
         match self {
-            Self::Config(_) => true,
+            Self::Config(_) | Self::AuthFile { .. } => true,
             Self::Image(e) => e.is_usage(),
             _ => false,
         }
@@ -184,6 +195,12 @@ impl RegistryError {
                 "fix that file, or pass --authfile a Docker config.json whose `auths` hold \
                  base64 user:password"
                     .into()
+            }
+            Self::AuthFile { path, source, .. } => {
+                return crate::input::hint(source, path, "a Docker config.json or auth.json")
+                    .or_else(|| {
+                        Some("check --authfile; leave it out to use the default auth files".into())
+                    });
             }
             Self::Fetch { source, .. } => return source.hint(),
             Self::Unreachable { hint, .. } | Self::SharedBlob { hint, .. } => {

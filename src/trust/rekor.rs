@@ -4,7 +4,7 @@
 //! `verify-bundle` share it.
 
 use crate::cache::{Cache, Key};
-use crate::fetch::FetchError;
+use crate::fetch::{FetchError, strip_userinfo};
 use crate::image::Digest;
 use crate::signature::rekor;
 use crate::upstream::Fetcher;
@@ -12,10 +12,12 @@ use crate::upstream::Fetcher;
 /// Rekor's public-good instance.
 pub const DEFAULT_REKOR_URL: &str = "https://rekor.sigstore.dev";
 
-/// Index key of the Rekor entry chosen for a file's sha256 (the entry reply's bytes).
+/// Index key of the Rekor entry chosen for a file's sha256 (the entry reply's bytes). The
+/// server is named without its user and password, which the requests use and nothing records
+/// (the index, `cache ls`, a carry).
 fn rekor_key(rekor_url: &str, sha256_hex: &str) -> Key {
     Key::Rekor {
-        server: rekor_url.to_owned(),
+        server: strip_userinfo(rekor_url).trim_end_matches('/').to_owned(),
         sha256: sha256_hex.to_owned(),
     }
 }
@@ -73,9 +75,9 @@ pub async fn entry(
         let bytes = fetcher.bytes(&url, 4 << 20).await?;
         if logs(&bytes) {
             if let Some(store) = fetcher.store {
-                let kept = store
-                    .put_bytes(&bytes)
-                    .and_then(|d| store.remember(&key, &d, bytes.len() as u64, &url));
+                let kept = store.put_bytes(&bytes).and_then(|d| {
+                    store.remember(&key, &d, bytes.len() as u64, &strip_userinfo(&url))
+                });
                 if let Err(e) = kept {
                     tracing::warn!("cannot keep the Rekor entry {uuid} in the cache: {e}");
                 }

@@ -23,6 +23,7 @@ mod full_disk;
 mod hostile;
 mod hostile_bounds;
 mod hostile_cache;
+mod hostile_files;
 mod iso_errors;
 mod iso_large;
 mod iso_readers;
