@@ -8,7 +8,10 @@
 //! - [`TokenFront`]: a small server in front of a registry that answers 401 with a
 //!   `WWW-Authenticate: Bearer` challenge, issues tokens (anonymously, or only for a user name
 //!   and password), proxies manifests, and answers blob GETs with 307 to a "CDN" on another port
-//!   that records whether it ever saw an `Authorization` header — registry.k8s.io's shape.
+//!   that records whether it ever saw an `Authorization` header — registry.k8s.io's shape. Its
+//!   token service can be made to redirect token requests ([`TokenFront::redirect_token_requests`]).
+//!   The other kind of registry, one asking for Basic authentication, is
+//!   [`crate::basic_front`]'s.
 //! - [`world`]: a plain registry holding [`crate::images::corpus`].
 
 use std::net::{TcpListener, TcpStream};
