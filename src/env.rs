@@ -145,6 +145,12 @@ pub const CKS_ISO_REKOR_URL: Var = Var {
     about: "the Rekor server `build` looks up Kubernetes binaries' signatures in, when --rekor-url is not given; default `https://rekor.sigstore.dev` (through the mirrors like any URL)",
 };
 
+/// How long a credential helper may take before it is stopped.
+pub const CKS_ISO_HELPER_TIMEOUT: Var = Var {
+    name: "CKS_ISO_HELPER_TIMEOUT",
+    about: "seconds a credential helper (`docker-credential-<name> get`) may take before it is stopped and the search for credentials goes on without it; default 60",
+};
+
 /// Every variable above, in the order the README lists them.
 pub const ALL: &[Var] = &[
     SOURCE_DATE_EPOCH,
@@ -156,6 +162,7 @@ pub const ALL: &[Var] = &[
     CKS_ISO_SIGNATURES,
     CKS_ISO_CLOUDSTACK,
     CKS_ISO_REKOR_URL,
+    CKS_ISO_HELPER_TIMEOUT,
     HTTPS_PROXY,
     HTTP_PROXY,
     ALL_PROXY,

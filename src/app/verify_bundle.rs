@@ -220,7 +220,7 @@ fn looked_up(
         })?;
     let no_entry = || {
         refused(MaterialError::NoEntry {
-            rekor: rekor_url.clone(),
+            rekor: crate::fetch::redact(&rekor_url),
             digest: hex::encode(digest),
         })
     };

@@ -40,6 +40,18 @@ pub enum ConfigError {
 impl ConfigError {
     /// What the user can do about it.
     pub fn hint(&self) -> Option<String> {
+        // Who could have written it, and (for a file named) what it is, come first; a default
+        // location's file may also just be removed.
+        if let Self::Read {
+            path,
+            source,
+            implicit,
+        } = self
+            && (!implicit || crate::input::is_unsafe(source))
+            && let Some(hint) = crate::input::hint(source, path, "cks-iso's YAML configuration")
+        {
+            return Some(hint);
+        }
         Some(match self {
             Self::Read {
                 implicit: true,

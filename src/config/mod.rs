@@ -46,6 +46,10 @@ mod tests;
 pub use error::ConfigError;
 pub use locate::{SYSTEM_CONFIG, default_locations, load};
 
+/// The largest configuration file read: a few dozen lines of YAML, so 1 MiB is generous, and
+/// a FIFO or `/dev/zero` named as the file cannot fill memory.
+pub const MAX_CONFIG_SIZE: u64 = 1 << 20;
+
 /// Parallel transfers when neither flag nor file says.
 pub const DEFAULT_JOBS: usize = 4;
 
@@ -245,12 +249,16 @@ pub struct Settings {
 }
 
 impl Network {
-    /// Reads and parses `path`; relative paths inside it are made relative to its directory.
+    /// Reads and parses `path` (a regular file of at most [`MAX_CONFIG_SIZE`], which only its
+    /// owner, the user running this or root, may write; see `crate::input`); relative paths inside
+    /// it are made relative to its directory.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_owned(),
-            source,
-            implicit: false,
+        let text = crate::input::read_private_text(path, MAX_CONFIG_SIZE).map_err(|source| {
+            ConfigError::Read {
+                path: path.to_owned(),
+                source,
+                implicit: false,
+            }
         })?;
         let mut config = Self::parse(&text).map_err(|parser| ConfigError::Parse {
             path: path.to_owned(),

@@ -81,14 +81,28 @@ fn redirects(max: usize, plain: Vec<String>) -> reqwest::redirect::Policy {
 
 /// Builds the client every download and registry request goes through.
 pub fn build_client(config: &HttpConfig) -> Result<reqwest::Client, FetchError> {
+    client_with(
+        config,
+        redirects(config.max_redirects, config.plain_http_hosts.clone()),
+    )
+}
+
+/// Builds a client like [`build_client`]'s that follows no redirect: for a request whose body is
+/// a secret (an identity token's exchange), which reqwest would carry along a 307 or 308 to any
+/// host. Its caller sees the redirect and decides whether the secret may go there.
+pub fn build_client_without_redirects(config: &HttpConfig) -> Result<reqwest::Client, FetchError> {
+    client_with(config, reqwest::redirect::Policy::none())
+}
+
+fn client_with(
+    config: &HttpConfig,
+    redirect: reqwest::redirect::Policy,
+) -> Result<reqwest::Client, FetchError> {
     let mut builder = reqwest::Client::builder()
         .user_agent(concat!("cks-iso/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(config.connect_timeout)
         .read_timeout(config.idle_timeout)
-        .redirect(redirects(
-            config.max_redirects,
-            config.plain_http_hosts.clone(),
-        ))
+        .redirect(redirect)
         .tls_built_in_root_certs(true);
     for path in &config.ca_files {
         let pem = std::fs::read(path).map_err(|source| FetchError::CaFile {

@@ -434,6 +434,42 @@ pub async fn post(
     body: &[u8],
     limit: u64,
 ) -> Result<Vec<u8>, FetchError> {
+    match post_hop(download, url, content_type, body, limit).await? {
+        Posted::Reply(bytes) => Ok(bytes),
+        // A redirect the client did not follow: an error status like any other.
+        Posted::Redirect { status, .. } => Err(FetchError::Status {
+            method: Method::POST,
+            url: url.to_owned(),
+            status,
+            attempts: 1,
+        }),
+    }
+}
+
+/// How a POST ended.
+#[derive(Debug)]
+pub enum Posted {
+    /// A success status, with its body.
+    Reply(Vec<u8>),
+    /// A redirect the client did not follow (one built with
+    /// [`super::build_client_without_redirects`]): where it leads, for the caller to judge.
+    Redirect {
+        /// The 3xx status.
+        status: u16,
+        /// The `Location` header, as sent (possibly relative).
+        location: String,
+    },
+}
+
+/// POSTs `body` to `url` like [`post`], but hands a redirect the client returned back to the
+/// caller instead of failing on it.
+pub async fn post_hop(
+    download: &Download<'_>,
+    url: &str,
+    content_type: &str,
+    body: &[u8],
+    limit: u64,
+) -> Result<Posted, FetchError> {
     if download.offline {
         return Err(FetchError::Offline {
             url: url.to_owned(),
@@ -458,6 +494,18 @@ pub async fn post(
             .await
             .map_err(transport)?;
         let status = response.status();
+        let location = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok());
+        if status.is_redirection()
+            && let Some(location) = location
+        {
+            return Ok(Posted::Redirect {
+                status: status.as_u16(),
+                location: location.to_owned(),
+            });
+        }
         if !status.is_success() {
             return Err(FetchError::Status {
                 method: Method::POST,
@@ -476,7 +524,7 @@ pub async fn post(
             }
             buf.extend_from_slice(&chunk);
         }
-        Ok(buf)
+        Ok(Posted::Reply(buf))
     };
     retry::retrying(download.retry, once, |err: &FetchError| match err {
         FetchError::Status { status, .. }

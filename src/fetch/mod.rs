@@ -18,8 +18,8 @@ mod probe;
 mod retry;
 mod sink;
 
-pub use client::{HttpConfig, build_client, host_port};
-pub use download::{Download, Fetched, get_bytes, post, post_json};
+pub use client::{HttpConfig, build_client, build_client_without_redirects, host_port};
+pub use download::{Download, Fetched, Posted, get_bytes, post, post_hop, post_json};
 pub use error::FetchError;
 pub use mirror::{Mirror, Mirrors, redact, strip_userinfo};
 pub use probe::{Probed, probe};

@@ -9,14 +9,14 @@
 //! (`quay.io/org/app`, `quay.io/org`, `quay.io`), then `credsStore`. Helpers are asked under the
 //! name Docker files logins under (`https://index.docker.io/v1/` for Docker Hub). A helper that is
 //! missing or fails is a warning naming it, and the search goes on (in the end, anonymously).
-//! Credentials are kept out of `Debug`, logs and errors.
+//! Credentials are kept out of `Debug`, logs and errors. A file is read only when it is a regular
+//! file that no one but its owner (the user running this, or root) could have written
+//! (`crate::input::read_private_text`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::fmt;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
@@ -58,6 +58,20 @@ impl Credentials {
             STANDARD.encode(format!("{}:{}", self.username, self.password))
         )
     }
+}
+
+/// The largest auth file read: a Docker `config.json` with a few hundred logins is well under
+/// 1 MiB; a FIFO or `/dev/zero` in its place cannot fill memory.
+const MAX_AUTH_FILE_SIZE: u64 = 4 << 20;
+
+/// Whether a default auth file that cannot be read is passed over: missing, a directory, or
+/// unreadable for the system's reasons. What the input rules refuse (someone else could have
+/// written it, a FIFO or device, too large) is not.
+fn skipped(err: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    !crate::input::is_unsafe(err)
+        && !matches!(err.kind(), InvalidInput | FileTooLarge)
+        && (err.raw_os_error().is_some() || err.kind() == IsADirectory)
 }
 
 /// What credential helpers answered, per helper and server name: each is asked (and warned
@@ -152,18 +166,23 @@ impl AuthFiles {
         repository: &str,
     ) -> Result<Option<Credentials>, RegistryError> {
         for path in &self.files {
-            let text = match std::fs::read(path) {
+            let explicit = self.explicit.as_deref() == Some(path.as_path());
+            let text = match crate::input::read_private_text(path, MAX_AUTH_FILE_SIZE) {
                 Ok(text) => text,
-                Err(e) if self.explicit.as_deref() == Some(path.as_path()) => {
-                    return Err(RegistryError::Config(format!(
-                        "cannot read --authfile {}: {e}",
-                        path.display()
-                    )));
+                // A default location that holds nothing usable is skipped, as Docker and Podman
+                // skip it; one that only others could have written, or a FIFO, device or
+                // oversized file in its place, is refused wherever it is.
+                Err(e) if !explicit && skipped(&e) => continue,
+                Err(source) => {
+                    return Err(RegistryError::AuthFile {
+                        path: path.clone(),
+                        explicit,
+                        source,
+                    });
                 }
-                Err(_) => continue,
             };
             // The parser's message could quote the file, which holds secrets: say only where.
-            let config: ConfigFile = serde_json::from_slice(&text).map_err(|e| {
+            let config: ConfigFile = serde_json::from_str(&text).map_err(|e| {
                 RegistryError::Config(format!(
                     "{} is not a valid Docker config (line {}, column {})",
                     path.display(),
@@ -209,7 +228,7 @@ impl AuthFiles {
             .cred_helpers
             .iter()
             .find(|(key, _)| key_of(key).0 == registry)
-            && let Some(found) = self.helper_get(helper, host)
+            && let Some(found) = self.helper_get(helper, host, path)
         {
             return Ok(Some((
                 found,
@@ -271,7 +290,7 @@ impl AuthFiles {
         }
         match config.creds_store.as_deref().filter(|s| !s.is_empty()) {
             Some(store) => Ok(self
-                .helper_get(store, host)
+                .helper_get(store, host, path)
                 .map(|found| (found, helper_entry(store, "credsStore")))),
             None => Ok(None),
         }
@@ -280,19 +299,21 @@ impl AuthFiles {
     /// What `docker-credential-<helper> get` answers for `host`, asked once per run. A helper
     /// that cannot be run or fails is a warning, then no credentials; "not found" is no
     /// credentials without a warning.
-    fn helper_get(&self, helper: &str, host: &str) -> Option<Credentials> {
+    fn helper_get(&self, helper: &str, host: &str, path: &Path) -> Option<Credentials> {
         let server = helper_server(host);
         let key = (helper.to_owned(), server.to_owned());
         let mut answers = self.helpers.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(answer) = answers.get(&key) {
             return answer.clone();
         }
-        let answer = match run_helper(helper, server, self.helper_path.as_ref()) {
+        let answer = match super::helper::run(helper, server, self.helper_path.as_ref()) {
             Ok(answer) => answer,
             Err(reason) => {
                 tracing::warn!(
-                    "credential helper docker-credential-{helper} failed for {server}: {reason}; \
-                     going on without its credentials"
+                    "credential helper docker-credential-{helper} (named in {}) failed for \
+                     {server}: {reason}; going on without its credentials (try it with `echo \
+                     {server} | docker-credential-{helper} get`, or remove it from that file)",
+                    path.display()
                 );
                 None
             }
@@ -333,79 +354,6 @@ fn helper_server(host: &str) -> &str {
         "docker.io" => DOCKER_HUB_AUTH_KEY,
         _ => host,
     }
-}
-
-/// Runs `docker-credential-<helper> get` with `server` on stdin, per the credential helper
-/// protocol. Its output is never shown: it may hold the secret.
-fn run_helper(
-    helper: &str,
-    server: &str,
-    path: Option<&OsString>,
-) -> Result<Option<Credentials>, HelperError> {
-    let program = format!("docker-credential-{helper}");
-    let mut command = Command::new(&program);
-    if let Some(path) = path {
-        command.env("PATH", path);
-    }
-    let mut child = command
-        .arg("get")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|source| HelperError::Run {
-            program: program.clone(),
-            source,
-        })?;
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(server.as_bytes());
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|source| HelperError::Run {
-            program: program.clone(),
-            source,
-        })?;
-    if !out.status.success() {
-        if String::from_utf8_lossy(&out.stdout).contains("not found") {
-            return Ok(None);
-        }
-        return Err(HelperError::Exit(out.status));
-    }
-    #[derive(Deserialize)]
-    #[serde(rename_all = "PascalCase")]
-    struct Reply {
-        username: String,
-        secret: String,
-    }
-    let reply: Reply = serde_json::from_slice(&out.stdout).map_err(|_| HelperError::Answer)?;
-    // The protocol's way of handing over an identity token.
-    let identity = reply.username == "<token>";
-    Ok(Some(Credentials {
-        username: reply.username,
-        password: reply.secret,
-        identity,
-        source: String::new(),
-    }))
-}
-
-/// Why a credential helper gave no answer; logged as a warning, then access goes on without it.
-#[derive(Debug, thiserror::Error)]
-enum HelperError {
-    /// It cannot be started or waited for (not on PATH, say).
-    #[error("cannot run {program}: {source}")]
-    Run {
-        /// `docker-credential-<helper>`.
-        program: String,
-        /// What the system said.
-        source: std::io::Error,
-    },
-    /// It failed.
-    #[error("it exited with {0}")]
-    Exit(std::process::ExitStatus),
-    /// It answered something else than the protocol's reply.
-    #[error("its answer is not {{\"Username\",\"Secret\"}} JSON")]
-    Answer,
 }
 
 #[cfg(test)]

@@ -38,6 +38,23 @@ pub enum RegistryError {
         /// The realm, without any user.
         url: String,
     },
+    /// The token service redirected an identity token's exchange where the token may not go.
+    #[error(
+        "{reference}: the token service {registry} redirects the identity token (HTTP {status}) \
+         to {location}, where it is not sent: {reason}"
+    )]
+    TokenRedirect {
+        /// The full reference.
+        reference: String,
+        /// The token service (`host[:port]` of the challenge's realm).
+        registry: String,
+        /// The 3xx status.
+        status: u16,
+        /// Where it leads, without any user.
+        location: String,
+        /// Why it is not followed.
+        reason: String,
+    },
     /// A transfer failed (after retries).
     #[error("{reference}: cannot fetch {what}")]
     Fetch {
@@ -117,6 +134,17 @@ pub enum RegistryError {
         #[source]
         source: CacheError,
     },
+    /// An auth file cannot be read, or is refused (see `crate::input`).
+    #[error("cannot read {}{}", if *explicit { "--authfile " } else { "the auth file " }, path.display())]
+    AuthFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Whether it was named with `--authfile` (or `authfile:`).
+        explicit: bool,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A configuration value (mirror, insecure registry, auth file) is malformed.
     #[error("{0}")]
     Config(String),
@@ -130,7 +158,7 @@ impl RegistryError {
     /// Whether the user gave a wrong argument or setting rather than the pull failing.
     pub fn is_usage(&self) -> bool {
         match self {
-            Self::Config(_) => true,
+            Self::Config(_) | Self::AuthFile { .. } => true,
             Self::Image(e) => e.is_usage(),
             _ => false,
         }
@@ -151,6 +179,13 @@ impl RegistryError {
                  --insecure-registry HOST[:PORT]"
                     .into()
             }
+            Self::TokenRedirect { .. } => {
+                "an identity token is sent only to the token service the registry's challenge \
+                 names, on its own host and never over plain HTTP: have the registry's operator \
+                 name the final token service in the challenge, or log in with a user name and \
+                 password instead"
+                    .into()
+            }
             Self::Mismatch { .. } => {
                 "the registry or a proxy on the way serves corrupt bytes; try again later, or \
                  pull through another registry mirror (--registry-mirror REGISTRY=URL)"
@@ -160,6 +195,12 @@ impl RegistryError {
                 "fix that file, or pass --authfile a Docker config.json whose `auths` hold \
                  base64 user:password"
                     .into()
+            }
+            Self::AuthFile { path, source, .. } => {
+                return crate::input::hint(source, path, "a Docker config.json or auth.json")
+                    .or_else(|| {
+                        Some("check --authfile; leave it out to use the default auth files".into())
+                    });
             }
             Self::Fetch { source, .. } => return source.hint(),
             Self::Unreachable { hint, .. } | Self::SharedBlob { hint, .. } => {

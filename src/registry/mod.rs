@@ -35,6 +35,7 @@ mod blobs;
 mod credentials;
 mod endpoint;
 mod error;
+mod helper;
 mod manifests;
 mod oauth;
 mod ranged;
@@ -94,11 +95,16 @@ struct HostState {
     credentials: Mutex<HashMap<String, Arc<OnceCell<Option<Credentials>>>>>,
     /// Bearer tokens per repository name.
     tokens: Mutex<HashMap<String, String>>,
+    /// Whether the warning that an identity token is not sent to this Basic registry was given.
+    identity_withheld: std::sync::atomic::AtomicBool,
 }
 
 /// A registry client sharing connections, tokens and in-flight blobs across images.
 pub struct Registry {
     client: reqwest::Client,
+    /// The client identity tokens are exchanged through: it follows no redirect, so that
+    /// `oauth` judges where the token may go.
+    token_client: reqwest::Client,
     retry: RetryPolicy,
     offline: bool,
     config: RegistryConfig,
@@ -128,6 +134,7 @@ impl Registry {
     ) -> Result<Self, FetchError> {
         Ok(Self {
             client: fetch::build_client(http)?,
+            token_client: fetch::build_client_without_redirects(http)?,
             retry: http.retry,
             offline: http.offline,
             blob_permits: Semaphore::new(config.jobs.max(1)),
@@ -157,6 +164,14 @@ impl Registry {
             progress,
             offline: self.offline,
             budget: None,
+        }
+    }
+
+    /// [`Registry::download`] through the client that follows no redirect.
+    fn token_download(&self) -> Download<'_> {
+        Download {
+            client: &self.token_client,
+            ..self.download(&())
         }
     }
 

@@ -49,6 +49,10 @@ impl Registry {
         Ok(Some(match challenge {
             Challenge::None => return Ok(None),
             Challenge::Basic => match self.credentials(host, ep).await? {
+                Some(creds) if creds.identity => {
+                    withhold_identity(host, ep, &creds);
+                    return Ok(None);
+                }
                 Some(creds) => creds.basic(),
                 None => return Ok(None),
             },
@@ -122,6 +126,18 @@ impl Registry {
                                 .into(),
                     });
                 };
+                if creds.identity {
+                    return Err(RegistryError::Auth {
+                        reference: reference.to_string(),
+                        registry: ep.host().to_owned(),
+                        reason: format!(
+                            "it asks for Basic authentication, and the configured credentials \
+                             ({}) are an identity token, which is exchanged only with a token \
+                             service a Bearer challenge names, never sent as a password",
+                            creds.source
+                        ),
+                    });
+                }
                 let headers =
                     authorization_header(&creds.basic(), &ep, reference, "the credentials")?;
                 let probed = self.probe_root(&ep, reference, &headers).await?;
@@ -294,6 +310,25 @@ impl Registry {
         url.scheme() == "https"
             || self.config.routes.insecure.contains(&target)
             || (ep.base.starts_with("http://") && target == ep.host())
+    }
+}
+
+/// Warns, once per registry, that the identity token `creds` is not sent to the Basic registry
+/// `ep`. An identity token is an OAuth2 refresh token for a token service: Docker sends its
+/// (empty) password to a Basic registry and containerd sends nothing when the user name is empty;
+/// neither sends the token itself, and neither do we.
+fn withhold_identity(host: &HostState, ep: &Endpoint, creds: &Credentials) {
+    if !host
+        .identity_withheld
+        .swap(true, std::sync::atomic::Ordering::SeqCst)
+    {
+        tracing::warn!(
+            "{} asks for Basic authentication; the identity token from {} is exchanged only with \
+             a token service and never sent as a password, so requests to it go without \
+             credentials",
+            ep.host(),
+            creds.source
+        );
     }
 }
 

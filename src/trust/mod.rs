@@ -56,14 +56,18 @@ impl TrustError {
     /// What the user can do about it.
     pub fn hint(&self) -> Option<String> {
         match self {
-            Self::PolicyUnreadable { .. } => None,
+            Self::PolicyUnreadable { path, source } => {
+                crate::input::hint(source, path, "a signature policy")
+            }
             Self::Policy { .. } => Some(
                 "each rule has match, issuer and one of identity, identity-regex (see README, \
                  Signatures)"
                     .into(),
             ),
-            Self::RootUnreadable { .. } => {
-                Some("pass a readable Sigstore trusted_root.json with --trusted-root".into())
+            Self::RootUnreadable { path, source } => {
+                crate::input::hint(source, path, "a Sigstore trusted_root.json").or_else(|| {
+                    Some("pass a readable Sigstore trusted_root.json with --trusted-root".into())
+                })
             }
             Self::Root { .. } => {
                 Some("pass a Sigstore trusted_root.json with --trusted-root".into())
@@ -72,14 +76,24 @@ impl TrustError {
     }
 }
 
-/// The built-in policy, after the rules of `file` when given.
+/// The largest signature policy read: a list of signer rules, a few KiB at most.
+const MAX_POLICY_SIZE: u64 = 1 << 20;
+
+/// The largest trusted root read: Sigstore's public-good `trusted_root.json` is about 10 KiB
+/// after years of key rotations; 4 MiB leaves room for private roots with many CAs and logs.
+const MAX_ROOT_SIZE: u64 = 4 << 20;
+
+/// The built-in policy, after the rules of `file` when given (files as `crate::input` reads
+/// those that decide what is trusted: regular, capped, written by no one else).
 pub fn policy(file: Option<&Path>) -> Result<Policy, TrustError> {
     let Some(path) = file else {
         return Ok(Policy::builtin());
     };
-    let text = std::fs::read_to_string(path).map_err(|source| TrustError::PolicyUnreadable {
-        path: path.to_owned(),
-        source,
+    let text = crate::input::read_private_text(path, MAX_POLICY_SIZE).map_err(|source| {
+        TrustError::PolicyUnreadable {
+            path: path.to_owned(),
+            source,
+        }
     })?;
     Policy::with_file(&text).map_err(|reason| TrustError::Policy {
         path: path.to_owned(),
@@ -95,11 +109,12 @@ pub fn trusted_root(
 ) -> Result<(TrustedRoot, String), TrustError> {
     let (text, origin) = match flag.or(file) {
         Some(path) => {
-            let text =
-                std::fs::read_to_string(path).map_err(|source| TrustError::RootUnreadable {
+            let text = crate::input::read_private_text(path, MAX_ROOT_SIZE).map_err(|source| {
+                TrustError::RootUnreadable {
                     path: path.to_owned(),
                     source,
-                })?;
+                }
+            })?;
             (text, path.display().to_string())
         }
         None => (

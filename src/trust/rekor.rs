@@ -8,7 +8,7 @@
 //! serves answered 404.
 
 use crate::cache::{Cache, Key};
-use crate::fetch::FetchError;
+use crate::fetch::{FetchError, strip_userinfo};
 use crate::image::Digest;
 use crate::signature::rekor;
 use crate::upstream::Fetcher;
@@ -16,10 +16,12 @@ use crate::upstream::Fetcher;
 /// Rekor's public-good instance.
 pub const DEFAULT_REKOR_URL: &str = "https://rekor.sigstore.dev";
 
-/// Index key of the Rekor entry chosen for a file's sha256 (the entry reply's bytes).
+/// Index key of the Rekor entry chosen for a file's sha256 (the entry reply's bytes). The
+/// server is named without its user and password, which the requests use and nothing records
+/// (the index, `cache ls`, a carry).
 fn rekor_key(rekor_url: &str, sha256_hex: &str) -> Key {
     Key::Rekor {
-        server: rekor_url.to_owned(),
+        server: strip_userinfo(rekor_url).trim_end_matches('/').to_owned(),
         sha256: sha256_hex.to_owned(),
     }
 }
@@ -61,7 +63,9 @@ pub async fn entry(
         let bytes = recalled.and_then(|r| cached(fetcher.store, r.digest.hex()));
         return match bytes {
             Some(bytes) => Ok(Some(bytes)),
-            None => Err(FetchError::Offline { url }),
+            None => Err(FetchError::Offline {
+                url: strip_userinfo(&url),
+            }),
         };
     }
     let Ok((signature, leaf)) = rekor::read_pair(sig, cert) else {
@@ -77,7 +81,7 @@ pub async fn entry(
     if let Some(store) = fetcher.store {
         let kept = store
             .put_bytes(&bytes)
-            .and_then(|d| store.remember(&key, &d, bytes.len() as u64, &url));
+            .and_then(|d| store.remember(&key, &d, bytes.len() as u64, &strip_userinfo(&url)));
         if let Err(e) = kept {
             tracing::warn!("cannot keep the Rekor entry of sha256:{hex} in the cache: {e}");
         }

@@ -8,6 +8,7 @@
 //!   stand-in for `git ls-remote https://github.com/kubernetes/autoscaler`).
 //! - [`registry`]: Debian's `docker-registry` (plain and TLS) and a bearer-token front with
 //!   redirected blobs, the stand-ins for registry.k8s.io, docker.io, quay.io and ghcr.io.
+//! - [`basic_front`]: a registry asking for Basic authentication, recording what it was sent.
 //! - [`images`]: the generated image corpus and the push code that puts it into a registry.
 //! - [`bench`](mod@bench): the large generated image set `make bench` pulls.
 //! - [`http`] and [`server`]: the world's own minimal HTTP/1.1 client and server.
@@ -25,6 +26,7 @@
 //!   log with a timestamp.
 //! - [`faults`]: a programmable fault-injecting HTTP/1.1 proxy in front of any of them.
 
+pub mod basic_front;
 pub mod bench;
 pub mod chaos;
 pub mod faults;

@@ -8,7 +8,10 @@
 //! - [`TokenFront`]: a small server in front of a registry that answers 401 with a
 //!   `WWW-Authenticate: Bearer` challenge, issues tokens (anonymously, or only for a user name
 //!   and password), proxies manifests, and answers blob GETs with 307 to a "CDN" on another port
-//!   that records whether it ever saw an `Authorization` header — registry.k8s.io's shape.
+//!   that records whether it ever saw an `Authorization` header — registry.k8s.io's shape. Its
+//!   token service can be made to redirect token requests ([`TokenFront::redirect_token_requests`]).
+//!   The other kind of registry, one asking for Basic authentication, is
+//!   [`crate::basic_front`]'s.
 //! - [`world`]: a plain registry holding [`crate::images::corpus`].
 
 use std::net::{TcpListener, TcpStream};
@@ -263,6 +266,9 @@ struct FrontState {
     cdn_requests: AtomicUsize,
     cdn_saw_authorization: AtomicBool,
     unauthorized: AtomicUsize,
+    /// A status and a base URL the token service redirects token requests to (`/token` becomes
+    /// `<base>/token-moved`), as a token service behind a load balancer or moved elsewhere does.
+    token_redirect: Mutex<Option<(u16, String)>>,
 }
 
 /// A bearer-token front with a blob "CDN" on a second port; both stop when dropped.
@@ -334,6 +340,13 @@ impl TokenFront {
         self.state.unauthorized.load(Ordering::SeqCst)
     }
 
+    /// Makes the token service answer every request to `/token` with `status` (307 or 308, which
+    /// keep a POST's body) and `Location: <base>/token-moved?<the same query>`. With the front's
+    /// own [`TokenFront::url`] as `base`, the moved path is served as `/token` is.
+    pub fn redirect_token_requests(&self, status: u16, base: &str) {
+        *self.state.token_redirect.lock().unwrap() = Some((status, base.to_owned()));
+    }
+
     /// Makes every token expire after `uses` requests, as short-lived tokens do mid-pull.
     pub fn expire_tokens_after(&self, uses: usize) {
         self.state.max_uses.store(uses, Ordering::SeqCst);
@@ -362,6 +375,14 @@ fn front_request(
     cdn: &str,
 ) -> Outgoing {
     let url = request.target.clone();
+    if url.starts_with("/token")
+        && !url.starts_with("/token-moved")
+        && let Some((status, base)) = state.token_redirect.lock().unwrap().clone()
+    {
+        let query = url.find('?').map_or("", |at| &url[at..]);
+        return Outgoing::new(status, Vec::new())
+            .with("Location", &format!("{base}/token-moved{query}"));
+    }
     if url.starts_with("/token") {
         let n = state.token_requests.fetch_add(1, Ordering::SeqCst) + 1;
         if let Some(scope) = query_param(&url, "scope") {

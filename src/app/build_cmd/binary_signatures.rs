@@ -318,7 +318,7 @@ async fn check_file(
                         step: signature::Step::RekorEntry,
                         reason: format!(
                             "{} has no entry that logs this file, signature and certificate",
-                            checker.rekor_url
+                            crate::fetch::redact(&checker.rekor_url)
                         ),
                     });
                     return Err((err, true));
