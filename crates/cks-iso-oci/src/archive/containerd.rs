@@ -29,10 +29,9 @@ use std::io::{self, Read};
 
 use serde::Deserialize;
 
+use super::inspect::hash_blob;
 use super::layout::{IMAGE_NAME, REF_NAME};
-use crate::image::{
-    Arch, Descriptor, Digest, Hashing, MAX_MANIFEST_SIZE, MediaType, Platform, Reference,
-};
+use crate::image::{Arch, Descriptor, Digest, MAX_MANIFEST_SIZE, MediaType, Platform, Reference};
 
 /// How containerd reads the archive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,7 +263,7 @@ fn read_tar(reader: impl Read) -> Result<Tar, Refused> {
                 out.docker = Some(entries);
             }
             _ => {
-                let (digest, small) = hash(&mut entry).map_err(tar_error)?;
+                let (digest, small) = hash_blob(&mut entry).map_err(tar_error)?;
                 if let Some(bytes) = small {
                     out.kept.insert(digest.clone(), bytes);
                 }
@@ -289,27 +288,6 @@ fn clean(path: &str) -> String {
         }
     }
     parts.join("/")
-}
-
-/// The digest of an entry's bytes, and the bytes when they may be a JSON document to read.
-fn hash(entry: &mut impl Read) -> io::Result<(Digest, Option<Vec<u8>>)> {
-    let mut entry = Hashing::new(entry);
-    let mut kept: Option<Vec<u8>> = Some(Vec::new());
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = entry.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        if let Some(k) = kept.as_mut() {
-            if (k.is_empty() && buf[0] != b'{') || (k.len() + n) as u64 > MAX_MANIFEST_SIZE {
-                kept = None;
-            } else {
-                k.extend_from_slice(&buf[..n]);
-            }
-        }
-    }
-    Ok((entry.digest(), kept))
 }
 
 /// "content digest …: not found", saying what the archive holds under that digest's name.

@@ -260,7 +260,7 @@ fn read_entries(reader: impl Read) -> Result<Entries, InspectError> {
 }
 
 /// Hashes a blob entry, keeping its bytes when it may be a JSON document worth parsing.
-fn hash_blob(entry: &mut impl Read) -> io::Result<(Digest, Option<Vec<u8>>)> {
+pub(super) fn hash_blob(entry: &mut impl Read) -> io::Result<(Digest, Option<Vec<u8>>)> {
     let mut entry = Hashing::new(entry);
     let mut kept: Option<Vec<u8>> = Some(Vec::new());
     let mut buf = vec![0u8; 64 * 1024];
