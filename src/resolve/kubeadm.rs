@@ -57,9 +57,9 @@ impl Extras {
     }
 
     /// Reads `PauseVersion`, `CoreDNSVersion` and the etcd tag kubeadm of release minor `minor`
-    /// lists from kubeadm's `constants.go`, in any of the forms [`constants`] describes. For a
-    /// release that keeps `PauseVersion` in `constants_unix.go` (see [`declares_pause`]), pass
-    /// both files' text, one after the other.
+    /// lists from kubeadm's `constants.go`, in any form kubeadm has used (literal or skew keys,
+    /// constant names). For a release that keeps `PauseVersion` in `constants_unix.go` (see
+    /// [`declares_pause`]), pass both files' text, one after the other.
     pub fn from_constants(src: &str, minor: u64) -> Result<Self, ResolveError> {
         let unreadable = |what| ResolveError::Constants { minor, what };
         let constants = Constants::new(src);
