@@ -1,4 +1,5 @@
-//! The shared `reqwest` client: rustls with the system's roots plus the user's CA files, proxies
+//! The shared `reqwest` client: rustls with the system's roots (or, on a host without any, the
+//! bundled Mozilla roots of webpki-roots) plus the user's CA files, proxies
 //! from `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`, connect and idle timeouts, and redirects that are
 //! followed across hosts without forwarding `Authorization` (reqwest drops sensitive headers when
 //! the host changes; a test against a real second host proves it).
@@ -103,7 +104,8 @@ fn client_with(
         .connect_timeout(config.connect_timeout)
         .read_timeout(config.idle_timeout)
         .redirect(redirect)
-        .tls_built_in_root_certs(true);
+        .tls_built_in_native_certs(system_roots() > 0)
+        .tls_built_in_webpki_certs(system_roots() == 0);
     for path in &config.ca_files {
         let pem = std::fs::read(path).map_err(|source| FetchError::CaFile {
             path: path.clone(),
@@ -126,5 +128,23 @@ fn client_with(
     }
     builder.build().map_err(|e| FetchError::Client {
         reason: e.to_string(),
+    })
+}
+
+/// How many CA certificates the system offers (`SSL_CERT_FILE`/`SSL_CERT_DIR`, else the
+/// distribution's bundle), counted once per process. None (a static binary in a scratch container,
+/// a minimal chroot) means the bundled Mozilla roots are trusted instead: trusting both always
+/// would keep a CA the host's administrator removed.
+fn system_roots() -> usize {
+    static COUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *COUNT.get_or_init(|| {
+        let count = rustls_native_certs::load_native_certs().certs.len();
+        match count {
+            0 => tracing::debug!(
+                "TLS roots: the system has no CA certificate; trusting the bundled Mozilla roots"
+            ),
+            n => tracing::debug!("TLS roots: the system's {n} CA certificates"),
+        }
+        count
     })
 }

@@ -130,6 +130,56 @@ fn archive_has_the_contract_layout_and_only_the_target_platform() {
     assert_eq!(json("oci-layout")["imageLayoutVersion"], "1.0.0");
 }
 
+/// Both platforms of one index in one archive (cks-iso's own image, `make image`): the index,
+/// each platform's manifest, config and layers, one `manifest.json` entry per platform with the
+/// tag on the first only; the single-platform archive of the first is a subset of it. Platforms
+/// of different images are refused, naming both.
+#[test]
+fn platforms_of_one_index_share_one_archive_and_others_are_refused() {
+    let world = world();
+    let fixture = world.image(APISERVER);
+    let amd64 = load(&world, APISERVER, Arch::Amd64).unwrap();
+    let arm64 = load(&world, APISERVER, Arch::Arm64).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let path = out.path().join("both.tar");
+    let both = [amd64.clone(), arm64.clone()];
+    archive::write_platforms(&both, &world.cache, &path, EPOCH).unwrap();
+    let entries = entries(&path);
+    let names: Vec<&str> = entries.iter().map(|e| e.0.as_str()).collect();
+    let mut expected: Vec<Digest> = archive::blob_digests(&amd64);
+    expected.extend(archive::blob_digests(&arm64));
+    expected.sort();
+    expected.dedup();
+    for digest in &expected {
+        let name = format!("blobs/sha256/{}", digest.hex());
+        assert!(names.contains(&name.as_str()), "{name} missing: {names:?}");
+    }
+    assert_eq!(names.len(), 2 + expected.len() + 3, "{names:?}");
+    for (manifest, _) in fixture.per_arch.values() {
+        assert!(expected.contains(manifest));
+    }
+    let manifest_json: Value =
+        serde_json::from_slice(&entries.iter().find(|e| e.0 == "manifest.json").unwrap().5)
+            .unwrap();
+    assert_eq!(manifest_json.as_array().unwrap().len(), 2);
+    assert_eq!(manifest_json[0]["RepoTags"][0], APISERVER);
+    assert_eq!(manifest_json[1]["RepoTags"], serde_json::json!([]));
+    assert_eq!(
+        manifest_json[1]["Config"],
+        format!("blobs/sha256/{}", arm64.config.digest.hex())
+    );
+
+    let pause = load(&world, "registry.k8s.io/pause:3.10", Arch::Amd64).unwrap();
+    let err = archive::write_platforms(&[amd64, pause], &world.cache, &path, EPOCH).unwrap_err();
+    assert!(matches!(err, ArchiveError::Platforms { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains(APISERVER) && text.contains("pause:3.10"),
+        "{text}"
+    );
+    assert!(err.hint().is_some());
+}
+
 #[test]
 fn each_fixture_resolves_to_its_platform_manifest() {
     let world = world();

@@ -50,6 +50,14 @@ pub enum ArchiveError {
         /// The bytes the source gave.
         actual_size: u64,
     },
+    /// Images that cannot share one archive (not platforms of the same index).
+    #[error("{image}: cannot write these platforms into one archive: {reason}")]
+    Platforms {
+        /// The first image's reference.
+        image: String,
+        /// What differs.
+        reason: String,
+    },
 }
 
 impl ArchiveError {
@@ -61,6 +69,9 @@ impl ArchiveError {
                 "the cached blob is corrupt: `cks-iso cache verify --fix` removes it, and the same \
                  command run again fetches it anew"
                     .into()
+            }
+            Self::Platforms { .. } => {
+                "load each platform from the same index and reference before archiving them".into()
             }
             Self::Source { .. } => return None,
         })

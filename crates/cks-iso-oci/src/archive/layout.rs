@@ -44,8 +44,9 @@ pub fn index_json(image: &Image) -> Vec<u8> {
     serde_json::to_vec(&index).expect("plain structs serialise")
 }
 
-/// Docker's `manifest.json`: config, `host/path:tag` when the reference has a tag, and layers.
-pub fn manifest_json(image: &Image) -> Vec<u8> {
+/// Docker's `manifest.json`: per image its config, `host/path:tag` when the reference has a tag
+/// (on the first image only: `docker load` gives a tag to one image), and layers.
+pub fn manifest_json(images: &[Image]) -> Vec<u8> {
     #[derive(Serialize)]
     #[serde(rename_all = "PascalCase")]
     struct Entry {
@@ -53,10 +54,17 @@ pub fn manifest_json(image: &Image) -> Vec<u8> {
         repo_tags: Vec<String>,
         layers: Vec<String>,
     }
-    let entry = Entry {
-        config: blob_path(&image.config.digest),
-        repo_tags: image.reference.tagged().into_iter().collect(),
-        layers: image.layers.iter().map(|l| blob_path(&l.digest)).collect(),
-    };
-    serde_json::to_vec(&[entry]).expect("plain structs serialise")
+    let entries: Vec<Entry> = images
+        .iter()
+        .enumerate()
+        .map(|(i, image)| Entry {
+            config: blob_path(&image.config.digest),
+            repo_tags: match i {
+                0 => image.reference.tagged().into_iter().collect(),
+                _ => Vec::new(),
+            },
+            layers: image.layers.iter().map(|l| blob_path(&l.digest)).collect(),
+        })
+        .collect();
+    serde_json::to_vec(&entries).expect("plain structs serialise")
 }

@@ -68,15 +68,30 @@ pub fn write(
     path: &Path,
     mtime: u64,
 ) -> Result<Written, ArchiveError> {
+    write_platforms(std::slice::from_ref(image), source, path, mtime)
+}
+
+/// Writes one archive of several platforms of the same index: `images` are [`Image::load`]ed
+/// from one top index, one per platform (cks-iso's own container image, `make image`). The
+/// archive holds the index, every platform's manifest, config and layers; `index.json` names the
+/// index, so `ctr import --all-platforms` and `skopeo` see all of them. `manifest.json` has an
+/// entry per platform, the first one tagged (`docker load` gives a tag to one image only).
+pub fn write_platforms(
+    images: &[Image],
+    source: &dyn BlobSource,
+    path: &Path,
+    mtime: u64,
+) -> Result<Written, ArchiveError> {
     let output = |source| ArchiveError::Output {
         path: path.to_owned(),
         source,
     };
+    let archive = Archive::describe_platforms(images, mtime).map_err(|e| e.at(path))?;
     let mut out = AtomicFile::create(path).map_err(output)?;
     out.set_mode(0o644).map_err(output)?;
     // Unbuffered on purpose: a handful of 512-byte headers, and blob data that the kernel copies
     // from file to file only when it sees both files.
-    write_to(image, source, out.file(), mtime).map_err(|e| e.at(path))?;
+    write_archive(&archive, source, out.file()).map_err(|e| e.at(path))?;
     let size = out.file().metadata().map_err(output)?.len();
     let path = out.commit_unsynced().map_err(output)?;
     Ok(Written { path, size })
@@ -89,25 +104,27 @@ enum Blob<'a> {
     Stream(String),
 }
 
-/// The blobs of the archive, each once, in archive (digest) order. The first of duplicates is
-/// kept, so a single-platform image's manifest, which is also its top, is called `manifest`.
-fn blobs(image: &Image) -> Vec<(Descriptor, Blob<'_>)> {
-    let top = match image.top.media_type.is_index() {
-        true => "index",
-        false => "manifest",
-    };
-    let mut blobs = vec![
-        (image.top.descriptor(), Blob::Bytes(top, &image.top.bytes)),
-        (
+/// The blobs of the archive of `images` (one, or several platforms of one index), each once, in
+/// archive (digest) order. The first of duplicates is kept, so a single-platform image's
+/// manifest, which is also its top, is called `manifest`.
+fn blobs(images: &[Image]) -> Vec<(Descriptor, Blob<'_>)> {
+    let mut blobs = Vec::new();
+    for image in images {
+        let top = match image.top.media_type.is_index() {
+            true => "index",
+            false => "manifest",
+        };
+        blobs.push((image.top.descriptor(), Blob::Bytes(top, &image.top.bytes)));
+        blobs.push((
             image.manifest.descriptor(),
             Blob::Bytes("manifest", &image.manifest.bytes),
-        ),
-        (image.config.clone(), Blob::Stream("config".into())),
-    ];
-    let count = image.layers.len();
-    for (i, layer) in image.layers.iter().enumerate() {
-        let what = format!("layer {} of {count}", i + 1);
-        blobs.push((layer.clone(), Blob::Stream(what)));
+        ));
+        blobs.push((image.config.clone(), Blob::Stream("config".into())));
+        let count = image.layers.len();
+        for (i, layer) in image.layers.iter().enumerate() {
+            let what = format!("layer {} of {count}", i + 1);
+            blobs.push((layer.clone(), Blob::Stream(what)));
+        }
     }
     blobs.sort_by(|a, b| a.0.digest.cmp(&b.0.digest));
     blobs.dedup_by(|a, b| a.0.digest == b.0.digest);
@@ -122,7 +139,15 @@ pub fn write_to<W: Write>(
     out: W,
     mtime: u64,
 ) -> Result<(), ArchiveError> {
-    let archive = Archive::describe(image, mtime)?;
+    write_archive(&Archive::describe(image, mtime)?, source, out)
+}
+
+/// Lays `archive`'s pieces into `out`, taking its blobs from `source`.
+fn write_archive<W: Write>(
+    archive: &Archive,
+    source: &dyn BlobSource,
+    out: W,
+) -> Result<(), ArchiveError> {
     let name = &archive.image;
     let mut tar = TarStream::new(out);
     for piece in &archive.pieces {
@@ -217,7 +242,7 @@ impl ArchiveError {
 
 /// The digests an archive of `image` contains, in archive order (for tests and reports).
 pub fn blob_digests(image: &Image) -> Vec<Digest> {
-    blobs(image)
+    blobs(std::slice::from_ref(image))
         .into_iter()
         .map(|(desc, _)| desc.digest)
         .collect()

@@ -50,6 +50,31 @@ impl Archive {
     /// Describes the archive of `image` with every entry dated `mtime`. Reads nothing; fails only
     /// when a header cannot hold a field or an in-memory manifest does not match its digest.
     pub fn describe(image: &Image, mtime: u64) -> Result<Self, ArchiveError> {
+        Self::describe_platforms(std::slice::from_ref(image), mtime)
+    }
+
+    /// Describes the archive of several platforms of one index (see
+    /// [`super::write_platforms`]); fails when `images` is empty or they come from different
+    /// tops or references.
+    pub fn describe_platforms(images: &[Image], mtime: u64) -> Result<Self, ArchiveError> {
+        let Some(image) = images.first() else {
+            return Err(ArchiveError::Platforms {
+                image: String::new(),
+                reason: "no image was given".into(),
+            });
+        };
+        if let Some(other) = images
+            .iter()
+            .find(|i| i.top.digest != image.top.digest || i.reference != image.reference)
+        {
+            return Err(ArchiveError::Platforms {
+                image: image.reference.to_string(),
+                reason: format!(
+                    "expected every platform from {} {}, found {} {}",
+                    image.reference, image.top.digest, other.reference, other.top.digest
+                ),
+            });
+        }
         let mut archive = Self {
             image: image.reference.to_string(),
             pieces: Vec::new(),
@@ -60,7 +85,7 @@ impl Archive {
             let header = header(dir, EntryType::Directory, 0o755, 0, mtime).map_err(output)?;
             archive.bytes(header.as_bytes());
         }
-        for (desc, blob) in super::blobs(image) {
+        for (desc, blob) in super::blobs(images) {
             let path = layout::blob_path(&desc.digest);
             let header =
                 header(&path, EntryType::Regular, 0o644, desc.size, mtime).map_err(output)?;
@@ -79,7 +104,7 @@ impl Archive {
         }
         let files = [
             ("index.json", layout::index_json(image)),
-            ("manifest.json", layout::manifest_json(image)),
+            ("manifest.json", layout::manifest_json(images)),
             ("oci-layout", layout::oci_layout()),
         ];
         for (path, bytes) in files {
