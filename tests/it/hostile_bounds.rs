@@ -241,3 +241,19 @@ fn a_layer_declaring_exabytes_fails_as_a_lie_not_as_a_full_disk() {
     assert!(!said.contains("too large"), "{said}");
     assert!(!said.contains("cache writable"), "{said}");
 }
+
+/// The RSS the bounds above are judged by is the command's own, not this test process's: a
+/// child spawned from a process holding 256 MiB reported at least that much through `wait4`
+/// (Linux keeps the high-water mark of the image a process leaves at exec), which failed the
+/// bounds whenever the whole suite had grown this binary.
+#[test]
+fn the_measured_peak_rss_is_the_commands_own() {
+    let ballast = vec![1u8; 256 << 20];
+    let (out, rss) = output_within_rss(&mut std::process::Command::new("true"), 10).unwrap();
+    assert!(out.status.success());
+    assert!(rss < 32 << 20, "`true` measured at {} MiB", rss >> 20);
+    assert_eq!(
+        ballast.iter().map(|&b| u64::from(b)).sum::<u64>(),
+        256 << 20
+    );
+}

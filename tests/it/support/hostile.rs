@@ -140,15 +140,44 @@ pub fn output_within(cmd: &mut Command, secs: u64) -> Option<Output> {
     output_within_rss(cmd, secs).map(|(out, _)| out)
 }
 
-/// [`output_within`], with the child's peak resident set size in bytes (`ru_maxrss` of this very
-/// child, from `wait4`: not its children's, not other tests').
+/// [`output_within`], with the child's peak resident set size in bytes, as GNU time measures it.
+///
+/// Not `ru_maxrss` from our own `wait4`: Linux keeps the high-water mark of the address space a
+/// process leaves at `exec`, and a child spawned from this test binary leaves a copy of it (or,
+/// by vfork, the binary's own), so the child's figure would be at least this whole test process's
+/// peak, hundreds of MiB when the suite runs together. `/usr/bin/time` (`make deps`) forks the
+/// command from its own small image and reports that child's rusage alone. The command runs in a
+/// process group of its own, killed whole at the deadline.
 pub fn output_within_rss(cmd: &mut Command, secs: u64) -> Option<(Output, u64)> {
     use std::io::Read;
-    use std::os::unix::process::ExitStatusExt;
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
     use std::process::Stdio;
-    // Reaped by `wait4` below, which `Child::wait` cannot do with the child's rusage.
+    let time = Path::new("/usr/bin/time");
+    assert!(
+        time.is_file(),
+        "/usr/bin/time (GNU time) is missing: run make deps"
+    );
+    let report = tempfile::NamedTempFile::new().unwrap();
+    let mut timed = Command::new(time);
+    timed
+        .args(["-f", "%M", "-o"])
+        .arg(report.path())
+        .arg("--")
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => timed.env(key, value),
+            None => timed.env_remove(key),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        timed.current_dir(dir);
+    }
+    // Reaped by `wait4` below, which `Child::wait` cannot do without blocking.
     #[allow(clippy::zombie_processes)]
-    let mut child = cmd
+    let mut child = timed
+        .process_group(0)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -165,21 +194,28 @@ pub fn output_within_rss(cmd: &mut Command, secs: u64) -> Option<(Output, u64)> 
     let pid = child.id() as libc::pid_t;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     loop {
-        // SAFETY: `rusage` is plain integers, for which all zeros is a valid value.
-        let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
-        // SAFETY: plain out-parameters; the child is ours and reaped only here.
-        let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        let mut status = 0;
+        // SAFETY: a plain out-parameter; the child is ours and reaped only here.
+        let reaped = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
         if reaped == pid {
             let out = Output {
                 status: std::process::ExitStatus::from_raw(status),
                 stdout: stdout.join().unwrap(),
                 stderr: stderr.join().unwrap(),
             };
-            return Some((out, usage.ru_maxrss as u64 * 1024));
+            let kib = fs::read_to_string(report.path()).unwrap_or_default();
+            // GNU time writes "Command exited with non-zero status N" before the figure then.
+            let kib: u64 = kib
+                .lines()
+                .last()
+                .and_then(|l| l.trim().parse().ok())
+                .unwrap_or_else(|| panic!("GNU time reported no peak RSS: {kib:?}"));
+            return Some((out, kib * 1024));
         }
-        assert_eq!(reaped, 0, "wait4: {}", std::io::Error::last_os_error());
+        assert_eq!(reaped, 0, "waitpid: {}", std::io::Error::last_os_error());
         if std::time::Instant::now() >= deadline {
-            let _ = child.kill();
+            // SAFETY: signals the process group this function created; no memory is involved.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
             let _ = child.wait();
             return None;
         }
