@@ -17,6 +17,7 @@ mod cyclonedx;
 mod purl;
 mod spdx;
 
+use cks_iso_io::date::rfc3339;
 use std::collections::BTreeMap;
 
 pub use cyclonedx::Bom;
@@ -224,28 +225,6 @@ fn namespace() -> uuid::Uuid {
 /// A UUIDv5 over `content`: the same document content, the same ID.
 fn content_uuid(content: &[u8]) -> uuid::Uuid {
     uuid::Uuid::new_v5(&namespace(), content)
-}
-
-/// `epoch` as RFC 3339 UTC, e.g. `2023-11-14T22:13:20Z`.
-fn rfc3339(epoch: i64) -> String {
-    let days = epoch.div_euclid(86_400);
-    let secs = epoch.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (proleptic Gregorian), by 400-year eras.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
 }
 
 /// Serialises a document: pretty JSON with a final newline.

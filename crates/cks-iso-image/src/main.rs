@@ -97,7 +97,7 @@ fn main() -> Result<()> {
 
 /// Writes the archive and the layout; returns the index digest.
 fn write(args: &Args) -> Result<Digest> {
-    let created = rfc3339(args.epoch);
+    let created = cks_iso_io::date::rfc3339(args.epoch as i64);
     let mut annotations = serde_json::Map::new();
     for (key, value) in [
         ("org.opencontainers.image.title", Some("cks-iso".to_owned())),
@@ -253,30 +253,10 @@ fn gzip(data: &[u8]) -> Result<Vec<u8>> {
     Ok(gz.finish()?)
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` of `epoch` (UTC), the form OCI's `created` takes.
-fn rfc3339(epoch: u64) -> String {
-    let (days, secs) = (epoch / 86_400, epoch % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cks_iso_io::date::rfc3339;
 
     fn args(dir: &std::path::Path, out: &str) -> Args {
         std::fs::write(dir.join("amd64"), b"\x7fELF amd64 stand-in").unwrap();

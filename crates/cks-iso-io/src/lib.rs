@@ -6,6 +6,7 @@
 //! enforces what the README's layout promises).
 
 pub mod atomic;
+pub mod date;
 pub mod hash_thread;
 pub mod input;
 pub mod progress;
