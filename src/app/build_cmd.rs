@@ -100,7 +100,7 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         .iter()
         .map(|b| Registration::of(b, publish.as_deref()))
         .collect();
-    let mut versions = realized.versions_line();
+    let mut versions = lock.versions_line();
     if let Some(label) = &request.kubernetes_label {
         versions = format!("{versions} (kubernetes from {label})");
     }

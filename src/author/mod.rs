@@ -216,17 +216,18 @@ fn one(
     if let Some(sigs) = &a.signatures {
         write_signatures(&a.staging, sigs)?;
     }
-    let v = &fetched.resolution.versions;
+    // The versions are the lock's: versions.txt renders the lock and what was staged.
+    let r = &lock.request;
     let versions = Versions {
-        kubernetes: format!("v{}", fetched.resolution.kubernetes),
+        kubernetes: format!("v{}", r.kubernetes),
         arch: arch.to_owned(),
-        cni_plugins: format!("v{}", v.cni),
-        crictl: format!("v{}", v.crictl),
-        etcd: v.etcd.as_ref().map(|e| format!("v{e}")),
-        autoscaler: v.autoscaler.clone(),
-        ccm: v.ccm.clone(),
-        csi_driver: (v.csi != "none").then(|| v.csi.clone()),
-        cloudstack: request.cloudstack.map(|c| c.to_string()),
+        cni_plugins: format!("v{}", r.cni),
+        crictl: format!("v{}", r.crictl),
+        etcd: r.etcd.as_ref().map(|e| format!("v{e}")),
+        autoscaler: r.autoscaler.clone(),
+        ccm: r.ccm.clone(),
+        csi_driver: r.csi.clone(),
+        cloudstack: r.cloudstack.clone(),
         files: a
             .files
             .iter()
@@ -329,7 +330,7 @@ fn one(
         size: written.size,
         sha256,
         arch: a.arch,
-        kubernetes: fetched.resolution.kubernetes.to_string(),
+        kubernetes: lock.request.kubernetes.clone(),
         images: a.images.len(),
         files: a.files.len(),
     })

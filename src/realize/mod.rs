@@ -58,25 +58,6 @@ pub struct Realized {
     pub edits: Vec<(String, String)>,
 }
 
-impl Realized {
-    /// One line naming the resolved versions.
-    pub fn versions_line(&self) -> String {
-        let v = &self.resolution.versions;
-        format!(
-            "kubernetes v{}, cni-plugins v{}, crictl v{}, autoscaler {}, ccm {}, csi-driver {}{}",
-            self.resolution.kubernetes,
-            v.cni,
-            v.crictl,
-            v.autoscaler,
-            v.ccm,
-            v.csi,
-            v.etcd
-                .as_ref()
-                .map_or(String::new(), |e| format!(", etcd v{e}")),
-        )
-    }
-}
-
 /// What a build realizes, and with what.
 pub struct Inputs<'a> {
     /// What goes into the ISOs.
