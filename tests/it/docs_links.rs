@@ -122,7 +122,9 @@ fn broken_links(root: &Path, pages: &[PathBuf]) -> (Vec<String>, usize) {
             let target = if file.is_empty() {
                 page.clone()
             } else if file.starts_with('/') {
-                problems.push(format!("{name}: {link}: an absolute path; write it relative"));
+                problems.push(format!(
+                    "{name}: {link}: an absolute path; write it relative"
+                ));
                 continue;
             } else {
                 match normalise(&page.parent().unwrap().join(file)) {
@@ -228,7 +230,16 @@ fn the_link_check_catches_dead_links_and_accepts_githubs_anchors() {
     let (problems, checked) = broken_links(root, &pages(root));
     assert_eq!(checked, 7, "{problems:?}");
     assert_eq!(problems.len(), 3, "{problems:#?}");
-    assert!(problems[0].contains("docs/gone.md: no such file"), "{problems:?}");
-    assert!(problems[1].contains("no heading with anchor #nope"), "{problems:?}");
-    assert!(problems[2].contains("leads out of the repository"), "{problems:?}");
+    assert!(
+        problems[0].contains("docs/gone.md: no such file"),
+        "{problems:?}"
+    );
+    assert!(
+        problems[1].contains("no heading with anchor #nope"),
+        "{problems:?}"
+    );
+    assert!(
+        problems[2].contains("leads out of the repository"),
+        "{problems:?}"
+    );
 }
