@@ -8,7 +8,7 @@
 //! With `--log-format json` every line on stderr is one JSON object, for CI systems: log records
 //! as tracing-subscriber's JSON formatter writes them, progress as records of the target
 //! `cks_iso::progress` (never bars), and the final error report as one `ERROR` record with its
-//! causes and hint. The schema is documented in the README ("JSON logs").
+//! causes and hint. The schema is documented in `docs/reference/logging.md` ("JSON logs").
 
 use std::fmt;
 use std::io::IsTerminal;
