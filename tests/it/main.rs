@@ -52,6 +52,7 @@ mod rootless;
 mod sbom_sources;
 mod signature_properties;
 mod signatures;
+mod upgrade_check;
 mod upstream_downloads;
 mod verify;
 mod verify_bundle;
