@@ -10,6 +10,7 @@ mod autoscaler_tags;
 mod binary_bundles;
 mod build_e2e;
 mod cache_cmd;
+mod cache_delta;
 mod chaos_soak;
 mod cloudstack_profiles;
 mod cloudstack_releases;

@@ -173,6 +173,9 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     };
     let checker = trust::checker::select(flags, &settings)?;
     let cache = net::writable_cache(args.cache_dir)?;
+    if let (Some(lock), Some(locked), false) = (&lock, &args.locked, args.from_iso.is_empty()) {
+        super::cache::from_iso(&cache, lock, locked, &args.from_iso, args.offline)?;
+    }
     net::writable(&request.output)
         .map_err(|e| AppError::output_dir(&request.output, "--output", e))?;
     // What killed runs (SIGKILL, a crash) left: their work dirs and half-written ISOs.
