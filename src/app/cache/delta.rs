@@ -57,7 +57,7 @@ pub(super) fn held(cache: &Cache, minus: &[PathBuf]) -> Result<Held, AppError> {
         let file = name(path);
         let (kind, digests) = match is_lock(path)? {
             true => {
-                let lock = super::super::locks::read(path)?.0;
+                let lock = crate::lock::source::read(path)?.0;
                 ("lock", cache.needs(&lock).digests())
             }
             false => {
