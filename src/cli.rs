@@ -88,6 +88,9 @@ pub enum Command {
     Cache(CacheCommand),
     /// Show what changed between two ISOs or locks; exit 0 when identical, 1 when different.
     Diff(DiffArgs),
+    /// Judge whether a cluster built from FROM upgrades to TO (ISOs or locks): CloudStack's
+    /// version rule, archives as containerd imports them, kubeadm's images; exit 1 if it will not.
+    UpgradeCheck(UpgradeCheckArgs),
     /// Check, without building, that the configuration, mirrors, registries, credentials, git
     /// endpoint and local directories work; one line per check, exit 1 if any fails.
     Doctor(Box<DoctorArgs>),
@@ -347,6 +350,24 @@ pub struct DiffArgs {
     pub json: bool,
 }
 
+/// `cks-iso upgrade-check`.
+#[derive(Debug, Args)]
+pub struct UpgradeCheckArgs {
+    /// What the cluster runs: the ISO it was built or last upgraded from, or its lock.
+    #[arg(value_name = "FROM")]
+    pub from: PathBuf,
+    /// What it is to be upgraded to: an ISO (every check), or a lock (no archives to import).
+    #[arg(value_name = "TO")]
+    pub to: PathBuf,
+    /// The CloudStack release the cluster runs (4.20, 4.21, 4.22, 4.23 or 24) [default: what TO
+    /// records, else what every release from 4.20 reads].
+    #[arg(long, value_name = "RELEASE")]
+    pub cloudstack: Option<String>,
+    /// Print the verdict as one JSON object on stdout (see docs/upgrades.md).
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `cks-iso pull`.
 #[derive(Debug, Args)]
 pub struct PullArgs {
@@ -451,6 +472,10 @@ pub struct BuildArgs {
     /// Make no network connection: everything comes from the cache.
     #[arg(long)]
     pub offline: bool,
+    /// Take what the lock needs from this ISO too (its archives' blobs, binaries and tarballs,
+    /// each verified), e.g. the old ISO beside an imported delta. Repeatable; needs --locked.
+    #[arg(long, value_name = "ISO", requires = "locked", num_args = 1..)]
+    pub from_iso: Vec<PathBuf>,
     /// The signature flags, shared with pull.
     #[command(flatten)]
     pub signing: SignatureArgs,
@@ -495,6 +520,10 @@ pub struct CacheExportArgs {
     /// Directory to write, laid out as a cache (created if missing).
     #[arg(short, long, value_name = "DIR")]
     pub output: PathBuf,
+    /// Write a delta: leave out what the far side already holds, this lock's carry (read from
+    /// the cache) or this ISO's content, and list it in DIR/delta.json. Repeatable.
+    #[arg(long, value_name = "LOCK|ISO", num_args = 1..)]
+    pub minus: Vec<PathBuf>,
     /// The cache to export from.
     #[command(flatten)]
     pub cache: CacheDir,
@@ -519,6 +548,9 @@ pub struct CacheImportArgs {
     /// A policy file whose rules (before the built-in ones) say who must have signed a download.
     #[arg(long, value_name = "FILE")]
     pub signature_policy: Option<PathBuf>,
+    /// For a delta: the ISOs it was exported --minus, checked to hold what it leaves out.
+    #[arg(long, value_name = "ISO", num_args = 1..)]
+    pub from_iso: Vec<PathBuf>,
     /// The cache to import into.
     #[command(flatten)]
     pub cache: CacheDir,

@@ -23,6 +23,8 @@
 //! - [`trust`]: the signature policy and trusted root a user names, and an image's signature
 //!   found through the registry and judged, as every command that checks one does.
 //! - [`verify`]: checks a finished ISO against the CKS contract with the project's own reader.
+//! - [`upgrade`]: whether a cluster built from one ISO upgrades to another (CloudStack's version
+//!   rule, archives as containerd imports them, kubeadm's images), and what changes.
 //! - [`registry`]: the distribution API client that pulls images into the cache.
 //! - [`upstream`]: the files a build downloads (URLs, published checksums, content checks) and
 //!   taking each one verified through the mirrors.
@@ -64,6 +66,7 @@ pub mod sbom;
 pub mod trust;
 pub mod ui;
 pub mod units;
+pub mod upgrade;
 pub mod upstream;
 pub mod verify;
 pub mod versions;

@@ -76,6 +76,9 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     };
     let checker = trust::checker::select(flags, &settings)?;
     let (cache, work) = places(args.cache_dir, &request.output)?;
+    if let (Some(lock), Some(locked), false) = (&lock, &args.locked, args.from_iso.is_empty()) {
+        super::cache::from_iso(&cache, lock, locked, &args.from_iso, args.offline)?;
+    }
     let runtime = net::transfer_runtime()?;
     let inputs = realize::Inputs {
         request: &request,

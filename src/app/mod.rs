@@ -14,6 +14,7 @@ mod iso;
 mod net;
 mod pull;
 mod resolve;
+mod upgrade_check;
 mod verify;
 mod verify_bundle;
 mod verify_image;
@@ -54,6 +55,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<Outcome, AppError> {
         Command::Pull(args) => done(pull::run(*args, ui)),
         Command::Build(args) => done(build_cmd::run(*args, ui)),
         Command::Diff(args) => diff::run(args),
+        Command::UpgradeCheck(args) => done(upgrade_check::run(args)),
         Command::Cache(command) => done(cache::run(command, ui)),
         Command::Doctor(args) => done(doctor::run(*args, ui)),
         Command::Completions(args) => done(docs::completions(args)),

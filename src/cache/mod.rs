@@ -41,9 +41,11 @@
 //! final names only and checks first that the file is still the one it judged (see `maint`).
 //! What a lock needs from a cache is worked out in one place, `needs`.
 
+mod delta;
 mod error;
 mod guard;
 mod index;
+mod iso_source;
 mod key;
 mod maint;
 mod needs;
@@ -59,8 +61,10 @@ use std::sync::{Arc, Mutex};
 use crate::env;
 use crate::fetch::Sink as _;
 use crate::image::{BlobSource, Digest, Opened};
+pub use delta::{Assumed, DELTA_FILE, Delta, FORMAT as DELTA_FORMAT, Minus, Totals, lock_id};
 pub use error::CacheError;
 pub use index::Recalled;
+pub use iso_source::{IsoSource, Seeded};
 pub use key::Key;
 pub use maint::{BlobFile, IndexEntry, Rehashed, STALE_AFTER, Stray};
 pub use needs::{Needed, NeededKey, Needs};

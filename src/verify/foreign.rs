@@ -26,9 +26,14 @@ pub(super) const NOTE: &str = "not built by cks-iso: checking what nodes read";
 /// The ISO's architecture: `k8s/kubeadm`'s ELF machine, else the `-x86_64`/`-aarch64` of the
 /// ISO's file name.
 pub(super) fn arch(cx: &Ctx, iso: &Path) -> Option<Arch> {
+    iso_arch(cx.reader, iso)
+}
+
+/// An ISO's architecture as [`verify`](super::verify) finds it when nothing records it:
+/// `k8s/kubeadm`'s ELF machine, else the `-x86_64`/`-aarch64` of the file name.
+pub fn iso_arch(reader: &crate::iso::read::IsoReader, iso: &Path) -> Option<Arch> {
     let mut head = [0u8; 20];
-    let machine = cx
-        .reader
+    let machine = reader
         .open_file(contract::K8S_BINARIES[0])
         .ok()
         .and_then(|mut f| f.read_exact(&mut head).ok())

@@ -23,6 +23,8 @@ mod signatures;
 
 use std::path::{Path, PathBuf};
 
+pub use foreign::iso_arch;
+
 use crate::iso::read::{IsoReader, ReadError};
 
 /// The README section that states the contract for users; `verify`'s hint points there.

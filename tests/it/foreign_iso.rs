@@ -19,7 +19,7 @@ use crate::verify::{good_tree, verify};
 use cks_iso::image::Arch;
 
 /// Rewrites the archive at `path` keeping only the entries `keep` accepts, headers as they were.
-fn keep_only(path: &Path, keep: impl Fn(&str) -> bool) {
+pub(crate) fn keep_only(path: &Path, keep: impl Fn(&str) -> bool) {
     let bytes = fs::read(path).unwrap();
     let mut out = tar::Builder::new(Vec::new());
     let mut archive = tar::Archive::new(bytes.as_slice());

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::{AppError, Locked, failed, human, open, read_locks};
-use crate::cache::{Cache, CacheError, Key, Needs};
+use crate::cache::{Assumed, Cache, CacheError, Delta, Key, Needs, Totals, lock_id};
 use crate::cli::{CacheExportArgs, CacheImportArgs};
 use crate::ui::{Ui, printable};
 use crate::upstream::admit;
@@ -20,6 +20,16 @@ pub(super) fn export(args: CacheExportArgs, ui: &Ui) -> Result<(), AppError> {
     for Locked { lock, .. } in &locks {
         needs.extend(cache.needs(lock));
     }
+    // A delta: what the far side already holds is left out, and said in delta.json.
+    let held = super::delta::held(&cache, &args.minus)?;
+    let full = Totals {
+        blobs: needs.blobs.len(),
+        bytes: needs.blobs.iter().filter_map(|n| n.size).sum(),
+    };
+    let (assumed, carried): (Vec<_>, Vec<_>) = std::mem::take(&mut needs.blobs)
+        .into_iter()
+        .partition(|n| held.digests.contains_key(&n.digest));
+    needs.blobs = carried;
     if let Some(first) = needs.missing().next() {
         let more = needs.missing().count() - 1;
         let locked = locks[0].file.display();
@@ -65,6 +75,10 @@ pub(super) fn export(args: CacheExportArgs, ui: &Ui) -> Result<(), AppError> {
         .map(|e| (e.key.clone(), e))
         .collect();
     for key in &needs.keys {
+        // An entry whose blob the far side holds comes with that blob, not with the delta.
+        if held.digests.contains_key(&key.digest) {
+            continue;
+        }
         // The source's note (the URL really used) when its entry names the same blob.
         let note = notes
             .get(&key.key.to_string())
@@ -76,14 +90,72 @@ pub(super) fn export(args: CacheExportArgs, ui: &Ui) -> Result<(), AppError> {
         out.remember(&key.key, &key.digest, size, note)
             .map_err(failed)?;
     }
+    if held.minus.is_empty() {
+        crate::outln!(
+            "exported {} blob(s), {} ({copied} copied), and {} index entries to {}",
+            needs.blobs.len(),
+            human(bytes),
+            needs.keys.len(),
+            args.output.display()
+        );
+        return Ok(());
+    }
+    let delta = Delta {
+        format: crate::cache::DELTA_FORMAT,
+        locks: locks.iter().map(|l| lock_id(&l.lock)).collect(),
+        minus: held.minus.clone(),
+        assumes: assumed
+            .iter()
+            .map(|n| Assumed {
+                digest: n.digest.clone(),
+                size: n.size,
+                what: n.what.clone(),
+                from: held.digests[&n.digest].clone(),
+            })
+            .collect(),
+        carries: needs
+            .blobs
+            .iter()
+            .map(|n| Assumed {
+                digest: n.digest.clone(),
+                size: n.size,
+                what: n.what.clone(),
+                from: String::new(),
+            })
+            .collect(),
+        carried: Totals {
+            blobs: needs.blobs.len(),
+            bytes,
+        },
+        full,
+    };
+    delta.write(&args.output).map_err(failed)?;
     crate::outln!(
-        "exported {} blob(s), {} ({copied} copied), and {} index entries to {}",
+        "exported a delta to {}: {} blob(s), {} ({:.1}% of the {} a full export carries); it \
+         assumes the far side holds {} blob(s), {}, of {} (listed in {})",
+        args.output.display(),
         needs.blobs.len(),
         human(bytes),
-        needs.keys.len(),
-        args.output.display()
+        share(bytes, full.bytes),
+        human(full.bytes),
+        delta.assumes.len(),
+        human(full.bytes.saturating_sub(bytes)),
+        held.minus
+            .iter()
+            .map(|m| m.file.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        crate::cache::DELTA_FILE
     );
     Ok(())
+}
+
+/// `part` as a percentage of `whole`.
+fn share(part: u64, whole: u64) -> f64 {
+    match whole {
+        0 => 0.0,
+        w => part as f64 * 100.0 / w as f64,
+    }
 }
 
 /// A blob of the source cache that does not hash to its name.
@@ -192,6 +264,11 @@ pub(super) fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
             .map_err(failed)?;
         entries += 1;
     }
+    let given: Vec<_> = locked
+        .iter()
+        .map(|l| (l.file.clone(), l.lock.clone()))
+        .collect();
+    super::delta::check_import(&args.dir, &cache, &given, &args.from_iso)?;
     crate::outln!(
         "imported {} blob(s), {} ({added} new), and {entries} index entries into {}{}",
         blobs.len() - corrupt.len(),

@@ -7,6 +7,9 @@
 
 mod carry;
 mod check;
+mod delta;
+
+pub(crate) use delta::from_iso;
 
 use std::path::PathBuf;
 

@@ -20,7 +20,7 @@ const TEXT_LIMIT: u64 = 16 * 1024 * 1024;
 
 /// An input `diff` cannot compare (exit 2, like diff(1) on a missing file).
 #[derive(Debug, thiserror::Error)]
-pub(super) enum InputError {
+pub(in crate::app) enum InputError {
     /// Cannot open or read the file.
     #[error("cannot read {}: {source}", path.display())]
     Unreadable {
@@ -70,7 +70,7 @@ pub(super) enum InputError {
 
 impl InputError {
     /// What the user can do.
-    pub(super) fn hint(&self) -> Option<String> {
+    pub(in crate::app) fn hint(&self) -> Option<String> {
         match self {
             Self::Unreadable { .. } => Some("check the path and that you may read the file".into()),
             Self::Neither { .. } => Some(
@@ -90,7 +90,7 @@ impl InputError {
 }
 
 /// Reads `path` as a lock (JSON, first non-blank byte `{`) or else as an ISO.
-pub(super) fn side(path: &Path) -> Result<Side, InputError> {
+pub(in crate::app) fn side(path: &Path) -> Result<Side, InputError> {
     let unreadable = |source| InputError::Unreadable {
         path: path.to_owned(),
         source,

@@ -1,6 +1,6 @@
 //! `cks-iso diff A B`: read both sides, compare, print; the exit code says identical or not.
 
-mod load;
+pub(super) mod load;
 
 use super::{AppError, Outcome};
 use crate::cli::DiffArgs;

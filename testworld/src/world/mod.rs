@@ -73,6 +73,11 @@ pub struct Options {
     /// then reached through a [`ShapingProxy`] and the configuration names the proxies (git stays
     /// direct: a handful of small requests). For `make bench`'s signature cost on a far link.
     pub shape: Option<Shape>,
+    /// More Kubernetes releases the world serves beside [`Options::kubernetes`] (with the
+    /// default snapshot): each one's binaries and `constants.go`, the crictl and etcd releases a
+    /// build of it picks by default, and kubeadm's images, published after every other image so
+    /// that those keep their bytes. For upgrades: two patches of one minor, or the minor before.
+    pub also_kubernetes: Vec<String>,
 }
 
 impl Default for Options {
@@ -84,6 +89,7 @@ impl Default for Options {
             without_arm64: None,
             unsigned: Vec::new(),
             shape: None,
+            also_kubernetes: Vec::new(),
         }
     }
 }
@@ -183,6 +189,21 @@ impl World {
                 false => snapshot.ccm(&options.ccm_tag),
             }
         });
+        for version in &options.also_kubernetes {
+            let release = KubeRelease::known(version)
+                .unwrap_or_else(|| panic!("no kubeadm extras known for {version}"));
+            let minor = minor_of(&release.version).expect("a Kubernetes version x.y.z");
+            let etcd = release
+                .etcd
+                .split('-')
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            snapshot = snapshot
+                .kubernetes(release)
+                .crictl(&format!("1.{minor}.0"))
+                .etcd(&etcd);
+        }
         let files = snapshot.files();
 
         // git: a tag per autoscaler example in the snapshot, plus upstream-like noise.
@@ -265,6 +286,11 @@ impl World {
             format!("registry.k8s.io/headlamp/headlamp:v{HEADLAMP_PROMOTED_VERSION}"),
             "headlamp",
         ));
+
+        // The other releases' kubeadm images, last: the images above keep their bytes.
+        for version in &options.also_kubernetes {
+            wanted.extend(kubeadm_images(&files, version.trim_start_matches('v')));
+        }
 
         // Publish, each repository:tag once.
         let storage = tempfile::tempdir().expect("temp dir");

@@ -1,0 +1,98 @@
+//! `cks-iso upgrade-check FROM TO`: reads both sides as `diff` does, TO's archives as containerd
+//! imports them and TO's `verify` report, asks [`crate::upgrade`] for the verdict and prints it.
+//! Exit 0 when the upgrade should work, 1 when it will not, 2 for an input it cannot read.
+
+use super::AppError;
+use super::diff::load;
+use crate::cli::UpgradeCheckArgs;
+use crate::cloudstack::CloudStack;
+use crate::diff::{self, Kind};
+use crate::image::Arch;
+use crate::upgrade::{self, Input};
+use crate::verify::{self, Expect};
+
+/// Judges the pair; stdout gets the verdict, a line per check and the changes (or JSON).
+pub fn run(args: UpgradeCheckArgs) -> Result<(), AppError> {
+    let cloudstack = match &args.cloudstack {
+        Some(text) => Some(CloudStack::parse(text).map_err(|e| AppError::usage(e, None))?),
+        None => None,
+    };
+    let read = |path| {
+        load::side(path).map_err(|e| {
+            let hint = e.hint();
+            AppError::usage(e, hint)
+        })
+    };
+    let from = read(&args.from)?;
+    let to = read(&args.to)?;
+    let arch_of = |side: &diff::Side| match side.arches.len() {
+        1 => side.arches.keys().next().and_then(|a| Arch::parse(a).ok()),
+        _ => None,
+    };
+    let scan = |side: &diff::Side, path| -> Result<_, AppError> {
+        match side.kind {
+            Kind::Iso => Ok(Some(upgrade::scan::scan(path, arch_of(side))?)),
+            Kind::Lock => Ok(None),
+        }
+    };
+    let from_scan = scan(&from, &args.from)?;
+    let to_scan = scan(&to, &args.to)?;
+    let recorded = to
+        .versions
+        .get("cloudstack")
+        .cloned()
+        .flatten()
+        .and_then(|c| CloudStack::parse(&c).ok());
+    let to_verify = match to.kind {
+        Kind::Iso => Some(verify::verify(
+            &args.to,
+            &Expect {
+                cloudstack: cloudstack.or(recorded),
+                ..Expect::default()
+            },
+        )?),
+        Kind::Lock => None,
+    };
+    let changes = diff::compare(&from, &to);
+    let report = upgrade::check(&Input {
+        from: &from,
+        to: &to,
+        from_scan: from_scan.as_ref(),
+        to_scan: to_scan.as_ref(),
+        cloudstack,
+        to_verify: to_verify.as_ref(),
+        changes: &changes,
+    });
+    for side in [&report.from, &report.to] {
+        if side.version_from == upgrade::VersionFrom::ImageNames {
+            tracing::info!(
+                "{} has no cks-iso.lock or versions.txt: its Kubernetes version {} is read from \
+                 its kube-apiserver image's tag",
+                side.path,
+                side.kubernetes.as_deref().unwrap_or_default()
+            );
+        }
+    }
+    if args.json {
+        crate::outln!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("JSON of plain values")
+        );
+    } else {
+        // Names and paths come from the ISOs, whoever made them.
+        crate::out::bytes(crate::ui::printable(&upgrade::render(&report)).as_bytes());
+    }
+    let failed = report.checks.iter().filter(|c| !c.ok).count();
+    match failed {
+        0 => Ok(()),
+        n => Err(AppError::failure(
+            anyhow::anyhow!(
+                "{} → {} will not upgrade: {n} of {} checks failed",
+                report.from.path,
+                report.to.path,
+                report.checks.len()
+            ),
+            Some("each FAIL line above has its own hint".into()),
+        )),
+    }
+}
