@@ -20,10 +20,10 @@
 mod bundle;
 #[cfg(test)]
 mod cases;
-mod der;
+
 pub mod dsse;
 mod invalid;
-mod key;
+
 pub mod policy;
 pub mod referrer;
 pub mod rekor;

@@ -7,9 +7,9 @@ use base64::Engine as _;
 use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
 
-use super::der;
-use super::key::KeyKind;
 use super::x509::{Cert, PublicKey};
+use crate::x509::der;
+use crate::x509::key::KeyKind;
 
 /// The media type this reader understands.
 pub const MEDIA_TYPE: &str = "application/vnd.dev.sigstore.trustedroot+json;version=0.1";

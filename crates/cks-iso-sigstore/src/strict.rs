@@ -11,12 +11,12 @@ use cks_iso_testworld::sigstore::{K8S_BINARY_IDENTITY, SignOptions, Sigstore};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use super::der::{self, Reader};
 use super::rekor::{self, BundleError, CheckpointError, Evidence, Proof, leaf_hash, verify_digest};
 use super::root::RootError;
 use super::verify::Step;
 use super::x509::Cert;
 use super::{PUBLIC_GOOD_ROOT, Policy, TrustedRoot};
+use crate::x509::der::{self, Reader};
 
 const BUNDLE: &str = include_str!("testdata/cosign-v3-blob.sigstore.json");
 const URL: &str = "https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm";

@@ -10,6 +10,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::Rule;
 use super::root::TrustedRoot;
+use super::x509::path::{self, Usage};
 use super::x509::{Cert, Hash, PublicKey, pem_certificates};
 use super::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_SIGNATURE, SIMPLE_SIGNING_TYPE};
 
@@ -516,57 +517,37 @@ fn list(ids: &[String]) -> String {
     }
 }
 
-/// Chains `leaf` to one of the root's CAs valid at `t`; returns the issuing CA's SPKI.
+/// Check 4: `leaf` chains to one of the root's certificate authorities whose `validFor` covers
+/// `t`, validated by webpki ([`crate::x509::path`]) for code signing; returns the issuing CA's
+/// SPKI. The leaf's own validity at `t` is check 7's to judge (so that a signature made outside
+/// it fails as such): the path is validated at `t` brought inside the leaf's validity, which is
+/// `t` itself whenever check 7 can pass. webpki holds a trust anchor valid at all times and
+/// ignores key usage bits; the root certificate's validity and the leaf's digitalSignature bit
+/// are checked here.
 fn chain(root: &TrustedRoot, leaf: &Cert<'_>, t: i64) -> Result<Vec<u8>, Invalid> {
-    if leaf.is_ca()? {
-        return Err("the leaf is a CA certificate".into());
-    }
-    if !leaf.code_signing()? {
-        return Err("the leaf is not for code signing".into());
-    }
     if !leaf.digital_signature()? {
         return Err("the leaf's key usage does not include digitalSignature".into());
     }
-    if let Some(oid) = leaf.unknown_critical() {
-        return Err(
-            format!("the leaf has a critical extension cks-iso does not know ({oid})").into(),
-        );
-    }
+    let at = t.clamp(leaf.not_before, leaf.not_after.max(leaf.not_before));
     let mut why: Vec<String> = Vec::new();
     for ca in root.cas.iter().filter(|ca| ca.valid.covers(t)) {
-        let certs: Vec<Cert<'_>> = ca
+        let anchor_valid = ca
             .chain
-            .iter()
-            .filter_map(|d| Cert::parse(d).ok())
-            .collect();
-        let attempt = || -> Result<(), Invalid> {
-            leaf.signed_by(&certs[0])?;
-            for pair in certs.windows(2) {
-                pair[0].signed_by(&pair[1])?;
-            }
-            let last = certs.last().expect("non-empty");
-            if last.issuer == last.subject {
-                last.signed_by(last)?;
-            }
-            for c in &certs {
-                if let Some(oid) = c.unknown_critical() {
-                    return Err(format!(
-                        "a CA certificate has a critical extension cks-iso does not know ({oid})"
-                    )
-                    .into());
-                }
-                if !c.is_ca()? {
-                    return Err("a certificate of the CA chain is not a CA".into());
-                }
-                if t < c.not_before || t > c.not_after {
-                    return Err("a CA certificate is not valid at the signing time".into());
-                }
-            }
-            Ok(())
+            .last()
+            .and_then(|der| Cert::parse(der).ok())
+            .is_some_and(|c| c.not_before <= at && at <= c.not_after);
+        let attempt = match anchor_valid {
+            true => path::validate(leaf.der, &ca.chain, at, Usage::CodeSigning),
+            false => Err("a CA certificate is not valid at the signing time".into()),
         };
-        match attempt() {
-            Ok(()) => return Ok(certs[0].spki.to_vec()),
-            Err(e) => why.push(e.into()),
+        match attempt {
+            Ok(spki) => return Ok(spki),
+            Err(e) => {
+                let e = String::from(e);
+                if !why.contains(&e) {
+                    why.push(e);
+                }
+            }
         }
     }
     Err(match why.is_empty() {

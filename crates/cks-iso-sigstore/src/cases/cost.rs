@@ -20,13 +20,13 @@ use cks_iso_oci::image::{Descriptor, Digest};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
-use super::super::der;
 use super::super::referrer::{BUNDLE_ARTIFACT_TYPE, COSIGN_SIGN_PREDICATE, verify_layer};
 use super::super::rekor::{Evidence, MAX_BUNDLE_SIZE, verify_digest};
 use super::super::verify::{Failure, layer};
 use super::super::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_SIGNATURE, PUBLIC_GOOD_ROOT, Rule};
 use super::super::{TrustedRoot, x509::Cert};
 use super::now;
+use crate::x509::der;
 
 /// The least any one case is allowed.
 const FLOOR: Duration = Duration::from_secs(2);

@@ -7,7 +7,6 @@ use base64::Engine as _;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use super::super::der;
 use super::super::rekor::{EntryVersion, Evidence, TimestampError, checkpoint, verify_digest};
 use super::super::rekor_v2::logs;
 use super::super::tlog::note_key_id;
@@ -15,6 +14,7 @@ use super::super::tsa::TimeStamp;
 use super::super::verify::Step;
 use super::super::{Rule, TrustedRoot};
 use super::now;
+use crate::x509::der;
 
 const BUNDLE: &str = include_str!(
     "../../../../tests/sigstore-conformance/bundle-verify/rekor2-happy-path/bundle.sigstore.json"
