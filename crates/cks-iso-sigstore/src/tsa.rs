@@ -8,11 +8,11 @@
 use crate::Invalid;
 use sha2::{Digest as _, Sha256, Sha384, Sha512};
 
-use super::root::TrustedRoot;
-use super::x509::path::{self, Usage};
-use super::x509::{Cert, Hash, PublicKey, SigAlg};
+use crate::root::TrustedRoot;
 use crate::x509::der::{self, Reader, Tlv};
 use crate::x509::key::OID_RSA;
+use crate::x509::path::{self, Usage};
+use crate::x509::{Cert, Hash, PublicKey, SigAlg};
 
 /// `1.2.840.113549.1.7.2`: id-signedData.
 const OID_SIGNED_DATA: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 1, 7, 2];

@@ -1,18 +1,25 @@
 //! The nine checks one cosign signature layer must pass, in cosign's order, against a trusted
 //! root and a policy rule. Each failure names its [`Step`]; the first failing step ends the layer.
+//! The checks of the log entry (SET, binding) are in `entry`, those of the leaf certificate
+//! (chain, SCT, signature, time, identity, issuer) in `leaf`, shared by every kind of evidence.
 
-use crate::Invalid;
+mod entry;
+mod leaf;
+mod sct;
+
 use std::collections::BTreeMap;
 
-use base64::Engine as _;
 use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
 
-use super::Rule;
-use super::root::TrustedRoot;
-use super::x509::path::{self, Usage};
-use super::x509::{Cert, Hash, PublicKey, pem_certificates};
-use super::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_SIGNATURE, SIMPLE_SIGNING_TYPE};
+use crate::cosign::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_SIGNATURE, SIMPLE_SIGNING_TYPE};
+use crate::policy::Rule;
+use crate::root::TrustedRoot;
+use crate::x509::{Cert, pem_certificates};
+
+use entry::RekorBundle;
+pub(crate) use entry::{b64, logs, rekor_set};
+pub(crate) use leaf::signed_at;
 
 /// The checks, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,64 +112,6 @@ pub struct Verified {
     pub docker_reference: String,
 }
 
-/// One `dev.sigstore.cosign/bundle` annotation.
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct RekorBundle {
-    signed_entry_timestamp: String,
-    payload: RekorPayload,
-}
-
-#[derive(Deserialize, serde::Serialize)]
-struct RekorPayload {
-    // Field order is the RFC 8785 (JCS) order: the keys sorted. Values are an ASCII string, a hex
-    // string and integers, for which serde_json's compact output is the canonical form.
-    body: String,
-    #[serde(rename = "integratedTime")]
-    integrated_time: i64,
-    #[serde(rename = "logID")]
-    log_id: String,
-    #[serde(rename = "logIndex")]
-    log_index: i64,
-}
-
-#[derive(Deserialize)]
-struct HashedRekord {
-    #[serde(rename = "apiVersion")]
-    api_version: String,
-    kind: String,
-    spec: HashedRekordSpec,
-}
-
-#[derive(Deserialize)]
-struct HashedRekordSpec {
-    data: HashedData,
-    signature: HashedSignature,
-}
-
-#[derive(Deserialize)]
-struct HashedData {
-    hash: HashValue,
-}
-
-#[derive(Deserialize)]
-struct HashValue {
-    algorithm: String,
-    value: String,
-}
-
-#[derive(Deserialize)]
-struct HashedSignature {
-    content: String,
-    #[serde(rename = "publicKey")]
-    public_key: PublicKeyContent,
-}
-
-#[derive(Deserialize)]
-struct PublicKeyContent {
-    content: String,
-}
-
 #[derive(Deserialize)]
 struct SimpleSigning {
     critical: Critical,
@@ -186,12 +135,6 @@ struct CriticalIdentity {
 struct CriticalImage {
     #[serde(rename = "docker-manifest-digest")]
     docker_manifest_digest: String,
-}
-
-pub(crate) fn b64(text: &str) -> Option<Vec<u8>> {
-    base64::engine::general_purpose::STANDARD
-        .decode(text.trim())
-        .ok()
 }
 
 /// Verifies one layer: its descriptor digest (`sha256:<hex>`), its annotations and its payload,
@@ -333,229 +276,5 @@ pub fn blob(
         integrated_time: p.integrated_time,
         timestamped: false,
         docker_reference: String::new(),
-    })
-}
-
-/// Check 2: the signed entry timestamp `set` of the entry `body` (integrated at
-/// `integrated_time`, index `log_index`) verifies with the key of the root's log `log_id`, valid
-/// at the integrated time.
-pub(crate) fn rekor_set(
-    root: &TrustedRoot,
-    body: &str,
-    integrated_time: i64,
-    log_id: &[u8],
-    log_index: i64,
-    set: &[u8],
-) -> Result<(), Failure> {
-    let p = RekorPayload {
-        body: body.to_owned(),
-        integrated_time,
-        log_id: hex::encode(log_id),
-        log_index,
-    };
-    let tlog = root
-        .tlogs
-        .iter()
-        .find(|l| l.id == log_id)
-        .ok_or_else(|| Failure {
-            step: Step::RekorSet,
-            reason: format!(
-                "log {} is not a transparency log of the trusted root",
-                p.log_id
-            ),
-        })?;
-    let Some(key) = tlog
-        .key
-        .as_ref()
-        .filter(|_| tlog.valid.covers(p.integrated_time))
-    else {
-        return fail(
-            Step::RekorSet,
-            format!("log {} has no usable key at the integrated time", p.log_id),
-        );
-    };
-    let canonical = serde_json::to_vec(&p).expect("plain JSON");
-    key.verify(Hash::Sha256, &canonical, set)
-        .map_err(|_| Failure {
-            step: Step::RekorSet,
-            reason: format!(
-                "the SignedEntryTimestamp does not verify with the key of log {}",
-                p.log_id
-            ),
-        })
-}
-
-/// Checks 4 to 8, whatever gave the signing time `t` (`when.0`; `when.1` says how it was
-/// established, "integrated" by Rekor v1 or "timestamped" by a timestamp authority): the leaf
-/// chains to a CA of the root at `t`, embeds a valid SCT, signed `payload` (whose sha256 is
-/// `digest`) with `signature`, was valid at `t` (not in the future of `now`), and names the
-/// rule's identity and issuer. Returns the identity that matched.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn signed_at(
-    root: &TrustedRoot,
-    rule: &Rule,
-    leaf: &Cert<'_>,
-    signature: &[u8],
-    payload: Blob<'_>,
-    digest: &[u8; 32],
-    (t, when): (i64, &str),
-    now: i64,
-) -> Result<String, Failure> {
-    use Step::*;
-    // 4. Chain, with the root's CAs only.
-    let issuer_spki = chain(root, leaf, t).map_err(|reason| Failure {
-        step: CertificateChain,
-        reason: reason.into(),
-    })?;
-
-    // 5. SCT.
-    super::sct::sct(root, leaf, &issuer_spki).map_err(|reason| Failure {
-        step: Sct,
-        reason: reason.into(),
-    })?;
-
-    // 6. Signature over the payload (or over its digest).
-    PublicKey::from_spki(leaf.spki)
-        .and_then(|k| match payload {
-            Blob::Bytes(bytes) => k.verify(Hash::Sha256, bytes, signature),
-            Blob::Sha256(_) => k.verify_prehash(Hash::Sha256, digest, signature),
-        })
-        .map_err(|e| Failure {
-            step: Signature,
-            reason: format!("the leaf's key: {e}"),
-        })?;
-
-    // 7. Time.
-    if t < leaf.not_before || t > leaf.not_after {
-        return fail(
-            Time,
-            format!(
-                "{when} at {t}, outside the certificate's validity {}..{}",
-                leaf.not_before, leaf.not_after
-            ),
-        );
-    }
-    if t > now + 300 {
-        return fail(Time, format!("{when} at {t}, in the future"));
-    }
-
-    // 8. Identity and issuer.
-    let ids = leaf.identities().map_err(|e| Failure {
-        step: Identity,
-        reason: e.into(),
-    })?;
-    let identity = ids
-        .iter()
-        .find(|i| rule.identity.matches(i))
-        .cloned()
-        .ok_or_else(|| Failure {
-            step: Identity,
-            reason: format!(
-                "signed by {}, the policy wants {}",
-                list(&ids),
-                rule.identity.describe()
-            ),
-        })?;
-    let issuer = leaf.oidc_issuer().map_err(|e| Failure {
-        step: Issuer,
-        reason: e.into(),
-    })?;
-    if issuer.as_deref() != Some(rule.issuer.as_str()) {
-        return fail(
-            Issuer,
-            format!(
-                "issued for {}, the policy wants {}",
-                issuer.as_deref().unwrap_or("no OIDC issuer"),
-                rule.issuer
-            ),
-        );
-    }
-    Ok(identity)
-}
-
-/// Whether the Rekor entry `body` (base64 of the canonical JSON) is the hashedrekord 0.0.1 of
-/// a blob hashing to `payload_hex`, with `signature` and the certificate `leaf_der`.
-pub(crate) fn logs(
-    body: &str,
-    payload_hex: &str,
-    signature: &[u8],
-    leaf_der: &[u8],
-) -> Result<(), Invalid> {
-    let entry = b64(body)
-        .and_then(|body| serde_json::from_slice::<HashedRekord>(&body).ok())
-        .ok_or("the body is not a hashedrekord")?;
-    if entry.kind != "hashedrekord" || entry.api_version != "0.0.1" {
-        return Err(format!(
-            "a {} {} entry, not hashedrekord 0.0.1",
-            entry.kind, entry.api_version
-        )
-        .into());
-    }
-    let hash = &entry.spec.data.hash;
-    if hash.algorithm != "sha256" || hash.value != payload_hex {
-        return Err(format!(
-            "the entry logs {}:{}, not this payload",
-            hash.algorithm, hash.value
-        )
-        .into());
-    }
-    if b64(&entry.spec.signature.content).as_deref() != Some(signature) {
-        return Err("the entry logs another signature".into());
-    }
-    let logged_cert = b64(&entry.spec.signature.public_key.content)
-        .and_then(|pem| pem_certificates(&String::from_utf8_lossy(&pem)).ok());
-    if !logged_cert.is_some_and(|certs| certs.len() == 1 && certs[0] == leaf_der) {
-        return Err("the entry logs another certificate".into());
-    }
-    Ok(())
-}
-
-fn list(ids: &[String]) -> String {
-    match ids.is_empty() {
-        true => "no identity".into(),
-        false => ids.join(", "),
-    }
-}
-
-/// Check 4: `leaf` chains to one of the root's certificate authorities whose `validFor` covers
-/// `t`, validated by webpki ([`crate::x509::path`]) for code signing; returns the issuing CA's
-/// SPKI. The leaf's own validity at `t` is check 7's to judge (so that a signature made outside
-/// it fails as such): the path is validated at `t` brought inside the leaf's validity, which is
-/// `t` itself whenever check 7 can pass. webpki holds a trust anchor valid at all times and
-/// ignores key usage bits; the root certificate's validity and the leaf's digitalSignature bit
-/// are checked here.
-fn chain(root: &TrustedRoot, leaf: &Cert<'_>, t: i64) -> Result<Vec<u8>, Invalid> {
-    if !leaf.digital_signature()? {
-        return Err("the leaf's key usage does not include digitalSignature".into());
-    }
-    let at = t.clamp(leaf.not_before, leaf.not_after.max(leaf.not_before));
-    let mut why: Vec<String> = Vec::new();
-    for ca in root.cas.iter().filter(|ca| ca.valid.covers(t)) {
-        let anchor_valid = ca
-            .chain
-            .last()
-            .and_then(|der| Cert::parse(der).ok())
-            .is_some_and(|c| c.not_before <= at && at <= c.not_after);
-        let attempt = match anchor_valid {
-            true => path::validate(leaf.der, &ca.chain, at, Usage::CodeSigning),
-            false => Err("a CA certificate is not valid at the signing time".into()),
-        };
-        match attempt {
-            Ok(spki) => return Ok(spki),
-            Err(e) => {
-                let e = String::from(e);
-                if !why.contains(&e) {
-                    why.push(e);
-                }
-            }
-        }
-    }
-    Err(match why.is_empty() {
-        true => "no certificate authority of the trusted root is valid at the signing time".into(),
-        false => format!(
-            "not issued by a CA of the trusted root ({})",
-            why.join("; ")
-        )
-        .into(),
     })
 }
