@@ -452,5 +452,7 @@ fn twice<'a>(
     Some((name, details))
 }
 
+pub mod source;
+
 #[cfg(test)]
 mod tests;
