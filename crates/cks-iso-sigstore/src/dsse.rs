@@ -64,7 +64,7 @@ impl Logged {
     }
 }
 
-/// A bundle's DSSE envelope (its one signature is [`Evidence::signature`]).
+/// A bundle's DSSE envelope (its one signature is [`Evidence::signature`](crate::rekor::Evidence::signature)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Envelope {
     /// `payloadType`.

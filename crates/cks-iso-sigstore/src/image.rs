@@ -72,7 +72,7 @@ pub enum SignatureError {
         /// The platform manifest.
         digest: String,
     },
-    /// A covered image that upstream always signs ([`always_signed`]) without a signature: the
+    /// A covered image that upstream always signs ([`always_signed`](crate::always_signed)) without a signature: the
     /// registry or a mirror on the way withheld it.
     #[error(
         "{artifact}: no signature for {digest} or its index, and registry.k8s.io signs every \
@@ -215,7 +215,7 @@ pub fn judge_manifest(
 
 /// Judges an image's signatures: those found for its platform manifest and for its index
 /// (`found`, either may be missing), under `rule`. `Ok(None)` when nothing was found; the
-/// caller's [`Mode`] decides what that means. The index path needs no extra membership check:
+/// caller's [`Mode`](crate::Mode) decides what that means. The index path needs no extra membership check:
 /// the platform manifest was chosen from that index, verified by digest.
 pub fn judge(
     root: &TrustedRoot,

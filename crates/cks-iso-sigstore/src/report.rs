@@ -19,7 +19,7 @@ pub enum Mode {
     /// Nothing is fetched or checked; `versions.txt` and the SBOMs record "not checked".
     Off,
     /// Every signature found must verify; a covered image without one is a warning, except
-    /// where upstream always signs ([`always_signed`] images, Kubernetes binaries of 1.26 on):
+    /// where upstream always signs ([`always_signed`](crate::always_signed) images, Kubernetes binaries of 1.26 on):
     /// there a missing signature was withheld, and fails.
     #[default]
     Verify,

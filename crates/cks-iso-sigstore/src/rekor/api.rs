@@ -69,7 +69,7 @@ pub const SEARCH_PATH: &str = "/api/v1/log/entries/retrieve";
 /// The most a search reply may weigh: one entry per shard that holds it, each 5–8 KiB for a
 /// real Fulcio leaf (the body with the certificate's PEM, twice base64, a proof of a few dozen
 /// hashes, a checkpoint), about 60 KiB for a certificate at [`crate::MAX_CERT_SIZE`]. A bundle
-/// written from an entry at this cap stays under [`MAX_BUNDLE_SIZE`].
+/// written from an entry at this cap stays under [`MAX_BUNDLE_SIZE`](super::MAX_BUNDLE_SIZE).
 pub const MAX_SEARCH_REPLY: u64 = 128 * 1024;
 
 /// The most entries of a reply considered: Rekor answers one per shard that holds the entry
