@@ -36,13 +36,13 @@ use serde::Deserialize;
 
 use crate::Invalid;
 
-use super::Rule;
-use super::dsse::Statement;
-use super::rekor::{Evidence, MAX_BUNDLE_SIZE, verify_digest};
-use super::root::TrustedRoot;
-use super::verify::{Failure, Step, Verified};
+use crate::dsse::Statement;
+use crate::policy::Rule;
+use crate::rekor::{BUNDLE_MEDIA_TYPES, Evidence, MAX_BUNDLE_SIZE, verify_digest};
+use crate::root::TrustedRoot;
+use crate::verify::{Failure, Step, Verified};
 
-pub use super::dsse::COSIGN_SIGN_PREDICATE;
+pub use crate::dsse::COSIGN_SIGN_PREDICATE;
 
 /// The artifact type (and layer media type) of a cosign 3 signature referrer.
 pub const BUNDLE_ARTIFACT_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
@@ -62,7 +62,7 @@ pub fn fallback_tag(digest: &Digest) -> String {
 
 /// Whether a layer's media type is a Sigstore bundle's, as cosign 3 attaches it.
 pub fn is_bundle_layer(media_type: &str) -> bool {
-    super::bundle::BUNDLE_MEDIA_TYPES.contains(&media_type)
+    BUNDLE_MEDIA_TYPES.contains(&media_type)
 }
 
 #[derive(Deserialize)]
@@ -209,7 +209,7 @@ pub fn bundle_layer(bytes: &[u8], subject: &Digest) -> Result<Descriptor, Invali
 /// of `signs`, under `rule`, at `now`: the bytes are at most [`MAX_BUNDLE_SIZE`] and the
 /// descriptor's; the bundle holds a DSSE
 /// envelope whose statement is cosign's signature predicate; then every check of a DSSE bundle
-/// (see [`super::dsse`]), the statement's subject being `signs`.
+/// (see [`crate::dsse`]), the statement's subject being `signs`.
 pub fn verify_layer(
     root: &TrustedRoot,
     rule: &Rule,

@@ -7,9 +7,9 @@ use base64::Engine as _;
 use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
 
-use super::der;
-use super::key::KeyKind;
-use super::x509::{Cert, PublicKey};
+use crate::x509::der;
+use crate::x509::key::KeyKind;
+use crate::x509::{Cert, PublicKey};
 
 /// The media type this reader understands.
 pub const MEDIA_TYPE: &str = "application/vnd.dev.sigstore.trustedroot+json;version=0.1";
@@ -318,5 +318,24 @@ impl TrustedRoot {
     /// A fingerprint of the text, for the report: which root judged.
     pub fn fingerprint(text: &str) -> String {
         hex::encode(Sha256::digest(text.as_bytes()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_good_root_parses() {
+        let root = TrustedRoot::from_json(crate::PUBLIC_GOOD_ROOT).unwrap();
+        assert_eq!(root.cas.len(), 2);
+        assert_eq!(root.ctlogs.len(), 2);
+        // Rekor v1 (P-256) is usable; its log id is the SHA-256 of its key.
+        let rekor = &root.tlogs[0];
+        assert_eq!(
+            hex::encode(&rekor.id),
+            "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d"
+        );
+        assert!(rekor.key.is_some());
     }
 }

@@ -8,10 +8,11 @@
 use crate::Invalid;
 use sha2::{Digest as _, Sha256, Sha384, Sha512};
 
-use super::der::{self, Reader, Tlv};
-use super::key::OID_RSA;
-use super::root::TrustedRoot;
-use super::x509::{Cert, Hash, OID_TIME_STAMPING, PublicKey, SigAlg};
+use crate::root::TrustedRoot;
+use crate::x509::der::{self, Reader, Tlv};
+use crate::x509::key::OID_RSA;
+use crate::x509::path::{self, Usage};
+use crate::x509::{Cert, Hash, PublicKey, SigAlg};
 
 /// `1.2.840.113549.1.7.2`: id-signedData.
 const OID_SIGNED_DATA: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 1, 7, 2];
@@ -394,7 +395,7 @@ impl<'a> TimeStamp<'a> {
                 PublicKey::from_spki(leaf.spki)
                     .and_then(|k| k.verify_as(alg, &self.signed_attrs, self.signature))
                     .map_err(|_| TimestampError::Signature)?;
-                chain(&certs, t)?;
+                chain(&certs, &tsa.chain, t)?;
                 match tsa.valid.covers(t) {
                     true => Ok(t),
                     false => Err(TimestampError::AuthorityValidity(t)),
@@ -411,27 +412,17 @@ impl<'a> TimeStamp<'a> {
     }
 }
 
-/// The authority's chain (its signing certificate first): each signed by the next, the last by
-/// itself, every one valid at `t`, the first for time stamping, the others CAs.
-fn chain(certs: &[Cert<'_>], t: i64) -> Result<(), TimestampError> {
+/// The authority's chain `der` (its signing certificate first, parsed as `certs`): every
+/// certificate valid at `t`, the signer's extended key usage time stamping alone and critical
+/// (RFC 3161 §2.3, as OpenSSL under sigstore-python holds it), and the path from the signer to
+/// the last certificate valid for time stamping, validated by webpki ([`path`]). A chain of one
+/// certificate is a self-signed signer, its own anchor.
+fn chain(certs: &[Cert<'_>], der: &[Vec<u8>], t: i64) -> Result<(), TimestampError> {
     let bad = |e: Invalid| TimestampError::Chain(e.into());
-    for pair in certs.windows(2) {
-        pair[0].signed_by(&pair[1]).map_err(bad)?;
-    }
-    let last = certs.last().ok_or_else(|| bad("it is empty".into()))?;
-    if last.issuer == last.subject {
-        last.signed_by(last).map_err(bad)?;
-    }
-    for (i, c) in certs.iter().enumerate() {
-        if let Some(oid) = c.unknown_critical() {
-            return Err(bad(format!(
-                "a certificate has a critical extension cks-iso does not know ({oid})"
-            )
-            .into()));
-        }
-        if i > 0 && !c.is_ca().map_err(bad)? {
-            return Err(bad("a certificate above the signer's is not a CA".into()));
-        }
+    let signer = certs.first().ok_or_else(|| bad("it is empty".into()))?;
+    // Each certificate's validity by hand, before webpki's (which says neither which
+    // certificate nor its bounds), and the anchor's, which webpki does not check.
+    for c in certs {
         if t < c.not_before || t > c.not_after {
             return Err(TimestampError::CertValidity {
                 time: t,
@@ -440,9 +431,8 @@ fn chain(certs: &[Cert<'_>], t: i64) -> Result<(), TimestampError> {
             });
         }
     }
-    // RFC 3161 §2.3, as OpenSSL (under sigstore-python) holds it.
-    if !certs[0]
-        .sole_critical_usage(OID_TIME_STAMPING)
+    if !signer
+        .sole_critical_usage(path::TIME_STAMPING)
         .map_err(bad)?
     {
         return Err(bad(
@@ -451,6 +441,11 @@ fn chain(certs: &[Cert<'_>], t: i64) -> Result<(), TimestampError> {
                 .into(),
         ));
     }
+    let authority = match der {
+        [_, above @ ..] if !above.is_empty() => above,
+        all => all,
+    };
+    path::validate(signer.der, authority, t, Usage::TimeStamping).map_err(bad)?;
     Ok(())
 }
 

@@ -12,12 +12,12 @@ use cks_iso_testworld::rekor_v2::Authority;
 use cks_iso_testworld::sigstore::{GOOGLE_ISSUER, K8S_IDENTITY, Sigstore};
 use sha2::{Digest as _, Sha256};
 
-use super::super::Rule;
-use super::super::TrustedRoot;
-use super::super::rekor::{Evidence, verify_digest};
-use super::super::verify::{Failure, Step, Verified};
-use super::now;
+use crate::now;
 use crate::strict::{one_entry, signer};
+use cks_iso_sigstore::Rule;
+use cks_iso_sigstore::TrustedRoot;
+use cks_iso_sigstore::rekor::{Evidence, verify_digest};
+use cks_iso_sigstore::verify::{Failure, Step, Verified};
 
 #[derive(Debug, Clone, Copy)]
 enum Kind {

@@ -1,18 +1,18 @@
 //! Rekor v2 entries (`hashedrekord` 0.0.2), as Sigstore bundles v0.3 carry them: the log signs
 //! no entry timestamp and vouches for no integrated time, so an entry is proven by its inclusion
 //! proof and the log's checkpoint alone, and the signing time comes from RFC 3161 timestamps of a
-//! timestamp authority of the trusted root ([`super::tsa`]). The certificate checks after that
-//! are the very ones a Rekor v1 signature gets ([`super::verify::signed_at`]).
+//! timestamp authority of the trusted root ([`crate::tsa`]). The certificate checks after that
+//! are the very ones a Rekor v1 signature gets (`verify::signed_at`).
 
 use crate::Invalid;
 use serde::Deserialize;
 
-use super::Rule;
-use super::rekor::{Evidence, MAX_TIMESTAMPS, logged};
-use super::root::TrustedRoot;
-use super::tsa::TimeStamp;
-use super::verify::{Blob, Failure, Step, Verified, b64, signed_at};
-use super::x509::Cert;
+use super::{Evidence, MAX_TIMESTAMPS, logged};
+use crate::policy::Rule;
+use crate::root::TrustedRoot;
+use crate::tsa::TimeStamp;
+use crate::verify::{Blob, Failure, Step, Verified, b64, signed_at};
+use crate::x509::Cert;
 
 #[derive(Deserialize)]
 struct Entry {

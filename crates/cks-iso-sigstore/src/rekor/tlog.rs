@@ -5,9 +5,9 @@
 use crate::Invalid;
 use sha2::{Digest as _, Sha256};
 
-use super::root::TrustedRoot;
-use super::verify::b64;
-use super::x509::{Hash, KeyKind, PublicKey};
+use crate::root::TrustedRoot;
+use crate::verify::b64;
+use crate::x509::{Hash, KeyKind, PublicKey};
 
 /// RFC 6962 leaf hash.
 pub fn leaf_hash(entry: &[u8]) -> [u8; 32] {

@@ -5,8 +5,8 @@
 use crate::Invalid;
 use sha2::{Digest as _, Sha256};
 
-use super::root::TrustedRoot;
-use super::x509::{Cert, Hash, SigAlg};
+use crate::root::TrustedRoot;
+use crate::x509::{Cert, Hash, SigAlg};
 
 /// Checks the leaf's embedded SCTs: at least one from a CT log of the root must verify.
 pub(crate) fn sct(root: &TrustedRoot, leaf: &Cert<'_>, issuer_spki: &[u8]) -> Result<(), Invalid> {

@@ -1,17 +1,20 @@
-//! Reading a Sigstore bundle (protobuf-specs `Bundle`, JSON form) into [`Evidence`]: the versions
+//! Reading and writing a Sigstore bundle (protobuf-specs `Bundle`, JSON form) into [`Evidence`]: the versions
 //! cks-iso understands (0.1 to 0.3), a Fulcio certificate (or an older bundle's chain, without
 //! its root), one log entry with its inclusion proof (a `hashedrekord` 0.0.1 of Rekor v1 with its
 //! SET, or a `hashedrekord` 0.0.2 of Rekor v2 with the RFC 3161 timestamps that date it), and a
-//! SHA-256 message signature; or a DSSE envelope with one signature (see [`super::dsse`]), logged
+//! SHA-256 message signature; or a DSSE envelope with one signature (see [`crate::dsse`]), logged
 //! as a Rekor v1 `dsse` 0.0.1 or `intoto` 0.0.2, or a Rekor v2 `hashedrekord` 0.0.2 of its PAE. A bundle is handed in by users (`verify-bundle`) and read from ISOs
 //! (`verify --signatures`), so every refusal is a [`BundleError`] naming the field, never a panic.
 
 use serde_json::Value;
 
-use super::dsse::{Envelope, Logged};
-use super::rekor::{BUNDLE_MEDIA_TYPE, EntryVersion, Evidence, Proof};
-use super::verify::b64;
-use super::x509::Cert;
+use serde_json::json;
+
+use super::{BUNDLE_MEDIA_TYPE, EntryVersion, Evidence, Proof, b64_encode};
+
+use crate::dsse::{Envelope, Logged};
+use crate::verify::b64;
+use crate::x509::Cert;
 
 /// The bundle media types read: the versions this reader understands, in both spellings of
 /// 0.3; any other version is refused, not guessed at.
@@ -361,4 +364,71 @@ fn dsse(env: &Value, logged: Logged) -> Result<(Vec<u8>, Envelope), BundleError>
             logged,
         },
     ))
+}
+
+impl Evidence {
+    /// The Sigstore bundle v0.3 (JSON, keys sorted, pretty): byte-identical for the same
+    /// evidence.
+    pub fn bundle(&self) -> Vec<u8> {
+        let p = &self.proof;
+        let (kind, version) = match &self.envelope {
+            Some(env) => env.logged.kind_version(),
+            None => ("hashedrekord", self.version.as_str()),
+        };
+        let mut entry = json!({
+            "logIndex": self.log_index.to_string(),
+            "logId": {"keyId": b64_encode(&self.log_id)},
+            "kindVersion": {"kind": kind, "version": version},
+            "inclusionProof": {
+                "logIndex": p.log_index.to_string(),
+                "rootHash": b64_encode(&p.root_hash),
+                "treeSize": p.tree_size.to_string(),
+                "hashes": p.hashes.iter().map(|h| b64_encode(h)).collect::<Vec<_>>(),
+                "checkpoint": {"envelope": p.checkpoint},
+            },
+            "canonicalizedBody": self.body,
+        });
+        if self.version == EntryVersion::V001 {
+            entry["integratedTime"] = json!(self.integrated_time.to_string());
+            entry["inclusionPromise"] = json!({"signedEntryTimestamp": b64_encode(&self.set)});
+        }
+        let mut material = json!({
+            "certificate": {"rawBytes": b64_encode(&self.leaf)},
+            "tlogEntries": [entry],
+        });
+        if !self.timestamps.is_empty() {
+            let signed: Vec<_> = self
+                .timestamps
+                .iter()
+                .map(|t| json!({"signedTimestamp": b64_encode(t)}))
+                .collect();
+            material["timestampVerificationData"] = json!({"rfc3161Timestamps": signed});
+        }
+        let mut value = json!({
+            "mediaType": BUNDLE_MEDIA_TYPE,
+            "verificationMaterial": material,
+        });
+        match &self.envelope {
+            Some(env) => {
+                let mut signature = json!({"sig": b64_encode(&self.signature)});
+                if let Some(keyid) = &env.keyid {
+                    signature["keyid"] = json!(keyid);
+                }
+                value["dsseEnvelope"] = json!({
+                    "payload": b64_encode(&env.payload),
+                    "payloadType": env.payload_type,
+                    "signatures": [signature],
+                });
+            }
+            None => {
+                value["messageSignature"] = json!({
+                    "messageDigest": {"algorithm": "SHA2_256", "digest": b64_encode(&self.digest)},
+                    "signature": b64_encode(&self.signature),
+                });
+            }
+        }
+        let mut out = serde_json::to_vec_pretty(&value).expect("plain JSON");
+        out.push(b'\n');
+        out
+    }
 }

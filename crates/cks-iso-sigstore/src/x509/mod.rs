@@ -1,11 +1,23 @@
-//! The parts of an X.509 certificate a Fulcio chain check needs, read with [`super::der`]:
-//! validity, names (as raw DER, compared byte for byte), the public key, the signature, CA and
-//! EKU flags, the SAN identity, Fulcio's OIDC issuer extensions, and the embedded SCT list with
-//! the TBS re-encoded without it.
+//! Reading X.509 certificates for what Sigstore needs of them beyond a validated path: the
+//! validity (check 7 judges the signing time against the leaf's own), names and serial (a
+//! timestamp names its signer by them), the public key, the leaf's key usage bits, the SAN
+//! identities (e-mail addresses and URIs), Fulcio's OIDC issuer extensions, the embedded SCT list
+//! and the TBS re-encoded without it (the precertificate an SCT signs), and a timestamp
+//! authority's extended key usage (time stamping alone, critical). Path validation itself (the
+//! signatures, CA flags, validity and usages along the chain, critical extensions) is
+//! `rustls-webpki`'s, in [`path`]: webpki exposes none of the fields above.
+//!
+//! Read with [`der`], strictly (DER lengths in their shortest form, v3 only, each extension once,
+//! nothing after the signature), so that what a lax reader would accept is refused here as
+//! Sigstore's own clients refuse it.
 
-use super::der::{self, Reader, Tlv};
-pub(crate) use super::key::{Hash, KeyKind, PublicKey, SigAlg};
+pub(crate) mod der;
+pub(crate) mod key;
+pub(crate) mod path;
+
 use crate::Invalid;
+use der::{Reader, Tlv};
+pub(crate) use key::{Hash, KeyKind, PublicKey, SigAlg};
 
 /// `1.3.6.1.4.1.11129.2.4.2`: the embedded SCT list (RFC 6962 §3.3).
 pub(crate) const OID_SCT_LIST: &[u8] = &[0x2b, 6, 1, 4, 1, 0xd6, 0x79, 2, 4, 2];
@@ -14,25 +26,9 @@ pub(crate) const OID_ISSUER_V1: &[u8] = &[0x2b, 6, 1, 4, 1, 0x83, 0xbf, 0x30, 1,
 /// `1.3.6.1.4.1.57264.1.8`: Fulcio's OIDC issuer, DER UTF8String.
 pub(crate) const OID_ISSUER_V2: &[u8] = &[0x2b, 6, 1, 4, 1, 0x83, 0xbf, 0x30, 1, 8];
 const OID_SAN: &[u8] = &[0x55, 0x1d, 0x11];
-const OID_BASIC_CONSTRAINTS: &[u8] = &[0x55, 0x1d, 0x13];
 const OID_EKU: &[u8] = &[0x55, 0x1d, 0x25];
 const OID_KEY_USAGE: &[u8] = &[0x55, 0x1d, 0x0f];
 const OID_SUBJECT_KEY_ID: &[u8] = &[0x55, 0x1d, 0x0e];
-const OID_AUTHORITY_KEY_ID: &[u8] = &[0x55, 0x1d, 0x23];
-/// The extensions whose meaning these checks know, and so may be critical: any other that is
-/// marked critical makes a certificate unusable (RFC 5280 §4.2).
-const UNDERSTOOD: &[&[u8]] = &[
-    OID_SAN,
-    OID_BASIC_CONSTRAINTS,
-    OID_EKU,
-    OID_KEY_USAGE,
-    OID_SUBJECT_KEY_ID,
-    OID_AUTHORITY_KEY_ID,
-];
-/// `1.3.6.1.5.5.7.3.3`: id-kp-codeSigning.
-const OID_CODE_SIGNING: &[u8] = &[0x2b, 6, 1, 5, 5, 7, 3, 3];
-/// `1.3.6.1.5.5.7.3.8`: id-kp-timeStamping.
-pub(crate) const OID_TIME_STAMPING: &[u8] = &[0x2b, 6, 1, 5, 5, 7, 3, 8];
 
 /// The most a certificate may weigh, DER. Real Fulcio leaves weigh 0.7–2.5 KiB (the largest,
 /// a GitHub Actions workflow's with its twenty-odd build extensions, 2.5 KiB in the Sigstore
@@ -56,12 +52,10 @@ struct Extension<'a> {
 /// A parsed certificate, borrowing its DER.
 #[derive(Debug, Clone)]
 pub(crate) struct Cert<'a> {
-    /// The TBSCertificate element, as signed.
-    pub(crate) tbs: &'a [u8],
+    /// The whole certificate, DER (what webpki validates).
+    pub(crate) der: &'a [u8],
     /// The serial number's INTEGER contents.
     pub(crate) serial: &'a [u8],
-    sig_alg: SigAlg,
-    signature: &'a [u8],
     /// The issuer and subject Names, raw.
     pub(crate) issuer: &'a [u8],
     pub(crate) subject: &'a [u8],
@@ -93,7 +87,7 @@ impl<'a> Cert<'a> {
         if !r.is_empty() {
             return Err("bytes after the certificate's signature".into());
         }
-        let sig_alg = sig_alg(&alg)?;
+        der::bits(&sig)?;
         let mut t = Reader::new(tbs.value);
         let mut head = Vec::new();
         // Fulcio, CT and every CA of a trusted root issue v3 certificates only.
@@ -141,10 +135,8 @@ impl<'a> Cert<'a> {
             }
         }
         Ok(Self {
-            tbs: tbs.raw,
+            der: der_bytes,
             serial: serial.value,
-            sig_alg,
-            signature: der::bits(&sig)?,
             issuer: issuer.raw,
             subject: subject.raw,
             not_before,
@@ -159,24 +151,6 @@ impl<'a> Cert<'a> {
         self.extensions.iter().find(|e| e.oid == oid)
     }
 
-    /// Whether `issuer`'s key signed this certificate (names are checked too).
-    pub(crate) fn signed_by(&self, issuer: &Cert<'_>) -> Result<(), Invalid> {
-        if self.issuer != issuer.subject {
-            return Err("its issuer name is not the CA's subject".into());
-        }
-        PublicKey::from_spki(issuer.spki)?
-            .verify_as(self.sig_alg, self.tbs, self.signature)
-            .map_err(|_| "the CA's signature on it does not verify".into())
-    }
-
-    /// The first extension marked critical whose meaning these checks do not know (dotted).
-    pub(crate) fn unknown_critical(&self) -> Option<String> {
-        self.extensions
-            .iter()
-            .find(|e| e.critical && !UNDERSTOOD.contains(&e.oid))
-            .map(|e| oid_text(e.oid))
-    }
-
     /// Whether the key usage extension allows digitalSignature (false when it is absent: Fulcio
     /// always writes it).
     pub(crate) fn digital_signature(&self) -> Result<bool, Invalid> {
@@ -189,42 +163,12 @@ impl<'a> Cert<'a> {
         Ok(bits.value.get(1).is_some_and(|b| b & 0x80 != 0))
     }
 
-    /// Basic constraints `cA: TRUE`.
-    pub(crate) fn is_ca(&self) -> Result<bool, Invalid> {
-        let Some(ext) = self.extension(OID_BASIC_CONSTRAINTS) else {
-            return Ok(false);
-        };
-        let seq = der::one(ext.value, der::SEQUENCE)?;
-        let flag = Reader::new(seq.value).optional(der::BOOLEAN)?;
-        Ok(flag.is_some_and(|b| b.value == [0xff]))
-    }
-
-    /// Whether the extended key usage lists code signing.
-    pub(crate) fn code_signing(&self) -> Result<bool, Invalid> {
-        self.extended_key_usage(OID_CODE_SIGNING)
-    }
-
     /// The subject key identifier's contents, if the certificate has one.
     pub(crate) fn subject_key_id(&self) -> Result<Option<&'a [u8]>, Invalid> {
         match self.extension(OID_SUBJECT_KEY_ID) {
             Some(ext) => Ok(Some(der::one(ext.value, der::OCTET_STRING)?.value)),
             None => Ok(None),
         }
-    }
-
-    /// Whether the extended key usage lists `purpose` (an OID's contents).
-    pub(crate) fn extended_key_usage(&self, purpose: &[u8]) -> Result<bool, Invalid> {
-        let Some(ext) = self.extension(OID_EKU) else {
-            return Ok(false);
-        };
-        let seq = der::one(ext.value, der::SEQUENCE)?;
-        let mut r = Reader::new(seq.value);
-        while !r.is_empty() {
-            if r.expect(der::OID)?.value == purpose {
-                return Ok(true);
-            }
-        }
-        Ok(false)
     }
 
     /// Whether the extended key usage is `purpose` alone and marked critical, as RFC 3161 §2.3
@@ -364,17 +308,6 @@ pub(crate) fn oid_text(oid: &[u8]) -> String {
         .map(u64::to_string)
         .collect::<Vec<_>>()
         .join(".")
-}
-
-fn sig_alg(alg: &Tlv<'_>) -> Result<SigAlg, Invalid> {
-    let oid = Reader::new(alg.value).expect(der::OID)?;
-    SigAlg::from_oid(oid.value).ok_or_else(|| {
-        format!(
-            "a certificate signature algorithm cks-iso does not verify ({})",
-            oid_text(oid.value)
-        )
-        .into()
-    })
 }
 
 /// The DER of every `CERTIFICATE` block of a PEM text, in order.

@@ -1,23 +1,20 @@
-//! Each check of [`super::verify::layer`] against signatures the test world's Sigstore makes,
+//! Each check of `verify::layer` against signatures the test world's Sigstore makes,
 //! good and spoiled one way at a time: every spoiled one must fail at its own step.
 
 use cks_iso_testworld::sigstore::{IssuerForm, SignOptions, SignedLayer, Sigstore};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use super::verify::{Blob, Step, layer};
-use super::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_CHAIN, ANN_SIGNATURE, Policy, TrustedRoot};
+use cks_iso_sigstore::verify::{Blob, Step, layer};
+use cks_iso_sigstore::{
+    ANN_BUNDLE, ANN_CERTIFICATE, ANN_CHAIN, ANN_SIGNATURE, Policy, TrustedRoot,
+};
+
+use crate::now;
 
 const REPO: &str = "registry.k8s.io/pause";
 const SIGNED: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
 const OTHER: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
-
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
 
 fn digest_of(payload: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(payload)))
@@ -61,8 +58,8 @@ fn a_good_signature_verifies_and_says_who_signed() {
         now(),
     )
     .unwrap();
-    assert_eq!(v.identity, super::K8S_IMAGE_IDENTITY);
-    assert_eq!(v.issuer, super::GOOGLE_ISSUER);
+    assert_eq!(v.identity, cks_iso_sigstore::K8S_IMAGE_IDENTITY);
+    assert_eq!(v.issuer, cks_iso_sigstore::GOOGLE_ISSUER);
     assert_eq!(v.docker_reference, REPO);
     // The issuer in either extension form alone is accepted.
     for form in [IssuerForm::V1, IssuerForm::V2] {
@@ -256,9 +253,9 @@ fn a_tampered_sct_fails() {
     assert_eq!(check(&store, &l), Err(Step::Sct));
 }
 
-fn manifest(signs: &str, layers: &[&SignedLayer]) -> super::SignatureManifest {
+fn manifest(signs: &str, layers: &[&SignedLayer]) -> cks_iso_sigstore::SignatureManifest {
     use cks_iso_oci::image::{Descriptor, Digest};
-    super::SignatureManifest {
+    cks_iso_sigstore::SignatureManifest {
         signs: Digest::parse(signs).unwrap(),
         digest: Digest::of(b"manifest"),
         bytes: b"manifest".to_vec(),
@@ -266,7 +263,7 @@ fn manifest(signs: &str, layers: &[&SignedLayer]) -> super::SignatureManifest {
             .iter()
             .map(|l| {
                 let desc = Descriptor {
-                    media_type: super::SIMPLE_SIGNING.into(),
+                    media_type: cks_iso_sigstore::SIMPLE_SIGNING.into(),
                     digest: Digest::parse(&digest_of(&l.payload)).unwrap(),
                     size: l.payload.len() as u64,
                     platform: None,
@@ -296,13 +293,13 @@ fn any_layer_that_verifies_accepts_and_otherwise_the_first_failure_is_named() {
     );
     let trust = signed(&store, SignOptions::default());
     let both = manifest(SIGNED, &[&staging, &trust]);
-    let (signed_digest, _, v) = super::judge(&root, &rule, REPO, &[both], now())
+    let (signed_digest, _, v) = cks_iso_sigstore::judge(&root, &rule, REPO, &[both], now())
         .unwrap()
         .unwrap();
     assert_eq!(signed_digest.to_string(), SIGNED);
-    assert_eq!(v.identity, super::K8S_IMAGE_IDENTITY);
+    assert_eq!(v.identity, cks_iso_sigstore::K8S_IMAGE_IDENTITY);
     let only_staging = manifest(SIGNED, &[&staging]);
-    let err = super::judge(&root, &rule, REPO, &[only_staging], now()).unwrap_err();
+    let err = cks_iso_sigstore::judge(&root, &rule, REPO, &[only_staging], now()).unwrap_err();
     let text = err.to_string();
     assert!(
         text.contains("identity check") && text.contains("krel-staging"),
@@ -310,9 +307,9 @@ fn any_layer_that_verifies_accepts_and_otherwise_the_first_failure_is_named() {
     );
     // A manifest without layers is malformed, never "unsigned".
     let empty = manifest(SIGNED, &[]);
-    assert!(super::judge(&root, &rule, REPO, &[empty], now()).is_err());
+    assert!(cks_iso_sigstore::judge(&root, &rule, REPO, &[empty], now()).is_err());
     assert!(
-        super::judge(&root, &rule, REPO, &[], now())
+        cks_iso_sigstore::judge(&root, &rule, REPO, &[], now())
             .unwrap()
             .is_none()
     );
@@ -361,15 +358,15 @@ fn production_material_verifies_under_the_embedded_root() {
         (ANN_CERTIFICATE.to_owned(), pem),
         (ANN_BUNDLE.to_owned(), rekor.to_string()),
     ]);
-    let root = TrustedRoot::from_json(super::PUBLIC_GOOD_ROOT).unwrap();
-    let rule = super::Rule::exact(
+    let root = TrustedRoot::from_json(cks_iso_sigstore::PUBLIC_GOOD_ROOT).unwrap();
+    let rule = cks_iso_sigstore::Rule::exact(
         "**",
         "w.vollprecht@gmail.com",
         "https://github.com/login/oauth",
     );
     let digest = digest_of(blob);
     let under = |root: &TrustedRoot| {
-        super::verify::blob(root, &rule, &digest, &annotations, Blob::Bytes(blob), now())
+        cks_iso_sigstore::verify::blob(root, &rule, &digest, &annotations, Blob::Bytes(blob), now())
     };
     let v = under(&root).unwrap();
     assert_eq!(v.log_index, 738_312_748);
@@ -381,13 +378,20 @@ fn production_material_verifies_under_the_embedded_root() {
         .rule_for("registry.k8s.io/pause")
         .unwrap()
         .clone();
-    let err = super::verify::blob(&root, &k8s, &digest, &annotations, Blob::Bytes(blob), now())
-        .unwrap_err();
+    let err = cks_iso_sigstore::verify::blob(
+        &root,
+        &k8s,
+        &digest,
+        &annotations,
+        Blob::Bytes(blob),
+        now(),
+    )
+    .unwrap_err();
     assert_eq!(err.step, Step::Identity);
     // And one flipped byte of the blob breaks it.
     let mut other = blob.to_vec();
     other[0] ^= 1;
-    let err = super::verify::blob(
+    let err = cks_iso_sigstore::verify::blob(
         &root,
         &rule,
         &digest_of(&other),
@@ -423,8 +427,20 @@ fn a_backing_registry_docker_reference_is_recorded_not_trusted() {
     assert_eq!(v.docker_reference, backing);
 }
 
-mod binaries;
-mod cost;
-mod dsse;
-mod rekor_v2;
-mod timestamps;
+#[test]
+fn modes_parse() {
+    assert_eq!(
+        "enforce".parse::<cks_iso_sigstore::Mode>().unwrap(),
+        cks_iso_sigstore::Mode::Enforce
+    );
+    assert_eq!(
+        "warn".parse::<cks_iso_sigstore::Mode>().unwrap(),
+        cks_iso_sigstore::Mode::Warn
+    );
+    assert_eq!(cks_iso_sigstore::Mode::Warn.to_string(), "warn");
+    assert!("on".parse::<cks_iso_sigstore::Mode>().is_err());
+    assert_eq!(
+        cks_iso_sigstore::Mode::default(),
+        cks_iso_sigstore::Mode::Verify
+    );
+}

@@ -5,10 +5,10 @@ use cks_iso_testworld::rekor::{RekorServer, Tamper};
 use cks_iso_testworld::sigstore::{K8S_BINARY_IDENTITY, SignOptions, Sigstore};
 use sha2::{Digest as _, Sha256};
 
-use super::super::rekor::{self, Evidence, checkpoint, inclusion, leaf_hash, verify_file};
-use super::super::verify::Step;
-use super::super::{Policy, TrustedRoot};
-use super::now;
+use crate::now;
+use cks_iso_sigstore::rekor::{self, Evidence, checkpoint, inclusion, leaf_hash, verify_file};
+use cks_iso_sigstore::verify::Step;
+use cks_iso_sigstore::{Policy, TrustedRoot};
 
 const URL: &str = "https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm";
 
@@ -249,7 +249,7 @@ fn production_proof_and_checkpoint_verify_under_the_embedded_root() {
     let blob = include_bytes!("../testdata/cosign-v3-blob.txt");
     let bundle = include_bytes!("../testdata/cosign-v3-blob.sigstore.json");
     let ev = Evidence::from_bundle(bundle).unwrap();
-    let root = TrustedRoot::from_json(super::super::PUBLIC_GOOD_ROOT).unwrap();
+    let root = TrustedRoot::from_json(cks_iso_sigstore::PUBLIC_GOOD_ROOT).unwrap();
     let p = &ev.proof;
     let cp = checkpoint(&root, &ev.log_id, &p.checkpoint).unwrap();
     assert_eq!(
@@ -257,7 +257,7 @@ fn production_proof_and_checkpoint_verify_under_the_embedded_root() {
         (p.tree_size, p.root_hash.clone())
     );
     assert!(cp.origin.starts_with("rekor.sigstore.dev - "));
-    let rule = super::super::Rule::exact(
+    let rule = cks_iso_sigstore::Rule::exact(
         "**",
         "w.vollprecht@gmail.com",
         "https://github.com/login/oauth",

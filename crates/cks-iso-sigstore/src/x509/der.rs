@@ -226,6 +226,19 @@ mod tests {
     }
 
     #[test]
+    fn non_minimal_lengths_are_refused() {
+        // A long form for a length the short form holds; a length with a leading zero byte.
+        assert!(one(&[0x04, 0x81, 0x03, 1, 2, 3], OCTET_STRING).is_err());
+        let mut padded = vec![0x04, 0x82, 0x00, 0x81];
+        padded.extend([7u8; 0x81]);
+        assert!(one(&padded, OCTET_STRING).is_err());
+        // The minimal long form still reads.
+        let mut minimal = vec![0x04, 0x81, 0x81];
+        minimal.extend([7u8; 0x81]);
+        assert_eq!(one(&minimal, OCTET_STRING).unwrap().value.len(), 0x81);
+    }
+
+    #[test]
     fn times() {
         let utc = encode(UTC_TIME, b"220413200615Z");
         assert_eq!(time(&one(&utc, UTC_TIME).unwrap()).unwrap(), 1_649_880_375);

@@ -4,10 +4,10 @@
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use super::super::rekor::{BundleError, Evidence, Logged, verify_digest};
-use super::super::verify::{Failure, Step, Verified};
-use super::super::{PUBLIC_GOOD_ROOT, Rule, TrustedRoot};
-use super::now;
+use crate::now;
+use cks_iso_sigstore::rekor::{BundleError, Evidence, Logged, verify_digest};
+use cks_iso_sigstore::verify::{Failure, Step, Verified};
+use cks_iso_sigstore::{PUBLIC_GOOD_ROOT, Rule, TrustedRoot};
 
 const V1: &str = include_str!(
     "../../../../tests/sigstore-conformance/bundle-verify/happy-path-intoto-in-dsse-v3/bundle.sigstore.json"
@@ -106,7 +106,9 @@ fn a_dsse_envelope_needs_one_signature_and_a_kind_the_log_writes() {
 fn a_payload_other_than_the_logged_one_fails_the_rekor_entry_check() {
     let mut b: Value = serde_json::from_str(V1).unwrap();
     let payload = b["dsseEnvelope"]["payload"].as_str().unwrap().to_owned();
-    let text = super::super::verify::b64(&payload).unwrap();
+    let text = base64::engine::general_purpose::STANDARD
+        .decode(&payload)
+        .unwrap();
     let spoiled = String::from_utf8(text).unwrap().replace("a.txt", "b.txt");
     use base64::Engine as _;
     b["dsseEnvelope"]["payload"] = base64::engine::general_purpose::STANDARD
@@ -128,7 +130,7 @@ fn world_judged(opts: &cks_iso_testworld::referrers::DsseOptions) -> Result<Veri
     let signs = Digest::parse(&format!("sha256:{}", "3".repeat(64))).unwrap();
     let bundle = store.sign_dsse(&signs.to_string(), opts);
     let desc = Descriptor::new(
-        super::super::referrer::BUNDLE_ARTIFACT_TYPE,
+        cks_iso_sigstore::referrer::BUNDLE_ARTIFACT_TYPE,
         Digest::of(&bundle),
         bundle.len() as u64,
     );
@@ -138,7 +140,7 @@ fn world_judged(opts: &cks_iso_testworld::referrers::DsseOptions) -> Result<Veri
         cks_iso_testworld::sigstore::K8S_IDENTITY,
         cks_iso_testworld::sigstore::GOOGLE_ISSUER,
     );
-    super::super::referrer::verify_layer(&root, &rule, &signs, &desc, &bundle, now())
+    cks_iso_sigstore::referrer::verify_layer(&root, &rule, &signs, &desc, &bundle, now())
 }
 
 fn world() -> &'static cks_iso_testworld::sigstore::Sigstore {
