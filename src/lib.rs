@@ -27,6 +27,8 @@
 //! - [`upstream`]: the files a build downloads (URLs, published checksums, content checks) and
 //!   taking each one verified through the mirrors.
 //! - [`plan`]: what goes into the ISO (request, manifest edits, image set, names); pure.
+//! - [`registration`]: registers ISOs as CloudStack Kubernetes supported versions (signed API
+//!   calls, look first, wait until Ready) and retires old ones.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
 //! - [`config`]: the YAML configuration file and how flags override it.
 //! - [`env`](mod@env): every environment variable the tool reads.
@@ -51,6 +53,7 @@ pub mod lock;
 pub mod manifest;
 pub mod out;
 pub mod plan;
+pub mod registration;
 pub mod registry;
 pub mod resolve;
 pub mod sbom;
