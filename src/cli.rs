@@ -92,7 +92,7 @@ pub enum Command {
     Register(Box<RegisterArgs>),
     /// List or retire CloudStack's Kubernetes supported versions.
     #[command(subcommand)]
-    Versions(VersionsCommand),
+    Versions(Box<VersionsCommand>),
     /// Inspect, check, trim and carry the blob cache (export and import across an air gap).
     #[command(subcommand)]
     Cache(CacheCommand),

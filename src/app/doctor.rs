@@ -243,7 +243,10 @@ pub fn run(args: DoctorArgs, _ui: &Ui) -> Result<(), AppError> {
     if let Some(settings) = &settings
         && let Some(result) = super::register::doctor_check(&args.cloudstack_api, settings)
     {
-        checks.report("cloudstack api", result.map_err(|e| Box::new(Problem::from(e))));
+        checks.report(
+            "cloudstack api",
+            result.map_err(|e| Box::new(Problem::from(e))),
+        );
     }
 
     checks.print_json();

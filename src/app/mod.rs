@@ -57,7 +57,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<Outcome, AppError> {
         Command::Pull(args) => done(pull::run(*args, ui)),
         Command::Build(args) => done(build_cmd::run(*args, ui)),
         Command::Register(args) => done(register::run(*args)),
-        Command::Versions(command) => done(versions_cmd::run(command)),
+        Command::Versions(command) => done(versions_cmd::run(*command)),
         Command::Diff(args) => diff::run(args),
         Command::Cache(command) => done(cache::run(command, ui)),
         Command::Doctor(args) => done(doctor::run(*args, ui)),

@@ -125,7 +125,10 @@ pub fn run(args: RegisterArgs) -> Result<(), AppError> {
         (Some(url), _) => {
             let [iso] = <[IsoToRegister; 1]>::try_from(isos).map_err(|isos| {
                 AppError::usage(
-                    anyhow::anyhow!("--url names one ISO's URL, but {} ISOs are given", isos.len()),
+                    anyhow::anyhow!(
+                        "--url names one ISO's URL, but {} ISOs are given",
+                        isos.len()
+                    ),
                     Some("register one ISO per --url, or give --publish-url BASE".into()),
                 )
             })?;
@@ -176,7 +179,10 @@ fn line(o: &Outcome) -> String {
 fn print(outcomes: &[Outcome], json: bool) {
     if json {
         let value = serde_json::json!({ "format": 1, "registered": outcomes });
-        crate::outln!("{}", serde_json::to_string_pretty(&value).expect("plain JSON"));
+        crate::outln!(
+            "{}",
+            serde_json::to_string_pretty(&value).expect("plain JSON")
+        );
         return;
     }
     for o in outcomes {
@@ -211,8 +217,16 @@ pub(crate) fn doctor_check(
             "{endpoint} answers as CloudStack {} (Kubernetes service {}; arch parameter {}), \
              credentials from {source}",
             caps.cloudstackversion,
-            if caps.kubernetesserviceenabled { "enabled" } else { "disabled" },
-            if caps.has_arch() { "yes" } else { "no: x86_64 only" },
+            if caps.kubernetesserviceenabled {
+                "enabled"
+            } else {
+                "disabled"
+            },
+            if caps.has_arch() {
+                "yes"
+            } else {
+                "no: x86_64 only"
+            },
         ))
     })())
 }

@@ -54,7 +54,10 @@ fn list(args: VersionsListArgs) -> Result<(), AppError> {
             })
             .collect();
         let value = json!({ "format": FORMAT, "versions": versions });
-        crate::outln!("{}", serde_json::to_string_pretty(&value).expect("plain JSON"));
+        crate::outln!(
+            "{}",
+            serde_json::to_string_pretty(&value).expect("plain JSON")
+        );
         return Ok(());
     }
     let table: Vec<[String; 6]> = rows
@@ -66,7 +69,13 @@ fn list(args: VersionsListArgs) -> Result<(), AppError> {
                 zones
                     .iter()
                     .map(|z| {
-                        let state = if z.isready { "Ready" } else if z.status.is_empty() { v.isostate.as_str() } else { z.status.as_str() };
+                        let state = if z.isready {
+                            "Ready"
+                        } else if z.status.is_empty() {
+                            v.isostate.as_str()
+                        } else {
+                            z.status.as_str()
+                        };
                         format!("{}: {state}", z.zonename)
                     })
                     .collect::<Vec<_>>()
@@ -115,11 +124,17 @@ fn retire_cmd(args: VersionsRetireArgs) -> Result<(), AppError> {
     })?;
     if args.json {
         let value = json!({ "format": FORMAT, "dry_run": args.dry_run, "retired": done });
-        crate::outln!("{}", serde_json::to_string_pretty(&value).expect("plain JSON"));
+        crate::outln!(
+            "{}",
+            serde_json::to_string_pretty(&value).expect("plain JSON")
+        );
         return Ok(());
     }
     if done.is_empty() {
-        crate::outln!("nothing to retire: every minor has at most {} patch releases", args.keep);
+        crate::outln!(
+            "nothing to retire: every minor has at most {} patch releases",
+            args.keep
+        );
     }
     for r in &done {
         let v = &r.version;

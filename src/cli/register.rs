@@ -42,13 +42,24 @@ pub struct RegisterOptions {
     #[arg(long, help_heading = "Registration")]
     pub replace: bool,
     /// How --replace retires the old version.
-    #[arg(long, value_enum, value_name = "HOW", default_value = "disable", help_heading = "Registration")]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "HOW",
+        default_value = "disable",
+        help_heading = "Registration"
+    )]
     pub retire: Retire,
     /// Return once CloudStack accepted the version, without waiting for the ISO to be Ready.
     #[arg(long, help_heading = "Registration")]
     pub no_wait: bool,
     /// Seconds to wait, all ISOs together, for every zone's copy to be Ready.
-    #[arg(long, value_name = "SECS", default_value_t = 1800, help_heading = "Registration")]
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 1800,
+        help_heading = "Registration"
+    )]
     pub timeout: u64,
     /// Seconds between polls (the management server checks every 10).
     #[arg(long, value_name = "SECS", default_value_t = 10.0, hide = true)]
@@ -59,7 +70,12 @@ pub struct RegisterOptions {
 #[derive(Debug, Clone, Args)]
 pub struct BuildRegisterArgs {
     /// After the build, register the ISOs in CloudStack (needs --publish-url; see `register`).
-    #[arg(long, requires = "publish_url", conflicts_with = "offline", help_heading = "Registration")]
+    #[arg(
+        long,
+        requires = "publish_url",
+        conflicts_with = "offline",
+        help_heading = "Registration"
+    )]
     pub register: bool,
     /// The API.
     #[command(flatten)]
@@ -79,7 +95,12 @@ pub struct RegisterArgs {
     #[arg(required = true, value_name = "ISO")]
     pub isos: Vec<PathBuf>,
     /// Where the ISOs are served: each is registered with url=BASE/<file name>.
-    #[arg(long, value_name = "BASE", required_unless_present = "url", conflicts_with = "url")]
+    #[arg(
+        long,
+        value_name = "BASE",
+        required_unless_present = "url",
+        conflicts_with = "url"
+    )]
     pub publish_url: Option<String>,
     /// The URL of the one ISO given.
     #[arg(long, value_name = "URL")]

@@ -41,7 +41,9 @@ pub enum ApiError {
         text: String,
     },
     /// Any other error CloudStack reports.
-    #[error("CloudStack answered {command} with {status} (errorcode {errorcode}, cserrorcode {cserrorcode}): {text}")]
+    #[error(
+        "CloudStack answered {command} with {status} (errorcode {errorcode}, cserrorcode {cserrorcode}): {text}"
+    )]
     Failed {
         /// The command.
         command: String,
@@ -227,9 +229,12 @@ impl Api {
                 .header("Content-Type", "application/x-www-form-urlencoded")
                 .body(body)
         } else {
-            let sep = if self.creds.endpoint.contains('?') { '&' } else { '?' };
-            self.http
-                .get(format!("{}{sep}{body}", self.creds.endpoint))
+            let sep = if self.creds.endpoint.contains('?') {
+                '&'
+            } else {
+                '?'
+            };
+            self.http.get(format!("{}{sep}{body}", self.creds.endpoint))
         };
         let transport = |e: reqwest::Error| ApiError::Transport {
             endpoint: crate::fetch::redact(&self.creds.endpoint),
@@ -320,13 +325,20 @@ impl Api {
     /// `listCapabilities`.
     pub async fn capabilities(&self) -> Result<Capabilities, ApiError> {
         let v = self.call("listCapabilities", &[], false).await?;
-        Self::typed("listCapabilities", v.get("capability").cloned().unwrap_or_default())
+        Self::typed(
+            "listCapabilities",
+            v.get("capability").cloned().unwrap_or_default(),
+        )
     }
 
     /// `listKubernetesSupportedVersions` (all of them: it has no name filter).
     pub async fn versions(&self) -> Result<Vec<SupportedVersion>, ApiError> {
-        self.list("listKubernetesSupportedVersions", "kubernetessupportedversion", &[])
-            .await
+        self.list(
+            "listKubernetesSupportedVersions",
+            "kubernetessupportedversion",
+            &[],
+        )
+        .await
     }
 
     /// `listKubernetesSupportedVersions id=…`.
@@ -372,10 +384,14 @@ impl Api {
 
     /// `addKubernetesSupportedVersion` (synchronous; the ISO is then downloaded per zone).
     pub async fn add(&self, params: &[(&str, String)]) -> Result<SupportedVersion, ApiError> {
-        let v = self.call("addKubernetesSupportedVersion", params, true).await?;
+        let v = self
+            .call("addKubernetesSupportedVersion", params, true)
+            .await?;
         Self::typed(
             "addKubernetesSupportedVersion",
-            v.get("kubernetessupportedversion").cloned().unwrap_or_default(),
+            v.get("kubernetessupportedversion")
+                .cloned()
+                .unwrap_or_default(),
         )
     }
 
@@ -394,7 +410,11 @@ impl Api {
     /// when the job failed (a cluster uses the version): CloudStack's own words.
     pub async fn delete(&self, id: &str, poll: Duration) -> Result<Result<(), String>, ApiError> {
         let v = self
-            .call("deleteKubernetesSupportedVersion", &[("id", id.to_owned())], true)
+            .call(
+                "deleteKubernetesSupportedVersion",
+                &[("id", id.to_owned())],
+                true,
+            )
             .await?;
         let jobid = v
             .get("jobid")

@@ -210,7 +210,10 @@ pub fn find(
     if let Some(found) = complete(
         "CLOUDSTACK_ENDPOINT, CLOUDSTACK_KEY, CLOUDSTACK_SECRET",
         [
-            (env::CLOUDSTACK_ENDPOINT.name, env::CLOUDSTACK_ENDPOINT.get()),
+            (
+                env::CLOUDSTACK_ENDPOINT.name,
+                env::CLOUDSTACK_ENDPOINT.get(),
+            ),
             (env::CLOUDSTACK_KEY.name, env::CLOUDSTACK_KEY.get()),
             (env::CLOUDSTACK_SECRET.name, env::CLOUDSTACK_SECRET.get()),
         ],
@@ -446,6 +449,9 @@ mod tests {
             source: "s".into(),
         };
         let shown = format!("{c:?}");
-        assert!(!shown.contains("THE-SECRET") && !shown.contains("THE-KEY"), "{shown}");
+        assert!(
+            !shown.contains("THE-SECRET") && !shown.contains("THE-KEY"),
+            "{shown}"
+        );
     }
 }

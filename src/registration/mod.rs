@@ -93,7 +93,10 @@ impl IsoToRegister {
         let arch = Arch::parse(&versions.arch).map_err(|e| no_versions(e.to_string()))?;
         let semver = versions.kubernetes.trim_start_matches('v').to_owned();
         let file = crate::input::open_regular(path).map_err(|e| unreadable(e.to_string()))?;
-        let size = file.metadata().map_err(|e| unreadable(e.to_string()))?.len();
+        let size = file
+            .metadata()
+            .map_err(|e| unreadable(e.to_string()))?
+            .len();
         let sha256 = hex::encode(
             crate::image::sha256_of(std::io::BufReader::new(file))
                 .map_err(|e| unreadable(e.to_string()))?,

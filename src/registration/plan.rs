@@ -21,7 +21,7 @@ pub enum Action {
     /// `--replace`, the same name's other versions).
     Already {
         /// The registered version.
-        version: SupportedVersion,
+        version: Box<SupportedVersion>,
         /// Same-name versions with another ISO, to retire (`--replace` only).
         retire: Vec<SupportedVersion>,
     },
@@ -81,7 +81,7 @@ pub fn decide(
         .collect();
     if let Some(same) = same_place.iter().find(|e| is_same(e)) {
         return Ok(Action::Already {
-            version: same.version.clone(),
+            version: Box::new(same.version.clone()),
             retire: if replace { others } else { Vec::new() },
         });
     }
@@ -98,9 +98,17 @@ pub fn decide(
                 "Kubernetes {} {} checksum {}",
                 e.version.semanticversion,
                 listed_arch(&e.version),
-                if e.checksum.is_empty() { "none" } else { &e.checksum }
+                if e.checksum.is_empty() {
+                    "none"
+                } else {
+                    &e.checksum
+                }
             ),
-            ours: format!("Kubernetes {} {} checksum {ours}", iso.semver, iso.cloudstack_arch()),
+            ours: format!(
+                "Kubernetes {} {} checksum {ours}",
+                iso.semver,
+                iso.cloudstack_arch()
+            ),
         }),
         _ => Ok(Action::Add { retire: others }),
     }

@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 use super::api::SupportedVersion;
 use super::plan::listed_arch;
 
+/// (arch, major, minor) → the versions of that minor with their parsed release.
+type Groups<'a> = BTreeMap<(String, u64, u64), Vec<(&'a SupportedVersion, (u64, u64, u64))>>;
+
 /// `1.33.1` → (1, 33, 1); `None` for anything else.
 pub fn semver(text: &str) -> Option<(u64, u64, u64)> {
     let mut parts = text.trim_start_matches('v').split('.');
@@ -18,8 +21,7 @@ pub fn semver(text: &str) -> Option<(u64, u64, u64)> {
 /// The enabled versions to retire so that each (arch, minor) keeps its newest `keep` patch
 /// releases (every version of a kept release stays, e.g. one per zone). Oldest first.
 pub fn select(versions: &[SupportedVersion], keep: usize) -> Vec<SupportedVersion> {
-    let mut groups: BTreeMap<(String, u64, u64), Vec<(&SupportedVersion, (u64, u64, u64))>> =
-        BTreeMap::new();
+    let mut groups: Groups = BTreeMap::new();
     for v in versions {
         if v.state.eq_ignore_ascii_case("Disabled") {
             continue;
@@ -38,10 +40,7 @@ pub fn select(versions: &[SupportedVersion], keep: usize) -> Vec<SupportedVersio
         releases.sort_unstable();
         releases.dedup();
         let kept: Vec<_> = releases.iter().rev().take(keep).collect();
-        let mut old: Vec<_> = members
-            .iter()
-            .filter(|(_, s)| !kept.contains(&s))
-            .collect();
+        let mut old: Vec<_> = members.iter().filter(|(_, s)| !kept.contains(&s)).collect();
         old.sort_by_key(|(v, s)| (*s, v.id.clone()));
         out.extend(old.into_iter().map(|(v, _)| (*v).clone()));
     }

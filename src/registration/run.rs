@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use super::IsoToRegister;
 use super::api::{Api, ApiError, SupportedVersion};
 use super::plan::{self, Action, Conflict, Existing};
 use super::url::{self, UrlError};
-use super::IsoToRegister;
 
 /// What to do with a version that is replaced or retired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -217,7 +217,11 @@ pub async fn register(
                     .map(|z| (z.id.clone(), z.name.clone()))
                     .ok_or_else(|| RegistrationError::UnknownZone {
                         given: given.clone(),
-                        have: all.iter().map(|z| z.name.as_str()).collect::<Vec<_>>().join(", "),
+                        have: all
+                            .iter()
+                            .map(|z| z.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
                     })
             })
             .collect::<Result<_, _>>()?
@@ -254,7 +258,7 @@ pub async fn register(
     let mut to_retire: Vec<Vec<SupportedVersion>> = Vec::new();
     for (t, zoneid, zonename, action) in decided {
         let (version, status, retire) = match action {
-            Action::Already { version, retire } => (version, "already registered", retire),
+            Action::Already { version, retire } => (*version, "already registered", retire),
             Action::Add { retire } => {
                 let mut params = vec![
                     ("semanticversion", t.iso.semver.clone()),
@@ -333,7 +337,13 @@ async fn wait_ready(
                 zones
                     .iter()
                     .map(|z| {
-                        let state = if z.isready { "Ready" } else if z.status.is_empty() { v.isostate.as_str() } else { z.status.as_str() };
+                        let state = if z.isready {
+                            "Ready"
+                        } else if z.status.is_empty() {
+                            v.isostate.as_str()
+                        } else {
+                            z.status.as_str()
+                        };
                         format!("{}: {state}", z.zonename)
                     })
                     .collect::<Vec<_>>()
@@ -348,10 +358,15 @@ async fn wait_ready(
                 let zone = failed.or_else(|| zones.iter().find(|z| !z.isready));
                 return Err(RegistrationError::NotReady {
                     name: o.name.clone(),
-                    zone: zone.map(|z| z.zonename.clone()).unwrap_or_else(|| o.zone.clone()),
-                    status: zone.map(|z| z.status.clone()).filter(|s| !s.is_empty()).unwrap_or_else(|| {
-                        format!("the ISO went back to {} without a status", v.isostate)
-                    }),
+                    zone: zone
+                        .map(|z| z.zonename.clone())
+                        .unwrap_or_else(|| o.zone.clone()),
+                    status: zone
+                        .map(|z| z.status.clone())
+                        .filter(|s| !s.is_empty())
+                        .unwrap_or_else(|| {
+                            format!("the ISO went back to {} without a status", v.isostate)
+                        }),
                 });
             }
             if v.isostate == "Ready" && !zones.is_empty() && zones.iter().all(|z| z.isready) {
@@ -365,12 +380,22 @@ async fn wait_ready(
         }
         if started.elapsed() >= opts.timeout {
             return Err(RegistrationError::Timeout {
-                name: outcomes.iter().filter(|o| o.isostate != "Ready").map(|o| o.name.as_str()).collect::<Vec<_>>().join(", "),
+                name: outcomes
+                    .iter()
+                    .filter(|o| o.isostate != "Ready")
+                    .map(|o| o.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 waited: opts.timeout,
                 last: waiting.join("; "),
             });
         }
-        tokio::time::sleep(opts.poll.min(opts.timeout.saturating_sub(started.elapsed())).max(Duration::from_millis(50))).await;
+        tokio::time::sleep(
+            opts.poll
+                .min(opts.timeout.saturating_sub(started.elapsed()))
+                .max(Duration::from_millis(50)),
+        )
+        .await;
     }
 }
 
@@ -384,7 +409,11 @@ fn looks_failed(status: &str) -> bool {
 
 /// Retires a version `--replace` superseded; a delete CloudStack refuses (a cluster uses it)
 /// falls back to disabling, so exactly one version of the name stays enabled.
-async fn retire_replaced(api: &Api, v: &SupportedVersion, opts: &Options) -> Result<String, ApiError> {
+async fn retire_replaced(
+    api: &Api,
+    v: &SupportedVersion,
+    opts: &Options,
+) -> Result<String, ApiError> {
     match opts.retire {
         Retire::Disable => {
             api.disable(&v.id).await?;

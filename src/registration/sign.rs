@@ -48,10 +48,7 @@ pub fn canonical(params: &[(String, String)]) -> String {
 
 /// The `signature` parameter for `params` under `secret`.
 pub fn signature(params: &[(String, String)], secret: &str) -> String {
-    let key = ring::hmac::Key::new(
-        ring::hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY,
-        secret.as_bytes(),
-    );
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, secret.as_bytes());
     let tag = ring::hmac::sign(&key, canonical(params).as_bytes());
     base64::engine::general_purpose::STANDARD.encode(tag.as_ref())
 }

@@ -41,7 +41,9 @@ pub enum UrlError {
         reason: String,
     },
     /// Answered with a redirect.
-    #[error("{url} answers {status} redirecting to {location}, which CloudStack does not follow by default")]
+    #[error(
+        "{url} answers {status} redirecting to {location}, which CloudStack does not follow by default"
+    )]
     Redirect {
         /// The URL.
         url: String,
@@ -79,7 +81,10 @@ impl UrlError {
             Self::TooLong { .. } => "publish the ISOs under a shorter path (--publish-url)".into(),
             Self::Scheme { .. } => "serve the ISOs over http or https".into(),
             Self::NotIso { .. } => "publish the file under its own name, ending in .iso".into(),
-            Self::Unreachable { .. } => "upload the ISO there first; CloudStack's secondary storage must reach the same URL".into(),
+            Self::Unreachable { .. } => {
+                "upload the ISO there first; CloudStack's secondary storage must reach the same URL"
+                    .into()
+            }
             Self::Redirect { location, .. } => format!(
                 "give the final URL ({location}) instead, or set the global setting \
                  store.download.follow.redirects=true in CloudStack"
@@ -173,9 +178,18 @@ mod tests {
     fn the_form_is_checked_as_cloudstack_does() {
         check_form("https://files.example.org/cks/setup-v1.33.1-x86_64.iso").unwrap();
         let long = format!("https://f.example/{}.iso", "a".repeat(240));
-        assert!(matches!(check_form(&long), Err(UrlError::TooLong { len: 262, .. })));
-        assert!(matches!(check_form("ftp://f/x.iso"), Err(UrlError::Scheme { .. })));
-        assert!(matches!(check_form("https://f/x.img"), Err(UrlError::NotIso { .. })));
+        assert!(matches!(
+            check_form(&long),
+            Err(UrlError::TooLong { len: 262, .. })
+        ));
+        assert!(matches!(
+            check_form("ftp://f/x.iso"),
+            Err(UrlError::Scheme { .. })
+        ));
+        assert!(matches!(
+            check_form("https://f/x.img"),
+            Err(UrlError::NotIso { .. })
+        ));
         assert!(check_form("https://f/X.ISO?sig=1").is_ok());
     }
 

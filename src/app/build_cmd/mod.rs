@@ -215,9 +215,22 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     if args.registering.register {
         let isos = built
             .iter()
-            .map(|b| crate::registration::IsoToRegister::built(&b.path, b.size, &b.sha256, b.arch, &kubernetes))
+            .map(|b| {
+                crate::registration::IsoToRegister::built(
+                    &b.path,
+                    b.size,
+                    &b.sha256,
+                    b.arch,
+                    &kubernetes,
+                )
+            })
             .collect();
-        super::register::after_build(isos, publish.as_deref().unwrap_or_default(), &args.registering, &settings)?;
+        super::register::after_build(
+            isos,
+            publish.as_deref().unwrap_or_default(),
+            &args.registering,
+            &settings,
+        )?;
     }
     Ok(())
 }

@@ -71,7 +71,9 @@ impl Cloud {
         ] {
             cmd.env_remove(var);
         }
-        cmd.env("HOME", &self.home).current_dir(self.dir.path()).args(args);
+        cmd.env("HOME", &self.home)
+            .current_dir(self.dir.path())
+            .args(args);
         cmd
     }
 
@@ -103,7 +105,11 @@ impl Cloud {
 pub fn small_iso(dir: &Path, name: &str, version: &str, arch: &str, filler: u8) -> PathBuf {
     let tree = dir.join(format!("tree-{name}-{filler}"));
     fs::create_dir_all(&tree).unwrap();
-    fs::write(tree.join("versions.txt"), format!("kubernetes v{version}\narch {arch}\n")).unwrap();
+    fs::write(
+        tree.join("versions.txt"),
+        format!("kubernetes v{version}\narch {arch}\n"),
+    )
+    .unwrap();
     fs::write(tree.join("filler.bin"), vec![filler; 10_000]).unwrap();
     let iso = dir.join(name);
     super::build_iso(&tree, &iso);

@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use super::{Iso, Job, Options, State, Version, ZoneCopy, at_least, download, error, reply, zone_id};
+use super::{
+    Iso, Job, Options, State, Version, ZoneCopy, at_least, download, error, reply, zone_id,
+};
 use crate::server::Outgoing;
 
 const KUBERNETES: [&str; 7] = [
@@ -35,11 +37,17 @@ fn list(command: &str, key: &str, items: Vec<Value>) -> Outgoing {
     } else {
         json!({ "count": items.len(), key: items })
     };
-    reply(200, &json!({ format!("{}response", command.to_ascii_lowercase()): inner }))
+    reply(
+        200,
+        &json!({ format!("{}response", command.to_ascii_lowercase()): inner }),
+    )
 }
 
 fn one(command: &str, key: &str, item: Value) -> Outgoing {
-    reply(200, &json!({ format!("{}response", command.to_ascii_lowercase()): { key: item } }))
+    reply(
+        200,
+        &json!({ format!("{}response", command.to_ascii_lowercase()): { key: item } }),
+    )
 }
 
 fn version_json(state: &State, options: &Options, v: &Version) -> Value {

@@ -26,7 +26,12 @@ pub(super) fn start(state: Arc<Mutex<State>>, step_ms: u64, iso_id: String) {
         };
         for percent in [0, 45] {
             std::thread::sleep(Duration::from_millis(step_ms));
-            set_all(&state, &iso_id, "Creating", &format!("{percent}% Downloaded"));
+            set_all(
+                &state,
+                &iso_id,
+                "Creating",
+                &format!("{percent}% Downloaded"),
+            );
         }
         for index in 0..zones {
             let (ready, status) = match fetch(&url) {
@@ -61,14 +66,24 @@ fn set_all(state: &Arc<Mutex<State>>, iso_id: &str, to: &str, status: &str) {
 /// The body, or the status text of a failed download.
 fn fetch(url: &str) -> Result<Vec<u8>, String> {
     let Some(rest) = url.strip_prefix("http://") else {
-        return Err(format!("Failed to download {url}: the test world's storage VM speaks http only"));
+        return Err(format!(
+            "Failed to download {url}: the test world's storage VM speaks http only"
+        ));
     };
     let (addr, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let reply = http::request(addr, "GET", if path.is_empty() { "/" } else { path }, &[], &[])
-        .map_err(|e| format!("Failed to download {url}: {e}"))?;
+    let reply = http::request(
+        addr,
+        "GET",
+        if path.is_empty() { "/" } else { path },
+        &[],
+        &[],
+    )
+    .map_err(|e| format!("Failed to download {url}: {e}"))?;
     match reply.status {
         200 => Ok(reply.body),
-        s @ 300..=399 => Err(format!("Failed to download {url} due to redirection, response code: {s}")),
+        s @ 300..=399 => Err(format!(
+            "Failed to download {url} due to redirection, response code: {s}"
+        )),
         s => Err(format!("HTTP Server returned {s} (expected 200 OK)")),
     }
 }
@@ -88,9 +103,16 @@ fn judge(body: &[u8], checksum: &str) -> (bool, String) {
             "SHA-256" => format!("{{SHA-256}}{}", http::hex(&sha2::Sha256::digest(body))),
             other => return (false, format!("checksum algorithm not recognised: {other}")),
         };
-        let given = if checksum.starts_with('{') { checksum.to_owned() } else { format!("{{MD5}}{checksum}") };
+        let given = if checksum.starts_with('{') {
+            checksum.to_owned()
+        } else {
+            format!("{{MD5}}{checksum}")
+        };
         if computed != given {
-            return (false, format!("checksum \"{computed}\" didn't match the given value, \"{given}\""));
+            return (
+                false,
+                format!("checksum \"{computed}\" didn't match the given value, \"{given}\""),
+            );
         }
     }
     (true, "Download Complete".into())
@@ -106,7 +128,11 @@ mod tests {
         iso[32769..32774].copy_from_slice(b"CD001");
         let sum = format!("{{SHA-256}}{}", http::hex(&sha2::Sha256::digest(&iso)));
         assert_eq!(judge(&iso, &sum), (true, "Download Complete".into()));
-        assert!(judge(&iso, &sum.to_uppercase().replace("{SHA-256}", "{SHA-256}")).1.contains("didn't match"));
-        assert!(judge(b"not an iso", "").1.starts_with("Template content is unsupported"));
+        assert!(judge(&iso, &sum.to_uppercase()).1.contains("didn't match"));
+        assert!(
+            judge(b"not an iso", "")
+                .1
+                .starts_with("Template content is unsupported")
+        );
     }
 }

@@ -15,7 +15,12 @@ impl IsoHost {
     /// Serves the files of `dir` (flat) on an ephemeral loopback port.
     pub fn start(dir: PathBuf) -> Self {
         let server = HttpServer::start(move |request| {
-            let path = request.target.split('?').next().unwrap_or_default().to_owned();
+            let path = request
+                .target
+                .split('?')
+                .next()
+                .unwrap_or_default()
+                .to_owned();
             if let Some(name) = path.strip_prefix("/redirect/") {
                 return Outgoing::new(302, "").with("Location", &format!("/{name}"));
             }
@@ -26,8 +31,15 @@ impl IsoHost {
             match std::fs::read(dir.join(name)) {
                 Ok(bytes) => {
                     let length = bytes.len();
-                    let mut out = Outgoing::new(200, if request.method == "HEAD" { Vec::new() } else { bytes })
-                        .with("Content-Type", "application/octet-stream");
+                    let mut out = Outgoing::new(
+                        200,
+                        if request.method == "HEAD" {
+                            Vec::new()
+                        } else {
+                            bytes
+                        },
+                    )
+                    .with("Content-Type", "application/octet-stream");
                     out.length = Some(length);
                     out
                 }

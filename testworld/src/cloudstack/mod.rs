@@ -12,7 +12,7 @@
 //!   530), with `cserrorcode` and `errortext`; an empty list is `{}`;
 //! - `addKubernetesSupportedVersion`'s checks (minimums, semantic version, URL, `arch` only from
 //!   4.20.1, `x86_64`/`aarch64` exactly), its immediate answer with `isostate: Creating`, then a
-//!   per-zone download ([`download`]) by a real HTTP GET of the URL that follows no redirect,
+//!   per-zone download (`download.rs`) by a real HTTP GET of the URL that follows no redirect,
 //!   checks ISO 9660 and the `{SHA-256}` checksum as a string, and ends `Ready` or back in
 //!   `Allocated` with the secondary storage's status text in `listIsos`;
 //! - `deleteKubernetesSupportedVersion` as an async job whose failure (a cluster uses the
@@ -227,9 +227,18 @@ impl CloudStackServer {
                     ("semanticversion".to_owned(), v.semver.clone()),
                     ("arch".to_owned(), v.arch.clone()),
                     ("state".to_owned(), v.state.clone()),
-                    ("isostate".to_owned(), iso.map(|i| i.state().to_owned()).unwrap_or_default()),
-                    ("checksum".to_owned(), iso.map(|i| i.checksum.clone()).unwrap_or_default()),
-                    ("url".to_owned(), iso.map(|i| i.url.clone()).unwrap_or_default()),
+                    (
+                        "isostate".to_owned(),
+                        iso.map(|i| i.state().to_owned()).unwrap_or_default(),
+                    ),
+                    (
+                        "checksum".to_owned(),
+                        iso.map(|i| i.checksum.clone()).unwrap_or_default(),
+                    ),
+                    (
+                        "url".to_owned(),
+                        iso.map(|i| i.url.clone()).unwrap_or_default(),
+                    ),
                 ])
             })
             .collect()
@@ -266,7 +275,10 @@ fn percent_decode(text: &str) -> String {
         match bytes[i] {
             b'+' => out.push(b' '),
             b'%' if i + 2 < bytes.len() => {
-                match u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"), 16) {
+                match u8::from_str_radix(
+                    std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"),
+                    16,
+                ) {
                     Ok(b) => {
                         out.push(b);
                         i += 2;
@@ -286,7 +298,9 @@ pub fn java_encode(value: &str) -> String {
     value
         .bytes()
         .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'-' | b'*' | b'_' => (b as char).to_string(),
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'-' | b'*' | b'_' => {
+                (b as char).to_string()
+            }
             b' ' => "%20".into(),
             _ => format!("%{b:02X}"),
         })
@@ -309,13 +323,29 @@ pub fn expected_signature(params: &BTreeMap<String, String>, secret: &str) -> St
 /// `yyyy-MM-dd'T'HH:mm:ssZ` (offset `+hhmm`) → seconds since 1970.
 pub(crate) fn parse_expires(text: &str) -> Option<i64> {
     let b = text.as_bytes();
-    if b.len() != 24 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+    if b.len() != 24
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+    {
         return None;
     }
     let n = |r: std::ops::Range<usize>| text.get(r)?.parse::<i64>().ok();
     let month = time::Month::try_from(u8::try_from(n(5..7)?).ok()?).ok()?;
-    let date = time::Date::from_calendar_date(i32::try_from(n(0..4)?).ok()?, month, u8::try_from(n(8..10)?).ok()?).ok()?;
-    let clock = time::Time::from_hms(u8::try_from(n(11..13)?).ok()?, u8::try_from(n(14..16)?).ok()?, u8::try_from(n(17..19)?).ok()?).ok()?;
+    let date = time::Date::from_calendar_date(
+        i32::try_from(n(0..4)?).ok()?,
+        month,
+        u8::try_from(n(8..10)?).ok()?,
+    )
+    .ok()?;
+    let clock = time::Time::from_hms(
+        u8::try_from(n(11..13)?).ok()?,
+        u8::try_from(n(14..16)?).ok()?,
+        u8::try_from(n(17..19)?).ok()?,
+    )
+    .ok()?;
     let sign = match b[19] {
         b'+' => 1,
         b'-' => -1,
@@ -342,7 +372,10 @@ pub(crate) fn reply(status: u16, body: &Value) -> Outgoing {
 const UNAUTHORIZED: &str = "unable to verify user credentials and/or request signature";
 
 fn handle(state: &Arc<Mutex<State>>, options: &Options, request: &Incoming) -> Outgoing {
-    let (path, query) = request.target.split_once('?').unwrap_or((&request.target, ""));
+    let (path, query) = request
+        .target
+        .split_once('?')
+        .unwrap_or((&request.target, ""));
     if path != "/client/api" {
         return Outgoing::new(404, "Not Found");
     }
@@ -417,7 +450,10 @@ mod tests {
             ("response".to_owned(), "json".to_owned()),
         ]);
         assert_eq!(
-            expected_signature(&params, "VDaACYb0LV9eNjTetIOElcVQkvJck_J_QljX_FcHRj87ZKiy0z0ty0ZsYBkoXkY9b7eq1EhwJaw7FF3akA3KBQ"),
+            expected_signature(
+                &params,
+                "VDaACYb0LV9eNjTetIOElcVQkvJck_J_QljX_FcHRj87ZKiy0z0ty0ZsYBkoXkY9b7eq1EhwJaw7FF3akA3KBQ"
+            ),
             "TTpdDq/7j/J58XCRHomKoQXEQds="
         );
         assert_eq!(java_encode("a~b c"), "a%7Eb%20c");
