@@ -207,7 +207,9 @@ impl Api {
         params: &[(&str, String)],
         post: bool,
     ) -> Result<Value, ApiError> {
-        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
         let mut all: Vec<(String, String)> = vec![
             ("command".into(), command.into()),
             ("response".into(), "json".into()),
