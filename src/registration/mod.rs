@@ -11,7 +11,8 @@
 //! ([`credentials`]).
 //!
 //! Its input is an [`IsoToRegister`], read from the ISO itself (`versions.txt` and its bytes),
-//! never guessed from a file name; `build --register` fills the same type in one place.
+//! never guessed from a file name; `build --register` makes it from the build's
+//! [`crate::author::BuiltIso`].
 
 pub mod api;
 pub mod credentials;
@@ -73,6 +74,21 @@ pub enum IsoError {
     },
 }
 
+/// What `build` knows of an ISO it wrote ([`crate::author::BuiltIso`]): the one place the build
+/// fills this type in.
+impl From<&crate::author::BuiltIso> for IsoToRegister {
+    fn from(b: &crate::author::BuiltIso) -> Self {
+        Self {
+            path: b.path.clone(),
+            semver: b.kubernetes.trim_start_matches('v').to_owned(),
+            name: Self::name_of(&b.path),
+            arch: b.arch,
+            sha256: b.sha256.to_ascii_lowercase(),
+            size: b.size,
+        }
+    }
+}
+
 impl IsoToRegister {
     /// Reads version and arch from the ISO's `versions.txt` and hashes the file.
     pub fn read(path: &Path) -> Result<Self, IsoError> {
@@ -109,19 +125,6 @@ impl IsoToRegister {
             sha256,
             size,
         })
-    }
-
-    /// What `build` knows of an ISO it wrote: the one place the build fills this type in.
-    /// `arch` is the build's (`amd64`, `arm64`), `kubernetes` the release (`v` optional).
-    pub fn built(path: &Path, size: u64, sha256: &str, arch: &str, kubernetes: &str) -> Self {
-        Self {
-            path: path.to_owned(),
-            semver: kubernetes.trim_start_matches('v').to_owned(),
-            name: Self::name_of(path),
-            arch: Arch::parse(arch).unwrap_or(Arch::Amd64),
-            sha256: sha256.to_ascii_lowercase(),
-            size,
-        }
     }
 
     /// The version name for the file at `path`: its file name without `.iso`.
