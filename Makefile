@@ -14,7 +14,7 @@ DEB_COMMANDS := docker-registry git xorriso isoinfo bsdtar 7z skopeo containerd 
 # python3-cryptography 38 lacks the certificate APIs it uses), and Sigstore's own client, the
 # oracle that verifies the binaries' bundles offline (tests/it/signatures.rs).
 SBOM_VENV := .venv-sbom
-SBOM_PIP := cyclonedx-python-lib[json-validation]==11.12.0 spdx-tools==0.8.5 cryptography==48.0.0 sigstore==4.5.1
+SBOM_PIP := cyclonedx-python-lib[json-validation]==11.12.0 spdx-tools==0.8.5 cryptography==48.0.0 sigstore==4.5.1 cs==5.2.0
 
 # Where cargo builds (CARGO_TARGET_DIR, build.target-dir, or ./target), asked of cargo itself.
 TARGET_DIR := $(or $(shell $(CARGO) metadata --format-version 1 --no-deps 2>/dev/null | \
@@ -49,7 +49,7 @@ deps:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(DEB_PACKAGES); \
 	else echo "make deps: all tools present"; fi
 	@command -v cargo >/dev/null || { echo "make deps: cargo is missing; install Rust from rustup.rs" >&2; exit 1; }
-	@if $(SBOM_VENV)/bin/python -c 'import cyclonedx.validation.json, jsonschema, spdx_tools, cryptography, sigstore.verify' 2>/dev/null \
+	@if $(SBOM_VENV)/bin/python -c 'import cyclonedx.validation.json, jsonschema, spdx_tools, cryptography, sigstore.verify, cs' 2>/dev/null \
 		&& [ -x $(SBOM_VENV)/bin/pyspdxtools ]; then echo "make deps: SBOM validators present"; \
 	else \
 		echo "make deps: installing $(SBOM_PIP) into $(SBOM_VENV)"; \

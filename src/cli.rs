@@ -7,6 +7,10 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 pub use self::env_args::FromEnv;
+pub use self::register::{
+    ApiArgs, BuildRegisterArgs, RegisterArgs, RegisterOptions, VersionsCommand, VersionsListArgs,
+    VersionsRetireArgs,
+};
 pub use self::signatures::{SignatureArgs, TrustArgs};
 pub use self::verify_image::VerifyImageArgs;
 use crate::env;
@@ -15,6 +19,7 @@ use crate::ui::{Color, LogFormat};
 use crate::upstream::{DEFAULT_CNI, DEFAULT_CSI};
 
 mod env_args;
+mod register;
 mod signatures;
 mod verify_image;
 
@@ -83,6 +88,11 @@ pub enum Command {
     Pull(Box<PullArgs>),
     /// Build the CKS binaries ISO (one per --arch); also takes upstream's positional arguments.
     Build(Box<BuildArgs>),
+    /// Register ISOs in CloudStack as Kubernetes supported versions and wait until they are Ready.
+    Register(Box<RegisterArgs>),
+    /// List or retire CloudStack's Kubernetes supported versions.
+    #[command(subcommand)]
+    Versions(Box<VersionsCommand>),
     /// Inspect, check, trim and carry the blob cache (export and import across an air gap).
     #[command(subcommand)]
     Cache(CacheCommand),
@@ -118,6 +128,9 @@ pub struct DoctorArgs {
     /// Print one JSON object on stdout instead of a line per check (see README).
     #[arg(long)]
     pub json: bool,
+    /// The CloudStack API `register` would use: named and asked `listCapabilities`.
+    #[command(flatten)]
+    pub cloudstack_api: ApiArgs,
     /// Network settings.
     #[command(flatten)]
     pub net: Net,
@@ -483,6 +496,9 @@ pub struct BuildArgs {
     /// [default: config file, else https://rekor.sigstore.dev].
     #[arg(long, value_name = "URL", env = env::CKS_ISO_REKOR_URL.name)]
     pub rekor_url: Option<String>,
+    /// `--register` and its flags.
+    #[command(flatten)]
+    pub registering: BuildRegisterArgs,
     /// Network settings.
     #[command(flatten)]
     pub net: Net,

@@ -151,6 +151,54 @@ pub const CKS_ISO_HELPER_TIMEOUT: Var = Var {
     about: "seconds a credential helper (`docker-credential-<name> get`) may take before it is stopped and the search for credentials goes on without it; default 60",
 };
 
+/// The CloudStack API endpoint `register` and `versions` talk to (see docs/registration.md).
+pub const CKS_ISO_CLOUDSTACK_URL: Var = Var {
+    name: "CKS_ISO_CLOUDSTACK_URL",
+    about: "the CloudStack API endpoint (`https://HOST/client/api`) for `register`, `build --register` and `versions`, with `CKS_ISO_CLOUDSTACK_API_KEY` and `CKS_ISO_CLOUDSTACK_SECRET_KEY`; after the flags, before `~/.cmk/config` (docs/registration.md)",
+};
+
+/// The API key for [`CKS_ISO_CLOUDSTACK_URL`].
+pub const CKS_ISO_CLOUDSTACK_API_KEY: Var = Var {
+    name: "CKS_ISO_CLOUDSTACK_API_KEY",
+    about: "the API key for `CKS_ISO_CLOUDSTACK_URL` (never printed)",
+};
+
+/// The secret key for [`CKS_ISO_CLOUDSTACK_URL`].
+pub const CKS_ISO_CLOUDSTACK_SECRET_KEY: Var = Var {
+    name: "CKS_ISO_CLOUDSTACK_SECRET_KEY",
+    about: "the secret key for `CKS_ISO_CLOUDSTACK_URL` (never printed)",
+};
+
+/// The Python `cs` client's endpoint, read as it reads it.
+pub const CLOUDSTACK_ENDPOINT: Var = Var {
+    name: "CLOUDSTACK_ENDPOINT",
+    about: "the `cs` client's API endpoint, with `CLOUDSTACK_KEY` and `CLOUDSTACK_SECRET`: used by `register` and `versions` when no flag, `CKS_ISO_CLOUDSTACK_*` or `~/.cmk/config` gives credentials",
+};
+
+/// The Python `cs` client's API key.
+pub const CLOUDSTACK_KEY: Var = Var {
+    name: "CLOUDSTACK_KEY",
+    about: "the `cs` client's API key (never printed)",
+};
+
+/// The Python `cs` client's secret key.
+pub const CLOUDSTACK_SECRET: Var = Var {
+    name: "CLOUDSTACK_SECRET",
+    about: "the `cs` client's secret key (never printed)",
+};
+
+/// The Python `cs` client's INI file, read after `~/.cloudstack.ini` and `./cloudstack.ini`.
+pub const CLOUDSTACK_CONFIG: Var = Var {
+    name: "CLOUDSTACK_CONFIG",
+    about: "a `cs` client INI file read after `~/.cloudstack.ini` and `./cloudstack.ini` (its keys win), the last place `register` and `versions` look for credentials",
+};
+
+/// The section of the `cs` client's INI files.
+pub const CLOUDSTACK_REGION: Var = Var {
+    name: "CLOUDSTACK_REGION",
+    about: "the section of the `cs` client's INI files to read (default `cloudstack`)",
+};
+
 /// Every variable above, in the order `docs/reference/environment.md` lists them.
 pub const ALL: &[Var] = &[
     SOURCE_DATE_EPOCH,
@@ -163,6 +211,14 @@ pub const ALL: &[Var] = &[
     CKS_ISO_CLOUDSTACK,
     CKS_ISO_REKOR_URL,
     CKS_ISO_HELPER_TIMEOUT,
+    CKS_ISO_CLOUDSTACK_URL,
+    CKS_ISO_CLOUDSTACK_API_KEY,
+    CKS_ISO_CLOUDSTACK_SECRET_KEY,
+    CLOUDSTACK_ENDPOINT,
+    CLOUDSTACK_KEY,
+    CLOUDSTACK_SECRET,
+    CLOUDSTACK_CONFIG,
+    CLOUDSTACK_REGION,
     HTTPS_PROXY,
     HTTP_PROXY,
     ALL_PROXY,

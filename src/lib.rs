@@ -29,6 +29,8 @@
 //! - [`upstream`]: the files a build downloads (URLs, published checksums, content checks) and
 //!   taking each one verified through the mirrors.
 //! - [`plan`]: what goes into the ISO (request, manifest edits, image set, names); pure.
+//! - [`registration`]: registers ISOs as CloudStack Kubernetes supported versions (signed API
+//!   calls, look first, wait until Ready) and retires old ones.
 //! - [`realize`]: fetches and verifies what a build takes (files, manifests, images, their
 //!   signatures) into a work directory, and the lock of it.
 //! - [`author`]: writes the ISOs, their `.sha256` and SBOMs, from what [`realize`] staged.
@@ -59,6 +61,7 @@ pub mod manifest;
 pub mod out;
 pub mod plan;
 pub mod realize;
+pub mod registration;
 pub mod registry;
 pub mod reporter;
 pub mod resolve;

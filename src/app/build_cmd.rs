@@ -108,6 +108,18 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         versions = format!("{versions} (kubernetes from {label})");
     }
     summary(&built, &registrations, &versions, args.json);
+    if args.registering.register {
+        let isos = built
+            .iter()
+            .map(crate::registration::IsoToRegister::from)
+            .collect();
+        super::register::after_build(
+            isos,
+            publish.as_deref().unwrap_or_default(),
+            &args.registering,
+            &settings,
+        )?;
+    }
     Ok(())
 }
 

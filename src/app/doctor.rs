@@ -240,6 +240,15 @@ pub fn run(args: DoctorArgs, _ui: &Ui) -> Result<(), AppError> {
         ))?;
     }
 
+    if let Some(settings) = &settings
+        && let Some(result) = super::register::doctor_check(&args.cloudstack_api, settings)
+    {
+        checks.report(
+            "cloudstack api",
+            result.map_err(|e| Box::new(Problem::from(e))),
+        );
+    }
+
     checks.print_json();
     match checks.failed {
         0 => Ok(()),

@@ -13,11 +13,13 @@ mod error;
 mod iso;
 mod net;
 mod pull;
+mod register;
 mod resolve;
 mod upgrade_check;
 mod verify;
 mod verify_bundle;
 mod verify_image;
+mod versions_cmd;
 
 pub use error::{AppError, ExitKind};
 
@@ -54,6 +56,8 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<Outcome, AppError> {
         Command::Resolve(args) => done(resolve::run(*args, ui)),
         Command::Pull(args) => done(pull::run(*args, ui)),
         Command::Build(args) => done(build_cmd::run(*args, ui)),
+        Command::Register(args) => done(register::run(*args)),
+        Command::Versions(command) => done(versions_cmd::run(*command)),
         Command::Diff(args) => diff::run(args),
         Command::UpgradeCheck(args) => done(upgrade_check::run(args)),
         Command::Cache(command) => done(cache::run(command, ui)),

@@ -22,6 +22,10 @@
 //! signature-policy: policy.yaml  # more signers (see `crate::signature::policy`)
 //! rekor-url: https://rekor.sigstore.dev  # where binaries' signatures are looked up
 //! cloudstack: "4.23"            # the CloudStack release `build` makes ISOs for
+//! cloudstack-api:               # what `register` and `versions` talk to (docs/registration.md)
+//!   url: https://cloud.example.org/client/api
+//!   api-key: KEY
+//!   secret-key-file: cloudstack.secret   # the secret itself never goes in this file
 //! ```
 //!
 //! Combining: a scalar flag replaces the file's value; a `--mirror` or `--registry-mirror` for a
@@ -174,6 +178,23 @@ pub struct Network {
     #[arg(skip)]
     #[serde(default, deserialize_with = "release_text")]
     pub cloudstack: Option<String>,
+    /// `cloudstack-api:`, the API `register` and `versions` use (`url`, `api-key`,
+    /// `secret-key-file`); flags and `CKS_ISO_CLOUDSTACK_*` come first (docs/registration.md).
+    #[arg(skip)]
+    pub cloudstack_api: Option<ApiConfig>,
+}
+
+/// The configuration file's `cloudstack-api:`: the secret only as a file, so the (often shared)
+/// configuration never holds it.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ApiConfig {
+    /// `url:`, the API endpoint.
+    pub url: Option<String>,
+    /// `api-key:`.
+    pub api_key: Option<String>,
+    /// `secret-key-file:`, relative to the configuration file.
+    pub secret_key_file: Option<PathBuf>,
 }
 
 /// `cloudstack: 4.23` reads as a YAML number; take it as the text it was written as.
@@ -244,6 +265,8 @@ pub struct Settings {
     pub rekor_url: Option<String>,
     /// The file's CloudStack release (`--cloudstack` and `CKS_ISO_CLOUDSTACK` come first).
     pub cloudstack: Option<crate::cloudstack::CloudStack>,
+    /// The file's `cloudstack-api:` (flags and variables come first).
+    pub cloudstack_api: Option<ApiConfig>,
     /// The file the settings came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -273,6 +296,9 @@ impl Network {
         config.authfile = config.authfile.map(anchor);
         config.trusted_root = config.trusted_root.map(anchor);
         config.signature_policy = config.signature_policy.map(anchor);
+        if let Some(api) = &mut config.cloudstack_api {
+            api.secret_key_file = api.secret_key_file.take().map(anchor);
+        }
         Ok(config)
     }
 
@@ -391,6 +417,7 @@ pub fn merge(file: Option<(PathBuf, Network)>, flags: Network) -> Result<Setting
         signature_policy: file.signature_policy,
         rekor_url: file.rekor_url,
         cloudstack,
+        cloudstack_api: file.cloudstack_api,
         source,
     })
 }

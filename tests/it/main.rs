@@ -46,6 +46,7 @@ mod real_tools;
 mod referrer_shapes;
 mod referrers;
 mod referrers_v2;
+mod registration;
 mod registry_credentials;
 mod registry_faults;
 mod registry_pull;

@@ -24,11 +24,14 @@
 //! - [`referrers`]: image signatures the cosign 3 way (a DSSE bundle attached as an OCI 1.1
 //!   referrer, listed in the tag-schema fallback index), logged on Rekor v1 or on the Rekor v2
 //!   log with a timestamp.
+//! - [`cloudstack`]: the CloudStack management server's API for Kubernetes supported versions
+//!   (signature check, envelopes, per-zone ISO downloads, async deletes), and a server for ISOs.
 //! - [`faults`]: a programmable fault-injecting HTTP/1.1 proxy in front of any of them.
 
 pub mod basic_front;
 pub mod bench;
 pub mod chaos;
+pub mod cloudstack;
 pub mod faults;
 pub mod git;
 pub mod http;

@@ -2,6 +2,7 @@
 //! its output, and generated input trees.
 #![allow(dead_code)] // Each test crate uses a different part of the support.
 
+pub mod cloud;
 pub mod containerd;
 pub mod hostile;
 pub mod registry;

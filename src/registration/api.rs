@@ -1,0 +1,472 @@
+//! The CloudStack API client for the few commands registration needs: every request signed (v3,
+//! with `expires`), reads as `GET`, state changes as `POST` with the parameters in the form body
+//! (what 4.21's `enforce.post.requests.and.timestamps` demands), answers unwrapped from their
+//! `{"<command>response": …}` envelope and errors read from CloudStack's shape: the HTTP status and
+//! `errorcode`, `cserrorcode`, `errortext`.
+//!
+//! Typed answers are read leniently (`serde(default)`): a field a release does not send (`arch`
+//! before 4.20.1) is empty rather than an error.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::credentials::Credentials;
+use super::sign;
+
+/// How long a signed request stays valid (`expires`): CloudStack refuses more than 15 minutes
+/// ahead when it enforces timestamps, and a clock a little behind must not make it expire at once.
+const TTL_SECONDS: i64 = 10 * 60;
+
+/// A failed call.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// No answer (connection, TLS, timeout).
+    #[error("cannot reach the CloudStack API at {endpoint} ({command}): {reason}")]
+    Transport {
+        /// The endpoint.
+        endpoint: String,
+        /// The command.
+        command: String,
+        /// Why.
+        reason: String,
+    },
+    /// 401: a bad signature or key, or a command this server does not have for this account.
+    #[error("CloudStack refused {command} with 401: {text}")]
+    Unauthorized {
+        /// The command.
+        command: String,
+        /// CloudStack's `errortext`.
+        text: String,
+    },
+    /// Any other error CloudStack reports.
+    #[error(
+        "CloudStack answered {command} with {status} (errorcode {errorcode}, cserrorcode {cserrorcode}): {text}"
+    )]
+    Failed {
+        /// The command.
+        command: String,
+        /// The HTTP status.
+        status: u16,
+        /// `errorcode` (431 bad parameter, 432 not allowed, 530 failure).
+        errorcode: i64,
+        /// `cserrorcode`.
+        cserrorcode: i64,
+        /// `errortext`.
+        text: String,
+    },
+    /// An answer that is not CloudStack's shape.
+    #[error("CloudStack's answer to {command} is not what it sends: {reason}")]
+    BadReply {
+        /// The command.
+        command: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl ApiError {
+    /// What the user can do.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Self::Transport { .. } => Some("check the endpoint URL (…/client/api) and that this host can reach it".into()),
+            Self::Unauthorized { .. } => Some(
+                "a 401 means a wrong API key or secret key, or a command this account may not run: \
+                 registering needs a root admin's keys, and the Kubernetes service enabled \
+                 (cloud.kubernetes.service.enabled=true)"
+                    .into(),
+            ),
+            Self::Failed { errorcode: 432, .. } => Some("the account lacks the permission: use a root admin's keys".into()),
+            Self::Failed { .. } | Self::BadReply { .. } => None,
+        }
+    }
+}
+
+/// A signed-request client for one endpoint.
+pub struct Api {
+    http: reqwest::Client,
+    creds: Credentials,
+}
+
+/// `listCapabilities`' answer, the part registration reads.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Capabilities {
+    /// `4.20.1.0`.
+    pub cloudstackversion: String,
+    /// Whether CKS is enabled.
+    pub kubernetesserviceenabled: bool,
+}
+
+impl Capabilities {
+    /// Whether `addKubernetesSupportedVersion` takes `arch` (4.20.1 on): an older server ignores
+    /// it and registers x86_64.
+    pub fn has_arch(&self) -> bool {
+        let parts: Vec<u32> = self
+            .cloudstackversion
+            .split(['.', '-'])
+            .map_while(|p| p.parse().ok())
+            .collect();
+        let at = |i: usize| parts.get(i).copied().unwrap_or(0);
+        (at(0), at(1), at(2)) >= (4, 20, 1)
+    }
+}
+
+/// One supported Kubernetes version as `listKubernetesSupportedVersions` shows it.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct SupportedVersion {
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// `1.33.1`.
+    pub semanticversion: String,
+    /// `x86_64` or `aarch64`; empty before 4.20.1.
+    pub arch: String,
+    /// `Enabled` or `Disabled`.
+    pub state: String,
+    /// The ISO's id.
+    pub isoid: String,
+    /// The ISO's name.
+    pub isoname: String,
+    /// The ISO's state (`Creating`, `Ready`, `Allocated`…).
+    pub isostate: String,
+    /// The zone, when registered for one.
+    pub zoneid: String,
+    /// The zone's name.
+    pub zonename: String,
+    /// Minimum CPUs.
+    pub mincpunumber: u32,
+    /// Minimum memory (MB).
+    pub minmemory: u32,
+}
+
+/// One zone's copy of an ISO as `listIsos` shows it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct IsoZone {
+    /// The zone.
+    pub zoneid: String,
+    /// Its name.
+    pub zonename: String,
+    /// Whether the zone's copy is downloaded and checked.
+    pub isready: bool,
+    /// The secondary storage's words: `45% Downloaded`, `Failed to download …`.
+    pub status: String,
+    /// The checksum it was registered with.
+    pub checksum: String,
+}
+
+/// A zone.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Zone {
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+}
+
+/// A Kubernetes cluster, the part that says which version it runs.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Cluster {
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// The supported version it runs.
+    pub kubernetesversionid: String,
+}
+
+/// `queryAsyncJobResult`'s answer.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Job {
+    /// 0 pending, 1 succeeded, 2 failed.
+    pub jobstatus: i64,
+    /// 0, or the error code (530).
+    pub jobresultcode: i64,
+    /// The result (on failure `{errorcode, errortext}`).
+    pub jobresult: Value,
+}
+
+impl Api {
+    /// A client for `creds`, over `http` (which must not follow redirects: a signed POST is not
+    /// replayed elsewhere).
+    pub fn new(http: reqwest::Client, creds: Credentials) -> Self {
+        Self { http, creds }
+    }
+
+    /// Calls `command` with `params`; `post` for a state change. Returns the envelope's value.
+    pub async fn call(
+        &self,
+        command: &str,
+        params: &[(&str, String)],
+        post: bool,
+    ) -> Result<Value, ApiError> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let mut all: Vec<(String, String)> = vec![
+            ("command".into(), command.into()),
+            ("response".into(), "json".into()),
+            ("apikey".into(), self.creds.api_key.expose().into()),
+            ("signatureversion".into(), "3".into()),
+            ("expires".into(), sign::expires(now, TTL_SECONDS)),
+        ];
+        all.extend(params.iter().map(|(n, v)| ((*n).to_owned(), v.clone())));
+        let signature = sign::signature(&all, self.creds.secret_key.expose());
+        all.push(("signature".into(), signature));
+        let body: String = all
+            .iter()
+            .map(|(n, v)| format!("{n}={}", sign::java_url_encode(v)))
+            .collect::<Vec<_>>()
+            .join("&");
+        let request = if post {
+            self.http
+                .post(&self.creds.endpoint)
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .body(body)
+        } else {
+            let sep = if self.creds.endpoint.contains('?') {
+                '&'
+            } else {
+                '?'
+            };
+            self.http.get(format!("{}{sep}{body}", self.creds.endpoint))
+        };
+        let transport = |e: reqwest::Error| ApiError::Transport {
+            endpoint: crate::fetch::redact(&self.creds.endpoint),
+            command: command.to_owned(),
+            reason: e.without_url().to_string(),
+        };
+        let response = request
+            .timeout(Duration::from_secs(120))
+            .send()
+            .await
+            .map_err(transport)?;
+        let status = response.status().as_u16();
+        let text = response.text().await.map_err(transport)?;
+        let bad = |reason: String| ApiError::BadReply {
+            command: command.to_owned(),
+            reason,
+        };
+        let json: Value = serde_json::from_str(&text).map_err(|e| {
+            bad(format!(
+                "HTTP {status}, not JSON ({e}); is the endpoint …/client/api?"
+            ))
+        })?;
+        let key = format!("{}response", command.to_ascii_lowercase());
+        let inner = json
+            .get(&key)
+            .or_else(|| json.as_object().and_then(|o| o.values().next()))
+            .cloned()
+            .ok_or_else(|| bad(format!("HTTP {status}, no {key}")))?;
+        if status == 200 {
+            return Ok(inner);
+        }
+        let text = inner
+            .get("errortext")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if status == 401 {
+            return Err(ApiError::Unauthorized {
+                command: command.to_owned(),
+                text,
+            });
+        }
+        let number = |k: &str| inner.get(k).and_then(Value::as_i64).unwrap_or_default();
+        Err(ApiError::Failed {
+            command: command.to_owned(),
+            status,
+            errorcode: number("errorcode"),
+            cserrorcode: number("cserrorcode"),
+            text,
+        })
+    }
+
+    fn typed<T: serde::de::DeserializeOwned>(command: &str, value: Value) -> Result<T, ApiError> {
+        serde_json::from_value(value).map_err(|e| ApiError::BadReply {
+            command: command.to_owned(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// A list command's items under `key`, every page.
+    async fn list<T: serde::de::DeserializeOwned>(
+        &self,
+        command: &str,
+        key: &str,
+        params: &[(&str, String)],
+    ) -> Result<Vec<T>, ApiError> {
+        const PAGE: usize = 500;
+        let mut all = Vec::new();
+        for page in 1.. {
+            let mut p = params.to_vec();
+            p.push(("page", page.to_string()));
+            p.push(("pagesize", PAGE.to_string()));
+            let value = self.call(command, &p, false).await?;
+            let items: Vec<T> = match value.get(key) {
+                Some(items) => Self::typed(command, items.clone())?,
+                None => Vec::new(),
+            };
+            let count = value.get("count").and_then(Value::as_u64).unwrap_or(0) as usize;
+            let done = items.len() < PAGE;
+            all.extend(items);
+            if done || all.len() >= count {
+                break;
+            }
+        }
+        Ok(all)
+    }
+
+    /// `listCapabilities`.
+    pub async fn capabilities(&self) -> Result<Capabilities, ApiError> {
+        let v = self.call("listCapabilities", &[], false).await?;
+        Self::typed(
+            "listCapabilities",
+            v.get("capability").cloned().unwrap_or_default(),
+        )
+    }
+
+    /// `listKubernetesSupportedVersions` (all of them: it has no name filter).
+    pub async fn versions(&self) -> Result<Vec<SupportedVersion>, ApiError> {
+        self.list(
+            "listKubernetesSupportedVersions",
+            "kubernetessupportedversion",
+            &[],
+        )
+        .await
+    }
+
+    /// `listKubernetesSupportedVersions id=…`.
+    pub async fn version(&self, id: &str) -> Result<Option<SupportedVersion>, ApiError> {
+        let list: Vec<SupportedVersion> = self
+            .list(
+                "listKubernetesSupportedVersions",
+                "kubernetessupportedversion",
+                &[("id", id.to_owned())],
+            )
+            .await?;
+        Ok(list.into_iter().next())
+    }
+
+    /// `listIsos id=… isofilter=all`: the ISO in each zone.
+    pub async fn iso_zones(&self, isoid: &str) -> Result<Vec<IsoZone>, ApiError> {
+        self.list(
+            "listIsos",
+            "iso",
+            &[
+                ("id", isoid.to_owned()),
+                ("isofilter", "all".into()),
+                ("listall", "true".into()),
+            ],
+        )
+        .await
+    }
+
+    /// `listZones`.
+    pub async fn zones(&self) -> Result<Vec<Zone>, ApiError> {
+        self.list("listZones", "zone", &[]).await
+    }
+
+    /// `listKubernetesClusters listall=true`.
+    pub async fn clusters(&self) -> Result<Vec<Cluster>, ApiError> {
+        self.list(
+            "listKubernetesClusters",
+            "kubernetescluster",
+            &[("listall", "true".into())],
+        )
+        .await
+    }
+
+    /// `addKubernetesSupportedVersion` (synchronous; the ISO is then downloaded per zone).
+    pub async fn add(&self, params: &[(&str, String)]) -> Result<SupportedVersion, ApiError> {
+        let v = self
+            .call("addKubernetesSupportedVersion", params, true)
+            .await?;
+        Self::typed(
+            "addKubernetesSupportedVersion",
+            v.get("kubernetessupportedversion")
+                .cloned()
+                .unwrap_or_default(),
+        )
+    }
+
+    /// `updateKubernetesSupportedVersion id=… state=Disabled`.
+    pub async fn disable(&self, id: &str) -> Result<(), ApiError> {
+        self.call(
+            "updateKubernetesSupportedVersion",
+            &[("id", id.to_owned()), ("state", "Disabled".into())],
+            true,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// `deleteKubernetesSupportedVersion id=…`, then its job polled to the end. `Ok(Err(text))`
+    /// when the job failed (a cluster uses the version): CloudStack's own words.
+    pub async fn delete(&self, id: &str, poll: Duration) -> Result<Result<(), String>, ApiError> {
+        let v = self
+            .call(
+                "deleteKubernetesSupportedVersion",
+                &[("id", id.to_owned())],
+                true,
+            )
+            .await?;
+        let jobid = v
+            .get("jobid")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ApiError::BadReply {
+                command: "deleteKubernetesSupportedVersion".into(),
+                reason: "no jobid".into(),
+            })?
+            .to_owned();
+        loop {
+            let v = self
+                .call("queryAsyncJobResult", &[("jobid", jobid.clone())], false)
+                .await?;
+            let job: Job = Self::typed("queryAsyncJobResult", v)?;
+            match job.jobstatus {
+                0 => tokio::time::sleep(poll).await,
+                1 => return Ok(Ok(())),
+                _ => {
+                    let text = job
+                        .jobresult
+                        .get("errortext")
+                        .and_then(Value::as_str)
+                        .unwrap_or("the job failed")
+                        .to_owned();
+                    return Ok(Err(text));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_is_taken_from_4_20_1_on() {
+        for (v, has) in [
+            ("4.19.1.0", false),
+            ("4.20.0.0", false),
+            ("4.20.1.0", true),
+            ("4.21.0.0-SNAPSHOT", true),
+            ("24.0.0", true),
+            ("", false),
+        ] {
+            let c = Capabilities {
+                cloudstackversion: v.into(),
+                kubernetesserviceenabled: true,
+            };
+            assert_eq!(c.has_arch(), has, "{v}");
+        }
+    }
+}

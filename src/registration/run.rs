@@ -1,0 +1,489 @@
+//! Carrying out a registration: URL checks, `listCapabilities`, the look-first decision, `add`,
+//! the wait until every zone's copy is `Ready` (polled like the management server, every 10 s by
+//! default), and retiring what `--replace` or `versions retire` names.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use super::IsoToRegister;
+use super::api::{Api, ApiError, SupportedVersion};
+use super::plan::{self, Action, Conflict, Existing};
+use super::url::{self, UrlError};
+
+/// What to do with a version that is replaced or retired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Retire {
+    /// `updateKubernetesSupportedVersion state=Disabled`: hidden from new clusters, kept.
+    Disable,
+    /// `deleteKubernetesSupportedVersion` (and its ISO); refused while a cluster uses it.
+    Delete,
+}
+
+/// How to register.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `mincpunumber`.
+    pub min_cpu: u32,
+    /// `minmemory` (MB).
+    pub min_memory: u32,
+    /// Zones by name or id; empty: every zone (one registration without `zoneid`).
+    pub zones: Vec<String>,
+    /// Register an ISO whose name is taken by another ISO, then retire the old one.
+    pub replace: bool,
+    /// How `--replace` retires.
+    pub retire: Retire,
+    /// Wait until Ready.
+    pub wait: bool,
+    /// The longest wait, for all ISOs together.
+    pub timeout: Duration,
+    /// Between polls.
+    pub poll: Duration,
+}
+
+/// One ISO and the URL CloudStack downloads it from.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The ISO.
+    pub iso: IsoToRegister,
+    /// Its URL.
+    pub url: String,
+}
+
+/// What happened to one ISO in one zone.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Outcome {
+    /// The version's name.
+    pub name: String,
+    /// `x86_64` or `aarch64`.
+    pub arch: String,
+    /// `1.33.1`.
+    pub semanticversion: String,
+    /// The version's id.
+    pub id: String,
+    /// The zone's name, or empty for every zone.
+    pub zone: String,
+    /// `registered` or `already registered`.
+    pub status: String,
+    /// `Ready`, or the ISO's state when not waited for.
+    pub isostate: String,
+    /// What was retired: `<id> disabled`, `<id> deleted`, `<id> kept: <why>`.
+    pub retired: Vec<String>,
+}
+
+/// A registration that did not end with every ISO Ready.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistrationError {
+    /// cks-iso's own check of the URL.
+    #[error("{iso}: {source}")]
+    Url {
+        /// The ISO.
+        iso: String,
+        /// What is wrong.
+        source: UrlError,
+    },
+    /// The API said no.
+    #[error(transparent)]
+    Api(#[from] ApiError),
+    /// CKS is off.
+    #[error("the Kubernetes service is not enabled on this CloudStack ({version})")]
+    CksDisabled {
+        /// `cloudstackversion`.
+        version: String,
+    },
+    /// An arm64 ISO for a server that would register it as x86_64.
+    #[error(
+        "{iso} is an aarch64 ISO, but CloudStack {version} has no arch parameter \
+         (4.20.1 added it): it would register the ISO as x86_64 and its nodes would not boot it"
+    )]
+    NoArch {
+        /// The ISO.
+        iso: String,
+        /// `cloudstackversion`.
+        version: String,
+    },
+    /// The name is taken.
+    #[error(transparent)]
+    Conflict(#[from] Conflict),
+    /// `--zone` names no zone.
+    #[error("no zone is named {given:?} (zones: {have})")]
+    UnknownZone {
+        /// What was given.
+        given: String,
+        /// The zones.
+        have: String,
+    },
+    /// A zone's download failed.
+    #[error("{name}: the ISO did not become Ready in zone {zone}: {status}")]
+    NotReady {
+        /// The version.
+        name: String,
+        /// The zone.
+        zone: String,
+        /// CloudStack's status text.
+        status: String,
+    },
+    /// Not Ready in time.
+    #[error("{name} not Ready after {waited:?}: {last}")]
+    Timeout {
+        /// The version.
+        name: String,
+        /// How long.
+        waited: Duration,
+        /// The last states seen.
+        last: String,
+    },
+}
+
+impl RegistrationError {
+    /// What the user can do.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Self::Url { source, .. } => Some(source.hint()),
+            Self::Api(e) => e.hint(),
+            Self::CksDisabled { .. } => Some("set the global setting cloud.kubernetes.service.enabled=true and restart the management server".into()),
+            Self::NoArch { .. } => Some("upgrade CloudStack to 4.20.1 or later, or register only x86_64 ISOs".into()),
+            Self::Conflict(_) => Some("give --replace (with --retire disable or delete) to register this ISO and retire the other, or build under another --name".into()),
+            Self::UnknownZone { .. } => Some("name a zone as listZones shows it, or leave --zone out for every zone".into()),
+            Self::NotReady { status, .. } => Some(cause_hint(status)),
+            Self::Timeout { .. } => Some("raise --timeout, or check the secondary storage VM's download in the UI (Images > ISOs > Zones)".into()),
+        }
+    }
+}
+
+/// A hint for the known causes of a failed download, from CloudStack's status text.
+pub fn cause_hint(status: &str) -> String {
+    let s = status.to_ascii_lowercase();
+    if s.contains("redirect") {
+        "the URL redirects and the secondary storage does not follow redirects: give the final URL, or set store.download.follow.redirects=true".into()
+    } else if s.contains("404") || s.contains("returned 4") {
+        "the secondary storage VM cannot find the file at the URL: upload the ISO there (the URL must be reachable from the SSVM, not only from here)".into()
+    } else if s.contains("checksum") {
+        "the file at the URL is not this ISO (its checksum differs): upload this ISO again, or register the ISO that is there".into()
+    } else if s.contains("unsupported") || s.contains("format") {
+        "the file at the URL is not an ISO 9660 image: publish the .iso file cks-iso wrote".into()
+    } else if s.is_empty() || s.contains("secondary storage") || s.contains("no storage") {
+        "the zone may have no secondary storage, or its secondary storage VM is not running: check Infrastructure > Secondary Storage and System VMs".into()
+    } else {
+        "see the secondary storage VM's and the management server's logs for this ISO".into()
+    }
+}
+
+/// Registers every target (in every zone asked for) and waits, as `opts` says.
+pub async fn register(
+    api: &Api,
+    http: &reqwest::Client,
+    targets: &[Target],
+    opts: &Options,
+) -> Result<Vec<Outcome>, RegistrationError> {
+    // 1. The URLs, before CloudStack is told anything.
+    for t in targets {
+        let iso = t.iso.path.display().to_string();
+        let wrap = |source| RegistrationError::Url {
+            iso: iso.clone(),
+            source,
+        };
+        url::check_form(&t.url).map_err(wrap)?;
+        url::check_served(http, &t.url, &iso, t.iso.size)
+            .await
+            .map_err(wrap)?;
+        tracing::debug!("{} is served at {}", iso, t.url);
+    }
+    // 2. What the server can do.
+    let caps = api.capabilities().await?;
+    if !caps.kubernetesserviceenabled {
+        return Err(RegistrationError::CksDisabled {
+            version: caps.cloudstackversion,
+        });
+    }
+    let has_arch = caps.has_arch();
+    if let Some(t) = targets
+        .iter()
+        .find(|t| t.iso.arch == crate::image::Arch::Arm64 && !has_arch)
+    {
+        return Err(RegistrationError::NoArch {
+            iso: t.iso.path.display().to_string(),
+            version: caps.cloudstackversion,
+        });
+    }
+    let zones: Vec<(String, String)> = if opts.zones.is_empty() {
+        vec![(String::new(), String::new())]
+    } else {
+        let all = api.zones().await?;
+        opts.zones
+            .iter()
+            .map(|given| {
+                all.iter()
+                    .find(|z| z.id == *given || z.name == *given)
+                    .map(|z| (z.id.clone(), z.name.clone()))
+                    .ok_or_else(|| RegistrationError::UnknownZone {
+                        given: given.clone(),
+                        have: all
+                            .iter()
+                            .map(|z| z.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    // 3. Look first: every decision before anything is sent.
+    let names: Vec<&str> = targets.iter().map(|t| t.iso.name.as_str()).collect();
+    let mut existing = Vec::new();
+    for v in api.versions().await? {
+        if !names.contains(&v.name.as_str()) {
+            continue;
+        }
+        let checksum = api
+            .iso_zones(&v.isoid)
+            .await?
+            .into_iter()
+            .map(|z| z.checksum)
+            .find(|c| !c.is_empty())
+            .unwrap_or_default();
+        existing.push(Existing {
+            version: v,
+            checksum,
+        });
+    }
+    let mut decided = Vec::new();
+    for t in targets {
+        for (zoneid, zonename) in &zones {
+            let zone = (!zoneid.is_empty()).then_some(zoneid.as_str());
+            let action = plan::decide(&t.iso, zone, &existing, opts.replace)?;
+            decided.push((t, zoneid.clone(), zonename.clone(), action));
+        }
+    }
+    // 4. Add.
+    let mut outcomes = Vec::new();
+    let mut to_retire: Vec<Vec<SupportedVersion>> = Vec::new();
+    for (t, zoneid, zonename, action) in decided {
+        let (version, status, retire) = match action {
+            Action::Already { version, retire } => (*version, "already registered", retire),
+            Action::Add { retire } => {
+                let mut params = vec![
+                    ("semanticversion", t.iso.semver.clone()),
+                    ("name", t.iso.name.clone()),
+                    ("url", t.url.clone()),
+                    ("checksum", t.iso.checksum()),
+                    ("mincpunumber", opts.min_cpu.to_string()),
+                    ("minmemory", opts.min_memory.to_string()),
+                ];
+                if has_arch {
+                    params.push(("arch", t.iso.cloudstack_arch().to_owned()));
+                }
+                if !zoneid.is_empty() {
+                    params.push(("zoneid", zoneid.clone()));
+                }
+                let v = api.add(&params).await?;
+                tracing::info!(
+                    "{}: registered as {} ({}), CloudStack downloads it from {}",
+                    t.iso.name,
+                    v.id,
+                    t.iso.cloudstack_arch(),
+                    t.url
+                );
+                (v, "registered", retire)
+            }
+        };
+        outcomes.push(Outcome {
+            name: t.iso.name.clone(),
+            arch: t.iso.cloudstack_arch().to_owned(),
+            semanticversion: t.iso.semver.clone(),
+            id: version.id.clone(),
+            zone: zonename,
+            status: status.to_owned(),
+            isostate: version.isostate.clone(),
+            retired: Vec::new(),
+        });
+        to_retire.push(retire);
+    }
+    // 5. Wait.
+    if opts.wait {
+        wait_ready(api, &mut outcomes, opts).await?;
+    }
+    // 6. Retire what was replaced, once the new one is there.
+    for (outcome, old) in outcomes.iter_mut().zip(to_retire) {
+        for v in old {
+            let what = retire_replaced(api, &v, opts).await?;
+            tracing::info!("{}: the previous version {what}", outcome.name);
+            outcome.retired.push(what);
+        }
+    }
+    Ok(outcomes)
+}
+
+/// Polls every outcome's version until its ISO is Ready in every zone.
+async fn wait_ready(
+    api: &Api,
+    outcomes: &mut [Outcome],
+    opts: &Options,
+) -> Result<(), RegistrationError> {
+    let started = Instant::now();
+    let mut shown: BTreeMap<String, String> = BTreeMap::new();
+    loop {
+        let mut waiting = Vec::new();
+        for o in outcomes.iter_mut().filter(|o| o.isostate != "Ready") {
+            let Some(v) = api.version(&o.id).await? else {
+                return Err(RegistrationError::NotReady {
+                    name: o.name.clone(),
+                    zone: o.zone.clone(),
+                    status: format!("version {} is gone", o.id),
+                });
+            };
+            let zones = api.iso_zones(&v.isoid).await?;
+            let line = if zones.is_empty() {
+                format!("ISO {}", v.isostate)
+            } else {
+                zones
+                    .iter()
+                    .map(|z| {
+                        let state = if z.isready {
+                            "Ready"
+                        } else if z.status.is_empty() {
+                            v.isostate.as_str()
+                        } else {
+                            z.status.as_str()
+                        };
+                        format!("{}: {state}", z.zonename)
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            if shown.get(&o.id) != Some(&line) {
+                tracing::info!("{} ({}): {line}", o.name, o.arch);
+                shown.insert(o.id.clone(), line.clone());
+            }
+            let failed = zones.iter().find(|z| !z.isready && looks_failed(&z.status));
+            if v.isostate.eq_ignore_ascii_case("Allocated") || failed.is_some() {
+                let zone = failed.or_else(|| zones.iter().find(|z| !z.isready));
+                return Err(RegistrationError::NotReady {
+                    name: o.name.clone(),
+                    zone: zone
+                        .map(|z| z.zonename.clone())
+                        .unwrap_or_else(|| o.zone.clone()),
+                    status: zone
+                        .map(|z| z.status.clone())
+                        .filter(|s| !s.is_empty())
+                        .unwrap_or_else(|| {
+                            format!("the ISO went back to {} without a status", v.isostate)
+                        }),
+                });
+            }
+            if v.isostate == "Ready" && !zones.is_empty() && zones.iter().all(|z| z.isready) {
+                o.isostate = "Ready".into();
+            } else {
+                waiting.push(format!("{}: {line}", o.name));
+            }
+        }
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        if started.elapsed() >= opts.timeout {
+            return Err(RegistrationError::Timeout {
+                name: outcomes
+                    .iter()
+                    .filter(|o| o.isostate != "Ready")
+                    .map(|o| o.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                waited: opts.timeout,
+                last: waiting.join("; "),
+            });
+        }
+        tokio::time::sleep(
+            opts.poll
+                .min(opts.timeout.saturating_sub(started.elapsed()))
+                .max(Duration::from_millis(50)),
+        )
+        .await;
+    }
+}
+
+/// Whether a zone's status text says the download failed (rather than how far it is).
+fn looks_failed(status: &str) -> bool {
+    let s = status.to_ascii_lowercase();
+    ["failed", "error", "didn't match", "unsupported", "returned"]
+        .iter()
+        .any(|w| s.contains(w))
+}
+
+/// Retires a version `--replace` superseded; a delete CloudStack refuses (a cluster uses it)
+/// falls back to disabling, so exactly one version of the name stays enabled.
+async fn retire_replaced(
+    api: &Api,
+    v: &SupportedVersion,
+    opts: &Options,
+) -> Result<String, ApiError> {
+    match opts.retire {
+        Retire::Disable => {
+            api.disable(&v.id).await?;
+            Ok(format!("{} disabled", v.id))
+        }
+        Retire::Delete => match api.delete(&v.id, opts.poll).await? {
+            Ok(()) => Ok(format!("{} deleted", v.id)),
+            Err(why) => {
+                tracing::warn!("cannot delete {}: {why}; disabling it instead", v.id);
+                api.disable(&v.id).await?;
+                Ok(format!("{} disabled (delete refused: {why})", v.id))
+            }
+        },
+    }
+}
+
+/// What `versions retire` did with one version.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Retired {
+    /// The version.
+    pub version: SupportedVersion,
+    /// `disabled`, `deleted`, `would disable`, `would delete`, or `kept: <why>`.
+    pub result: String,
+}
+
+/// Retires `versions` (from [`super::retire::select`]); with `dry_run` only reads. A version a
+/// cluster uses is kept and named: before a disable from `listKubernetesClusters`, on a delete
+/// from CloudStack's own refusal (the async job's failure), neither fatal.
+pub async fn retire(
+    api: &Api,
+    versions: &[SupportedVersion],
+    how: Retire,
+    dry_run: bool,
+    poll: Duration,
+) -> Result<Vec<Retired>, ApiError> {
+    let clusters = if how == Retire::Disable || dry_run {
+        api.clusters().await?
+    } else {
+        Vec::new()
+    };
+    let mut out = Vec::new();
+    for v in versions {
+        let users: Vec<&str> = clusters
+            .iter()
+            .filter(|c| c.kubernetesversionid == v.id)
+            .map(|c| c.name.as_str())
+            .collect();
+        let result = if !users.is_empty() {
+            format!("kept: in use by cluster {}", users.join(", "))
+        } else if dry_run {
+            match how {
+                Retire::Disable => "would disable".into(),
+                Retire::Delete => "would delete".into(),
+            }
+        } else {
+            match how {
+                Retire::Disable => {
+                    api.disable(&v.id).await?;
+                    "disabled".into()
+                }
+                Retire::Delete => match api.delete(&v.id, poll).await? {
+                    Ok(()) => "deleted".into(),
+                    Err(why) => format!("kept: {why}"),
+                },
+            }
+        };
+        out.push(Retired {
+            version: v.clone(),
+            result,
+        });
+    }
+    Ok(out)
+}
