@@ -25,6 +25,8 @@
 //!   referrer, listed in the tag-schema fallback index), logged on Rekor v1 or on the Rekor v2
 //!   log with a timestamp.
 //! - [`faults`]: a programmable fault-injecting HTTP/1.1 proxy in front of any of them.
+//! - [`relay`]: a TCP relay that counts connections (TLS and HTTP/2 pass through it untouched)
+//!   and can delay every byte, for a far path where the kernel has no `netem`.
 
 pub mod basic_front;
 pub mod bench;
@@ -38,6 +40,7 @@ pub mod referrers;
 pub mod registry;
 pub mod rekor;
 pub mod rekor_v2;
+pub mod relay;
 pub mod server;
 pub mod shaper;
 pub mod sig_tags;
