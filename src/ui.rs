@@ -497,3 +497,18 @@ mod printable_tests {
         );
     }
 }
+
+/// The pipeline's progress goes where every other progress of a command goes.
+impl crate::reporter::Reporter for Ui {
+    fn items(&self, what: &str) -> Box<dyn Progress> {
+        Ui::items(self, what)
+    }
+
+    fn bytes_group(&self, whats: &[&str]) -> Vec<Box<dyn Progress>> {
+        Ui::bytes_group(self, whats)
+    }
+
+    fn bytes(&self, what: &str) -> Box<dyn Progress> {
+        Ui::bytes(self, what)
+    }
+}
