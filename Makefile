@@ -132,7 +132,7 @@ demo: deps
 
 bench: deps build
 	export RELEASE_DIR=$(TARGET_DIR)/release; ./bench/iso.sh && ./bench/build.sh && ./bench/pull.sh && \
-		./bench/wan.sh && ./bench/signatures.sh
+		./bench/wan.sh && ./bench/tls.sh && ./bench/signatures.sh
 
 # Coverage-guided fuzzing of the parsers that read untrusted input (fuzz/fuzz_targets). cargo-fuzz
 # needs nightly features; RUSTC_BOOTSTRAP lets the stable toolchain provide them.

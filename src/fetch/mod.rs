@@ -18,7 +18,10 @@ mod probe;
 mod retry;
 mod sink;
 
-pub use client::{HttpConfig, build_client, build_client_without_redirects, host_port};
+pub use client::{
+    HttpConfig, Protocols, build_bulk_client, build_client, build_client_without_redirects,
+    host_port, install_crypto_provider,
+};
 pub use download::{Download, Fetched, Posted, get_bytes, post, post_hop, post_json};
 pub use error::FetchError;
 pub use mirror::{Mirror, Mirrors, redact, strip_userinfo};

@@ -6,7 +6,8 @@
 //! Throughput is measured over windows of [`WINDOW`] from the bytes downloads report; a window
 //! that beats the best so far by [`GAIN`] doubles the slots, up to [`MAX_JOBS`] (from the default
 //! 4: 8 after the first window that moves bytes, 16 after the next that gains). Slots are never taken back: each transfer streams, so memory stays flat at any
-//! count.
+//! count. Blob bodies travel on the HTTP/1.1 client (see `ranged` and [`crate::fetch::Protocols`]),
+//! so a slot is a TCP connection of its own, also against a registry that speaks HTTP/2.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -27,7 +27,10 @@
 //!
 //! Concurrency: images resolve and blobs download concurrently, bounded by `jobs`; when it was not
 //! chosen, blob transfers start at the default and grow while throughput does (`adapt`), and a
-//! large blob is fetched as several `Range` requests at once (`ranged`).
+//! large blob is fetched as several `Range` requests at once (`ranged`). Manifests, tokens and
+//! small blobs share one connection per host (HTTP/2 where the registry offers it); blob bodies
+//! travel over HTTP/1.1, one connection per transfer or part, so the slots of `adapt` and
+//! `ranged` are connections, not streams of one connection (issue 33).
 
 mod adapt;
 mod auth;
@@ -102,6 +105,9 @@ struct HostState {
 /// A registry client sharing connections, tokens and in-flight blobs across images.
 pub struct Registry {
     client: reqwest::Client,
+    /// The HTTP/1.1-only client blob bodies travel on: one connection per transfer, whatever
+    /// the registry negotiates for `client` (see [`fetch::Protocols`]).
+    bulk_client: reqwest::Client,
     /// The client identity tokens are exchanged through: it follows no redirect, so that
     /// `oauth` judges where the token may go.
     token_client: reqwest::Client,
@@ -134,6 +140,7 @@ impl Registry {
     ) -> Result<Self, FetchError> {
         Ok(Self {
             client: fetch::build_client(http)?,
+            bulk_client: fetch::build_bulk_client(http)?,
             token_client: fetch::build_client_without_redirects(http)?,
             retry: http.retry,
             offline: http.offline,
@@ -164,6 +171,20 @@ impl Registry {
             progress,
             offline: self.offline,
             budget: None,
+        }
+    }
+
+    /// [`Registry::download`] for a blob body of `size` bytes: a small one (a config, a tiny
+    /// layer) rides the multiplexed connection the manifests use; a larger one gets a connection
+    /// of its own on the HTTP/1.1 client, so transfer slots and ranged parts are real connections.
+    fn blob_download<'a>(&'a self, size: u64, progress: &'a dyn Progress) -> Download<'a> {
+        let client = match size < blobs::SMALL_BLOB {
+            true => &self.client,
+            false => &self.bulk_client,
+        };
+        Download {
+            client,
+            ..self.download(progress)
         }
     }
 

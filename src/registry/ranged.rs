@@ -1,5 +1,7 @@
 //! Large blobs as several `Range` requests at once: where each connection is capped (a far
-//! registry, a per-flow shaped link), more connections fill the link.
+//! registry, a per-flow shaped link), more connections fill the link. The parts travel on the
+//! registry's HTTP/1.1 client, so each part in flight is a TCP connection of its own even when the
+//! registry speaks HTTP/2 (where they would be streams of one connection, sharing its windows).
 //!
 //! A blob of at least [`RANGED_MIN`] is cut into parts of at least [`PART_MIN`] (at most
 //! [`MAX_PARTS`]); each part is one GET with `Range: bytes=a-b`, written at its offset into the
@@ -134,7 +136,7 @@ impl Registry {
         let slots = self.part_slots.of(&ep.base);
         let temp = out.temp_path().to_owned();
         let file: &File = out.file();
-        let download = self.download(progress);
+        let download = self.blob_download(desc.size, progress);
         let fetches = ranges.iter().enumerate().map(|(i, &(start, end))| {
             let (url, headers, slots, temp) = (&url, &headers, &slots, &temp);
             async move {

@@ -40,6 +40,8 @@ fn autoscaler_repo() -> Repo {
 }
 
 fn client() -> reqwest::Client {
+    // reqwest is built without a default crypto provider (cks-iso's is ring).
+    cks_iso::fetch::install_crypto_provider();
     reqwest::Client::builder()
         .no_proxy()
         .timeout(std::time::Duration::from_secs(30))

@@ -27,6 +27,8 @@
 //! - [`cloudstack`]: the CloudStack management server's API for Kubernetes supported versions
 //!   (signature check, envelopes, per-zone ISO downloads, async deletes), and a server for ISOs.
 //! - [`faults`]: a programmable fault-injecting HTTP/1.1 proxy in front of any of them.
+//! - [`relay`]: a TCP relay that counts connections (TLS and HTTP/2 pass through it untouched)
+//!   and can delay every byte, for a far path where the kernel has no `netem`.
 
 pub mod basic_front;
 pub mod bench;
@@ -41,6 +43,7 @@ pub mod referrers;
 pub mod registry;
 pub mod rekor;
 pub mod rekor_v2;
+pub mod relay;
 pub mod server;
 pub mod shaper;
 pub mod sig_tags;

@@ -104,6 +104,18 @@ impl DockerRegistry {
     /// [`DockerRegistry::start`] with `extra` appended to its configuration (top-level YAML keys,
     /// e.g. an `auth:` section naming a token realm).
     pub fn start_with(storage: &Path, tls: Option<&Tls>, extra: &str) -> Self {
+        Self::launch(storage, tls, "", extra)
+    }
+
+    /// [`DockerRegistry::start`] over TLS with HTTP/2 turned off (`http.http2.disabled`), so it
+    /// answers ALPN with `http/1.1` only: the same registry as HTTP/1.1-only servers and proxies
+    /// present it, for comparing the two protocols on one path.
+    pub fn start_tls_http1(storage: &Path, tls: &Tls) -> Self {
+        Self::launch(storage, Some(tls), "  http2:\n    disabled: true\n", "")
+    }
+
+    /// Starts it with `http_extra` inside its `http:` section and `extra` at the top level.
+    fn launch(storage: &Path, tls: Option<&Tls>, http_extra: &str, extra: &str) -> Self {
         require_docker_registry();
         let mut last_log = String::new();
         // The port is chosen free but could be taken before the registry binds it: try again.
@@ -120,7 +132,7 @@ impl DockerRegistry {
             let yaml = format!(
                 "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n\
                  storage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n\
-                 http:\n  addr: 127.0.0.1:{port}\n  secret: cks-iso-testworld\n{tls_yaml}{extra}",
+                 http:\n  addr: 127.0.0.1:{port}\n  secret: cks-iso-testworld\n{tls_yaml}{http_extra}{extra}",
                 storage.display()
             );
             let path = config.path().join("config.yml");

@@ -8,11 +8,16 @@
 //!   and a big single-layer image (`BIG=`). With `CKS_WORLD_SHAPE=<ms>,<mbit>` (e.g. `50,200`)
 //!   a [`cks_iso_testworld::shaper`] proxy in front of it too (`SHAPED=` its host): +ms per
 //!   request, mbit Mbit/s per connection.
+//!   With `CKS_WORLD_TLS=<ms>` (e.g. `25`), once the set is pushed: two more registries on the
+//!   same storage over TLS from a generated CA (`TLS_CA=` its PEM file), one offering HTTP/2 and
+//!   one HTTP/1.1 only, each behind a [`cks_iso_testworld::relay`] holding every byte ms in each
+//!   direction (`H2=`, `H1=` their hosts); with `CKS_WORLD_COUNTS=<file>`, the connections each
+//!   relay accepted so far are rewritten into that file every 100 ms (`H2 <n>` and `H1 <n>`).
 
 use std::io::{Read, Write};
 
 use cks_iso_testworld::registry::{DockerRegistry, FrontAuth, TokenFront, world};
-use cks_iso_testworld::{bench, shaper};
+use cks_iso_testworld::{bench, relay, shaper};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -46,6 +51,9 @@ fn main() {
         for (arch, repo, digest) in &set.blobs {
             writeln!(out, "BLOB_{arch}=http://{host}/v2/{repo}/blobs/{digest}").unwrap();
         }
+        let _tls = std::env::var("CKS_WORLD_TLS")
+            .ok()
+            .map(|ms| tls_world(storage.path(), &ms, &mut out));
         if num(4) > 0 {
             writeln!(
                 out,
@@ -71,4 +79,48 @@ fn main() {
     writeln!(out, "READY").unwrap();
     out.flush().unwrap();
     let _ = std::io::stdin().read_to_end(&mut Vec::new());
+}
+
+/// The TLS registries of `CKS_WORLD_TLS` and their relays, kept alive by the caller.
+fn tls_world(
+    storage: &std::path::Path,
+    ms: &str,
+    out: &mut impl Write,
+) -> (
+    cks_iso_testworld::registry::Tls,
+    Vec<(DockerRegistry, std::sync::Arc<relay::TcpRelay>)>,
+) {
+    let delay = std::time::Duration::from_millis(
+        ms.parse()
+            .unwrap_or_else(|_| panic!("CKS_WORLD_TLS must be milliseconds, not {ms:?}")),
+    );
+    let tls = cks_iso_testworld::registry::Tls::generate();
+    writeln!(out, "TLS_CA={}", tls.ca().display()).unwrap();
+    let mut served = Vec::new();
+    for (name, registry) in [
+        ("H2", DockerRegistry::start(storage, Some(&tls))),
+        ("H1", DockerRegistry::start_tls_http1(storage, &tls)),
+    ] {
+        let relay = std::sync::Arc::new(relay::TcpRelay::start(&registry.host(), delay));
+        writeln!(out, "{name}={}", relay.host()).unwrap();
+        served.push((registry, relay));
+    }
+    if let Ok(file) = std::env::var("CKS_WORLD_COUNTS") {
+        let relays: Vec<_> = served.iter().map(|(_, r)| r.clone()).collect();
+        std::thread::spawn(move || {
+            loop {
+                let text = format!(
+                    "H2 {}\nH1 {}\n",
+                    relays[0].connections(),
+                    relays[1].connections()
+                );
+                let temp = format!("{file}.tmp");
+                if std::fs::write(&temp, text).is_ok() {
+                    let _ = std::fs::rename(&temp, &file);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        });
+    }
+    (tls, served)
 }
