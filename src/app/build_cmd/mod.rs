@@ -211,7 +211,9 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     if let Some(label) = &request.kubernetes_label {
         versions = format!("{versions} (kubernetes from {label})");
     }
-    summary(&built, &registrations, &versions, args.json);
+    let fields =
+        super::resolve::versions_json(&fetched.resolution, request.kubernetes_label.as_deref());
+    summary(&built, &registrations, (&versions, fields), args.json);
     Ok(())
 }
 
@@ -376,7 +378,17 @@ fn work_dir() -> Result<Pending, AppError> {
     Ok(Pending::track(dir.keep()))
 }
 
-fn summary(built: &[Built], registrations: &[register::Registration], versions: &str, json: bool) {
+/// The version of `build --json`'s document (its `format` field).
+pub const FORMAT: u32 = 1;
+
+/// stdout's summary; `versions` is the one-line text and the same as fields (`--json`).
+fn summary(
+    built: &[Built],
+    registrations: &[register::Registration],
+    versions: (&str, serde_json::Value),
+    json: bool,
+) {
+    let (versions, fields) = versions;
     if json {
         let isos: Vec<_> = built
             .iter()
@@ -388,7 +400,9 @@ fn summary(built: &[Built], registrations: &[register::Registration], versions: 
                 })
             })
             .collect();
-        let value = json!({ "isos": isos, "versions": versions });
+        let value = json!({
+            "format": FORMAT, "isos": isos, "versions": fields, "summary": versions,
+        });
         crate::outln!(
             "{}",
             serde_json::to_string_pretty(&value).expect("plain JSON")
