@@ -15,22 +15,19 @@ use cks_iso_testworld::world::World;
 use crate::support::hostile::{world_args, world_in};
 use crate::support::*;
 
-/// The world's configuration with every upstream download going through `proxy`, whose rule
-/// trickles the amd64 kubelet (96 KiB) for about 7 s: longer than one plain-line interval.
+/// The world with its release downloads (which dl.k8s.io redirects to its CDN) going through
+/// `proxy`, whose rule trickles the amd64 kubelet (16 KiB in the world) for about 10 s: longer
+/// than one plain-line interval.
 fn slowed(dir: &Path) -> (World, FaultProxy, std::path::PathBuf) {
     let (world, config) = world_in(dir);
-    let proxy = FaultProxy::start(&world.upstream().url());
-    proxy.add(Rule::path_regex(r"amd64/kubelet$").fault(Fault::Trickle {
-        chunk: 8 * 1024,
-        pause: Duration::from_millis(600),
-    }));
-    let yaml = fs::read_to_string(&config).unwrap();
-    let through = yaml.replace(&world.upstream().url(), &proxy.url());
-    assert_ne!(
-        yaml, through,
-        "the configuration names the upstream stand-in"
+    let proxy = FaultProxy::start(&world.upstream().cdn_url());
+    world.upstream().redirect_cdn_to(&proxy.url());
+    proxy.add(
+        Rule::path_regex(r"amd64/kubelet(\?|$)").fault(Fault::Trickle {
+            chunk: 1024,
+            pause: Duration::from_millis(600),
+        }),
     );
-    fs::write(&config, through).unwrap();
     (world, proxy, config)
 }
 
@@ -45,15 +42,32 @@ fn the_files_phase_prints_a_plain_progress_line_when_stderr_is_no_terminal() {
     args.extend(["--output", p(&out), "--cache-dir", p(&cache)]);
     let built = ok(build_in(&config, &tmp).args(&args).output().unwrap());
     let err = stderr(&built);
+    let log: Vec<String> = proxy.log().iter().map(|r| r.path.clone()).collect();
     assert!(
         proxy.log().iter().any(|r| r.fault.is_some()),
-        "the kubelet was trickled"
+        "the kubelet was trickled: {log:?}"
     );
     let lines: Vec<&str> = err
         .lines()
         .filter(|l| l.starts_with("downloading files: ") && l.ends_with(" so far"))
         .collect();
-    assert!(!lines.is_empty(), "no plain progress line:\n{err}");
+    let trickled: Vec<String> = proxy
+        .log()
+        .iter()
+        .filter(|r| r.path.ends_with("amd64/kubelet"))
+        .map(|r| {
+            format!(
+                "{} {} {}",
+                r.method,
+                r.path,
+                r.fault.as_deref().unwrap_or_default()
+            )
+        })
+        .collect();
+    assert!(
+        !lines.is_empty(),
+        "no plain progress line ({trickled:?}):\n{err}"
+    );
     // `downloading files: 4 done, 1.23 MiB so far`: a count and a size in binary units.
     assert!(plain_line(lines[0]), "{lines:?}");
     assert!(!err.contains('\r'), "no bar drawing in a log:\n{err}");

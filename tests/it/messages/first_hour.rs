@@ -94,8 +94,8 @@ fn a_release_that_was_never_published_is_named_so_with_the_nearest_that_exist() 
 fn a_truncated_iso_is_reported_once_with_the_copy_hint() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
-    fs::create_dir_all(&src).unwrap();
-    fs::write(src.join("big"), noise(7, 1 << 20)).unwrap();
+    fs::create_dir_all(src.join("sub")).unwrap();
+    fs::write(src.join("sub/big"), noise(7, 1 << 20)).unwrap();
     let iso = dir.path().join("trunc.iso");
     let said = ok(cks_iso()
         .args(["iso", p(&src), "-o", p(&iso)])
