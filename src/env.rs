@@ -1,5 +1,5 @@
-//! Every environment variable cks-iso reads, in one place, so the README's table and the code
-//! cannot drift apart. Other modules call the accessors here instead of `std::env::var`.
+//! Every environment variable cks-iso reads, in one place, so the reference table
+//! (`docs/reference/environment.md`) and the code cannot drift apart. Other modules call the accessors here instead of `std::env::var`.
 
 use std::ffi::OsString;
 
@@ -8,7 +8,7 @@ use std::ffi::OsString;
 pub struct Var {
     /// Its name.
     pub name: &'static str,
-    /// What it does: the README's environment table row, word for word (a test checks).
+    /// What it does: its row of `docs/reference/environment.md`, word for word (a test checks).
     pub about: &'static str,
 }
 
@@ -151,7 +151,7 @@ pub const CKS_ISO_HELPER_TIMEOUT: Var = Var {
     about: "seconds a credential helper (`docker-credential-<name> get`) may take before it is stopped and the search for credentials goes on without it; default 60",
 };
 
-/// Every variable above, in the order the README lists them.
+/// Every variable above, in the order `docs/reference/environment.md` lists them.
 pub const ALL: &[Var] = &[
     SOURCE_DATE_EPOCH,
     NO_COLOR,
@@ -206,16 +206,10 @@ pub fn source_date_epoch() -> Result<Option<i64>, BadEpoch> {
 
 #[cfg(test)]
 mod tests {
-    /// The rows of the README's "Environment variables" table: `(name, effect)`.
-    fn readme_rows() -> Vec<(String, String)> {
-        let readme = include_str!("../README.md");
-        let section = readme
-            .split("\n## Environment variables\n")
-            .nth(1)
-            .expect("README.md has an \"Environment variables\" section");
-        let section = section.split("\n## ").next().unwrap_or_default();
-        section
-            .lines()
+    /// The rows of the environment table in `docs/reference/environment.md`: `(name, effect)`.
+    fn reference_rows() -> Vec<(String, String)> {
+        let page = include_str!("../docs/reference/environment.md");
+        page.lines()
             .filter_map(|line| {
                 let cells: Vec<&str> = line
                     .strip_prefix('|')?
@@ -229,18 +223,18 @@ mod tests {
     }
 
     #[test]
-    fn readme_environment_table_is_env_rs_row_by_row() {
-        let rows = readme_rows();
+    fn reference_environment_table_is_env_rs_row_by_row() {
+        let rows = reference_rows();
         let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
         let want: Vec<&str> = super::ALL.iter().map(|v| v.name).collect();
         assert_eq!(
             names, want,
-            "the README's table must list each variable of env.rs once, in env::ALL's order, and no others"
+            "docs/reference/environment.md must list each variable of env.rs once, in env::ALL's order, and no others"
         );
         for ((name, effect), var) in rows.iter().zip(super::ALL) {
             assert_eq!(
                 effect, var.about,
-                "README row of {name} differs from env.rs"
+                "docs/reference/environment.md's row of {name} differs from env.rs"
             );
         }
     }

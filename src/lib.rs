@@ -27,12 +27,17 @@
 //! - [`upstream`]: the files a build downloads (URLs, published checksums, content checks) and
 //!   taking each one verified through the mirrors.
 //! - [`plan`]: what goes into the ISO (request, manifest edits, image set, names); pure.
+//! - [`realize`]: fetches and verifies what a build takes (files, manifests, images, their
+//!   signatures) into a work directory, and the lock of it.
+//! - [`author`]: writes the ISOs, their `.sha256` and SBOMs, from what [`realize`] staged.
+//! - [`reporter`]: where the pipeline's progress goes.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
 //! - [`config`]: the YAML configuration file and how flags override it.
 //! - [`env`](mod@env): every environment variable the tool reads.
 //! - [`ui`] and [`progress`]: logs and progress on stderr, data on stdout.
 
 pub mod app;
+pub mod author;
 // The leaf crates, under the module names the rest of the crate has always used.
 pub use cks_iso_io::{atomic, input, progress};
 pub use cks_iso_iso9660 as iso;
@@ -51,7 +56,9 @@ pub mod lock;
 pub mod manifest;
 pub mod out;
 pub mod plan;
+pub mod realize;
 pub mod registry;
+pub mod reporter;
 pub mod resolve;
 pub mod sbom;
 pub mod trust;

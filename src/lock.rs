@@ -331,6 +331,23 @@ impl Lock {
         }
     }
 
+    /// One line naming the locked versions, as a build's summary prints it.
+    pub fn versions_line(&self) -> String {
+        let r = &self.request;
+        format!(
+            "kubernetes v{}, cni-plugins v{}, crictl v{}, autoscaler {}, ccm {}, csi-driver {}{}",
+            r.kubernetes,
+            r.cni,
+            r.crictl,
+            r.autoscaler,
+            r.ccm,
+            r.csi.as_deref().unwrap_or("none"),
+            r.etcd
+                .as_ref()
+                .map_or(String::new(), |e| format!(", etcd v{e}")),
+        )
+    }
+
     /// Pretty JSON with a final newline, sorted.
     pub fn render(&self) -> String {
         let mut lock = self.clone();
@@ -451,6 +468,8 @@ fn twice<'a>(
         .collect();
     Some((name, details))
 }
+
+pub mod source;
 
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,7 @@
 //! With `--log-format json` every line on stderr is one JSON object, for CI systems: log records
 //! as tracing-subscriber's JSON formatter writes them, progress as records of the target
 //! `cks_iso::progress` (never bars), and the final error report as one `ERROR` record with its
-//! causes and hint. The schema is documented in the README ("JSON logs").
+//! causes and hint. The schema is documented in `docs/reference/logging.md` ("JSON logs").
 
 use std::fmt;
 use std::io::IsTerminal;
@@ -344,5 +344,20 @@ mod printable_tests {
             super::printable("x\u{1b}]0;pwned\u{7}\r\u{9b}y"),
             "x\\u{1b}]0;pwned\\u{7}\\u{d}\\u{9b}y"
         );
+    }
+}
+
+/// The pipeline's progress goes where every other progress of a command goes.
+impl crate::reporter::Reporter for Ui {
+    fn items(&self, what: &str) -> Box<dyn Progress> {
+        Ui::items(self, what)
+    }
+
+    fn bytes_group(&self, whats: &[&str]) -> Vec<Box<dyn Progress>> {
+        Ui::bytes_group(self, whats)
+    }
+
+    fn bytes(&self, what: &str) -> Box<dyn Progress> {
+        Ui::bytes(self, what)
     }
 }

@@ -16,7 +16,7 @@ use crate::env;
 /// The binary's name, as users type it and as the packages install it.
 const BIN: &str = "cks-iso";
 
-/// What each exit code means; the README's table says the same.
+/// What each exit code means; `docs/reference/exit-codes.md` says the same.
 const EXIT_CODES: &[(&str, &str)] = &[
     ("0", "success (diff: identical)"),
     (

@@ -169,13 +169,31 @@ macro_rules! from_error {
             }
         }
     };
+    ($ty:ty, either) => {
+        impl From<$ty> for AppError {
+            fn from(err: $ty) -> Self {
+                let hint = err.hint();
+                match err.is_usage() {
+                    true => Self::usage(err, hint),
+                    false => Self::failure(err, hint),
+                }
+            }
+        }
+    };
 }
 
 from_error!(crate::config::ConfigError, usage);
+from_error!(crate::plan::PlanError, usage);
 from_error!(crate::upstream::UpstreamError, failure);
 from_error!(crate::fetch::FetchError, failure);
 from_error!(crate::trust::TrustError, usage);
 from_error!(crate::trust::image::CheckError, failure);
+from_error!(crate::lock::source::SourceError, usage);
+from_error!(crate::cloudstack::registration::BadPublishUrl, usage);
+// The build pipeline's errors: each says (and its wrapped errors keep) its exit code and hint.
+from_error!(crate::realize::RealizeError, either);
+from_error!(crate::author::AuthorError, either);
+from_error!(crate::trust::binaries::BinaryError, either);
 
 /// Signatures that cannot be judged (a flag or file at fault) or an image judged bad: the one
 /// place `build`, `pull` and `verify-image` turn the checker's error into an exit code and hint.

@@ -11,7 +11,6 @@ mod docs;
 mod doctor;
 mod error;
 mod iso;
-mod locks;
 mod net;
 mod pull;
 mod resolve;

@@ -33,6 +33,43 @@ pub struct Locked {
     pub volume_id: String,
 }
 
+impl Locked {
+    /// What resolving repeats of the lock: its versions, the autoscaler commit and kubeadm's
+    /// extra images it recorded, for Kubernetes `kube`.
+    pub fn partial(&self, kube: crate::resolve::KubeVersion) -> crate::resolve::Partial {
+        let lock = &self.lock;
+        let r = &lock.request;
+        crate::resolve::Partial {
+            arch: self.request.arches[0],
+            ccm: r.ccm.clone(),
+            pin: Some(lock.autoscaler.version.clone()),
+            pin_origin: "the lock's autoscaler",
+            cni: r.cni.clone(),
+            crictl: r.crictl.clone(),
+            etcd: r.etcd.clone(),
+            // Locks written before arm64 etcd went under the name etcd nodes read rebuild as
+            // they were.
+            etcd_own_name: lock
+                .arches
+                .values()
+                .flat_map(|a| &a.files)
+                .any(|f| f.path == crate::contract::etcd_tarball("arm64", true)),
+            csi: r.csi.clone(),
+            kube,
+            locked: Some(crate::resolve::LockedInputs {
+                extras: crate::resolve::Extras {
+                    pause: lock.kubeadm.pause.clone(),
+                    etcd: lock.kubeadm.etcd.clone(),
+                    coredns: lock.kubeadm.coredns.clone(),
+                },
+                extras_source: lock.kubeadm.source.clone(),
+                commit: lock.autoscaler.commit.clone(),
+                pinned: lock.autoscaler.pinned,
+            }),
+        }
+    }
+}
+
 /// Builds the request of a locked build from `lock` (read from `origin`) and what was given.
 pub fn locked(
     lock: &Lock,

@@ -1,6 +1,6 @@
 //! Which manifests an ISO takes, what each is for and which image it is pinned to, decided in one
 //! place from the request and the resolved versions: the role decides a manifest's edits
-//! ([`super::edit`]) and is the name the lock records, and `app::build_cmd` only carries the list out.
+//! ([`super::edit`]) and is the name the lock records, and `realize` only carries the list out.
 
 use std::fmt::Display;
 

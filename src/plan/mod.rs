@@ -1,8 +1,9 @@
 //! What goes into a CKS ISO, decided from the command line and resolved versions, without touching
 //! the network: the normalised request (flags or upstream's positional form), the edits each
 //! manifest gets (and which manifests, [`manifests`]), the image set and the ISO's file name.
-//! `app::build_cmd` carries the plan out.
+//! `realize` and `author` carry the plan out.
 
+mod file;
 mod locked;
 mod manifests;
 pub mod name;
@@ -11,10 +12,11 @@ mod profile;
 
 use std::path::PathBuf;
 
+pub use file::IsoFile;
 pub use locked::{Extra, Locked, locked};
 pub use manifests::{Role, Taken, autoscaler_image, manifests, not_taken, provider_image};
 pub use pause::{PauseConflict, is_pause, one_pause};
-pub use profile::{Profile, etcd_own_name, iso_name, profile};
+pub use profile::{Profile, etcd_own_name, iso_name, profile, settle};
 
 use crate::image::Arch;
 use crate::image::Reference;

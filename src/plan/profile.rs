@@ -65,6 +65,87 @@ pub fn profile(
     })
 }
 
+/// Settles the release a build is for and what it implies: with a lock (`from_lock`), the
+/// lock's, which a release `given` may only repeat; else the release given (or implied), whose
+/// profile may leave the CSI pair out and decides where an arm64 etcd goes. Logs what the user
+/// may want to know.
+pub fn settle(
+    request: &mut Request,
+    partial: &mut crate::resolve::Partial,
+    given: Option<CloudStack>,
+    from_lock: bool,
+    csi_given: bool,
+) -> Result<(), PlanError> {
+    match from_lock {
+        // The lock decides; a release given may only repeat it.
+        true => {
+            if let Some(given) = given.filter(|g| Some(*g) != request.cloudstack) {
+                return Err(PlanError::Contradicts {
+                    flag: "--cloudstack",
+                    given: given.to_string(),
+                    locked: request
+                        .cloudstack
+                        .map_or("no release".into(), |c| c.to_string()),
+                });
+            }
+        }
+        false => {
+            let profile = profile(request, given, csi_given)?;
+            for warning in &profile.warnings {
+                tracing::warn!("{warning}");
+            }
+            if profile.csi_off {
+                tracing::info!(
+                    "CloudStack {} does not copy the CSI manifests: leaving them out (--csi-version \
+                     bundles them anyway)",
+                    profile
+                        .cloudstack
+                        .map(|c| c.to_string())
+                        .unwrap_or_default()
+                );
+                partial.csi = None;
+            }
+            request.cloudstack = profile.cloudstack;
+        }
+    }
+    if let Some(c) = request.cloudstack.filter(|c| !c.is_known()) {
+        tracing::warn!(
+            "CloudStack {c} is newer than any release cks-iso knows: the ISO follows {}'s rules",
+            CloudStack::newest_known()
+        );
+    }
+    if !from_lock {
+        partial.etcd_own_name = etcd_own_name(request.cloudstack);
+    }
+    etcd_note(request, partial);
+    Ok(())
+}
+
+/// Says where the arm64 etcd tarball goes, and warns when etcd nodes would not read it.
+fn etcd_note(request: &Request, partial: &crate::resolve::Partial) {
+    let Some(etcd) = partial
+        .etcd
+        .as_deref()
+        .filter(|_| request.arches.contains(&Arch::Arm64))
+    else {
+        return;
+    };
+    match partial.etcd_own_name {
+        false => tracing::info!(
+            "linux/arm64: etcd nodes extract only {}, whatever their architecture: \
+             etcd-v{etcd}-linux-arm64.tar.gz goes under that name",
+            crate::contract::ETCD_TARBALL
+        ),
+        // CloudStack 4.20 (its warning says etcd goes unused), or a lock that recorded it so.
+        true if request.cloudstack.is_none_or(|c| c.reads_etcd()) => tracing::warn!(
+            "the lock puts the arm64 etcd under etcd/etcd-linux-arm64.tar.gz, which etcd \
+             nodes do not read (they extract only {}); build without --locked to fix it",
+            crate::contract::ETCD_TARBALL
+        ),
+        true => {}
+    }
+}
+
 /// Whether an arm64 etcd keeps its own name, `etcd/etcd-linux-arm64.tar.gz`, rather than going
 /// under `etcd/etcd-linux-amd64.tar.gz`, the one name etcd nodes read whatever their
 /// architecture (apache/cloudstack's `etcd-node.yml`, 4.21 on). Only for a release whose etcd

@@ -1,10 +1,12 @@
 //! What signatures are judged against, and the material they are judged on: the policy and the
 //! trusted root read from the files a user names; (in [`checker`]) how a run judges signatures
 //! and one image's verdict; (in [`image`]) an image's cosign `.sig` tags and referrers fetched
-//! through the registry and judged; (in [`rekor`]) a file's Rekor entry looked up.
+//! through the registry and judged; (in [`rekor`]) a file's Rekor entry looked up; (in
+//! [`binaries`]) a downloaded file's signature found beside it and judged.
 //! `build`, `pull`, `verify`, `verify-bundle` and `verify-image` share these, so that each judges
 //! a signature the same way.
 
+pub mod binaries;
 pub mod checker;
 pub mod image;
 pub mod rekor;

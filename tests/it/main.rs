@@ -18,6 +18,7 @@ mod crash_and_concurrency;
 mod credentials_reach;
 mod diff;
 mod diff_e2e;
+mod docs_links;
 mod doctor;
 mod foreign_iso;
 mod full_disk;

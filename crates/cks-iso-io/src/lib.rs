@@ -3,7 +3,7 @@
 //!
 //! A crate of its own, below the ISO writer and the image archives, so those two can stand alone
 //! without the network side: it depends on no HTTP client and no async runtime (the compiler
-//! enforces what the README's layout promises).
+//! enforces what `docs/development/layout.md` promises).
 
 pub mod atomic;
 pub mod date;

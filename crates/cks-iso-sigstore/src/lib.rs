@@ -15,7 +15,7 @@
 //! the evidence ([`evidence`]) into the ISO.
 //!
 //! Own code on `ring` (already in the tree through rustls) and a small DER reader, not
-//! `sigstore-verify`: see the README's "Signatures" section for why.
+//! `sigstore-verify`: see "Library choice" in `docs/design/signatures.md` for why.
 
 mod bundle;
 #[cfg(test)]

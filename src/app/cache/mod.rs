@@ -10,7 +10,7 @@ mod check;
 
 use std::path::PathBuf;
 
-use super::{AppError, locks, net};
+use super::{AppError, net};
 use crate::cache::{Cache, CacheError};
 use crate::cli::CacheCommand;
 use crate::lock::Lock;
@@ -40,7 +40,7 @@ fn read_locks(files: &[PathBuf]) -> Result<Vec<Locked>, AppError> {
         .map(|file| {
             Ok(Locked {
                 file: file.clone(),
-                lock: locks::read(file)?.0,
+                lock: crate::lock::source::read(file)?.0,
             })
         })
         .collect()

@@ -1,5 +1,6 @@
 //! What an operator passes to CloudStack's `addKubernetesSupportedVersion` for each ISO built,
-//! printed as a ready CloudMonkey line and as JSON fields.
+//! printed as a ready CloudMonkey line and as JSON fields: a rendering of a [`BuiltIso`], so that
+//! `build` prints it and any other command (a `register`) computes the same parameters.
 //!
 //! Two values are easy to get wrong by hand: `checksum` takes `{SHA-256}<lowercase hex>` (bare hex
 //! is taken as MD5), and `arch` must be `aarch64` for an arm64 ISO (blank means `x86_64`, so an
@@ -7,9 +8,7 @@
 
 use serde_json::{Value, json};
 
-use super::super::AppError;
-use super::Built;
-use crate::image::Arch;
+pub use crate::author::BuiltIso;
 
 /// The fewest CPUs and MiB of memory CloudStack accepts for a CKS node.
 const MIN_CPU: u32 = 2;
@@ -30,33 +29,49 @@ pub(crate) struct Registration {
     pub(crate) url: Option<String>,
 }
 
+/// A `--publish-url` CloudStack cannot download from.
+#[derive(Debug, thiserror::Error)]
+#[error("--publish-url {given:?} is not an http(s) URL CloudStack can download the ISOs from")]
+pub struct BadPublishUrl {
+    /// What was given.
+    pub given: String,
+}
+
+impl BadPublishUrl {
+    /// What the user can do.
+    pub fn hint(&self) -> Option<String> {
+        Some(
+            "give the directory the ISOs will be served from, e.g. --publish-url \
+             https://files.example.org/cks"
+                .into(),
+        )
+    }
+}
+
 /// `--publish-url`, checked: an `http://` or `https://` URL.
-pub(crate) fn publish_base(given: Option<&str>) -> Result<Option<String>, AppError> {
+pub fn publish_base(given: Option<&str>) -> Result<Option<String>, BadPublishUrl> {
     let Some(base) = given else { return Ok(None) };
     if !(base.starts_with("http://") || base.starts_with("https://"))
         || base.contains(char::is_whitespace)
     {
-        return Err(AppError::usage(
-            anyhow::anyhow!(
-                "--publish-url {base:?} is not an http(s) URL CloudStack can download the ISOs from"
-            ),
-            Some("give the directory the ISOs will be served from, e.g. --publish-url https://files.example.org/cks".into()),
-        ));
+        return Err(BadPublishUrl {
+            given: base.to_owned(),
+        });
     }
     Ok(Some(base.trim_end_matches('/').to_owned()))
 }
 
 impl Registration {
-    /// The registration of `built`, an ISO of Kubernetes `kubernetes`.
-    pub(crate) fn of(built: &Built, kubernetes: &str, base: Option<&str>) -> Self {
+    /// The registration of `built`, served from the directory `base` when given.
+    pub(crate) fn of(built: &BuiltIso, base: Option<&str>) -> Self {
         let file = built
             .path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let arch = Arch::parse(built.arch).map_or("x86_64", |a| a.uname());
+        let arch = built.arch.uname();
         Self {
-            semanticversion: kubernetes.trim_start_matches('v').to_owned(),
+            semanticversion: built.kubernetes.trim_start_matches('v').to_owned(),
             name: file.trim_end_matches(".iso").to_owned(),
             arch,
             checksum: format!("{{SHA-256}}{}", built.sha256.to_ascii_lowercase()),
@@ -95,13 +110,15 @@ impl Registration {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::image::Arch;
 
-    fn built(arch: &'static str, file: &str) -> Built {
-        Built {
+    fn built(arch: Arch, file: &str, kubernetes: &str) -> BuiltIso {
+        BuiltIso {
             path: format!("/out/{file}").into(),
             size: 1,
             sha256: "AB".repeat(32),
             arch,
+            kubernetes: kubernetes.into(),
             images: 1,
             files: 1,
         }
@@ -110,8 +127,7 @@ mod tests {
     #[test]
     fn an_arm64_iso_is_registered_as_aarch64_with_a_sha256_checksum() {
         let r = Registration::of(
-            &built("arm64", "setup-v1.33.1-aarch64.iso"),
-            "1.33.1",
+            &built(Arch::Arm64, "setup-v1.33.1-aarch64.iso", "1.33.1"),
             Some("https://files.example.org/cks"),
         );
         assert_eq!(
@@ -123,7 +139,7 @@ mod tests {
                 "ab".repeat(32)
             )
         );
-        let amd = Registration::of(&built("amd64", "x-x86_64.iso"), "v1.33.1", None);
+        let amd = Registration::of(&built(Arch::Amd64, "x-x86_64.iso", "v1.33.1"), None);
         assert_eq!((amd.arch, amd.url.clone()), ("x86_64", None));
         assert!(
             amd.cmk().ends_with("url=<URL-of-x-x86_64.iso>"),
@@ -144,7 +160,7 @@ mod tests {
         );
         for bad in ["ftp://f/x", "files.example.org", "https://a b"] {
             let err = publish_base(Some(bad)).unwrap_err();
-            assert!(format!("{err:?}").contains("--publish-url"), "{bad}");
+            assert!(err.to_string().contains("--publish-url"), "{bad}");
         }
     }
 }

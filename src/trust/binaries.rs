@@ -1,4 +1,5 @@
-//! The downloaded files' signatures in `build`: the Sigstore bundle a publisher ships beside a
+//! The downloaded files' signatures in a build, and the policy that judges them (a Kubernetes
+//! binary of v1.26 or later is always signed, so a missing signature fails unless `warn`): the Sigstore bundle a publisher ships beside a
 //! file (`<file>.sigstore.json`, as `cosign sign-blob --bundle` writes it: Rekor v2 with RFC 3161
 //! timestamps, or Rekor v1 with its SET), else dl.k8s.io's `.sig` and `.cert` beside each
 //! Kubernetes binary and its Rekor v1 entry, fetched while the file is hashed and verified as a
@@ -13,16 +14,95 @@ use std::path::{Path, PathBuf};
 
 use futures_util::{StreamExt, stream};
 
-use super::super::AppError;
-use super::fetch::IsoFile;
-use super::signatures::{Checker, DIR, untrusted};
+use crate::contract::SIGNATURES_DIR as DIR;
 use crate::fetch::FetchError;
+use crate::plan::IsoFile;
 use crate::signature::rekor;
 use crate::signature::{
     self, BUNDLE_SUFFIX, BinaryEvidence, BinaryReport, Mode, PairMaterial, SignatureError,
 };
+use crate::trust::checker::{Checker, CheckerError};
 use crate::trust::{self, now};
 use crate::upstream::Fetcher;
+
+/// A downloaded file whose signature could not be judged, or was judged bad.
+#[derive(Debug, thiserror::Error)]
+pub enum BinaryError {
+    /// The file itself cannot be read for hashing.
+    #[error("cannot read {}", path.display())]
+    Read {
+        /// The file in the work directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Its signature material cannot be fetched.
+    #[error("cannot fetch the signature of {artifact}")]
+    Fetch {
+        /// The file's URL.
+        artifact: String,
+        /// Why.
+        #[source]
+        source: FetchError,
+    },
+    /// The bundle a lock names is neither published nor cached.
+    #[error(
+        "{artifact}: the bundle the lock names is gone: expected sha256:{locked} (the lock) at \
+         {bundle_url}, which {why}"
+    )]
+    BundleGone {
+        /// The file's URL.
+        artifact: String,
+        /// The bundle's sha256 in the lock.
+        locked: String,
+        /// Where it was looked for.
+        bundle_url: String,
+        /// Not published, or not cached offline.
+        why: &'static str,
+    },
+    /// The signature does not verify (or, enforced or required, is missing), as an image's
+    /// would fail.
+    #[error(transparent)]
+    Untrusted(CheckerError),
+}
+
+impl BinaryError {
+    /// Whether the user's input (a flag, a policy) is at fault rather than the work.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, Self::Untrusted(e) if e.is_usage())
+    }
+
+    /// What the user can do.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Self::Read { .. } => None,
+            Self::Fetch { source, .. } => source.hint(),
+            Self::BundleGone { .. } => Some(
+                "build without --locked to take the signature published now (offline, import \
+                 the cache the lock was exported with: cache import --locked)"
+                    .into(),
+            ),
+            Self::Untrusted(e) => e.hint(),
+        }
+    }
+}
+
+/// A binary's signature that does not verify (or, enforced or required, is missing).
+fn untrusted(err: SignatureError) -> BinaryError {
+    BinaryError::Untrusted(CheckerError::Untrusted(err))
+}
+
+/// `err` and its causes on one line, as the retry message tells them.
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(next) = cause {
+        text.push_str(&format!(": {next}"));
+        cause = next.source();
+    }
+    text
+}
 
 /// What a signature lookup found for one file.
 enum Found {
@@ -68,14 +148,14 @@ const FILES_AT_ONCE: usize = 4;
 /// The files are checked concurrently, each retried on its own; fails, naming the file's URL,
 /// digest and the failed step (the first such file in `files`' order), before anything is
 /// written.
-pub(super) async fn check_files(
+pub(crate) async fn check_files(
     checker: &Checker,
     fetcher: &Fetcher<'_>,
     kubernetes: &crate::resolve::KubeVersion,
     files: &[IsoFile],
     locked: Option<&crate::lock::ArchEntry>,
     arch: &str,
-) -> Result<(Vec<BinaryReport>, Vec<BinaryEvidence>), AppError> {
+) -> Result<(Vec<BinaryReport>, Vec<BinaryEvidence>), BinaryError> {
     let covered = files.iter().filter_map(|file| {
         let rule = checker.policy.rule_for_url(&file.source)?;
         let lock_sig = locked
@@ -123,7 +203,7 @@ async fn check_file_retrying(
     fetcher: &Fetcher<'_>,
     kubernetes: &crate::resolve::KubeVersion,
     covered: Covered<'_>,
-) -> Result<(BinaryReport, Option<BinaryEvidence>), AppError> {
+) -> Result<(BinaryReport, Option<BinaryEvidence>), BinaryError> {
     // Material that fails verification was damaged on the way until proven otherwise (a
     // flipped byte in a .sig): fetched again, within the budget of a 5xx. The file itself is
     // hashed once, whatever the number of attempts.
@@ -135,7 +215,7 @@ async fn check_file_retrying(
             Err((err, true))
                 if !fetcher.download.offline
                     && refetch
-                        .again(&format_args!("{:#}", err.error), "fetching its signature")
+                        .again(&format_args!("{}", chain(&err)), "fetching its signature")
                         .await => {}
             Err((err, _)) => return Err(err),
         }
@@ -175,12 +255,12 @@ impl FileHash {
     }
 
     /// [`FileHash::get`] for `file`, a read error as a failure no re-fetch mends.
-    async fn digest_of(&mut self, file: &IsoFile) -> Result<[u8; 32], (AppError, bool)> {
-        self.get().await.map_err(|e| {
-            let err = AppError::failure(
-                anyhow::Error::new(e).context(format!("cannot read {}", file.path.display())),
-                None,
-            );
+    async fn digest_of(&mut self, file: &IsoFile) -> Result<[u8; 32], (BinaryError, bool)> {
+        self.get().await.map_err(|source| {
+            let err = BinaryError::Read {
+                path: file.path.clone(),
+                source,
+            };
             (err, false)
         })
     }
@@ -210,7 +290,7 @@ async fn check_file(
     kubernetes: &crate::resolve::KubeVersion,
     covered: Covered<'_>,
     hash: &mut FileHash,
-) -> Result<(BinaryReport, Option<BinaryEvidence>), (AppError, bool)> {
+) -> Result<(BinaryReport, Option<BinaryEvidence>), (BinaryError, bool)> {
     let Covered {
         file,
         rule,
@@ -219,12 +299,11 @@ async fn check_file(
     let digest = hex::decode(&file.sha256).unwrap_or_default();
     let artifact = file.source.clone();
     let shown = format!("sha256:{}", file.sha256);
-    let fetch_err = |e: FetchError| {
-        let hint = e.hint();
-        let err = AppError::failure(
-            anyhow::Error::new(e).context(format!("cannot fetch the signature of {artifact}")),
-            hint,
-        );
+    let fetch_err = |source: FetchError| {
+        let err = BinaryError::Fetch {
+            artifact: artifact.clone(),
+            source,
+        };
         (err, false)
     };
     // The .sig and the .cert together; a failure of the .sig is told first, as it always was.
@@ -274,21 +353,15 @@ async fn check_file(
             if let Some(locked) = locked {
                 // The pair would give another ISO than the lock's: as for an image's locked
                 // signature manifest, a gone bundle fails the locked build.
-                let err = AppError::failure(
-                    anyhow::anyhow!(
-                        "{artifact}: the bundle the lock names is gone: expected sha256:{locked} \
-                         (the lock) at {bundle_url}, which {}",
-                        match fetcher.download.offline {
-                            true => "the cache does not hold (--offline)",
-                            false => "is not published",
-                        }
-                    ),
-                    Some(
-                        "build without --locked to take the signature published now (offline, \
-                         import the cache the lock was exported with: cache import --locked)"
-                            .into(),
-                    ),
-                );
+                let err = BinaryError::BundleGone {
+                    artifact: artifact.clone(),
+                    locked: locked.to_owned(),
+                    bundle_url,
+                    why: match fetcher.download.offline {
+                        true => "the cache does not hold (--offline)",
+                        false => "is not published",
+                    },
+                };
                 return Err((err, false));
             }
             pair.expect("fetched when there is no bundle")
@@ -414,7 +487,7 @@ async fn check_bundle(
     hash: &mut FileHash,
     bundle_url: &str,
     bytes: Vec<u8>,
-) -> Result<(BinaryReport, Option<BinaryEvidence>), (AppError, bool)> {
+) -> Result<(BinaryReport, Option<BinaryEvidence>), (BinaryError, bool)> {
     let Covered { file, rule, .. } = covered;
     hash.start();
     let invalid = |step, reason: String| {

@@ -5,19 +5,16 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::super::AppError;
+use super::AuthorError;
 use crate::atomic::AtomicFile;
 use crate::sbom::{self, CYCLONEDX_FILE, Inventory, IsoFacts, SPDX_FILE};
 
-fn failure(path: &Path, e: std::io::Error) -> AppError {
-    AppError::failure(
-        anyhow::Error::new(e).context(format!("cannot write {}", path.display())),
-        None,
-    )
+fn failure(path: &Path, e: std::io::Error) -> AuthorError {
+    AuthorError::io(format!("cannot write {}", path.display()))(e)
 }
 
 /// Writes `sbom.cdx.json` and `sbom.spdx.json` into the ISO's staging root.
-pub(super) fn write_into(staging: &Path, inventory: &Inventory) -> Result<(), AppError> {
+pub(super) fn write_into(staging: &Path, inventory: &Inventory) -> Result<(), AuthorError> {
     for (name, text) in [
         (CYCLONEDX_FILE, sbom::cyclonedx(inventory, None)),
         (SPDX_FILE, sbom::spdx(inventory, None)),
@@ -43,7 +40,7 @@ pub(super) fn write_beside(
     iso: &Path,
     inventory: &Inventory,
     facts: &IsoFacts,
-) -> Result<(), AppError> {
+) -> Result<(), AuthorError> {
     let paths = beside_paths(iso);
     let texts = [
         sbom::cyclonedx(inventory, Some(facts)),

@@ -1,37 +1,59 @@
-//! Phase 2 of `build`: per architecture, the image archives, `signatures/`, `versions.txt`, the
-//! SBOMs, the ISO and its `.sha256` and SBOMs beside it, from what phase 1 staged. No network.
+//! Writing the ISOs of a realized build: per architecture, the image archives, `signatures/`,
+//! `versions.txt`, the SBOMs, the ISO and its `.sha256` and SBOMs beside it, from what
+//! [`crate::realize`] staged; and the run's lock beside them. No network.
+
+mod error;
+mod sboms;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::super::AppError;
-use super::Built;
-use super::fetch::{ArchFetched, Fetched};
-use super::sboms;
-use super::signatures;
+pub use error::AuthorError;
+
 use crate::archive;
 use crate::atomic::AtomicFile;
 use crate::contract;
+use crate::image::Arch;
 use crate::iso::{self, IsoSpec, VolumeId};
 use crate::lock::{self, Lock};
 use crate::plan::{self, Request};
+use crate::realize::{ArchRealized, ArchSignatures, Realized, signatures};
+use crate::reporter::Reporter;
 use crate::sbom::{Inventory, IsoFacts};
-use crate::ui::Ui;
 use crate::versions::{FileRecord, ImageRecord, Versions};
+
+/// One finished ISO: what a summary prints and what CloudStack registers.
+#[derive(Debug, Clone)]
+pub struct BuiltIso {
+    /// Where it was written.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its sha256, lowercase hex.
+    pub sha256: String,
+    /// The architecture of its binaries and images.
+    pub arch: Arch,
+    /// The Kubernetes release it carries (`1.33.1`).
+    pub kubernetes: String,
+    /// How many image archives it holds.
+    pub images: usize,
+    /// How many other files it holds.
+    pub files: usize,
+}
 
 /// Writes every ISO, all at once (one thread each: a single ISO keeps about one core and a half
 /// busy, so a second one fills the machine instead of waiting for the first). The first failure
 /// stops the other writers at their next archive chunk; every ISO of the run is then removed and
 /// that first failure returned.
-pub(super) fn all(
+pub fn all(
     request: &Request,
-    fetched: &Fetched,
+    fetched: &Realized,
     lock: &Lock,
     volume_id: &VolumeId,
     epoch: i64,
-    ui: &Ui,
-) -> Result<Vec<Built>, AppError> {
+    reporter: &dyn Reporter,
+) -> Result<Vec<BuiltIso>, AuthorError> {
     let outputs: Vec<String> = fetched
         .arches
         .iter()
@@ -47,7 +69,7 @@ pub(super) fn all(
         })
         .collect();
     let labels: Vec<&str> = outputs.iter().map(String::as_str).collect();
-    let progress = ui.bytes_group(&labels);
+    let progress = reporter.bytes_group(&labels);
     let run = Run {
         request,
         fetched,
@@ -57,7 +79,7 @@ pub(super) fn all(
     };
     // Which writer failed first (`usize::MAX`: none yet); the others see it and stop.
     let first_failure = AtomicUsize::new(usize::MAX);
-    let results: Vec<Result<Built, AppError>> = std::thread::scope(|scope| {
+    let results: Vec<Result<BuiltIso, AuthorError>> = std::thread::scope(|scope| {
         let writers: Vec<_> = fetched
             .arches
             .iter()
@@ -88,7 +110,7 @@ pub(super) fn all(
             })
             .collect()
     });
-    let built: Vec<Built> = results
+    let built: Vec<BuiltIso> = results
         .iter()
         .filter_map(|r| r.as_ref().ok())
         .cloned()
@@ -110,7 +132,7 @@ pub(super) fn all(
 #[derive(Clone, Copy)]
 struct Run<'a> {
     request: &'a Request,
-    fetched: &'a Fetched,
+    fetched: &'a Realized,
     lock: &'a Lock,
     volume_id: &'a VolumeId,
     epoch: i64,
@@ -133,7 +155,7 @@ impl<F: iso::Filler> iso::Filler for Stoppable<'_, F> {
 }
 
 /// Removes ISOs this run wrote, and what it wrote beside them.
-pub(super) fn remove(built: &[Built]) {
+pub fn remove(built: &[BuiltIso]) {
     for b in built {
         let _ = std::fs::remove_file(&b.path);
         let _ = std::fs::remove_file(sha_path(&b.path));
@@ -151,10 +173,10 @@ fn sha_path(iso: &Path) -> PathBuf {
 
 fn one(
     run: Run<'_>,
-    a: &ArchFetched,
+    a: &ArchRealized,
     progress: &dyn crate::progress::Progress,
     stop: &dyn Fn() -> bool,
-) -> Result<Built, AppError> {
+) -> Result<BuiltIso, AuthorError> {
     let Run {
         request,
         fetched,
@@ -192,19 +214,20 @@ fn one(
         });
     }
     if let Some(sigs) = &a.signatures {
-        signatures::write_into(&a.staging, sigs)?;
+        write_signatures(&a.staging, sigs)?;
     }
-    let v = &fetched.resolution.versions;
+    // The versions are the lock's: versions.txt renders the lock and what was staged.
+    let r = &lock.request;
     let versions = Versions {
-        kubernetes: format!("v{}", fetched.resolution.kubernetes),
+        kubernetes: format!("v{}", r.kubernetes),
         arch: arch.to_owned(),
-        cni_plugins: format!("v{}", v.cni),
-        crictl: format!("v{}", v.crictl),
-        etcd: v.etcd.as_ref().map(|e| format!("v{e}")),
-        autoscaler: v.autoscaler.clone(),
-        ccm: v.ccm.clone(),
-        csi_driver: (v.csi != "none").then(|| v.csi.clone()),
-        cloudstack: request.cloudstack.map(|c| c.to_string()),
+        cni_plugins: format!("v{}", r.cni),
+        crictl: format!("v{}", r.crictl),
+        etcd: r.etcd.as_ref().map(|e| format!("v{e}")),
+        autoscaler: r.autoscaler.clone(),
+        ccm: r.ccm.clone(),
+        csi_driver: r.csi.clone(),
+        cloudstack: r.cloudstack.clone(),
         files: a
             .files
             .iter()
@@ -226,23 +249,15 @@ fn one(
         Some(sigs) => text.push_str(&signatures::summary(sigs)),
         None => text.push_str(signatures::OFF_SUMMARY),
     }
-    std::fs::write(a.staging.join(contract::VERSIONS), text).map_err(|e| {
-        AppError::failure(
-            anyhow::Error::new(e).context("cannot write versions.txt"),
-            None,
-        )
-    })?;
+    std::fs::write(a.staging.join(contract::VERSIONS), text)
+        .map_err(AuthorError::io("cannot write versions.txt"))?;
     let mut own = lock
         .only(&[arch], "the run's lock")
         .expect("the run's lock holds every arch it built");
     // The ISO is the one its release builds, whatever label named the release.
     own.request.kubernetes_label = None;
-    std::fs::write(a.staging.join(lock::FILE_NAME), own.render()).map_err(|e| {
-        AppError::failure(
-            anyhow::Error::new(e).context(format!("cannot write {}", lock::FILE_NAME)),
-            None,
-        )
-    })?;
+    std::fs::write(a.staging.join(lock::FILE_NAME), own.render())
+        .map_err(AuthorError::io(format!("cannot write {}", lock::FILE_NAME)))?;
     let inventory = Inventory {
         iso: plan::iso_name(request, a.arch),
         versions: &versions,
@@ -295,18 +310,8 @@ fn one(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let sums = sha_path(&written.path);
-    let mut out = AtomicFile::create(&sums).map_err(|e| {
-        AppError::failure(
-            anyhow::Error::new(e).context(format!("cannot write {}", sums.display())),
-            None,
-        )
-    })?;
-    let fail = |e: std::io::Error| {
-        AppError::failure(
-            anyhow::Error::new(e).context(format!("cannot write {}", sums.display())),
-            None,
-        )
-    };
+    let fail = |e| AuthorError::io(format!("cannot write {}", sums.display()))(e);
+    let mut out = AtomicFile::create(&sums).map_err(fail)?;
     writeln!(out.file(), "{sha256}  {name}").map_err(fail)?;
     out.set_mode(0o644).map_err(fail)?;
     out.commit().map_err(fail)?;
@@ -320,11 +325,12 @@ fn one(
         return Err(e);
     }
     let _ = std::fs::remove_dir_all(&a.staging);
-    Ok(Built {
+    Ok(BuiltIso {
         path: written.path,
         size: written.size,
         sha256,
-        arch: a.arch.k8s(),
+        arch: a.arch,
+        kubernetes: lock.request.kubernetes.clone(),
         images: a.images.len(),
         files: a.files.len(),
     })
@@ -332,25 +338,52 @@ fn one(
 
 /// An archive that failed inside the ISO is reported as the archive error it is (naming the image,
 /// the blob and both digests, with its hint).
-fn iso_error(err: iso::IsoError) -> AppError {
+fn iso_error(err: iso::IsoError) -> AuthorError {
     match err {
         iso::IsoError::Spliced { path, source } => match source.downcast::<archive::ArchiveError>()
         {
-            Ok(archive) => AppError::from(*archive),
-            Err(source) => AppError::from(iso::IsoError::Spliced { path, source }),
+            Ok(archive) => AuthorError::from(*archive),
+            Err(source) => AuthorError::from(iso::IsoError::Spliced { path, source }),
         },
-        other => AppError::from(other),
+        other => AuthorError::from(other),
     }
 }
 
-fn hash_file(path: &Path) -> Result<String, AppError> {
-    let fail = |e: std::io::Error| {
-        AppError::failure(
-            anyhow::Error::new(e).context(format!("cannot read {}", path.display())),
-            None,
-        )
-    };
+fn hash_file(path: &Path) -> Result<String, AuthorError> {
+    let fail = |e| AuthorError::io(format!("cannot read {}", path.display()))(e);
     let mut reader = crate::image::Hashing::new(std::fs::File::open(path).map_err(fail)?);
     std::io::copy(&mut reader, &mut std::io::sink()).map_err(fail)?;
     Ok(reader.digest().hex().to_owned())
+}
+
+/// Writes `signatures/` (see [`crate::signature::evidence`]) into the staging directory
+/// `staging`.
+fn write_signatures(staging: &Path, sigs: &ArchSignatures) -> Result<(), AuthorError> {
+    for (rel, bytes) in crate::signature::evidence(
+        &sigs.report,
+        &sigs.manifests,
+        &sigs.binaries,
+        &sigs.trusted_root,
+    ) {
+        let path = staging.join(signatures::DIR).join(&rel);
+        let fail = |e| AuthorError::io(format!("cannot write {}", path.display()))(e);
+        std::fs::create_dir_all(path.parent().expect("under signatures/")).map_err(fail)?;
+        std::fs::write(&path, bytes).map_err(fail)?;
+    }
+    Ok(())
+}
+
+/// Writes `lock` to `path` atomically.
+pub fn write_lock(path: &Path, lock: &Lock) -> Result<(), AuthorError> {
+    let fail = |source| AuthorError::LockFile {
+        path: path.to_owned(),
+        source,
+    };
+    let mut out = AtomicFile::create(path).map_err(fail)?;
+    out.file()
+        .write_all(lock.render().as_bytes())
+        .map_err(fail)?;
+    out.set_mode(0o644).map_err(fail)?;
+    out.commit().map_err(fail)?;
+    Ok(())
 }

@@ -1,39 +1,37 @@
-//! Signatures in `build`: every image of an architecture judged after the pull (each one by
+//! Signatures in a build: every image of an architecture judged beside the pull (each one by
 //! [`Checker`], in the library's `trust` module, as `pull` judges it), what goes into the ISO's
 //! `signatures/` directory, the lock's record and the versions.txt summary. The downloaded files'
-//! signatures are checked in [`super::binary_signatures`].
-
-use std::path::Path;
+//! signatures are checked in [`crate::trust::binaries`].
 
 use futures_util::{StreamExt, stream};
 
-use super::super::AppError;
-use super::fetch::IsoFile;
+use super::RealizeError;
 use crate::image::Digest;
 use crate::image::Image;
+use crate::plan::IsoFile;
 use crate::registry::Registry;
 use crate::signature::{
-    self, BinaryEvidence, ImageReport, Policy, Report, SignatureError, SignatureManifest,
-    TrustedRoot,
+    self, BinaryEvidence, ImageReport, Policy, Report, SignatureManifest, TrustedRoot,
 };
-pub(super) use crate::trust::checker::Checker;
-use crate::trust::checker::CheckerError;
+use crate::trust::checker::{Checker, CheckerError};
 
 /// The directory at the ISO's root that holds the evidence (the contract's name).
-pub(crate) const DIR: &str = crate::contract::SIGNATURES_DIR;
+pub const DIR: &str = crate::contract::SIGNATURES_DIR;
 
 /// One architecture's verdicts and the signature manifests that carried them.
-pub(crate) struct ArchSignatures {
-    pub(crate) report: Report,
-    pub(crate) manifests: Vec<SignatureManifest>,
+pub struct ArchSignatures {
+    /// The verdicts, as `signatures/report.json` holds them.
+    pub report: Report,
+    /// The signature manifests that carried the images' verdicts.
+    pub manifests: Vec<SignatureManifest>,
     /// The verified binaries' signature material.
-    pub(crate) binaries: Vec<BinaryEvidence>,
+    pub binaries: Vec<BinaryEvidence>,
     /// The trusted root's text, copied into the ISO for third-party tools.
-    pub(crate) trusted_root: String,
+    pub trusted_root: String,
 }
 
 /// How many images' signatures are fetched and judged at once. They run beside the blob pull
-/// (see `fetch::one_arch`): a few at a time hide their round trips behind the blobs without
+/// (see `images::pull`): a few at a time hide their round trips behind the blobs without
 /// doubling the pull's connections and buffers (peak memory).
 const IMAGES_AT_ONCE: usize = 4;
 
@@ -45,21 +43,19 @@ pub(super) async fn check(
     registry: &Registry,
     images: &[Image],
     locked: Option<&crate::lock::ArchEntry>,
-    arch: &str,
-) -> Result<ArchSignatures, AppError> {
+    arch: &'static str,
+) -> Result<ArchSignatures, RealizeError> {
     let lock_sig = |image: &Image| {
         let reference = image.reference.to_string();
         locked
             .and_then(|l| l.images.iter().find(|i| i.reference == reference))
             .and_then(|i| i.signature.as_ref())
     };
-    let results: Vec<Result<(ImageReport, Option<SignatureManifest>), AppError>> =
+    let results: Vec<Result<(ImageReport, Option<SignatureManifest>), CheckerError>> =
         stream::iter(images)
             .map(|image| {
                 let from_cache = registry.offline() && locked.is_none();
-                let checked =
-                    checker.check_image_from(registry, image, lock_sig(image), from_cache);
-                async move { checked.await.map_err(AppError::from) }
+                checker.check_image_from(registry, image, lock_sig(image), from_cache)
             })
             .buffered(IMAGES_AT_ONCE)
             .collect()
@@ -78,13 +74,15 @@ pub(super) async fn check(
     }
     if !failures.is_empty() {
         let count = failures.len();
-        let mut first = failures.swap_remove(0);
-        if count > 1 {
-            first.error = first.error.context(format!(
-                "{count} images of linux/{arch} failed the signature check, this one first"
-            ));
-        }
-        return Err(first);
+        let first = failures.swap_remove(0);
+        return Err(match count {
+            1 => RealizeError::from(first),
+            _ => RealizeError::Signatures {
+                count,
+                arch,
+                source: Box::new(first),
+            },
+        });
     }
     reports.sort_by(|a, b| a.reference.cmp(&b.reference));
     let verified = reports.iter().filter(|r| r.verdict == "verified").count();
@@ -106,19 +104,10 @@ pub(super) async fn check(
     })
 }
 
-/// A binary's signature that does not verify (or, enforced or required, is missing), as an image's
-/// would fail.
-pub(super) fn untrusted(err: SignatureError) -> AppError {
-    AppError::from(CheckerError::Untrusted(err))
-}
-
 /// The lock's record of `image`'s verified signature: its `.sig` tag (for a referrer, the
 /// tag-schema name `sha256-<hex>` of the digest it refers to) and the digest of the signature
 /// manifest stored in `signatures/`; `None` when none verified.
-pub(super) fn lock_signature(
-    sigs: &ArchSignatures,
-    image: &Image,
-) -> Option<crate::lock::ImageSignature> {
+pub fn lock_signature(sigs: &ArchSignatures, image: &Image) -> Option<crate::lock::ImageSignature> {
     let reference = image.reference.to_string();
     let report = sigs
         .report
@@ -144,7 +133,7 @@ pub(super) fn lock_signature(
 
 /// Per image archive (`docker/<file>`), what the SBOM says of its signature; images no rule
 /// covers get nothing. `files` names each reference's archive.
-pub(super) fn sbom_notes(
+pub fn sbom_notes(
     sigs: &ArchSignatures,
     files: &std::collections::BTreeMap<crate::image::Reference, String>,
 ) -> std::collections::BTreeMap<String, String> {
@@ -171,11 +160,11 @@ pub(super) fn sbom_notes(
 }
 
 /// What the SBOM says of a covered artifact's signature under `--signatures off`.
-pub(super) const NOT_CHECKED: &str = "not checked (--signatures off)";
+pub const NOT_CHECKED: &str = "not checked (--signatures off)";
 
 /// Per image archive and per downloaded file the built-in rules cover, [`NOT_CHECKED`]: what the
 /// SBOM says under `--signatures off`, when nothing was fetched or judged.
-pub(super) fn off_notes(
+pub fn off_notes(
     images: &[Image],
     files: &[IsoFile],
     naming: &std::collections::BTreeMap<crate::image::Reference, String>,
@@ -198,7 +187,7 @@ pub(super) fn off_notes(
 }
 
 /// The line `versions.txt` gets under `--signatures off`.
-pub(super) const OFF_SUMMARY: &str = "# signatures off: not checked\n";
+pub const OFF_SUMMARY: &str = "# signatures off: not checked\n";
 
 /// `verified: <identity> via <issuer>, Rekor log index N`, `unsigned`, or nothing (not covered).
 fn note(verdict: &str, signer: Option<&signature::Signer>) -> Option<String> {
@@ -214,7 +203,7 @@ fn note(verdict: &str, signer: Option<&signature::Signer>) -> Option<String> {
 
 /// The one line `versions.txt` gets: `# signatures verify: 9 of 9 covered images verified, 0
 /// unsigned (signatures/report.json)`.
-pub(super) fn summary(sigs: &ArchSignatures) -> String {
+pub fn summary(sigs: &ArchSignatures) -> String {
     let count = |v: &str| sigs.report.images.iter().filter(|i| i.verdict == v).count();
     let (verified, unsigned) = (count("verified"), count("unsigned"));
     let bins = |v: &str| {
@@ -235,25 +224,4 @@ pub(super) fn summary(sigs: &ArchSignatures) -> String {
         sigs.report.mode,
         verified + unsigned
     )
-}
-
-/// Writes `signatures/` (see [`signature::evidence`]) into the staging directory `staging`.
-pub(super) fn write_into(staging: &Path, sigs: &ArchSignatures) -> Result<(), AppError> {
-    for (rel, bytes) in signature::evidence(
-        &sigs.report,
-        &sigs.manifests,
-        &sigs.binaries,
-        &sigs.trusted_root,
-    ) {
-        let path = staging.join(DIR).join(&rel);
-        let fail = |e: std::io::Error| {
-            AppError::failure(
-                anyhow::Error::new(e).context(format!("cannot write {}", path.display())),
-                None,
-            )
-        };
-        std::fs::create_dir_all(path.parent().expect("under signatures/")).map_err(fail)?;
-        std::fs::write(&path, bytes).map_err(fail)?;
-    }
-    Ok(())
 }
