@@ -35,12 +35,16 @@ CARGO_DEB_VERSION := 3.8.0
 # shipped crate's licence is not on the list, without needing cargo-about.
 CARGO_ABOUT_VERSION := 0.9.3
 
-.PHONY: all deps build test lint doc demo bench fuzz clean assets gen-assets deb test-deb notices \
+.PHONY: all deps deps-tools deps-python build test lint doc demo bench fuzz clean assets gen-assets deb test-deb notices \
 	dist-deps dist-bins dist rpm image test-dist
 
 all: build
 
-deps:
+# `make deps`: the Debian tools (deps-tools) and the tests' Python validators. `make demo` needs
+# only the tools: it never runs the validators, so it does not create their virtualenv.
+deps: deps-tools deps-python
+
+deps-tools:
 	@missing=0; for c in $(DEB_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
 	python3 -c 'import ensurepip, venv' 2>/dev/null || missing=1; \
 	if [ $$missing = 1 ]; then \
@@ -49,6 +53,8 @@ deps:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(DEB_PACKAGES); \
 	else echo "make deps: all tools present"; fi
 	@command -v cargo >/dev/null || { echo "make deps: cargo is missing; install Rust from rustup.rs" >&2; exit 1; }
+
+deps-python: deps-tools
 	@if $(SBOM_VENV)/bin/python -c 'import cyclonedx.validation.json, jsonschema, spdx_tools, cryptography, sigstore.verify, cs' 2>/dev/null \
 		&& [ -x $(SBOM_VENV)/bin/pyspdxtools ]; then echo "make deps: SBOM validators present"; \
 	else \
@@ -127,7 +133,7 @@ test-deb: deps deb
 	"$$root/bin/cks-iso" --version | grep -q "^cks-iso $$($(RELEASE_BIN) --version | cut -d' ' -f2)" && \
 	echo "make test-deb: cargo install --path . works"
 
-demo: deps
+demo: deps-tools
 	RELEASE_DIR=$(TARGET_DIR)/release ./scripts/demo.sh
 
 bench: deps build

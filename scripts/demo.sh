@@ -10,7 +10,11 @@ out=${DEMO_OUT:-demo-out}
 k8s=${DEMO_KUBERNETES:-1.33.1}
 
 echo "==> building cks-iso and the local upstream world (release)"
-cargo build --release --locked --workspace
+# cks-iso alone first, as `make build` builds it: building the world with it in one cargo run
+# would unify their dependencies' features and make a different cks-iso, which `make build` or
+# `make deb` after the demo would then compile again.
+cargo build --release --locked
+cargo build --release --locked -p cks-iso-testworld --bin cks-iso-world
 bin=$(realpath "${RELEASE_DIR:-target/release}"/cks-iso)
 world=$(realpath "${RELEASE_DIR:-target/release}"/cks-iso-world)
 mkdir -p "$out"
@@ -45,3 +49,26 @@ done
 echo
 echo "ISOs:"
 for iso in "${isos[@]}"; do echo "  $(realpath "$iso")"; done
+
+# What to try next, against the same local world (started again: the demo's has stopped).
+mine=$(realpath -m "$out/mine")
+cat <<NEXT
+
+Next: try cks-iso yourself, still without the internet. Start a shell inside the local world
+(it serves until you leave that shell; \`$world --help\` says more):
+
+  PATH=$(dirname "$bin"):\$PATH $world \${SHELL:-bash}
+
+and in that shell:
+
+  cks-iso resolve --kubernetes $k8s --arch arm64
+  cks-iso build --kubernetes $k8s --arch amd64 --network "\$CKS_WORLD_NETWORK" \\
+      --dashboard "\$CKS_WORLD_DASHBOARD" --headlamp "\$CKS_WORLD_HEADLAMP" \\
+      --output $mine --lock-file $mine/cks-iso.lock
+  cks-iso verify --signatures --trusted-root "\$CKS_WORLD_TRUSTED_ROOT" $mine/setup-v$k8s-x86_64.iso
+  cks-iso diff $(realpath "${isos[0]}") $mine/setup-v$k8s-x86_64.iso
+  cks-iso build --locked $mine/cks-iso.lock --output $mine/again
+
+Against the real upstream, leave out the world and the three manifest flags:
+cks-iso build --kubernetes $k8s --arch amd64 (README.md, "cks-iso build").
+NEXT

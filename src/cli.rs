@@ -176,9 +176,10 @@ pub struct ResolveArgs {
     /// stable-1.33), latest-1.33 (a final release only).
     #[arg(long, value_name = "VERSION")]
     pub kubernetes: String,
-    /// Target architecture: amd64 (x86_64) or arm64 (aarch64).
+    /// Target architecture: amd64 (x86_64) or arm64 (aarch64); one per run, as the URLs and
+    /// images differ per architecture.
     #[arg(long, value_name = "ARCH", default_value = "amd64")]
-    pub arch: String,
+    pub arch: Vec<String>,
     /// The component versions.
     #[command(flatten)]
     pub versions: FromEnv<VersionArgs>,
@@ -335,7 +336,7 @@ pub struct VerifyBundleArgs {
     pub trusted_root: Option<PathBuf>,
     /// Rekor server where a --signature's entry is looked up, through the mirrors
     /// [default: config file, else https://rekor.sigstore.dev].
-    #[arg(long, value_name = "URL", env = env::CKS_ISO_REKOR_URL.name)]
+    #[arg(long, value_name = "URL", env = env::CKS_ISO_REKOR_URL.name, hide_env_values = true)]
     pub rekor_url: Option<String>,
     /// Make no network connection: a bundle is verified as always, offline; a --signature's
     /// Rekor entry is the one the cache last saw.
@@ -469,7 +470,7 @@ pub struct BuildArgs {
     /// dashboard or Headlamp manifest, etcd and CSI rules, recorded in versions.txt, the lock and
     /// the SBOMs [default: config file, else what 4.22 and 4.23 both read, recording none; a
     /// Headlamp version without --dashboard means 4.23].
-    #[arg(long, value_name = "RELEASE", env = env::CKS_ISO_CLOUDSTACK.name)]
+    #[arg(long, value_name = "RELEASE", env = env::CKS_ISO_CLOUDSTACK.name, hide_env_values = true)]
     pub cloudstack: Option<String>,
     /// Where the ISOs will be served from (http or https): the registration line printed for
     /// each ISO gets url=BASE/<iso> [default: a placeholder].
@@ -494,7 +495,7 @@ pub struct BuildArgs {
     pub signing: SignatureArgs,
     /// Rekor server where binaries' signatures are looked up, through the mirrors like any URL
     /// [default: config file, else https://rekor.sigstore.dev].
-    #[arg(long, value_name = "URL", env = env::CKS_ISO_REKOR_URL.name)]
+    #[arg(long, value_name = "URL", env = env::CKS_ISO_REKOR_URL.name, hide_env_values = true)]
     pub rekor_url: Option<String>,
     /// `--register` and its flags.
     #[command(flatten)]

@@ -12,17 +12,18 @@
 
 use std::fmt;
 use std::io::IsTerminal;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
-use indicatif::{HumanBytes, MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::env;
-use crate::progress::{Progress, Source};
+use crate::progress::Progress;
+
+mod bars;
+
+use bars::{AboveBars, Bar, Count, Json, Lines};
 
 /// When to colour stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -115,7 +116,7 @@ impl Ui {
         }
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)
-            .with_writer(std::io::stderr)
+            .with_writer(AboveBars)
             .with_ansi(self.color)
             .event_format(Plain { color: self.color })
             .try_init();
@@ -129,40 +130,31 @@ impl Ui {
     }
 
     /// Progress in bytes for tasks that run at the same time, one per label: on a terminal, bars
-    /// drawn together one under the other; otherwise each reports on its own.
+    /// drawn together one under the other (spinners until their totals are known); otherwise
+    /// each reports on its own.
     pub fn bytes_group(&self, whats: &[&str]) -> Vec<Box<dyn Progress>> {
-        let group = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
         whats
             .iter()
             .map(|what| -> Box<dyn Progress> {
-                if !self.progress {
-                    return Box::new(());
+                match (self.progress, self.json, self.terminal) {
+                    (false, _, _) => Box::new(()),
+                    (true, true, _) => Box::new(Json::new(what)),
+                    (true, false, false) => Box::new(Lines::new(what)),
+                    (true, false, true) => Box::new(Bar::new(what)),
                 }
-                if self.json {
-                    return Box::new(Json::new(what));
-                }
-                if !self.terminal {
-                    return Box::new(Lines::new(what));
-                }
-                let bar = group.add(ProgressBar::no_length());
-                bar.set_style(
-                    ProgressStyle::with_template(
-                        "{msg} {wide_bar} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} {eta}",
-                    )
-                    .expect("valid template"),
-                );
-                bar.set_message((*what).to_owned());
-                Box::new(Bar(bar))
             })
             .collect()
     }
 
-    /// Progress of work whose size is not known up front (files fetched one by one): events in
-    /// JSON mode, nothing in text mode, where the log lines already say what is fetched.
+    /// Progress of work whose size is not known up front (files fetched one by one): a spinner
+    /// with the count and bytes on a terminal, a plain line every few seconds elsewhere, events
+    /// in JSON mode.
     pub fn items(&self, what: &str) -> Box<dyn Progress> {
-        match self.json && self.progress {
-            true => Box::new(Json::new(what)),
-            false => Box::new(()),
+        match (self.progress, self.json, self.terminal) {
+            (false, _, _) => Box::new(()),
+            (true, true, _) => Box::new(Json::new(what)),
+            (true, false, false) => Box::new(Lines::new(what)),
+            (true, false, true) => Box::new(Count::new(what)),
         }
     }
 
@@ -176,165 +168,14 @@ impl Ui {
             true => format!("\x1b[{code}m{s}\x1b[0m"),
             false => s.to_owned(),
         };
-        eprintln!("{} {text}", paint("1;31", "error:"));
+        let mut report = format!("{} {text}\n", paint("1;31", "error:"));
         for cause in causes {
-            eprintln!("  {} {cause}", paint("2", "caused by:"));
+            report.push_str(&format!("  {} {cause}\n", paint("2", "caused by:")));
         }
         if let Some(hint) = hint {
-            eprintln!("{} {hint}", paint("1;36", "hint:"));
+            report.push_str(&format!("{} {hint}\n", paint("1;36", "hint:")));
         }
-    }
-}
-
-/// A terminal progress bar.
-struct Bar(ProgressBar);
-
-impl Progress for Bar {
-    fn start(&self, total: u64) {
-        self.0.set_length(total);
-    }
-    fn advance(&self, bytes: u64) {
-        self.0.inc(bytes);
-    }
-    fn finish(&self) {
-        self.0.finish_and_clear();
-    }
-}
-
-/// Progress as a plain line every few seconds, for logs.
-struct Lines {
-    what: String,
-    state: Mutex<LineState>,
-}
-
-struct LineState {
-    total: u64,
-    done: u64,
-    last: Instant,
-}
-
-const LINE_EVERY: Duration = Duration::from_secs(5);
-
-impl Lines {
-    fn new(what: &str) -> Self {
-        Self {
-            what: what.to_owned(),
-            state: Mutex::new(LineState {
-                total: 0,
-                done: 0,
-                last: Instant::now(),
-            }),
-        }
-    }
-}
-
-impl Progress for Lines {
-    fn start(&self, total: u64) {
-        if let Ok(mut s) = self.state.lock() {
-            s.total = total;
-        }
-    }
-    fn advance(&self, bytes: u64) {
-        let Ok(mut s) = self.state.lock() else { return };
-        s.done += bytes;
-        if s.last.elapsed() >= LINE_EVERY {
-            s.last = Instant::now();
-            let pct = (s.done * 100).checked_div(s.total).unwrap_or(0);
-            eprintln!(
-                "{}: {} of {} ({pct}%)",
-                self.what,
-                HumanBytes(s.done),
-                HumanBytes(s.total)
-            );
-        }
-    }
-}
-
-/// Progress as JSON records of the target `cks_iso::progress`: `start`, `advance` (at most once a
-/// second), `item` (one blob or file in place, from the cache or the network) and `finish`.
-struct Json {
-    phase: String,
-    state: Mutex<JsonState>,
-}
-
-struct JsonState {
-    total: Option<u64>,
-    done: u64,
-    last: Instant,
-}
-
-const JSON_EVERY: Duration = Duration::from_secs(1);
-
-impl Json {
-    fn new(phase: &str) -> Self {
-        Self {
-            phase: phase.to_owned(),
-            state: Mutex::new(JsonState {
-                total: None,
-                done: 0,
-                last: Instant::now(),
-            }),
-        }
-    }
-
-    fn emit(&self, event: &str, s: &JsonState) {
-        let phase = self.phase.as_str();
-        let done = s.done;
-        match s.total {
-            Some(total) => tracing::info!(
-                target: "cks_iso::progress",
-                event,
-                phase,
-                bytes_done = done,
-                bytes_total = total,
-                "{phase}: {} of {}",
-                HumanBytes(done),
-                HumanBytes(total)
-            ),
-            None => tracing::info!(
-                target: "cks_iso::progress",
-                event,
-                phase,
-                bytes_done = done,
-                "{phase}: {}",
-                HumanBytes(done)
-            ),
-        }
-    }
-}
-
-impl Progress for Json {
-    fn start(&self, total: u64) {
-        let Ok(mut s) = self.state.lock() else { return };
-        s.total = Some(total);
-        s.last = Instant::now();
-        self.emit("start", &s);
-    }
-    fn advance(&self, bytes: u64) {
-        let Ok(mut s) = self.state.lock() else { return };
-        s.done += bytes;
-        if s.last.elapsed() >= JSON_EVERY {
-            s.last = Instant::now();
-            self.emit("advance", &s);
-        }
-    }
-    fn finish(&self) {
-        let Ok(s) = self.state.lock() else { return };
-        self.emit("finish", &s);
-    }
-    fn item(&self, item: &str, bytes: u64, source: Source) {
-        let phase = self.phase.as_str();
-        let source = source.as_str();
-        tracing::info!(
-            target: "cks_iso::progress",
-            event = "item",
-            phase,
-            item,
-            bytes,
-            source,
-            "{item}: {} from the {source}",
-            HumanBytes(bytes)
-        );
+        bars::above(report.as_bytes());
     }
 }
 
@@ -465,6 +306,14 @@ mod tests {
         assert_eq!(v["fields"]["message"], "top");
         assert_eq!(v["fields"]["causes"][1], "b\nc");
         assert_eq!(v["fields"]["hint"], "do x");
+    }
+}
+
+/// `1 file`, `2 files`: a count with the noun that fits it (STYLE.md, "Counts").
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    match n {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
     }
 }
 

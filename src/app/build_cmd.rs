@@ -107,7 +107,9 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     if let Some(label) = &request.kubernetes_label {
         versions = format!("{versions} (kubernetes from {label})");
     }
-    summary(&built, &registrations, &versions, args.json);
+    let fields =
+        super::resolve::versions_json(&realized.resolution, request.kubernetes_label.as_deref());
+    summary(&built, &registrations, (&versions, fields), args.json);
     if args.registering.register {
         let isos = built
             .iter()
@@ -273,7 +275,17 @@ fn work_dir() -> Result<Pending, AppError> {
     Ok(Pending::track(dir.keep()))
 }
 
-fn summary(built: &[BuiltIso], registrations: &[Registration], versions: &str, json: bool) {
+/// The version of `build --json`'s document (its `format` field).
+pub const FORMAT: u32 = 1;
+
+/// stdout's summary; `versions` is the one-line text and the same as fields (`--json`).
+fn summary(
+    built: &[BuiltIso],
+    registrations: &[Registration],
+    versions: (&str, serde_json::Value),
+    json: bool,
+) {
+    let (versions, fields) = versions;
     if json {
         let isos: Vec<_> = built
             .iter()
@@ -285,7 +297,9 @@ fn summary(built: &[BuiltIso], registrations: &[Registration], versions: &str, j
                 })
             })
             .collect();
-        let value = json!({ "isos": isos, "versions": versions });
+        let value = json!({
+            "format": FORMAT, "isos": isos, "versions": fields, "summary": versions,
+        });
         crate::outln!(
             "{}",
             serde_json::to_string_pretty(&value).expect("plain JSON")

@@ -24,6 +24,8 @@ use crate::resolve::{Given, Partial, resolve};
 use crate::resolve::{KubeVersion, ls_remote};
 use crate::ui::Ui;
 
+mod trust;
+
 /// The upstream hosts a build downloads from, each checked through its mirror rule.
 const UPSTREAMS: &[&str] = &[
     "https://github.com",
@@ -148,6 +150,15 @@ impl Checks {
     }
 }
 
+/// What a reachable server's answer to a GET of its base URL means: a file server's root
+/// often answers 403 or 404, which says nothing against the files under it.
+fn answered(status: u16) -> String {
+    match status {
+        200..=399 => format!("answers (HTTP {status})"),
+        _ => format!("reachable (HTTP {status} for the base URL itself, as file servers answer)"),
+    }
+}
+
 fn problem(text: impl Into<String>, hint: impl Into<String>) -> Box<Problem> {
     Box::new(Problem {
         text: text.into(),
@@ -188,6 +199,7 @@ pub fn run(args: DoctorArgs, _ui: &Ui) -> Result<(), AppError> {
                 ),
             };
             checks.report("configuration", Ok(detail));
+            trust::trusted_root(&mut checks, &settings);
             settings.http.retry.attempts = 1;
             Some(settings)
         }
@@ -339,11 +351,13 @@ async fn network(
             Ok(p) if p.status.is_server_error() => {
                 Err(problem(format!("answers HTTP {}", p.status), hint))
             }
-            Ok(p) => Ok(format!("answers (HTTP {})", p.status.as_u16())),
+            Ok(p) => Ok(answered(p.status.as_u16())),
             Err(e) => Err(problem(format!("{:#}", anyhow::Error::new(e)), hint)),
         };
         checks.report(&what, result);
     }
+
+    trust::rekor(checks, settings, &download).await;
 
     let repo = settings.mirrors.rewrite(AUTOSCALER_REPO);
     let what = match repo == AUTOSCALER_REPO {

@@ -222,6 +222,11 @@ impl From<crate::resolve::ResolutionError> for AppError {
         match err {
             crate::resolve::ResolutionError::Resolve(e) => e.into(),
             crate::resolve::ResolutionError::Image(e) => e.into(),
+            // A release that does not exist is a wrong value, like a malformed one.
+            unpublished @ crate::resolve::ResolutionError::Unpublished { .. } => {
+                let hint = unpublished.hint();
+                Self::usage(unpublished, hint)
+            }
             other => {
                 let hint = other.hint();
                 Self::failure(other, hint)

@@ -32,11 +32,11 @@ pub fn run(args: IsoArgs, ui: &Ui) -> Result<(), AppError> {
         );
     }
     tracing::info!(
-        "wrote {} ({}, {} files, {} directories, volume ID {})",
+        "wrote {} ({}, {}, {}, volume ID {})",
         written.path.display(),
         HumanBytes(written.size),
-        written.counts.files,
-        written.counts.dirs,
+        crate::ui::count(written.counts.files, "file", "files"),
+        crate::ui::count(written.counts.dirs, "directory", "directories"),
         args.volume_id,
     );
     crate::outln!("{}", written.path.display());

@@ -94,6 +94,15 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
         results
     });
 
+    // One image asked for, and it failed: its own error is the report, once, with its own hint.
+    let mut results = results;
+    if references.len() == 1
+        && !args.json
+        && results.first().is_some_and(Result::is_err)
+        && let Some(Err(err)) = results.pop()
+    {
+        return Err(err);
+    }
     let mut failed = Vec::new();
     let mut report = Report {
         format: FORMAT,
@@ -146,11 +155,10 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
                 failed.join(", ")
             ),
             Some(match failed.len() == references.len() {
-                true => "each error above names its image and cause; running the same pull again \
-                         downloads only what is missing"
-                    .into(),
-                false => "each error above names its image and cause; the other archives were \
-                          written, and running the same pull again downloads only what is missing"
+                true => "each error above names its image, its cause and what to do".into(),
+                false => "each error above names its image, its cause and what to do; the other \
+                          archives were written, and a pull after the fix downloads only what is \
+                          missing"
                     .into(),
             }),
         )),

@@ -46,6 +46,10 @@ pub(super) fn release_of_label(
     Ok(Some((label, version.to_string())))
 }
 
+/// The version of `resolve --json`'s document (its `format` field), raised when a field changes
+/// meaning or goes away.
+pub const FORMAT: u32 = 1;
+
 /// Resolves and prints.
 pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
     let settings = net::settings(args.net)?;
@@ -55,7 +59,7 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
         .map_or(args.kubernetes.as_str(), |l| l.1.as_str());
     let kube: KubeVersion = text.parse()?;
     check_supported(&kube)?;
-    let arch = Arch::parse(&args.arch).map_err(|_| AppError::unknown_arch(&args.arch))?;
+    let arch = one_arch(&args.arch)?;
     let json = args.json;
     let partial = Partial::new(kube, arch, given(&args.versions))?;
     let runtime = net::runtime()?;
@@ -68,14 +72,57 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
     for warning in &resolution.warnings {
         tracing::warn!("{warning}");
     }
+    for note in &resolution.notes {
+        tracing::info!("{note}");
+    }
     if json {
-        let text = serde_json::to_string_pretty(&resolution)
+        let mut value = serde_json::to_value(&resolution)
+            .map_err(|e| AppError::failure(anyhow::Error::new(e), None))?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("format".into(), FORMAT.into());
+        }
+        let text = serde_json::to_string_pretty(&value)
             .map_err(|e| AppError::failure(anyhow::Error::new(e), None))?;
         crate::outln!("{text}");
     } else {
         crate::out::bytes(table(&resolution).as_bytes());
     }
     Ok(())
+}
+
+/// The one architecture `resolve` lists: `build` takes several `--arch`, so a user may well
+/// give `resolve` several too; that is a usage error that says to run once per architecture.
+fn one_arch(given: &[String]) -> Result<Arch, AppError> {
+    match given {
+        [one] => Arch::parse(one).map_err(|_| AppError::unknown_arch(one)),
+        _ => Err(AppError::usage(
+            anyhow::anyhow!(
+                "resolve lists one architecture's URLs and images, and was given --arch {}",
+                given.join(" --arch ")
+            ),
+            Some(format!(
+                "run it once per architecture: {}",
+                given
+                    .iter()
+                    .map(|a| format!("cks-iso resolve … --arch {a}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
+        )),
+    }
+}
+
+/// The resolved versions as fields, for `build --json` (`versions`): `kubernetes`, the label it
+/// came from when one was given, and every field of [`crate::resolve::ResolvedVersions`].
+pub(super) fn versions_json(r: &Resolution, label: Option<&str>) -> serde_json::Value {
+    let mut value = serde_json::to_value(&r.versions).unwrap_or_default();
+    if let Some(object) = value.as_object_mut() {
+        object.insert("kubernetes".into(), r.kubernetes.clone().into());
+        if let Some(label) = label {
+            object.insert("kubernetes_label".into(), label.into());
+        }
+    }
+    value
 }
 
 /// The versions the flags (and `AUTOSCALER_VERSION`, `CCM_VERSION`) give, for `resolve` and

@@ -4,7 +4,11 @@ use serde_json::json;
 
 use super::AppError;
 use crate::cli::VerifyArgs;
-use crate::verify::{self, Expect, SignatureCheck};
+use crate::verify::{self, Cause, Expect, SignatureCheck};
+
+/// The version of `verify --json`'s document (its `format` field): 1 is `{"format", "isos":
+/// [...]}`, one object per ISO.
+pub const FORMAT: u32 = 1;
 
 /// Verifies each ISO; stdout gets one line per violation (or per good ISO), or JSON.
 pub fn run(args: VerifyArgs) -> Result<(), AppError> {
@@ -44,7 +48,7 @@ pub fn run(args: VerifyArgs) -> Result<(), AppError> {
     }
     let bad: usize = reports.iter().map(|r| r.violations.len()).sum();
     if args.json {
-        let value: Vec<_> = reports
+        let isos: Vec<_> = reports
             .iter()
             .map(|r| {
                 json!({
@@ -60,6 +64,7 @@ pub fn run(args: VerifyArgs) -> Result<(), AppError> {
                 })
             })
             .collect();
+        let value = json!({ "format": FORMAT, "isos": isos });
         crate::outln!(
             "{}",
             serde_json::to_string_pretty(&value).expect("JSON of plain values")
@@ -91,14 +96,38 @@ pub fn run(args: VerifyArgs) -> Result<(), AppError> {
     }
     if bad > 0 {
         let isos = reports.iter().filter(|r| !r.violations.is_empty()).count();
+        let cause = reports.iter().filter_map(|r| r.cause()).max();
         return Err(AppError::failure(
             anyhow::anyhow!("{bad} contract violation(s) in {isos} ISO(s)"),
-            Some(format!(
-                "each line above names the path and the rule; the rules are in README.md, section \
-                 \"{}\"",
-                crate::verify::README_SECTION
-            )),
+            Some(closing_hint(cause, args.trusted_root.is_some())),
         ));
     }
     Ok(())
+}
+
+/// The hint that fits the gravest cause: a damaged copy, then signatures judged against another
+/// root than the ISO's, then a damaged image, then the contract's rules.
+fn closing_hint(cause: Option<Cause>, own_root: bool) -> String {
+    match cause {
+        Some(Cause::Damaged) => "the file is damaged or incomplete: copy the ISO again and check \
+             it against its .sha256 (sha256sum -c ISO.sha256)"
+            .into(),
+        Some(Cause::Signature) if !own_root => "the signatures were judged against Sigstore's \
+             public-good root; an ISO built against another Sigstore (a private one, or \
+             cks-iso-world's) needs that root: pass --trusted-root FILE"
+            .into(),
+        Some(Cause::Signature) => "check that --trusted-root and --signature-policy are the ones \
+             the ISO was built with; if they are, the signatures or their evidence were changed \
+             after the build"
+            .into(),
+        Some(Cause::Image) => "each line above names the image archive and what in it does not \
+             match (a blob and its digest): the image is damaged; build the ISO again, or copy it \
+             again and check it against its .sha256"
+            .into(),
+        Some(Cause::Contract) | None => format!(
+            "each line above names the path and the rule; the rules are in README.md, section \
+             \"{}\"",
+            crate::verify::README_SECTION
+        ),
+    }
 }

@@ -32,7 +32,7 @@ pub struct SignatureArgs {
     /// fail too); build also checks dl.k8s.io binaries (.sig/.cert and their Rekor entry), where
     /// one of Kubernetes 1.26 or later without a signature fails under verify too; pull writes no
     /// archive of an image that fails [default: build: config file, else verify; pull: off].
-    #[arg(long, value_name = "MODE", env = env::CKS_ISO_SIGNATURES.name, value_parser = ["off", "verify", "warn", "enforce"])]
+    #[arg(long, value_name = "MODE", env = env::CKS_ISO_SIGNATURES.name, hide_env_values = true, value_parser = ["off", "verify", "warn", "enforce"])]
     pub signatures: Option<String>,
     /// What signatures are judged against.
     #[command(flatten)]

@@ -17,7 +17,7 @@ pub enum ConfigError {
         implicit: bool,
     },
     /// The file is not valid YAML for the model (includes unknown keys, by name).
-    #[error("configuration file {}: {}", path.display(), first_line(parser))]
+    #[error("configuration file {}: {}", path.display(), parse_message(parser))]
     Parse {
         /// The file.
         path: PathBuf,
@@ -64,12 +64,15 @@ impl ConfigError {
             Self::Read { .. } => {
                 "check --config or CKS_ISO_CONFIG; leave both unset to use flags only".into()
             }
-            Self::Parse { .. } => {
-                "known keys: mirrors, registry-mirrors, insecure-registries, ca-files, authfile, \
-                 jobs, retries, connect-timeout, idle-timeout, signatures, trusted-root, \
-                 signature-policy, rekor-url, cloudstack (see \
-                 README, Configuration file)"
-                    .into()
+            Self::Parse { parser, .. } => {
+                let known = format!(
+                    "known keys: {} (README, Configuration file)",
+                    KEYS.join(", ")
+                );
+                match unknown_key(parser).and_then(|key| closest(&key)) {
+                    Some(key) => format!("did you mean `{key}`? {known}"),
+                    None => known,
+                }
             }
             Self::Value { .. } => return None,
         })
@@ -92,6 +95,52 @@ impl ConfigError {
 
 /// The first line of the parser's message, which names the key and position; the rest is a
 /// snippet of the source.
+/// The keys a configuration file may hold (`Network`'s fields, kebab-case).
+const KEYS: [&str; 14] = [
+    "mirrors",
+    "registry-mirrors",
+    "insecure-registries",
+    "ca-files",
+    "authfile",
+    "jobs",
+    "retries",
+    "connect-timeout",
+    "idle-timeout",
+    "signatures",
+    "trusted-root",
+    "signature-policy",
+    "rekor-url",
+    "cloudstack",
+];
+
+/// The key serde refused as unknown, from its ``unknown field `x`, expected one of …``.
+fn unknown_key(err: &serde_saphyr::Error) -> Option<String> {
+    let text = first_line(err);
+    let rest = text.split("unknown field `").nth(1)?;
+    Some(rest.split('`').next()?.to_owned())
+}
+
+/// The known key nearest to `key`, when it is near enough to be a typo.
+fn closest(key: &str) -> Option<&'static str> {
+    KEYS.iter()
+        .map(|k| (strsim::jaro_winkler(key, k), *k))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| k)
+}
+
+/// The parser's first line; for an unknown key just that, the known keys being in the hint.
+fn parse_message(err: &serde_saphyr::Error) -> String {
+    let first = first_line(err);
+    match (unknown_key(err), first.split_once(", expected")) {
+        (Some(key), Some((_, _))) => {
+            let at = first.find(" at line").map_or("", |i| &first[i..]);
+            format!("unknown key `{key}`{at}")
+        }
+        _ => first,
+    }
+}
+
 fn first_line(err: &serde_saphyr::Error) -> String {
     let text = err.to_string();
     let first = text.lines().next().unwrap_or_default();

@@ -50,6 +50,12 @@ pub enum PlanError {
         /// The flag or argument.
         what: &'static str,
     },
+    /// Several required flags are missing: all of them, in one error.
+    #[error("{} are required", list_and(what))]
+    MissingSeveral {
+        /// The flags.
+        what: Vec<&'static str>,
+    },
     /// The positional form has the wrong number of arguments.
     #[error("the positional form takes 7 to 9 arguments, not {count}")]
     Positional {
@@ -204,6 +210,14 @@ pub fn headlamp_ghcr_image(version: &str) -> String {
 }
 
 impl PlanError {
+    /// [`PlanError::Missing`] for one flag, [`PlanError::MissingSeveral`] for more.
+    fn missing(what: Vec<&'static str>) -> Self {
+        match what[..] {
+            [one] => Self::Missing { what: one },
+            _ => Self::MissingSeveral { what },
+        }
+    }
+
     /// What the user can do.
     pub fn hint(&self) -> Option<String> {
         Some(match self {
@@ -373,15 +387,10 @@ pub fn request_in(
         at(0).map(PathBuf::from),
         flags.output,
     )?;
-    let kubernetes = merge("KUBERNETES_VERSION / --kubernetes", at(1), flags.kubernetes)?.ok_or(
-        PlanError::Missing {
-            what: "--kubernetes",
-        },
-    )?;
+    let kubernetes = merge("KUBERNETES_VERSION / --kubernetes", at(1), flags.kubernetes)?;
     let cni = merge("CNI_VERSION / --cni", at(2), flags.cni)?;
     let crictl = merge("CRICTL_VERSION / --crictl", at(3), flags.crictl)?;
-    let network = merge("NETWORK_YAML / --network", at(4), flags.network)?
-        .ok_or(PlanError::Missing { what: "--network" })?;
+    let network = merge("NETWORK_YAML / --network", at(4), flags.network)?;
     let dashboard = merge(
         "DASHBOARD_YAML / --dashboard",
         slot_dashboard,
@@ -392,10 +401,23 @@ pub fn request_in(
     } else {
         "--name"
     };
-    if dashboard.is_none() && headlamp_version.is_none() {
-        return Err(PlanError::Missing {
-            what: "--dashboard (or --headlamp-version)",
-        });
+    // Every missing flag in one error, not one per run.
+    let missing: Vec<&'static str> = [
+        ("--kubernetes", kubernetes.is_none()),
+        ("--network", network.is_none()),
+        (
+            "--dashboard (or --headlamp-version)",
+            dashboard.is_none() && headlamp_version.is_none(),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(what, missing)| missing.then_some(what))
+    .collect();
+    let (Some(kubernetes), Some(network)) = (kubernetes, network) else {
+        return Err(PlanError::missing(missing));
+    };
+    if !missing.is_empty() {
+        return Err(PlanError::missing(missing));
     }
     // The mistakes of the 4.22 documentation's arm64 and etcd examples.
     if let Some(given) = at(6).filter(|n| Arch::parse(n).is_ok()) {
@@ -445,6 +467,15 @@ pub fn request_in(
     })
 }
 
+/// `a`, `a and b`, `a, b and c`.
+fn list_and(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 /// `<name>-<x86_64|aarch64>.iso`, as upstream names it.
 pub fn iso_file_name(name: &str, arch: Arch) -> String {
     format!("{name}-{}.iso", arch.uname())
@@ -457,11 +488,10 @@ pub struct Edited {
     pub text: String,
     /// Every image it references, normalised.
     pub images: Vec<String>,
-    /// What was changed, for the log.
+    /// What was changed, for the log (information: the user need not act).
     pub notes: Vec<String>,
-    /// What was repaired in upstream's text (a joined `---`), for a warning the user sees.
-    pub warnings: Vec<String>,
-    /// Edits `versions.txt` records (as comments): the pull policies inserted.
+    /// Edits `versions.txt` records (as comments): the pull policies inserted and upstream's
+    /// defects repaired (a joined `---`, split). Each is also one of the notes.
     pub edits: Vec<String>,
 }
 
@@ -477,16 +507,19 @@ fn join_lines(lines: &[usize]) -> String {
 /// Applies the contract's edits to the manifest `name` and lists its images.
 pub fn edit(name: &str, text: &str, role: &Role) -> Result<Edited, ManifestError> {
     let mut notes = Vec::new();
-    let mut warnings = Vec::new();
+    let mut edits = Vec::new();
     let mut text = text.to_owned();
     let joined = manifest::find_joined_separators(&text);
     if !joined.is_empty() {
-        for j in &joined {
-            warnings.push(format!(
-                "line {} joins two documents ({:?}): split it so each document parses on its own",
-                j.line, j.text
-            ));
-        }
+        // Upstream's defect, repaired here: information, said once, not a warning the user
+        // cannot act on.
+        let note = format!(
+            "split the `---` joined to the end of line(s) {} (upstream's file runs two documents \
+             together there)",
+            join_lines(&joined.iter().map(|j| j.line).collect::<Vec<_>>())
+        );
+        notes.push(note.clone());
+        edits.push(note);
         text = manifest::split_joined_separators(&text);
     }
     match role {
@@ -515,7 +548,6 @@ pub fn edit(name: &str, text: &str, role: &Role) -> Result<Edited, ManifestError
         ));
     }
     let (pulled, inserted) = manifest::insert_if_not_present(&pulled);
-    let mut edits = Vec::new();
     if !inserted.is_empty() {
         let note = format!(
             "imagePullPolicy: IfNotPresent inserted for {} container(s) with an untagged or \
@@ -547,7 +579,6 @@ pub fn edit(name: &str, text: &str, role: &Role) -> Result<Edited, ManifestError
         images: manifest::images(&docs),
         text: pulled,
         notes,
-        warnings,
         edits,
     })
 }

@@ -230,8 +230,15 @@ fn joined_separators_are_split_and_reported() {
     let text =
         "kind: A\nmetadata:\n  name: rbac.authorization.k8s.io---\nkind: B\nmetadata:\n  name: b\n";
     let e = edit("manifest.yaml", text, &Role::Csi).unwrap();
-    assert!(e.warnings[0].contains("line 3 joins two documents"));
-    assert!(e.notes.is_empty(), "a repair is a warning, not a note");
+    assert_eq!(
+        e.notes.len(),
+        1,
+        "one line per repaired file: {:?}",
+        e.notes
+    );
+    assert!(e.notes[0].contains("line(s) 3"), "{:?}", e.notes);
+    assert_eq!(e.edits, e.notes, "recorded in versions.txt");
+    assert!(!e.text.contains("k8s.io---"), "split: {}", e.text);
 }
 
 #[test]

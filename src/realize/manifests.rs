@@ -124,9 +124,6 @@ pub(super) async fn manifest(
     for note in &edited.notes {
         tracing::info!("{dest}: {note}");
     }
-    for warning in &edited.warnings {
-        tracing::warn!("{dest} from {origin}: {warning}");
-    }
     let file = put_text(dir, dest, origin.clone(), &edited.text)?;
     if let Some(entry) = locked.filter(|e| e.sha256 != file.sha256) {
         tracing::warn!(

@@ -92,7 +92,8 @@ pub async fn realize(
         work,
     } = inputs;
     let client = build_client(&settings.http)?;
-    // Files come one by one, their total unknown up front: events in JSON mode only.
+    // Files come one by one, their total unknown up front: a spinner with a count, plain lines
+    // or events (`Ui::items`).
     let files = reporter.items("downloading files");
     let cache = registry.cache().clone();
     let fetcher = Fetcher {

@@ -133,7 +133,15 @@ impl ResolveError {
     pub fn hint(&self) -> Option<String> {
         let pin = env::AUTOSCALER_VERSION.name;
         Some(match self {
-            Self::BadVersion { .. } => "give a release such as v1.33.1 or 1.33.1".into(),
+            Self::BadVersion { value } if value.trim() == "latest" => {
+                "`latest` may name a pre-release, which CloudStack cannot register: give a \
+                 release such as 1.33.1, or a label: stable, stable-1.33, 1.33 (for stable-1.33), \
+                 stable-1 or latest-1.33"
+                    .into()
+            }
+            Self::BadVersion { .. } => "give a release such as 1.33.1, or a label: stable, \
+                 stable-1.33, 1.33 (for stable-1.33), stable-1 or latest-1.33"
+                .into(),
             Self::TooOld { .. } => "build an ISO for Kubernetes 1.20 or later".into(),
             Self::BadAutoscalerPin { origin, .. } => {
                 format!("give {origin} a release such as 1.33.4")

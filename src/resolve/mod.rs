@@ -15,6 +15,7 @@ mod error;
 pub mod git;
 pub mod kubeadm;
 pub mod pktline;
+pub mod published;
 mod resolution;
 pub mod version;
 

@@ -58,6 +58,24 @@ pub enum ResolutionError {
         /// Where they were looked for.
         url: String,
     },
+    /// The release was never published (dl.k8s.io's labels say so), which is why `source`
+    /// happened.
+    #[error(
+        "Kubernetes v{version} is not a published release{}",
+        match nearest.is_empty() {
+            true => String::new(),
+            false => format!("; the nearest that exist: {}", super::published::list(nearest)),
+        }
+    )]
+    Unpublished {
+        /// The release asked for.
+        version: String,
+        /// Published releases near it, with the labels that name them.
+        nearest: Vec<super::published::Nearest>,
+        /// What failed for want of it.
+        #[source]
+        source: Box<ResolutionError>,
+    },
 }
 
 impl ResolutionError {
@@ -74,6 +92,16 @@ impl ResolutionError {
             Self::NoExtras { url, .. } => Some(format!(
                 "make {url} reachable, directly or through --mirror https://raw.githubusercontent.com=…"
             )),
+            Self::Unpublished {
+                version, nearest, ..
+            } => Some(match nearest.first() {
+                Some(n) => format!(
+                    "pass a published release, e.g. --kubernetes {} (or the label {}); if \
+                     v{version} came out just now, a --mirror may not have it yet",
+                    n.version, n.label
+                ),
+                None => "pass a published release, or a label such as stable".into(),
+            }),
         }
     }
 }
@@ -94,8 +122,11 @@ pub struct Resolution {
     pub downloads: Vec<DownloadRow>,
     /// Every image a build bundles, fully qualified, each once.
     pub images: Vec<ImageRow>,
-    /// Things the user should read.
+    /// Things the user should read, and may need to act on.
     pub warnings: Vec<String>,
+    /// Upstream defects a build repairs (a CSI manifest's joined `---`): information only; a
+    /// build says it when it makes the repair.
+    pub notes: Vec<String>,
     /// The pins the URLs were derived from, for `build`.
     #[serde(skip)]
     pub pins: Pins,
@@ -280,9 +311,39 @@ pub struct LockedInputs {
     pub pinned: bool,
 }
 
-/// Resolves versions, URLs and images; shared by `resolve` and `build`.
+/// Resolves versions, URLs and images; shared by `resolve` and `build`. A failure that a
+/// never-published release explains (no kubeadm constants at its tag, no autoscaler for its
+/// minor) is reported as that, with the nearest releases that exist
+/// ([`ResolutionError::Unpublished`]).
 pub async fn resolve(p: Partial, fetcher: &Fetcher<'_>) -> Result<Resolution, ResolutionError> {
+    let kube = p.kube.clone();
+    let err = match resolve_as_given(p, fetcher).await {
+        Ok(resolution) => return Ok(resolution),
+        Err(err) => err,
+    };
+    let explained = matches!(
+        &err,
+        ResolutionError::NoExtras { .. }
+            | ResolutionError::Resolve(ResolveError::NoAutoscalerRelease { .. })
+    );
+    if explained
+        && let Some(nearest) = super::published::nearest_if_unpublished(&kube, fetcher).await
+    {
+        return Err(ResolutionError::Unpublished {
+            version: kube.to_string(),
+            nearest,
+            source: Box::new(err),
+        });
+    }
+    Err(err)
+}
+
+async fn resolve_as_given(
+    p: Partial,
+    fetcher: &Fetcher<'_>,
+) -> Result<Resolution, ResolutionError> {
     let mut warnings = Vec::new();
+    let mut notes = Vec::new();
     let offline = fetcher.download.offline;
     // A pinned release needs no tag listing (upstream's script only downloads its manifest, and
     // a build that cannot reach git must still work); a wrong pin fails on that download.
@@ -366,7 +427,7 @@ pub async fn resolve(p: Partial, fetcher: &Fetcher<'_>) -> Result<Resolution, Re
             reason,
         };
         for note in check_yaml(text.as_bytes()).map_err(bad)? {
-            warnings.push(format!("CSI manifest: {note}"));
+            notes.push(format!("CSI manifest: {note}"));
         }
         for image in images_in_yaml(&text).map_err(bad)? {
             add(&image, ImageSource::Csi)?;
@@ -405,6 +466,7 @@ pub async fn resolve(p: Partial, fetcher: &Fetcher<'_>) -> Result<Resolution, Re
         downloads,
         images: image_rows,
         warnings,
+        notes,
         pins,
     })
 }

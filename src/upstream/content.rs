@@ -281,8 +281,8 @@ pub fn check_yaml(bytes: &[u8]) -> Result<Vec<String>, WrongContent> {
     let joined = manifest::find_joined_separators(text);
     if !joined.is_empty() {
         notes.push(format!(
-            "a `---` document separator is joined to the previous line (line {}); the documents \
-             merge unless the line is split",
+            "a `---` is joined to the end of line(s) {}, running two documents together; a build \
+             splits it (and records that in versions.txt)",
             joined
                 .iter()
                 .map(|j| j.line.to_string())
@@ -360,7 +360,7 @@ mod tests {
         );
         let joined = b"kind: A\nroleRef:\n  apiGroup: rbac.authorization.k8s.io---\nkind: B\n";
         let notes = check_yaml(joined).unwrap();
-        assert!(notes[0].contains("line 3"), "{notes:?}");
+        assert!(notes[0].contains("line(s) 3"), "{notes:?}");
     }
 
     #[test]

@@ -135,7 +135,8 @@ impl Fetcher<'_> {
                 &HeaderMap::new(),
                 limit,
             )
-            .await?;
+            .await
+            .map_err(|e| keyed_by(e, url))?;
             // Text that is not UTF-8 was damaged on the way until proven otherwise; past the
             // budget it is taken as it is (a lossy read names the damage where it is used).
             let damaged = format!("{} sent text that is not UTF-8", redact(url));
@@ -417,7 +418,8 @@ impl Fetcher<'_> {
         }
         self.download
             .to_sink(&from, &HeaderMap::new(), &mut sink)
-            .await?;
+            .await
+            .map_err(|e| keyed_by(e, url))?;
         Ok((sink, from))
     }
 
@@ -466,5 +468,16 @@ impl Fetcher<'_> {
                 url: from,
                 reason,
             })
+    }
+}
+
+/// An `--offline` miss names the upstream URL the cache is keyed by, not the mirror's URL the
+/// request would have gone to: that is what `cache ls` lists and a lock records.
+fn keyed_by(err: FetchError, url: &str) -> FetchError {
+    match err {
+        FetchError::Offline { .. } => FetchError::Offline {
+            url: strip_userinfo(url),
+        },
+        other => other,
     }
 }

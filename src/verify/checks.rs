@@ -5,7 +5,7 @@ use std::path::Path;
 
 use hadris_fs::FileType;
 
-use super::{Expect, Report, Violation};
+use super::{Cause, Expect, Report, Violation};
 use crate::archive;
 use crate::cloudstack::CloudStack;
 use crate::contract::{self, K8S_BINARIES};
@@ -28,6 +28,8 @@ const REQUIRED: [&str; 8] = [
 ];
 
 pub(super) struct Ctx<'a> {
+    /// What the violations reported now most likely mean (set around the signature checks).
+    pub(super) cause: Cause,
     pub(super) reader: &'a IsoReader,
     pub(super) entries: BTreeMap<String, Entry>,
     pub(super) report: &'a mut Report,
@@ -39,9 +41,24 @@ pub(super) struct Ctx<'a> {
 
 impl Ctx<'_> {
     pub(super) fn violation(&mut self, path: &str, problem: impl Into<String>) {
+        self.violation_as(self.cause, path, problem);
+    }
+
+    /// A violation whose likely meaning is `cause`; a problem that starts with the path (as the
+    /// reader's errors do) does not repeat it.
+    pub(super) fn violation_as(&mut self, cause: Cause, path: &str, problem: impl Into<String>) {
+        let problem = problem.into();
+        let problem = match problem
+            .strip_prefix(path)
+            .and_then(|p| p.strip_prefix(": "))
+        {
+            Some(rest) if !path.is_empty() => rest.to_owned(),
+            _ => problem,
+        };
         self.report.violations.push(Violation {
             path: path.to_owned(),
-            problem: problem.into(),
+            problem,
+            cause,
         });
     }
 
@@ -49,7 +66,7 @@ impl Ctx<'_> {
         match self.reader.read_small(path, TEXT_LIMIT) {
             Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
             Err(e) => {
-                self.violation(path, e.reason);
+                self.violation_as(Cause::Damaged, path, e.reason);
                 None
             }
         }
@@ -68,6 +85,7 @@ pub(super) fn run(
         .map(|e| (e.path.clone(), e))
         .collect();
     let mut cx = Ctx {
+        cause: Cause::Contract,
         reader,
         entries,
         report,
@@ -97,7 +115,9 @@ pub(super) fn run(
     }
     super::sboms::check(&mut cx, versions.as_ref());
     if let Some(sig) = &expect.signatures {
+        cx.cause = Cause::Signature;
         super::signatures::check(&mut cx, versions.as_ref(), sig);
+        cx.cause = Cause::Contract;
     }
     Ok(())
 }
@@ -123,7 +143,8 @@ fn foreign(cx: &mut Ctx, iso: &Path, expect: &Expect) -> Result<(), ReadError> {
     Ok(())
 }
 
-/// The volume ID nodes look for, and a volume as long as it declares.
+/// The volume ID nodes look for (a copy shorter than its volume was reported before any rule,
+/// alone, by `super::verify`).
 fn volume(cx: &mut Ctx, expect: &Expect) {
     if cx.reader.volume_id() != expect.volume_id {
         let found = cx.reader.volume_id().to_owned();
@@ -132,15 +153,6 @@ fn volume(cx: &mut Ctx, expect: &Expect) {
             format!(
                 "volume ID is {found:?}; nodes look for {:?}",
                 expect.volume_id
-            ),
-        );
-    }
-    let (declared, actual) = cx.reader.sizes();
-    if actual < declared {
-        cx.violation(
-            "",
-            format!(
-                "the volume declares {declared} bytes, the file holds {actual}: a truncated copy"
             ),
         );
     }
@@ -432,7 +444,7 @@ fn images(cx: &mut Ctx, versions: Option<&Versions>, arch: Option<Arch>) -> BTre
             .and_then(|f| archive::inspect(f, arch).map_err(|e| e.to_string()));
         cx.report.images += 1;
         match inspected {
-            Err(problem) => cx.violation(path, problem),
+            Err(problem) => cx.violation_as(Cause::Image, path, problem),
             Ok(i) => {
                 if i.name.as_deref() != Some(record.name.as_str()) {
                     cx.violation(

@@ -70,6 +70,29 @@ pub struct Violation {
     pub path: String,
     /// What is wrong.
     pub problem: String,
+    /// What the violation most likely means, for the hint that closes the report.
+    pub cause: Cause,
+}
+
+/// What a violation most likely means: the hint a report ends with follows the gravest one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Cause {
+    /// The ISO breaks a rule of the contract.
+    Contract,
+    /// An image archive does not read well (a blob that does not match its digest, a broken
+    /// tar): the image is damaged.
+    Image,
+    /// A signature or its evidence does not verify against the trusted root and policy given.
+    Signature,
+    /// The file is cut short or cannot be read where its directory points: a damaged copy.
+    Damaged,
+}
+
+impl Report {
+    /// The gravest cause among the violations, if any.
+    pub fn cause(&self) -> Option<Cause> {
+        self.violations.iter().map(|v| v.cause).max()
+    }
 }
 
 /// The outcome for one ISO.
@@ -100,6 +123,20 @@ pub fn verify(iso: &Path, expect: &Expect) -> Result<Report, ReadError> {
         violations: Vec::new(),
         notes: Vec::new(),
     };
+    // A copy cut short breaks every rule whose bytes lie past its end: say that once, alone.
+    let (declared, actual) = reader.sizes();
+    if actual < declared {
+        report.violations.push(Violation {
+            path: String::new(),
+            problem: format!(
+                "a truncated copy: the volume declares {}, the file has {}",
+                indicatif::HumanBytes(declared),
+                indicatif::HumanBytes(actual)
+            ),
+            cause: Cause::Damaged,
+        });
+        return Ok(report);
+    }
     checks::run(&reader, iso, expect, &mut report)?;
     Ok(report)
 }

@@ -324,6 +324,14 @@ fn the_registration_line_names_each_iso_by_arch_with_its_sha256() {
         "https://files.example.org/cks/",
     ]));
     let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    // Versioned, and the versions as fields (README, "cks-iso build").
+    assert_eq!(doc["format"], 1, "{doc:#}");
+    assert_eq!(doc["versions"]["kubernetes"], k.as_str(), "{doc:#}");
+    assert!(doc["versions"]["cni"].is_string(), "{doc:#}");
+    assert!(
+        doc["summary"].as_str().unwrap().starts_with("kubernetes v"),
+        "{doc:#}"
+    );
     let isos = doc["isos"].as_array().unwrap();
     assert_eq!(isos.len(), 2);
     for iso in isos {

@@ -127,10 +127,13 @@ fn an_iso_from_elsewhere_names_the_archive_nodes_cannot_import_first() {
         .unwrap();
     let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(
-        report[0]["notes"],
+        report["isos"][0]["notes"],
         serde_json::json!(["not built by cks-iso: checking what nodes read"])
     );
-    assert_eq!(report[0]["violations"][0]["path"], PAUSE, "{report:#}");
+    assert_eq!(
+        report["isos"][0]["violations"][0]["path"], PAUSE,
+        "{report:#}"
+    );
 
     // What containerd itself says of both archives.
     let Some(containerd) = Containerd::start() else {

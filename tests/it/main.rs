@@ -41,6 +41,7 @@ mod messages;
 mod no_internet;
 mod packaging;
 mod parser_properties;
+mod progress;
 mod ranged_pull;
 mod real_tools;
 mod referrer_shapes;

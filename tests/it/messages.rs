@@ -3,6 +3,8 @@
 
 use crate::support::*;
 
+mod first_hour;
+
 /// A failing run: its arguments, environment, exit code, and what its first line must name.
 type Case<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, i32, &'a str);
 

@@ -263,6 +263,16 @@ fn both_arches_verify_and_carry_the_evidence() {
         !out.status.success() && text.contains("Rekor signed entry timestamp"),
         "{text}"
     );
+    // The closing hint names the likely cause: another root than the one the ISO was built with.
+    let err = stderr(&out);
+    let hint = err
+        .lines()
+        .find(|l| l.starts_with("hint: "))
+        .unwrap_or_default();
+    assert!(
+        hint.contains("pass --trusted-root FILE") && !hint.contains("The ISO contract"),
+        "{err}"
+    );
 
     // Tampered ISOs: re-authored from the extracted tree with one thing changed.
     let tree = dir.path().join("tree-amd64");

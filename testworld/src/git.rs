@@ -26,11 +26,17 @@ pub fn require_git() {
 }
 
 /// A git command isolated from the user's and the system's configuration.
+/// The date of every commit and tag the world makes: with it, the same tags are the same commits
+/// in every world start, so a lock's `autoscaler-commit` from one start holds in the next.
+const GIT_DATE: &str = "1700000000 +0000";
+
 fn git(dir: &Path) -> Command {
     let mut cmd = Command::new("git");
     cmd.current_dir(dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_DATE", GIT_DATE)
+        .env("GIT_COMMITTER_DATE", GIT_DATE)
         .args([
             "-c",
             "user.name=cks-iso tests",

@@ -11,6 +11,9 @@ use crate::cli::{CacheLsArgs, CachePruneArgs, CacheVerifyArgs};
 use crate::ui::{Ui, printable};
 use crate::upstream::tie::{Tie, tie};
 
+/// The version of `cache ls --json`'s document (its `format` field).
+pub const FORMAT: u32 = 1;
+
 /// Prints the blobs' count and size, the index, and what each lock needs.
 pub(super) fn ls(args: CacheLsArgs) -> Result<(), AppError> {
     let cache = open(args.cache.cache_dir)?;
@@ -27,6 +30,7 @@ pub(super) fn ls(args: CacheLsArgs) -> Result<(), AppError> {
     let present = |e: &crate::cache::IndexEntry| cache.size_of(&e.digest) == Some(e.size);
     if args.json {
         let value = json!({
+            "format": FORMAT,
             "root": cache.root(),
             "blobs": {"count": blobs.len(), "bytes": bytes},
             "temporary": strays.iter().map(|s| json!({
@@ -65,7 +69,7 @@ pub(super) fn ls(args: CacheLsArgs) -> Result<(), AppError> {
     crate::outln!("index: {} entries", entries.len());
     for e in &entries {
         let gone = if present(e) { "" } else { " (blob missing)" };
-        crate::outln!("  {} -> {} {}{gone}", e.key, e.digest, e.size);
+        crate::outln!("  {} -> {} {}{gone}", e.key, e.digest, human(e.size));
     }
     for (locked, needs) in locks.iter().zip(&needs) {
         let size: u64 = needs.blobs.iter().filter_map(|b| b.size).sum();
@@ -78,7 +82,7 @@ pub(super) fn ls(args: CacheLsArgs) -> Result<(), AppError> {
             needs.missing().count()
         );
         for blob in &needs.blobs {
-            let size = blob.size.map_or("?".into(), |s| s.to_string());
+            let size = blob.size.map_or("?".into(), human);
             match &blob.problem {
                 None => crate::outln!("  ok      {} {size} {}", blob.digest, blob.what),
                 Some(problem) => {

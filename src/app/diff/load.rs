@@ -115,10 +115,29 @@ pub(in crate::app) fn side(path: &Path) -> Result<Side, InputError> {
     iso(path, &label)
 }
 
+/// Whether `path` carries the ISO 9660 standard identifier where the first volume descriptor is.
+fn has_volume_descriptor(path: &Path) -> bool {
+    use std::io::{Seek, SeekFrom};
+    let mut magic = [0u8; 5];
+    crate::input::open_regular(path)
+        .and_then(|mut f| {
+            f.seek(SeekFrom::Start(16 * 2048 + 1))?;
+            f.read_exact(&mut magic)
+        })
+        .is_ok_and(|()| &magic == b"CD001")
+}
+
 fn iso(path: &Path, label: &str) -> Result<Side, InputError> {
     let reader = IsoReader::open(path).map_err(|e| InputError::Neither {
         path: path.to_owned(),
-        reason: e.reason,
+        reason: match has_volume_descriptor(path) {
+            // An ISO the reader could not follow: its words say where.
+            true => e.reason,
+            // Anything else (a text file, a tarball): say what it lacks, not how reading failed.
+            false => "it does not start with `{` as a lock does, and has no ISO 9660 volume \
+                      descriptor (CD001 at byte 32769)"
+                .into(),
+        },
     })?;
     let (declared, actual) = reader.sizes();
     if actual < declared {

@@ -7,7 +7,8 @@
 //! configuration file (download and git mirrors, registry mirrors, insecure registries), runs
 //! `CMD` with `CKS_ISO_CONFIG` pointing at it and `CKS_WORLD_NETWORK` / `CKS_WORLD_DASHBOARD` /
 //! `CKS_WORLD_HEADLAMP` holding the manifest URLs to pass as `--network` / `--dashboard` /
-//! `--headlamp`, stops everything, and exits
+//! `--headlamp` and `CKS_WORLD_TRUSTED_ROOT` the world's Sigstore trusted root for `verify
+//! --signatures --trusted-root`, stops everything, and exits
 //! with `CMD`'s status. With no command it prints the configuration and serves until stdin
 //! closes. `CKS_WORLD_KUBERNETES` picks another Kubernetes release; `CKS_WORLD_OWN_LAYER_KIB`
 //! gives every image an incompressible layer of that many KiB (4 by default), for benchmarks;
@@ -29,7 +30,47 @@ use cks_iso_testworld::rekor_v2::{BundleOptions, publish_bundles};
 use cks_iso_testworld::shaper::Shape;
 use cks_iso_testworld::world::{Options, World};
 
+/// What `cks-iso-world --help` prints: the module's words, for a person at a shell.
+const HELP: &str = "\
+Runs one command inside cks-iso's local upstream world (no internet needed).
+
+Usage: cks-iso-world [COMMAND [ARGS...]]
+
+Starts git with the autoscaler tags, the github.com / dl.k8s.io / raw.githubusercontent.com
+stand-in, a docker-registry holding every image of a Kubernetes 1.33.1 build (amd64, arm64) and
+a Sigstore of its own; writes a cks-iso configuration mapping upstream to them; runs COMMAND
+with these variables set; stops everything and exits with COMMAND's status:
+
+  CKS_ISO_CONFIG          the configuration (mirrors, registry mirrors, trusted root)
+  CKS_WORLD_NETWORK       the manifest URL to pass as --network
+  CKS_WORLD_DASHBOARD     the manifest URL to pass as --dashboard
+  CKS_WORLD_HEADLAMP      the manifest URL to pass as --headlamp
+  CKS_WORLD_TRUSTED_ROOT  the world's Sigstore trusted_root.json, for verify --trusted-root
+
+Without COMMAND it prints the configuration and serves until stdin closes (Ctrl-D) or Ctrl-C.
+
+Git commits are the same in every start; the Sigstore (keys, certificates, logs) is new in each,
+so a lock is rebuilt with --locked inside the start that wrote it.
+
+Environment:
+  CKS_WORLD_KUBERNETES      another Kubernetes release (default 1.33.1)
+  CKS_WORLD_OWN_LAYER_KIB   an incompressible layer of that many KiB in every image (default 4)
+  CKS_WORLD_SHAPE=MS,MBIT   a WAN-shaping proxy before the registry, upstream and Rekor
+  CKS_WORLD_BINARY_BUNDLES  only | beside: Sigstore bundles for the Kubernetes binaries
+
+Example:
+  cks-iso-world sh -c 'cks-iso build --kubernetes 1.33.1 --arch amd64 \\
+      --network \"$CKS_WORLD_NETWORK\" --dashboard \"$CKS_WORLD_DASHBOARD\" \\
+      --headlamp \"$CKS_WORLD_HEADLAMP\" --output out'
+";
+
 fn main() -> ExitCode {
+    if let Some(first) = std::env::args().nth(1)
+        && matches!(first.as_str(), "-h" | "--help")
+    {
+        print!("{HELP}");
+        return ExitCode::SUCCESS;
+    }
     let mut options = Options::default();
     if let Ok(v) = std::env::var("CKS_WORLD_KUBERNETES") {
         options.kubernetes = v;
@@ -68,6 +109,10 @@ fn main() -> ExitCode {
         world.dashboard_url()
     );
     eprintln!("cks-iso-world: CKS_WORLD_HEADLAMP={}", world.headlamp_url());
+    eprintln!(
+        "cks-iso-world: CKS_WORLD_TRUSTED_ROOT={}",
+        world.trusted_root_path().display()
+    );
 
     // Signals and the end of stdin both arrive here, so the world is always dropped.
     let (stop, stopped) = mpsc::channel::<()>();
@@ -102,6 +147,7 @@ fn main() -> ExitCode {
         .env("CKS_WORLD_NETWORK", world.network_url())
         .env("CKS_WORLD_DASHBOARD", world.dashboard_url())
         .env("CKS_WORLD_HEADLAMP", world.headlamp_url())
+        .env("CKS_WORLD_TRUSTED_ROOT", world.trusted_root_path())
         .spawn();
     let status = child.and_then(|mut child| {
         let mut deadline = None;
