@@ -95,13 +95,17 @@ pub fn run(args: PullArgs, ui: &Ui) -> Result<(), AppError> {
     });
 
     // One image asked for, and it failed: its own error is the report, once, with its own hint.
+    // The exit code stays the one a failed image gives among several (1), whatever the cause.
     let mut results = results;
     if references.len() == 1
         && !args.json
         && results.first().is_some_and(Result::is_err)
         && let Some(Err(err)) = results.pop()
     {
-        return Err(err);
+        return Err(AppError {
+            kind: super::error::ExitKind::Failure,
+            ..err
+        });
     }
     let mut failed = Vec::new();
     let mut report = Report {

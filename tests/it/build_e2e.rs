@@ -629,7 +629,10 @@ fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
         (
             vec!["--kubernetes", "1.34.0"],
             1,
-            vec!["AUTOSCALER_VERSION"],
+            vec![
+                "Kubernetes v1.34.0 is not a published release",
+                "no cluster-autoscaler release for Kubernetes 1.34",
+            ],
         ),
         (
             vec!["--arch", "arm64"],
