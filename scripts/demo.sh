@@ -70,5 +70,5 @@ and in that shell:
   cks-iso build --locked $mine/cks-iso.lock --output $mine/again
 
 Against the real upstream, leave out the world and the three manifest flags:
-cks-iso build --kubernetes $k8s --arch amd64 (README.md, "cks-iso build").
+cks-iso build --kubernetes $k8s --arch amd64 (docs/guide/building.md).
 NEXT
