@@ -54,28 +54,11 @@ pub fn signature(params: &[(String, String)], secret: &str) -> String {
 }
 
 /// `expires` for a request made at `now` (seconds since 1970) valid for `ttl` seconds, in the
-/// format the server parses: `2026-12-02T16:30:00+0000`. The civil date is computed here (days to
-/// year, month, day by the usual era arithmetic) rather than by a date crate: five more crates
-/// shipped in the binary for one timestamp were not worth it.
+/// format the server parses: `2026-12-02T16:30:00+0000` (RFC 3339 with the offset as CloudStack's
+/// parser wants it, from the one date formatter the SBOMs and the container image use).
 pub fn expires(now: i64, ttl: i64) -> String {
-    let at = now + ttl;
-    let (days, secs) = (at.div_euclid(86_400), at.rem_euclid(86_400));
-    // Days since 1970-01-01 → (year, month, day), proleptic Gregorian.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}+0000",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
+    let utc = cks_iso_io::date::rfc3339(now + ttl);
+    format!("{}+0000", utc.trim_end_matches('Z'))
 }
 
 #[cfg(test)]
