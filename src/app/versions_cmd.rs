@@ -63,24 +63,7 @@ fn list(args: VersionsListArgs) -> Result<(), AppError> {
     let table: Vec<[String; 6]> = rows
         .iter()
         .map(|(v, zones)| {
-            let per_zone = if zones.is_empty() {
-                v.isostate.clone()
-            } else {
-                zones
-                    .iter()
-                    .map(|z| {
-                        let state = if z.isready {
-                            "Ready"
-                        } else if z.status.is_empty() {
-                            v.isostate.as_str()
-                        } else {
-                            z.status.as_str()
-                        };
-                        format!("{}: {state}", z.zonename)
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
+            let per_zone = crate::registration::api::zones_line(&v.isostate, zones);
             [
                 v.name.clone(),
                 v.semanticversion.clone(),

@@ -159,6 +159,29 @@ pub struct IsoZone {
     pub checksum: String,
 }
 
+/// Each zone's copy of an ISO in one line, `zone-a: Ready, zone-b: 45% Downloaded`: what
+/// `register` shows while it waits and `versions list` shows per version (`isostate` where a
+/// zone says nothing, or where there is no zone yet).
+pub fn zones_line(isostate: &str, zones: &[IsoZone]) -> String {
+    if zones.is_empty() {
+        return isostate.to_owned();
+    }
+    zones
+        .iter()
+        .map(|z| {
+            let state = if z.isready {
+                "Ready"
+            } else if z.status.is_empty() {
+                isostate
+            } else {
+                z.status.as_str()
+            };
+            format!("{}: {state}", z.zonename)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A zone.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]

@@ -331,23 +331,9 @@ async fn wait_ready(
                 });
             };
             let zones = api.iso_zones(&v.isoid).await?;
-            let line = if zones.is_empty() {
-                format!("ISO {}", v.isostate)
-            } else {
-                zones
-                    .iter()
-                    .map(|z| {
-                        let state = if z.isready {
-                            "Ready"
-                        } else if z.status.is_empty() {
-                            v.isostate.as_str()
-                        } else {
-                            z.status.as_str()
-                        };
-                        format!("{}: {state}", z.zonename)
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ")
+            let line = match zones.is_empty() {
+                true => format!("ISO {}", v.isostate),
+                false => super::api::zones_line(&v.isostate, &zones),
             };
             if shown.get(&o.id) != Some(&line) {
                 tracing::info!("{} ({}): {line}", o.name, o.arch);
