@@ -125,7 +125,7 @@ pub struct DoctorArgs {
     /// Blob cache to check [default: $XDG_CACHE_HOME/cks-iso, else ~/.cache/cks-iso].
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Print one JSON object on stdout instead of a line per check (see README).
+    /// Print one JSON object on stdout instead of a line per check (format: docs/json.md).
     #[arg(long)]
     pub json: bool,
     /// The CloudStack API `register` would use: named and asked `listCapabilities`.
@@ -400,7 +400,7 @@ pub struct PullArgs {
     /// The signature flags, as for build.
     #[command(flatten)]
     pub signing: SignatureArgs,
-    /// Print one JSON object on stdout instead of a line per image (see README).
+    /// Print one JSON object on stdout instead of a line per image (format: docs/json.md).
     #[arg(long)]
     pub json: bool,
     /// Network settings (mirrors, registries, CA files, credentials, jobs, retries, timeouts).
