@@ -2,7 +2,7 @@
 
 use super::ManifestError;
 
-/// The RBAC appended to the autoscaler manifest (upstream.md §3): read access the CloudStack
+/// The RBAC appended to the autoscaler manifest (docs/upstream.md §3): read access the CloudStack
 /// example's ClusterRole lacks for newer autoscalers (VolumeAttachments from 1.32, DRA objects
 /// from 1.35), bound to the autoscaler's ServiceAccount. Starts with a blank line and `---`, so
 /// it can never join a last line that has no newline.
