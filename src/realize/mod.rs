@@ -20,7 +20,7 @@ pub use error::RealizeError;
 pub use signatures::ArchSignatures;
 
 use crate::config::Settings;
-use crate::fetch::{Download, build_client};
+use crate::fetch::{Download, build_bulk_client, build_client};
 use crate::image::{Arch, Image, Reference};
 use crate::lock::{Lock, ManifestEntry};
 use crate::plan::{self, IsoFile, Request};
@@ -92,6 +92,7 @@ pub async fn realize(
         work,
     } = inputs;
     let client = build_client(&settings.http)?;
+    let bulk = build_bulk_client(&settings.http)?;
     // Files come one by one, their total unknown up front: a spinner with a count, plain lines
     // or events (`Ui::items`).
     let files = reporter.items("downloading files");
@@ -104,6 +105,7 @@ pub async fn realize(
             offline: settings.http.offline,
             budget: None,
         },
+        bulk: Some(&bulk),
         mirrors: &settings.mirrors,
         store: Some(&cache),
     };
