@@ -10,10 +10,13 @@
 #                                  world_value KEY reads one of its KEY=VALUE lines
 #   bench_timed RSSFILE OUT CMD... runs CMD under GNU time, its output into OUT: its wall
 #                                  seconds on stdout, its peak RSS in KiB into RSSFILE
-#   bench_rounds KEY TOOL...       RUNS interleaved rounds: each runs `run_tool TOOL` (defined by
-#                                  the script; prints "<seconds> <peak RSS KiB> [connections]"),
-#                                  records it under KEY.TOOL with the load average it started at,
-#                                  and prints one line per run
+#   bench_warmup TOOL              one untimed `run_tool TOOL`: a registry serves each blob far
+#                                  slower the first time, which no tool should pay alone
+#   bench_rounds KEY TOOL...       RUNS interleaved rounds, each starting one tool further on:
+#                                  each runs `run_tool TOOL` (defined by the script; prints
+#                                  "<seconds> <peak RSS KiB> [connections]"), records it under
+#                                  KEY.TOOL with the load average it started at, and prints one
+#                                  line per run
 #   bench_table KEY BASE TOOL...   medians per tool, peak RSS, connections, load, and the ratio to
 #                                  BASE; bench_median KEY.TOOL (and bench_median_of) for the goals
 #
@@ -111,14 +114,24 @@ bench_timed() { # RSSFILE OUT CMD...
 	bench_since "$t0"
 }
 
+bench_warmup() { # TOOL
+	local r
+	r=$(run_tool "$1") || die "the warm-up ($1) failed"
+	echo "  warm-up: $1 $(cut -d' ' -f1 <<<"$r") s (untimed), load $(bench_load 1)"
+}
+
 bench_rounds() { # KEY TOOL...
 	local key=$1 round tool r secs rss conns load
 	shift
 	for tool in "$@"; do
 		T[$key.$tool]=""; RSS[$key.$tool]=0; CONN[$key.$tool]=""; LOAD[$key.$tool]=""
 	done
+	local tools=("$@") n=$# i
 	for round in $(seq 1 "$RUNS"); do
-		for tool in "$@"; do
+		# Each round starts one tool further on, so no tool always runs right after the same one
+		# (or first, after the untimed warm-up).
+		for i in $(seq 0 $((n - 1))); do
+			tool=${tools[$(((i + round - 1) % n))]}
 			load=$(bench_load 1)
 			r=$(run_tool "$tool") || die "$tool failed in round $round"
 			read -r secs rss conns <<<"$r"
