@@ -55,7 +55,10 @@
 //! stored in the ISO's `signatures/`. cosign appends to a tag, so the tag moves; `--locked` fetches
 //! the signature manifest by this digest instead, and an image without it has its tag resolved
 //! anew. `size` of an image is
-//! its manifest, config and layers in bytes, as the registry serves them. A
+//! its manifest, config and layers in bytes, as the registry serves them. A file's `size` is 0 in
+//! the lock a build resolves before realizing it (the published sha256 is known, the body not
+//! yet); the lock it writes records the size taken, and a `0` read back bounds nothing (the
+//! sha256 decides). A
 //! local manifest's source keeps only its file name (`file:<name>`): hosts differ, content does
 //! not, and `--locked` checks the content. Pure: no network, no file system.
 
@@ -207,7 +210,7 @@ pub struct FileEntry {
     pub path: String,
     /// Upstream URL (the legacy name when that was used).
     pub url: String,
-    /// Bytes.
+    /// Bytes; 0 before the body was seen (see the module's notes).
     pub size: u64,
     /// sha256, lowercase hex.
     pub sha256: String,
@@ -453,6 +456,17 @@ impl Lock {
     /// The manifest at `path`.
     pub fn manifest(&self, path: &str) -> Option<&ManifestEntry> {
         self.manifests.iter().find(|m| m.path == path)
+    }
+
+    /// Whether an arm64 etcd is kept under its own name rather than the one etcd nodes read
+    /// ([`crate::upstream::Pins::etcd_own_name`]): locks written before arm64 etcd went under
+    /// that name rebuild as they were.
+    pub fn etcd_own_name(&self) -> bool {
+        let own = crate::contract::etcd_tarball("arm64", true);
+        self.arches
+            .values()
+            .flat_map(|a| &a.files)
+            .any(|f| f.path == own)
     }
 }
 

@@ -1,7 +1,9 @@
-//! `cks-iso build`: the whole CKS binaries ISO, one per `--arch`. The arguments become a request
-//! (or, with `--locked`, the lock's), the library realizes it ([`crate::realize`]: fetch and
-//! verify, the network part, where any failure stops the run before an ISO exists) and writes
-//! the ISOs ([`crate::author`]); this module then prints the summary and the registration lines.
+//! `cks-iso build`: the whole CKS binaries ISO, one per `--arch`. The arguments become a request,
+//! which the library resolves into a lock ([`crate::realize::resolve_lock`]) — or, with
+//! `--locked`, they name the lock —; the library realizes the lock ([`crate::realize`]: fetch and
+//! verify exactly what it names, the network part, where any failure stops the run before an ISO
+//! exists) and writes the ISOs ([`crate::author`]); this module then prints the summary and the
+//! registration lines.
 //!
 //! Everything happens in a private work directory that is removed on success, error and Ctrl-C.
 
@@ -76,21 +78,39 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     };
     let checker = trust::checker::select(flags, &settings)?;
     let (cache, work) = places(args.cache_dir, &request.output)?;
-    if let (Some(lock), Some(locked), false) = (&lock, &args.locked, args.from_iso.is_empty()) {
-        super::cache::from_iso(&cache, lock, locked, &args.from_iso, args.offline)?;
+    if let (Some(lock), Some(path), false) = (&lock, &args.locked, args.from_iso.is_empty()) {
+        super::cache::from_iso(&cache, lock, path, &args.from_iso, args.offline)?;
     }
     let runtime = net::transfer_runtime()?;
+    let registry = net::registry(&settings, cache)?;
+    // A lock given is realized as it is; else the request is resolved into one first.
+    let (lock, tags_from_cache) = match lock {
+        Some(lock) => (lock, false),
+        None => {
+            let inputs = realize::LockInputs {
+                request: &request,
+                partial,
+                volume_id: volume_id.as_str(),
+                epoch,
+                settings: &settings,
+                registry: &registry,
+                work: work.path(),
+            };
+            let resolved = runtime.block_on(realize::resolve_lock(inputs))?;
+            (resolved, settings.http.offline)
+        }
+    };
     let inputs = realize::Inputs {
         request: &request,
-        partial,
+        lock: &lock,
+        tags_from_cache,
         settings: &settings,
-        registry: net::registry(&settings, cache)?,
-        locked: lock.as_ref(),
+        registry,
         checker: checker.as_ref(),
         work: work.path(),
     };
     let realized = runtime.block_on(realize::realize(inputs, ui))?;
-    let lock = realized.lock(&request, volume_id.as_str(), epoch);
+    let lock = realized.lock(&lock, &request, volume_id.as_str(), epoch);
     let built = author::all(&request, &realized, &lock, &volume_id, epoch, ui)?;
     if let Some(path) = &args.lock_file
         && let Err(e) = author::write_lock(path, &lock)
@@ -107,8 +127,7 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     if let Some(label) = &request.kubernetes_label {
         versions = format!("{versions} (kubernetes from {label})");
     }
-    let fields =
-        super::resolve::versions_json(&realized.resolution, request.kubernetes_label.as_deref());
+    let fields = super::resolve::versions_json(&lock, request.kubernetes_label.as_deref());
     summary(&built, &registrations, (&versions, fields), args.json);
     if args.registering.register {
         let isos = built
