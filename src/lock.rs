@@ -292,7 +292,7 @@ pub enum LockError {
     },
     /// A field that would write outside the output directory.
     #[error(transparent)]
-    Name(crate::plan::name::NameError),
+    Name(name::NameError),
     /// An architecture the lock does not hold.
     #[error("{origin} locks {locked}, not {wanted}")]
     Arch {
@@ -382,7 +382,7 @@ impl Lock {
         if lock.arches.is_empty() {
             return Err(invalid("it locks no architecture".into()));
         }
-        crate::plan::name::check(&lock.request.name, &format!("{origin}: request.name"))
+        name::check(&lock.request.name, &format!("{origin}: request.name"))
             .map_err(LockError::Name)?;
         // One entry per path (and image): of two, the build would take the one it finds first
         // while the reader of the lock may read the other.
@@ -459,7 +459,7 @@ impl Lock {
     }
 
     /// Whether an arm64 etcd is kept under its own name rather than the one etcd nodes read
-    /// ([`crate::upstream::Pins::etcd_own_name`]): locks written before arm64 etcd went under
+    /// (`upstream::Pins::etcd_own_name`): locks written before arm64 etcd went under
     /// that name rebuild as they were.
     pub fn etcd_own_name(&self) -> bool {
         let own = crate::contract::etcd_tarball("arm64", true);
@@ -483,7 +483,8 @@ fn twice<'a>(
     Some((name, details))
 }
 
+pub mod name;
 pub mod source;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -207,9 +207,9 @@ fn same(flag: &'static str, given: Option<String>, locked: &str) -> Result<(), P
 fn same_opt(
     flag: &'static str,
     given: Option<String>,
-    locked: Option<&str>,
+    in_lock: Option<&str>,
 ) -> Result<(), PlanError> {
-    same(flag, given, locked.unwrap_or("none"))
+    same(flag, given, in_lock.unwrap_or("none"))
 }
 
 /// Where a locked manifest comes from: its URL again, or the local file given with `flag`.

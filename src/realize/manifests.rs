@@ -122,9 +122,6 @@ pub(super) async fn manifest(
         origin: origin.clone(),
         source: Box::new(source),
     })?;
-    for note in &edited.notes {
-        tracing::info!("{dest}: {note}");
-    }
     let file = put_text(dir, dest, origin.clone(), &edited.text)?;
     if let Some(locked) = entry.filter(|e| e.sha256 != file.sha256) {
         tracing::warn!(

@@ -120,6 +120,10 @@ pub async fn realize(
     )
     .await?;
     check_image_set(lock, &common.references)?;
+    // Said once, as the manifests are staged (resolving a request took them too).
+    for note in &common.notes {
+        tracing::info!("{note}");
+    }
     let mut arches = Vec::new();
     for &arch in &request.arches {
         let shared = images::Shared {
@@ -210,6 +214,8 @@ fn kubeadm_images(lock: &Lock, kube: &KubeVersion) -> Result<Vec<String>, Realiz
 /// What every architecture shares: the manifests and units, and the images they and kubeadm name.
 struct Common {
     files: Vec<IsoFile>,
+    /// What the edits repaired, `dest: note`, for the log.
+    notes: Vec<String>,
     entries: Vec<ManifestEntry>,
     edits: Vec<(String, String)>,
     references: Vec<Reference>,
@@ -254,9 +260,11 @@ async fn take_common<'l>(
     let mut files = Vec::new();
     let mut entries = Vec::new();
     let mut edits = Vec::new();
+    let mut notes = Vec::new();
     let mut manifest_images: Vec<String> = Vec::new();
     for (file, edited, entry) in taken {
         edits.extend(edited.edits.iter().map(|e| (file.dest.clone(), e.clone())));
+        notes.extend(edited.notes.iter().map(|n| format!("{}: {n}", file.dest)));
         manifest_images.extend(edited.images);
         files.push(file);
         entries.push(entry);
@@ -273,6 +281,7 @@ async fn take_common<'l>(
     )?;
     Ok(Common {
         files,
+        notes,
         entries,
         edits,
         references,

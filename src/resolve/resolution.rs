@@ -523,3 +523,22 @@ pub fn csi_tag(given: Option<&str>) -> Option<String> {
         other => Some(format!("v{}", bare_version(other.unwrap_or(DEFAULT_CSI)))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_reports_the_versions_a_resolution_of_it_reported() {
+        let mut lock = crate::lock::tests::sample();
+        let v = ResolvedVersions::of_lock(&lock);
+        assert_eq!(v.autoscaler_source, "pinned");
+        assert_eq!((v.csi.as_str(), v.etcd_image.as_str()), ("v3.0.0", "3.5.21-0"));
+        lock.autoscaler.pinned = false;
+        lock.request.csi = None;
+        lock.request.kubernetes = "1.34.0-rc.1".into();
+        let v = ResolvedVersions::of_lock(&lock);
+        assert_eq!(v.autoscaler_source, "newest of 1.34");
+        assert_eq!(v.csi, "none");
+    }
+}
