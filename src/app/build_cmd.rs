@@ -57,8 +57,16 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     let mut settings = net::settings(args.net)?;
     settings.http.offline = args.offline;
     net::registry_mirrors(&settings)?;
-    let given = (args.cloudstack.as_deref(), args.versions.csi_version.as_deref());
-    settle(given, &settings, (&mut request, &mut partial), lock.is_some())?;
+    let given = (
+        args.cloudstack.as_deref(),
+        args.versions.csi_version.as_deref(),
+    );
+    settle(
+        given,
+        &settings,
+        (&mut request, &mut partial),
+        lock.is_some(),
+    )?;
     let flags = trust::checker::Flags {
         mode: args.signing.signatures.as_deref(),
         trusted_root: args.signing.trust.trusted_root.as_deref(),

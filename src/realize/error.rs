@@ -206,9 +206,7 @@ impl RealizeError {
             Self::NotTaken { .. }
             | Self::NotLocked { .. }
             | Self::NoLockedFile { .. }
-            | Self::NoLockedArch { .. } => {
-                OTHER_CKS_ISO.into()
-            }
+            | Self::NoLockedArch { .. } => OTHER_CKS_ISO.into(),
             Self::LockedImage { .. } => {
                 "the lock is damaged; write it again with --lock-file".into()
             }

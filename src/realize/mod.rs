@@ -31,8 +31,8 @@ use crate::plan::{self, IsoFile, Request};
 use crate::progress::Progress;
 use crate::registry::Registry;
 use crate::reporter::Reporter;
-use crate::resolve::{Extras, KubeVersion, ResolutionError};
 use crate::resolve::version::autoscaler_pin;
+use crate::resolve::{Extras, KubeVersion, ResolutionError};
 use crate::trust::checker::Checker;
 use crate::upstream::{Fetcher, Pins};
 
@@ -135,10 +135,13 @@ pub async fn realize(
             tags_from_cache,
             work,
         };
-        let entry = lock.arches.get(arch.k8s()).ok_or_else(|| RealizeError::NoLockedArch {
-            arch: arch.k8s(),
-            locked: lock.arch_list(),
-        })?;
+        let entry = lock
+            .arches
+            .get(arch.k8s())
+            .ok_or_else(|| RealizeError::NoLockedArch {
+                arch: arch.k8s(),
+                locked: lock.arch_list(),
+            })?;
         arches.push(images::one_arch(&shared, arch, entry, reporter).await?);
     }
     files.finish();
@@ -177,8 +180,12 @@ fn pins_of(lock: &Lock) -> Result<Pins, RealizeError> {
     let r = &lock.request;
     let resolution = |e: crate::resolve::ResolveError| RealizeError::from(ResolutionError::from(e));
     let kubernetes: KubeVersion = r.kubernetes.parse().map_err(resolution)?;
-    let choice = autoscaler_pin(&kubernetes, &lock.autoscaler.version, "the lock's autoscaler")
-        .map_err(resolution)?;
+    let choice = autoscaler_pin(
+        &kubernetes,
+        &lock.autoscaler.version,
+        "the lock's autoscaler",
+    )
+    .map_err(resolution)?;
     if let Some(warning) = &choice.warning {
         tracing::warn!("{warning}");
     }
@@ -232,7 +239,14 @@ async fn take_common<'l>(
 ) -> Result<Common, RealizeError> {
     let common = work.join("common");
     let taken = try_join_all(manifests.iter().map(|m| {
-        manifests::manifest(fetcher, &common, &m.dest, &m.source, &m.role, entry_of(&m.dest))
+        manifests::manifest(
+            fetcher,
+            &common,
+            &m.dest,
+            &m.source,
+            &m.role,
+            entry_of(&m.dest),
+        )
     }))
     .await?;
     let kubeadm: Vec<&str> = kubeadm.iter().map(String::as_str).collect();

@@ -160,7 +160,9 @@ async fn files(
                 signature: None,
             },
             None => {
-                let f = taken.next().expect("one taken file per unpublished artifact");
+                let f = taken
+                    .next()
+                    .expect("one taken file per unpublished artifact");
                 FileEntry {
                     path: f.dest,
                     url: f.source,

@@ -533,7 +533,10 @@ mod tests {
         let mut lock = crate::lock::tests::sample();
         let v = ResolvedVersions::of_lock(&lock);
         assert_eq!(v.autoscaler_source, "pinned");
-        assert_eq!((v.csi.as_str(), v.etcd_image.as_str()), ("v3.0.0", "3.5.21-0"));
+        assert_eq!(
+            (v.csi.as_str(), v.etcd_image.as_str()),
+            ("v3.0.0", "3.5.21-0")
+        );
         lock.autoscaler.pinned = false;
         lock.request.csi = None;
         lock.request.kubernetes = "1.34.0-rc.1".into();
