@@ -146,7 +146,7 @@ pub fn artifact(arg: &str) -> Result<([u8; 32], String), MaterialError> {
     Ok((digest, arg))
 }
 
-/// A material file's bytes, at most [`MATERIAL_LIMIT`]; `what` names it in errors.
+/// A material file's bytes, at most 1 MiB (no real one comes near); `what` names it in errors.
 pub fn read(path: &Path, what: &'static str) -> Result<Vec<u8>, MaterialError> {
     let unreadable = |reason: String| MaterialError::Unreadable {
         what,
