@@ -168,10 +168,13 @@ clean:
 DIST_TARGETS := x86_64-unknown-linux-musl aarch64-unknown-linux-musl
 DIST := $(TARGET_DIR)/dist
 VERSION := $(shell sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"$$/\1/p' Cargo.toml)
-DIST_DEB_PACKAGES := musl-tools gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user rpm rpmlint file \
-	ca-certificates
+# libc6-dev-arm64-cross: the aarch64 C headers ring's C includes (stdint.h and what it pulls in);
+# gcc-aarch64-linux-gnu only recommends them, and --no-install-recommends leaves them out.
+DIST_DEB_PACKAGES := musl-tools gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
+	rpm rpmlint file ca-certificates
 DIST_DEB_COMMANDS := musl-gcc aarch64-linux-gnu-gcc aarch64-linux-gnu-ar qemu-aarch64 rpmbuild rpmlint file \
 	update-ca-certificates
+DIST_DEB_FILES := /usr/aarch64-linux-gnu/include/bits/libc-header-start.h
 # A debug build: it runs once per `make dist`, in seconds, and compiles in a fraction of the
 # time a release build of it takes on a 2-core CI machine.
 CARGO_CYCLONEDX_VERSION := 0.5.9
@@ -186,6 +189,7 @@ DIST_RUSTFLAGS := -C target-feature=+crt-static -C link-self-contained=yes -C st
 
 dist-deps: deps
 	@missing=0; for c in $(DIST_DEB_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	for f in $(DIST_DEB_FILES); do [ -e $$f ] || missing=1; done; \
 	if [ $$missing = 1 ]; then \
 		echo "make dist-deps: installing $(DIST_DEB_PACKAGES)"; \
 		$(SUDO) apt-get update -qq && \

@@ -27,7 +27,9 @@ hint: commit (or stash) them first; the check compares two builds of one commit"
 if [ -n "${REPRO_DIR:-}" ]; then
     other=$(realpath -m "$REPRO_DIR")
     if [ -e "$other/.git" ]; then
-        git -C "$other" checkout -q --detach "$commit"
+        # Only when it moves: a checkout writes HEAD's reflog, which cks-iso's build script
+        # watches, and the crate would be compiled again for nothing.
+        [ "$(git -C "$other" rev-parse HEAD)" = "$commit" ] || git -C "$other" checkout -q --detach "$commit"
     else
         git worktree add -q --detach "$other" "$commit"
     fi
