@@ -23,7 +23,7 @@ pub use error::ResolveError;
 pub use git::{GitRef, Listing, Protocol, ls_remote};
 pub use kubeadm::{Extras, images};
 pub use resolution::{
-    DownloadRow, Given, ImageRow, ImageSource, LockedInputs, Partial, Resolution, ResolutionError,
+    DownloadRow, Given, ImageRow, ImageSource, Partial, Resolution, ResolutionError,
     ResolvedVersions, csi_tag, resolve,
 };
 pub use version::{AutoscalerChoice, AutoscalerVersion, KubeVersion, ccm_tag, choose_autoscaler};

@@ -121,15 +121,16 @@ const CERT_LIMIT: u64 = 32 * 1024;
 /// The most a published bundle may hold (see [`rekor::MAX_BUNDLE_SIZE`]).
 const BUNDLE_LIMIT: u64 = rekor::MAX_BUNDLE_SIZE as u64;
 
-/// The `.sig`, `.cert` or bundle beside a file at `url`: the locked bytes when the cache has them,
-/// else through the mirrors (offline: what the cache last saw); `None` when there is none.
+/// The `.sig`, `.cert` or bundle beside a file at `url`: the bytes of `named` (the digest a lock
+/// names) when the cache has them, else through the mirrors (offline: what the cache last saw);
+/// `None` when there is none.
 async fn side_file(
     fetcher: &Fetcher<'_>,
     url: &str,
-    locked: Option<&str>,
+    named: Option<&str>,
     limit: u64,
 ) -> Result<Option<Vec<u8>>, FetchError> {
-    if let Some(bytes) = locked.and_then(|d| trust::rekor::cached(fetcher.store, d)) {
+    if let Some(bytes) = named.and_then(|d| trust::rekor::cached(fetcher.store, d)) {
         return Ok(Some(bytes));
     }
     match fetcher.text(url, limit).await {
@@ -153,13 +154,15 @@ pub(crate) async fn check_files(
     fetcher: &Fetcher<'_>,
     kubernetes: &crate::resolve::KubeVersion,
     files: &[IsoFile],
-    locked: Option<&crate::lock::ArchEntry>,
+    entry: &crate::lock::ArchEntry,
     arch: &str,
 ) -> Result<(Vec<BinaryReport>, Vec<BinaryEvidence>), BinaryError> {
     let covered = files.iter().filter_map(|file| {
         let rule = checker.policy.rule_for_url(&file.source)?;
-        let lock_sig = locked
-            .and_then(|l| l.files.iter().find(|f| f.path == file.dest))
+        let lock_sig = entry
+            .files
+            .iter()
+            .find(|f| f.path == file.dest)
             .and_then(|f| f.signature.as_ref());
         Some(Covered {
             file,

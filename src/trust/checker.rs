@@ -212,16 +212,16 @@ pub fn select(flags: Flags<'_>, settings: &Settings) -> Result<Option<Checker>, 
 }
 
 impl Checker {
-    /// Fetches and judges one image's signatures; `locked`, the signature manifest a lock names
+    /// Fetches and judges one image's signatures; `named`, the signature manifest a lock names
     /// for it, is fetched by digest instead of resolving the `.sig` tags. Offline, an image a
     /// rule covers needs a signature in the cache (see [`Self::check_image_from`]).
     pub async fn check_image(
         &self,
         registry: &Registry,
         image: &Image,
-        locked: Option<&ImageSignature>,
+        named: Option<&ImageSignature>,
     ) -> Result<(ImageReport, Option<SignatureManifest>), CheckerError> {
-        self.check_image_from(registry, image, locked, registry.offline())
+        self.check_image_from(registry, image, named, registry.offline())
             .await
     }
 
@@ -233,7 +233,7 @@ impl Checker {
         &self,
         registry: &Registry,
         image: &Image,
-        locked: Option<&ImageSignature>,
+        named: Option<&ImageSignature>,
         from_cache: bool,
     ) -> Result<(ImageReport, Option<SignatureManifest>), CheckerError> {
         let artifact = image.reference.to_string();
@@ -251,8 +251,8 @@ impl Checker {
         let Some(rule) = self.policy.rule_for(&image.reference.repository()) else {
             return Ok((report, None));
         };
-        if let Some(locked) = locked {
-            let found = locked_signature(registry, image, locked).await?;
+        if let Some(named) = named {
+            let found = locked_signature(registry, image, named).await?;
             let accepted = signature::judge(&self.root, rule, &artifact, &found, now())?
                 .ok_or_else(|| SignatureError::Unsigned {
                     artifact: artifact.clone(),
