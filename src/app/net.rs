@@ -156,6 +156,7 @@ pub(crate) fn fetcher<'a>(
             offline: settings.http.offline,
             budget: None,
         },
+        bulk: None,
         mirrors: &settings.mirrors,
         store,
     }

@@ -52,6 +52,7 @@ pub async fn room(
             offline: settings.http.offline,
             budget: None,
         },
+        bulk: None,
         mirrors: &settings.mirrors,
         store: None,
     };

@@ -6,12 +6,15 @@
 //!
 //! Two kinds of client ([`Protocols`]): one that offers HTTP/2 by ALPN, for manifests, tokens and
 //! every small request (one multiplexed connection per host), and one that speaks only HTTP/1.1,
-//! for blob bodies. HTTP/2 puts every transfer to a host on one TCP connection, whose flow-control
-//! windows and congestion window cap a far registry at a fraction of the path (issue 33: 10.5 s
-//! against 2.9 s over HTTP/1.1 on a 50 ms path); over HTTP/1.1 each concurrent transfer is its
-//! own connection, so the transfer slots and ranged parts count real connections. All clients of a
-//! process share one TLS session cache, so a blob connection resumes the session its host's
-//! manifest connection began (one full handshake per host, including a redirect's storage host).
+//! for bodies: every registry blob and every upstream file, whatever its size. HTTP/2 puts every
+//! transfer to a host on one TCP connection, whose flow-control windows and congestion window cap
+//! a far registry at a fraction of the path (10.5 s against 2.9 s over HTTP/1.1 on a 50 ms path);
+//! over HTTP/1.1 each concurrent transfer is its own connection, so the transfer slots and ranged
+//! parts count real connections. All clients of a process share one TLS configuration: one
+//! session cache (reqwest's default is one per client) and one certificate verifier (rustls
+//! resumes a session only under the verifier that made it), so a body's connection resumes the
+//! session its host's manifest connection began, and a redirect's storage host gets one full
+//! handshake per transfer in flight at first, resumed ones after.
 //!
 //! reqwest 0.13 would verify with rustls-platform-verifier; the [`rustls::ClientConfig`] is built
 //! here instead so the root rule above (system roots, else bundled ones, never both) holds on every
@@ -111,8 +114,9 @@ pub fn build_client(config: &HttpConfig) -> Result<reqwest::Client, FetchError> 
     )
 }
 
-/// Builds a client like [`build_client`]'s that speaks HTTP/1.1 only: for blob bodies, which then
-/// travel on as many connections as transfers run (see the module doc for why not HTTP/2).
+/// Builds a client like [`build_client`]'s that speaks HTTP/1.1 only: for blob and file bodies,
+/// which then travel on as many connections as transfers run (see the module doc for why not
+/// HTTP/2).
 pub fn build_bulk_client(config: &HttpConfig) -> Result<reqwest::Client, FetchError> {
     client_with(
         config,
@@ -159,12 +163,40 @@ pub fn install_crypto_provider() {
     });
 }
 
-/// The TLS configuration of a client: the roots (see [`system_roots`]) plus `config`'s CA
-/// files, ALPN for `protocols`, and the process's shared session cache.
+/// The TLS configuration of a client: the process's one for `config`'s CA files (see
+/// [`shared_tls`]) with ALPN for `protocols`.
 fn tls_config(
     config: &HttpConfig,
     protocols: Protocols,
 ) -> Result<rustls::ClientConfig, FetchError> {
+    let mut tls = shared_tls(config)?;
+    tls.alpn_protocols = match protocols {
+        Protocols::Any => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        Protocols::Http1 => vec![b"http/1.1".to_vec()],
+    };
+    Ok(tls)
+}
+
+/// The TLS configuration every client of the process with `config`'s CA files starts from, built
+/// once: rustls resumes a session only under the certificate verifier (and client-certificate
+/// resolver) that made it, compared by identity, so clients built each with their own would each
+/// pay a full handshake with every host. Clones share both, and the session cache.
+fn shared_tls(config: &HttpConfig) -> Result<rustls::ClientConfig, FetchError> {
+    type Shared = std::collections::HashMap<Vec<PathBuf>, rustls::ClientConfig>;
+    static SHARED: std::sync::OnceLock<std::sync::Mutex<Shared>> = std::sync::OnceLock::new();
+    let shared = SHARED.get_or_init(Default::default);
+    let lock = || shared.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(tls) = lock().get(&config.ca_files) {
+        return Ok(tls.clone());
+    }
+    let tls = new_tls(config)?;
+    // Another thread may have built one meanwhile: the first stays, so all share it.
+    Ok(lock().entry(config.ca_files.clone()).or_insert(tls).clone())
+}
+
+/// A new TLS configuration: the roots (see [`system_roots`]) plus `config`'s CA files, and the
+/// process's shared session cache.
+fn new_tls(config: &HttpConfig) -> Result<rustls::ClientConfig, FetchError> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject as _;
 
@@ -202,10 +234,6 @@ fn tls_config(
         })?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    tls.alpn_protocols = match protocols {
-        Protocols::Any => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
-        Protocols::Http1 => vec![b"http/1.1".to_vec()],
-    };
     tls.resumption = sessions();
     Ok(tls)
 }

@@ -24,7 +24,7 @@ pub use to_lock::{LockInputs, resolve_lock};
 
 use crate::cache::Cache;
 use crate::config::Settings;
-use crate::fetch::{Download, build_client};
+use crate::fetch::{Download, build_bulk_client, build_client};
 use crate::image::{Arch, Image, Reference};
 use crate::lock::{Lock, ManifestEntry};
 use crate::plan::{self, IsoFile, Request};
@@ -98,11 +98,12 @@ pub async fn realize(
         work,
     } = inputs;
     let client = build_client(&settings.http)?;
+    let bulk = build_bulk_client(&settings.http)?;
     // Files come one by one, their total unknown up front: a spinner with a count, plain lines
     // or events (`Ui::items`).
     let files = reporter.items("downloading files");
     let cache = registry.cache().clone();
-    let fetcher = fetcher(&client, settings, files.as_ref(), &cache);
+    let fetcher = fetcher((&client, &bulk), settings, files.as_ref(), &cache);
     let pins = pins_of(lock)?;
     let kubeadm = kubeadm_images(lock, &pins.kubernetes)?;
     tracing::info!("taking the manifests");
@@ -154,9 +155,9 @@ pub async fn realize(
 }
 
 /// The upstream client of a run: through the mirrors, its downloads kept in (and, when the lock
-/// names them, taken from) `cache`.
+/// names them, taken from) `cache`; small texts on `client`, file bodies on `bulk` (HTTP/1.1).
 fn fetcher<'a>(
-    client: &'a reqwest::Client,
+    (client, bulk): (&'a reqwest::Client, &'a reqwest::Client),
     settings: &'a Settings,
     progress: &'a dyn Progress,
     cache: &'a Cache,
@@ -169,6 +170,7 @@ fn fetcher<'a>(
             offline: settings.http.offline,
             budget: None,
         },
+        bulk: Some(bulk),
         mirrors: &settings.mirrors,
         store: Some(cache),
     }

@@ -20,7 +20,7 @@ use futures_util::{StreamExt, stream};
 
 use super::{RealizeError, fetcher, images, record};
 use crate::config::Settings;
-use crate::fetch::build_client;
+use crate::fetch::{build_bulk_client, build_client};
 use crate::image::{Arch, Image, Reference};
 use crate::lock::{self, ArchEntry, Autoscaler, FileEntry, ImageEntry, Kubeadm, Lock};
 use crate::lock::{LockedRequest, ManifestEntry};
@@ -62,9 +62,10 @@ pub async fn resolve_lock(inputs: LockInputs<'_>) -> Result<Lock, RealizeError> 
         work,
     } = inputs;
     let client = build_client(&settings.http)?;
+    let bulk = build_bulk_client(&settings.http)?;
     let cache = registry.cache().clone();
     // Quiet: what is taken here is staged from the cache by the realization, which reports it.
-    let fetcher = fetcher(&client, settings, &(), &cache);
+    let fetcher = fetcher((&client, &bulk), settings, &(), &cache);
     tracing::info!("resolving versions for Kubernetes v{}", partial.kube);
     let resolution = resolve(partial, &fetcher).await?;
     for warning in &resolution.warnings {

@@ -9,10 +9,6 @@ use super::*;
 /// holds, so a descriptor declaring exabytes fails as the lie it is.
 pub const MAX_BLOB_SIZE: u64 = 1 << 40;
 
-/// Blobs smaller than this ride the manifests' multiplexed connection; larger ones get an
-/// HTTP/1.1 connection each (a new connection's handshakes cost more than such a body's transfer).
-pub(super) const SMALL_BLOB: u64 = 1 << 20;
-
 impl Registry {
     /// Makes sure the blob `desc` is in the cache, downloading it once however many images ask.
     /// When that download fails, the image that ran it gets its error, and the others sharing the
@@ -123,7 +119,7 @@ impl Registry {
             loop {
                 let headers = self.auth_headers(ep, reference, renewed).await?;
                 match refetch
-                    .download(&self.blob_download(desc.size, progress))
+                    .download(&self.blob_download(progress))
                     .to_sink(&url, &headers, &mut writer)
                     .await
                 {

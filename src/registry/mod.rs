@@ -27,10 +27,10 @@
 //!
 //! Concurrency: images resolve and blobs download concurrently, bounded by `jobs`; when it was not
 //! chosen, blob transfers start at the default and grow while throughput does (`adapt`), and a
-//! large blob is fetched as several `Range` requests at once (`ranged`). Manifests, tokens and
-//! small blobs share one connection per host (HTTP/2 where the registry offers it); blob bodies
-//! travel over HTTP/1.1, one connection per transfer or part, so the slots of `adapt` and
-//! `ranged` are connections, not streams of one connection (issue 33).
+//! large blob is fetched as several `Range` requests at once (`ranged`). Manifests and tokens
+//! share one connection per host (HTTP/2 where the registry offers it); every blob body travels
+//! over HTTP/1.1, one connection per transfer or part, so the slots of `adapt` and `ranged` are
+//! connections, not streams of one connection.
 
 mod adapt;
 mod auth;
@@ -174,16 +174,12 @@ impl Registry {
         }
     }
 
-    /// [`Registry::download`] for a blob body of `size` bytes: a small one (a config, a tiny
-    /// layer) rides the multiplexed connection the manifests use; a larger one gets a connection
-    /// of its own on the HTTP/1.1 client, so transfer slots and ranged parts are real connections.
-    fn blob_download<'a>(&'a self, size: u64, progress: &'a dyn Progress) -> Download<'a> {
-        let client = match size < blobs::SMALL_BLOB {
-            true => &self.client,
-            false => &self.bulk_client,
-        };
+    /// [`Registry::download`] for a blob body, whatever its size: on the HTTP/1.1 client, so
+    /// each transfer slot and ranged part is a connection of its own and no body waits behind
+    /// another on the multiplexed connection the manifests and tokens use.
+    fn blob_download<'a>(&'a self, progress: &'a dyn Progress) -> Download<'a> {
         Download {
-            client,
+            client: &self.bulk_client,
             ..self.download(progress)
         }
     }

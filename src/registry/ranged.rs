@@ -136,7 +136,7 @@ impl Registry {
         let slots = self.part_slots.of(&ep.base);
         let temp = out.temp_path().to_owned();
         let file: &File = out.file();
-        let download = self.blob_download(desc.size, progress);
+        let download = self.blob_download(progress);
         let fetches = ranges.iter().enumerate().map(|(i, &(start, end))| {
             let (url, headers, slots, temp) = (&url, &headers, &slots, &temp);
             async move {

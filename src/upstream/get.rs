@@ -23,6 +23,11 @@ pub const MANIFEST_LIMIT: u64 = 32 << 20;
 pub struct Fetcher<'a> {
     /// The transfer settings.
     pub download: Download<'a>,
+    /// The client file bodies travel on, when not `download`'s: HTTP/1.1 only
+    /// ([`crate::fetch::build_bulk_client`]), so files downloading at once from one host (dl.k8s.io,
+    /// GitHub's release storage) each get a connection instead of sharing one HTTP/2 connection's
+    /// windows. Checksums, texts and git refs stay on `download`'s client.
+    pub bulk: Option<&'a reqwest::Client>,
     /// URL prefix rewriting.
     pub mirrors: &'a Mirrors,
     /// Where downloads are kept by content, with an index by URL: a locked build takes what it
@@ -184,6 +189,7 @@ impl Fetcher<'_> {
             // The file and its checksum draw on the item's one budget.
             let budgeted = Fetcher {
                 download: refetch.download(&self.download),
+                bulk: self.bulk,
                 mirrors: self.mirrors,
                 store: self.store,
             };
@@ -416,7 +422,11 @@ impl Fetcher<'_> {
         if let Some(limit) = limit {
             sink = sink.with_limit(limit);
         }
-        self.download
+        let download = Download {
+            client: self.bulk.unwrap_or(self.download.client),
+            ..self.download
+        };
+        download
             .to_sink(&from, &HeaderMap::new(), &mut sink)
             .await
             .map_err(|e| keyed_by(e, url))?;

@@ -56,6 +56,7 @@ mod rootless;
 mod sbom_sources;
 mod signature_properties;
 mod signatures;
+mod tls_storage;
 mod upgrade_check;
 mod upstream_downloads;
 mod verify;

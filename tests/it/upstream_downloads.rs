@@ -62,6 +62,7 @@ async fn get(
             offline: false,
             budget: None,
         },
+        bulk: None,
         mirrors: &mirrors,
         store: None,
     };

@@ -29,6 +29,8 @@
 //! - [`faults`]: a programmable fault-injecting HTTP/1.1 proxy in front of any of them.
 //! - [`relay`]: a TCP relay that counts connections (TLS and HTTP/2 pass through it untouched)
 //!   and can delay every byte, for a far path where the kernel has no `netem`.
+//! - [`tls_server`]: an HTTPS server with keep-alive that counts connections and resumed TLS
+//!   sessions, the stand-in for a storage host a registry redirects blob downloads to.
 
 pub mod basic_front;
 pub mod bench;
@@ -48,6 +50,7 @@ pub mod server;
 pub mod shaper;
 pub mod sig_tags;
 pub mod sigstore;
+pub mod tls_server;
 pub mod tsa;
 pub mod upstream;
 pub mod world;

@@ -72,11 +72,13 @@ impl Tls {
         self.dir.path().join("ca.pem")
     }
 
-    fn cert(&self) -> PathBuf {
+    /// The server certificate (for `127.0.0.1` and `localhost`), PEM.
+    pub(crate) fn cert(&self) -> PathBuf {
         self.dir.path().join("cert.pem")
     }
 
-    fn key(&self) -> PathBuf {
+    /// The server certificate's private key, PEM.
+    pub(crate) fn key(&self) -> PathBuf {
         self.dir.path().join("key.pem")
     }
 }

@@ -11,10 +11,13 @@
 //! `netem` qdisc (this machine's has none): every chunk read from one side is written to the other
 //! `delay` later, so a request and its answer cost a round trip of `2 × delay`, a new connection
 //! pays one more (as the SYN/SYN-ACK exchange would), and HTTP/2's WINDOW_UPDATE frames arrive as
-//! late as over the real path. At most [`IN_FLIGHT`] bytes are in transit per direction of a
-//! connection, as a TCP receive window would allow (Linux's default `tcp_rmem` maximum is 6 MiB),
-//! so one connection's rate is capped at `IN_FLIGHT / (2 × delay)`. What it does not model: slow
-//! start, loss, and a shared bottleneck link.
+//! late as over the real path. At most [`IN_FLIGHT`] bytes are in flight per direction of a
+//! connection, as a TCP receive window would allow (Linux's default `tcp_rmem` maximum is 6 MiB):
+//! a byte counts until its acknowledgement would be back, one more `delay` after it was written,
+//! so one connection's rate is capped at `IN_FLIGHT / (2 × delay)` (80 MiB/s at 50 ms). What it
+//! does not model: slow start (a new connection gets its whole window at once, which flatters
+//! many short connections against one long one), loss, and a shared bottleneck link (the
+//! capacity of the path is what the machine's CPUs carry through the relay).
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -126,13 +129,29 @@ fn relay(client: TcpStream, upstream: &str, delay: Duration) -> std::io::Result<
     Ok(())
 }
 
-/// Chunks read but not yet written, each with when it is due, and the bytes they hold.
+/// Chunks read but not yet written, each with when it is due, and the bytes in flight: those
+/// queued plus those written whose acknowledgement has not come back yet.
 #[derive(Default)]
 struct Queue {
     chunks: VecDeque<(Instant, Option<Vec<u8>>)>,
     bytes: usize,
+    /// Bytes written, each with when their acknowledgement reaches the sender (one more `delay`).
+    acks: VecDeque<(Instant, usize)>,
     /// The writing side failed: the reader stops.
     closed: bool,
+}
+
+impl Queue {
+    /// Takes the bytes acknowledged by `now` out of flight.
+    fn acknowledge(&mut self, now: Instant) {
+        while let Some(&(due, n)) = self.acks.front() {
+            if due > now {
+                break;
+            }
+            self.bytes -= n;
+            self.acks.pop_front();
+        }
+    }
 }
 
 #[derive(Default)]
@@ -158,8 +177,19 @@ fn pump(mut from: TcpStream, mut to: TcpStream, delay: Duration) -> JoinHandle<(
             let end = chunk.is_none();
             let size = chunk.as_ref().map_or(0, Vec::len);
             let mut queue = line.queue.lock().unwrap();
-            while !queue.closed && queue.bytes > 0 && queue.bytes + size > IN_FLIGHT {
-                queue = line.changed.wait(queue).unwrap();
+            loop {
+                queue.acknowledge(Instant::now());
+                if queue.closed || queue.bytes == 0 || queue.bytes + size <= IN_FLIGHT {
+                    break;
+                }
+                // Full: wait for the next acknowledgement, or for a write to schedule one.
+                queue = match queue.acks.front() {
+                    Some(&(due, _)) => {
+                        let wait = due.saturating_duration_since(Instant::now());
+                        line.changed.wait_timeout(queue, wait).unwrap().0
+                    }
+                    None => line.changed.wait(queue).unwrap(),
+                };
             }
             if queue.closed {
                 return;
@@ -191,7 +221,9 @@ fn pump(mut from: TcpStream, mut to: TcpStream, delay: Duration) -> JoinHandle<(
             };
             let written = to.write_all(&chunk);
             let mut queue = line.queue.lock().unwrap();
-            queue.bytes -= chunk.len();
+            // The bytes leave flight when their acknowledgement is back, a one-way delay later:
+            // a connection moves at most IN_FLIGHT per round trip, as a TCP window allows.
+            queue.acks.push_back((Instant::now() + delay, chunk.len()));
             queue.closed = written.is_err();
             line.changed.notify_all();
             drop(queue);
