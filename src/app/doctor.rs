@@ -19,7 +19,7 @@ use crate::fetch::{Download, build_client, probe, redact};
 use crate::image::Arch;
 use crate::image::{Image, Reference};
 use crate::registry::Registry;
-use crate::resolve::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, check_supported};
+use crate::release::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, check_supported};
 use crate::resolve::{Given, Partial, resolve};
 use crate::resolve::{KubeVersion, ls_remote};
 use crate::ui::Ui;

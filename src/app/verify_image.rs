@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::{AppError, net};
 use crate::cli::VerifyImageArgs;
+use crate::fetch::Origin;
 use crate::image::{Arch, Digest, Reference};
 use crate::registry::Registry;
 use crate::signature::policy::Identity;
@@ -45,10 +46,7 @@ pub fn run(args: VerifyImageArgs, ui: &Ui) -> Result<(), AppError> {
     let runtime = net::runtime()?;
     let checked: Vec<Checked> = runtime.block_on(
         stream::iter(references.iter().zip(&rules))
-            .map(|(reference, rule)| {
-                let flags = (args.enforce, args.offline);
-                one(&registry, &root, rule, reference, arch, flags)
-            })
+            .map(|(reference, rule)| one(&registry, &root, rule, reference, arch, args.enforce))
             .buffered(registry.jobs())
             .collect(),
     );
@@ -163,17 +161,17 @@ struct Checked {
     registry: String,
     /// The `.sig` tags looked for, in order.
     tags: Vec<String>,
-    /// `--offline`: looked for in the cache only.
-    offline: bool,
+    /// Who answered: the registry, or (`--offline`) the cache.
+    origin: Origin,
     outcome: Outcome,
 }
 
 impl Checked {
     /// Where the `.sig` tags were looked for, for messages: `at HOST`, or the cache.
     fn place(&self) -> String {
-        match self.offline {
-            true => "in the cache (--offline)".into(),
-            false => format!("at {}", self.registry),
+        match self.origin {
+            Origin::Cache => "in the cache (--offline)".into(),
+            Origin::Network => format!("at {}", self.registry),
         }
     }
 }
@@ -203,7 +201,7 @@ async fn one(
     rule: &Rule,
     reference: &Reference,
     arch: Option<Arch>,
-    (enforce, offline): (bool, bool),
+    enforce: bool,
 ) -> Checked {
     let mut checked = Checked {
         reference: reference.clone(),
@@ -211,7 +209,7 @@ async fn one(
         platform: None,
         registry: registry.serving_host(reference),
         tags: Vec::new(),
-        offline,
+        origin: Origin::Network,
         outcome: Outcome::Unsigned(None),
     };
     checked.outcome = match judge(registry, root, rule, &mut checked, arch).await {
@@ -251,17 +249,17 @@ async fn judge(
     arch: Option<Arch>,
 ) -> Result<Option<Accepted>, AppError> {
     let reference = checked.reference.clone();
-    let top = registry.digest_of(&reference).await?;
+    let (top, origin) = registry.digest_of(&reference).await?;
     checked.digest = Some(top.clone());
     if let Some(arch) = arch {
         checked.platform = registry.platform_of(&reference, &top, arch).await?;
-        registry.remember_tag(&reference, &top);
+        registry.remember_tag(&reference, &top, origin);
     }
     // As build: the platform manifest's own signature first, the index's when that does not do.
     let digests: Vec<&Digest> = checked.platform.iter().chain([&top]).collect();
     checked.tags = digests.iter().map(|d| tag_for(d)).collect();
     let verdicts = trust::image::Verdicts::default();
-    trust::image::check(
+    let (accepted, origin) = trust::image::check(
         registry,
         root,
         rule,
@@ -274,7 +272,9 @@ async fn judge(
     .map_err(|err| {
         let hint = hint(&err);
         AppError::failure(err, hint)
-    })
+    })?;
+    checked.origin = origin;
+    Ok(accepted)
 }
 
 /// What the user can do about a signature that does not verify: `build`'s advice, in the words

@@ -54,8 +54,8 @@ pub(super) async fn check(
     let results: Vec<Result<(ImageReport, Option<SignatureManifest>), CheckerError>> =
         stream::iter(images)
             .map(|image| {
-                let from_cache = registry.offline() && locked.is_none();
-                checker.check_image_from(registry, image, lock_sig(image), from_cache)
+                let vouched = locked.is_some();
+                checker.check_image_from(registry, image, lock_sig(image), vouched)
             })
             .buffered(IMAGES_AT_ONCE)
             .collect()

@@ -192,6 +192,7 @@ pub(super) fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
             .map_err(AppError::from)?
             .0,
         policy: crate::trust::policy(args.signature_policy.as_deref()).map_err(AppError::from)?,
+        now: crate::trust::now(),
     };
     let locked = read_locks(&args.locked)?;
     let (blobs, _) = from.blob_files().map_err(failed)?;
