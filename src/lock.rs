@@ -55,7 +55,10 @@
 //! stored in the ISO's `signatures/`. cosign appends to a tag, so the tag moves; `--locked` fetches
 //! the signature manifest by this digest instead, and an image without it has its tag resolved
 //! anew. `size` of an image is
-//! its manifest, config and layers in bytes, as the registry serves them. A
+//! its manifest, config and layers in bytes, as the registry serves them. A file's `size` is 0 in
+//! the lock a build resolves before realizing it (the published sha256 is known, the body not
+//! yet); the lock it writes records the size taken, and a `0` read back bounds nothing (the
+//! sha256 decides). A
 //! local manifest's source keeps only its file name (`file:<name>`): hosts differ, content does
 //! not, and `--locked` checks the content. Pure: no network, no file system.
 
@@ -207,7 +210,7 @@ pub struct FileEntry {
     pub path: String,
     /// Upstream URL (the legacy name when that was used).
     pub url: String,
-    /// Bytes.
+    /// Bytes; 0 before the body was seen (see the module's notes).
     pub size: u64,
     /// sha256, lowercase hex.
     pub sha256: String,
@@ -289,7 +292,7 @@ pub enum LockError {
     },
     /// A field that would write outside the output directory.
     #[error(transparent)]
-    Name(crate::plan::name::NameError),
+    Name(name::NameError),
     /// An architecture the lock does not hold.
     #[error("{origin} locks {locked}, not {wanted}")]
     Arch {
@@ -379,7 +382,7 @@ impl Lock {
         if lock.arches.is_empty() {
             return Err(invalid("it locks no architecture".into()));
         }
-        crate::plan::name::check(&lock.request.name, &format!("{origin}: request.name"))
+        name::check(&lock.request.name, &format!("{origin}: request.name"))
             .map_err(LockError::Name)?;
         // One entry per path (and image): of two, the build would take the one it finds first
         // while the reader of the lock may read the other.
@@ -454,6 +457,17 @@ impl Lock {
     pub fn manifest(&self, path: &str) -> Option<&ManifestEntry> {
         self.manifests.iter().find(|m| m.path == path)
     }
+
+    /// Whether an arm64 etcd is kept under its own name rather than the one etcd nodes read
+    /// (`upstream::Pins::etcd_own_name`): locks written before arm64 etcd went under
+    /// that name rebuild as they were.
+    pub fn etcd_own_name(&self) -> bool {
+        let own = crate::contract::etcd_tarball("arm64", true);
+        self.arches
+            .values()
+            .flat_map(|a| &a.files)
+            .any(|f| f.path == own)
+    }
 }
 
 /// The first name `entries` (name, detail) give more than once, with the details of each.
@@ -469,7 +483,8 @@ fn twice<'a>(
     Some((name, details))
 }
 
+pub mod name;
 pub mod source;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -1,7 +1,9 @@
-//! `cks-iso build`: the whole CKS binaries ISO, one per `--arch`. The arguments become a request
-//! (or, with `--locked`, the lock's), the library realizes it ([`crate::realize`]: fetch and
-//! verify, the network part, where any failure stops the run before an ISO exists) and writes
-//! the ISOs ([`crate::author`]); this module then prints the summary and the registration lines.
+//! `cks-iso build`: the whole CKS binaries ISO, one per `--arch`. The arguments become a request,
+//! which the library resolves into a lock ([`crate::realize::resolve_lock`]) — or, with
+//! `--locked`, they name the lock —; the library realizes the lock ([`crate::realize`]: fetch and
+//! verify exactly what it names, the network part, where any failure stops the run before an ISO
+//! exists) and writes the ISOs ([`crate::author`]); this module then prints the summary and the
+//! registration lines.
 //!
 //! Everything happens in a private work directory that is removed on success, error and Ctrl-C.
 
@@ -55,19 +57,16 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     let mut settings = net::settings(args.net)?;
     settings.http.offline = args.offline;
     net::registry_mirrors(&settings)?;
-    let given = match &args.cloudstack {
-        Some(text) => Some(CloudStack::parse(text).map_err(|e| {
-            let hint = "or leave --cloudstack out: the ISO then suits 4.22 and 4.23";
-            AppError::usage(e, Some(hint.into()))
-        })?),
-        None => settings.cloudstack,
-    };
-    let csi_given = args
-        .versions
-        .csi_version
-        .as_deref()
-        .is_some_and(|c| c.trim() != "none");
-    plan::settle(&mut request, &mut partial, given, lock.is_some(), csi_given)?;
+    let given = (
+        args.cloudstack.as_deref(),
+        args.versions.csi_version.as_deref(),
+    );
+    settle(
+        given,
+        &settings,
+        (&mut request, &mut partial),
+        lock.is_some(),
+    )?;
     let flags = trust::checker::Flags {
         mode: args.signing.signatures.as_deref(),
         trusted_root: args.signing.trust.trusted_root.as_deref(),
@@ -76,21 +75,32 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     };
     let checker = trust::checker::select(flags, &settings)?;
     let (cache, work) = places(args.cache_dir, &request.output)?;
-    if let (Some(lock), Some(locked), false) = (&lock, &args.locked, args.from_iso.is_empty()) {
-        super::cache::from_iso(&cache, lock, locked, &args.from_iso, args.offline)?;
+    if let (Some(lock), Some(path), false) = (&lock, &args.locked, args.from_iso.is_empty()) {
+        super::cache::from_iso(&cache, lock, path, &args.from_iso, args.offline)?;
     }
     let runtime = net::transfer_runtime()?;
-    let inputs = realize::Inputs {
+    let registry = net::registry(&settings, cache)?;
+    let inputs = realize::LockInputs {
         request: &request,
         partial,
+        volume_id: volume_id.as_str(),
+        epoch,
         settings: &settings,
-        registry: net::registry(&settings, cache)?,
-        locked: lock.as_ref(),
+        registry: &registry,
+        work: work.path(),
+    };
+    let (lock, tags_from_cache) = to_realize(lock, inputs, &runtime)?;
+    let inputs = realize::Inputs {
+        request: &request,
+        lock: &lock,
+        tags_from_cache,
+        settings: &settings,
+        registry,
         checker: checker.as_ref(),
         work: work.path(),
     };
     let realized = runtime.block_on(realize::realize(inputs, ui))?;
-    let lock = realized.lock(&request, volume_id.as_str(), epoch);
+    let lock = realized.lock(&lock, &request, volume_id.as_str(), epoch);
     let built = author::all(&request, &realized, &lock, &volume_id, epoch, ui)?;
     if let Some(path) = &args.lock_file
         && let Err(e) = author::write_lock(path, &lock)
@@ -99,17 +109,7 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         return Err(e.into());
     }
     drop(work);
-    let registrations: Vec<Registration> = built
-        .iter()
-        .map(|b| Registration::of(b, publish.as_deref()))
-        .collect();
-    let mut versions = lock.versions_line();
-    if let Some(label) = &request.kubernetes_label {
-        versions = format!("{versions} (kubernetes from {label})");
-    }
-    let fields =
-        super::resolve::versions_json(&realized.resolution, request.kubernetes_label.as_deref());
-    summary(&built, &registrations, (&versions, fields), args.json);
+    print_summary(&built, (&lock, &request), publish.as_deref(), args.json);
     if args.registering.register {
         let isos = built
             .iter()
@@ -123,6 +123,60 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         )?;
     }
     Ok(())
+}
+
+/// The lock to realize: the one given, as it is, or else the request resolved into one; with
+/// whether its images are what the cache's index named (resolved `--offline`).
+fn to_realize(
+    given: Option<Lock>,
+    inputs: realize::LockInputs<'_>,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<(Lock, bool), AppError> {
+    Ok(match given {
+        Some(lock) => (lock, false),
+        None => {
+            let offline = inputs.settings.http.offline;
+            (runtime.block_on(realize::resolve_lock(inputs))?, offline)
+        }
+    })
+}
+
+/// Settles the CloudStack release the build is for (`--cloudstack`, else the configuration's)
+/// and what it implies ([`plan::settle`]), given `--cloudstack` and `--csi-version`.
+fn settle(
+    (cloudstack, csi): (Option<&str>, Option<&str>),
+    settings: &crate::config::Settings,
+    (request, partial): (&mut plan::Request, &mut Partial),
+    from_lock: bool,
+) -> Result<(), AppError> {
+    let given = match cloudstack {
+        Some(text) => Some(CloudStack::parse(text).map_err(|e| {
+            let hint = "or leave --cloudstack out: the ISO then suits 4.22 and 4.23";
+            AppError::usage(e, Some(hint.into()))
+        })?),
+        None => settings.cloudstack,
+    };
+    let csi_given = csi.is_some_and(|c| c.trim() != "none");
+    plan::settle(request, partial, given, from_lock, csi_given)?;
+    Ok(())
+}
+
+/// Prints the summary of the ISOs `built` from `lock` for `request`, with their registration
+/// lines: the versions render from the lock.
+fn print_summary(
+    built: &[BuiltIso],
+    (lock, request): (&Lock, &plan::Request),
+    publish: Option<&str>,
+    json: bool,
+) {
+    let registrations: Vec<Registration> =
+        built.iter().map(|b| Registration::of(b, publish)).collect();
+    let mut versions = lock.versions_line();
+    if let Some(label) = &request.kubernetes_label {
+        versions = format!("{versions} (kubernetes from {label})");
+    }
+    let fields = super::resolve::versions_json(lock, request.kubernetes_label.as_deref());
+    summary(built, &registrations, (&versions, fields), json);
 }
 
 /// A version label given for Kubernetes (`--kubernetes stable-1.33`, or the positional form's

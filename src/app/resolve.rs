@@ -112,12 +112,14 @@ fn one_arch(given: &[String]) -> Result<Arch, AppError> {
     }
 }
 
-/// The resolved versions as fields, for `build --json` (`versions`): `kubernetes`, the label it
-/// came from when one was given, and every field of [`crate::resolve::ResolvedVersions`].
-pub(super) fn versions_json(r: &Resolution, label: Option<&str>) -> serde_json::Value {
-    let mut value = serde_json::to_value(&r.versions).unwrap_or_default();
+/// The versions `lock` records as fields, for `build --json` (`versions`): `kubernetes`, the
+/// label it came from when one was given, and every field of
+/// [`crate::resolve::ResolvedVersions`].
+pub(super) fn versions_json(lock: &crate::lock::Lock, label: Option<&str>) -> serde_json::Value {
+    let versions = crate::resolve::ResolvedVersions::of_lock(lock);
+    let mut value = serde_json::to_value(&versions).unwrap_or_default();
     if let Some(object) = value.as_object_mut() {
-        object.insert("kubernetes".into(), r.kubernetes.clone().into());
+        object.insert("kubernetes".into(), lock.request.kubernetes.clone().into());
         if let Some(label) = label {
             object.insert("kubernetes_label".into(), label.into());
         }

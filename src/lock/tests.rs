@@ -1,6 +1,7 @@
 use super::*;
 
-fn sample() -> Lock {
+/// A lock of two arches, for the tests of the modules that read locks.
+pub(crate) fn sample() -> Lock {
     let image = |reference: &str| ImageEntry {
         reference: reference.into(),
         digest: format!("sha256:{}", "a".repeat(64)),
@@ -236,4 +237,19 @@ fn a_file_image_or_manifest_listed_twice_is_refused_naming_it() {
     );
     // The same path in two architectures is two files, not a duplicate.
     Lock::parse(&sample().render(), "x").unwrap();
+}
+
+#[test]
+fn an_arm64_etcd_under_its_own_name_is_told_from_the_files() {
+    let mut lock = sample();
+    assert!(!lock.etcd_own_name());
+    let own = FileEntry {
+        path: crate::contract::etcd_tarball("arm64", true),
+        url: "https://github.com/etcd-io/etcd/etcd.tar.gz".into(),
+        size: 1,
+        sha256: "e".repeat(64),
+        signature: None,
+    };
+    lock.arches.get_mut("arm64").unwrap().files.push(own);
+    assert!(lock.etcd_own_name());
 }

@@ -34,8 +34,8 @@ pub struct Locked {
 }
 
 impl Locked {
-    /// What resolving repeats of the lock: its versions, the autoscaler commit and kubeadm's
-    /// extra images it recorded, for Kubernetes `kube`.
+    /// The versions the lock pins, for Kubernetes `kube`, as a request would give them (what
+    /// [`super::settle`] reads).
     pub fn partial(&self, kube: crate::resolve::KubeVersion) -> crate::resolve::Partial {
         let lock = &self.lock;
         let r = &lock.request;
@@ -47,25 +47,9 @@ impl Locked {
             cni: r.cni.clone(),
             crictl: r.crictl.clone(),
             etcd: r.etcd.clone(),
-            // Locks written before arm64 etcd went under the name etcd nodes read rebuild as
-            // they were.
-            etcd_own_name: lock
-                .arches
-                .values()
-                .flat_map(|a| &a.files)
-                .any(|f| f.path == crate::contract::etcd_tarball("arm64", true)),
+            etcd_own_name: lock.etcd_own_name(),
             csi: r.csi.clone(),
             kube,
-            locked: Some(crate::resolve::LockedInputs {
-                extras: crate::resolve::Extras {
-                    pause: lock.kubeadm.pause.clone(),
-                    etcd: lock.kubeadm.etcd.clone(),
-                    coredns: lock.kubeadm.coredns.clone(),
-                },
-                extras_source: lock.kubeadm.source.clone(),
-                commit: lock.autoscaler.commit.clone(),
-                pinned: lock.autoscaler.pinned,
-            }),
         }
     }
 }
@@ -223,9 +207,9 @@ fn same(flag: &'static str, given: Option<String>, locked: &str) -> Result<(), P
 fn same_opt(
     flag: &'static str,
     given: Option<String>,
-    locked: Option<&str>,
+    in_lock: Option<&str>,
 ) -> Result<(), PlanError> {
-    same(flag, given, locked.unwrap_or("none"))
+    same(flag, given, in_lock.unwrap_or("none"))
 }
 
 /// Where a locked manifest comes from: its URL again, or the local file given with `flag`.

@@ -6,7 +6,9 @@
 mod file;
 mod locked;
 mod manifests;
-pub mod name;
+// The ISO name's rules live with the lock, which checks the names it reads: the lock needs
+// nothing of the plan.
+pub use crate::lock::name;
 mod pause;
 mod profile;
 

@@ -111,6 +111,14 @@ pub enum RealizeError {
         /// The architecture.
         arch: &'static str,
     },
+    /// The lock holds no entry for an architecture the request builds.
+    #[error("the lock holds no linux/{arch}; it locks {locked}")]
+    NoLockedArch {
+        /// The architecture.
+        arch: &'static str,
+        /// What it holds.
+        locked: String,
+    },
     /// A locked image's digest that is not one.
     #[error("the lock's image {reference}")]
     LockedImage {
@@ -195,9 +203,10 @@ impl RealizeError {
             Self::Edit { source, .. } => return source.hint(),
             Self::Pause(conflict) => conflict.hint(),
             Self::NotAReference { .. } => "fix that image line, or pass another manifest".into(),
-            Self::NotTaken { .. } | Self::NotLocked { .. } | Self::NoLockedFile { .. } => {
-                OTHER_CKS_ISO.into()
-            }
+            Self::NotTaken { .. }
+            | Self::NotLocked { .. }
+            | Self::NoLockedFile { .. }
+            | Self::NoLockedArch { .. } => OTHER_CKS_ISO.into(),
             Self::LockedImage { .. } => {
                 "the lock is damaged; write it again with --lock-file".into()
             }

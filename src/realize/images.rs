@@ -1,6 +1,6 @@
-//! One architecture of a build: its downloads taken (as the lock names them, when there is one),
-//! the shared files staged beside them, and its images pulled into the cache while their and the
-//! covered files' signatures are fetched and judged.
+//! One architecture of a lock realized: its downloads taken as the lock names them, the shared
+//! files staged beside them, and its images pulled by their locked digests into the cache while
+//! their and the covered files' signatures are fetched and judged.
 
 use std::path::{Path, PathBuf};
 
@@ -23,9 +23,10 @@ pub(super) struct Shared<'a, 'f> {
     pub(super) pins: &'a Pins,
     /// The arch-independent files (manifests, units), staged once.
     pub(super) files: &'a [IsoFile],
-    pub(super) references: &'a [Reference],
     pub(super) registry: &'a Registry,
     pub(super) checker: Option<&'a Checker>,
+    /// See [`super::Inputs::tags_from_cache`].
+    pub(super) tags_from_cache: bool,
     pub(super) work: &'a Path,
 }
 
@@ -33,7 +34,7 @@ pub(super) struct Shared<'a, 'f> {
 pub(super) async fn one_arch(
     shared: &Shared<'_, '_>,
     arch: Arch,
-    locked: Option<&lock::ArchEntry>,
+    entry: &lock::ArchEntry,
     reporter: &dyn Reporter,
 ) -> Result<ArchRealized, RealizeError> {
     let staging = shared.work.join(arch.k8s()).join("iso");
@@ -43,7 +44,12 @@ pub(super) async fn one_arch(
         "linux/{arch}: downloading binaries and tarballs",
         arch = arch.k8s()
     );
-    let mut files = download(shared, arch, &staging, locked).await?;
+    let artifacts = artifacts(shared.pins, arch);
+    let mut expected = Vec::new();
+    for a in &artifacts {
+        expected.push(Some(expected_file(entry, a, arch)?));
+    }
+    let mut files = download(shared.fetcher, &artifacts, &expected, &staging).await?;
     for file in shared.files {
         let path = staging.join(&file.dest);
         std::fs::create_dir_all(path.parent().expect("parent"))
@@ -56,7 +62,7 @@ pub(super) async fn one_arch(
             ..file.clone()
         });
     }
-    let (images, signatures) = pull(shared, arch, &files, locked, reporter).await?;
+    let (images, signatures) = pull(shared, arch, &files, entry, reporter).await?;
     Ok(ArchRealized {
         arch,
         staging,
@@ -66,35 +72,33 @@ pub(super) async fn one_arch(
     })
 }
 
-/// The architecture's binaries and tarballs, each checked against the lock's entry when locked.
-async fn download(
-    shared: &Shared<'_, '_>,
-    arch: Arch,
-    staging: &Path,
-    locked: Option<&lock::ArchEntry>,
-) -> Result<Vec<IsoFile>, RealizeError> {
-    let artifacts: Vec<Artifact> = catalog(shared.pins, arch)
+/// The binaries and tarballs linux/`arch` downloads (the manifests are taken once for all).
+pub(super) fn artifacts(pins: &Pins, arch: Arch) -> Vec<Artifact> {
+    catalog(pins, arch)
         .into_iter()
         .filter(|a| !matches!(a.content, Content::Yaml))
-        .collect();
+        .collect()
+}
+
+/// Takes `artifacts` under `staging`, each checked against what `expected` says of it (the
+/// lock's entry), or else verified as published.
+pub(super) async fn download(
+    fetcher: &Fetcher<'_>,
+    artifacts: &[Artifact],
+    expected: &[Option<Expected>],
+    staging: &Path,
+) -> Result<Vec<IsoFile>, RealizeError> {
     let dests: Vec<PathBuf> = artifacts.iter().map(|a| staging.join(&a.dest)).collect();
     for dest in &dests {
         std::fs::create_dir_all(dest.parent().expect("parent"))
             .map_err(RealizeError::io("work dir"))?;
     }
-    let mut expected = Vec::new();
-    for a in &artifacts {
-        expected.push(match locked {
-            None => None,
-            Some(entry) => Some(expected_file(entry, a, arch)?),
-        });
-    }
     let got = try_join_all(
         artifacts
             .iter()
             .zip(&dests)
-            .zip(&expected)
-            .map(|((a, d), e)| shared.fetcher.get_expecting(a, d, e.as_ref())),
+            .zip(expected)
+            .map(|((a, d), e)| fetcher.get_expecting(a, d, e.as_ref())),
     )
     .await?;
     let mut files: Vec<IsoFile> = Vec::new();
@@ -139,7 +143,8 @@ fn expected_file(
     }
     Ok(Expected {
         sha256: file.sha256.clone(),
-        size: Some(file.size),
+        // 0: a lock this run resolved, before the body was downloaded (see `to_lock::files`).
+        size: (file.size != 0).then_some(file.size),
         url: file.url.clone(),
     })
 }
@@ -150,22 +155,19 @@ async fn pull(
     shared: &Shared<'_, '_>,
     arch: Arch,
     files: &[IsoFile],
-    locked: Option<&lock::ArchEntry>,
+    entry: &lock::ArchEntry,
     reporter: &dyn Reporter,
 ) -> Result<(Vec<Image>, Option<ArchSignatures>), RealizeError> {
     let registry = shared.registry;
     tracing::info!(
         "linux/{}: pulling {} images",
         arch.k8s(),
-        shared.references.len()
+        entry.images.len()
     );
     let progress = reporter.bytes(&format!("pulling images for linux/{}", arch.k8s()));
     let mut images = Vec::new();
     let mut failures = Vec::new();
-    let results = match locked {
-        None => registry.resolve_all(shared.references, arch).await,
-        Some(entry) => resolve_locked(registry, entry, arch).await?,
-    };
+    let results = resolve_locked(registry, entry, arch).await?;
     for result in results {
         match result {
             Ok(image) => images.push(image),
@@ -184,7 +186,7 @@ async fn pull(
             match shared.checker {
                 Some(checker) => {
                     let judged =
-                        check_signatures(checker, shared, (&images, files), locked, arch.k8s());
+                        check_signatures(checker, shared, (&images, files), entry, arch.k8s());
                     Some(judged.await)
                 }
                 None => None,
@@ -205,7 +207,7 @@ async fn pull(
 }
 
 /// The first of the failed pulls, with the others said once (one cause) or listed.
-fn grouped(mut failures: Vec<RegistryError>, arch: Arch) -> RealizeError {
+pub(super) fn grouped(mut failures: Vec<RegistryError>, arch: Arch) -> RealizeError {
     let count = failures.len();
     let first = failures.swap_remove(0);
     let others: Vec<String> = failures.iter().map(ToString::to_string).collect();
@@ -243,17 +245,24 @@ async fn check_signatures(
     checker: &Checker,
     shared: &Shared<'_, '_>,
     (images, files): (&[Image], &[IsoFile]),
-    locked: Option<&lock::ArchEntry>,
+    entry: &lock::ArchEntry,
     arch: &'static str,
 ) -> Result<ArchSignatures, RealizeError> {
     let (images, binaries) = tokio::join!(
-        signatures::check(checker, shared.registry, images, locked, arch),
+        signatures::check(
+            checker,
+            shared.registry,
+            images,
+            entry,
+            shared.tags_from_cache,
+            arch
+        ),
         crate::trust::binaries::check_files(
             checker,
             shared.fetcher,
             &shared.pins.kubernetes,
             files,
-            locked,
+            entry,
             arch
         ),
     );

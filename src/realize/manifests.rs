@@ -1,6 +1,6 @@
 //! The arch-independent part of a build: every manifest taken (downloaded through the mirrors, or
-//! read from a file), checked against the lock when there is one, edited for its role and staged;
-//! and the built-in systemd units beside them.
+//! read from a file), checked against its lock entry when the lock holds one, edited for its role
+//! and staged; and the built-in systemd units beside them.
 
 use std::path::Path;
 
@@ -48,15 +48,16 @@ pub(super) fn forged(what: &str, locked: &str, expected: &str) -> RealizeError {
     }
 }
 
-/// Downloads a manifest (or reads a local one), edits it for `role`, and stores the result; a
-/// locked one must be the bytes the lock records.
+/// Downloads a manifest (or reads a local one), edits it for `role`, and stores the result; with
+/// the lock's `entry` for it, it must be the bytes that entry records (and comes from the cache
+/// when it holds them).
 pub(super) async fn manifest(
     fetcher: &Fetcher<'_>,
     dir: &Path,
     dest: &str,
     source: &Source,
     role: &Role,
-    locked: Option<&ManifestEntry>,
+    entry: Option<&ManifestEntry>,
 ) -> Result<(IsoFile, Edited, ManifestEntry), RealizeError> {
     let (text, origin) = match source {
         Source::Url(url) => {
@@ -74,10 +75,10 @@ pub(super) async fn manifest(
             std::fs::create_dir_all(raw.parent().expect("parent"))
                 .map_err(RealizeError::io("work dir"))?;
             let shown = crate::fetch::strip_userinfo(url);
-            if let Some(entry) = locked.filter(|e| e.source != shown) {
-                return Err(forged(dest, &entry.source, &shown));
+            if let Some(locked) = entry.filter(|e| e.source != shown) {
+                return Err(forged(dest, &locked.source, &shown));
             }
-            let expected = locked.map(|entry| Expected {
+            let expected = entry.map(|entry| Expected {
                 sha256: entry.sha256_taken.clone(),
                 size: None,
                 url: entry.source.clone(),
@@ -103,11 +104,11 @@ pub(super) async fn manifest(
                 || path.display().to_string(),
                 |n| n.to_string_lossy().into(),
             );
-            if let Some(entry) = locked.filter(|e| e.sha256_taken != sha256(text.as_bytes())) {
+            if let Some(locked) = entry.filter(|e| e.sha256_taken != sha256(text.as_bytes())) {
                 return Err(RealizeError::Drift {
                     what: dest.to_owned(),
                     origin: path.display().to_string(),
-                    expected: entry.sha256_taken.clone(),
+                    expected: locked.sha256_taken.clone(),
                     actual: sha256(text.as_bytes()),
                 });
             }
@@ -121,15 +122,12 @@ pub(super) async fn manifest(
         origin: origin.clone(),
         source: Box::new(source),
     })?;
-    for note in &edited.notes {
-        tracing::info!("{dest}: {note}");
-    }
     let file = put_text(dir, dest, origin.clone(), &edited.text)?;
-    if let Some(entry) = locked.filter(|e| e.sha256 != file.sha256) {
+    if let Some(locked) = entry.filter(|e| e.sha256 != file.sha256) {
         tracing::warn!(
             "{dest}: this cks-iso edits it into other bytes than the one that wrote the lock \
              (expected sha256:{}, got sha256:{}); the ISO will differ",
-            entry.sha256,
+            locked.sha256,
             file.sha256
         );
     }

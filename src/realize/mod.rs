@@ -1,16 +1,18 @@
-//! Realizing a build: everything that needs the network, for every architecture, into a work
-//! directory. Versions are resolved, every download is taken verified through the mirrors — the
-//! arch-independent ones (manifests) once for all ISOs —, the manifests are edited, every image
-//! is pulled for every architecture into the blob cache, and the images' and covered files'
-//! signatures are judged while the blobs stream in. With a lock, exactly what it names is taken
-//! and checked against it. A failure here (a 404, an image missing for arm64, a bad signature)
-//! stops the run before any ISO exists; nothing here writes an ISO ([`crate::author`] does).
+//! Realizing a lock: everything that needs the network, for every architecture, into a work
+//! directory. Exactly what the lock names is taken, through the mirrors and checked against it:
+//! the manifests (once for all ISOs, edited again for their roles), every architecture's files,
+//! and every image by its locked digests, its blobs pulled into the cache while the images' and
+//! covered files' signatures are fetched and judged. An unlocked build first resolves its request
+//! into a lock ([`resolve_lock`]) and then realizes it exactly so: one path for both. A failure
+//! here (a 404, an image missing for arm64, a bad signature) stops the run before any ISO exists;
+//! nothing here writes an ISO ([`crate::author`] does).
 
 mod error;
 mod images;
 mod manifests;
 mod record;
 pub mod signatures;
+mod to_lock;
 
 use std::path::{Path, PathBuf};
 
@@ -18,17 +20,21 @@ use futures_util::future::try_join_all;
 
 pub use error::RealizeError;
 pub use signatures::ArchSignatures;
+pub use to_lock::{LockInputs, resolve_lock};
 
+use crate::cache::Cache;
 use crate::config::Settings;
 use crate::fetch::{Download, build_client};
 use crate::image::{Arch, Image, Reference};
 use crate::lock::{Lock, ManifestEntry};
 use crate::plan::{self, IsoFile, Request};
+use crate::progress::Progress;
 use crate::registry::Registry;
+use crate::release::version::autoscaler_pin;
 use crate::reporter::Reporter;
-use crate::resolve::{Partial, Resolution, resolve};
+use crate::resolve::{Extras, KubeVersion, ResolutionError};
 use crate::trust::checker::Checker;
-use crate::upstream::Fetcher;
+use crate::upstream::{Fetcher, Pins};
 
 /// What one architecture's ISO holds, ready to be written.
 pub struct ArchRealized {
@@ -46,8 +52,6 @@ pub struct ArchRealized {
 
 /// Everything a build realized.
 pub struct Realized {
-    /// The versions resolved.
-    pub resolution: Resolution,
     /// The registry client, whose cache holds every image's blobs.
     pub registry: Registry,
     /// One entry per architecture, in the request's order.
@@ -60,34 +64,36 @@ pub struct Realized {
 
 /// What a build realizes, and with what.
 pub struct Inputs<'a> {
-    /// What goes into the ISOs.
+    /// What goes into the ISOs (where local manifests are read from, the ISOs' names).
     pub request: &'a Request,
-    /// The versions given (or locked), to be resolved.
-    pub partial: Partial,
+    /// The lock to realize exactly.
+    pub lock: &'a Lock,
+    /// Whether this run resolved `lock` with `--offline`: its images are then what the cache's
+    /// index named for their tags, and a covered image the cache holds no signature for is
+    /// refused as untied ([`Checker::check_image_from`]).
+    pub tags_from_cache: bool,
     /// Network settings: mirrors, retries, offline.
     pub settings: &'a Settings,
     /// The registry client; its cache also keeps the downloads.
     pub registry: Registry,
-    /// The lock to realize exactly, if any.
-    pub locked: Option<&'a Lock>,
     /// The signature checker; `None` with `--signatures off`.
     pub checker: Option<&'a Checker>,
     /// The private work directory.
     pub work: &'a Path,
 }
 
-/// Resolves, downloads and pulls for every architecture of the request, and checks the images'
-/// and files' signatures.
+/// Takes, downloads and pulls exactly what `lock` names for every architecture of the request,
+/// and checks the images' and files' signatures.
 pub async fn realize(
     inputs: Inputs<'_>,
     reporter: &dyn Reporter,
 ) -> Result<Realized, RealizeError> {
     let Inputs {
         request,
-        partial,
+        lock,
+        tags_from_cache,
         settings,
         registry,
-        locked,
         checker,
         work,
     } = inputs;
@@ -96,41 +102,50 @@ pub async fn realize(
     // or events (`Ui::items`).
     let files = reporter.items("downloading files");
     let cache = registry.cache().clone();
-    let fetcher = Fetcher {
-        download: Download {
-            client: &client,
-            retry: settings.http.retry,
-            progress: files.as_ref(),
-            offline: settings.http.offline,
-            budget: None,
-        },
-        mirrors: &settings.mirrors,
-        store: Some(&cache),
-    };
-    tracing::info!("resolving versions for Kubernetes v{}", partial.kube);
-    let resolution = resolve(partial, &fetcher).await?;
-    for warning in &resolution.warnings {
-        tracing::warn!("{warning}");
+    let fetcher = fetcher(&client, settings, files.as_ref(), &cache);
+    let pins = pins_of(lock)?;
+    let kubeadm = kubeadm_images(lock, &pins.kubernetes)?;
+    tracing::info!("taking the manifests");
+    let manifests = plan::manifests(request, &pins);
+    if let Some(missing) = plan::not_taken(lock, &manifests) {
+        return Err(RealizeError::NotTaken {
+            missing: missing.to_string(),
+        });
     }
-    let pins = resolution.pins.clone();
-    let common = take_common(request, &resolution, &fetcher, locked, work).await?;
+    let common = take_common(
+        (&manifests, &kubeadm),
+        &fetcher,
+        &|dest| lock.manifest(dest),
+        work,
+    )
+    .await?;
+    check_image_set(lock, &common.references)?;
+    // Said once, as the manifests are staged (resolving a request took them too).
+    for note in &common.notes {
+        tracing::info!("{note}");
+    }
     let mut arches = Vec::new();
     for &arch in &request.arches {
-        let arch_lock = locked.map(|l| &l.arches[arch.k8s()]);
         let shared = images::Shared {
             fetcher: &fetcher,
             pins: &pins,
             files: &common.files,
-            references: &common.references,
             registry: &registry,
             checker,
+            tags_from_cache,
             work,
         };
-        arches.push(images::one_arch(&shared, arch, arch_lock, reporter).await?);
+        let entry = lock
+            .arches
+            .get(arch.k8s())
+            .ok_or_else(|| RealizeError::NoLockedArch {
+                arch: arch.k8s(),
+                locked: lock.arch_list(),
+            })?;
+        arches.push(images::one_arch(&shared, arch, entry, reporter).await?);
     }
     files.finish();
     Ok(Realized {
-        resolution,
         registry,
         arches,
         manifests: common.entries,
@@ -138,37 +153,103 @@ pub async fn realize(
     })
 }
 
+/// The upstream client of a run: through the mirrors, its downloads kept in (and, when the lock
+/// names them, taken from) `cache`.
+fn fetcher<'a>(
+    client: &'a reqwest::Client,
+    settings: &'a Settings,
+    progress: &'a dyn Progress,
+    cache: &'a Cache,
+) -> Fetcher<'a> {
+    Fetcher {
+        download: Download {
+            client,
+            retry: settings.http.retry,
+            progress,
+            offline: settings.http.offline,
+            budget: None,
+        },
+        mirrors: &settings.mirrors,
+        store: Some(cache),
+    }
+}
+
+/// What the URLs of `lock`'s downloads are derived from: its versions (the autoscaler's read as
+/// a pin, which warns when it is another minor's).
+fn pins_of(lock: &Lock) -> Result<Pins, RealizeError> {
+    let r = &lock.request;
+    let resolution = |e: crate::resolve::ResolveError| RealizeError::from(ResolutionError::from(e));
+    let kubernetes: KubeVersion = r.kubernetes.parse().map_err(resolution)?;
+    let choice = autoscaler_pin(
+        &kubernetes,
+        &lock.autoscaler.version,
+        "the lock's autoscaler",
+    )
+    .map_err(resolution)?;
+    if let Some(warning) = &choice.warning {
+        tracing::warn!("{warning}");
+    }
+    Ok(Pins {
+        kubernetes,
+        cni: r.cni.clone(),
+        crictl: r.crictl.clone(),
+        etcd: r.etcd.clone(),
+        etcd_own_name: lock.etcd_own_name(),
+        autoscaler: choice.version,
+        ccm_tag: r.ccm.clone(),
+        csi: r.csi.clone(),
+    })
+}
+
+/// The images kubeadm names for `kube` with the lock's pause, etcd and CoreDNS, normalised.
+fn kubeadm_images(lock: &Lock, kube: &KubeVersion) -> Result<Vec<String>, RealizeError> {
+    let extras = Extras {
+        pause: lock.kubeadm.pause.clone(),
+        etcd: lock.kubeadm.etcd.clone(),
+        coredns: lock.kubeadm.coredns.clone(),
+    };
+    let mut out: Vec<String> = Vec::new();
+    for image in crate::resolve::images(kube, &extras) {
+        let normalised = Reference::parse(&image)?.to_string();
+        if !out.contains(&normalised) {
+            out.push(normalised);
+        }
+    }
+    Ok(out)
+}
+
 /// What every architecture shares: the manifests and units, and the images they and kubeadm name.
 struct Common {
     files: Vec<IsoFile>,
+    /// What the edits repaired, `dest: note`, for the log.
+    notes: Vec<String>,
     entries: Vec<ManifestEntry>,
     edits: Vec<(String, String)>,
     references: Vec<Reference>,
 }
 
-/// Takes the manifests (checked against the lock, if any), stages them with the units, and
-/// derives the image set.
-async fn take_common(
-    request: &Request,
-    resolution: &Resolution,
+/// Takes `manifests` (each checked against the entry `entry_of` its path gives, where the lock
+/// holds one), stages them with the units, and derives the image set with the images `kubeadm`
+/// names.
+async fn take_common<'l>(
+    (manifests, kubeadm): (&[plan::Taken], &[String]),
     fetcher: &Fetcher<'_>,
-    locked: Option<&Lock>,
+    entry_of: &(dyn Fn(&str) -> Option<&'l ManifestEntry> + Sync),
     work: &Path,
 ) -> Result<Common, RealizeError> {
-    tracing::info!("taking the manifests");
     let common = work.join("common");
-    let manifests = plan::manifests(request, &resolution.pins);
-    if let Some(missing) = locked.and_then(|lock| plan::not_taken(lock, &manifests)) {
-        return Err(RealizeError::NotTaken {
-            missing: missing.to_string(),
-        });
-    }
     let taken = try_join_all(manifests.iter().map(|m| {
-        let entry = locked.and_then(|l| l.manifest(&m.dest));
-        manifests::manifest(fetcher, &common, &m.dest, &m.source, &m.role, entry)
+        manifests::manifest(
+            fetcher,
+            &common,
+            &m.dest,
+            &m.source,
+            &m.role,
+            entry_of(&m.dest),
+        )
     }))
     .await?;
-    let kubeadm: Vec<&str> = resolution.kubeadm_images().collect();
+    let kubeadm: Vec<&str> = kubeadm.iter().map(String::as_str).collect();
     // Before any pull: a second pause image would be the one nodes run (`sort | tail -1`).
     plan::one_pause(
         &kubeadm,
@@ -193,9 +274,11 @@ async fn take_common(
     let mut files = Vec::new();
     let mut entries = Vec::new();
     let mut edits = Vec::new();
+    let mut notes = Vec::new();
     let mut manifest_images: Vec<String> = Vec::new();
     for (file, edited, entry) in taken {
         edits.extend(edited.edits.iter().map(|e| (file.dest.clone(), e.clone())));
+        notes.extend(edited.notes.iter().map(|n| format!("{}: {n}", file.dest)));
         manifest_images.extend(edited.images);
         files.push(file);
         entries.push(entry);
@@ -210,11 +293,9 @@ async fn take_common(
             .copied()
             .chain(manifest_images.iter().map(String::as_str)),
     )?;
-    if let Some(lock) = locked {
-        check_image_set(lock, &references)?;
-    }
     Ok(Common {
         files,
+        notes,
         entries,
         edits,
         references,

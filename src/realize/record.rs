@@ -1,18 +1,22 @@
-//! The run's lock, from what was realized: written into every ISO (its own arch) and, with
-//! `--lock-file`, beside them (every arch).
+//! The run's lock: the lock that was realized, with what realizing it judged and staged (the
+//! signatures verified, the manifests as this cks-iso edits them, every file and image as
+//! taken) and this run's epoch, name and volume ID. Written into every ISO (its own arch) and,
+//! with `--lock-file`, beside them (every arch). Pure.
 
 use super::Realized;
-use crate::lock::{
-    self, ArchEntry, Autoscaler, FileEntry, ImageEntry, Kubeadm, Lock, LockedRequest,
-};
+use crate::lock::{self, ArchEntry, FileEntry, ImageEntry, Lock, LockedRequest};
 use crate::plan;
 
 impl Realized {
-    /// The lock of this run.
-    pub fn lock(&self, request: &plan::Request, volume_id: &str, epoch: i64) -> Lock {
+    /// The lock of this run: `realized` (the lock this run realized) with what it judged.
+    pub fn lock(
+        &self,
+        realized: &Lock,
+        request: &plan::Request,
+        volume_id: &str,
+        epoch: i64,
+    ) -> Lock {
         let fetched = self;
-        let r = &fetched.resolution;
-        let v = &r.versions;
         let manifests: Vec<&str> = fetched.manifests.iter().map(|m| m.path.as_str()).collect();
         let arches = fetched
             .arches
@@ -53,16 +57,11 @@ impl Realized {
                     .images
                     .iter()
                     .map(|i| ImageEntry {
-                        reference: i.reference.to_string(),
-                        digest: i.top.digest.to_string(),
-                        manifest: i.manifest.digest.to_string(),
-                        size: i.manifest.bytes.len() as u64
-                            + i.config.size
-                            + i.layers.iter().map(|l| l.size).sum::<u64>(),
                         signature: a
                             .signatures
                             .as_ref()
                             .and_then(|s| super::signatures::lock_signature(s, i)),
+                        ..super::to_lock::image_entry(i)
                     })
                     .collect();
                 let entry = ArchEntry {
@@ -78,46 +77,42 @@ impl Realized {
             cks_iso: env!("CARGO_PKG_VERSION").to_owned(),
             epoch,
             request: LockedRequest {
-                kubernetes: r.kubernetes.clone(),
-                kubernetes_label: request.kubernetes_label.clone(),
                 arches: fetched
                     .arches
                     .iter()
                     .map(|a| a.arch.k8s().to_owned())
                     .collect(),
-                cni: v.cni.clone(),
-                crictl: v.crictl.clone(),
-                etcd: v.etcd.clone(),
-                csi: (v.csi != "none").then(|| v.csi.clone()),
-                ccm: v.ccm.clone(),
-                autoscaler: v.autoscaler.clone(),
-                headlamp: request.headlamp_version.clone(),
-                headlamp_image: request.headlamp_image.clone().filter(|image| {
-                    request
-                        .headlamp_version
-                        .as_deref()
-                        .is_none_or(|v| *image != crate::plan::headlamp_ghcr_image(v))
-                }),
-                cloudstack: request.cloudstack.map(|c| c.to_string()),
-                volume_id: volume_id.to_owned(),
-                name: request.name.clone(),
+                ..locked_request(realized.request.clone(), request, volume_id)
             },
-            autoscaler: Autoscaler {
-                version: v.autoscaler.clone(),
-                tag: format!("cluster-autoscaler-{}", v.autoscaler),
-                commit: v.autoscaler_commit.clone(),
-                pinned: v.autoscaler_source == "pinned",
-            },
-            kubeadm: Kubeadm {
-                pause: v.pause.clone(),
-                etcd: v.etcd_image.clone(),
-                coredns: v.coredns.clone(),
-                source: v.kubeadm_extras_source.clone(),
-            },
+            autoscaler: realized.autoscaler.clone(),
+            kubeadm: realized.kubeadm.clone(),
             manifests: fetched.manifests.clone(),
             arches,
         };
         lock.normalise();
         lock
+    }
+}
+
+/// `versions` (what a lock records of the versions) with what `request` decides of the content
+/// beside them: the label, Headlamp, the CloudStack release, the volume ID and the name.
+pub(super) fn locked_request(
+    versions: LockedRequest,
+    request: &plan::Request,
+    volume_id: &str,
+) -> LockedRequest {
+    LockedRequest {
+        kubernetes_label: request.kubernetes_label.clone(),
+        headlamp: request.headlamp_version.clone(),
+        headlamp_image: request.headlamp_image.clone().filter(|image| {
+            request
+                .headlamp_version
+                .as_deref()
+                .is_none_or(|v| *image != crate::plan::headlamp_ghcr_image(v))
+        }),
+        cloudstack: request.cloudstack.map(|c| c.to_string()),
+        volume_id: volume_id.to_owned(),
+        name: request.name.clone(),
+        ..versions
     }
 }

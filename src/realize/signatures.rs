@@ -35,26 +35,29 @@ pub struct ArchSignatures {
 /// doubling the pull's connections and buffers (peak memory).
 const IMAGES_AT_ONCE: usize = 4;
 
-/// Fetches and judges the signatures of `images` for linux/`arch` (under `--locked`, the
-/// signature manifests `locked` names); fails, naming every image that failed, before anything is
-/// written.
+/// Fetches and judges the signatures of `images` for linux/`arch` (the signature manifests
+/// `entry` names, where it names one; else found anew); fails, naming every image that failed,
+/// before anything is written. `tags_from_cache`: see [`super::Inputs::tags_from_cache`].
 pub(super) async fn check(
     checker: &Checker,
     registry: &Registry,
     images: &[Image],
-    locked: Option<&crate::lock::ArchEntry>,
+    entry: &crate::lock::ArchEntry,
+    tags_from_cache: bool,
     arch: &'static str,
 ) -> Result<ArchSignatures, RealizeError> {
     let lock_sig = |image: &Image| {
         let reference = image.reference.to_string();
-        locked
-            .and_then(|l| l.images.iter().find(|i| i.reference == reference))
+        entry
+            .images
+            .iter()
+            .find(|i| i.reference == reference)
             .and_then(|i| i.signature.as_ref())
     };
     let results: Vec<Result<(ImageReport, Option<SignatureManifest>), CheckerError>> =
         stream::iter(images)
             .map(|image| {
-                let vouched = locked.is_some();
+                let vouched = !tags_from_cache;
                 checker.check_image_from(registry, image, lock_sig(image), vouched)
             })
             .buffered(IMAGES_AT_ONCE)

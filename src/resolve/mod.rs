@@ -18,6 +18,6 @@ pub use crate::release::{
     ResolveError, ccm_tag, choose_autoscaler, images, ls_remote,
 };
 pub use resolution::{
-    DownloadRow, Given, ImageRow, ImageSource, LockedInputs, Partial, Resolution, ResolutionError,
+    DownloadRow, Given, ImageRow, ImageSource, Partial, Resolution, ResolutionError,
     ResolvedVersions, csi_tag, resolve,
 };

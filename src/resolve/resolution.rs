@@ -248,8 +248,6 @@ pub struct Partial {
     pub etcd_own_name: bool,
     /// `None` leaves the CSI manifests out.
     pub csi: Option<String>,
-    /// What a lock already settled: nothing is listed or read for it.
-    pub locked: Option<LockedInputs>,
 }
 
 /// The versions the user gave (flags, environment, positional form), before defaults.
@@ -295,22 +293,8 @@ impl Partial {
             csi: csi_tag(given.csi.as_deref()),
             kube,
             arch,
-            locked: None,
         })
     }
-}
-
-/// The parts of a resolution a lock records.
-#[derive(Debug, Clone)]
-pub struct LockedInputs {
-    /// kubeadm's pause, etcd and CoreDNS.
-    pub extras: Extras,
-    /// Where they came from.
-    pub extras_source: String,
-    /// The commit the autoscaler tag pointed at.
-    pub commit: Option<String>,
-    /// Whether the locked build had the autoscaler pinned.
-    pub pinned: bool,
 }
 
 /// Resolves versions, URLs and images; shared by `resolve` and `build`. A failure that a
@@ -348,13 +332,9 @@ async fn resolve_as_given(
     let mut notes = Vec::new();
     // A pinned release needs no tag listing (upstream's script only downloads its manifest, and
     // a build that cannot reach git must still work); a wrong pin fails on that download.
-    let (choice, commit) = match (&p.locked, p.pin.as_deref()) {
-        (Some(locked), Some(pin)) => (
-            autoscaler_pin(&p.kube, pin, p.pin_origin)?,
-            locked.commit.clone(),
-        ),
-        (None, Some(pin)) => (autoscaler_pin(&p.kube, pin, p.pin_origin)?, None),
-        (_, None) => {
+    let (choice, commit) = match p.pin.as_deref() {
+        Some(pin) => (autoscaler_pin(&p.kube, pin, p.pin_origin)?, None),
+        None => {
             let listing = match fetcher
                 .git_refs(AUTOSCALER_REPO, AUTOSCALER_REF_PREFIX)
                 .await
@@ -373,16 +353,8 @@ async fn resolve_as_given(
         }
     };
     warnings.extend(choice.warning.clone());
-    let pinned = p.locked.as_ref().map_or(choice.pinned, |l| l.pinned);
-    let autoscaler_source = match pinned {
-        true => "pinned".to_owned(),
-        false => format!("newest of {}.{}", p.kube.major, p.kube.minor),
-    };
-
-    let (extras, extras_source) = match &p.locked {
-        Some(locked) => (locked.extras.clone(), locked.extras_source.clone()),
-        None => kubeadm_extras(&p.kube, fetcher, &mut warnings).await?,
-    };
+    let autoscaler_source = autoscaler_source(choice.pinned, &p.kube.to_string());
+    let (extras, extras_source) = kubeadm_extras(&p.kube, fetcher, &mut warnings).await?;
 
     let pins = Pins {
         kubernetes: p.kube.clone(),
@@ -412,11 +384,7 @@ async fn resolve_as_given(
     }
     add(&autoscaler_image(&choice.version), ImageSource::Autoscaler)?;
     add(&provider_image(&p.ccm), ImageSource::Ccm)?;
-    if let Some(csi) = artifacts
-        .iter()
-        .find(|a| a.dest == "manifest.yaml")
-        .filter(|_| p.locked.is_none())
-    {
+    if let Some(csi) = artifacts.iter().find(|a| a.dest == "manifest.yaml") {
         let text = fetcher
             .text(&csi.url, TEXT_LIMIT)
             .await
@@ -470,6 +438,39 @@ async fn resolve_as_given(
     })
 }
 
+/// How the autoscaler release was chosen: `pinned`, or `newest of 1.33` for Kubernetes
+/// `kubernetes` (`1.33.1`).
+fn autoscaler_source(pinned: bool, kubernetes: &str) -> String {
+    match pinned {
+        true => "pinned".to_owned(),
+        false => {
+            let minor: Vec<&str> = kubernetes.splitn(3, '.').take(2).collect();
+            format!("newest of {}", minor.join("."))
+        }
+    }
+}
+
+impl ResolvedVersions {
+    /// The versions `lock` records, as a resolution reports them (`build --json`'s `versions`).
+    pub fn of_lock(lock: &crate::lock::Lock) -> Self {
+        let r = &lock.request;
+        Self {
+            autoscaler: r.autoscaler.clone(),
+            autoscaler_commit: lock.autoscaler.commit.clone(),
+            autoscaler_source: autoscaler_source(lock.autoscaler.pinned, &r.kubernetes),
+            ccm: r.ccm.clone(),
+            cni: r.cni.clone(),
+            crictl: r.crictl.clone(),
+            etcd: r.etcd.clone(),
+            csi: r.csi.clone().unwrap_or_else(|| "none".into()),
+            coredns: lock.kubeadm.coredns.clone(),
+            etcd_image: lock.kubeadm.etcd.clone(),
+            pause: lock.kubeadm.pause.clone(),
+            kubeadm_extras_source: lock.kubeadm.source.clone(),
+        }
+    }
+}
+
 /// kubeadm's extras from its constants at the tag (through the mirrors), else the embedded table.
 async fn kubeadm_extras(
     kube: &KubeVersion,
@@ -519,5 +520,27 @@ pub fn csi_tag(given: Option<&str>) -> Option<String> {
     match given.map(str::trim) {
         Some("none") => None,
         other => Some(format!("v{}", bare_version(other.unwrap_or(DEFAULT_CSI)))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_reports_the_versions_a_resolution_of_it_reported() {
+        let mut lock = crate::lock::tests::sample();
+        let v = ResolvedVersions::of_lock(&lock);
+        assert_eq!(v.autoscaler_source, "pinned");
+        assert_eq!(
+            (v.csi.as_str(), v.etcd_image.as_str()),
+            ("v3.0.0", "3.5.21-0")
+        );
+        lock.autoscaler.pinned = false;
+        lock.request.csi = None;
+        lock.request.kubernetes = "1.34.0-rc.1".into();
+        let v = ResolvedVersions::of_lock(&lock);
+        assert_eq!(v.autoscaler_source, "newest of 1.34");
+        assert_eq!(v.csi, "none");
     }
 }

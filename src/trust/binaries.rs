@@ -121,15 +121,16 @@ const CERT_LIMIT: u64 = 32 * 1024;
 /// The most a published bundle may hold (see [`rekor::MAX_BUNDLE_SIZE`]).
 const BUNDLE_LIMIT: u64 = rekor::MAX_BUNDLE_SIZE as u64;
 
-/// The `.sig`, `.cert` or bundle beside a file at `url`: the locked bytes when the cache has them,
-/// else through the mirrors (offline: what the cache last saw); `None` when there is none.
+/// The `.sig`, `.cert` or bundle beside a file at `url`: the bytes of `named` (the digest a lock
+/// names) when the cache has them, else through the mirrors (offline: what the cache last saw);
+/// `None` when there is none.
 async fn side_file(
     fetcher: &Fetcher<'_>,
     url: &str,
-    locked: Option<&str>,
+    named: Option<&str>,
     limit: u64,
 ) -> Result<Option<Vec<u8>>, FetchError> {
-    side_file_or_why(fetcher, url, locked, limit)
+    side_file_or_why(fetcher, url, named, limit)
         .await
         .map(Result::ok)
 }
@@ -139,10 +140,10 @@ async fn side_file(
 async fn side_file_or_why(
     fetcher: &Fetcher<'_>,
     url: &str,
-    locked: Option<&str>,
+    named: Option<&str>,
     limit: u64,
 ) -> Result<Result<Vec<u8>, &'static str>, FetchError> {
-    if let Some(bytes) = locked.and_then(|d| trust::rekor::cached(fetcher.store, d)) {
+    if let Some(bytes) = named.and_then(|d| trust::rekor::cached(fetcher.store, d)) {
         return Ok(Ok(bytes));
     }
     match fetcher.text(url, limit).await {
@@ -167,13 +168,15 @@ pub(crate) async fn check_files(
     fetcher: &Fetcher<'_>,
     kubernetes: &crate::resolve::KubeVersion,
     files: &[IsoFile],
-    locked: Option<&crate::lock::ArchEntry>,
+    entry: &crate::lock::ArchEntry,
     arch: &str,
 ) -> Result<(Vec<BinaryReport>, Vec<BinaryEvidence>), BinaryError> {
     let covered = files.iter().filter_map(|file| {
         let rule = checker.policy.rule_for_url(&file.source)?;
-        let lock_sig = locked
-            .and_then(|l| l.files.iter().find(|f| f.path == file.dest))
+        let lock_sig = entry
+            .files
+            .iter()
+            .find(|f| f.path == file.dest)
             .and_then(|f| f.signature.as_ref());
         Some(Covered {
             file,

@@ -230,19 +230,20 @@ pub fn select<'a>(
 }
 
 impl Checker {
-    /// Fetches and judges one image's signatures; `locked`, the signature manifest a lock names
+    /// Fetches and judges one image's signatures; `named`, the signature manifest a lock names
     /// for it, is fetched by digest instead of resolving the `.sig` tags. Offline, an image a
     /// rule covers needs a signature in the cache (see [`Self::check_image_from`]).
     pub async fn check_image(
         &self,
         registry: &Registry,
         image: &Image,
-        locked: Option<&ImageSignature>,
+        named: Option<&ImageSignature>,
     ) -> Result<(ImageReport, Option<SignatureManifest>), CheckerError> {
-        self.check_image_from(registry, image, locked, false).await
+        self.check_image_from(registry, image, named, false).await
     }
 
-    /// [`Self::check_image`]; unless `vouched` (a locked build: the lock says what is signed), an
+    /// [`Self::check_image`]; unless `vouched` (the image's tags came from a lock, which says
+    /// what is signed, not from the cache's index offline), an
     /// image a rule covers for which the cache, answering offline, holds no signature fails as
     /// untied, whatever the mode: the cache cannot show that upstream left it unsigned, and an
     /// online build would have asked the registry.
@@ -250,7 +251,7 @@ impl Checker {
         &self,
         registry: &Registry,
         image: &Image,
-        locked: Option<&ImageSignature>,
+        named: Option<&ImageSignature>,
         vouched: bool,
     ) -> Result<(ImageReport, Option<SignatureManifest>), CheckerError> {
         let artifact = image.reference.to_string();
@@ -268,8 +269,8 @@ impl Checker {
         let Some(rule) = self.policy.rule_for(&image.reference.repository()) else {
             return Ok((report, None));
         };
-        if let Some(locked) = locked {
-            let found = locked_signature(registry, image, locked).await?;
+        if let Some(named) = named {
+            let found = locked_signature(registry, image, named).await?;
             let accepted = signature::judge(&self.root, rule, &artifact, &found, now())?
                 .ok_or_else(|| SignatureError::Unsigned {
                     artifact: artifact.clone(),

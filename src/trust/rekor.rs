@@ -37,14 +37,14 @@ pub fn cached(store: Option<&Cache>, digest: &str) -> Option<Vec<u8>> {
 
 /// The Rekor reply (a search's `[{uuid: entry}]`; from caches of earlier releases, an entry's
 /// `{uuid: entry}`) at `rekor_url` with an entry that logs this file, signature and certificate
-/// (offline: the one the cache last saw; `locked`: the cached bytes of that digest).
+/// (offline: the one the cache last saw; `named`, the digest a lock names: the cached bytes of it).
 pub async fn entry(
     rekor_url: &str,
     fetcher: &Fetcher<'_>,
     digest: &[u8],
     sig: &[u8],
     cert: &[u8],
-    locked: Option<&str>,
+    named: Option<&str>,
 ) -> Result<Option<Vec<u8>>, FetchError> {
     let hex = hex::encode(digest);
     let key = rekor_key(rekor_url, &hex);
@@ -55,7 +55,7 @@ pub async fn entry(
                 .any(|e| rekor::Evidence::logged_by(digest, sig, cert, e))
         })
     };
-    if let Some(bytes) = locked.and_then(|d| cached(fetcher.store, d)) {
+    if let Some(bytes) = named.and_then(|d| cached(fetcher.store, d)) {
         return Ok(Some(bytes));
     }
     let recalled = || {

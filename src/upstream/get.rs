@@ -131,6 +131,13 @@ impl Fetcher<'_> {
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
+    /// [`Fetcher::text`] from the network only, never the store's copy; offline the client
+    /// refuses it ([`FetchError::Offline`]).
+    pub async fn fresh_text(&self, url: &str, limit: u64) -> Result<String, FetchError> {
+        let bytes = self.fetch_text(url, limit).await?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
     /// The bytes the store recorded for `url`, at most `limit`, when they still hash to it.
     fn recalled_text(&self, url: &str, limit: u64) -> Option<Vec<u8>> {
         let store = self.store?;

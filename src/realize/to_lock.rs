@@ -1,0 +1,277 @@
+//! The first step of an unlocked build: the request resolved into a complete lock before any
+//! binary body or image blob is downloaded — the versions, every manifest taken and edited (its
+//! bytes kept in the cache, so that realizing the lock takes them from there), per architecture
+//! each file's URL and published sha256 (the small `.sha256`/`SHA256SUMS` files), and each image's
+//! index digest, platform manifest and size (manifest requests only, `jobs` at a time, beside the
+//! checksum requests, and kept in the cache so that the pull does not ask again).
+//! [`super::realize`] then realizes that lock exactly as it realizes one given with `--locked`.
+//!
+//! Two things are left to the realization. Signature material is judged only there: this lock
+//! names none, and the run's lock gains what verified ([`super::Realized::lock`]). A file's size
+//! is known only once its body is: this lock says 0 (the realization then bounds nothing and
+//! checks the sha256), and the run's lock records the size staged. A file without a readable
+//! published checksum is the exception: see [`files`].
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use futures_util::future::join_all;
+use futures_util::{StreamExt, stream};
+
+use super::{RealizeError, fetcher, images, record};
+use crate::config::Settings;
+use crate::fetch::build_client;
+use crate::image::{Arch, Image, Reference};
+use crate::lock::{self, ArchEntry, Autoscaler, FileEntry, ImageEntry, Kubeadm, Lock};
+use crate::lock::{LockedRequest, ManifestEntry};
+use crate::plan::{self, Request};
+use crate::registry::Registry;
+use crate::resolve::{Partial, Resolution, resolve};
+use crate::upstream::{Artifact, Fetcher, file_name};
+
+/// Checksum files are a line (or, for etcd, a line per asset); more than this is not one.
+const CHECKSUM_LIMIT: u64 = 1 << 20;
+
+/// What a request is resolved with.
+pub struct LockInputs<'a> {
+    /// What goes into the ISOs.
+    pub request: &'a Request,
+    /// The versions given, to be resolved.
+    pub partial: Partial,
+    /// The ISOs' volume ID.
+    pub volume_id: &'a str,
+    /// The ISOs' `SOURCE_DATE_EPOCH`.
+    pub epoch: i64,
+    /// Network settings: mirrors, retries, offline.
+    pub settings: &'a Settings,
+    /// The registry client; its cache keeps the manifests and downloads for the realization.
+    pub registry: &'a Registry,
+    /// The private work directory (a scratch directory under it is removed before returning).
+    pub work: &'a Path,
+}
+
+/// Resolves the request into the lock a build of it realizes.
+pub async fn resolve_lock(inputs: LockInputs<'_>) -> Result<Lock, RealizeError> {
+    let LockInputs {
+        request,
+        partial,
+        volume_id,
+        epoch,
+        settings,
+        registry,
+        work,
+    } = inputs;
+    let client = build_client(&settings.http)?;
+    let cache = registry.cache().clone();
+    // Quiet: what is taken here is staged from the cache by the realization, which reports it.
+    let fetcher = fetcher(&client, settings, &(), &cache);
+    tracing::info!("resolving versions for Kubernetes v{}", partial.kube);
+    let resolution = resolve(partial, &fetcher).await?;
+    for warning in &resolution.warnings {
+        tracing::warn!("{warning}");
+    }
+    let scratch = work.join("resolve");
+    let result = async {
+        tracing::info!("taking the manifests");
+        let manifests = plan::manifests(request, &resolution.pins);
+        let kubeadm: Vec<String> = resolution.kubeadm_images().map(str::to_owned).collect();
+        let common =
+            super::take_common((&manifests, &kubeadm), &fetcher, &|_| None, &scratch).await?;
+        let mut arches = BTreeMap::new();
+        for &arch in &request.arches {
+            let dir = scratch.join(arch.k8s());
+            let references = &common.references;
+            let entry = one_arch(&fetcher, &resolution, registry, references, arch, &dir).await?;
+            arches.insert(
+                arch.k8s().to_owned(),
+                ArchEntry {
+                    iso: plan::iso_name(request, arch),
+                    ..entry
+                },
+            );
+        }
+        Ok::<_, RealizeError>(lock_of(
+            (request, &resolution),
+            common.entries,
+            arches,
+            volume_id,
+            epoch,
+        ))
+    }
+    .await;
+    // What was taken is in the cache; the realization stages it from there.
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
+/// linux/`arch`'s part of the lock, its ISO not yet named: its files' published checksums and
+/// its images' digests, side by side; a file's failure is reported first.
+async fn one_arch(
+    fetcher: &Fetcher<'_>,
+    resolution: &Resolution,
+    registry: &Registry,
+    references: &[Reference],
+    arch: Arch,
+    dir: &Path,
+) -> Result<ArchEntry, RealizeError> {
+    let artifacts = images::artifacts(&resolution.pins, arch);
+    let (files, images) = tokio::join!(
+        files(fetcher, &artifacts, dir),
+        resolve_images(registry, references, arch),
+    );
+    Ok(ArchEntry {
+        iso: String::new(),
+        files: files?,
+        images: images?,
+    })
+}
+
+/// The lock's entries for `artifacts`: each one's URL and the sha256 its publisher gives in the
+/// checksum file beside it, its size left to the realization (0: not known before the body is).
+/// A file whose checksum cannot be read so (none is published — the CNI plugins' is optional —,
+/// the file is under its legacy name, the checksum file is damaged or unreachable) or any file
+/// `--offline` (where the cache's own record of the checksum decides) is taken now, into `dir`
+/// and the cache, exactly as it always was, and locked as taken: the realization then takes it
+/// from the cache, and any error is the download's own.
+async fn files(
+    fetcher: &Fetcher<'_>,
+    artifacts: &[Artifact],
+    dir: &Path,
+) -> Result<Vec<FileEntry>, RealizeError> {
+    let published = join_all(artifacts.iter().map(|a| published(fetcher, a))).await;
+    let unpublished: Vec<Artifact> = artifacts
+        .iter()
+        .zip(&published)
+        .filter(|(_, p)| p.is_none())
+        .map(|(a, _)| a.clone())
+        .collect();
+    let mut taken = images::download(fetcher, &unpublished, &vec![None; unpublished.len()], dir)
+        .await?
+        .into_iter();
+    Ok(artifacts
+        .iter()
+        .zip(published)
+        .map(|(a, sha256)| match sha256 {
+            Some(sha256) => FileEntry {
+                path: a.dest.clone(),
+                url: a.url.clone(),
+                size: 0,
+                sha256,
+                signature: None,
+            },
+            None => {
+                let f = taken
+                    .next()
+                    .expect("one taken file per unpublished artifact");
+                FileEntry {
+                    path: f.dest,
+                    url: f.source,
+                    size: f.size,
+                    sha256: f.sha256,
+                    signature: None,
+                }
+            }
+        })
+        .collect())
+}
+
+/// The sha256 `artifact`'s publisher gives for it, when its checksum file can be read (online).
+async fn published(fetcher: &Fetcher<'_>, artifact: &Artifact) -> Option<String> {
+    let checksum = artifact.checksum.as_ref()?;
+    // From the network only: offline the client refuses, and the cache's copy is no publisher's.
+    let text = fetcher
+        .fresh_text(checksum.url(), CHECKSUM_LIMIT)
+        .await
+        .ok()?;
+    checksum
+        .expected(text.as_bytes(), file_name(&artifact.url))
+        .ok()
+}
+
+/// Resolves `references` for linux/`arch` at the registry (manifests only, `jobs` at a time):
+/// each one's index digest, chosen platform manifest and size.
+async fn resolve_images(
+    registry: &Registry,
+    references: &[Reference],
+    arch: Arch,
+) -> Result<Vec<ImageEntry>, RealizeError> {
+    let results = stream::iter(references)
+        .map(|reference| registry.resolve(reference, arch))
+        .buffered(registry.jobs())
+        .collect::<Vec<_>>()
+        .await;
+    let mut images = Vec::new();
+    let mut failures = Vec::new();
+    for result in results {
+        match result {
+            Ok(image) => images.push(image_entry(&image)),
+            Err(e) => failures.push(e),
+        }
+    }
+    match failures.is_empty() {
+        true => Ok(images),
+        false => Err(images::grouped(failures, arch)),
+    }
+}
+
+/// The lock's entry for a resolved image, its signature not yet judged.
+pub(super) fn image_entry(image: &Image) -> ImageEntry {
+    ImageEntry {
+        reference: image.reference.to_string(),
+        digest: image.top.digest.to_string(),
+        manifest: image.manifest.digest.to_string(),
+        size: image.manifest.bytes.len() as u64
+            + image.config.size
+            + image.layers.iter().map(|l| l.size).sum::<u64>(),
+        signature: None,
+    }
+}
+
+/// The lock of `request` as `resolution` resolved it, with its manifests and architectures.
+fn lock_of(
+    (request, resolution): (&Request, &Resolution),
+    manifests: Vec<ManifestEntry>,
+    arches: BTreeMap<String, ArchEntry>,
+    volume_id: &str,
+    epoch: i64,
+) -> Lock {
+    let v = &resolution.versions;
+    let versions = LockedRequest {
+        kubernetes: resolution.kubernetes.clone(),
+        kubernetes_label: None,
+        arches: arches.keys().cloned().collect(),
+        cni: v.cni.clone(),
+        crictl: v.crictl.clone(),
+        etcd: v.etcd.clone(),
+        csi: (v.csi != "none").then(|| v.csi.clone()),
+        ccm: v.ccm.clone(),
+        autoscaler: v.autoscaler.clone(),
+        headlamp: None,
+        headlamp_image: None,
+        cloudstack: None,
+        volume_id: String::new(),
+        name: String::new(),
+    };
+    let mut lock = Lock {
+        version: lock::VERSION,
+        cks_iso: env!("CARGO_PKG_VERSION").to_owned(),
+        epoch,
+        request: record::locked_request(versions, request, volume_id),
+        autoscaler: Autoscaler {
+            version: v.autoscaler.clone(),
+            tag: format!("cluster-autoscaler-{}", v.autoscaler),
+            commit: v.autoscaler_commit.clone(),
+            pinned: v.autoscaler_source == "pinned",
+        },
+        kubeadm: Kubeadm {
+            pause: v.pause.clone(),
+            etcd: v.etcd_image.clone(),
+            coredns: v.coredns.clone(),
+            source: v.kubeadm_extras_source.clone(),
+        },
+        manifests,
+        arches,
+    };
+    lock.normalise();
+    lock
+}
