@@ -12,9 +12,11 @@ DEB_COMMANDS := docker-registry git xorriso isoinfo bsdtar 7z skopeo containerd 
 # The formats' own SBOM validators, from PyPI into a virtualenv the tests use (tests/build_e2e.rs),
 # and `cryptography` for the independent image-signature oracle (tests/it/signatures.rs; Debian 12's
 # python3-cryptography 38 lacks the certificate APIs it uses), and Sigstore's own client, the
-# oracle that verifies the binaries' bundles offline (tests/it/signatures.rs).
+# oracle that verifies the binaries' bundles offline (tests/it/signatures.rs); markdown-it-py, the
+# CommonMark reader scripts/check-doc-links.py judges the packages' shipped docs with.
 SBOM_VENV := .venv-sbom
-SBOM_PIP := cyclonedx-python-lib[json-validation]==11.12.0 spdx-tools==0.8.5 cryptography==48.0.0 sigstore==4.5.1 cs==5.2.0
+SBOM_PIP := cyclonedx-python-lib[json-validation]==11.12.0 spdx-tools==0.8.5 cryptography==48.0.0 sigstore==4.5.1 cs==5.2.0 \
+	markdown-it-py==4.3.0
 
 # Where cargo builds (CARGO_TARGET_DIR, build.target-dir, or ./target), asked of cargo itself.
 TARGET_DIR := $(or $(shell $(CARGO) metadata --format-version 1 --no-deps 2>/dev/null | \
@@ -36,7 +38,7 @@ CARGO_DEB_VERSION := 3.8.0
 CARGO_ABOUT_VERSION := 0.9.3
 
 .PHONY: all deps deps-tools deps-python build test lint doc demo bench fuzz clean assets gen-assets deb test-deb notices \
-	dist-deps dist-bins dist rpm image test-dist
+	dist-deps dist-bins dist rpm image test-dist test-repro
 
 all: build
 
@@ -55,7 +57,7 @@ deps-tools:
 	@command -v cargo >/dev/null || { echo "make deps: cargo is missing; install Rust from rustup.rs" >&2; exit 1; }
 
 deps-python: deps-tools
-	@if $(SBOM_VENV)/bin/python -c 'import cyclonedx.validation.json, jsonschema, spdx_tools, cryptography, sigstore.verify, cs' 2>/dev/null \
+	@if $(SBOM_VENV)/bin/python -c 'import cyclonedx.validation.json, jsonschema, spdx_tools, cryptography, sigstore.verify, cs, markdown_it' 2>/dev/null \
 		&& [ -x $(SBOM_VENV)/bin/pyspdxtools ]; then echo "make deps: SBOM validators present"; \
 	else \
 		echo "make deps: installing $(SBOM_PIP) into $(SBOM_VENV)"; \
@@ -101,7 +103,6 @@ gen-assets:
 	$(ASSETS_BIN) completions zsh > $(ASSETS)/completions/_cks-iso
 	$(ASSETS_BIN) completions fish > $(ASSETS)/completions/cks-iso.fish
 	gzip -9nc CHANGELOG.md > $(ASSETS)/changelog.gz
-	gzip -9nc THIRD-PARTY-NOTICES > $(ASSETS)/THIRD-PARTY-NOTICES.gz
 	set -o pipefail; version=$$($(ASSETS_BIN) --version | cut -d' ' -f2); \
 	maintainer=$$(sed -n 's/^maintainer = "\(.*\)"$$/\1/p' Cargo.toml); \
 	date=$$(git log -1 --format=%cD 2>/dev/null || date -R); \
@@ -167,10 +168,13 @@ clean:
 DIST_TARGETS := x86_64-unknown-linux-musl aarch64-unknown-linux-musl
 DIST := $(TARGET_DIR)/dist
 VERSION := $(shell sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"$$/\1/p' Cargo.toml)
-DIST_DEB_PACKAGES := musl-tools gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user rpm rpmlint file \
-	ca-certificates
+# libc6-dev-arm64-cross: the aarch64 C headers ring's C includes (stdint.h and what it pulls in);
+# gcc-aarch64-linux-gnu only recommends them, and --no-install-recommends leaves them out.
+DIST_DEB_PACKAGES := musl-tools gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
+	rpm rpmlint file ca-certificates
 DIST_DEB_COMMANDS := musl-gcc aarch64-linux-gnu-gcc aarch64-linux-gnu-ar qemu-aarch64 rpmbuild rpmlint file \
 	update-ca-certificates
+DIST_DEB_FILES := /usr/aarch64-linux-gnu/include/bits/libc-header-start.h
 # A debug build: it runs once per `make dist`, in seconds, and compiles in a fraction of the
 # time a release build of it takes on a 2-core CI machine.
 CARGO_CYCLONEDX_VERSION := 0.5.9
@@ -185,6 +189,7 @@ DIST_RUSTFLAGS := -C target-feature=+crt-static -C link-self-contained=yes -C st
 
 dist-deps: deps
 	@missing=0; for c in $(DIST_DEB_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	for f in $(DIST_DEB_FILES); do [ -e $$f ] || missing=1; done; \
 	if [ $$missing = 1 ]; then \
 		echo "make dist-deps: installing $(DIST_DEB_PACKAGES)"; \
 		$(SUDO) apt-get update -qq && \
@@ -196,14 +201,16 @@ dist-deps: deps
 		echo "make dist-deps: installing cargo-cyclonedx $(CARGO_CYCLONEDX_VERSION)"; \
 		$(CARGO) install cargo-cyclonedx --version $(CARGO_CYCLONEDX_VERSION) --locked --debug; }
 
+# Each target's C compiler, linker and flags; `make dist DIST_TARGETS=…` builds and packs a subset
+# (`make test-repro` rebuilds x86_64 alone by default).
+DIST_ENV.x86_64-unknown-linux-musl = CC_x86_64_unknown_linux_musl=musl-gcc \
+	CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="$(DIST_RUSTFLAGS)"
+DIST_ENV.aarch64-unknown-linux-musl = CC_aarch64_unknown_linux_musl=aarch64-linux-gnu-gcc \
+	AR_aarch64_unknown_linux_musl=aarch64-linux-gnu-ar CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=aarch64-linux-gnu-gcc \
+	CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="$(DIST_RUSTFLAGS)"
+
 dist-bins: dist-deps
-	CC_x86_64_unknown_linux_musl=musl-gcc \
-	CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="$(DIST_RUSTFLAGS)" \
-		$(CARGO) build --release --locked -p cks-iso --target x86_64-unknown-linux-musl
-	CC_aarch64_unknown_linux_musl=aarch64-linux-gnu-gcc AR_aarch64_unknown_linux_musl=aarch64-linux-gnu-ar \
-	CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=aarch64-linux-gnu-gcc \
-	CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="$(DIST_RUSTFLAGS)" \
-		$(CARGO) build --release --locked -p cks-iso --target aarch64-unknown-linux-musl
+	$(foreach t,$(DIST_TARGETS),$(DIST_ENV.$(t)) $(CARGO) build --release --locked -p cks-iso --target $(t) && ) true
 
 dist: dist-bins
 	$(MAKE) --no-print-directory gen-assets ASSETS_BIN=$(TARGET_DIR)/x86_64-unknown-linux-musl/release/cks-iso \
@@ -223,9 +230,21 @@ image: dist
 		--amd64 $(TARGET_DIR)/x86_64-unknown-linux-musl/release/cks-iso \
 		--arm64 $(TARGET_DIR)/aarch64-unknown-linux-musl/release/cks-iso
 
+# `make test-repro`: a second checkout of HEAD (a temporary `git worktree`, or REPRO_DIR, kept
+# for the next run) with its own target dir builds REPRO_TARGETS and packs them again; binaries,
+# archives and SBOMs must be byte-identical to this checkout's (scripts/test-repro.sh). One full
+# release build more per target: x86_64 alone by default, `REPRO_TARGETS="$(DIST_TARGETS)"` for both.
+REPRO_TARGETS ?= x86_64-unknown-linux-musl
+REPRO_DIR ?=
+test-repro: dist
+	SOURCE_DATE_EPOCH=$(DIST_EPOCH) TARGET_DIR=$(TARGET_DIR) DIST=$(DIST) REPRO_DIR=$(REPRO_DIR) \
+		./scripts/test-repro.sh $(REPRO_TARGETS)
+
 # Judges all of it: the archives (and the aarch64 binary under qemu-aarch64), the RPMs (rpmlint,
-# rpm -qpl/-qpi, installed into an empty root) and the image (skopeo, a private containerd).
-test-dist: dist rpm image
+# rpm -qpl/-qpi, installed into an empty root), the image (skopeo, a private containerd) and a
+# rebuild in another checkout (test-repro).
+test-dist: dist rpm image test-repro
 	SOURCE_DATE_EPOCH=$(DIST_EPOCH) TARGET_DIR=$(TARGET_DIR) DIST=$(DIST) ./scripts/test-dist.sh $(DIST_TARGETS)
 	SOURCE_DATE_EPOCH=$(DIST_EPOCH) DIST=$(DIST) ./scripts/test-rpm.sh $(DIST_TARGETS)
 	SOURCE_DATE_EPOCH=$(DIST_EPOCH) TARGET_DIR=$(TARGET_DIR) DIST=$(DIST) IMAGE_CA_BUNDLE=$(IMAGE_CA_BUNDLE) ./scripts/test-image.sh
+	DIST=$(DIST) ./scripts/test-install-docs.sh

@@ -3,14 +3,17 @@
 # CycloneDX SBOM beside each and SHA256SUMS over them all:
 #
 #   $DIST/cks-iso-<version>-<target>.tar.gz   cks-iso-<version>-<target>/{cks-iso, README.md,
-#                                             LICENSE, THIRD-PARTY-NOTICES, CHANGELOG.md,
-#                                             man/man1/*.1, completions/{cks-iso.bash,_cks-iso,cks-iso.fish}}
+#                                             LICENSE, THIRD-PARTY-NOTICES, CHANGELOG.md, STYLE.md,
+#                                             docs/**, man/man1/*.1,
+#                                             completions/{cks-iso.bash,_cks-iso,cks-iso.fish}}
 #   $DIST/cks-iso-<version>-<target>.cdx.json the crates compiled into that target's binary
 #   $DIST/SHA256SUMS                          `sha256sum -c` reads it
 #
 # Reproducible: every member is dated SOURCE_DATE_EPOCH, owned 0:0 with no names, mode 0755 or
 # 0644 whatever the umask or checkout left, in byte order, and gzip stores no name or date; the
-# SBOM's timestamp is SOURCE_DATE_EPOCH, it has no random serial number and no absolute path. Run by
+# SBOM's timestamp is SOURCE_DATE_EPOCH, it has no random serial number and no absolute path.
+# README.md and docs/ go in whole, with the files their links name ($DOC_FILES), so every link of
+# the shipped README resolves in the unpacked archive (scripts/check-doc-links.py). Run by
 # `make dist` (the Makefile builds the binaries and the man pages first); usage:
 #   TARGET_DIR=target DIST=target/dist SOURCE_DATE_EPOCH=N scripts/dist.sh TARGET...
 set -euo pipefail
@@ -18,6 +21,8 @@ cd "$(dirname "$0")/.."
 : "${TARGET_DIR:?}" "${DIST:?}" "${SOURCE_DATE_EPOCH:?}"
 [ $# -gt 0 ] || { echo "scripts/dist.sh: no target given" >&2; exit 2; }
 umask 022
+# The files beside the binary; README.md and docs/ link each of them.
+DOC_FILES="README.md LICENSE THIRD-PARTY-NOTICES CHANGELOG.md STYLE.md"
 version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"$/\1/p' Cargo.toml)
 [ -n "$version" ] || { echo "scripts/dist.sh: no [workspace.package] version in Cargo.toml" >&2; exit 1; }
 assets=$DIST/assets
@@ -39,7 +44,8 @@ for target in "$@"; do
     stage=$DIST/stage/$name
     mkdir -p "$stage/man/man1" "$stage/completions"
     install -m 0755 "$bin" "$stage/cks-iso"
-    install -m 0644 README.md LICENSE THIRD-PARTY-NOTICES CHANGELOG.md "$stage/"
+    install -m 0644 $DOC_FILES "$stage/"
+    for doc in $(git ls-files docs); do install -D -m 0644 "$doc" "$stage/$doc"; done
     for page in "$assets"/man/*.1.gz; do
         base=${page##*/}
         gzip -dc "$page" > "$stage/man/man1/${base%.gz}"

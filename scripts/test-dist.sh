@@ -27,8 +27,9 @@ for target in "$@"; do
     # Members: the layout scripts/dist.sh documents, owned 0:0, dated SOURCE_DATE_EPOCH.
     members=$(tar -tzf "$archive" | sort)
     pages=$(cd "$DIST/assets/man" && ls *.1.gz | sed "s|^\(.*\)\.gz$|$name/man/man1/\1|")
+    docs=$(git ls-files docs | sed "s|^|$name/|"; git ls-files docs | sed -n 's|/[^/]*$|/|p' | sort -u | sed "s|^|$name/|")
     expected=$(printf '%s\n' "$name/" "$name/cks-iso" "$name/README.md" "$name/LICENSE" \
-        "$name/THIRD-PARTY-NOTICES" "$name/CHANGELOG.md" "$name/man/" "$name/man/man1/" $pages \
+        "$name/THIRD-PARTY-NOTICES" "$name/CHANGELOG.md" "$name/STYLE.md" $docs "$name/man/" "$name/man/man1/" $pages \
         "$name/completions/" "$name/completions/cks-iso.bash" "$name/completions/_cks-iso" \
         "$name/completions/cks-iso.fish" | sort)
     [ "$members" = "$expected" ] || fail "$archive: members differ from the documented layout:
@@ -41,6 +42,10 @@ $(diff <(echo "$expected") <(echo "$members") || true)"
     ok "$archive: $(echo "$members" | wc -l) members as documented, 0/0, dated $want_date"
 
     tar -xzf "$archive" -C "$work"
+    # The shipped README's links (into docs/, to LICENSE, …) resolve in the unpacked archive.
+    links=$(.venv-sbom/bin/python scripts/check-doc-links.py "$work/$name" --docs-from .) ||
+        fail "$archive: expected every link of its README.md and docs/ to resolve in it (the lines above say which do not)"
+    ok "$archive: $links"
     bin=$work/$name/cks-iso
     kind=$(file -b "$bin")
     case $target in

@@ -29,7 +29,8 @@ $info"
     for file in /usr/bin/cks-iso /usr/share/man/man1/cks-iso.1.gz /usr/share/man/man1/cks-iso-build.1.gz \
         /usr/share/bash-completion/completions/cks-iso /usr/share/zsh/site-functions/_cks-iso \
         /usr/share/fish/vendor_completions.d/cks-iso.fish /usr/share/licenses/cks-iso/LICENSE \
-        /usr/share/licenses/cks-iso/THIRD-PARTY-NOTICES /usr/share/doc/cks-iso/README.md; do
+        /usr/share/licenses/cks-iso/THIRD-PARTY-NOTICES /usr/share/doc/cks-iso/README.md \
+        /usr/share/doc/cks-iso/docs/install.md /usr/share/doc/cks-iso/docs/guide/building.md; do
         grep -qx "$file" <<< "$files" || fail "$rpm: rpm -qpl: expected $file, found:
 $files"
     done
@@ -60,3 +61,7 @@ chroot "$root" /usr/bin/cks-iso iso /in -o /out.iso --source-date-epoch 0 >/dev/
     fail "chroot $root cks-iso iso /in: expected an ISO, it failed"
 [ "$(isoinfo -R -i "$root/out.iso" -x /a.txt)" = hello ] || fail "$root/out.iso: expected a.txt to read hello"
 ok "rpm --install --root into an empty root: $installed; its binary runs there alone: $out, and writes an ISO"
+# The README's links (into docs/, to the licences under /usr/share/licenses) resolve as installed.
+links=$(.venv-sbom/bin/python scripts/check-doc-links.py "$root/usr/share/doc/cks-iso" --docs-from .) ||
+    fail "$rpm: expected every link of the installed README.md and docs/ to resolve (the lines above say which do not)"
+ok "$rpm: installed docs: $links"

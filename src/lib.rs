@@ -36,6 +36,10 @@
 //!   signatures) into a work directory, and the lock of it.
 //! - [`author`]: writes the ISOs, their `.sha256` and SBOMs, from what [`realize`] staged.
 //! - [`reporter`]: where the pipeline's progress goes.
+//! - [`pull`]: images pulled into the cache and written one archive each (`cks-iso pull`).
+//! - [`upkeep`]: what the `cache` subcommands do (carry across an air gap, list, verify, prune).
+//! - [`doctor`]: the checks of what a build depends on, without building.
+//! - [`failure`]: how an error and its causes read wherever they are reported.
 //! - [`atomic`]: outputs that appear complete or not at all, also on Ctrl-C.
 //! - [`config`]: the YAML configuration file and how flags override it.
 //! - [`env`](mod@env): every environment variable the tool reads.
@@ -54,13 +58,16 @@ pub mod cloudstack;
 pub mod config;
 pub mod contract;
 pub mod diff;
+pub mod doctor;
 pub mod env;
+pub mod failure;
 pub mod fetch;
 
 pub mod lock;
 pub mod manifest;
 pub mod out;
 pub mod plan;
+pub mod pull;
 pub mod realize;
 pub mod registration;
 pub mod registry;
@@ -72,6 +79,7 @@ pub mod trust;
 pub mod ui;
 pub mod units;
 pub mod upgrade;
+pub mod upkeep;
 pub mod upstream;
 pub mod verify;
 pub mod versions;

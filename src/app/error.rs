@@ -83,19 +83,7 @@ impl AppError {
 
     /// What the user can do: the given hint, else one for a full disk anywhere in the chain.
     pub fn advice(&self) -> Option<String> {
-        if self.hint.is_some() {
-            return self.hint.clone();
-        }
-        let full = self.error.chain().any(|cause| {
-            cause
-                .downcast_ref::<std::io::Error>()
-                .is_some_and(|e| e.kind() == std::io::ErrorKind::StorageFull)
-        });
-        full.then(|| {
-            "the disk named above is full: free space there, or point --cache-dir, TMPDIR or \
-             the output (--output, --out, -o) at a disk with room"
-                .into()
-        })
+        crate::failure::advice(self.error.as_ref(), self.hint.clone())
     }
 
     /// The process exit code.
@@ -108,16 +96,12 @@ impl AppError {
 
     /// The top message and each distinct cause below it, once.
     pub fn lines(&self) -> (String, Vec<String>) {
-        let mut chain = self.error.chain().map(ToString::to_string);
-        let top = chain.next().unwrap_or_default();
-        let mut causes: Vec<String> = Vec::new();
-        for cause in chain {
-            // Some libraries repeat their source's text in their own message; print it once.
-            if !top.contains(&cause) && !causes.iter().any(|c| c.contains(&cause)) {
-                causes.push(cause);
-            }
-        }
-        (top, causes)
+        crate::failure::lines(self.error.as_ref())
+    }
+
+    /// [`AppError::lines`] on one line, joined by `: `.
+    pub fn one_line(&self) -> String {
+        crate::failure::one_line(self.error.as_ref())
     }
 }
 

@@ -25,16 +25,6 @@ pub fn run(args: UpgradeCheckArgs) -> Result<(), AppError> {
     };
     let from = read(&args.from)?;
     let to = read(&args.to)?;
-    let arch_of = |side: &diff::Side| match side.arches.len() {
-        1 => side.arches.keys().next().and_then(|a| Arch::parse(a).ok()),
-        _ => None,
-    };
-    let scan = |side: &diff::Side, path| -> Result<_, AppError> {
-        match side.kind {
-            Kind::Iso => Ok(Some(upgrade::scan::scan(path, arch_of(side))?)),
-            Kind::Lock => Ok(None),
-        }
-    };
     let from_scan = scan(&from, &args.from)?;
     let to_scan = scan(&to, &args.to)?;
     let recorded = to
@@ -63,25 +53,7 @@ pub fn run(args: UpgradeCheckArgs) -> Result<(), AppError> {
         to_verify: to_verify.as_ref(),
         changes: &changes,
     });
-    for side in [&report.from, &report.to] {
-        if side.version_from == upgrade::VersionFrom::ImageNames {
-            tracing::info!(
-                "{} has no cks-iso.lock or versions.txt: its Kubernetes version {} is read from \
-                 its kube-apiserver image's tag",
-                side.path,
-                side.kubernetes.as_deref().unwrap_or_default()
-            );
-        }
-    }
-    if args.json {
-        crate::outln!(
-            "{}",
-            serde_json::to_string_pretty(&report).expect("JSON of plain values")
-        );
-    } else {
-        // Names and paths come from the ISOs, whoever made them.
-        crate::out::bytes(crate::ui::printable(&upgrade::render(&report)).as_bytes());
-    }
+    print(&report, args.json);
     let failed = report.checks.iter().filter(|c| !c.ok).count();
     match failed {
         0 => Ok(()),
@@ -94,5 +66,45 @@ pub fn run(args: UpgradeCheckArgs) -> Result<(), AppError> {
             ),
             Some("each FAIL line above has its own hint".into()),
         )),
+    }
+}
+
+/// An ISO's archives as containerd imports them (for its one arch, when it has one); `None` for
+/// a lock.
+fn scan(
+    side: &diff::Side,
+    path: &std::path::Path,
+) -> Result<Option<upgrade::scan::IsoScan>, AppError> {
+    let arch = match side.arches.len() {
+        1 => side.arches.keys().next().and_then(|a| Arch::parse(a).ok()),
+        _ => None,
+    };
+    match side.kind {
+        Kind::Iso => Ok(Some(upgrade::scan::scan(path, arch)?)),
+        Kind::Lock => Ok(None),
+    }
+}
+
+/// The report on stdout, as text or JSON; where a side's version was read from image names, said
+/// on stderr.
+fn print(report: &upgrade::Report, json: bool) {
+    for side in [&report.from, &report.to] {
+        if side.version_from == upgrade::VersionFrom::ImageNames {
+            tracing::info!(
+                "{} has no cks-iso.lock or versions.txt: its Kubernetes version {} is read from \
+                 its kube-apiserver image's tag",
+                side.path,
+                side.kubernetes.as_deref().unwrap_or_default()
+            );
+        }
+    }
+    if json {
+        crate::outln!(
+            "{}",
+            serde_json::to_string_pretty(report).expect("JSON of plain values")
+        );
+    } else {
+        // Names and paths come from the ISOs, whoever made them.
+        crate::out::bytes(crate::ui::printable(&upgrade::render(report)).as_bytes());
     }
 }

@@ -19,7 +19,7 @@ use crate::fetch::FetchError;
 use crate::plan::IsoFile;
 use crate::signature::rekor;
 use crate::signature::{
-    self, BUNDLE_SUFFIX, BinaryEvidence, BinaryReport, Mode, PairMaterial, SignatureError,
+    self, BUNDLE_SUFFIX, BinaryEvidence, BinaryReport, Mode, PairMaterial, SignatureError, Verdict,
 };
 use crate::trust::checker::{Checker, CheckerError};
 use crate::trust::{self, now};
@@ -198,7 +198,10 @@ pub(crate) async fn check_files(
     }
     reports.sort_by(|a, b| a.path.cmp(&b.path));
     evidence.sort_by(|a, b| a.path.cmp(&b.path));
-    let verified = reports.iter().filter(|r| r.verdict == "verified").count();
+    let verified = reports
+        .iter()
+        .filter(|r| r.verdict == Verdict::Verified)
+        .count();
     tracing::info!(
         "linux/{arch}: {verified} of {} covered files' signatures verified",
         reports.len()
@@ -421,7 +424,7 @@ async fn check_file(
         path: file.dest.clone(),
         url: file.source.clone(),
         sha256: file.sha256.clone(),
-        verdict: "unsigned".into(),
+        verdict: Verdict::Unsigned,
         bundle: None,
         signer: None,
     };
@@ -482,7 +485,7 @@ async fn check_file(
     let file_digest = hash.digest_of(file).await?;
     let verified = rekor::verify_digest(&checker.root, rule, &file_digest, &ev, now())
         .map_err(|f| invalid(f.step, f.reason))?;
-    report.verdict = "verified".into();
+    report.verdict = Verdict::Verified;
     report.bundle = Some(format!("{DIR}/{}", BinaryEvidence::bundle_path(&file.dest)));
     report.signer = Some(signature::Signer::from(&verified));
     let evidence = BinaryEvidence {
@@ -532,7 +535,7 @@ async fn check_bundle(
         path: file.dest.clone(),
         url: file.source.clone(),
         sha256: file.sha256.clone(),
-        verdict: "verified".into(),
+        verdict: Verdict::Verified,
         bundle: Some(format!("{DIR}/{}", BinaryEvidence::bundle_path(&file.dest))),
         signer: Some(signature::Signer::from(&verified)),
     };

@@ -14,6 +14,7 @@ use crate::lock::ImageSignature;
 use crate::registry::{Registry, RegistryError};
 use crate::signature::{
     self, ImageReport, Invalid, Mode, Policy, SignatureError, SignatureManifest, TrustedRoot,
+    Verdict,
 };
 
 use super::image::{Accepted, CheckError, Verdicts};
@@ -259,7 +260,7 @@ impl Checker {
             reference: artifact.clone(),
             digest: image.top.digest.to_string(),
             manifest: image.manifest.digest.to_string(),
-            verdict: "not-covered".into(),
+            verdict: Verdict::NotCovered,
             signed_digest: None,
             signature_manifest: None,
             found: None,
@@ -325,7 +326,7 @@ impl Checker {
                      signs every copy; recorded as unsigned (--signatures warn)",
                     image.manifest.digest
                 );
-                report.verdict = "unsigned".into();
+                report.verdict = Verdict::Unsigned;
                 return Ok((report, None));
             }
             None => {
@@ -334,7 +335,7 @@ impl Checker {
                      unsigned (--signatures enforce refuses it)",
                     image.manifest.digest
                 );
-                report.verdict = "unsigned".into();
+                report.verdict = Verdict::Unsigned;
                 return Ok((report, None));
             }
         };
@@ -353,7 +354,7 @@ fn accepted_report(
         verified,
     } = accepted;
     let manifest_digest = manifest.digest.clone();
-    report.verdict = "verified".into();
+    report.verdict = Verdict::Verified;
     report.signed_digest = Some(signed.to_string());
     report.signature_manifest = Some(format!(
         "{SIGNATURES_PREFIX}images/{}.json",

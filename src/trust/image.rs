@@ -98,7 +98,7 @@ impl Verdicts {
             sig.digest,
             sig.signs,
             match &verdict {
-                Ok(_) => "verified".to_owned(),
+                Ok(_) => crate::signature::Verdict::Verified.to_string(),
                 Err(Rejection::NoLayers) => "no layers".to_owned(),
                 Err(Rejection::Failed(f)) => format!("fails the {} check", f.step.name()),
             }

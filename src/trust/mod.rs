@@ -9,7 +9,9 @@
 pub mod binaries;
 pub mod checker;
 pub mod image;
+pub mod material;
 pub mod rekor;
+pub mod standalone;
 
 use std::path::{Path, PathBuf};
 

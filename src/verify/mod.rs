@@ -18,10 +18,13 @@
 mod checks;
 mod foreign;
 mod lock;
+mod render;
 mod sboms;
 mod signatures;
 
 use std::path::{Path, PathBuf};
+
+pub use render::{FORMAT, closing_hint, document};
 
 pub use foreign::iso_arch;
 

@@ -14,7 +14,9 @@ use super::SignatureCheck;
 use super::checks::{Ctx, sha256_of};
 use crate::contract;
 use crate::image::{Descriptor, Digest, MAX_MANIFEST_SIZE, Manifest, parse};
-use crate::signature::{self, BinaryEvidence, REPORT_PATH, Report, SignatureManifest, rekor};
+use crate::signature::{
+    self, BinaryEvidence, REPORT_PATH, Report, SignatureManifest, Verdict, rekor,
+};
 use crate::versions::Versions;
 
 pub(super) fn check(cx: &mut Ctx, versions: Option<&Versions>, sig: &SignatureCheck) {
@@ -109,14 +111,15 @@ pub(super) fn check(cx: &mut Ctx, versions: Option<&Versions>, sig: &SignatureCh
 }
 
 /// Whether a covered artifact is reported verified; a violation when not.
-fn verified(cx: &mut Ctx, artifact: &str, verdict: &str) -> bool {
-    if verdict != "verified" {
+fn verified(cx: &mut Ctx, artifact: &str, verdict: &Verdict) -> bool {
+    let verified = *verdict == Verdict::Verified;
+    if !verified {
         cx.violation(
             REPORT_PATH,
             format!("{artifact}: recorded as {verdict}, nothing to re-verify"),
         );
     }
-    verdict == "verified"
+    verified
 }
 
 /// Each file a rule covers by URL has a verified bundle in `signatures/binaries/` that verifies

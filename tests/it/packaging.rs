@@ -1,6 +1,7 @@
 //! The tool as operators get it: what the published crate holds, the completions and the man page.
 //! (The `.deb` itself is checked by `make test-deb`, which needs a release build.)
 
+use std::path::Path;
 use std::process::Command;
 
 use crate::support::run;
@@ -509,10 +510,24 @@ fn debian_package_passes_lintian_and_its_binary_runs() {
         "usr/share/doc/cks-iso/README.md",
         "usr/share/doc/cks-iso/LICENSE",
         "usr/share/doc/cks-iso/copyright",
-        "usr/share/doc/cks-iso/THIRD-PARTY-NOTICES.gz",
+        "usr/share/doc/cks-iso/THIRD-PARTY-NOTICES",
+        "usr/share/doc/cks-iso/changelog.gz",
+        "usr/share/doc/cks-iso/docs/install.md",
     ] {
         assert!(at(rel).is_file(), "{rel} is not in {}", deb.display());
     }
+    // The README's links (into docs/, to LICENSE, THIRD-PARTY-NOTICES, CHANGELOG.md) resolve in
+    // the installed doc directory, and docs/ is the repository's whole.
+    let root_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let links = run(Command::new(root_dir.join(".venv-sbom/bin/python"))
+        .arg(root_dir.join("scripts/check-doc-links.py"))
+        .arg(at("usr/share/doc/cks-iso"))
+        .arg("--docs-from")
+        .arg(root_dir));
+    assert!(
+        String::from_utf8_lossy(&links.stdout).contains("every one resolves"),
+        "{links:?}"
+    );
     let licence = std::fs::read_to_string(at("usr/share/doc/cks-iso/LICENSE")).unwrap();
     assert!(licence.contains("Apache License") && licence.contains("Version 2.0"));
 

@@ -56,7 +56,7 @@ pub use policy::{
 };
 pub use report::{
     BUNDLE_SUFFIX, BinaryEvidence, BinaryReport, ImageReport, Mode, PairMaterial, REPORT_PATH,
-    Report, Signer, evidence,
+    Report, Signer, Verdict, evidence,
 };
 pub use root::TrustedRoot;
 pub use verify::{Failure, Step, Verified};

@@ -61,6 +61,84 @@ impl FromStr for Mode {
     }
 }
 
+/// What the check of one signed artifact (an image, a downloaded binary) concluded: one type for
+/// every place that records, counts or prints a verdict, so that no site compares words of its own.
+/// Its word (`verified`, …) is what `report.json`, `--json` objects and the lines on stdout hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// A signature verified for the rule that covers it.
+    Verified,
+    /// A covered artifact without any signature.
+    Unsigned,
+    /// No rule covers it: nothing was looked for.
+    NotCovered,
+    /// A signature that does not verify, or could not be fetched (`verify-image` only: a build
+    /// stops instead of recording it).
+    Failed,
+    /// A word this cks-iso does not write, read from a report made elsewhere: kept as read, so that
+    /// the message naming it quotes it.
+    Other(String),
+}
+
+impl Verdict {
+    /// Its word, as reports and messages hold it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Verified => "verified",
+            Self::Unsigned => "unsigned",
+            Self::NotCovered => "not-covered",
+            Self::Failed => "failed",
+            Self::Other(word) => word,
+        }
+    }
+}
+
+impl From<&str> for Verdict {
+    fn from(word: &str) -> Self {
+        match word {
+            "verified" => Self::Verified,
+            "unsigned" => Self::Unsigned,
+            "not-covered" => Self::NotCovered,
+            "failed" => Self::Failed,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Verdict {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Verdict {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(Self::from(String::deserialize(deserializer)?.as_str()))
+    }
+}
+
+/// Transitional, for code that still reads a verdict as its word (`src/realize/signatures.rs`,
+/// being rewritten): `verdict == "verified"` and `&verdict` as `&str`. New code matches variants.
+impl PartialEq<&str> for Verdict {
+    fn eq(&self, word: &&str) -> bool {
+        self.as_str() == *word
+    }
+}
+
+/// Transitional, see the `PartialEq<&str>` impl.
+impl std::ops::Deref for Verdict {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
 /// What the check of one image found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImageReport {
@@ -70,8 +148,8 @@ pub struct ImageReport {
     pub digest: String,
     /// The platform manifest shipped.
     pub manifest: String,
-    /// `verified`, `unsigned` or `not-covered`.
-    pub verdict: String,
+    /// [`Verdict::Verified`], [`Verdict::Unsigned`] or [`Verdict::NotCovered`].
+    pub verdict: Verdict,
     /// Which digest the accepted signature signs (the platform manifest or the index).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signed_digest: Option<String>,
@@ -99,8 +177,8 @@ pub struct BinaryReport {
     pub url: String,
     /// Its sha256, hex.
     pub sha256: String,
-    /// `verified` or `unsigned`.
-    pub verdict: String,
+    /// [`Verdict::Verified`] or [`Verdict::Unsigned`].
+    pub verdict: Verdict,
     /// The Sigstore bundle that verified it, in the ISO.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bundle: Option<String>,
