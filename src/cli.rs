@@ -14,7 +14,7 @@ pub use self::register::{
 pub use self::signatures::{SignatureArgs, TrustArgs};
 pub use self::verify_image::VerifyImageArgs;
 use crate::env;
-use crate::resolve::version::DEFAULT_CCM_TAG;
+use crate::release::version::DEFAULT_CCM_TAG;
 use crate::ui::{Color, LogFormat};
 use crate::upstream::{DEFAULT_CNI, DEFAULT_CSI};
 

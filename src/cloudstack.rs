@@ -7,8 +7,6 @@
 //! copied to `/opt/csi` (4.22 on). 24.0, the release after 4.23, reads it as 4.23 does.
 //! Pure: no network, no file system.
 
-pub mod registration;
-
 use std::fmt;
 
 /// A CloudStack release line (`4.22`, `24.0`) whose nodes read the ISO one way. A line newer than

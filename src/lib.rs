@@ -4,9 +4,10 @@
 //! modules) → library modules that each own one concern:
 //!
 //! - [`iso`]: authors the ISO 9660 image (Rock Ridge + Joliet) from a directory; no network.
-//! - [`resolve`]: which autoscaler, CCM and kubeadm images a Kubernetes version needs; git tag
-//!   listing over smart HTTP; and [`resolve::resolve`], what a whole build would use — versions,
-//!   URLs, images — fetching only metadata.
+//! - [`release`]: Kubernetes releases and what goes with each: versions, the autoscaler and CCM
+//!   releases for a minor, git tag listing over smart HTTP, kubeadm's images.
+//! - [`resolve`]: [`resolve::resolve`], what a whole build would use — versions, URLs, images —
+//!   fetching only metadata.
 //! - [`image`]: the one image abstraction (references, digests, manifests, platform choice) that
 //!   every source yields and every writer takes; no network.
 //! - [`cache`]: the content-addressed blob store that only ever holds verified blobs.
@@ -70,6 +71,7 @@ pub mod pull;
 pub mod realize;
 pub mod registration;
 pub mod registry;
+pub mod release;
 pub mod reporter;
 pub mod resolve;
 pub mod sbom;

@@ -3,6 +3,6 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|bytes: &[u8]| {
-    let _ = cks_iso::resolve::git::parse_discovery(bytes);
-    let _ = cks_iso::resolve::git::parse_ls_refs(bytes);
+    let _ = cks_iso::release::git::parse_discovery(bytes);
+    let _ = cks_iso::release::git::parse_ls_refs(bytes);
 });

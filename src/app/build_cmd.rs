@@ -14,13 +14,13 @@ use crate::atomic::Pending;
 use crate::author::{self, BuiltIso};
 use crate::cli::BuildArgs;
 use crate::cloudstack::CloudStack;
-use crate::cloudstack::registration::{self, Registration};
 use crate::env;
 use crate::iso::VolumeId;
 use crate::lock::Lock;
 use crate::plan::{self, Flags};
 use crate::realize;
-use crate::resolve::version::check_supported;
+use crate::registration::line::{Registration, publish_base};
+use crate::release::version::check_supported;
 use crate::resolve::{Given, KubeVersion, Partial};
 use crate::trust;
 use crate::ui::Ui;
@@ -53,7 +53,7 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     if labelled.is_some() {
         request.kubernetes_label = labelled;
     }
-    let publish = registration::publish_base(args.publish_url.as_deref())?;
+    let publish = publish_base(args.publish_url.as_deref())?;
     let mut settings = net::settings(args.net)?;
     settings.http.offline = args.offline;
     net::registry_mirrors(&settings)?;

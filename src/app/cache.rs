@@ -93,6 +93,7 @@ fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
     let trust = admit::Trust {
         root: crate::trust::trusted_root(args.trusted_root.as_deref(), None)?.0,
         policy: crate::trust::policy(args.signature_policy.as_deref())?,
+        now: crate::trust::now(),
     };
     let locks = read_locks(&args.locked)?;
     let done = upkeep::import(&carry, &cache, &locks, &trust, &args.from_iso, ui)?;

@@ -68,7 +68,6 @@ pub fn run(args: VerifyImageArgs, ui: &Ui) -> Result<(), AppError> {
         root: &root,
         arch,
         enforce: args.enforce,
-        offline: args.offline,
     };
     let checked = runtime.block_on(trust::standalone::check_all(
         &registry,

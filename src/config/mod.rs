@@ -271,6 +271,18 @@ pub struct Settings {
     pub source: Option<PathBuf>,
 }
 
+impl<'a> From<&'a Settings> for crate::trust::checker::Defaults<'a> {
+    /// The file's signature settings, as the signature checker takes them below its flags.
+    fn from(settings: &'a Settings) -> Self {
+        Self {
+            mode: settings.signatures,
+            trusted_root: settings.trusted_root.as_deref(),
+            policy: settings.signature_policy.as_deref(),
+            rekor_url: settings.rekor_url.as_deref(),
+        }
+    }
+}
+
 impl Network {
     /// Reads and parses `path` (a regular file of at most [`MAX_CONFIG_SIZE`], which only its
     /// owner, the user running this or root, may write; see `crate::input`); relative paths inside

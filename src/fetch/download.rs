@@ -34,7 +34,9 @@ pub struct Download<'a> {
     pub retry: RetryPolicy,
     /// Receives transferred bytes.
     pub progress: &'a dyn Progress,
-    /// Refuse every request with [`FetchError::Offline`] (`--offline`).
+    /// Offline (`--offline`): every request is refused with [`FetchError::Offline`] and only
+    /// the cache answers ([`Download::or_cached`]). Callers never read it: they ask for an
+    /// answer and learn where it came from ([`Origin`]).
     pub offline: bool,
     /// The item's budget when a [`super::Refetch`] made this download: every attempt that
     /// follows no progress counts there, and retries stop once it is spent.
@@ -49,7 +51,54 @@ enum Failed {
     Fatal(FetchError),
 }
 
+/// Where an answer of [`Download::or_cached`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A request answered it.
+    Network,
+    /// The client is offline and the cache answered it.
+    Cache,
+}
+
 impl Download<'_> {
+    /// Refuses a request to `url` when the client is offline: [`FetchError::Offline`] names the
+    /// URL, and its hint says how to fill the cache. Every request this layer sends passes here.
+    pub fn admit(&self, url: &str) -> Result<(), FetchError> {
+        match self.offline {
+            true => Err(FetchError::Offline {
+                url: url.to_owned(),
+            }),
+            false => Ok(()),
+        }
+    }
+
+    /// The answer to a request the cache may also hold: online, `fetch`'s (the cache is not
+    /// asked); offline, what `cached` recalls, and when it recalls nothing, `fetch`'s — whose
+    /// request the client refuses, naming its URL. With where the answer came from, so that a
+    /// caller keeps only what the network gave and can say when the cache could not vouch.
+    pub async fn or_cached<T, E>(
+        &self,
+        cached: impl FnOnce() -> Result<Option<T>, E>,
+        fetch: impl Future<Output = Result<T, E>>,
+    ) -> Result<(T, Origin), E> {
+        if self.offline
+            && let Some(found) = cached()?
+        {
+            return Ok((found, Origin::Cache));
+        }
+        fetch.await.map(|answer| (answer, Origin::Network))
+    }
+
+    /// A re-fetch budget for one item on this client (see [`super::Refetch`]); offline there is
+    /// nothing to fetch again, so it allows no re-fetch.
+    pub fn refetch(&self) -> super::Refetch {
+        let refetch = super::Refetch::new(self.retry);
+        match self.offline {
+            true => refetch.refused(),
+            false => refetch,
+        }
+    }
+
     /// GETs `url` with `headers` into `sink`, resuming with `Range` after an interrupted body.
     pub async fn to_sink(
         &self,
@@ -82,11 +131,7 @@ impl Download<'_> {
         sink: &mut dyn Sink,
         span: Option<(u64, u64)>,
     ) -> Result<Fetched, FetchError> {
-        if self.offline {
-            return Err(FetchError::Offline {
-                url: url.to_owned(),
-            });
-        }
+        self.admit(url)?;
         let mut attempt = 1;
         if let Some(budget) = self.budget {
             budget.spend();
@@ -470,11 +515,7 @@ pub async fn post_hop(
     body: &[u8],
     limit: u64,
 ) -> Result<Posted, FetchError> {
-    if download.offline {
-        return Err(FetchError::Offline {
-            url: url.to_owned(),
-        });
-    }
+    download.admit(url)?;
     let attempts = std::cell::Cell::new(0u32);
     let once = || async {
         attempts.set(attempts.get() + 1);

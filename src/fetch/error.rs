@@ -120,6 +120,12 @@ pub enum FetchError {
     },
 }
 
+/// What to do when a registry refuses the credentials (or wants some), wherever it happens: a
+/// 401 or 403 here, or the registry client's own authentication errors. It lives in this lower
+/// layer so that the registry client can use it without the fetch layer depending on the registry.
+pub(crate) const AUTH_HINT: &str = "log in with `docker login` or `podman login`, or pass \
+     --authfile FILE with credentials for this registry";
+
 fn attempts_note(attempts: u32) -> String {
     match attempts {
         0 | 1 => String::new(),
@@ -145,7 +151,7 @@ impl FetchError {
             Self::Status { status: 401 | 403, .. } => format!(
                 "the server wants credentials; for a registry: {}; for a file: point --mirror at \
                  a copy that needs none",
-                crate::registry::AUTH_HINT
+                AUTH_HINT
             ),
             Self::Status { status: 429, .. } => {
                 "the server is rate limiting: wait, log in (`docker login`, or --authfile) for a \

@@ -22,7 +22,8 @@ pub use client::{
     HttpConfig, Protocols, build_bulk_client, build_client, build_client_without_redirects,
     host_port, install_crypto_provider,
 };
-pub use download::{Download, Fetched, Posted, get_bytes, post, post_hop, post_json};
+pub use download::{Download, Fetched, Origin, Posted, get_bytes, post, post_hop, post_json};
+pub(crate) use error::AUTH_HINT;
 pub use error::FetchError;
 pub use mirror::{Mirror, Mirrors, redact, strip_userinfo};
 pub use probe::{Probed, probe};

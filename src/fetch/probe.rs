@@ -25,11 +25,7 @@ pub async fn probe(
     url: &str,
     headers: &HeaderMap,
 ) -> Result<Probed, FetchError> {
-    if download.offline {
-        return Err(FetchError::Offline {
-            url: url.to_owned(),
-        });
-    }
+    download.admit(url)?;
     let mut attempt = 1;
     loop {
         let sent = download

@@ -126,6 +126,8 @@ pub struct Refetch {
     policy: RetryPolicy,
     budget: Budget,
     refetches: u32,
+    /// The client refuses requests (offline): [`Refetch::again`] is always `false`.
+    refused: bool,
 }
 
 /// Attempts an item has used, counted by every [`super::Download`] that draws on it.
@@ -157,6 +159,15 @@ impl Refetch {
                 spent: AtomicU32::new(0),
             },
             refetches: 0,
+            refused: false,
+        }
+    }
+
+    /// This budget for a client that refuses requests: nothing is fetched again.
+    pub(super) fn refused(self) -> Self {
+        Self {
+            refused: true,
+            ..self
         }
     }
 
@@ -174,7 +185,7 @@ impl Refetch {
     pub async fn again(&mut self, err: &dyn std::fmt::Display, action: &str) -> bool {
         let spent = self.budget.spent.load(Ordering::Relaxed);
         let spent = spent.max(self.refetches + 1);
-        if self.refetches > 0 && spent >= self.policy.attempts {
+        if self.refused || (self.refetches > 0 && spent >= self.policy.attempts) {
             return false;
         }
         tracing::warn!("{err}; {action} again");

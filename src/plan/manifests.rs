@@ -2,7 +2,8 @@
 //! place from the request and the resolved versions: the role decides a manifest's edits
 //! ([`super::edit`]) and is the name the lock records, and `realize` only carries the list out.
 
-use std::fmt::Display;
+// The image names of releases live with the releases (`resolve` needs them without `plan`).
+pub use crate::release::{autoscaler_image, provider_image};
 
 use super::{Request, Source};
 use crate::contract;
@@ -53,16 +54,6 @@ impl Role {
             Self::Unit => "unit",
         }
     }
-}
-
-/// The cluster-autoscaler image of a release (`1.33.4`).
-pub fn autoscaler_image(version: &impl Display) -> String {
-    format!("registry.k8s.io/autoscaling/cluster-autoscaler:v{version}")
-}
-
-/// The CloudStack CCM image of a tag (`v1.2.0`).
-pub fn provider_image(tag: &str) -> String {
-    format!("apache/cloudstack-kubernetes-provider:{tag}")
 }
 
 /// One manifest a build takes.

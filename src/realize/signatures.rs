@@ -57,8 +57,8 @@ pub(super) async fn check(
     let results: Vec<Result<(ImageReport, Option<SignatureManifest>), CheckerError>> =
         stream::iter(images)
             .map(|image| {
-                let from_cache = registry.offline() && tags_from_cache;
-                checker.check_image_from(registry, image, lock_sig(image), from_cache)
+                let vouched = !tags_from_cache;
+                checker.check_image_from(registry, image, lock_sig(image), vouched)
             })
             .buffered(IMAGES_AT_ONCE)
             .collect()

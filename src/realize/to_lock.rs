@@ -179,10 +179,11 @@ async fn files(
 /// The sha256 `artifact`'s publisher gives for it, when its checksum file can be read (online).
 async fn published(fetcher: &Fetcher<'_>, artifact: &Artifact) -> Option<String> {
     let checksum = artifact.checksum.as_ref()?;
-    if fetcher.download.offline {
-        return None;
-    }
-    let text = fetcher.text(checksum.url(), CHECKSUM_LIMIT).await.ok()?;
+    // From the network only: offline the client refuses, and the cache's copy is no publisher's.
+    let text = fetcher
+        .fresh_text(checksum.url(), CHECKSUM_LIMIT)
+        .await
+        .ok()?;
     checksum
         .expected(text.as_bytes(), file_name(&artifact.url))
         .ok()

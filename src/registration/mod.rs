@@ -12,10 +12,12 @@
 //!
 //! Its input is an [`IsoToRegister`], read from the ISO itself (`versions.txt` and its bytes),
 //! never guessed from a file name; `build --register` makes it from the build's
-//! [`crate::author::BuiltIso`].
+//! [`crate::author::BuiltIso`]. [`mod@line`] renders a built ISO's parameters as the CloudMonkey line
+//! and JSON fields `build` prints.
 
 pub mod api;
 pub mod credentials;
+pub mod line;
 pub mod plan;
 pub mod retire;
 pub mod run;

@@ -150,10 +150,6 @@ pub enum RegistryError {
     Config(String),
 }
 
-/// What to do when a registry refuses the credentials (or wants some), wherever it happens.
-pub(crate) const AUTH_HINT: &str = "log in with `docker login` or `podman login`, or pass \
-     --authfile FILE with credentials for this registry";
-
 impl RegistryError {
     /// Whether the user gave a wrong argument or setting rather than the pull failing.
     pub fn is_usage(&self) -> bool {
@@ -172,7 +168,7 @@ impl RegistryError {
                  check that it holds the image"
                     .into()
             }
-            Self::Auth { .. } => AUTH_HINT.into(),
+            Self::Auth { .. } => crate::fetch::AUTH_HINT.into(),
             Self::PlainHttp { .. } => {
                 "the registry's configuration sends logins in clear text: have its operator serve \
                  the token service over HTTPS; only on a network you trust, name that host with \

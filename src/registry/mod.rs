@@ -60,11 +60,10 @@ pub use adapt::MAX_JOBS;
 pub use auth::Challenge;
 pub use credentials::{AuthFiles, Credentials, DOCKER_HUB_AUTH_KEY};
 pub use endpoint::{DOCKER_HUB_API, Endpoint, RegistryMirror, Routes};
-pub(crate) use error::AUTH_HINT;
 pub use error::RegistryError;
 
 use crate::cache::{Cache, CacheError, Key};
-use crate::fetch::{self, Download, FetchError, HttpConfig, RetryPolicy};
+use crate::fetch::{self, Download, FetchError, HttpConfig, Origin, RetryPolicy};
 use crate::image::{
     Arch, Descriptor, Digest, Image, ImageError, Index, MAX_MANIFEST_SIZE, Manifest, MediaType,
     Reference, parse,
@@ -154,11 +153,6 @@ impl Registry {
         })
     }
 
-    /// Whether tags, signatures and blobs come from the cache alone (`--offline`).
-    pub fn offline(&self) -> bool {
-        self.offline
-    }
-
     /// The cache blobs go to.
     pub fn cache(&self) -> &Cache {
         &self.cache
@@ -240,7 +234,7 @@ impl Registry {
         if let Some(digest) = reference.digest() {
             return self.resolve_at(reference, digest, arch).await;
         }
-        let top = self.tag_digest(reference).await?;
+        let (top, _) = self.tag_digest(reference).await?;
         let image = self.resolve_at(reference, &top, arch).await?;
         let key = Key::tag(reference);
         let size = image.top.bytes.len() as u64;
@@ -253,21 +247,21 @@ impl Registry {
         Ok(image)
     }
 
-    /// What the tag of `reference` points at (offline: what the cache's index recorded).
-    async fn tag_digest(&self, reference: &Reference) -> Result<Digest, RegistryError> {
+    /// What the tag of `reference` points at (offline: what the cache's index recorded), and
+    /// which of the two answered.
+    async fn tag_digest(&self, reference: &Reference) -> Result<(Digest, Origin), RegistryError> {
         let key = Key::tag(reference);
-        if self.offline
-            && let Some(found) = self.cache.recall(&key)
-        {
-            return Ok(found.digest);
-        }
-        let ep = self.config.routes.endpoint(reference);
-        // A reference without a digest always has a tag (`latest` by default).
-        let tag = reference.tag().unwrap_or("latest");
-        Ok(match self.head_manifest(&ep, reference, tag).await? {
-            Some(digest) => digest,
-            None => self.get_manifest(&ep, reference, tag, None).await?,
-        })
+        let recalled = || Ok(self.cache.recall(&key).map(|found| found.digest));
+        let asked = async {
+            let ep = self.config.routes.endpoint(reference);
+            // A reference without a digest always has a tag (`latest` by default).
+            let tag = reference.tag().unwrap_or("latest");
+            Ok::<_, RegistryError>(match self.head_manifest(&ep, reference, tag).await? {
+                Some(digest) => digest,
+                None => self.get_manifest(&ep, reference, tag, None).await?,
+            })
+        };
+        self.download(&()).or_cached(recalled, asked).await
     }
 
     /// Resolves `reference` as the index or manifest `top` (a locked build pulls by digest and

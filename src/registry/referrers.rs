@@ -32,6 +32,7 @@
 
 use super::{Endpoint, Kind, Registry, RegistryError, fetch};
 use crate::cache::Key;
+use crate::fetch::Origin;
 use crate::image::{Digest, MAX_MANIFEST_SIZE, Reference};
 use crate::signature::SignatureManifest;
 use crate::signature::referrer::{self, BUNDLE_ARTIFACT_TYPE, fallback_tag};
@@ -55,27 +56,25 @@ enum Taken {
 
 impl Registry {
     /// The cosign 3 signature referrers of `signs` in `reference`'s repository, each with its
-    /// bundle; empty when there are none.
+    /// bundle; empty when there are none; with which answered, the registry or (offline) the
+    /// cache.
     pub async fn referrers(
         &self,
         reference: &Reference,
         signs: &Digest,
-    ) -> Result<Vec<SignatureManifest>, RegistryError> {
+    ) -> Result<(Vec<SignatureManifest>, Origin), RegistryError> {
         let ep = self.config.routes.endpoint(reference);
         let key = Key::referrers(reference, signs);
         let cache_err = |source| RegistryError::Cache {
             reference: reference.to_string(),
             source,
         };
-        let list_digest = match self.offline {
-            true => match self.cache.recall(&key) {
-                Some(found) => found.digest,
-                None => return Ok(Vec::new()),
-            },
-            false => match self.referrers_list(&ep, reference, signs).await? {
-                Some(digest) => digest,
-                None => return Ok(Vec::new()),
-            },
+        // Offline, referrers the cache never saw count as none, as an empty list does online.
+        let recalled = || Ok(Some(self.cache.recall(&key).map(|found| found.digest)));
+        let asked = self.referrers_list(&ep, reference, signs);
+        let (list_digest, origin) = self.download(&()).or_cached(recalled, asked).await?;
+        let Some(list_digest) = list_digest else {
+            return Ok((Vec::new(), origin));
         };
         let list = self.cached_manifest(&list_digest).map_err(cache_err)?;
         if Digest::of(&list) != list_digest {
@@ -85,7 +84,7 @@ impl Registry {
                 format!("the cache's referrers list {list_digest} of {signs} is damaged"),
             ));
         }
-        if !self.offline
+        if origin == Origin::Network
             && let Err(e) = self.cache.remember(
                 &key,
                 &list_digest,
@@ -121,7 +120,7 @@ impl Registry {
             };
             tracing::debug!("{reference}: referrer {digest} of {signs} passed over: {why}");
         }
-        Ok(found)
+        Ok((found, origin))
     }
 
     /// The referrer `digest` that a lock names for `signs`, with its bundle: from the cache, else

@@ -16,6 +16,7 @@
 
 use super::{Registry, RegistryError};
 use crate::cache::Key;
+use crate::fetch::Origin;
 use crate::image::{
     Arch, Digest, ImageError, Index, MAX_MANIFEST_SIZE, Manifest, MediaType, Reference, parse,
 };
@@ -27,23 +28,27 @@ impl Registry {
         self.config.routes.endpoint(reference).host().to_owned()
     }
 
-    /// The digest `reference` names: its own `@digest` (no request), else what its tag points at
-    /// (a `HEAD`, or a `GET` where the registry does not say; offline, what the cache recorded).
-    pub async fn digest_of(&self, reference: &Reference) -> Result<Digest, RegistryError> {
+    /// The digest `reference` names: its own `@digest` (no request, reported as the network's
+    /// answer: nothing was recalled), else what its tag points at (a `HEAD`, or a `GET` where the
+    /// registry does not say; offline, what the cache recorded), and which answered.
+    pub async fn digest_of(
+        &self,
+        reference: &Reference,
+    ) -> Result<(Digest, Origin), RegistryError> {
         match reference.digest() {
-            Some(digest) => Ok(digest.clone()),
+            Some(digest) => Ok((digest.clone(), Origin::Network)),
             None => {
-                let top = self.tag_digest(reference).await?;
-                self.remember_tag(reference, &top);
-                Ok(top)
+                let (top, origin) = self.tag_digest(reference).await?;
+                self.remember_tag(reference, &top, origin);
+                Ok((top, origin))
             }
         }
     }
 
-    /// Records, online, that `reference`'s tag points at `top` when the cache holds that
-    /// manifest, so that offline the tag resolves to it as after a pull.
-    pub fn remember_tag(&self, reference: &Reference, top: &Digest) {
-        if self.offline || reference.digest().is_some() {
+    /// Records that `reference`'s tag points at `top` when the registry said so (`origin`) and
+    /// the cache holds that manifest, so that offline the tag resolves to it as after a pull.
+    pub fn remember_tag(&self, reference: &Reference, top: &Digest, origin: Origin) {
+        if origin == Origin::Cache || reference.digest().is_some() {
             return;
         }
         let Some(size) = self.cache.size_of(top) else {
@@ -87,12 +92,12 @@ impl Registry {
     }
 
     /// The signature manifest of `signs` in `reference`'s repository with its payloads, or
-    /// `None` when there is none.
+    /// `None` when there is none; with which answered, the registry or (offline) the cache.
     pub async fn signature(
         &self,
         reference: &Reference,
         signs: &Digest,
-    ) -> Result<Option<SignatureManifest>, RegistryError> {
+    ) -> Result<(Option<SignatureManifest>, Origin), RegistryError> {
         let ep = self.config.routes.endpoint(reference);
         let tag = tag_for(signs);
         let key = Key::signature(reference, &tag);
@@ -100,32 +105,35 @@ impl Registry {
             reference: reference.to_string(),
             source,
         };
-        let digest = match self.offline {
-            true => match self.cache.recall(&key) {
-                Some(found) => found.digest,
-                None => return Ok(None),
-            },
-            false => match self.get_manifest(&ep, reference, &tag, None).await {
-                Ok(digest) => digest,
-                Err(RegistryError::NotFound { .. }) => return Ok(None),
-                Err(err) => return Err(err),
-            },
+        // Offline, a tag the cache never saw counts as unsigned, as a 404 does online.
+        let recalled = || Ok(Some(self.cache.recall(&key).map(|found| found.digest)));
+        let asked = async {
+            match self.get_manifest(&ep, reference, &tag, None).await {
+                Ok(digest) => Ok::<_, RegistryError>(Some(digest)),
+                Err(RegistryError::NotFound { .. }) => Ok(None),
+                Err(err) => Err(err),
+            }
+        };
+        let (digest, origin) = self.download(&()).or_cached(recalled, asked).await?;
+        let Some(digest) = digest else {
+            return Ok((None, origin));
         };
         let bytes = self.cached_manifest(&digest).map_err(cache_err)?;
         let layers = self
             .signature_payloads(&ep, reference, &tag, &digest, &bytes)
             .await?;
-        if !self.offline
+        if origin == Origin::Network
             && let Err(e) = self.cache.remember(&key, &digest, bytes.len() as u64, &tag)
         {
             tracing::warn!("cannot record {tag} in the cache index: {e}");
         }
-        Ok(Some(SignatureManifest {
+        let found = SignatureManifest {
             signs: signs.clone(),
             digest,
             bytes,
             layers,
-        }))
+        };
+        Ok((Some(found), origin))
     }
 
     /// The signature manifest `digest` that a lock names for `signs` in `reference`'s repository,

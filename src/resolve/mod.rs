@@ -4,26 +4,20 @@
 //! build host and could not be pointed at a mirror. This module decides *what* to fetch; the
 //! downloads themselves belong to the fetch layer.
 //!
-//! - [`version`]: Kubernetes versions, the autoscaler release for a minor (or the pin), the CCM tag.
-//! - [`git`]: tag listing like `git ls-remote` over smart HTTP (v2 `ls-refs`, v0 fallback), on top
-//!   of the pkt-line framing in [`pktline`].
-//! - [`kubeadm`]: kubeadm's image list from its constants source or the embedded table.
+//! - [`crate::release`] (re-exported here): Kubernetes versions, autoscaler releases and their
+//!   tag listing, the CCM tag, kubeadm's image list.
 //! - `resolution`: all of it together for one build ([`resolve()`], [`Resolution`]), with the
 //!   small metadata fetched through the upstream [`crate::upstream::Fetcher`].
 
-mod error;
-pub mod git;
-pub mod kubeadm;
-pub mod pktline;
 pub mod published;
 mod resolution;
-pub mod version;
 
-pub use error::ResolveError;
-pub use git::{GitRef, Listing, Protocol, ls_remote};
-pub use kubeadm::{Extras, images};
+// The releases' vocabulary, under the paths `resolve` always gave it.
+pub use crate::release::{
+    AutoscalerChoice, AutoscalerVersion, Extras, GitRef, KubeVersion, Listing, Protocol,
+    ResolveError, ccm_tag, choose_autoscaler, images, ls_remote,
+};
 pub use resolution::{
     DownloadRow, Given, ImageRow, ImageSource, Partial, Resolution, ResolutionError,
     ResolvedVersions, csi_tag, resolve,
 };
-pub use version::{AutoscalerChoice, AutoscalerVersion, KubeVersion, ccm_tag, choose_autoscaler};

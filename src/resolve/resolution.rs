@@ -2,16 +2,18 @@
 //! pause/etcd/CoreDNS from its constants), every file it downloads and every image it bundles —
 //! with only small metadata fetched. `cks-iso resolve` prints it and `build` starts from it; a
 //! lock or `--offline` settles what would otherwise be fetched. Lives between the pure parts
-//! (`plan`, `resolve`) and the network ones (`fetch`, `upstream`), which it is the one to combine.
+//! (`release`, the upstream catalog) and the network ones (`fetch`, `upstream`), which it is the one to combine.
 
 use serde::Serialize;
 
 use crate::fetch::FetchError;
 use crate::image::Arch;
 use crate::image::{ImageError, Reference};
-use crate::plan;
-use crate::resolve::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, autoscaler_pin};
-use crate::resolve::{Extras, KubeVersion, ResolveError, ccm_tag, choose_autoscaler, images};
+use crate::release::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, autoscaler_pin};
+use crate::release::{
+    Extras, KubeVersion, ResolveError, autoscaler_image, ccm_tag, choose_autoscaler, images,
+    provider_image,
+};
 use crate::upstream::content::{check_yaml, images_in_yaml};
 use crate::upstream::{
     DEFAULT_CNI, DEFAULT_CSI, Fetcher, Pins, bare_version, catalog, default_crictl,
@@ -328,18 +330,18 @@ async fn resolve_as_given(
 ) -> Result<Resolution, ResolutionError> {
     let mut warnings = Vec::new();
     let mut notes = Vec::new();
-    let offline = fetcher.download.offline;
     // A pinned release needs no tag listing (upstream's script only downloads its manifest, and
     // a build that cannot reach git must still work); a wrong pin fails on that download.
     let (choice, commit) = match p.pin.as_deref() {
         Some(pin) => (autoscaler_pin(&p.kube, pin, p.pin_origin)?, None),
-        None if offline => {
-            return Err(ResolutionError::OfflineUnpinned);
-        }
         None => {
-            let listing = fetcher
+            let listing = match fetcher
                 .git_refs(AUTOSCALER_REPO, AUTOSCALER_REF_PREFIX)
-                .await?;
+                .await
+            {
+                Err(ResolveError::Refused(_)) => return Err(ResolutionError::OfflineUnpinned),
+                listed => listed?,
+            };
             let choice = choose_autoscaler(&p.kube, None, &listing.refs)?;
             let name = format!("refs/tags/{}", choice.version.tag());
             let commit = listing
@@ -380,11 +382,8 @@ async fn resolve_as_given(
     for image in images(&p.kube, &extras) {
         add(&image, ImageSource::Kubeadm)?;
     }
-    add(
-        &plan::autoscaler_image(&choice.version),
-        ImageSource::Autoscaler,
-    )?;
-    add(&plan::provider_image(&p.ccm), ImageSource::Ccm)?;
+    add(&autoscaler_image(&choice.version), ImageSource::Autoscaler)?;
+    add(&provider_image(&p.ccm), ImageSource::Ccm)?;
     if let Some(csi) = artifacts.iter().find(|a| a.dest == "manifest.yaml") {
         let text = fetcher
             .text(&csi.url, TEXT_LIMIT)
@@ -478,7 +477,7 @@ async fn kubeadm_extras(
     fetcher: &Fetcher<'_>,
     warnings: &mut Vec<String>,
 ) -> Result<(Extras, String), ResolutionError> {
-    use crate::resolve::kubeadm::{constants_unix_url, constants_url, declares_pause};
+    use crate::release::kubeadm::{constants_unix_url, constants_url, declares_pause};
     let url = constants_url(kube);
     let reason = match fetcher.text(&url, TEXT_LIMIT).await {
         // kubeadm 1.20 declares PauseVersion in constants_unix.go, beside constants.go.

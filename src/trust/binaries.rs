@@ -130,12 +130,26 @@ async fn side_file(
     named: Option<&str>,
     limit: u64,
 ) -> Result<Option<Vec<u8>>, FetchError> {
+    side_file_or_why(fetcher, url, named, limit)
+        .await
+        .map(Result::ok)
+}
+
+/// [`side_file`], saying why there is none: it is not published, or the client is offline and
+/// the cache does not hold it.
+async fn side_file_or_why(
+    fetcher: &Fetcher<'_>,
+    url: &str,
+    named: Option<&str>,
+    limit: u64,
+) -> Result<Result<Vec<u8>, &'static str>, FetchError> {
     if let Some(bytes) = named.and_then(|d| trust::rekor::cached(fetcher.store, d)) {
-        return Ok(Some(bytes));
+        return Ok(Ok(bytes));
     }
     match fetcher.text(url, limit).await {
-        Ok(text) => Ok(Some(text.into_bytes())),
-        Err(e) if e.status() == Some(404) || matches!(e, FetchError::Offline { .. }) => Ok(None),
+        Ok(text) => Ok(Ok(text.into_bytes())),
+        Err(e) if e.status() == Some(404) => Ok(Err("is not published")),
+        Err(FetchError::Offline { .. }) => Ok(Err("the cache does not hold (--offline)")),
         Err(e) => Err(e),
     }
 }
@@ -213,16 +227,16 @@ async fn check_file_retrying(
     // Material that fails verification was damaged on the way until proven otherwise (a
     // flipped byte in a .sig): fetched again, within the budget of a 5xx. The file itself is
     // hashed once, whatever the number of attempts.
-    let mut refetch = crate::fetch::Refetch::new(fetcher.download.retry);
+    // Offline the material comes from the cache: the client's budget allows no re-fetch.
+    let mut refetch = fetcher.download.refetch();
     let mut hash = FileHash::new(&covered.file.path);
     loop {
         match check_file(checker, fetcher, kubernetes, covered, &mut hash).await {
             Ok(done) => return Ok(done),
             Err((err, true))
-                if !fetcher.download.offline
-                    && refetch
-                        .again(&format_args!("{}", chain(&err)), "fetching its signature")
-                        .await => {}
+                if refetch
+                    .again(&format_args!("{}", chain(&err)), "fetching its signature")
+                    .await => {}
             Err((err, _)) => return Err(err),
         }
     }
@@ -338,24 +352,25 @@ async fn check_file(
         false => {
             let bundle_url = format!("{}{BUNDLE_SUFFIX}", file.source);
             let locked = lock_sig.and_then(|s| s.bundle.as_deref());
-            let bundle = side_file(fetcher, &bundle_url, locked, BUNDLE_LIMIT);
+            let bundle = side_file_or_why(fetcher, &bundle_url, locked, BUNDLE_LIMIT);
             let (bundle, pair) =
                 match futures_util::future::select(std::pin::pin!(bundle), std::pin::pin!(pair))
                     .await
                 {
                     futures_util::future::Either::Left((bundle, pair)) => {
                         match bundle.map_err(fetch_err)? {
-                            Some(bytes) => (Some(bytes), None),
-                            None => (None, Some(pair.await)),
+                            Ok(bytes) => (Ok(bytes), None),
+                            Err(why) => (Err(why), Some(pair.await)),
                         }
                     }
                     futures_util::future::Either::Right((pair, bundle)) => {
                         (bundle.await.map_err(fetch_err)?, Some(pair))
                     }
                 };
-            if let Some(bytes) = bundle {
-                return check_bundle(checker, covered, hash, &bundle_url, bytes).await;
-            }
+            let why = match bundle {
+                Ok(bytes) => return check_bundle(checker, covered, hash, &bundle_url, bytes).await,
+                Err(why) => why,
+            };
             if let Some(locked) = locked {
                 // The pair would give another ISO than the lock's: as for an image's locked
                 // signature manifest, a gone bundle fails the locked build.
@@ -363,10 +378,7 @@ async fn check_file(
                     artifact: artifact.clone(),
                     locked: locked.to_owned(),
                     bundle_url,
-                    why: match fetcher.download.offline {
-                        true => "the cache does not hold (--offline)",
-                        false => "is not published",
-                    },
+                    why,
                 };
                 return Err((err, false));
             }

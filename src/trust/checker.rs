@@ -7,8 +7,8 @@
 
 use std::path::Path;
 
-use crate::config::Settings;
 use crate::contract::SIGNATURES_PREFIX;
+use crate::fetch::Origin;
 use crate::image::{Digest, Image, ImageError};
 use crate::lock::ImageSignature;
 use crate::registry::{Registry, RegistryError};
@@ -50,6 +50,21 @@ pub struct Flags<'a> {
     /// `--signature-policy`.
     pub policy: Option<&'a Path>,
     /// `--rekor-url` (`CKS_ISO_REKOR_URL`).
+    pub rekor_url: Option<&'a str>,
+}
+
+/// What the configuration file says about signatures, taken where a flag is not given. Only
+/// these four values, not the whole configuration, so that `trust` does not depend on `config`
+/// (`config` fills it from its settings).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Defaults<'a> {
+    /// `signatures:`.
+    pub mode: Option<Mode>,
+    /// `trusted-root:`.
+    pub trusted_root: Option<&'a Path>,
+    /// `signature-policy:`.
+    pub policy: Option<&'a Path>,
+    /// `rekor-url:`.
     pub rekor_url: Option<&'a str>,
 }
 
@@ -182,26 +197,29 @@ impl CheckerError {
 /// (the built-in rules after those of `--signature-policy`, else the config file's) and the Rekor
 /// server (`--rekor-url`, else the config file, else Rekor's public-good instance); `None` for
 /// `off`.
-pub fn select(flags: Flags<'_>, settings: &Settings) -> Result<Option<Checker>, CheckerError> {
+pub fn select<'a>(
+    flags: Flags<'_>,
+    defaults: impl Into<Defaults<'a>>,
+) -> Result<Option<Checker>, CheckerError> {
+    let defaults = defaults.into();
     let mode = match flags.mode {
         Some(text) => text
             .parse::<Mode>()
             .map_err(|reason| CheckerError::Mode { reason })?,
-        None => settings.signatures.unwrap_or_default(),
+        None => defaults.mode.unwrap_or_default(),
     };
     if mode == Mode::Off {
         tracing::warn!("--signatures off: image and binary signatures are not checked");
         return Ok(None);
     }
-    let (root, root_text) =
-        super::trusted_root(flags.trusted_root, settings.trusted_root.as_deref())?;
-    let policy = super::policy(flags.policy.or(settings.signature_policy.as_deref()))?;
+    let (root, root_text) = super::trusted_root(flags.trusted_root, defaults.trusted_root)?;
+    let policy = super::policy(flags.policy.or(defaults.policy))?;
     tracing::info!("signatures: {mode}");
     let rekor_url = flags
         .rekor_url
-        .map(str::to_owned)
-        .or_else(|| settings.rekor_url.clone())
-        .unwrap_or_else(|| super::rekor::DEFAULT_REKOR_URL.to_owned());
+        .or(defaults.rekor_url)
+        .unwrap_or(super::rekor::DEFAULT_REKOR_URL)
+        .to_owned();
     Ok(Some(Checker {
         mode,
         root_text,
@@ -222,12 +240,12 @@ impl Checker {
         image: &Image,
         named: Option<&ImageSignature>,
     ) -> Result<(ImageReport, Option<SignatureManifest>), CheckerError> {
-        self.check_image_from(registry, image, named, registry.offline())
-            .await
+        self.check_image_from(registry, image, named, false).await
     }
 
-    /// [`Self::check_image`]; with `from_cache` (offline without a lock: the image is what the
-    /// cache's index named), an image a rule covers and the cache holds no signature for fails as
+    /// [`Self::check_image`]; unless `vouched` (the image's tags came from a lock, which says
+    /// what is signed, not from the cache's index offline), an
+    /// image a rule covers for which the cache, answering offline, holds no signature fails as
     /// untied, whatever the mode: the cache cannot show that upstream left it unsigned, and an
     /// online build would have asked the registry.
     pub async fn check_image_from(
@@ -235,7 +253,7 @@ impl Checker {
         registry: &Registry,
         image: &Image,
         named: Option<&ImageSignature>,
-        from_cache: bool,
+        vouched: bool,
     ) -> Result<(ImageReport, Option<SignatureManifest>), CheckerError> {
         let artifact = image.reference.to_string();
         let mut report = ImageReport {
@@ -273,7 +291,7 @@ impl Checker {
         if image.top.digest != image.manifest.digest {
             digests.push(&image.top.digest);
         }
-        let found = super::image::check(
+        let (found, origin) = super::image::check(
             registry,
             &self.root,
             rule,
@@ -287,7 +305,7 @@ impl Checker {
             signature::always_signed(&image.reference.repository(), image.reference.tag());
         let accepted = match found {
             Some(accepted) => accepted,
-            None if from_cache => return Err(untied(image)),
+            None if origin == Origin::Cache && !vouched => return Err(untied(image)),
             // Upstream signs every copy: none found means one was withheld on the way.
             None if withheld && self.mode != Mode::Warn => {
                 return Err(CheckerError::Untrusted(SignatureError::Withheld {
@@ -423,8 +441,8 @@ fn untied(image: &Image) -> CheckerError {
 mod tests {
     use super::*;
 
-    fn settings() -> Settings {
-        crate::config::merge(None, crate::config::Network::default()).expect("defaults merge")
+    fn settings() -> Defaults<'static> {
+        Defaults::default()
     }
 
     #[test]
@@ -433,8 +451,8 @@ mod tests {
             mode: Some("off"),
             ..Flags::default()
         };
-        assert!(select(off, &settings()).unwrap().is_none());
-        let checker = select(Flags::default(), &settings()).unwrap().unwrap();
+        assert!(select(off, settings()).unwrap().is_none());
+        let checker = select(Flags::default(), settings()).unwrap().unwrap();
         assert_eq!(checker.mode, Mode::Verify);
         assert_eq!(checker.rekor_url, super::super::rekor::DEFAULT_REKOR_URL);
         assert!(checker.root_text.contains("tlogs"), "the embedded root");
@@ -442,18 +460,20 @@ mod tests {
 
     #[test]
     fn the_flag_beats_the_config_file_and_the_rekor_url_loses_its_trailing_slash() {
-        let mut config = settings();
-        config.signatures = Some(Mode::Verify);
-        config.rekor_url = Some("https://config.example".into());
+        let config = Defaults {
+            mode: Some(Mode::Verify),
+            rekor_url: Some("https://config.example"),
+            ..Defaults::default()
+        };
         let flags = Flags {
             mode: Some("enforce"),
             rekor_url: Some("https://rekor.example/"),
             ..Flags::default()
         };
-        let checker = select(flags, &config).unwrap().unwrap();
+        let checker = select(flags, config).unwrap().unwrap();
         assert_eq!(checker.mode, Mode::Enforce);
         assert_eq!(checker.rekor_url, "https://rekor.example");
-        let from_config = select(Flags::default(), &config).unwrap().unwrap();
+        let from_config = select(Flags::default(), config).unwrap().unwrap();
         assert_eq!(from_config.rekor_url, "https://config.example");
     }
 
@@ -463,7 +483,7 @@ mod tests {
             mode: Some("sometimes"),
             ..Flags::default()
         };
-        let err = select(bad, &settings()).err().expect("refused");
+        let err = select(bad, settings()).err().expect("refused");
         assert!(err.is_usage());
         assert_eq!(
             err.to_string(),
@@ -478,7 +498,7 @@ mod tests {
             policy: Some(missing),
             ..Flags::default()
         };
-        let err = select(flags, &settings()).err().expect("refused");
+        let err = select(flags, settings()).err().expect("refused");
         assert!(err.is_usage());
         assert!(
             err.to_string().contains("/nonexistent/policy.yaml"),

@@ -5,6 +5,7 @@
 //! and a policy rule. Only signature manifests, bundles and payloads are fetched here, never the
 //! image.
 
+use crate::fetch::Origin;
 use crate::image::{Digest, Reference};
 use crate::registry::{Registry, RegistryError};
 use std::collections::HashMap;
@@ -157,6 +158,8 @@ impl Judging<'_> {
 /// manifest once (`verdicts` keeps what was judged): the first that verifies, fetching nothing
 /// further once one does (each digest's `.sig` tag, then each one's referrers); `Ok(None)` when
 /// none of `digests` has a signature; the first failure when signatures exist and none verifies.
+/// With where the answers came from: [`Origin::Cache`] when the client is offline and the cache
+/// gave them all.
 pub async fn check(
     registry: &Registry,
     root: &TrustedRoot,
@@ -165,7 +168,7 @@ pub async fn check(
     digests: &[&Digest],
     now: i64,
     verdicts: &Verdicts,
-) -> Result<Option<Accepted>, CheckError> {
+) -> Result<(Option<Accepted>, Origin), CheckError> {
     let artifact = reference.to_string();
     let fetch_err = |source| CheckError::Fetch {
         artifact: artifact.clone(),
@@ -181,28 +184,35 @@ pub async fn check(
     };
     // The legacy `.sig` tags first (what registry.k8s.io serves: no further request when one
     // verifies), then cosign 3's referrers. A bad signature of the platform manifest does not
-    // yet fail: the index's may do.
+    // yet fail: the index's may do. Where the answers came from: the cache, when it gave all.
+    let mut origin = Origin::Cache;
     for digest in digests {
-        let found = registry
+        let (found, from) = registry
             .signature(reference, digest)
             .await
             .map_err(fetch_err)?;
+        if from == Origin::Network {
+            origin = from;
+        }
         if let Some(accepted) = judging.add(found.into_iter().collect()) {
-            return Ok(Some(accepted));
+            return Ok((Some(accepted), origin));
         }
     }
     for digest in digests {
-        let found = registry
+        let (found, from) = registry
             .referrers(reference, digest)
             .await
             .map_err(fetch_err)?;
+        if from == Origin::Network {
+            origin = from;
+        }
         if let Some(accepted) = judging.add(found) {
-            return Ok(Some(accepted));
+            return Ok((Some(accepted), origin));
         }
     }
     match judging.finish() {
         Some(err) => Err(CheckError::Untrusted(err)),
-        None => Ok(None),
+        None => Ok((None, origin)),
     }
 }
 

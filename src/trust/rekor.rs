@@ -58,33 +58,33 @@ pub async fn entry(
     if let Some(bytes) = named.and_then(|d| cached(fetcher.store, d)) {
         return Ok(Some(bytes));
     }
-    if fetcher.download.offline {
+    let recalled = || {
         let recalled = fetcher.store.and_then(|s| s.recall(&key));
         let bytes = recalled.and_then(|r| cached(fetcher.store, r.digest.hex()));
-        return match bytes {
-            Some(bytes) => Ok(Some(bytes)),
-            None => Err(FetchError::Offline {
-                url: strip_userinfo(&url),
-            }),
-        };
-    }
-    let Ok((signature, leaf)) = rekor::read_pair(sig, cert) else {
-        return Ok(None);
+        Ok::<_, FetchError>(bytes.map(Some))
     };
-    let query = rekor::search_query(&hex, &signature, &leaf);
-    let bytes = fetcher
-        .post_json(&url, &query, rekor::MAX_SEARCH_REPLY)
-        .await?;
-    if !logs(&bytes) {
-        return Ok(None);
-    }
-    if let Some(store) = fetcher.store {
-        let kept = store
-            .put_bytes(&bytes)
-            .and_then(|d| store.remember(&key, &d, bytes.len() as u64, &strip_userinfo(&url)));
-        if let Err(e) = kept {
-            tracing::warn!("cannot keep the Rekor entry of sha256:{hex} in the cache: {e}");
+    let searched = async {
+        // Refused offline by the client layer under the URL it is recorded as.
+        fetcher.download.admit(&strip_userinfo(&url))?;
+        let Ok((signature, leaf)) = rekor::read_pair(sig, cert) else {
+            return Ok(None);
+        };
+        let query = rekor::search_query(&hex, &signature, &leaf);
+        let bytes = fetcher
+            .post_json(&url, &query, rekor::MAX_SEARCH_REPLY)
+            .await?;
+        if !logs(&bytes) {
+            return Ok(None);
         }
-    }
-    Ok(Some(bytes))
+        if let Some(store) = fetcher.store {
+            let kept = store
+                .put_bytes(&bytes)
+                .and_then(|d| store.remember(&key, &d, bytes.len() as u64, &strip_userinfo(&url)));
+            if let Err(e) = kept {
+                tracing::warn!("cannot keep the Rekor entry of sha256:{hex} in the cache: {e}");
+            }
+        }
+        Ok::<_, FetchError>(Some(bytes))
+    };
+    Ok(fetcher.download.or_cached(recalled, searched).await?.0)
 }

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use super::image::{Accepted, CheckError, Verdicts};
 use super::{TrustError, now};
+use crate::fetch::Origin;
 use crate::image::{Arch, Digest, Reference};
 use crate::registry::{Registry, RegistryError};
 use crate::signature::policy::Identity;
@@ -183,8 +184,6 @@ pub struct Judging<'a> {
     pub arch: Option<Arch>,
     /// An unsigned image fails.
     pub enforce: bool,
-    /// Signatures are looked for in the cache only.
-    pub offline: bool,
 }
 
 /// Judges each of `references` under its rule, as many at once as the registry allows, in the
@@ -214,8 +213,8 @@ pub struct Checked {
     registry: String,
     /// The `.sig` tags looked for, in order.
     tags: Vec<String>,
-    /// Looked for in the cache only.
-    offline: bool,
+    /// Who answered: the registry, or (`--offline`) the cache.
+    origin: Origin,
     outcome: Outcome,
 }
 
@@ -230,9 +229,9 @@ enum Outcome {
 impl Checked {
     /// Where the `.sig` tags were looked for, for messages: `at HOST`, or the cache.
     fn place(&self) -> String {
-        match self.offline {
-            true => "in the cache (--offline)".into(),
-            false => format!("at {}", self.registry),
+        match self.origin {
+            Origin::Cache => "in the cache (--offline)".into(),
+            Origin::Network => format!("at {}", self.registry),
         }
     }
 
@@ -262,7 +261,7 @@ async fn one(registry: &Registry, rule: &Rule, reference: &Reference, how: Judgi
         platform: None,
         registry: registry.serving_host(reference),
         tags: Vec::new(),
-        offline: how.offline,
+        origin: Origin::Network,
         outcome: Outcome::Unsigned(None),
     };
     checked.outcome = match judge(registry, how.root, rule, &mut checked, how.arch).await {
@@ -294,18 +293,20 @@ async fn judge(
     arch: Option<Arch>,
 ) -> Result<Option<Accepted>, StandaloneError> {
     let reference = checked.reference.clone();
-    let top = registry.digest_of(&reference).await?;
+    let (top, origin) = registry.digest_of(&reference).await?;
     checked.digest = Some(top.clone());
     if let Some(arch) = arch {
         checked.platform = registry.platform_of(&reference, &top, arch).await?;
-        registry.remember_tag(&reference, &top);
+        registry.remember_tag(&reference, &top, origin);
     }
     // As build: the platform manifest's own signature first, the index's when that does not do.
     let digests: Vec<&Digest> = checked.platform.iter().chain([&top]).collect();
     checked.tags = digests.iter().map(|d| tag_for(d)).collect();
     let verdicts = Verdicts::default();
     let found = super::image::check(registry, root, rule, &reference, &digests, now(), &verdicts);
-    Ok(found.await?)
+    let (accepted, origin) = found.await?;
+    checked.origin = origin;
+    Ok(accepted)
 }
 
 impl Checked {

@@ -441,7 +441,7 @@ fn pause_check(
 ) -> Check {
     let want = format!(
         "{}/pause:{}",
-        crate::resolve::kubeadm::registry(to),
+        crate::release::kubeadm::registry(to),
         extras.pause
     );
     let own = pauses(images);

@@ -7,7 +7,9 @@ use reqwest::header::HeaderMap;
 
 use super::{Artifact, Checksum, UpstreamError, file_name};
 use crate::cache::{Cache, Key};
-use crate::fetch::{Download, FetchError, FileSink, Mirrors, get_bytes, redact, strip_userinfo};
+use crate::fetch::{
+    Download, FetchError, FileSink, Mirrors, Origin, get_bytes, redact, strip_userinfo,
+};
 use crate::image::Digest;
 use crate::progress::Source;
 
@@ -105,17 +107,20 @@ impl Fetcher<'_> {
     }
 
     /// The refs under `prefix` of the upstream git repository `repo`, through the mirrors, with
-    /// the transport retries.
+    /// the transport retries; offline, [`crate::release::ResolveError::Refused`].
     pub async fn git_refs(
         &self,
         repo: &str,
         prefix: &str,
-    ) -> Result<crate::resolve::Listing, crate::resolve::ResolveError> {
+    ) -> Result<crate::release::Listing, crate::release::ResolveError> {
         let repo = self.mirrors.rewrite(repo);
+        self.download
+            .admit(&repo)
+            .map_err(crate::release::ResolveError::Refused)?;
         crate::fetch::retrying(
             self.download.retry,
-            || crate::resolve::ls_remote(self.download.client, &repo, prefix),
-            |e: &crate::resolve::ResolveError| e.is_transient().then_some(None),
+            || crate::release::ls_remote(self.download.client, &repo, prefix),
+            |e: &crate::release::ResolveError| e.is_transient().then_some(None),
         )
         .await
     }
@@ -123,16 +128,34 @@ impl Fetcher<'_> {
     /// GETs a small text through the mirrors (a checksum file, kubeadm's constants). Offline, the
     /// copy the cache recorded for `url`.
     pub async fn text(&self, url: &str, limit: u64) -> Result<String, FetchError> {
-        if let Some(store) = self.store.filter(|_| self.download.offline)
-            && let Some(found) = store.recall(&url_key(url))
-            && let Ok(file) = store.open(&found.digest)
-            && let mut bytes = Vec::new()
-            && file.take(limit).read_to_end(&mut bytes).is_ok()
-            && Digest::of(&bytes) == found.digest
-        {
-            return Ok(String::from_utf8_lossy(&bytes).into_owned());
-        }
-        let mut refetch = crate::fetch::Refetch::new(self.download.retry);
+        let recalled = || Ok::<_, FetchError>(self.recalled_text(url, limit));
+        let (bytes, _) = self
+            .download
+            .or_cached(recalled, self.fetch_text(url, limit))
+            .await?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// [`Fetcher::text`] from the network only, never the store's copy; offline the client
+    /// refuses it ([`FetchError::Offline`]).
+    pub async fn fresh_text(&self, url: &str, limit: u64) -> Result<String, FetchError> {
+        let bytes = self.fetch_text(url, limit).await?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// The bytes the store recorded for `url`, at most `limit`, when they still hash to it.
+    fn recalled_text(&self, url: &str, limit: u64) -> Option<Vec<u8>> {
+        let store = self.store?;
+        let found = store.recall(&url_key(url))?;
+        let file = store.open(&found.digest).ok()?;
+        let mut bytes = Vec::new();
+        file.take(limit).read_to_end(&mut bytes).ok()?;
+        (Digest::of(&bytes) == found.digest).then_some(bytes)
+    }
+
+    /// [`Fetcher::text`] from the network, kept in the store.
+    async fn fetch_text(&self, url: &str, limit: u64) -> Result<Vec<u8>, FetchError> {
+        let mut refetch = self.download.refetch();
         let bytes = loop {
             let (bytes, _) = get_bytes(
                 &refetch.download(&self.download),
@@ -159,7 +182,7 @@ impl Fetcher<'_> {
                 tracing::warn!("cannot keep {recorded} in the cache: {e}");
             }
         }
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
+        Ok(bytes)
     }
 
     /// Downloads `artifact` to `dest`; on any error nothing is left at `dest` or beside it.
@@ -177,41 +200,26 @@ impl Fetcher<'_> {
         expected: Option<&Expected>,
     ) -> Result<Got, UpstreamError> {
         let progress = self.download.progress;
-        if let Some(got) = self.cached(artifact, dest, expected)? {
+        let locked = expected.and_then(|want| self.locked_copy(want));
+        if let Some(got) = locked.and_then(|found| self.copy_out(artifact, dest, found)) {
             progress.item(&got.url, size_of(&got.path), Source::Cache);
             return Ok(got);
         }
-        // Bytes that fail verification were damaged on the way until proven otherwise: the file
-        // and its checksum are fetched again, within the same budget as a 5xx.
-        let mut refetch = crate::fetch::Refetch::new(self.download.retry);
-        let got = loop {
-            let size = expected.and_then(|want| want.size);
-            // The file and its checksum draw on the item's one budget.
-            let budgeted = Fetcher {
-                download: refetch.download(&self.download),
-                bulk: self.bulk,
-                mirrors: self.mirrors,
-                store: self.store,
-            };
-            let err = match budgeted.download_verified(artifact, dest, size).await {
-                Ok(got) => match expected.filter(|want| want.sha256 != got.sha256) {
-                    None => break got,
-                    Some(want) => {
-                        let _ = std::fs::remove_file(&got.path);
-                        UpstreamError::Drift {
-                            name: artifact.name.clone(),
-                            url: got.fetched_from,
-                            expected: want.sha256.clone(),
-                            actual: got.sha256,
-                        }
-                    }
-                },
-                Err(err) => err,
-            };
-            if !err.is_corruption() || !refetch.again(&err, "downloading it").await {
-                return Err(err);
+        // Offline, what the URL last named: only without a lock, which names its own digest.
+        let recalled = || -> Result<Option<Got>, UpstreamError> {
+            match (self.store, expected) {
+                (Some(store), None) => Ok(self
+                    .recalled(store, artifact)?
+                    .and_then(|found| self.copy_out(artifact, dest, found))),
+                _ => Ok(None),
             }
         };
+        let fetched = self.fetch_verified(artifact, dest, expected);
+        let (got, origin) = self.download.or_cached(recalled, fetched).await?;
+        if origin == Origin::Cache {
+            progress.item(&got.url, size_of(&got.path), Source::Cache);
+            return Ok(got);
+        }
         progress.item(&got.url, size_of(&got.path), Source::Network);
         if let Some(store) = self.store {
             let kept = Digest::parse(&format!("sha256:{}", got.sha256))
@@ -230,52 +238,93 @@ impl Fetcher<'_> {
         Ok(got)
     }
 
-    /// The store's copy: the locked digest, or offline what the URL last named.
-    fn cached(
+    /// Downloads and verifies `artifact`, fetching it and its checksum again while the bytes
+    /// fail verification (damaged on the way until proven otherwise), within the budget of a 5xx.
+    async fn fetch_verified(
         &self,
         artifact: &Artifact,
         dest: &Path,
         expected: Option<&Expected>,
-    ) -> Result<Option<Got>, UpstreamError> {
-        let Some(store) = self.store else {
-            return Ok(None);
-        };
-        let found = match expected {
-            Some(want) => Digest::parse(&format!("sha256:{}", want.sha256))
-                .ok()
-                .filter(|d| {
-                    store
-                        .size_of(d)
-                        .is_some_and(|size| want.size.is_none_or(|want| want == size))
-                })
-                .map(|d| (d, want.url.clone())),
-            None if self.download.offline => match store.recall(&url_key(&artifact.url)) {
-                Some(r) => {
-                    self.tie(store, artifact, &r)?;
-                    Some((r.digest, r.note))
-                }
-                None => None,
-            },
-            None => None,
-        };
-        let Some((digest, url)) = found else {
-            return Ok(None);
-        };
+    ) -> Result<Got, UpstreamError> {
+        let mut refetch = self.download.refetch();
+        loop {
+            let size = expected.and_then(|want| want.size);
+            // The file and its checksum draw on the item's one budget.
+            let budgeted = Fetcher {
+                download: refetch.download(&self.download),
+                bulk: self.bulk,
+                mirrors: self.mirrors,
+                store: self.store,
+            };
+            let err = match budgeted.download_verified(artifact, dest, size).await {
+                Ok(got) => match expected.filter(|want| want.sha256 != got.sha256) {
+                    None => return Ok(got),
+                    Some(want) => {
+                        let _ = std::fs::remove_file(&got.path);
+                        UpstreamError::Drift {
+                            name: artifact.name.clone(),
+                            url: got.fetched_from,
+                            expected: want.sha256.clone(),
+                            actual: got.sha256,
+                        }
+                    }
+                },
+                Err(err) => err,
+            };
+            if !err.is_corruption() || !refetch.again(&err, "downloading it").await {
+                return Err(err);
+            }
+        }
+    }
+
+    /// The store's copy of the locked `want`, when it holds that digest at the locked size.
+    fn locked_copy(&self, want: &Expected) -> Option<(Digest, String)> {
+        let store = self.store?;
+        Digest::parse(&format!("sha256:{}", want.sha256))
+            .ok()
+            .filter(|d| {
+                store
+                    .size_of(d)
+                    .is_some_and(|size| want.size.is_none_or(|want| want == size))
+            })
+            .map(|d| (d, want.url.clone()))
+    }
+
+    /// What the store last kept for `artifact`'s URL, tied to its published checksum.
+    fn recalled(
+        &self,
+        store: &Cache,
+        artifact: &Artifact,
+    ) -> Result<Option<(Digest, String)>, UpstreamError> {
+        match store.recall(&url_key(&artifact.url)) {
+            Some(r) => {
+                self.tie(store, artifact, &r)?;
+                Ok(Some((r.digest, r.note)))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The store's blob `digest` copied out to `dest` as `artifact` (`url`, where it was
+    /// downloaded from); `None`, after a warning, when the copy fails.
+    fn copy_out(&self, artifact: &Artifact, dest: &Path, found: (Digest, String)) -> Option<Got> {
+        let store = self.store?;
+        let (digest, url) = found;
         match store.copy_out(&digest, dest, artifact.mode) {
-            Ok(_) => Ok(Some(Got {
+            Ok(_) => Some(Got {
                 path: dest.to_owned(),
                 url,
                 fetched_from: format!("the cache ({})", store.root().display()),
                 sha256: digest.hex().to_owned(),
                 checksum_verified: true,
                 notes: Vec::new(),
-            })),
+            }),
             Err(e) => {
                 tracing::warn!(
                     "cached copy of {} is unusable ({e}); downloading it",
                     artifact.name
                 );
-                Ok(None)
+                None
             }
         }
     }

@@ -7,7 +7,7 @@
 //! `stable-1.33`: the newest patch release of that minor.
 
 use crate::fetch::FetchError;
-use crate::resolve::KubeVersion;
+use crate::release::KubeVersion;
 
 use super::Fetcher;
 

@@ -21,7 +21,7 @@ pub use error::UpstreamError;
 pub use get::{Expected, Fetcher, Got};
 
 use crate::image::Arch;
-use crate::resolve::{AutoscalerVersion, KubeVersion};
+use crate::release::{AutoscalerVersion, KubeVersion};
 
 /// CNI plugins release used when none is given.
 pub const DEFAULT_CNI: &str = "1.6.2";

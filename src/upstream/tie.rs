@@ -232,7 +232,7 @@ pub enum Untied {
 mod tests {
     use super::*;
     use crate::image::Arch;
-    use crate::resolve::{AutoscalerVersion, KubeVersion};
+    use crate::release::{AutoscalerVersion, KubeVersion};
     use crate::upstream::{Pins, catalog};
 
     #[test]

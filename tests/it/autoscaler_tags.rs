@@ -3,8 +3,8 @@
 //! (`upstream.md` §1, `docs/iso-contract.md` §4): over protocol v2 and over a v0-only server, with
 //! and without the discovery preamble; pins, the warning and the errors.
 
-use cks_iso::resolve::git::{Listing, Protocol, ls_remote};
-use cks_iso::resolve::version::{AUTOSCALER_REF_PREFIX, KubeVersion, choose_autoscaler};
+use cks_iso::release::git::{Listing, Protocol, ls_remote};
+use cks_iso::release::version::{AUTOSCALER_REF_PREFIX, KubeVersion, choose_autoscaler};
 use cks_iso::resolve::{AutoscalerChoice, ResolveError};
 use cks_iso_testworld::git::{GitServer, Mode, Repo, Tag};
 

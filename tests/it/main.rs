@@ -35,6 +35,7 @@ mod iso_readers;
 mod iso_reproducible;
 mod kubeadm_images;
 mod kubeadm_releases;
+mod layers;
 mod lock_offline;
 mod log_json;
 mod messages;

@@ -8,11 +8,8 @@
 
 use serde_json::{Value, json};
 
-pub use crate::author::BuiltIso;
-
-/// The fewest CPUs and MiB of memory CloudStack accepts for a CKS node.
-const MIN_CPU: u32 = 2;
-const MIN_MEMORY: u32 = 2048;
+use super::{MIN_CPU, MIN_MEMORY};
+use crate::author::BuiltIso;
 
 /// The parameters of `addKubernetesSupportedVersion` for one ISO.
 #[derive(Debug, Clone, PartialEq, Eq)]

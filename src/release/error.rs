@@ -3,7 +3,7 @@
 use super::pktline::PktLineError;
 use crate::env;
 
-/// Errors of [`crate::resolve`].
+/// Errors of [`crate::release`] (and of [`crate::resolve`], which passes them on).
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
     /// Not a Kubernetes version.
@@ -103,6 +103,9 @@ pub enum ResolveError {
         /// The constant that is missing or the construct that was not understood.
         what: super::kubeadm::Unreadable,
     },
+    /// The client is offline (`--offline`) and refused the request.
+    #[error(transparent)]
+    Refused(crate::fetch::FetchError),
 }
 
 impl ResolveError {
@@ -182,6 +185,7 @@ impl ResolveError {
                  it; meanwhile build a Kubernetes release this cks-iso knows"
                     .into()
             }
+            Self::Refused(err) => return err.hint(),
             Self::Status { .. } | Self::Protocol { .. } | Self::PktLine { .. } => return None,
         })
     }

@@ -1,0 +1,622 @@
+//! The layers of the main crate as the compiler holds them: which top-level module (`fetch`,
+//! `registry`, `resolve`, …) uses which, read from `src/**/*.rs`, and no cycle between them. A
+//! cycle means neither module can be understood, tested or moved into a crate of its own without
+//! the other; the leaf crates' rule is `leaf_crates_depend_on_no_network_stack` in `packaging`,
+//! this is the same rule for the modules of the main crate.
+//!
+//! The sources are read by a small lexer here rather than with `syn`: adding `syn` (with `full`
+//! and `visit`) and `proc-macro2` as dev-dependencies changed the features of the copies the
+//! derive macros use, so every proc macro and every crate built with one compiled again (measured
+//! on a warm target: `thiserror-impl`, `hadris-iso`, … a rebuild of most of the tree) — too high a
+//! price for one test. The lexer drops comments (doc comments included), strings and character
+//! literals, so that only code counts; `super::` is resolved against the module it is written in
+//! (inline `mod tests { … }` included), `use crate::{a, b::C}` counts both, and paths inside macro
+//! calls and attributes (`format!(…, crate::fetch::redact(url))`, `#[error(…)]`) count like any
+//! other code. Files are found as rustc finds them: from `src/lib.rs` through each `mod x;`
+//! (`x.rs`, `x/mod.rs`, or its `#[path]`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Uses that close a cycle known to be on its way out, each with why it is still here: the test
+/// leaves these edges out of the graph before it looks for cycles. An entry whose use is gone
+/// fails the test too (delete it then), so the list only shrinks.
+const ALLOWED: &[(&str, &str, &str)] = &[
+    // (from, to, why): none left. The plan ↔ lock cycle was the last, until the ISO names moved
+    // under `lock`.
+];
+
+/// Where one module uses another: the first place found, as `file:line`.
+type Edges = BTreeMap<(String, String), String>;
+
+/// A token of Rust source that matters here: an identifier, or one punctuation character (`::`
+/// is two `:`), with its line. Comments, strings, characters and numbers are left out.
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Ident(String, usize),
+    Punct(char, usize),
+}
+
+impl Token {
+    fn is(&self, c: char) -> bool {
+        matches!(self, Token::Punct(p, _) if *p == c)
+    }
+
+    fn ident(&self) -> Option<&str> {
+        match self {
+            Token::Ident(name, _) => Some(name),
+            Token::Punct(..) => None,
+        }
+    }
+
+    fn line(&self) -> usize {
+        match self {
+            Token::Ident(_, line) | Token::Punct(_, line) => *line,
+        }
+    }
+}
+
+/// The tokens of `text`, without comments, string, byte-string, raw-string and character
+/// literals, lifetimes and numbers.
+fn lex(text: &str) -> Vec<Token> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut tokens = Vec::new();
+    let (mut i, mut line) = (0, 1);
+    let at = |i: usize| chars.get(i).copied().unwrap_or('\0');
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\n' {
+            line += 1;
+            i += 1;
+        } else if c.is_whitespace() {
+            i += 1;
+        } else if c == '/' && at(i + 1) == '/' {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && at(i + 1) == '*' {
+            let mut depth = 0;
+            while i < chars.len() {
+                if chars[i] == '/' && at(i + 1) == '*' {
+                    depth += 1;
+                    i += 2;
+                } else if chars[i] == '*' && at(i + 1) == '/' {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    line += usize::from(chars[i] == '\n');
+                    i += 1;
+                }
+            }
+        } else if c == '"' {
+            i = skip_string(&chars, i + 1, &mut line);
+        } else if c == '\'' {
+            // A character literal ('x', '\n', '\u{2192}'), else a lifetime or label ('a).
+            if at(i + 1) == '\\' {
+                i += 2;
+                while i < chars.len() && chars[i] != '\'' {
+                    i += 1;
+                }
+                i += 1;
+            } else if at(i + 2) == '\'' {
+                i += 3;
+            } else {
+                i += 1;
+            }
+        } else if c.is_ascii_digit() {
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+        } else if c.is_alphabetic() || c == '_' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            let word: String = chars[start..i].iter().collect();
+            // String prefixes: b"…", c"…", r"…", r#"…"#, br"…", cr#"…"#.
+            let raw = matches!(word.as_str(), "r" | "br" | "cr");
+            let hashes = chars[i..].iter().take_while(|c| **c == '#').count();
+            if matches!(word.as_str(), "b" | "c") && at(i) == '"' {
+                i = skip_string(&chars, i + 1, &mut line);
+            } else if raw && at(i + hashes) == '"' {
+                i = skip_raw(&chars, i + hashes + 1, hashes, &mut line);
+            } else if word == "b" && at(i) == '\'' {
+                i += 1;
+                while i < chars.len() && chars[i] != '\'' {
+                    i += 1 + usize::from(chars[i] == '\\');
+                }
+                i += 1;
+            } else if word == "r" && hashes == 1 {
+                // A raw identifier: r#type.
+                i += 1;
+            } else {
+                tokens.push(Token::Ident(word, line));
+            }
+        } else {
+            tokens.push(Token::Punct(c, line));
+            i += 1;
+        }
+    }
+    tokens
+}
+
+/// Past the closing quote of a string whose body starts at `i` (escapes honoured).
+fn skip_string(chars: &[char], mut i: usize, line: &mut usize) -> usize {
+    while i < chars.len() && chars[i] != '"' {
+        *line += usize::from(chars[i] == '\n');
+        i += 1 + usize::from(chars[i] == '\\');
+    }
+    i + 1
+}
+
+/// Past the closing `"###` of a raw string with `hashes` hashes whose body starts at `i`.
+fn skip_raw(chars: &[char], mut i: usize, hashes: usize, line: &mut usize) -> usize {
+    while i < chars.len() {
+        if chars[i] == '"'
+            && chars[i + 1..]
+                .iter()
+                .take(hashes)
+                .filter(|c| **c == '#')
+                .count()
+                == hashes
+        {
+            return i + 1 + hashes;
+        }
+        *line += usize::from(chars[i] == '\n');
+        i += 1;
+    }
+    i
+}
+
+/// `#[path = "…"] mod name;` in `text`: name → the path given.
+fn path_attributes(text: &str) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    for (n, _) in text.match_indices("#[path") {
+        let rest = &text[n..];
+        let Some(open) = rest.find('"') else { continue };
+        let Some(close) = rest[open + 1..].find('"') else {
+            continue;
+        };
+        let path = &rest[open + 1..open + 1 + close];
+        let after = &rest[open + close + 2..];
+        let after = after.trim_start().trim_start_matches(']').trim_start();
+        let after = after.strip_prefix("pub ").unwrap_or(after).trim_start();
+        if let Some(decl) = after.strip_prefix("mod ") {
+            let name: String = decl
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            found.insert(name, path.to_owned());
+        }
+    }
+    found
+}
+
+/// The edges between the top-level modules declared in `src/lib.rs`.
+fn module_graph(src: &Path) -> (BTreeSet<String>, Edges) {
+    let lib = std::fs::read_to_string(src.join("lib.rs")).expect("src/lib.rs");
+    let tokens = lex(&lib);
+    let mut names = BTreeSet::new();
+    for (i, token) in tokens.iter().enumerate() {
+        if token.ident() == Some("mod")
+            && let Some(name) = tokens.get(i + 1).and_then(Token::ident)
+            && tokens.get(i + 2).is_some_and(|t| t.is(';'))
+        {
+            names.insert(name.to_owned());
+        }
+    }
+    let mut edges = Edges::new();
+    for name in &names {
+        let file = module_file(src, name, None, src);
+        read_module(
+            &file,
+            &src.join(name),
+            vec![name.clone()],
+            &names,
+            &mut edges,
+        );
+    }
+    (names, edges)
+}
+
+/// The file of module `name` declared in a file of `dir` (`name.rs` or `name/mod.rs` under
+/// `children`, or its `#[path]`, relative to `dir`).
+fn module_file(children: &Path, name: &str, given: Option<&String>, dir: &Path) -> PathBuf {
+    if let Some(path) = given {
+        return dir.join(path);
+    }
+    let flat = children.join(format!("{name}.rs"));
+    match flat.exists() {
+        true => flat,
+        false => children.join(name).join("mod.rs"),
+    }
+}
+
+/// Reads the module in `file` (path `module`), then the files of the modules it declares, which
+/// live in `children`.
+fn read_module(
+    file: &Path,
+    children: &Path,
+    module: Vec<String>,
+    names: &BTreeSet<String>,
+    edges: &mut Edges,
+) {
+    let text = std::fs::read_to_string(file)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+    let declared = read_tokens(file, &lex(&text), &module, names, edges);
+    let paths = path_attributes(&text);
+    let dir = file.parent().expect("a file in a directory");
+    for (inline, name) in declared {
+        // Inline modules nest the directory: `mod a { mod b; }` is `a/b.rs`.
+        let base = inline
+            .iter()
+            .fold(children.to_owned(), |base, part| base.join(part));
+        let child = module_file(&base, &name, paths.get(&name), dir);
+        let mut path = module.clone();
+        path.extend(inline);
+        path.push(name.clone());
+        read_module(&child, &base.join(&name), path, names, edges);
+    }
+}
+
+/// Records in `edges` the top-level modules the tokens of `file` (module `module`) use; returns
+/// the `mod x;` declarations, each with the inline modules around it.
+fn read_tokens(
+    file: &Path,
+    tokens: &[Token],
+    module: &[String],
+    names: &BTreeSet<String>,
+    edges: &mut Edges,
+) -> Vec<(Vec<String>, String)> {
+    let mut declared = Vec::new();
+    // Inline modules open here: (name, the brace depth inside them).
+    let mut inline: Vec<(String, usize)> = Vec::new();
+    let mut depth = 0;
+    let mut i = 0;
+    while i < tokens.len() {
+        let token = &tokens[i];
+        if token.is('{') {
+            depth += 1;
+        } else if token.is('}') {
+            if inline.last().is_some_and(|(_, d)| *d == depth) {
+                inline.pop();
+            }
+            depth -= 1;
+        } else if token.ident() == Some("mod")
+            && let Some(name) = tokens.get(i + 1).and_then(Token::ident)
+        {
+            let here: Vec<String> = inline.iter().map(|(n, _)| n.clone()).collect();
+            match tokens.get(i + 2) {
+                Some(t) if t.is(';') => declared.push((here, name.to_owned())),
+                Some(t) if t.is('{') => {
+                    inline.push((name.to_owned(), depth + 1));
+                    depth += 1;
+                    i += 3;
+                    continue;
+                }
+                _ => {}
+            }
+        } else if let Some(first @ ("crate" | "super" | "self")) = token.ident()
+            && !(i >= 1 && tokens[i - 1].is(':'))
+            && tokens.get(i + 1).is_some_and(|t| t.is(':'))
+        {
+            let mut here = module.to_vec();
+            here.extend(inline.iter().map(|(n, _)| n.clone()));
+            let mut record = |segments: &[String], line: usize| {
+                let Some(target) = top_of(&here, segments) else {
+                    return;
+                };
+                if target != module[0] && names.contains(&target) {
+                    let at = format!("{}:{line}", relative(file));
+                    edges.entry((module[0].clone(), target)).or_insert(at);
+                }
+            };
+            let (segments, next) = path_at(tokens, i, first);
+            match tokens.get(next) {
+                // `prefix::{a, b::C}`: each item's first segment after the prefix.
+                Some(t) if t.is('{') => {
+                    for (item, line) in group_heads(tokens, next) {
+                        let mut full = segments.clone();
+                        full.push(item);
+                        record(&full, line);
+                    }
+                }
+                _ => record(&segments, token.line()),
+            }
+            i = next;
+            continue;
+        }
+        i += 1;
+    }
+    declared
+}
+
+/// The path starting at token `i` (`first`): its segments, and the index after the last `::`
+/// followed by an identifier (where a `{` group may start).
+fn path_at(tokens: &[Token], i: usize, first: &str) -> (Vec<String>, usize) {
+    let mut segments = vec![first.to_owned()];
+    let mut j = i + 1;
+    while tokens.get(j).is_some_and(|t| t.is(':')) && tokens.get(j + 1).is_some_and(|t| t.is(':')) {
+        match tokens.get(j + 2).and_then(Token::ident) {
+            Some(next) => {
+                segments.push(next.to_owned());
+                j += 3;
+            }
+            None => {
+                j += 2;
+                break;
+            }
+        }
+    }
+    (segments, j)
+}
+
+/// The first identifier of each comma-separated item of the `{ … }` group opening at `open`
+/// (`self` included: it names the prefix, which `top_of` resolves the same).
+fn group_heads(tokens: &[Token], open: usize) -> Vec<(String, usize)> {
+    let mut heads = Vec::new();
+    let mut depth = 0;
+    let mut expecting = true;
+    for token in &tokens[open..] {
+        if token.is('{') {
+            depth += 1;
+            if depth == 1 {
+                continue;
+            }
+        } else if token.is('}') {
+            depth -= 1;
+            if depth == 0 {
+                break;
+            }
+        } else if depth == 1 && token.is(',') {
+            expecting = true;
+            continue;
+        }
+        if depth == 1
+            && expecting
+            && let Some(name) = token.ident()
+        {
+            heads.push((name.to_owned(), token.line()));
+            expecting = false;
+        }
+    }
+    heads
+}
+
+/// The top-level module a path written in `module` starts in: `crate::x…` is `x`, `super::…`
+/// climbs from `module`, `self::…` stays; `None` for a path that starts elsewhere (a local name,
+/// another crate, `crate::*`).
+fn top_of(module: &[String], segments: &[String]) -> Option<String> {
+    let mut at = module.to_vec();
+    let mut rest = segments;
+    match rest.first().map(String::as_str) {
+        Some("crate") => {
+            at.clear();
+            rest = &rest[1..];
+        }
+        Some("self") => rest = &rest[1..],
+        Some("super") => {
+            while rest.first().is_some_and(|s| s == "super") {
+                at.pop()?;
+                rest = &rest[1..];
+            }
+        }
+        _ => return None,
+    }
+    at.first().or(rest.first()).cloned()
+}
+
+fn relative(file: &Path) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    file.strip_prefix(root)
+        .unwrap_or(file)
+        .display()
+        .to_string()
+}
+
+/// The strongly connected components of more than one module (each holds a cycle).
+fn cycles(names: &BTreeSet<String>, edges: &Edges) -> Vec<BTreeSet<String>> {
+    let next = |from: &str| -> Vec<&str> {
+        edges
+            .keys()
+            .filter(|(f, _)| f == from)
+            .map(|(_, t)| t.as_str())
+            .collect()
+    };
+    // Two modules are in one component when each reaches the other.
+    let reach = |from: &str| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.to_owned()];
+        while let Some(m) = todo.pop() {
+            for n in next(&m) {
+                if seen.insert(n.to_owned()) {
+                    todo.push(n.to_owned());
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&String, BTreeSet<String>> =
+        names.iter().map(|n| (n, reach(n))).collect();
+    let mut components: Vec<BTreeSet<String>> = Vec::new();
+    for name in names {
+        if !reached[name].contains(name) || components.iter().any(|c| c.contains(name)) {
+            continue;
+        }
+        let component = reached[name]
+            .iter()
+            .filter(|other| reached[*other].contains(name))
+            .cloned()
+            .collect();
+        components.push(component);
+    }
+    components
+}
+
+/// One cycle through `component`, as `a → b (where) → … → a`, naming where each use is.
+fn one_cycle(component: &BTreeSet<String>, edges: &Edges) -> String {
+    let start = component.first().expect("a component has a module").clone();
+    // Breadth-first within the component, back to the start.
+    let mut came_from: BTreeMap<String, String> = BTreeMap::new();
+    let mut queue = std::collections::VecDeque::from([start.clone()]);
+    'search: while let Some(m) = queue.pop_front() {
+        for (from, to) in edges
+            .keys()
+            .filter(|(f, t)| *f == m && component.contains(t))
+        {
+            if to == &start {
+                came_from.insert(start.clone(), from.clone());
+                break 'search;
+            }
+            if !came_from.contains_key(to) {
+                came_from.insert(to.clone(), from.clone());
+                queue.push_back(to.clone());
+            }
+        }
+    }
+    let mut path = vec![start.clone()];
+    let mut at = came_from[&start].clone();
+    while at != start {
+        path.push(at.clone());
+        at = came_from[&at].clone();
+    }
+    path.push(start);
+    path.reverse();
+    path.windows(2)
+        .map(|w| {
+            format!(
+                "{} → {} ({})",
+                w[0],
+                w[1],
+                edges[&(w[0].clone(), w[1].clone())]
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[test]
+fn no_cycle_between_the_top_level_modules_of_the_main_crate() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let (names, edges) = module_graph(&src);
+    // The reader must see the crate: the command layer wires the fetch layer, and the fetch layer
+    // is used by the registry client, also through `super::` and inside macros.
+    assert!(names.len() > 20, "top-level modules found: {names:?}");
+    for (from, to) in [("app", "cli"), ("registry", "fetch"), ("upstream", "fetch")] {
+        assert!(
+            edges.contains_key(&(from.to_owned(), to.to_owned())),
+            "{from} → {to} not seen; edges: {edges:#?}"
+        );
+    }
+    println!("{} edges between {} modules:", edges.len(), names.len());
+    for ((from, to), at) in &edges {
+        println!("  {from} → {to}  ({at})");
+    }
+    let mut failures = Vec::new();
+    let mut judged = edges.clone();
+    for (from, to, why) in ALLOWED {
+        if judged
+            .remove(&((*from).to_owned(), (*to).to_owned()))
+            .is_none()
+        {
+            failures.push(format!(
+                "the allowed use {from} → {to} ({why}) is gone: delete its entry in ALLOWED"
+            ));
+        }
+    }
+    for component in cycles(&names, &judged) {
+        failures.push(format!(
+            "modules {component:?} depend on each other: {}",
+            one_cycle(&component, &judged)
+        ));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn the_reader_resolves_crate_super_groups_macros_and_attributes_but_not_comments() {
+    let text = r##"
+        //! Uses [`crate::comment_only`] in a doc link.
+        use crate::{alpha::A, beta};
+        use super::gamma::G;
+        #[error("{0}", shown = crate::delta::f(x))]
+        struct E<'a>(&'a str);
+        fn f() {
+            let _ = format!("{}", crate::epsilon::g());
+            let _ = "crate::in_a_string::h";
+            let _ = r#"crate::in_a_raw_string"#;
+            let _ = ('"', b'"', 1u8);
+            /* crate::in_a_block /* nested */ comment */
+            // crate::in_a_comment
+        }
+        mod tests {
+            use super::*;
+            use super::super::zeta::Z;
+            use crate::eta::{self, H};
+        }
+        fn after() -> crate::theta::T { todo!() }
+    "##;
+    let names: BTreeSet<String> = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "epsilon",
+        "zeta",
+        "eta",
+        "theta",
+        "own",
+        "comment_only",
+        "in_a_string",
+        "in_a_raw_string",
+        "in_a_block",
+        "in_a_comment",
+    ]
+    .map(str::to_owned)
+    .into();
+    let mut edges = Edges::new();
+    let module = ["own".to_owned(), "inner".to_owned()];
+    let declared = read_tokens(
+        Path::new("src/own/inner.rs"),
+        &lex(text),
+        &module,
+        &names,
+        &mut edges,
+    );
+    assert!(declared.is_empty());
+    let targets: BTreeSet<&str> = edges.keys().map(|(_, to)| to.as_str()).collect();
+    // `super::gamma` from `own::inner` is `own::gamma`: the module's own, no edge; `super::super::
+    // zeta` from `own::inner::tests` is `own::zeta`, likewise.
+    assert_eq!(
+        targets,
+        BTreeSet::from(["alpha", "beta", "delta", "epsilon", "eta", "theta"]),
+        "{edges:#?}"
+    );
+    assert_eq!(
+        edges[&("own".to_owned(), "delta".to_owned())],
+        "src/own/inner.rs:5"
+    );
+    assert_eq!(
+        top_of(&["own".into()], &["super".into(), "zeta".into()]),
+        Some("zeta".into())
+    );
+    let declared = read_tokens(
+        Path::new("src/own/mod.rs"),
+        &lex("mod a; mod b { mod c; } #[cfg(test)] mod d;"),
+        &["own".to_owned()],
+        &names,
+        &mut edges,
+    );
+    assert_eq!(
+        declared,
+        [
+            (vec![], "a".to_owned()),
+            (vec!["b".to_owned()], "c".to_owned()),
+            (vec![], "d".to_owned())
+        ]
+    );
+}
