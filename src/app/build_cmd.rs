@@ -67,13 +67,7 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         (&mut request, &mut partial),
         lock.is_some(),
     )?;
-    let flags = trust::checker::Flags {
-        mode: args.signing.signatures.as_deref(),
-        trusted_root: args.signing.trust.trusted_root.as_deref(),
-        policy: args.signing.trust.signature_policy.as_deref(),
-        rekor_url: args.rekor_url.as_deref(),
-    };
-    let checker = trust::checker::select(flags, &settings)?;
+    let checker = checker(&args.signing, args.rekor_url.as_deref(), &settings)?;
     let (cache, work) = places(args.cache_dir, &request.output)?;
     if let (Some(lock), Some(path), false) = (&lock, &args.locked, args.from_iso.is_empty()) {
         super::cache::from_iso(&cache, lock, path, &args.from_iso, args.offline)?;
@@ -111,18 +105,38 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     drop(work);
     print_summary(&built, (&lock, &request), publish.as_deref(), args.json);
     if args.registering.register {
-        let isos = built
-            .iter()
-            .map(crate::registration::IsoToRegister::from)
-            .collect();
-        super::register::after_build(
-            isos,
-            publish.as_deref().unwrap_or_default(),
-            &args.registering,
-            &settings,
-        )?;
+        register(&built, publish.as_deref(), &args.registering, &settings)?;
     }
     Ok(())
+}
+
+/// The signature checker the signing flags and the configuration ask for.
+fn checker(
+    signing: &crate::cli::SignatureArgs,
+    rekor_url: Option<&str>,
+    settings: &crate::config::Settings,
+) -> Result<Option<trust::checker::Checker>, AppError> {
+    let flags = trust::checker::Flags {
+        mode: signing.signatures.as_deref(),
+        trusted_root: signing.trust.trusted_root.as_deref(),
+        policy: signing.trust.signature_policy.as_deref(),
+        rekor_url,
+    };
+    Ok(trust::checker::select(flags, settings)?)
+}
+
+/// `build --register`: the ISOs just written, registered with CloudStack.
+fn register(
+    built: &[BuiltIso],
+    publish: Option<&str>,
+    registering: &crate::cli::BuildRegisterArgs,
+    settings: &crate::config::Settings,
+) -> Result<(), AppError> {
+    let isos = built
+        .iter()
+        .map(crate::registration::IsoToRegister::from)
+        .collect();
+    super::register::after_build(isos, publish.unwrap_or_default(), registering, settings)
 }
 
 /// The lock to realize: the one given, as it is, or else the request resolved into one; with
