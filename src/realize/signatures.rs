@@ -11,7 +11,7 @@ use crate::image::Image;
 use crate::plan::IsoFile;
 use crate::registry::Registry;
 use crate::signature::{
-    self, BinaryEvidence, ImageReport, Policy, Report, SignatureManifest, TrustedRoot,
+    self, BinaryEvidence, ImageReport, Policy, Report, SignatureManifest, TrustedRoot, Verdict,
 };
 use crate::trust::checker::{Checker, CheckerError};
 
@@ -88,8 +88,14 @@ pub(super) async fn check(
         });
     }
     reports.sort_by(|a, b| a.reference.cmp(&b.reference));
-    let verified = reports.iter().filter(|r| r.verdict == "verified").count();
-    let unsigned = reports.iter().filter(|r| r.verdict == "unsigned").count();
+    let verified = reports
+        .iter()
+        .filter(|r| r.verdict == Verdict::Verified)
+        .count();
+    let unsigned = reports
+        .iter()
+        .filter(|r| r.verdict == Verdict::Unsigned)
+        .count();
     tracing::info!(
         "linux/{arch}: {verified} image signatures verified, {unsigned} covered images unsigned"
     );
@@ -116,7 +122,7 @@ pub fn lock_signature(sigs: &ArchSignatures, image: &Image) -> Option<crate::loc
         .report
         .images
         .iter()
-        .find(|r| r.reference == reference && r.verdict == "verified")?;
+        .find(|r| r.reference == reference && r.verdict == Verdict::Verified)?;
     let signed = Digest::parse(report.signed_digest.as_deref()?).ok()?;
     let hex = report
         .signature_manifest
@@ -193,13 +199,13 @@ pub fn off_notes(
 pub const OFF_SUMMARY: &str = "# signatures off: not checked\n";
 
 /// `verified: <identity> via <issuer>, Rekor log index N`, `unsigned`, or nothing (not covered).
-fn note(verdict: &str, signer: Option<&signature::Signer>) -> Option<String> {
+fn note(verdict: &Verdict, signer: Option<&signature::Signer>) -> Option<String> {
     match (verdict, signer) {
-        ("verified", Some(s)) => Some(format!(
+        (Verdict::Verified, Some(s)) => Some(format!(
             "verified: {} via {}, Rekor log index {}",
             s.identity, s.issuer, s.log_index
         )),
-        ("unsigned", _) => Some("unsigned".to_owned()),
+        (Verdict::Unsigned, _) => Some(Verdict::Unsigned.to_string()),
         _ => None,
     }
 }
@@ -207,9 +213,9 @@ fn note(verdict: &str, signer: Option<&signature::Signer>) -> Option<String> {
 /// The one line `versions.txt` gets: `# signatures verify: 9 of 9 covered images verified, 0
 /// unsigned (signatures/report.json)`.
 pub fn summary(sigs: &ArchSignatures) -> String {
-    let count = |v: &str| sigs.report.images.iter().filter(|i| i.verdict == v).count();
-    let (verified, unsigned) = (count("verified"), count("unsigned"));
-    let bins = |v: &str| {
+    let count = |v: Verdict| sigs.report.images.iter().filter(|i| i.verdict == v).count();
+    let (verified, unsigned) = (count(Verdict::Verified), count(Verdict::Unsigned));
+    let bins = |v: Verdict| {
         let b = &sigs.report.binaries;
         b.iter().filter(|i| i.verdict == v).count()
     };
@@ -217,7 +223,7 @@ pub fn summary(sigs: &ArchSignatures) -> String {
         true => String::new(),
         false => format!(
             "; {} of {} binaries verified",
-            bins("verified"),
+            bins(Verdict::Verified),
             sigs.report.binaries.len()
         ),
     };

@@ -123,22 +123,6 @@ impl<'de> Deserialize<'de> for Verdict {
     }
 }
 
-/// Transitional, for code that still reads a verdict as its word (`src/realize/signatures.rs`,
-/// being rewritten): `verdict == "verified"` and `&verdict` as `&str`. New code matches variants.
-impl PartialEq<&str> for Verdict {
-    fn eq(&self, word: &&str) -> bool {
-        self.as_str() == *word
-    }
-}
-
-/// Transitional, see the `PartialEq<&str>` impl.
-impl std::ops::Deref for Verdict {
-    type Target = str;
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
 /// What the check of one image found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImageReport {
