@@ -133,3 +133,54 @@ pub(super) fn extras(lock: Option<&Lock>) -> BTreeSet<String> {
     let _ = lock;
     BTreeSet::new()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn versions(kubernetes: &str) -> Versions {
+        Versions {
+            kubernetes: kubernetes.into(),
+            arch: "amd64".into(),
+            cni_plugins: "v1.6.2".into(),
+            crictl: "v1.33.0".into(),
+            etcd: None,
+            autoscaler: "1.33.6".into(),
+            ccm: "v1.2.0".into(),
+            csi_driver: None,
+            cloudstack: None,
+            files: Vec::new(),
+            images: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn kubeadm_s_images_are_exact_for_a_known_release_and_by_repository_for_an_unknown_one() {
+        let known = kubeadm(&versions("v1.33.1"), None);
+        for name in [
+            "registry.k8s.io/kube-apiserver:v1.33.1",
+            "registry.k8s.io/pause:3.10",
+            "registry.k8s.io/etcd:3.5.21-0",
+            "registry.k8s.io/coredns/coredns:v1.12.0",
+        ] {
+            assert!(known.covers(name), "{name}");
+        }
+        for name in [
+            "registry.k8s.io/pause:3.9",
+            "registry.k8s.io/kube-apiserver:v1.33.0",
+            "docker.io/library/busybox:1.36",
+        ] {
+            assert!(!known.covers(name), "{name}");
+        }
+        let unknown = kubeadm(&versions("v1.99.0"), None);
+        assert!(unknown.covers("registry.k8s.io/kube-proxy:v1.99.0"));
+        assert!(unknown.covers("registry.k8s.io/pause:3.99"));
+        assert!(unknown.covers("registry.k8s.io/coredns/coredns:v9.0.0"));
+        assert!(!unknown.covers("registry.k8s.io/kube-proxy:v1.98.0"));
+        assert!(!unknown.covers("ghcr.io/acme/pause:1"));
+        // Before 1.25 (and its backports), kubeadm's names are k8s.gcr.io's.
+        let old = kubeadm(&versions("v1.24.0"), None);
+        assert!(old.covers("k8s.gcr.io/kube-apiserver:v1.24.0"));
+        assert!(!old.covers("registry.k8s.io/kube-apiserver:v1.24.0"));
+    }
+}
