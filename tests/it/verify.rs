@@ -148,6 +148,7 @@ fn tree_with(world: &World, root: &Path, arch: Arch, extra: &[Extra]) {
         versions: &versions,
         manifests,
         signatures: Default::default(),
+        extras: Default::default(),
         epoch: 1_700_000_000,
     };
     write(root, "sbom.cdx.json", sbom::cyclonedx(&inventory, None));
