@@ -4,6 +4,7 @@
 
 mod support;
 
+mod addons;
 mod archive;
 mod archive_memory;
 mod autoscaler_tags;

@@ -154,6 +154,7 @@ fn tree_of(world: &World, root: &Path, arch: Arch, extra: &[Extra], images: &[&s
         versions: &versions,
         manifests,
         signatures: Default::default(),
+        extras: Default::default(),
         epoch: 1_700_000_000,
     };
     write(root, "sbom.cdx.json", sbom::cyclonedx(&inventory, None));
