@@ -128,10 +128,18 @@ fn kubeadm(versions: &Versions, lock: Option<&Lock>) -> Accounted {
     accounted
 }
 
-/// The normalised references of the extra images `lock` records (none without a lock).
+/// The normalised references of the add-on images `lock` records (`extra` set: asked for by
+/// reference, or named by an extra manifest); none without a lock.
 pub(super) fn extras(lock: Option<&Lock>) -> BTreeSet<String> {
-    let _ = lock;
-    BTreeSet::new()
+    let images = lock
+        .into_iter()
+        .flat_map(|l| l.arches.values())
+        .flat_map(|a| &a.images);
+    images
+        .filter(|i| i.extra.is_some())
+        .filter_map(|i| Reference::parse(&i.reference).ok())
+        .map(|r| r.to_string())
+        .collect()
 }
 
 #[cfg(test)]

@@ -401,7 +401,13 @@ fn an_archive_nothing_names_is_unaccounted_for_and_named_with_its_image() {
     // Listed in versions.txt and the SBOMs as a build would list it, but asked for by no one:
     // neither kubeadm, nor a root manifest, nor the lock's extra images name it.
     let tool = "quay.io/example/amd64-only:1.0";
-    tree_of(&world, &src, Arch::Amd64, &[], &[&IMAGES[..], &[tool]].concat());
+    tree_of(
+        &world,
+        &src,
+        Arch::Amd64,
+        &[],
+        &[&IMAGES[..], &[tool]].concat(),
+    );
     let case = Case { dir, src };
     case.fails_naming(
         "unaccounted.iso",
@@ -411,7 +417,11 @@ fn an_archive_nothing_names_is_unaccounted_for_and_named_with_its_image() {
         )],
     );
     let (_, out, _) = verify(&case.dir.path().join("unaccounted.iso"));
-    assert_eq!(out.lines().count(), 1, "only the stray image is at fault:\n{out}");
+    assert_eq!(
+        out.lines().count(),
+        1,
+        "only the stray image is at fault:\n{out}"
+    );
     assert!(out.contains(&format!("--image {tool}")), "{out}");
     // Named by a root manifest, the same archive is accounted for.
     write(
