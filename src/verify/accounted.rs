@@ -103,6 +103,8 @@ fn kubeadm(versions: &Versions, lock: Option<&Lock>) -> Accounted {
         }),
         None => Extras::embedded(&version),
     };
+    // Unknown tags are left empty: those names do not parse and drop out below, leaving the
+    // control-plane images, and the extras are taken by repository instead.
     let (extras, known) = match extras {
         Some(extras) => (extras, true),
         None => (
