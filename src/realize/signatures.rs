@@ -60,8 +60,16 @@ pub(super) async fn check(
                 let locked = locked(image);
                 let named = locked.and_then(|i| i.signature.as_ref());
                 match locked.is_some_and(|i| i.extra.is_some()) {
-                    true => checker.check_extra_from(registry, image, named, vouched).await,
-                    false => checker.check_image_from(registry, image, named, vouched).await,
+                    true => {
+                        checker
+                            .check_extra_from(registry, image, named, vouched)
+                            .await
+                    }
+                    false => {
+                        checker
+                            .check_image_from(registry, image, named, vouched)
+                            .await
+                    }
                 }
             })
             .buffered(IMAGES_AT_ONCE)
