@@ -59,18 +59,14 @@ pub(super) async fn check(
                 let vouched = !tags_from_cache;
                 let locked = locked(image);
                 let named = locked.and_then(|i| i.signature.as_ref());
-                match locked.is_some_and(|i| i.extra.is_some()) {
-                    true => {
-                        checker
-                            .check_extra_from(registry, image, named, vouched)
-                            .await
-                    }
-                    false => {
-                        checker
-                            .check_image_from(registry, image, named, vouched)
-                            .await
-                    }
+                if locked.is_some_and(|i| i.extra.is_some()) {
+                    return checker
+                        .check_extra_from(registry, image, named, vouched)
+                        .await;
                 }
+                checker
+                    .check_image_from(registry, image, named, vouched)
+                    .await
             })
             .buffered(IMAGES_AT_ONCE)
             .collect()
