@@ -75,6 +75,40 @@ pub const PROVIDER: &str = "provider.yaml";
 pub const DASHBOARD: &str = "dashboard.yaml";
 /// The optional Headlamp manifest.
 pub const HEADLAMP: &str = "headlamp.yaml";
+/// The CloudStack CSI driver's manifest (copied to `/opt/csi` with [`CSI_SNAPSHOT_CRDS`]).
+pub const CSI_MANIFEST: &str = "manifest.yaml";
+/// The CloudStack CSI driver's snapshot CRDs.
+pub const CSI_SNAPSHOT_CRDS: &str = "snapshot-crds.yaml";
+
+/// Every name at the ISO's root that cks-iso writes or CloudStack's node scripts read: an
+/// add-on manifest may take none of them (it would replace the file nodes apply or read).
+pub const OWNED: [&str; 18] = [
+    NETWORK,
+    DASHBOARD,
+    HEADLAMP,
+    AUTOSCALER,
+    PROVIDER,
+    CSI_MANIFEST,
+    CSI_SNAPSHOT_CRDS,
+    VERSIONS,
+    LOCK,
+    SBOM_CYCLONEDX,
+    SBOM_SPDX,
+    KUBELET_SERVICE,
+    KUBEADM_DROPIN,
+    IMAGES_DIR,
+    SIGNATURES_DIR,
+    "k8s",
+    "cni",
+    "cri-tools",
+];
+
+/// Whether `name` is one of [`OWNED`], or the etcd directory, case-insensitively (Joliet and
+/// people read names without case).
+pub fn owned(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    OWNED.contains(&lower.as_str()) || lower == "etcd"
+}
 
 #[cfg(test)]
 mod tests {
@@ -90,6 +124,8 @@ mod tests {
         assert_eq!(image_archive("pause:3.10.tar"), "docker/pause:3.10.tar");
         assert_eq!(IMAGES_PREFIX, format!("{IMAGES_DIR}/"));
         assert_eq!(SIGNATURES_PREFIX, format!("{SIGNATURES_DIR}/"));
+        assert!(owned("Autoscaler.yaml") && owned("etcd") && !owned("velero.yaml"));
+        assert_eq!(ETCD_TARBALL.split('/').next(), Some("etcd"));
         // Node scripts glob `*.yaml` at the root: nothing of cks-iso's own may match.
         for own in [VERSIONS, LOCK, SBOM_CYCLONEDX, SBOM_SPDX] {
             assert!(!own.ends_with(".yaml") && !own.contains('/'), "{own}");

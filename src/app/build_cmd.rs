@@ -36,11 +36,15 @@ struct Setup {
 
 /// Builds the ISOs and prints a summary (or JSON) on stdout.
 pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
+    let mut settings = net::settings(args.net.clone())?;
+    let addons = addons(&args, &settings.extras)?;
     let (setup, labelled) = match args.locked.clone() {
-        Some(path) => (lock_setup(&args, &path)?, None),
+        Some(path) => (lock_setup(&args, &path, addons)?, None),
         None => {
             let labelled = kubernetes_label(&mut args)?;
-            (setup(&args)?, labelled)
+            let mut setup = setup(&args)?;
+            setup.request.addons = addons;
+            (setup, labelled)
         }
     };
     let Setup {
@@ -54,7 +58,6 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         request.kubernetes_label = labelled;
     }
     let publish = publish_base(args.publish_url.as_deref())?;
-    let mut settings = net::settings(args.net)?;
     settings.http.offline = args.offline;
     net::registry_mirrors(&settings)?;
     let given = (
@@ -251,8 +254,20 @@ fn setup(args: &BuildArgs) -> Result<Setup, AppError> {
     })
 }
 
+/// The add-ons the configuration's `extras:` and the flags ask for.
+fn addons(args: &BuildArgs, extras: &crate::config::Extras) -> Result<plan::Addons, AppError> {
+    let images = super::resolve::addon_images(&args.addons, &extras.images)?;
+    let mut manifests = extras.manifests.clone();
+    manifests.extend(args.manifests.iter().cloned());
+    Ok(plan::addons(&images, &manifests)?)
+}
+
 /// The setup of a build from a lock: everything from the lock; flags may only repeat it.
-fn lock_setup(args: &BuildArgs, path: &std::path::Path) -> Result<Setup, AppError> {
+fn lock_setup(
+    args: &BuildArgs,
+    path: &std::path::Path,
+    addons: plan::Addons,
+) -> Result<Setup, AppError> {
     let (lock, origin) = crate::lock::source::read(path)?;
     let v = &args.versions;
     // Where a pin came from, for the message when it contradicts the lock.
@@ -275,6 +290,7 @@ fn lock_setup(args: &BuildArgs, path: &std::path::Path) -> Result<Setup, AppErro
         ),
         csi: v.csi_version.clone(),
         volume_id: args.volume_id.clone(),
+        addons,
     };
     let pinned = plan::locked(&lock, &origin, &args.positional, flags(args), extra)?;
     let kube: KubeVersion = pinned.request.kubernetes.parse()?;

@@ -127,6 +127,26 @@ pub(super) fn versions_json(lock: &crate::lock::Lock, label: Option<&str>) -> se
     value
 }
 
+/// The add-on images `configured` (the configuration's `extras.images`) and the flags name, as
+/// written: `--image`s, then each `--images-file`'s lines; for `resolve` and `build`.
+pub(super) fn addon_images(
+    args: &crate::cli::AddonImageArgs,
+    configured: &[String],
+) -> Result<Vec<String>, AppError> {
+    let mut images = configured.to_vec();
+    images.extend(args.images.iter().cloned());
+    for file in &args.images_files {
+        let text = crate::input::read_text(file, crate::config::MAX_CONFIG_SIZE).map_err(|e| {
+            AppError::usage(
+                anyhow::Error::new(e).context(format!("cannot read {}", file.display())),
+                Some("--images-file names a text file of image references, one a line".into()),
+            )
+        })?;
+        images.extend(crate::plan::image_lines(&text));
+    }
+    Ok(images)
+}
+
 /// The versions the flags (and `AUTOSCALER_VERSION`, `CCM_VERSION`) give, for `resolve` and
 /// `build`.
 pub(super) fn given(versions: &FromEnv<VersionArgs>) -> Given {

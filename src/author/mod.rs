@@ -5,6 +5,7 @@
 mod error;
 mod sboms;
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -197,6 +198,11 @@ fn one(
         );
     }
     let mtime = u64::try_from(epoch).unwrap_or(0);
+    // The add-on images by name, with why each is there (the lock's word).
+    let extras: BTreeMap<String, String> = (lock.arches.get(arch).into_iter())
+        .flat_map(|entry| &entry.images)
+        .filter_map(|i| Some((i.reference.clone(), i.extra.clone()?)))
+        .collect();
     let mut images = Vec::new();
     // Each archive is described now (its exact size is known without reading a blob) and its bytes
     // go from the cache straight into the ISO: no `docker/*.tar` in the work dir.
@@ -244,6 +250,11 @@ fn one(
     for (path, edit) in &fetched.edits {
         text.push_str(&format!("# edit {path}: {edit}\n"));
     }
+    // The add-on images, told apart from the core ones (their `image` lines stay alike, so that
+    // every reader counts one line per archive).
+    for (name, why) in &extras {
+        text.push_str(&format!("# extra {name} {}\n", extra_words(why)));
+    }
     // A comment: readers of versions.txt (older cks-iso verify too) skip it.
     match &a.signatures {
         Some(sigs) => text.push_str(&signatures::summary(sigs)),
@@ -273,6 +284,16 @@ fn one(
             Some(s) => signatures::sbom_notes(s, &naming.files),
             None => signatures::off_notes(&a.images, &a.files, &naming.files),
         },
+        extras: a
+            .images
+            .iter()
+            .filter_map(|i| {
+                let why = extras.get(&i.reference.to_string())?;
+                let archive = contract::image_archive(&naming.files[&i.reference]);
+                let words = extra_words(why);
+                Some((archive, format!("add-on image {}, {words}", i.reference)))
+            })
+            .collect(),
         epoch,
     };
     sboms::write_into(&a.staging, &inventory)?;
@@ -334,6 +355,15 @@ fn one(
         images: a.images.len(),
         files: a.files.len(),
     })
+}
+
+/// Why an add-on image is in the ISO, in words: `asked for` (`--image`, `--images-file`, the
+/// configuration's `extras.images`) or `named by <manifest>`.
+fn extra_words(why: &str) -> String {
+    match why.strip_prefix("manifest:") {
+        Some(path) => format!("named by {path}"),
+        None => "asked for".to_owned(),
+    }
 }
 
 /// An archive that failed inside the ISO is reported as the archive error it is (naming the image,

@@ -182,6 +182,23 @@ pub struct Network {
     /// `secret-key-file`); flags and `CKS_ISO_CLOUDSTACK_*` come first (docs/registration.md).
     #[arg(skip)]
     pub cloudstack_api: Option<ApiConfig>,
+    /// `extras:`, the add-on content `build` carries (`images:`, `manifests:`); `--image`,
+    /// `--images-file` and `--manifest` add to it (docs/guide/add-ons.md).
+    #[arg(skip)]
+    pub extras: Option<Extras>,
+}
+
+/// The configuration file's `extras:`: add-on images and manifests every build carries.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Extras {
+    /// `images:`, references as `--image` takes them.
+    #[serde(default)]
+    pub images: Vec<String>,
+    /// `manifests:`, `[NAME=]URL|FILE` as `--manifest` takes them; a relative FILE is relative
+    /// to the configuration file.
+    #[serde(default)]
+    pub manifests: Vec<String>,
 }
 
 /// The configuration file's `cloudstack-api:`: the secret only as a file, so the (often shared)
@@ -267,6 +284,8 @@ pub struct Settings {
     pub cloudstack: Option<crate::cloudstack::CloudStack>,
     /// The file's `cloudstack-api:` (flags and variables come first).
     pub cloudstack_api: Option<ApiConfig>,
+    /// The file's `extras:` (the flags add to it).
+    pub extras: Extras,
     /// The file the settings came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -310,6 +329,11 @@ impl Network {
         config.signature_policy = config.signature_policy.map(anchor);
         if let Some(api) = &mut config.cloudstack_api {
             api.secret_key_file = api.secret_key_file.take().map(anchor);
+        }
+        if let Some(extras) = &mut config.extras {
+            for manifest in &mut extras.manifests {
+                *manifest = anchored_manifest(manifest, base);
+            }
         }
         Ok(config)
     }
@@ -430,6 +454,24 @@ pub fn merge(file: Option<(PathBuf, Network)>, flags: Network) -> Result<Setting
         rekor_url: file.rekor_url,
         cloudstack,
         cloudstack_api: file.cloudstack_api,
+        extras: file.extras.unwrap_or_default(),
         source,
     })
+}
+
+/// An `extras.manifests` entry (`[NAME=]URL|FILE`) with a relative FILE made relative to `base`.
+fn anchored_manifest(entry: &str, base: &Path) -> String {
+    let (name, source) = match entry.split_once('=') {
+        Some((name, source)) if !name.contains(['/', ':']) => (Some(name), source),
+        _ => (None, entry),
+    };
+    let url = source.starts_with("http://") || source.starts_with("https://");
+    let source = match url || Path::new(source).is_absolute() {
+        true => source.to_owned(),
+        false => base.join(source).display().to_string(),
+    };
+    match name {
+        Some(name) => format!("{name}={source}"),
+        None => source,
+    }
 }

@@ -26,6 +26,7 @@ fn arch_entry(uname: &str) -> ArchEntry {
             digest: format!("sha256:{}", hex('b')),
             manifest: format!("sha256:{}", hex('c')),
             size: 100,
+            extra: None,
             signature: None,
         }],
     }

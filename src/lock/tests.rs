@@ -7,6 +7,7 @@ pub(crate) fn sample() -> Lock {
         digest: format!("sha256:{}", "a".repeat(64)),
         manifest: format!("sha256:{}", "b".repeat(64)),
         size: 10,
+        extra: None,
         signature: None,
     };
     let arch = ArchEntry {

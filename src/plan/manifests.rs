@@ -39,6 +39,9 @@ pub enum Role {
     Csi,
     /// A kubelet unit cks-iso carries (`kubelet.service`, `10-kubeadm.conf`): not edited here.
     Unit,
+    /// An add-on manifest ([`super::Addons`]): only the pull policy changes, as for the network
+    /// manifest; the control node copies it but applies none, the operator does.
+    Extra,
 }
 
 impl Role {
@@ -52,6 +55,7 @@ impl Role {
             Self::Provider { .. } => "provider",
             Self::Csi => "csi",
             Self::Unit => "unit",
+            Self::Extra => crate::lock::EXTRA_ROLE,
         }
     }
 }
@@ -68,7 +72,8 @@ pub struct Taken {
 }
 
 /// Every manifest a build of `request` takes, in order: upstream's for `pins` (autoscaler,
-/// provider, the CSI driver's), then the network, dashboard and Headlamp manifests given.
+/// provider, the CSI driver's), then the network, dashboard and Headlamp manifests given, then the
+/// add-on manifests.
 pub fn manifests(request: &Request, pins: &Pins) -> Vec<Taken> {
     let mut out: Vec<Taken> = catalog(pins, request.arches[0])
         .into_iter()
@@ -117,6 +122,11 @@ pub fn manifests(request: &Request, pins: &Pins) -> Vec<Taken> {
             });
         }
     }
+    out.extend(request.addons.manifests.iter().map(|(dest, source)| Taken {
+        dest: dest.clone(),
+        source: source.clone(),
+        role: Role::Extra,
+    }));
     out
 }
 

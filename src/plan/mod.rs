@@ -3,6 +3,7 @@
 //! manifest gets (and which manifests, [`manifests`]), the image set and the ISO's file name.
 //! `realize` and `author` carry the plan out.
 
+mod addons;
 mod file;
 mod locked;
 mod manifests;
@@ -14,6 +15,7 @@ mod profile;
 
 use std::path::PathBuf;
 
+pub use addons::{Addons, addons, image_lines};
 pub use file::IsoFile;
 pub use locked::{Extra, Locked, locked};
 pub use manifests::{Role, Taken, autoscaler_image, manifests, not_taken, provider_image};
@@ -160,6 +162,24 @@ pub enum PlanError {
         /// What was given.
         given: String,
     },
+    /// An extra image that is no image reference.
+    #[error("--image {given:?} is not an image reference: {reason}")]
+    AddonImage {
+        /// What was given.
+        given: String,
+        /// The parser's words.
+        reason: String,
+    },
+    /// An extra manifest whose root name cannot be used.
+    #[error("--manifest {given:?} would be {name:?} at the ISO's root, which cannot be: {reason}")]
+    AddonName {
+        /// What was given (`[NAME=]URL|FILE`).
+        given: String,
+        /// The root name it would have.
+        name: String,
+        /// Why not.
+        reason: &'static str,
+    },
 }
 
 /// A flag with its value (`--cni "1.7.0"`), or a variable with its (`AUTOSCALER_VERSION="1.2"`).
@@ -257,6 +277,14 @@ impl PlanError {
             Self::HeadlampVersion { .. } => {
                 "give the release without anything else, e.g. --headlamp-version 0.40.1".into()
             }
+            Self::AddonImage { .. } => "write it as docker pull takes it: nginx, \
+                quay.io/org/name:tag, name@sha256:<64 hex> or name:tag@sha256:<64 hex>"
+                .into(),
+            Self::AddonName { .. } => "give the add-on its own root name ending in .yaml with \
+                NAME=, e.g. --manifest velero.yaml=URL; cks-iso and CloudStack own network.yaml, \
+                dashboard.yaml, headlamp.yaml, autoscaler.yaml, provider.yaml, manifest.yaml, \
+                snapshot-crds.yaml and the other files at the root"
+                .into(),
             _ => "cks-iso build --kubernetes 1.33.1 --network URL --dashboard URL [--arch arm64]…, or \
                   upstream's form: OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION \
                   NETWORK_YAML DASHBOARD_YAML|HEADLAMP_VERSION BUILD_NAME [ARCH] [ETCD_VERSION]"
@@ -298,6 +326,8 @@ pub struct Request {
     pub name: String,
     /// The CloudStack release the ISO is for, given or implied ([`profile`]).
     pub cloudstack: Option<crate::cloudstack::CloudStack>,
+    /// Add-on images and manifests ([`addons()`]); none unless asked for.
+    pub addons: Addons,
 }
 
 /// The flags of `build` that the positional form can also set.
@@ -466,6 +496,7 @@ pub fn request_in(
         headlamp_version,
         output: output.unwrap_or_else(|| PathBuf::from(".")),
         cloudstack: None,
+        addons: Addons::default(),
     })
 }
 
@@ -538,6 +569,7 @@ pub fn edit(name: &str, text: &str, role: &Role) -> Result<Edited, ManifestError
         }
         Role::Network
         | Role::Dashboard
+        | Role::Extra
         | Role::Headlamp
         | Role::HeadlampRelease { .. }
         | Role::Csi

@@ -14,6 +14,7 @@ mod record;
 pub mod signatures;
 mod to_lock;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use futures_util::future::try_join_all;
@@ -24,9 +25,9 @@ pub use to_lock::{LockInputs, resolve_lock};
 
 use crate::cache::Cache;
 use crate::config::Settings;
-use crate::fetch::{Download, build_bulk_client, build_client};
+use crate::fetch::{build_bulk_client, build_client};
 use crate::image::{Arch, Image, Reference};
-use crate::lock::{Lock, ManifestEntry};
+use crate::lock::{self, Lock, ManifestEntry};
 use crate::plan::{self, IsoFile, Request};
 use crate::progress::Progress;
 use crate::registry::Registry;
@@ -114,7 +115,7 @@ pub async fn realize(
         });
     }
     let common = take_common(
-        (&manifests, &kubeadm),
+        (&manifests, &kubeadm, &request.addons.images),
         &fetcher,
         &|dest| lock.manifest(dest),
         work,
@@ -162,18 +163,14 @@ fn fetcher<'a>(
     progress: &'a dyn Progress,
     cache: &'a Cache,
 ) -> Fetcher<'a> {
-    Fetcher {
-        download: Download {
-            client,
-            retry: settings.http.retry,
-            progress,
-            offline: settings.http.offline,
-            budget: None,
-        },
-        bulk: Some(bulk),
-        mirrors: &settings.mirrors,
-        store: Some(cache),
-    }
+    Fetcher::new(
+        client,
+        &settings.http,
+        &settings.mirrors,
+        Some(cache),
+        progress,
+    )
+    .with_bulk(bulk)
 }
 
 /// What the URLs of `lock`'s downloads are derived from: its versions (the autoscaler's read as
@@ -228,13 +225,15 @@ struct Common {
     entries: Vec<ManifestEntry>,
     edits: Vec<(String, String)>,
     references: Vec<Reference>,
+    /// The add-on images among `references`, with why each is there ([`lock::ImageEntry::extra`]).
+    extras: BTreeMap<String, String>,
 }
 
 /// Takes `manifests` (each checked against the entry `entry_of` its path gives, where the lock
 /// holds one), stages them with the units, and derives the image set with the images `kubeadm`
-/// names.
+/// names and the add-on images `asked` (normalised).
 async fn take_common<'l>(
-    (manifests, kubeadm): (&[plan::Taken], &[String]),
+    (manifests, kubeadm, asked): (&[plan::Taken], &[String], &[String]),
     fetcher: &Fetcher<'_>,
     entry_of: &(dyn Fn(&str) -> Option<&'l ManifestEntry> + Sync),
     work: &Path,
@@ -252,12 +251,20 @@ async fn take_common<'l>(
     }))
     .await?;
     let kubeadm: Vec<&str> = kubeadm.iter().map(String::as_str).collect();
+    // The images asked for by reference, under the one-pause rule as a manifest's are.
+    let asked_as = plan::Edited {
+        text: String::new(),
+        images: asked.to_vec(),
+        notes: Vec::new(),
+        edits: Vec::new(),
+    };
     // Before any pull: a second pause image would be the one nodes run (`sort | tail -1`).
     plan::one_pause(
         &kubeadm,
         taken
             .iter()
-            .map(|(file, edited, _)| (file.dest.as_str(), file.source.as_str(), edited)),
+            .map(|(file, edited, _)| (file.dest.as_str(), file.source.as_str(), edited))
+            .chain([("--image", "the command line", &asked_as)]),
     )
     .map_err(RealizeError::Pause)?;
     // A manifest's bad image is the manifest's fault, not the command line's.
@@ -278,13 +285,20 @@ async fn take_common<'l>(
     let mut edits = Vec::new();
     let mut notes = Vec::new();
     let mut manifest_images: Vec<String> = Vec::new();
+    let mut named_by = Vec::new();
     for (file, edited, entry) in taken {
         edits.extend(edited.edits.iter().map(|e| (file.dest.clone(), e.clone())));
         notes.extend(edited.notes.iter().map(|n| format!("{}: {n}", file.dest)));
-        manifest_images.extend(edited.images);
+        named_by.push((
+            entry.role == lock::EXTRA_ROLE,
+            file.dest.clone(),
+            edited.images.clone(),
+        ));
+        manifest_images.extend(edited.images.iter().cloned());
         files.push(file);
         entries.push(entry);
     }
+    let extras = extras(&kubeadm, asked, named_by)?;
     for (file, entry) in manifests::units(&common)? {
         files.push(file);
         entries.push(entry);
@@ -293,7 +307,8 @@ async fn take_common<'l>(
         kubeadm
             .iter()
             .copied()
-            .chain(manifest_images.iter().map(String::as_str)),
+            .chain(manifest_images.iter().map(String::as_str))
+            .chain(asked.iter().map(String::as_str)),
     )?;
     Ok(Common {
         files,
@@ -301,7 +316,45 @@ async fn take_common<'l>(
         entries,
         edits,
         references,
+        extras,
     })
+}
+
+/// The add-on images and why each is there: every image neither kubeadm nor a core manifest
+/// names, asked for by reference ([`lock::EXTRA_ASKED`]) or else named by the first extra
+/// manifest (by path) that names it. `named_by` holds each manifest's (is extra, path, images).
+fn extras(
+    kubeadm: &[&str],
+    asked: &[String],
+    mut named_by: Vec<(bool, String, Vec<String>)>,
+) -> Result<BTreeMap<String, String>, RealizeError> {
+    let normal = |text: &str| Reference::parse(text).map(|r| r.to_string());
+    let mut core = std::collections::BTreeSet::new();
+    for image in kubeadm.iter().copied() {
+        core.insert(normal(image)?);
+    }
+    for (_, _, images) in named_by.iter().filter(|(extra, _, _)| !extra) {
+        for image in images.iter() {
+            core.insert(normal(image)?);
+        }
+    }
+    let mut extras = BTreeMap::new();
+    for image in asked.iter().filter(|i| !core.contains(*i)) {
+        extras.insert(image.clone(), lock::EXTRA_ASKED.to_owned());
+    }
+    named_by.sort_by(|a, b| a.1.cmp(&b.1));
+    for (_, path, images) in named_by.iter().filter(|(extra, _, _)| *extra) {
+        for image in images.iter() {
+            let image = normal(image)?;
+            if !core.contains(&image) && !extras.contains_key(&image) {
+                extras.insert(image, lock::extra_from_manifest(path));
+            }
+        }
+    }
+    for image in asked.iter().filter(|i| core.contains(*i)) {
+        tracing::info!("--image {image}: already bundled as a core image");
+    }
+    Ok(extras)
 }
 
 /// The images the locked manifests name must be the lock's: the same bytes name the same images.

@@ -53,6 +53,12 @@ impl Realized {
                         }),
                     })
                     .collect();
+                // Why an add-on image is there is the realized lock's word.
+                let extra = |reference: String| {
+                    let locked = realized.arches.get(a.arch.k8s())?;
+                    let entry = locked.images.iter().find(|i| i.reference == reference)?;
+                    entry.extra.clone()
+                };
                 let images = a
                     .images
                     .iter()
@@ -61,6 +67,7 @@ impl Realized {
                             .signatures
                             .as_ref()
                             .and_then(|s| super::signatures::lock_signature(s, i)),
+                        extra: extra(i.reference.to_string()),
                         ..super::to_lock::image_entry(i)
                     })
                     .collect();

@@ -1,5 +1,6 @@
 //! Signatures in a build: every image of an architecture judged beside the pull (each one by
-//! [`Checker`], in the library's `trust` module, as `pull` judges it), what goes into the ISO's
+//! [`Checker`], in the library's `trust` module, as `pull` judges it; an add-on image as an
+//! extra, which enforce refuses when no rule covers it), what goes into the ISO's
 //! `signatures/` directory, the lock's record and the versions.txt summary. The downloaded files'
 //! signatures are checked in [`crate::trust::binaries`].
 
@@ -46,19 +47,26 @@ pub(super) async fn check(
     tags_from_cache: bool,
     arch: &'static str,
 ) -> Result<ArchSignatures, RealizeError> {
-    let lock_sig = |image: &Image| {
+    let locked = |image: &Image| {
         let reference = image.reference.to_string();
-        entry
-            .images
-            .iter()
-            .find(|i| i.reference == reference)
-            .and_then(|i| i.signature.as_ref())
+        entry.images.iter().find(|i| i.reference == reference)
     };
+    // An add-on image (the lock says why it is there) is judged as an extra: see
+    // `Checker::check_extra_from`.
     let results: Vec<Result<(ImageReport, Option<SignatureManifest>), CheckerError>> =
         stream::iter(images)
-            .map(|image| {
+            .map(|image| async move {
                 let vouched = !tags_from_cache;
-                checker.check_image_from(registry, image, lock_sig(image), vouched)
+                let locked = locked(image);
+                let named = locked.and_then(|i| i.signature.as_ref());
+                if locked.is_some_and(|i| i.extra.is_some()) {
+                    return checker
+                        .check_extra_from(registry, image, named, vouched)
+                        .await;
+                }
+                checker
+                    .check_image_from(registry, image, named, vouched)
+                    .await
             })
             .buffered(IMAGES_AT_ONCE)
             .collect()

@@ -76,13 +76,17 @@ pub async fn resolve_lock(inputs: LockInputs<'_>) -> Result<Lock, RealizeError> 
         tracing::info!("taking the manifests");
         let manifests = plan::manifests(request, &resolution.pins);
         let kubeadm: Vec<String> = resolution.kubeadm_images().map(str::to_owned).collect();
-        let common =
-            super::take_common((&manifests, &kubeadm), &fetcher, &|_| None, &scratch).await?;
+        let taking = (&manifests[..], &kubeadm[..], &request.addons.images[..]);
+        let common = super::take_common(taking, &fetcher, &|_| None, &scratch).await?;
         let mut arches = BTreeMap::new();
         for &arch in &request.arches {
             let dir = scratch.join(arch.k8s());
             let references = &common.references;
-            let entry = one_arch(&fetcher, &resolution, registry, references, arch, &dir).await?;
+            let mut entry =
+                one_arch(&fetcher, &resolution, registry, references, arch, &dir).await?;
+            for image in &mut entry.images {
+                image.extra = common.extras.get(&image.reference).cloned();
+            }
             arches.insert(
                 arch.k8s().to_owned(),
                 ArchEntry {
@@ -224,6 +228,7 @@ pub(super) fn image_entry(image: &Image) -> ImageEntry {
         size: image.manifest.bytes.len() as u64
             + image.config.size
             + image.layers.iter().map(|l| l.size).sum::<u64>(),
+        extra: None,
         signature: None,
     }
 }

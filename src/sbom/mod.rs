@@ -69,6 +69,10 @@ pub struct Inventory<'a> {
     /// check found (`verified: <identity> via
     /// <issuer>, Rekor log index N` or `unsigned`); CycloneDX's `cks-iso:signature` property.
     pub signatures: BTreeMap<String, String>,
+    /// Per add-on image archive path, where it came from (`add-on image quay.io/x/y:1, asked for`); the
+    /// CycloneDX `cks-iso:source` property, in SPDX the package's `sourceInfo`. Core images are
+    /// not here.
+    pub extras: BTreeMap<String, String>,
     /// The build's epoch (seconds), the documents' timestamp.
     pub epoch: i64,
 }
@@ -148,7 +152,7 @@ impl Inventory<'_> {
                 sha256: hex,
                 purl,
                 url: None,
-                source: None,
+                source: self.extras.get(&image.archive).cloned(),
                 index_digest: Some(image.digest.clone()),
                 signature: self.signatures.get(&image.archive).cloned(),
             });
@@ -295,6 +299,7 @@ mod tests {
                 format!("sha256:{}", "d".repeat(64)),
             )]),
             signatures: BTreeMap::new(),
+            extras: BTreeMap::new(),
             epoch: 1_700_000_000,
         }
     }

@@ -213,6 +213,8 @@ pub(super) fn render(inventory: &Inventory, iso: Option<&IsoFacts>) -> String {
             Some(url) if is_spdx_url(&url) => p.download_location = url,
             // The validators would reject the document: the URL goes where any text may.
             Some(url) => p.source_info = Some(format!("downloaded from {url}")),
+            // An add-on image: where it came from (a core image has no source).
+            None if item.index_digest.is_some() => p.source_info = item.source.clone(),
             None => {}
         }
         p.comment = match (&item.index_digest, &item.source) {

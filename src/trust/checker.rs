@@ -137,6 +137,18 @@ pub enum CheckerError {
         /// Its tag in the lock.
         tag: String,
     },
+    /// Under `--signatures enforce`, an extra image (one the operator added) that no rule covers:
+    /// nothing says who must have signed it.
+    #[error(
+        "{artifact}: an extra image no signature rule covers, so its signature cannot be checked, \
+         and --signatures enforce requires every extra image verified"
+    )]
+    ExtraUncovered {
+        /// The image reference.
+        artifact: String,
+        /// Its repository, for the rule the hint suggests.
+        repository: String,
+    },
     /// Offline without a lock, a covered image whose signature the cache does not hold.
     #[error(
         "{artifact}: offline without --locked, {entry} cannot be tied to a verification: the \
@@ -182,6 +194,12 @@ impl CheckerError {
                  locked one"
                     .into(),
             ),
+            Self::ExtraUncovered { repository, .. } => Some(format!(
+                "add a rule for it to the signature policy (--signature-policy FILE: `prefix: \
+                 {repository}` with the identity or identity-regex and the issuer its publisher \
+                 signs with, as `cosign verify` takes them), or build with --signatures verify, \
+                 which records it as not covered"
+            )),
             Self::Untied { .. } => Some(
                 "build once with network (it asks the registry for the signature and keeps it in \
                  the cache), or build --locked from a lock you trust; offline, an image its \
@@ -340,6 +358,38 @@ impl Checker {
             }
         };
         Ok(accepted_report(report, accepted))
+    }
+}
+
+impl Checker {
+    /// [`Self::check_image_from`] for an extra image (one the operator added, by `--image` or
+    /// named by an extra manifest): judged exactly as a core image when a rule covers it (built
+    /// in, or a policy file's); otherwise recorded as not covered with a warning, and refused
+    /// under `--signatures enforce`, which promises that every extra image is verified.
+    pub async fn check_extra_from(
+        &self,
+        registry: &Registry,
+        image: &Image,
+        named: Option<&ImageSignature>,
+        vouched: bool,
+    ) -> Result<(ImageReport, Option<SignatureManifest>), CheckerError> {
+        let repository = image.reference.repository();
+        if self.policy.rule_for(&repository).is_some() {
+            return self.check_image_from(registry, image, named, vouched).await;
+        }
+        let artifact = image.reference.to_string();
+        if self.mode == Mode::Enforce {
+            return Err(CheckerError::ExtraUncovered {
+                artifact,
+                repository,
+            });
+        }
+        tracing::warn!(
+            "{artifact}: NOT COVERED: an extra image no signature rule covers, so its signature is \
+             not checked (add a `prefix: {repository}` rule to --signature-policy; --signatures \
+             enforce refuses it)"
+        );
+        self.check_image_from(registry, image, named, vouched).await
     }
 }
 

@@ -64,8 +64,8 @@ impl TrustError {
                 crate::input::hint(source, path, "a signature policy")
             }
             Self::Policy { .. } => Some(
-                "each rule has match, issuer and one of identity, identity-regex (see README, \
-                 Signatures)"
+                "each rule has one of match, prefix, an issuer and one of identity, identity-regex \
+                 (see docs/guide/signatures.md)"
                     .into(),
             ),
             Self::RootUnreadable { path, source } => {

@@ -6,7 +6,8 @@
 //! looks for, the layout and the exactly-one globs the node scripts use, `docker/` holding only
 //! image archives for the ISO's platform whose every blob matches its digest, `versions.txt`
 //! agreeing with the files (hashes) and the archives (one line each), every image referenced by a
-//! root `*.yaml` being bundled (air-gap completeness), the SBOMs listing exactly the files and
+//! root `*.yaml` being bundled (air-gap completeness) and every archive being accounted for (by
+//! kubeadm, a root `*.yaml` or the lock's extra images: `accounted.rs`), the SBOMs listing exactly the files and
 //! archives the ISO holds with their hashes, modes and owners, and the embedded `cks-iso.lock`
 //! agreeing with all of it. With `--signatures`, the image signatures in `signatures/` verify
 //! again against cks-iso's trusted root and bind to the archives the ISO holds. No network.
@@ -15,6 +16,7 @@
 //! a note saying so and only the checks of what nodes read, its archives judged by containerd's
 //! import rules first (`foreign.rs`).
 
+mod accounted;
 mod checks;
 mod foreign;
 mod lock;

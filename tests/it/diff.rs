@@ -92,6 +92,7 @@ fn lock(arch: &str, network: &str) -> Lock {
                         digest: format!("sha256:{}", "b".repeat(64)),
                         manifest: format!("sha256:{}", "c".repeat(64)),
                         size: 1000,
+                        extra: None,
                         signature: None,
                     },
                     ImageEntry {
@@ -99,6 +100,7 @@ fn lock(arch: &str, network: &str) -> Lock {
                         digest: format!("sha256:{}", "d".repeat(64)),
                         manifest: format!("sha256:{}", "e".repeat(64)),
                         size: 500,
+                        extra: None,
                         signature: None,
                     },
                 ],

@@ -4,6 +4,8 @@
 
 mod support;
 
+mod addon_trust;
+mod addons;
 mod archive;
 mod archive_memory;
 mod autoscaler_tags;

@@ -30,7 +30,7 @@
 //!   "kubeadm": { "pause": "3.10", "etcd": "3.5.21-0", "coredns": "v1.12.0",
 //!                "source": "kubeadm constants.go at v1.33.1" | "embedded table" },
 //!   "manifests": [                            arch-independent, by path
-//!     { "path": "network.yaml", "role": "network",
+//!     { "path": "network.yaml", "role": "network" | … | "extra",
 //!       "source": "https://…" | "file:network.yaml" | "builtin:…",
 //!       "sha256_taken": "<hex>", "sha256": "<hex as edited>" } ],
 //!   "arches": {
@@ -41,10 +41,21 @@
 //!                               | { "bundle": "<hex>" } } ],
 //!       "images": [ { "reference": "registry.k8s.io/pause:3.10", "digest": "sha256:…",
 //!                     "manifest": "sha256:…", "size": 1,
+//!                     "extra": "image" | "manifest:velero.yaml",   only for add-on images
 //!                     "signature": { "tag": "sha256-<hex>.sig",
 //!                                    "manifest": "sha256:…" } } ] } }
 //! }
 //! ```
+//!
+//! Add-on content (`build --image`, `--images-file`, `--manifest`, the configuration's `extras:`)
+//! is locked like the core content, so `--locked … --offline` rebuilds it byte for byte. Each
+//! extra manifest is in `manifests` with the role `extra`, under the name it has at the ISO's
+//! root. Every image that is not a core one (kubeadm's, or named by a core manifest) is in the
+//! arch's `images` with `extra`: `image` when it was asked for by reference — its `reference` is
+//! what was asked, normalised as containerd does, and `digest` what that resolved to —, else
+//! `manifest:<path>`, the first extra manifest (by path) naming it. An image both core and asked
+//! for is core. Locks without these fields (every lock written before add-ons) read as having no
+//! add-on content, and build the same ISO as before.
 //!
 //! A file's `signature` (dl.k8s.io binaries whose `.sig`/`.cert`, or whose published Sigstore
 //! bundle, verified) is optional: version 1 locks without it still read, and build with the
@@ -253,11 +264,26 @@ pub struct ImageEntry {
     pub manifest: String,
     /// Manifest, config and layers, in bytes.
     pub size: u64,
+    /// Why an add-on image is in the ISO: [`EXTRA_ASKED`] or `manifest:<path>`
+    /// ([`extra_from_manifest`]); absent for core images (and in locks written before add-ons).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra: Option<String>,
     /// The signature manifest that verified, absent in locks written before images' signatures
     /// were locked and for images without a verified signature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<ImageSignature>,
 }
+
+/// [`ImageEntry::extra`] of an image asked for by reference.
+pub const EXTRA_ASKED: &str = "image";
+
+/// [`ImageEntry::extra`] of an image named by the extra manifest at `path`.
+pub fn extra_from_manifest(path: &str) -> String {
+    format!("manifest:{path}")
+}
+
+/// The role an extra manifest has in [`ManifestEntry::role`].
+pub const EXTRA_ROLE: &str = "extra";
 
 /// The cosign signature manifest an image was verified with: fetched by digest under `--locked`,
 /// so a tag that gained signatures since still gives the same evidence.
@@ -327,6 +353,7 @@ impl Lock {
     pub fn normalise(&mut self) {
         self.request.arches.sort();
         self.request.arches.dedup();
+
         self.manifests.sort_by(|a, b| a.path.cmp(&b.path));
         for arch in self.arches.values_mut() {
             arch.files.sort_by(|a, b| a.path.cmp(&b.path));

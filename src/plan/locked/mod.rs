@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::{Flags, PlanError, Request, Source};
+use super::{Addons, Flags, PlanError, Request, Source};
 use crate::image::Arch;
 use crate::lock::{Lock, ManifestEntry};
 use crate::upstream::bare_version;
@@ -20,6 +20,9 @@ pub struct Extra {
     pub csi: Option<String>,
     /// `--volume-id`.
     pub volume_id: Option<String>,
+    /// `--image`, `--images-file`, `--manifest` (and the configuration's `extras`): may only
+    /// repeat the lock's add-ons, and must give its local manifests again.
+    pub addons: Addons,
 }
 
 /// What a locked build builds.
@@ -162,6 +165,7 @@ pub fn locked(
         r.headlamp.as_deref(),
     )?;
     let headlamp = manifest(&lock, "headlamp.yaml", "--headlamp", flags.headlamp)?;
+    let addons = locked_addons(&lock, origin, extra.addons)?;
     Ok(Locked {
         request: Request {
             kubernetes: r.kubernetes.clone(),
@@ -187,10 +191,61 @@ pub fn locked(
                 .cloudstack
                 .as_deref()
                 .and_then(|c| crate::cloudstack::CloudStack::parse(c).ok()),
+            addons,
         },
         lock,
         volume_id,
     })
+}
+
+/// The lock's add-ons: its extra manifests (each from its URL again, or the local file `given`
+/// names again) and the images it records as asked for; `given` may only repeat them.
+fn locked_addons(lock: &Lock, origin: &str, given: Addons) -> Result<Addons, PlanError> {
+    let mut images: Vec<String> = lock
+        .arches
+        .values()
+        .flat_map(|a| &a.images)
+        .filter(|i| i.extra.as_deref() == Some(crate::lock::EXTRA_ASKED))
+        .map(|i| i.reference.clone())
+        .collect();
+    images.sort();
+    images.dedup();
+    let mut asked = given.images.clone();
+    asked.sort();
+    if !asked.is_empty() && asked != images {
+        return Err(PlanError::Contradicts {
+            flag: "--image",
+            given: asked.join(" "),
+            locked: images.join(" "),
+        });
+    }
+    let extras: Vec<&ManifestEntry> = lock
+        .manifests
+        .iter()
+        .filter(|m| m.role == crate::lock::EXTRA_ROLE)
+        .collect();
+    if let Some((name, _)) = (given.manifests.iter()).find(|(n, _)| lock.manifest(n).is_none()) {
+        return Err(PlanError::Contradicts {
+            flag: "--manifest",
+            given: name.clone(),
+            locked: format!("no {name}"),
+        });
+    }
+    let mut manifests = Vec::new();
+    for entry in extras {
+        // A lock from elsewhere names the file it writes: the same rules as a name given.
+        super::addons::check_name(&entry.path, &format!("{origin}: {}", entry.path))?;
+        let again = (given.manifests.iter())
+            .find(|(n, _)| *n == entry.path)
+            .map(|(_, source)| match source {
+                Source::Url(url) => url.clone(),
+                Source::File(path) => path.display().to_string(),
+            });
+        if let Some(source) = manifest(lock, &entry.path, "--manifest", again)? {
+            manifests.push((entry.path.clone(), source));
+        }
+    }
+    Ok(Addons { images, manifests })
 }
 
 fn same(flag: &'static str, given: Option<String>, locked: &str) -> Result<(), PlanError> {

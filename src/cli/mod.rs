@@ -186,9 +186,26 @@ pub struct ResolveArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Add-on images, listed with their compressed sizes and the ISO's estimated size (manifests
+    /// only: no layer is downloaded).
+    #[command(flatten)]
+    pub addons: AddonImageArgs,
     /// Network settings.
     #[command(flatten)]
     pub net: Net,
+}
+
+/// The add-on images `build` and `resolve` take (docs/guide/add-ons.md).
+#[derive(Debug, Clone, Default, Args)]
+pub struct AddonImageArgs {
+    /// Extra image for docker/, repeatable: a reference as docker pull takes it (nginx,
+    /// quay.io/org/name:tag, name@sha256:…, name:tag@sha256:…), pulled for the ISO's arch.
+    #[arg(long = "image", value_name = "REF")]
+    pub images: Vec<String>,
+    /// A file of extra images, one reference a line (# comments and blank lines allowed).
+    /// Repeatable.
+    #[arg(long = "images-file", value_name = "FILE")]
+    pub images_files: Vec<PathBuf>,
 }
 
 /// The component versions `resolve` and `build` both take.
@@ -457,6 +474,13 @@ pub struct BuildArgs {
     /// Volume ID: CloudStack nodes look for CDROM [default: CDROM, or the lock's].
     #[arg(long, value_name = "ID")]
     pub volume_id: Option<String>,
+    /// Add-on images ([`AddonImageArgs`]).
+    #[command(flatten)]
+    pub addons: AddonImageArgs,
+    /// Extra manifest at the ISO's root, repeatable: [NAME=]URL|FILE, under NAME or its file
+    /// name (ending in .yaml); edited and checked as the bundled ones, its images pulled.
+    #[arg(long = "manifest", value_name = "[NAME=]URL|FILE")]
+    pub manifests: Vec<String>,
     /// Seconds since 1970 that date the ISO [default: $SOURCE_DATE_EPOCH, else now].
     #[arg(long, value_name = "N")]
     pub source_date_epoch: Option<i64>,

@@ -1,0 +1,294 @@
+//! Add-on content (`build --image`, `--images-file`, `--manifest`, `resolve --image`) against the
+//! whole local world, with add-on images pushed into its docker-registry here: every extra lands
+//! in `docker/` and imports into containerd with its registry digest, the lock records it so that
+//! `--locked --offline` rebuilds the same bytes with the network stopped, `versions.txt`, both
+//! SBOMs (judged by the formats' validators) and `diff` name it; names cks-iso or CloudStack own
+//! are refused, an image without the ISO's arch fails naming the platforms it has, and `resolve`
+//! sizes extras from their manifests without downloading a layer.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::containerd::Containerd;
+use crate::support::*;
+use cks_iso_testworld::images::{
+    Plan, Style, index, layer, noise, platform_manifest, push_blob, push_manifest,
+};
+use cks_iso_testworld::world::{Options, World};
+
+/// Pushes `repository:tag` (`quay.io/acme/agent`, stored under its host as the world stores
+/// every image) into the world's registry for `arches`, as an OCI index; returns its digest and
+/// its layers' digests.
+fn push(world: &World, repository: &str, tag: &str, arches: &[&str]) -> (String, Vec<String>) {
+    let mut plan = Plan::default();
+    let mut entries = Vec::new();
+    let mut layers = Vec::new();
+    for (i, arch) in arches.iter().enumerate() {
+        let seed = repository.len() as u64 * 31 + i as u64;
+        let own = layer(&[
+            (
+                "etc/addon",
+                format!("{repository}:{tag} {arch}\n").into_bytes(),
+            ),
+            ("opt/addon/bin", noise(seed, 8 * 1024)),
+        ]);
+        layers.push(own.digest.clone());
+        let (desc, _) = platform_manifest(&mut plan, Style::Oci, arch, None, &[&own]);
+        entries.push(desc);
+    }
+    let top = index(&mut plan, Style::Oci, entries, Some(tag));
+    let addr = world.registry_host();
+    for (digest, bytes) in &plan.blobs {
+        push_blob(&addr, repository, digest, bytes).unwrap();
+    }
+    for (object, media, bytes) in &plan.manifests {
+        push_manifest(&addr, repository, object, media, bytes).unwrap();
+    }
+    (top, layers)
+}
+
+/// Serves `text` as the world's `https://raw.githubusercontent.com/<path>`; returns the URL.
+fn serve_manifest(world: &World, path: &str, text: &str) -> String {
+    world.upstream().put(
+        &format!("raw.githubusercontent.com/{path}"),
+        text.as_bytes().to_vec(),
+        "text/plain; charset=utf-8",
+    );
+    format!("https://raw.githubusercontent.com/{path}")
+}
+
+/// A Deployment naming `images`, one container each, no pull policy.
+fn deployment(images: &[&str]) -> String {
+    let mut text = String::from(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: addon\n  namespace: addon\n\
+         spec:\n  selector:\n    matchLabels: {app: addon}\n  template:\n    metadata:\n      \
+         labels: {app: addon}\n    spec:\n      containers:\n",
+    );
+    for (i, image) in images.iter().enumerate() {
+        text.push_str(&format!("        - name: c{i}\n          image: {image}\n"));
+    }
+    text
+}
+
+/// `cks-iso build` of amd64 in `world` into `out`, with `args` added.
+fn build(world: &World, dir: &Path, out: &Path, args: &[&str]) -> Command {
+    let tmp = dir.join("tmp");
+    fs::create_dir_all(&tmp).unwrap();
+    let mut cmd = build_in(world.config_path(), &tmp);
+    cmd.args(["--no-progress", "--kubernetes", world.kubernetes()])
+        .args(["--network", world.network_url()])
+        .args(["--dashboard", world.dashboard_url()])
+        .args(["--output", p(out)])
+        .args(["--cache-dir", p(&dir.join("cache"))])
+        .args(args);
+    cmd
+}
+
+/// `versions.txt`'s image lines: name → (digest, archive).
+fn image_lines(versions: &str) -> BTreeMap<String, (String, String)> {
+    versions
+        .lines()
+        .filter(|l| l.starts_with("image "))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[1].to_owned(), (f[2].to_owned(), f[3].to_owned()))
+        })
+        .collect()
+}
+
+/// `ctr -n k8s.io images import` of every archive, as the node scripts do; every `image` line
+/// of `versions.txt` must then be in containerd under its name with its registry digest.
+fn import_all(root: &Path, versions: &str) {
+    let Some(containerd) = Containerd::start() else {
+        return;
+    };
+    for entry in fs::read_dir(root.join("docker")).unwrap() {
+        let tar = entry.unwrap().path();
+        let args = ["images", "import", "--platform", "linux/amd64"];
+        containerd.ctr(&[&args[..], &["--snapshotter", "native", p(&tar)]].concat());
+    }
+    let listing = String::from_utf8_lossy(&containerd.ctr(&["images", "ls"]).stdout).into_owned();
+    for (name, (digest, _)) in image_lines(versions) {
+        let row = listing
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name.as_str()))
+            .unwrap_or_else(|| panic!("{name} not imported:\n{listing}"));
+        assert!(row.contains(&digest), "{name} not at {digest}:\n{row}");
+    }
+}
+
+/// The add-on images of the main test: (reference as given, normalised name).
+struct Extras {
+    short: String,
+    by_digest: String,
+    from_file: String,
+    from_manifest: [String; 2],
+}
+
+/// Pushes the add-on images and serves the add-on manifest; returns them and its URL.
+fn publish_extras(world: &World) -> (Extras, String) {
+    push(
+        world,
+        "docker.io/library/toolbox",
+        "1.0",
+        &["amd64", "arm64"],
+    );
+    let (agent, _) = push(world, "quay.io/acme/agent", "2.1", &["amd64", "arm64"]);
+    push(world, "quay.io/one/tool", "1.0", &["amd64", "arm64"]);
+    // The same last path component and tag as quay.io/one/tool:1.0: both must survive.
+    push(world, "ghcr.io/two/tool", "1.0", &["amd64", "arm64"]);
+    push(world, "docker.io/acme/sidecar", "latest", &["amd64"]);
+    let url = serve_manifest(
+        world,
+        "acme/addon/v1/deploy/addon.yaml",
+        &deployment(&["ghcr.io/two/tool:1.0", "acme/sidecar"]),
+    );
+    let extras = Extras {
+        short: "docker.io/library/toolbox:1.0".into(),
+        by_digest: format!("quay.io/acme/agent@{agent}"),
+        from_file: "quay.io/one/tool:1.0".into(),
+        from_manifest: [
+            "ghcr.io/two/tool:1.0".into(),
+            "docker.io/acme/sidecar:latest".into(),
+        ],
+    };
+    (extras, url)
+}
+
+fn extract(iso: &Path, into: &Path) {
+    fs::create_dir_all(into).unwrap();
+    tool("bsdtar", ["-x", "-f", p(iso), "-C", p(into)]);
+}
+
+#[test]
+fn extras_are_bundled_imported_locked_rebuilt_offline_listed_and_diffed() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (extras, url) = publish_extras(&world);
+    let images_file = d.join("images.txt");
+    fs::write(
+        &images_file,
+        format!("# add-ons\n\n{}   # the first tool\n", extras.from_file),
+    )
+    .unwrap();
+    let (out, lock) = (d.join("out"), d.join("run.lock"));
+    let manifest = format!("addon.yaml={url}");
+    let o = ok(build(&world, d, &out, &["--lock-file", p(&lock)])
+        .args(["--image", "toolbox:1.0", "--image", &extras.by_digest])
+        .args(["--images-file", p(&images_file), "--manifest", &manifest])
+        .output()
+        .unwrap());
+    let iso = out.join(format!("setup-v{}-x86_64.iso", world.kubernetes()));
+    let root = d.join("root");
+    extract(&iso, &root);
+
+    // versions.txt: one image line per archive, the add-ons told apart.
+    let versions = fs::read_to_string(root.join("versions.txt")).unwrap();
+    let lines = image_lines(&versions);
+    let all = [
+        &extras.short,
+        &extras.by_digest,
+        &extras.from_file,
+        &extras.from_manifest[0],
+        &extras.from_manifest[1],
+    ];
+    for name in all {
+        let (_, archive) = lines
+            .get(name.as_str())
+            .unwrap_or_else(|| panic!("no image line for {name}:\n{versions}"));
+        assert!(root.join(archive).is_file(), "{archive} missing");
+        assert!(
+            versions.contains(&format!("# extra {name} ")),
+            "{name} not marked as an add-on:\n{versions}"
+        );
+    }
+    let archives: Vec<&String> = lines.values().map(|(_, a)| a).collect();
+    let docker: Vec<String> = names(&root.join("docker"));
+    assert_eq!(docker.len(), archives.len(), "{docker:?}");
+    let same = [&extras.from_file, &extras.from_manifest[0]].map(|n| &lines[n.as_str()].1);
+    assert_ne!(same[0], same[1], "tool:1.0 twice must not overwrite");
+    assert!(
+        combined(&o).contains("share the archive name"),
+        "{}",
+        combined(&o)
+    );
+    assert!(!versions.contains("# extra registry.k8s.io/pause"));
+
+    // The manifest at the root, edited like the bundled ones.
+    let text = fs::read_to_string(root.join("addon.yaml")).unwrap();
+    assert!(text.contains("imagePullPolicy: IfNotPresent"), "{text}");
+    assert!(versions.contains("# edit addon.yaml: imagePullPolicy: IfNotPresent inserted"));
+
+    // The lock says what was asked and what it resolved to.
+    let run_lock: serde_json::Value = serde_json::from_slice(&fs::read(&lock).unwrap()).unwrap();
+    let locked = run_lock["arches"]["amd64"]["images"].as_array().unwrap();
+    let extra_of = |name: &str| {
+        let entry = locked.iter().find(|i| i["reference"] == name).unwrap();
+        assert_eq!(entry["digest"].as_str(), Some(lines[name].0.as_str()));
+        entry["extra"].as_str().map(str::to_owned)
+    };
+    for name in [&extras.short, &extras.by_digest, &extras.from_file] {
+        assert_eq!(extra_of(name).as_deref(), Some("image"), "{name}");
+    }
+    for name in &extras.from_manifest {
+        assert_eq!(extra_of(name).as_deref(), Some("manifest:addon.yaml"));
+    }
+    assert_eq!(extra_of("registry.k8s.io/pause:3.10"), None);
+    let addon = (run_lock["manifests"].as_array().unwrap().iter())
+        .find(|m| m["path"] == "addon.yaml")
+        .unwrap();
+    assert_eq!(addon["role"], "extra");
+    assert_eq!(addon["source"], url.as_str());
+
+    // Both SBOMs list the add-ons, with where they came from, and validate.
+    let cdx = fs::read_to_string(root.join("sbom.cdx.json")).unwrap();
+    let spdx = fs::read_to_string(root.join("sbom.spdx.json")).unwrap();
+    for name in all {
+        let said = format!("add-on image {name}, ");
+        assert!(cdx.contains(&said), "{said} not in the CycloneDX SBOM");
+        assert!(spdx.contains(&said), "{said} not in the SPDX SBOM");
+    }
+    validate_sboms(
+        &[&root.join("sbom.cdx.json")],
+        &[&root.join("sbom.spdx.json")],
+    );
+
+    let (code, report) = verify_iso(&iso, &[]);
+    assert_eq!(code, Some(0), "{report}");
+    import_all(&root, &versions);
+
+    // diff against the same build without add-ons names each.
+    let plain = d.join("plain");
+    ok(build(&world, d, &plain, &[]).output().unwrap());
+    let o = cks_iso()
+        .args(["diff", p(&plain.join(iso.file_name().unwrap())), p(&iso)])
+        .output()
+        .unwrap();
+    let said = combined(&o);
+    for name in all {
+        assert!(
+            said.contains(name.as_str()),
+            "{name} not in the diff:\n{said}"
+        );
+    }
+    assert!(said.contains("addon.yaml"), "{said}");
+
+    // The network stopped: the lock and the cache rebuild the same bytes.
+    let config = d.join("config.yaml");
+    fs::write(&config, world.config_yaml()).unwrap();
+    fs::copy(world.trusted_root_path(), d.join("trusted_root.json")).unwrap();
+    drop(world);
+    let again = d.join("again");
+    let tmp = d.join("tmp-offline");
+    fs::create_dir_all(&tmp).unwrap();
+    ok(build_in(&config, &tmp)
+        .args(["--no-progress", "--locked", p(&lock), "--offline"])
+        .args(["--output", p(&again), "--cache-dir", p(&d.join("cache"))])
+        .output()
+        .unwrap());
+    let rebuilt: PathBuf = again.join(iso.file_name().unwrap());
+    assert!(same_bytes(&iso, &rebuilt), "the offline rebuild differs");
+}
