@@ -18,13 +18,23 @@ use cks_iso_testworld::images::{
 };
 use cks_iso_testworld::world::{Options, World};
 
+/// What [`push`] published.
+struct Pushed {
+    /// The index's digest.
+    top: String,
+    /// Every platform's layer digests.
+    layers: Vec<String>,
+    /// The first arch's manifest, config and layer, in bytes.
+    size: u64,
+}
+
 /// Pushes `repository:tag` (`quay.io/acme/agent`, stored under its host as the world stores
-/// every image) into the world's registry for `arches`, as an OCI index; returns its digest and
-/// its layers' digests.
-fn push(world: &World, repository: &str, tag: &str, arches: &[&str]) -> (String, Vec<String>) {
+/// every image) into the world's registry for `arches`, as an OCI index.
+fn push(world: &World, repository: &str, tag: &str, arches: &[&str]) -> Pushed {
     let mut plan = Plan::default();
     let mut entries = Vec::new();
     let mut layers = Vec::new();
+    let mut sizes = Vec::new();
     for (i, arch) in arches.iter().enumerate() {
         let seed = repository.len() as u64 * 31 + i as u64;
         let own = layer(&[
@@ -35,7 +45,9 @@ fn push(world: &World, repository: &str, tag: &str, arches: &[&str]) -> (String,
             ("opt/addon/bin", noise(seed, 8 * 1024)),
         ]);
         layers.push(own.digest.clone());
-        let (desc, _) = platform_manifest(&mut plan, Style::Oci, arch, None, &[&own]);
+        let (desc, image) = platform_manifest(&mut plan, Style::Oci, arch, None, &[&own]);
+        let config = plan.blobs[&image.config].len();
+        sizes.push(desc["size"].as_u64().unwrap() + (config + own.gz.len()) as u64);
         entries.push(desc);
     }
     let top = index(&mut plan, Style::Oci, entries, Some(tag));
@@ -46,7 +58,11 @@ fn push(world: &World, repository: &str, tag: &str, arches: &[&str]) -> (String,
     for (object, media, bytes) in &plan.manifests {
         push_manifest(&addr, repository, object, media, bytes).unwrap();
     }
-    (top, layers)
+    Pushed {
+        top,
+        layers,
+        size: sizes[0],
+    }
 }
 
 /// Serves `text` as the world's `https://raw.githubusercontent.com/<path>`; returns the URL.
@@ -135,7 +151,7 @@ fn publish_extras(world: &World) -> (Extras, String) {
         "1.0",
         &["amd64", "arm64"],
     );
-    let (agent, _) = push(world, "quay.io/acme/agent", "2.1", &["amd64", "arm64"]);
+    let agent = push(world, "quay.io/acme/agent", "2.1", &["amd64", "arm64"]).top;
     push(world, "quay.io/one/tool", "1.0", &["amd64", "arm64"]);
     // The same last path component and tag as quay.io/one/tool:1.0: both must survive.
     push(world, "ghcr.io/two/tool", "1.0", &["amd64", "arm64"]);
@@ -291,4 +307,112 @@ fn extras_are_bundled_imported_locked_rebuilt_offline_listed_and_diffed() {
         .unwrap());
     let rebuilt: PathBuf = again.join(iso.file_name().unwrap());
     assert!(same_bytes(&iso, &rebuilt), "the offline rebuild differs");
+}
+
+#[test]
+fn owned_names_are_refused_and_an_image_without_the_arch_names_its_platforms() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("out");
+    let url = serve_manifest(
+        &world,
+        "acme/x/autoscaler.yaml",
+        &deployment(&["busybox:1"]),
+    );
+    for given in [format!("autoscaler.yaml={url}"), url.clone()] {
+        let said = fails(
+            &mut build(&world, d, &out, &["--manifest", &given]),
+            2,
+            &[
+                "autoscaler.yaml",
+                "cks-iso or CloudStack owns that name",
+                "hint:",
+            ],
+        );
+        assert!(said.contains("--manifest velero.yaml=URL"), "{said}");
+    }
+    assert!(!out.exists() || names(&out).is_empty(), "nothing written");
+
+    push(&world, "quay.io/acme/amd64-only", "3.0", &["amd64"]);
+    let said = fails(
+        build(&world, d, &out, &["--arch", "arm64"])
+            .args(["--image", "quay.io/acme/amd64-only:3.0"]),
+        1,
+        &["quay.io/acme/amd64-only:3.0", "linux/arm64", "linux/amd64"],
+    );
+    assert!(!said.contains("panicked"), "{said}");
+    assert!(
+        !out.exists() || names(&out).is_empty(),
+        "no ISO after a failure"
+    );
+}
+
+#[test]
+fn resolve_sizes_extras_from_their_manifests_without_downloading_a_layer() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let one = push(&world, "quay.io/acme/agent", "2.1", &["amd64", "arm64"]);
+    let two = push(&world, "docker.io/library/toolbox", "1.0", &["amd64"]);
+    let file = d.join("images.txt");
+    fs::write(&file, "toolbox:1.0 # short\n").unwrap();
+    let cache = d.join("xdg-cache");
+    let resolve = |json: bool| {
+        let mut cmd = cks_iso();
+        cmd.env("CKS_ISO_CONFIG", world.config_path())
+            .env("XDG_CACHE_HOME", &cache)
+            .args(["resolve", "--kubernetes", world.kubernetes()])
+            .args(["--image", &format!("quay.io/acme/agent@{}", one.top)])
+            .args(["--images-file", p(&file)]);
+        if json {
+            cmd.arg("--json");
+        }
+        ok(cmd.output().unwrap())
+    };
+    let text = String::from_utf8(resolve(false).stdout).unwrap();
+    assert!(text.contains("Add-on images"), "{text}");
+    for (name, pushed) in [
+        (format!("quay.io/acme/agent@{}", one.top), &one),
+        ("docker.io/library/toolbox:1.0".to_owned(), &two),
+    ] {
+        let row = (text.lines())
+            .find(|l| l.trim_start().starts_with(&name))
+            .unwrap_or_else(|| panic!("{name} not listed:\n{text}"));
+        assert!(row.contains(&pushed.top), "{row}");
+        assert!(row.contains(" KiB"), "{row}");
+    }
+    assert!(text.contains("Estimated ISO size: at least"), "{text}");
+
+    let json: serde_json::Value = serde_json::from_slice(&resolve(true).stdout).unwrap();
+    let addons = json["addons"].as_array().unwrap();
+    let size_of = |name: &str| {
+        let entry = addons.iter().find(|a| a["reference"] == name).unwrap();
+        entry["size"].as_u64().unwrap()
+    };
+    assert_eq!(size_of("docker.io/library/toolbox:1.0"), two.size);
+    assert_eq!(
+        size_of(&format!("quay.io/acme/agent@{}", one.top)),
+        one.size
+    );
+    let estimate = &json["estimate"];
+    assert_eq!(estimate["addon_images"].as_u64(), Some(one.size + two.size));
+    assert!(estimate["core_images"].as_u64().unwrap() > 0, "{estimate}");
+
+    // The cache holds the manifests it was sized from, and not one layer.
+    let kept: Vec<String> = fs::read_dir(cache.join("cks-iso/blobs/sha256"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        kept.contains(&one.top.trim_start_matches("sha256:").to_owned()),
+        "{kept:?}"
+    );
+    for layer in one.layers.iter().chain(&two.layers) {
+        let hex = layer.trim_start_matches("sha256:");
+        assert!(
+            !kept.iter().any(|k| k == hex),
+            "layer {layer} was downloaded"
+        );
+    }
 }
