@@ -37,7 +37,12 @@ struct Setup {
 /// Builds the ISOs and prints a summary (or JSON) on stdout.
 pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     let mut settings = net::settings(args.net.clone())?;
-    let addons = addons(&args, &settings.extras)?;
+    // A locked build's add-ons are the lock's: the configuration's are not asked again.
+    let configured = match args.locked {
+        Some(_) => crate::config::Extras::default(),
+        None => settings.extras.clone(),
+    };
+    let addons = addons(&args, &configured)?;
     let (setup, labelled) = match args.locked.clone() {
         Some(path) => (lock_setup(&args, &path, addons)?, None),
         None => {

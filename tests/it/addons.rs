@@ -90,9 +90,14 @@ fn deployment(images: &[&str]) -> String {
 
 /// `cks-iso build` of amd64 in `world` into `out`, with `args` added.
 fn build(world: &World, dir: &Path, out: &Path, args: &[&str]) -> Command {
+    build_with(world.config_path(), world, dir, out, args)
+}
+
+/// [`build`] with the configuration file `config`.
+fn build_with(config: &Path, world: &World, dir: &Path, out: &Path, args: &[&str]) -> Command {
     let tmp = dir.join("tmp");
     fs::create_dir_all(&tmp).unwrap();
-    let mut cmd = build_in(world.config_path(), &tmp);
+    let mut cmd = build_in(config, &tmp);
     cmd.args(["--no-progress", "--kubernetes", world.kubernetes()])
         .args(["--network", world.network_url()])
         .args(["--dashboard", world.dashboard_url()])
@@ -190,13 +195,22 @@ fn extras_are_bundled_imported_locked_rebuilt_offline_listed_and_diffed() {
         format!("# add-ons\n\n{}   # the first tool\n", extras.from_file),
     )
     .unwrap();
+    // The configuration's extras add to the flags (and a locked build takes the lock's).
+    let configured = "docker.io/acme/fromconfig:0.1";
+    push(&world, "docker.io/acme/fromconfig", "0.1", &["amd64"]);
+    let config = d.join("config.yaml");
+    let extras_yaml = format!("extras:\n  images: [{configured}]\n");
+    fs::write(&config, format!("{}{extras_yaml}", world.config_yaml())).unwrap();
+    fs::copy(world.trusted_root_path(), d.join("trusted_root.json")).unwrap();
     let (out, lock) = (d.join("out"), d.join("run.lock"));
     let manifest = format!("addon.yaml={url}");
-    let o = ok(build(&world, d, &out, &["--lock-file", p(&lock)])
-        .args(["--image", "toolbox:1.0", "--image", &extras.by_digest])
-        .args(["--images-file", p(&images_file), "--manifest", &manifest])
-        .output()
-        .unwrap());
+    let o = ok(
+        build_with(&config, &world, d, &out, &["--lock-file", p(&lock)])
+            .args(["--image", "toolbox:1.0", "--image", &extras.by_digest])
+            .args(["--images-file", p(&images_file), "--manifest", &manifest])
+            .output()
+            .unwrap(),
+    );
     let iso = out.join(format!("setup-v{}-x86_64.iso", world.kubernetes()));
     let root = d.join("root");
     extract(&iso, &root);
@@ -205,6 +219,7 @@ fn extras_are_bundled_imported_locked_rebuilt_offline_listed_and_diffed() {
     let versions = fs::read_to_string(root.join("versions.txt")).unwrap();
     let lines = image_lines(&versions);
     let all = [
+        configured,
         &extras.short,
         &extras.by_digest,
         &extras.from_file,
@@ -213,7 +228,7 @@ fn extras_are_bundled_imported_locked_rebuilt_offline_listed_and_diffed() {
     ];
     for name in all {
         let (_, archive) = lines
-            .get(name.as_str())
+            .get(name)
             .unwrap_or_else(|| panic!("no image line for {name}:\n{versions}"));
         assert!(root.join(archive).is_file(), "{archive} missing");
         assert!(
@@ -246,7 +261,12 @@ fn extras_are_bundled_imported_locked_rebuilt_offline_listed_and_diffed() {
         assert_eq!(entry["digest"].as_str(), Some(lines[name].0.as_str()));
         entry["extra"].as_str().map(str::to_owned)
     };
-    for name in [&extras.short, &extras.by_digest, &extras.from_file] {
+    for name in [
+        configured,
+        &extras.short,
+        &extras.by_digest,
+        &extras.from_file,
+    ] {
         assert_eq!(extra_of(name).as_deref(), Some("image"), "{name}");
     }
     for name in &extras.from_manifest {
@@ -285,17 +305,11 @@ fn extras_are_bundled_imported_locked_rebuilt_offline_listed_and_diffed() {
         .unwrap();
     let said = combined(&o);
     for name in all {
-        assert!(
-            said.contains(name.as_str()),
-            "{name} not in the diff:\n{said}"
-        );
+        assert!(said.contains(name), "{name} not in the diff:\n{said}");
     }
     assert!(said.contains("addon.yaml"), "{said}");
 
     // The network stopped: the lock and the cache rebuild the same bytes.
-    let config = d.join("config.yaml");
-    fs::write(&config, world.config_yaml()).unwrap();
-    fs::copy(world.trusted_root_path(), d.join("trusted_root.json")).unwrap();
     drop(world);
     let again = d.join("again");
     let tmp = d.join("tmp-offline");
