@@ -37,19 +37,12 @@ struct Setup {
 /// Builds the ISOs and prints a summary (or JSON) on stdout.
 pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     let mut settings = net::settings(args.net.clone())?;
-    // A locked build's add-ons are the lock's: the configuration's are not asked again.
-    let configured = match args.locked {
-        Some(_) => crate::config::Extras::default(),
-        None => settings.extras.clone(),
-    };
-    let addons = addons(&args, &configured)?;
+    let addons = addons(&args, &settings.extras)?;
     let (setup, labelled) = match args.locked.clone() {
         Some(path) => (lock_setup(&args, &path, addons)?, None),
         None => {
             let labelled = kubernetes_label(&mut args)?;
-            let mut setup = setup(&args)?;
-            setup.request.addons = addons;
-            (setup, labelled)
+            (setup(&args, addons)?, labelled)
         }
     };
     let Setup {
@@ -229,8 +222,11 @@ fn kubernetes_label(args: &mut BuildArgs) -> Result<Option<String>, AppError> {
 }
 
 /// The setup of an ordinary build: flags, positional arguments and environment.
-fn setup(args: &BuildArgs) -> Result<Setup, AppError> {
-    let request = plan::request(&args.positional, flags(args))?;
+fn setup(args: &BuildArgs, addons: plan::Addons) -> Result<Setup, AppError> {
+    let request = plan::Request {
+        addons,
+        ..plan::request(&args.positional, flags(args))?
+    };
     let kube: KubeVersion = request.kubernetes.parse()?;
     check_supported(&kube)?;
     let volume_id = VolumeId::parse(
@@ -259,8 +255,11 @@ fn setup(args: &BuildArgs) -> Result<Setup, AppError> {
     })
 }
 
-/// The add-ons the configuration's `extras:` and the flags ask for.
+/// The add-ons the configuration's `extras:` and the flags ask for; with a lock, the flags'
+/// alone (the lock's add-ons are built, and the configuration's are not asked again).
 fn addons(args: &BuildArgs, extras: &crate::config::Extras) -> Result<plan::Addons, AppError> {
+    let none = crate::config::Extras::default();
+    let extras = if args.locked.is_some() { &none } else { extras };
     let images = super::resolve::addon_images(&args.addons, &extras.images)?;
     let mut manifests = extras.manifests.clone();
     manifests.extend(args.manifests.iter().cloned());
