@@ -116,6 +116,12 @@ fn check_hint(err: &CheckError) -> Option<String> {
                 ..
             },
         ) => e.hint(),
+        CheckError::Untrusted(SignatureError::Withheld { .. }) => Some(
+            "the registry mirror serving it (--registry-mirror) or a proxy on the way does not \
+             pass its sha256-<hex>.sig tags and referrers on (offline, the cache holds none from \
+             an online run); an image upstream always signs is never reported as merely unsigned"
+                .into(),
+        ),
         CheckError::Untrusted(_) => Some(
             "the signature was altered (on the way, or where it is kept), or the trusted root \
              (--trusted-root) is not the one that signed it"
@@ -266,6 +272,18 @@ async fn one(registry: &Registry, rule: &Rule, reference: &Reference, how: Judgi
     };
     checked.outcome = match judge(registry, how.root, rule, &mut checked, how.arch).await {
         Ok(Some(accepted)) => Outcome::Verified(Box::new(accepted)),
+        // As build: upstream signs every copy, so none found means one was withheld on the way,
+        // with or without --enforce.
+        Ok(None) if crate::signature::always_signed(&reference.repository(), reference.tag()) => {
+            let digest = checked.platform.as_ref().or(checked.digest.as_ref());
+            Outcome::Failed(StandaloneError::from(CheckError::Untrusted(
+                SignatureError::Withheld {
+                    artifact: reference.to_string(),
+                    digest: digest.map_or_else(|| "-".to_owned(), ToString::to_string),
+                    repository: reference.repository(),
+                },
+            )))
+        }
         Ok(None) if how.enforce => Outcome::Unsigned(Some(StandaloneError::Unsigned {
             reference: reference.to_string(),
             tags: checked.tags.join(" or "),

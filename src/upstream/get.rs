@@ -249,6 +249,7 @@ impl Fetcher<'_> {
         let mut refetch = self.download.refetch();
         loop {
             let size = expected.and_then(|want| want.size);
+            let sha256 = expected.map(|want| want.sha256.as_str());
             // The file and its checksum draw on the item's one budget.
             let budgeted = Fetcher {
                 download: refetch.download(&self.download),
@@ -256,7 +257,10 @@ impl Fetcher<'_> {
                 mirrors: self.mirrors,
                 store: self.store,
             };
-            let err = match budgeted.download_verified(artifact, dest, size).await {
+            let err = match budgeted
+                .download_verified(artifact, dest, size, sha256)
+                .await
+            {
                 Ok(got) => match expected.filter(|want| want.sha256 != got.sha256) {
                     None => return Ok(got),
                     Some(want) => {
@@ -363,6 +367,7 @@ impl Fetcher<'_> {
         artifact: &Artifact,
         dest: &Path,
         size: Option<u64>,
+        locked: Option<&str>,
     ) -> Result<Got, UpstreamError> {
         let mut notes = Vec::new();
         let limit = (artifact.content == super::Content::Yaml).then_some(MANIFEST_LIMIT);
@@ -407,7 +412,7 @@ impl Fetcher<'_> {
         let actual = sink.sha256();
         let mut checksum_verified = false;
         if let Some(checksum) = &checksum {
-            match self.expected(artifact, checksum, &url).await? {
+            match self.expected(artifact, checksum, &url, locked).await? {
                 Some(expected) if expected != actual => {
                     return Err(UpstreamError::Mismatch {
                         name: file_name(&url).to_owned(),
@@ -483,12 +488,27 @@ impl Fetcher<'_> {
     }
 
     /// The published digest for `url`'s file; `None` when an optional checksum is not published.
+    ///
+    /// Realizing a lock (`locked`: its sha256 of the file), the checksum file the store kept is
+    /// taken when it still names that digest: resolving the lock fetched it moments before, and
+    /// asking again would only repeat the request (a cold build asked for every checksum twice).
+    /// A kept copy that names another digest (an older run's) is not trusted either way: the
+    /// published file is fetched as before.
     async fn expected(
         &self,
         artifact: &Artifact,
         checksum: &Checksum,
         url: &str,
+        locked: Option<&str>,
     ) -> Result<Option<String>, UpstreamError> {
+        let kept = locked.and_then(|want| {
+            let text = self.recalled_text(checksum.url(), CHECKSUM_LIMIT)?;
+            let named = checksum.expected(&text, file_name(url)).ok()?;
+            (named == want).then_some(named)
+        });
+        if kept.is_some() {
+            return Ok(kept);
+        }
         let from = self.mirrors.rewrite(checksum.url());
         let body = match get_bytes(&self.download, &from, &HeaderMap::new(), CHECKSUM_LIMIT).await {
             Ok((body, _)) => {

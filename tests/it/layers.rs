@@ -620,3 +620,38 @@ fn the_reader_resolves_crate_super_groups_macros_and_attributes_but_not_comments
         ]
     );
 }
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn one_module_style() {
+    // A module with submodules is `x/mod.rs`, never `x.rs` beside `x/` (STYLE.md).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src", "crates", "testworld/src", "tests"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let both: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            !["mod.rs", "lib.rs", "main.rs"].contains(&f.file_name().unwrap().to_str().unwrap())
+        })
+        .filter(|f| f.with_extension("").is_dir())
+        .map(|f| relative(f))
+        .collect();
+    assert!(files.len() > 100, "found only {} files", files.len());
+    assert!(
+        both.is_empty(),
+        "a module file beside its folder (move it to the folder's mod.rs): {both:?}"
+    );
+}

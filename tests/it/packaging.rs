@@ -29,7 +29,7 @@ fn crate_package_holds_sources_and_licence_only() {
         "CHANGELOG.md",
         "src/main.rs",
         "src/lib.rs",
-        "src/cli.rs",
+        "src/cli/mod.rs",
     ] {
         assert!(
             files.contains(&required),

@@ -537,3 +537,42 @@ async fn a_redirect_to_another_scheme_is_refused_and_mirror_credentials_are_neve
     );
     assert!(entries(dir.path()).is_empty());
 }
+
+/// A cold build reads each published checksum once: resolving the lock fetches it (and keeps it),
+/// and realizing the lock takes the kept copy while it names the locked digest, instead of asking
+/// the server a second time for every file (it did: 2 GETs per checksum file).
+#[test]
+fn a_cold_build_fetches_each_checksum_file_once() {
+    use crate::support::hostile::{build, world_args, world_in};
+    use crate::support::p;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let base = world.upstream().url();
+    let proxy = FaultProxy::start(&base);
+    let yaml = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace(base.as_str(), &proxy.url());
+    std::fs::write(&config, yaml).unwrap();
+    let mut args = world_args(&world, world.dashboard_url());
+    let (out, cache) = (d.join("out"), d.join("cache"));
+    args.extend(["--output", p(&out), "--cache-dir", p(&cache)]);
+    let built = build(&config, d, &args).output().unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        crate::support::combined(&built)
+    );
+    let mut asked: std::collections::BTreeMap<String, usize> = Default::default();
+    for r in proxy.log() {
+        if r.path.contains(".sha256") || r.path.contains("SHA256SUMS") {
+            *asked.entry(r.path.clone()).or_default() += 1;
+        }
+    }
+    assert!(
+        asked.len() >= 5,
+        "the build checked its files against published checksums, through the proxy: {asked:?}"
+    );
+    let twice: Vec<_> = asked.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "asked more than once: {twice:?}");
+}

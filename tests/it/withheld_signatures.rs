@@ -5,7 +5,8 @@
 //! (the `.sig` tags, the Referrers API, the tag-schema fallback): the default build fails naming
 //! the control-plane image with the hint `--signatures warn`, `--signatures warn` builds with one
 //! warning per image, and images upstream does not always sign (pause, etcd, CoreDNS) stay a
-//! warning under `verify`.
+//! warning under `verify`. `verify-image` holds them to the same rule, with or without
+//! `--enforce`.
 
 use crate::signatures::{build, config_through};
 use crate::support::*;
@@ -105,4 +106,60 @@ fn an_image_upstream_does_not_always_sign_stays_a_warning_under_verify() {
         err.contains(&format!("{PAUSE}: UNSIGNED")) && err.contains("--signatures enforce"),
         "{err}"
     );
+}
+
+#[test]
+fn verify_image_fails_a_withheld_control_plane_signature_without_enforce() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = FaultProxy::start(&world.registry_url());
+    let config = config_through(&world, &proxy, dir.path());
+    let verify_image = |extra: &[&str]| {
+        cks_iso()
+            .env("CKS_ISO_CONFIG", &config)
+            .args(["verify-image", "--cache-dir"])
+            .arg(dir.path().join("cache"))
+            .args(extra)
+            .args([APISERVER, PAUSE])
+            .output()
+            .unwrap()
+    };
+    // Passed on, both verify: the rule below is about what the mirror withholds.
+    let out = verify_image(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", combined(&out));
+
+    proxy.add(Rule::path_contains("/manifests/sha256-").fault(Fault::Status(404)));
+    proxy.add(Rule::path_contains("/referrers/").fault(Fault::Status(404)));
+    let out = verify_image(&[]);
+    let (text, err) = (String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{text}{err}");
+    let line = |image: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{image} ")))
+            .unwrap_or_else(|| panic!("no line for {image}: {text}"))
+            .to_owned()
+    };
+    assert!(
+        line(APISERVER).contains("FAILED: no signature for sha256:")
+            && line(APISERVER).contains("registry.k8s.io signs every"),
+        "{text}"
+    );
+    assert!(
+        line(PAUSE).contains("UNSIGNED"),
+        "pause stays a warning: {text}"
+    );
+    assert!(
+        err.contains("1 of 2 image(s) failed the signature check") && err.contains(APISERVER),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint:") && err.contains("does not pass its sha256-<hex>.sig tags"),
+        "{err}"
+    );
+
+    // --enforce: pause fails too, as unsigned.
+    let out = verify_image(&["--enforce"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("2 of 2 image(s) failed"), "{err}");
 }
