@@ -275,6 +275,10 @@ async fn take_common<'l>(
         entries.push(entry);
     }
     let extras = extras(&kubeadm, asked, named_by)?;
+    // An add-on image that is a core one is bundled once, as the core one.
+    for image in asked.iter().filter(|i| !extras.contains_key(*i)) {
+        notes.push(format!("--image {image}: already bundled as a core image"));
+    }
     for (file, entry) in manifests::units(&common)? {
         files.push(file);
         entries.push(entry);
@@ -315,7 +319,11 @@ fn check_taken(
         taken
             .iter()
             .map(|(file, edited, _)| (file.dest.as_str(), file.source.as_str(), edited))
-            .chain([("--image", "the command line", &asked_as)]),
+            .chain([(
+                "--image",
+                "--image, --images-file or extras: images:",
+                &asked_as,
+            )]),
     )
     .map_err(RealizeError::Pause)?;
     for (file, edited, _) in taken {
@@ -363,9 +371,6 @@ fn extras(
                 extras.insert(image, lock::extra_from_manifest(path));
             }
         }
-    }
-    for image in asked.iter().filter(|i| core.contains(*i)) {
-        tracing::info!("--image {image}: already bundled as a core image");
     }
     Ok(extras)
 }

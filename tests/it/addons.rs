@@ -348,6 +348,17 @@ fn owned_names_are_refused_and_an_image_without_the_arch_names_its_platforms() {
     }
     assert!(!out.exists() || names(&out).is_empty(), "nothing written");
 
+    // A second pause image would be the sandbox image nodes pick (`sort | tail -1`).
+    fails(
+        &mut build(&world, d, &out, &["--image", "registry.k8s.io/pause:3.9"]),
+        1,
+        &[
+            "registry.k8s.io/pause:3.9",
+            "registry.k8s.io/pause:3.10",
+            "hint:",
+        ],
+    );
+
     push(&world, "quay.io/acme/amd64-only", "3.0", &["amd64"]);
     let said = fails(
         build(&world, d, &out, &["--arch", "arm64"])
