@@ -296,6 +296,23 @@ fn extras_are_bundled_imported_locked_rebuilt_offline_listed_and_diffed() {
     assert_eq!(code, Some(0), "{report}");
     import_all(&root, &versions);
 
+    // One add-on archive removed from an unpacked copy, the ISO re-authored: verify names it.
+    let (_, archive) = &lines[extras.from_file.as_str()];
+    fs::remove_file(root.join(archive)).unwrap();
+    let cut = d.join("cut.iso");
+    build_iso(&root, &cut);
+    let (code, report) = verify_iso(&cut, &[]);
+    assert_eq!(code, Some(1), "{report}");
+    assert!(
+        report.contains(archive.as_str()),
+        "{archive} not named:\n{report}"
+    );
+    assert!(
+        report.contains(&extras.from_file),
+        "{} not named:\n{report}",
+        extras.from_file
+    );
+
     // diff against the same build without add-ons names each.
     let plain = d.join("plain");
     ok(build(&world, d, &plain, &[]).output().unwrap());
