@@ -7,7 +7,6 @@ use super::AppError;
 use crate::cache::Cache;
 use crate::cli::Net;
 use crate::config::{self, Settings};
-use crate::fetch::Download;
 use crate::progress::Progress;
 use crate::registry::{AuthFiles, Registry, RegistryConfig, RegistryMirror, Routes};
 use crate::upstream::Fetcher;
@@ -148,18 +147,7 @@ pub(crate) fn fetcher<'a>(
     store: Option<&'a Cache>,
     progress: &'a dyn Progress,
 ) -> Fetcher<'a> {
-    Fetcher {
-        download: Download {
-            client,
-            retry: settings.http.retry,
-            progress,
-            offline: settings.http.offline,
-            budget: None,
-        },
-        bulk: None,
-        mirrors: &settings.mirrors,
-        store,
-    }
+    Fetcher::new(client, &settings.http, &settings.mirrors, store, progress)
 }
 
 /// A single-threaded runtime for the subcommands that only fetch metadata.

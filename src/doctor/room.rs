@@ -10,7 +10,7 @@ use reqwest::header::HeaderMap;
 use super::{DoctorError, Problem, Sink, report, size};
 use crate::config::Settings;
 use crate::env;
-use crate::fetch::{Download, probe};
+use crate::fetch::probe;
 use crate::image::{Arch, Image, Reference};
 use crate::registry::Registry;
 use crate::resolve::{Given, KubeVersion, Partial, resolve};
@@ -44,18 +44,7 @@ pub async fn room(
     registry: &Registry,
     build: Room<'_>,
 ) -> Result<(), DoctorError> {
-    let fetcher = Fetcher {
-        download: Download {
-            client,
-            retry: settings.http.retry,
-            progress: &(),
-            offline: settings.http.offline,
-            budget: None,
-        },
-        bulk: None,
-        mirrors: &settings.mirrors,
-        store: None,
-    };
+    let fetcher = Fetcher::new(client, &settings.http, &settings.mirrors, None, &());
     let (mut all_images, mut files, mut staged) = (Vec::new(), 0u64, 0u64);
     for &arch in build.arches {
         let what = format!("resolve Kubernetes v{} for {}", build.kube, arch.k8s());

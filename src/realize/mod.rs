@@ -25,7 +25,7 @@ pub use to_lock::{LockInputs, resolve_lock, size_images};
 
 use crate::cache::Cache;
 use crate::config::Settings;
-use crate::fetch::{Download, build_bulk_client, build_client};
+use crate::fetch::{build_bulk_client, build_client};
 use crate::image::{Arch, Image, Reference};
 use crate::lock::{self, Lock, ManifestEntry};
 use crate::plan::{self, IsoFile, Request};
@@ -163,18 +163,14 @@ fn fetcher<'a>(
     progress: &'a dyn Progress,
     cache: &'a Cache,
 ) -> Fetcher<'a> {
-    Fetcher {
-        download: Download {
-            client,
-            retry: settings.http.retry,
-            progress,
-            offline: settings.http.offline,
-            budget: None,
-        },
-        bulk: Some(bulk),
-        mirrors: &settings.mirrors,
-        store: Some(cache),
-    }
+    Fetcher::new(
+        client,
+        &settings.http,
+        &settings.mirrors,
+        Some(cache),
+        progress,
+    )
+    .with_bulk(bulk)
 }
 
 /// What the URLs of `lock`'s downloads are derived from: its versions (the autoscaler's read as

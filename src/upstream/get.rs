@@ -8,7 +8,7 @@ use reqwest::header::HeaderMap;
 use super::{Artifact, Checksum, UpstreamError, file_name};
 use crate::cache::{Cache, Key};
 use crate::fetch::{
-    Download, FetchError, FileSink, Mirrors, Origin, get_bytes, redact, strip_userinfo,
+    Download, FetchError, FileSink, HttpConfig, Mirrors, Origin, get_bytes, redact, strip_userinfo,
 };
 use crate::image::Digest;
 use crate::progress::Source;
@@ -35,6 +35,40 @@ pub struct Fetcher<'a> {
     /// Where downloads are kept by content, with an index by URL: a locked build takes what it
     /// has from here, an offline build everything.
     pub store: Option<&'a Cache>,
+}
+
+impl<'a> Fetcher<'a> {
+    /// A downloader on `client` with `http`'s retries and offline switch, through `mirrors`,
+    /// keeping downloads in `store` when given, reporting to `progress`; file bodies on `client`
+    /// too until [`Fetcher::with_bulk`].
+    pub fn new(
+        client: &'a reqwest::Client,
+        http: &HttpConfig,
+        mirrors: &'a Mirrors,
+        store: Option<&'a Cache>,
+        progress: &'a dyn crate::progress::Progress,
+    ) -> Self {
+        Self {
+            download: Download {
+                client,
+                retry: http.retry,
+                progress,
+                offline: http.offline,
+                budget: None,
+            },
+            bulk: None,
+            mirrors,
+            store,
+        }
+    }
+
+    /// File bodies on `bulk` (see [`Fetcher::bulk`]).
+    pub fn with_bulk(self, bulk: &'a reqwest::Client) -> Self {
+        Self {
+            bulk: Some(bulk),
+            ..self
+        }
+    }
 }
 
 /// What a locked build expects of a download.

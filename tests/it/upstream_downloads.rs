@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use cks_iso::fetch::{Download, HttpConfig, Mirrors, RetryPolicy, build_client};
+use cks_iso::fetch::{HttpConfig, Mirrors, RetryPolicy, build_client};
 use cks_iso::image::Arch;
 use cks_iso::resolve::{AutoscalerVersion, KubeVersion};
 use cks_iso::upstream::{Artifact, Fetcher, Pins, UpstreamError, catalog};
@@ -54,18 +54,7 @@ async fn get(
 ) -> Result<cks_iso::upstream::Got, UpstreamError> {
     let client = build_client(http).unwrap();
     let mirrors = mirrors(rules);
-    let fetcher = Fetcher {
-        download: Download {
-            client: &client,
-            retry: http.retry,
-            progress: &(),
-            offline: false,
-            budget: None,
-        },
-        bulk: None,
-        mirrors: &mirrors,
-        store: None,
-    };
+    let fetcher = Fetcher::new(&client, http, &mirrors, None, &());
     let dest = dir.join(artifact.dest.replace('/', "_"));
     fetcher.get(artifact, &dest).await
 }
