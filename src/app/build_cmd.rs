@@ -15,7 +15,6 @@ use crate::author::{self, BuiltIso};
 use crate::cli::BuildArgs;
 use crate::cloudstack::CloudStack;
 use crate::env;
-use crate::iso::VolumeId;
 use crate::lock::Lock;
 use crate::plan::{self, Flags};
 use crate::realize;
@@ -24,6 +23,7 @@ use crate::release::version::check_supported;
 use crate::resolve::{Given, KubeVersion, Partial};
 use crate::trust;
 use crate::ui::Ui;
+use cks_iso_iso9660::VolumeId;
 
 /// What the arguments (and a lock) decided before anything is fetched.
 struct Setup {
@@ -238,7 +238,7 @@ fn setup(args: &BuildArgs) -> Result<Setup, AppError> {
     let volume_id = VolumeId::parse(
         args.volume_id
             .as_deref()
-            .unwrap_or(crate::iso::DEFAULT_VOLUME_ID),
+            .unwrap_or(cks_iso_iso9660::DEFAULT_VOLUME_ID),
     )?;
     let epoch = super::iso::epoch(args.source_date_epoch)?;
     let partial = Partial::new(

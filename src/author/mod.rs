@@ -16,13 +16,13 @@ use crate::archive;
 use crate::atomic::AtomicFile;
 use crate::contract;
 use crate::image::Arch;
-use crate::iso::{self, IsoSpec, VolumeId};
 use crate::lock::{self, Lock};
 use crate::plan::{self, Request};
 use crate::realize::{ArchRealized, ArchSignatures, Realized, signatures};
 use crate::reporter::Reporter;
 use crate::sbom::{Inventory, IsoFacts};
 use crate::versions::{FileRecord, ImageRecord, Versions};
+use cks_iso_iso9660::{IsoSpec, VolumeId};
 
 /// One finished ISO: what a summary prints and what CloudStack registers.
 #[derive(Debug, Clone)]
@@ -146,7 +146,7 @@ struct Stoppable<'a, F> {
     stop: &'a dyn Fn() -> bool,
 }
 
-impl<F: iso::Filler> iso::Filler for Stoppable<'_, F> {
+impl<F: cks_iso_iso9660::Filler> cks_iso_iso9660::Filler for Stoppable<'_, F> {
     fn fill(&mut self, buf: &mut [u8]) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         if (self.stop)() {
             return Err("stopped: the ISO of another architecture failed".into());
@@ -289,7 +289,7 @@ fn one(
     let cache = fetched.registry.cache();
     let spliced = archives
         .iter()
-        .map(|(path, archive)| iso::Spliced {
+        .map(|(path, archive)| cks_iso_iso9660::Spliced {
             path: path.clone(),
             len: archive.size(),
             filler: Box::new(Stoppable {
@@ -298,7 +298,7 @@ fn one(
             }),
         })
         .collect();
-    let written = iso::author_spliced(
+    let written = cks_iso_iso9660::author_spliced(
         &a.staging,
         spliced,
         &output,
@@ -379,12 +379,13 @@ fn extra_words(why: &str) -> String {
 
 /// An archive that failed inside the ISO is reported as the archive error it is (naming the image,
 /// the blob and both digests, with its hint).
-fn iso_error(err: iso::IsoError) -> AuthorError {
+fn iso_error(err: cks_iso_iso9660::IsoError) -> AuthorError {
     match err {
-        iso::IsoError::Spliced { path, source } => match source.downcast::<archive::ArchiveError>()
+        cks_iso_iso9660::IsoError::Spliced { path, source } => match source
+            .downcast::<archive::ArchiveError>()
         {
             Ok(archive) => AuthorError::from(*archive),
-            Err(source) => AuthorError::from(iso::IsoError::Spliced { path, source }),
+            Err(source) => AuthorError::from(cks_iso_iso9660::IsoError::Spliced { path, source }),
         },
         other => AuthorError::from(other),
     }
@@ -397,10 +398,10 @@ fn hash_file(path: &Path) -> Result<String, AuthorError> {
     Ok(reader.digest().hex().to_owned())
 }
 
-/// Writes `signatures/` (see [`crate::signature::evidence`]) into the staging directory
+/// Writes `signatures/` (see [`cks_iso_sigstore::evidence`]) into the staging directory
 /// `staging`.
 fn write_signatures(staging: &Path, sigs: &ArchSignatures) -> Result<(), AuthorError> {
-    for (rel, bytes) in crate::signature::evidence(
+    for (rel, bytes) in cks_iso_sigstore::evidence(
         &sigs.report,
         &sigs.manifests,
         &sigs.binaries,

@@ -271,7 +271,7 @@ pub struct IsoArgs {
     #[arg(short, long, value_name = "FILE.iso")]
     pub output: PathBuf,
     /// Volume ID: up to 32 of A-Z, 0-9 and _. CloudStack nodes look for CDROM.
-    #[arg(long, value_name = "ID", default_value = crate::iso::DEFAULT_VOLUME_ID)]
+    #[arg(long, value_name = "ID", default_value = cks_iso_iso9660::DEFAULT_VOLUME_ID)]
     pub volume_id: String,
     /// Seconds since 1970 that date every entry [default: $SOURCE_DATE_EPOCH, else now].
     #[arg(long, value_name = "N")]
@@ -285,7 +285,7 @@ pub struct VerifyArgs {
     #[arg(required = true, value_name = "ISO")]
     pub isos: Vec<PathBuf>,
     /// The volume ID nodes search for.
-    #[arg(long, value_name = "ID", default_value = crate::iso::DEFAULT_VOLUME_ID)]
+    #[arg(long, value_name = "ID", default_value = cks_iso_iso9660::DEFAULT_VOLUME_ID)]
     pub volume_id: String,
     /// Also re-verify the image and binary signatures the ISO carries, offline, against
     /// cks-iso's own trusted root (or --trusted-root), and that they sign what it holds.

@@ -1,5 +1,6 @@
 //! Signatures in a build: every image of an architecture judged beside the pull (each one by
-//! [`Checker`], in the library's `trust` module, as `pull` judges it), what goes into the ISO's
+//! [`Checker`], in the library's `trust` module, as `pull` judges it; an add-on image as an
+//! extra, which enforce refuses when no rule covers it), what goes into the ISO's
 //! `signatures/` directory, the lock's record and the versions.txt summary. The downloaded files'
 //! signatures are checked in [`crate::trust::binaries`].
 
@@ -10,10 +11,10 @@ use crate::image::Digest;
 use crate::image::Image;
 use crate::plan::IsoFile;
 use crate::registry::Registry;
-use crate::signature::{
-    self, BinaryEvidence, ImageReport, Policy, Report, SignatureManifest, TrustedRoot, Verdict,
-};
 use crate::trust::checker::{Checker, CheckerError};
+use cks_iso_sigstore::{
+    BinaryEvidence, ImageReport, Policy, Report, SignatureManifest, TrustedRoot, Verdict,
+};
 
 /// The directory at the ISO's root that holds the evidence (the contract's name).
 pub const DIR: &str = crate::contract::SIGNATURES_DIR;
@@ -46,19 +47,26 @@ pub(super) async fn check(
     tags_from_cache: bool,
     arch: &'static str,
 ) -> Result<ArchSignatures, RealizeError> {
-    let lock_sig = |image: &Image| {
+    let locked = |image: &Image| {
         let reference = image.reference.to_string();
-        entry
-            .images
-            .iter()
-            .find(|i| i.reference == reference)
-            .and_then(|i| i.signature.as_ref())
+        entry.images.iter().find(|i| i.reference == reference)
     };
+    // An add-on image (the lock says why it is there) is judged as an extra: see
+    // `Checker::check_extra_from`.
     let results: Vec<Result<(ImageReport, Option<SignatureManifest>), CheckerError>> =
         stream::iter(images)
-            .map(|image| {
+            .map(|image| async move {
                 let vouched = !tags_from_cache;
-                checker.check_image_from(registry, image, lock_sig(image), vouched)
+                let locked = locked(image);
+                let named = locked.and_then(|i| i.signature.as_ref());
+                if locked.is_some_and(|i| i.extra.is_some()) {
+                    return checker
+                        .check_extra_from(registry, image, named, vouched)
+                        .await;
+                }
+                checker
+                    .check_image_from(registry, image, named, vouched)
+                    .await
             })
             .buffered(IMAGES_AT_ONCE)
             .collect()
@@ -131,8 +139,8 @@ pub fn lock_signature(sigs: &ArchSignatures, image: &Image) -> Option<crate::loc
         .strip_suffix(".json")?;
     let manifest = Digest::parse(&format!("sha256:{hex}")).ok()?;
     let tag = match report.found.as_deref() {
-        Some("referrer") => signature::referrer::fallback_tag(&signed),
-        _ => signature::tag_for(&signed),
+        Some("referrer") => cks_iso_sigstore::referrer::fallback_tag(&signed),
+        _ => cks_iso_sigstore::tag_for(&signed),
     };
     Some(crate::lock::ImageSignature {
         tag,
@@ -199,7 +207,7 @@ pub fn off_notes(
 pub const OFF_SUMMARY: &str = "# signatures off: not checked\n";
 
 /// `verified: <identity> via <issuer>, Rekor log index N`, `unsigned`, or nothing (not covered).
-fn note(verdict: &Verdict, signer: Option<&signature::Signer>) -> Option<String> {
+fn note(verdict: &Verdict, signer: Option<&cks_iso_sigstore::Signer>) -> Option<String> {
     match (verdict, signer) {
         (Verdict::Verified, Some(s)) => Some(format!(
             "verified: {} via {}, Rekor log index {}",

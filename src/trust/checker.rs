@@ -12,9 +12,8 @@ use crate::fetch::Origin;
 use crate::image::{Digest, Image, ImageError};
 use crate::lock::ImageSignature;
 use crate::registry::{Registry, RegistryError};
-use crate::signature::{
-    self, ImageReport, Invalid, Mode, Policy, SignatureError, SignatureManifest, TrustedRoot,
-    Verdict,
+use cks_iso_sigstore::{
+    ImageReport, Invalid, Mode, Policy, SignatureError, SignatureManifest, TrustedRoot, Verdict,
 };
 
 use super::image::{Accepted, CheckError, Verdicts};
@@ -137,6 +136,18 @@ pub enum CheckerError {
         /// Its tag in the lock.
         tag: String,
     },
+    /// Under `--signatures enforce`, an extra image (one the operator added) that no rule covers:
+    /// nothing says who must have signed it.
+    #[error(
+        "{artifact}: an extra image no signature rule covers, so its signature cannot be checked, \
+         and --signatures enforce requires every extra image verified"
+    )]
+    ExtraUncovered {
+        /// The image reference.
+        artifact: String,
+        /// Its repository, for the rule the hint suggests.
+        repository: String,
+    },
     /// Offline without a lock, a covered image whose signature the cache does not hold.
     #[error(
         "{artifact}: offline without --locked, {entry} cannot be tied to a verification: the \
@@ -182,6 +193,12 @@ impl CheckerError {
                  locked one"
                     .into(),
             ),
+            Self::ExtraUncovered { repository, .. } => Some(format!(
+                "add a rule for it to the signature policy (--signature-policy FILE: `prefix: \
+                 {repository}` with the identity or identity-regex and the issuer its publisher \
+                 signs with, as `cosign verify` takes them), or build with --signatures verify, \
+                 which records it as not covered"
+            )),
             Self::Untied { .. } => Some(
                 "build once with network (it asks the registry for the signature and keeps it in \
                  the cache), or build --locked from a lock you trust; offline, an image its \
@@ -272,7 +289,7 @@ impl Checker {
         };
         if let Some(named) = named {
             let found = locked_signature(registry, image, named).await?;
-            let accepted = signature::judge(&self.root, rule, &artifact, &found, now())?
+            let accepted = cks_iso_sigstore::judge(&self.root, rule, &artifact, &found, now())?
                 .ok_or_else(|| SignatureError::Unsigned {
                     artifact: artifact.clone(),
                     digest: image.manifest.digest.to_string(),
@@ -302,7 +319,7 @@ impl Checker {
         )
         .await?;
         let withheld =
-            signature::always_signed(&image.reference.repository(), image.reference.tag());
+            cks_iso_sigstore::always_signed(&image.reference.repository(), image.reference.tag());
         let accepted = match found {
             Some(accepted) => accepted,
             None if origin == Origin::Cache && !vouched => return Err(untied(image)),
@@ -343,6 +360,38 @@ impl Checker {
     }
 }
 
+impl Checker {
+    /// [`Self::check_image_from`] for an extra image (one the operator added, by `--image` or
+    /// named by an extra manifest): judged exactly as a core image when a rule covers it (built
+    /// in, or a policy file's); otherwise recorded as not covered with a warning, and refused
+    /// under `--signatures enforce`, which promises that every extra image is verified.
+    pub async fn check_extra_from(
+        &self,
+        registry: &Registry,
+        image: &Image,
+        named: Option<&ImageSignature>,
+        vouched: bool,
+    ) -> Result<(ImageReport, Option<SignatureManifest>), CheckerError> {
+        let repository = image.reference.repository();
+        if self.policy.rule_for(&repository).is_some() {
+            return self.check_image_from(registry, image, named, vouched).await;
+        }
+        let artifact = image.reference.to_string();
+        if self.mode == Mode::Enforce {
+            return Err(CheckerError::ExtraUncovered {
+                artifact,
+                repository,
+            });
+        }
+        tracing::warn!(
+            "{artifact}: NOT COVERED: an extra image no signature rule covers, so its signature is \
+             not checked (add a `prefix: {repository}` rule to --signature-policy; --signatures \
+             enforce refuses it)"
+        );
+        self.check_image_from(registry, image, named, vouched).await
+    }
+}
+
 /// The report of an image whose signature `accepted` verified, and that signature manifest.
 fn accepted_report(
     mut report: ImageReport,
@@ -361,7 +410,7 @@ fn accepted_report(
         manifest_digest.hex()
     ));
     report.found = Some(manifest.found().to_owned());
-    report.signer = Some(signature::Signer::from(&verified));
+    report.signer = Some(cks_iso_sigstore::Signer::from(&verified));
     // A cosign 3 statement names no docker-reference.
     report.docker_reference =
         Some(verified.docker_reference).filter(|r| !r.is_empty() || manifest.found() == "tag");
@@ -380,8 +429,8 @@ async fn locked_signature(
     let (signs, is_referrer) = [&image.manifest.digest, &image.top.digest]
         .into_iter()
         .find_map(|d| match &locked.tag {
-            tag if *tag == signature::tag_for(d) => Some((d, false)),
-            tag if *tag == signature::referrer::fallback_tag(d) => Some((d, true)),
+            tag if *tag == cks_iso_sigstore::tag_for(d) => Some((d, false)),
+            tag if *tag == cks_iso_sigstore::referrer::fallback_tag(d) => Some((d, true)),
             _ => None,
         })
         .ok_or_else(|| CheckerError::LockTag {

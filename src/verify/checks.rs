@@ -10,10 +10,10 @@ use crate::archive;
 use crate::cloudstack::CloudStack;
 use crate::contract::{self, K8S_BINARIES};
 use crate::image::{Arch, Reference};
-use crate::iso::read::{Entry, IsoReader, ReadError};
 use crate::manifest;
 use crate::upstream::content::WrongContent;
 use crate::versions::Versions;
+use cks_iso_iso9660::read::{Entry, IsoReader, ReadError};
 
 const TEXT_LIMIT: u64 = 16 * 1024 * 1024;
 const REQUIRED: [&str; 8] = [
@@ -108,10 +108,12 @@ pub(super) fn run(
     etcd(&mut cx, cloudstack);
     let arch = versions.as_ref().and_then(|v| Arch::parse(&v.arch).ok());
     let bundled = images(&mut cx, versions.as_ref(), arch);
-    yamls(&mut cx, &bundled);
+    let named = yamls(&mut cx, &bundled);
     units(&mut cx);
     if let Some(versions) = &versions {
-        super::lock::check(&mut cx, versions);
+        let lock = super::lock::check(&mut cx, versions);
+        let extras = super::accounted::extras(lock.as_ref());
+        super::accounted::check(&mut cx, versions, lock.as_ref(), &named, &extras);
     }
     super::sboms::check(&mut cx, versions.as_ref());
     if let Some(sig) = &expect.signatures {
@@ -486,13 +488,15 @@ fn images(cx: &mut Ctx, versions: Option<&Versions>, arch: Option<Arch>) -> BTre
 }
 
 /// Root manifests: valid YAML, no joined separators, `IfNotPresent` only (written, or by default
-/// for a container that says nothing), placeholders kept, and every image they reference bundled.
-fn yamls(cx: &mut Ctx, bundled: &BTreeSet<String>) {
+/// for a container that says nothing), placeholders kept, and every image they reference bundled;
+/// returns the images they reference, normalised.
+fn yamls(cx: &mut Ctx, bundled: &BTreeSet<String>) -> BTreeSet<String> {
     let bundled: BTreeSet<String> = bundled
         .iter()
         .filter_map(|n| Reference::parse(n).ok().map(|r| r.to_string()))
         .collect();
     let roots: Vec<String> = matching(cx, "", "", ".yaml");
+    let mut named = BTreeSet::new();
     for path in roots {
         let Some(text) = cx.text(&path) else { continue };
         for joined in manifest::find_joined_separators(&text) {
@@ -576,17 +580,25 @@ fn yamls(cx: &mut Ctx, bundled: &BTreeSet<String>) {
         }
         for image in manifest::images(&docs) {
             match Reference::parse(&image) {
-                Ok(r) if bundled.contains(&r.to_string()) => {}
-                Ok(r) => cx.violation(
-                    &path,
-                    format!(
-                        "references {r}, which is not bundled (an air-gapped node cannot pull it)"
-                    ),
-                ),
+                Ok(r) if bundled.contains(&r.to_string()) => {
+                    named.insert(r.to_string());
+                }
+                Ok(r) => {
+                    cx.violation(
+                        &path,
+                        format!(
+                            "references {r}, which is not bundled (an air-gapped node cannot pull \
+                             it): no archive in docker/ holds it; rebuild the ISO with cks-iso \
+                             build, which pulls every image a root *.yaml names"
+                        ),
+                    );
+                    named.insert(r.to_string());
+                }
                 Err(e) => cx.violation(&path, format!("references {image:?}: {e}")),
             }
         }
     }
+    named
 }
 
 /// The kubelet unit and drop-in point at `/opt/bin`, where CKS installs the binaries.

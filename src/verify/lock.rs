@@ -9,18 +9,25 @@ use super::checks::Ctx;
 use crate::lock::{FILE_NAME, Lock};
 use crate::versions::Versions;
 
-/// Checks the embedded lock, when there is one, against `versions`.
-pub(super) fn check(cx: &mut Ctx, versions: &Versions) {
+/// Checks the embedded lock, when there is one, against `versions`; returns it when it reads.
+pub(super) fn check(cx: &mut Ctx, versions: &Versions) -> Option<Lock> {
     if !cx.entries.contains_key(FILE_NAME) {
-        return;
+        return None;
     }
-    let Some(text) = cx.text(FILE_NAME) else {
-        return;
-    };
+    let text = cx.text(FILE_NAME)?;
     let lock = match Lock::parse(&text, FILE_NAME) {
         Ok(lock) => lock,
-        Err(e) => return cx.violation(FILE_NAME, e.to_string()),
+        Err(e) => {
+            cx.violation(FILE_NAME, e.to_string());
+            return None;
+        }
     };
+    compare_all(cx, versions, &lock);
+    Some(lock)
+}
+
+/// The lock's versions, files and images against `versions`.
+fn compare_all(cx: &mut Ctx, versions: &Versions, lock: &Lock) {
     let Some((arch, entry)) = lock.arches.iter().next().filter(|_| lock.arches.len() == 1) else {
         return cx.violation(
             FILE_NAME,

@@ -6,7 +6,8 @@
 //! looks for, the layout and the exactly-one globs the node scripts use, `docker/` holding only
 //! image archives for the ISO's platform whose every blob matches its digest, `versions.txt`
 //! agreeing with the files (hashes) and the archives (one line each), every image referenced by a
-//! root `*.yaml` being bundled (air-gap completeness), the SBOMs listing exactly the files and
+//! root `*.yaml` being bundled (air-gap completeness) and every archive being accounted for (by
+//! kubeadm, a root `*.yaml` or the lock's extra images: `accounted.rs`), the SBOMs listing exactly the files and
 //! archives the ISO holds with their hashes, modes and owners, and the embedded `cks-iso.lock`
 //! agreeing with all of it. With `--signatures`, the image signatures in `signatures/` verify
 //! again against cks-iso's trusted root and bind to the archives the ISO holds. No network.
@@ -15,6 +16,7 @@
 //! a note saying so and only the checks of what nodes read, its archives judged by containerd's
 //! import rules first (`foreign.rs`).
 
+mod accounted;
 mod checks;
 mod foreign;
 mod lock;
@@ -28,7 +30,7 @@ pub use render::{FORMAT, closing_hint, document};
 
 pub use foreign::iso_arch;
 
-use crate::iso::read::{IsoReader, ReadError};
+use cks_iso_iso9660::read::{IsoReader, ReadError};
 
 /// The README section that states the contract for users; `verify`'s hint points there.
 pub const README_SECTION: &str = "The ISO contract";
@@ -49,9 +51,9 @@ pub struct Expect {
 #[derive(Debug, Clone)]
 pub struct SignatureCheck {
     /// The trusted root.
-    pub root: crate::signature::TrustedRoot,
+    pub root: cks_iso_sigstore::TrustedRoot,
     /// Who must have signed.
-    pub policy: crate::signature::Policy,
+    pub policy: cks_iso_sigstore::Policy,
     /// The verifier's clock (seconds), for "not integrated in the future".
     pub now: i64,
 }
@@ -59,7 +61,7 @@ pub struct SignatureCheck {
 impl Default for Expect {
     fn default() -> Self {
         Self {
-            volume_id: crate::iso::DEFAULT_VOLUME_ID.to_owned(),
+            volume_id: cks_iso_iso9660::DEFAULT_VOLUME_ID.to_owned(),
             signatures: None,
             cloudstack: None,
         }

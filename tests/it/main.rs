@@ -4,6 +4,7 @@
 
 mod support;
 
+mod addon_trust;
 mod addons;
 mod archive;
 mod archive_memory;

@@ -45,6 +45,11 @@ type Extra = (String, Vec<u8>, String);
 /// [`good_tree`] with `extra` files listed in `versions.txt` and the SBOMs as a build lists them
 /// (an etcd tarball also sets the `etcd` record).
 fn tree_with(world: &World, root: &Path, arch: Arch, extra: &[Extra]) {
+    tree_of(world, root, arch, extra, &IMAGES);
+}
+
+/// [`tree_with`] whose `docker/` holds `images`, each listed as a build lists it.
+fn tree_of(world: &World, root: &Path, arch: Arch, extra: &[Extra], images: &[&str]) {
     for bin in ["kubeadm", "kubelet", "kubectl"] {
         write(root, &format!("k8s/{bin}"), elf_like(bin.as_bytes(), 4096));
         fs::set_permissions(
@@ -90,9 +95,10 @@ fn tree_with(world: &World, root: &Path, arch: Arch, extra: &[Extra]) {
         "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n      - image: registry.k8s.io/kube-apiserver:v1.33.1\n",
     );
     fs::create_dir_all(root.join("docker")).unwrap();
+    let wanted = images;
     let mut images = Vec::new();
     let mut manifests = std::collections::BTreeMap::new();
-    for text in IMAGES {
+    for text in wanted {
         let fixture = world.image(text);
         let image =
             Image::load(fixture.reference.clone(), &fixture.top, arch, &world.cache).unwrap();
@@ -385,6 +391,47 @@ fn an_unbundled_image_breaks_air_gap_completeness() {
         "airgap.iso",
         &["headlamp.yaml: references ghcr.io/headlamp-k8s/headlamp:v0.30.0, which is not bundled"],
     );
+}
+
+#[test]
+fn an_archive_nothing_names_is_unaccounted_for_and_named_with_its_image() {
+    let world = world();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    // Listed in versions.txt and the SBOMs as a build would list it, but asked for by no one:
+    // neither kubeadm, nor a root manifest, nor the lock's extra images name it.
+    let tool = "quay.io/example/amd64-only:1.0";
+    tree_of(
+        &world,
+        &src,
+        Arch::Amd64,
+        &[],
+        &[&IMAGES[..], &[tool]].concat(),
+    );
+    let case = Case { dir, src };
+    case.fails_naming(
+        "unaccounted.iso",
+        &[&format!(
+            "docker/amd64-only:1.0.tar: holds {tool}, which neither kubeadm, a root *.yaml nor \
+             the lock's extra images name"
+        )],
+    );
+    let (_, out, _) = verify(&case.dir.path().join("unaccounted.iso"));
+    assert_eq!(
+        out.lines().count(),
+        1,
+        "only the stray image is at fault:\n{out}"
+    );
+    assert!(out.contains(&format!("--image {tool}")), "{out}");
+    // Named by a root manifest, the same archive is accounted for.
+    write(
+        &case.src,
+        "tools.yaml",
+        format!("kind: Pod\nspec:\n  containers:\n  - image: {tool}\n").as_str(),
+    );
+    let iso = case.iso("named.iso");
+    let (code, out, err) = verify(&iso);
+    assert_eq!(code, 0, "{out}{err}");
 }
 
 #[test]

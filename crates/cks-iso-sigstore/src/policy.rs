@@ -1,5 +1,5 @@
 //! Who must have signed which images: the built-in rule for registry.k8s.io, and rules a
-//! `--signature-policy` file adds (a company's own images, say). Rules match the image's
+//! `--signature-policy` file adds (a company's own images, an add-on's). Rules match the image's
 //! `registry/repository` (its name, not the mirror serving it); the first match wins, the file's
 //! rules before the built-in one. An image no rule matches is not covered.
 //!
@@ -9,7 +9,17 @@
 //!     identity: "release@acme.example"  # exactly this SAN (e-mail or URI), or:
 //!   # identity-regex: "^https://github.com/acme/.+$"   (the whole SAN must match)
 //!     issuer: "https://accounts.google.com"
+//!   - prefix: "ghcr.io/acme"            # this repository and every one below it
+//!     certificate-identity-regexp: "^https://github.com/acme/.+$"
+//!     certificate-oidc-issuer: "https://token.actions.githubusercontent.com"
 //! ```
+//!
+//! A `prefix` is an image name as users write it, normalised as containerd does (`acme/tool` is
+//! `docker.io/acme/tool`), or a registry host alone; it covers whole path segments only
+//! (`ghcr.io/acme` covers `ghcr.io/acme/tool`, never `ghcr.io/acme-evil/tool`). The signer keys
+//! also take the names of cosign's flags (`certificate-identity`, `certificate-identity-regexp`,
+//! `certificate-oidc-issuer`), so that a rule reads like the `cosign verify` line a publisher
+//! documents; the regexp must match the whole SAN, where cosign's may match a part of it.
 
 use crate::Invalid;
 use serde::Deserialize;
@@ -142,10 +152,36 @@ struct File {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct FileRule {
     #[serde(rename = "match")]
-    pattern: String,
+    pattern: Option<String>,
+    prefix: Option<String>,
+    #[serde(alias = "certificate-identity")]
     identity: Option<String>,
+    #[serde(alias = "identity-regexp", alias = "certificate-identity-regexp")]
     identity_regex: Option<String>,
+    #[serde(alias = "certificate-oidc-issuer")]
     issuer: String,
+}
+
+/// The globs a rule's `prefix` stands for: the repository itself and every one below it (`*` is
+/// not a character of a name, so the prefix is matched literally); a registry host alone covers
+/// only what is below it. An error saying why when it is neither.
+fn prefix_globs(prefix: &str) -> Result<Vec<String>, String> {
+    let bare = prefix.trim_end_matches('/');
+    let host_only = !bare.contains('/')
+        && (bare.contains(['.', ':']) || bare == "localhost")
+        && !bare.is_empty();
+    if host_only {
+        return Ok(vec![format!("{bare}/**")]);
+    }
+    let parsed = cks_iso_oci::image::Reference::parse(bare).map_err(|e| e.to_string())?;
+    let last = bare.rsplit('/').next().unwrap_or_default();
+    if bare.contains('@') || last.contains(':') {
+        return Err(format!(
+            "{prefix:?} names a tag or digest; a prefix is a repository or a registry host"
+        ));
+    }
+    let repository = parsed.repository();
+    Ok(vec![repository.clone(), format!("{repository}/**")])
 }
 
 impl Policy {
@@ -169,6 +205,13 @@ impl Policy {
         let mut rules = Vec::new();
         for (i, r) in file.rules.into_iter().enumerate() {
             let n = i + 1;
+            let patterns = match (r.pattern, r.prefix) {
+                (Some(pattern), None) => vec![pattern],
+                (None, Some(prefix)) => {
+                    prefix_globs(&prefix).map_err(|e| format!("rule {n}: prefix: {e}"))?
+                }
+                _ => return Err(format!("rule {n}: give exactly one of match, prefix").into()),
+            };
             let identity = match (r.identity, r.identity_regex) {
                 (Some(exact), None) => Identity::Exact(exact),
                 (None, Some(re)) => Identity::Regex(
@@ -180,14 +223,14 @@ impl Policy {
                     );
                 }
             };
-            if r.pattern.is_empty() || r.issuer.is_empty() {
+            if patterns.iter().any(String::is_empty) || r.issuer.is_empty() {
                 return Err(format!("rule {n}: match and issuer must not be empty").into());
             }
-            rules.push(Rule {
-                pattern: r.pattern,
-                identity,
-                issuer: r.issuer,
-            });
+            rules.extend(patterns.into_iter().map(|pattern| Rule {
+                pattern,
+                identity: identity.clone(),
+                issuer: r.issuer.clone(),
+            }));
         }
         rules.extend(Self::builtin().rules);
         Ok(Self { rules })
@@ -289,5 +332,67 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn a_prefix_covers_whole_segments_of_the_normalised_name_with_cosign_s_key_names() {
+        let policy = Policy::with_file(
+            "rules:\n  - prefix: ghcr.io/acme/\n    certificate-identity-regexp: \"^https://github.com/acme/.+$\"\n    certificate-oidc-issuer: https://token.actions.githubusercontent.com\n  - prefix: bitnami/redis\n    certificate-identity: release@bitnami.example\n    issuer: https://accounts.google.com\n  - prefix: registry.acme.example:5000\n    identity-regexp: \"^ops@acme[.]example$\"\n    issuer: https://accounts.google.com\n",
+        )
+        .unwrap();
+        for (repository, identity) in [
+            ("ghcr.io/acme", "https://github.com/acme/x"),
+            ("ghcr.io/acme/tool", "https://github.com/acme/x"),
+            ("ghcr.io/acme/deep/tool", "https://github.com/acme/x"),
+            ("docker.io/bitnami/redis", "release@bitnami.example"),
+            ("docker.io/bitnami/redis/sub", "release@bitnami.example"),
+            ("registry.acme.example:5000/a/b", "ops@acme.example"),
+        ] {
+            let rule = policy.rule_for(repository).expect(repository);
+            assert!(rule.identity.matches(identity), "{repository}");
+        }
+        let github = policy.rule_for("ghcr.io/acme/tool").unwrap();
+        assert_eq!(github.issuer, "https://token.actions.githubusercontent.com");
+        assert!(!github.identity.matches("evil https://github.com/acme/x"));
+        for uncovered in [
+            "ghcr.io/acme-evil/tool",
+            "ghcr.io/acm",
+            "docker.io/bitnami/redis-cluster",
+            "docker.io/library/redis",
+            "registry.acme.example:5000",
+            "registry.acme.example/a",
+        ] {
+            assert!(policy.rule_for(uncovered).is_none(), "{uncovered}");
+        }
+        // The built-in rules stay, after the file's.
+        assert!(policy.rule_for("registry.k8s.io/pause").is_some());
+    }
+
+    #[test]
+    fn a_rule_needs_one_scope_and_a_prefix_is_a_name_without_tag_or_digest() {
+        for (text, wanted) in [
+            (
+                "rules:\n  - match: a/**\n    prefix: a\n    identity: x\n    issuer: b\n",
+                "rule 1: give exactly one of match, prefix",
+            ),
+            (
+                "rules:\n  - identity: x\n    issuer: b\n",
+                "rule 1: give exactly one of match, prefix",
+            ),
+            (
+                "rules:\n  - prefix: ghcr.io/acme/tool:v1\n    identity: x\n    issuer: b\n",
+                "rule 1: prefix: \"ghcr.io/acme/tool:v1\" names a tag or digest",
+            ),
+            (
+                "rules:\n  - prefix: \"ghcr.io/Acme\"\n    identity: x\n    issuer: b\n",
+                "rule 1: prefix: ",
+            ),
+        ] {
+            let err = Policy::with_file(text).unwrap_err().to_string();
+            assert!(err.starts_with(wanted), "{text}: {err}");
+        }
+        let twice =
+            "rules:\n  - prefix: a\n    identity: x\n    certificate-identity: y\n    issuer: b\n";
+        assert!(Policy::with_file(twice).is_err());
     }
 }
