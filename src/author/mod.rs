@@ -198,11 +198,7 @@ fn one(
         );
     }
     let mtime = u64::try_from(epoch).unwrap_or(0);
-    // The add-on images by name, with why each is there (the lock's word).
-    let extras: BTreeMap<String, String> = (lock.arches.get(arch).into_iter())
-        .flat_map(|entry| &entry.images)
-        .filter_map(|i| Some((i.reference.clone(), i.extra.clone()?)))
-        .collect();
+    let extras = extras_of(lock, arch);
     let mut images = Vec::new();
     // Each archive is described now (its exact size is known without reading a blob) and its bytes
     // go from the cache straight into the ISO: no `docker/*.tar` in the work dir.
@@ -284,16 +280,7 @@ fn one(
             Some(s) => signatures::sbom_notes(s, &naming.files),
             None => signatures::off_notes(&a.images, &a.files, &naming.files),
         },
-        extras: a
-            .images
-            .iter()
-            .filter_map(|i| {
-                let why = extras.get(&i.reference.to_string())?;
-                let archive = contract::image_archive(&naming.files[&i.reference]);
-                let words = extra_words(why);
-                Some((archive, format!("add-on image {}, {words}", i.reference)))
-            })
-            .collect(),
+        extras: sbom_sources(&extras, &naming.files),
         epoch,
     };
     sboms::write_into(&a.staging, &inventory)?;
@@ -355,6 +342,30 @@ fn one(
         images: a.images.len(),
         files: a.files.len(),
     })
+}
+
+/// The add-on images of `arch` by name, with why each is there (the lock's word).
+fn extras_of(lock: &Lock, arch: &str) -> BTreeMap<String, String> {
+    (lock.arches.get(arch).into_iter())
+        .flat_map(|entry| &entry.images)
+        .filter_map(|i| Some((i.reference.clone(), i.extra.clone()?)))
+        .collect()
+}
+
+/// Per add-on image archive path (`files` names each image's archive), where it came from, as
+/// the SBOMs say it.
+fn sbom_sources(
+    extras: &BTreeMap<String, String>,
+    files: &BTreeMap<crate::image::Reference, String>,
+) -> BTreeMap<String, String> {
+    files
+        .iter()
+        .filter_map(|(reference, file)| {
+            let why = extra_words(extras.get(&reference.to_string())?);
+            let source = format!("add-on image {reference}, {why}");
+            Some((contract::image_archive(file), source))
+        })
+        .collect()
 }
 
 /// Why an add-on image is in the ISO, in words: `asked for` (`--image`, `--images-file`, the
