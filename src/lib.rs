@@ -3,7 +3,7 @@
 //! The flow is `cli` (parse) → `app` (one function per subcommand, the only place that wires
 //! modules) → library modules that each own one concern:
 //!
-//! - [`iso`]: authors the ISO 9660 image (Rock Ridge + Joliet) from a directory; no network.
+//! - [`cks_iso_iso9660`] (a leaf crate): authors the ISO 9660 image (Rock Ridge + Joliet) from a directory; no network.
 //! - [`release`]: Kubernetes releases and what goes with each: versions, the autoscaler and CCM
 //!   releases for a minor, git tag listing over smart HTTP, kubeadm's images.
 //! - [`resolve`]: [`resolve::resolve`], what a whole build would use — versions, URLs, images —
@@ -20,7 +20,7 @@
 //!   entries); pure.
 //! - [`sbom`]: the ISO's inventory as CycloneDX 1.6 and SPDX 2.3 JSON, from what the build knows;
 //!   pure.
-//! - [`signature`]: judges Sigstore image signatures against a trusted root and policy; pure.
+//! - [`cks_iso_sigstore`] (a leaf crate): judges Sigstore image signatures against a trusted root and policy; pure.
 //! - [`trust`]: the signature policy and trusted root a user names, and an image's signature
 //!   found through the registry and judged, as every command that checks one does.
 //! - [`verify`]: checks a finished ISO against the CKS contract with the project's own reader.
@@ -49,9 +49,7 @@ pub mod app;
 pub mod author;
 // The leaf crates, under the module names the rest of the crate has always used.
 pub use cks_iso_io::{atomic, input, progress};
-pub use cks_iso_iso9660 as iso;
 pub use cks_iso_oci::{archive, image};
-pub use cks_iso_sigstore as signature;
 pub mod cache;
 pub mod cli;
 pub mod cloudstack;

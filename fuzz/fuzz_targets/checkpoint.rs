@@ -3,7 +3,7 @@
 #![no_main]
 use std::sync::LazyLock;
 
-use cks_iso::signature::{PUBLIC_GOOD_ROOT, TrustedRoot};
+use cks_iso_sigstore::{PUBLIC_GOOD_ROOT, TrustedRoot};
 use libfuzzer_sys::fuzz_target;
 
 static ROOT: LazyLock<TrustedRoot> =
@@ -17,5 +17,5 @@ const REKOR_V1: [u8; 32] = [
 ];
 
 fuzz_target!(|text: &str| {
-    let _ = cks_iso::signature::rekor::checkpoint(&ROOT, &REKOR_V1, text);
+    let _ = cks_iso_sigstore::rekor::checkpoint(&ROOT, &REKOR_V1, text);
 });

@@ -1,7 +1,7 @@
 //! A DSSE envelope's payload as a bundle hands it over: an in-toto statement, read and searched
 //! for a digest without a panic, and the PAE built of any payload type.
 #![no_main]
-use cks_iso::signature::dsse::{Statement, pae};
+use cks_iso_sigstore::dsse::{Statement, pae};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|bytes: &[u8]| {

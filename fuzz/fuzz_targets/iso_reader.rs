@@ -6,7 +6,7 @@ fuzz_target!(|bytes: &[u8]| {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("fuzz.iso");
     std::fs::write(&path, bytes).expect("write");
-    if let Ok(reader) = cks_iso::iso::read::IsoReader::open(&path)
+    if let Ok(reader) = cks_iso_iso9660::read::IsoReader::open(&path)
         && let Ok(entries) = reader.entries()
     {
         for entry in entries.iter().take(32) {

@@ -4,8 +4,8 @@
 #![no_main]
 use std::sync::LazyLock;
 
-use cks_iso::signature::rekor::{Evidence, verify_digest};
-use cks_iso::signature::{Rule, TrustedRoot};
+use cks_iso_sigstore::rekor::{Evidence, verify_digest};
+use cks_iso_sigstore::{Rule, TrustedRoot};
 use libfuzzer_sys::fuzz_target;
 
 static ROOT: LazyLock<TrustedRoot> = LazyLock::new(|| {

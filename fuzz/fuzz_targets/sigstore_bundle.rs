@@ -4,8 +4,8 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|bytes: &[u8]| {
-    if let Ok(evidence) = cks_iso::signature::rekor::Evidence::from_bundle(bytes) {
-        let again = cks_iso::signature::rekor::Evidence::from_bundle(&evidence.bundle())
+    if let Ok(evidence) = cks_iso_sigstore::rekor::Evidence::from_bundle(bytes) {
+        let again = cks_iso_sigstore::rekor::Evidence::from_bundle(&evidence.bundle())
             .expect("writes back");
         assert_eq!(again, evidence);
     }

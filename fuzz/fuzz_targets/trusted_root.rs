@@ -3,5 +3,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {
-    let _ = cks_iso::signature::TrustedRoot::from_json(text);
+    let _ = cks_iso_sigstore::TrustedRoot::from_json(text);
 });

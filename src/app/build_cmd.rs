@@ -15,7 +15,6 @@ use crate::author::{self, BuiltIso};
 use crate::cli::BuildArgs;
 use crate::cloudstack::CloudStack;
 use crate::env;
-use crate::iso::VolumeId;
 use crate::lock::Lock;
 use crate::plan::{self, Flags};
 use crate::realize;
@@ -24,6 +23,7 @@ use crate::release::version::check_supported;
 use crate::resolve::{Given, KubeVersion, Partial};
 use crate::trust;
 use crate::ui::Ui;
+use cks_iso_iso9660::VolumeId;
 
 /// What the arguments (and a lock) decided before anything is fetched.
 struct Setup {
@@ -36,15 +36,11 @@ struct Setup {
 
 /// Builds the ISOs and prints a summary (or JSON) on stdout.
 pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
-    let mut settings = net::settings(args.net.clone())?;
-    let addons = addons(&args, &settings.extras)?;
     let (setup, labelled) = match args.locked.clone() {
-        Some(path) => (lock_setup(&args, &path, addons)?, None),
+        Some(path) => (lock_setup(&args, &path)?, None),
         None => {
             let labelled = kubernetes_label(&mut args)?;
-            let mut setup = setup(&args)?;
-            setup.request.addons = addons;
-            (setup, labelled)
+            (setup(&args)?, labelled)
         }
     };
     let Setup {
@@ -58,6 +54,7 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         request.kubernetes_label = labelled;
     }
     let publish = publish_base(args.publish_url.as_deref())?;
+    let mut settings = net::settings(args.net)?;
     settings.http.offline = args.offline;
     net::registry_mirrors(&settings)?;
     let given = (
@@ -159,7 +156,8 @@ fn to_realize(
 }
 
 /// Settles the CloudStack release the build is for (`--cloudstack`, else the configuration's)
-/// and what it implies ([`plan::settle`]), given `--cloudstack` and `--csi-version`.
+/// and what it implies ([`plan::settle`]), given `--cloudstack` and `--csi-version`; and the
+/// configuration's add-ons.
 fn settle(
     (cloudstack, csi): (Option<&str>, Option<&str>),
     settings: &crate::config::Settings,
@@ -175,6 +173,12 @@ fn settle(
     };
     let csi_given = csi.is_some_and(|c| c.trim() != "none");
     plan::settle(request, partial, given, from_lock, csi_given)?;
+    // The configuration's add-ons come before the flags'; a lock's add-ons are its own.
+    if !from_lock {
+        let extras = &settings.extras;
+        let configured = plan::addons(&extras.images, &extras.manifests)?;
+        request.addons = std::mem::take(&mut request.addons).after(configured)?;
+    }
     Ok(())
 }
 
@@ -225,13 +229,16 @@ fn kubernetes_label(args: &mut BuildArgs) -> Result<Option<String>, AppError> {
 
 /// The setup of an ordinary build: flags, positional arguments and environment.
 fn setup(args: &BuildArgs) -> Result<Setup, AppError> {
-    let request = plan::request(&args.positional, flags(args))?;
+    let request = plan::Request {
+        addons: addons(args)?,
+        ..plan::request(&args.positional, flags(args))?
+    };
     let kube: KubeVersion = request.kubernetes.parse()?;
     check_supported(&kube)?;
     let volume_id = VolumeId::parse(
         args.volume_id
             .as_deref()
-            .unwrap_or(crate::iso::DEFAULT_VOLUME_ID),
+            .unwrap_or(cks_iso_iso9660::DEFAULT_VOLUME_ID),
     )?;
     let epoch = super::iso::epoch(args.source_date_epoch)?;
     let partial = Partial::new(
@@ -254,20 +261,14 @@ fn setup(args: &BuildArgs) -> Result<Setup, AppError> {
     })
 }
 
-/// The add-ons the configuration's `extras:` and the flags ask for.
-fn addons(args: &BuildArgs, extras: &crate::config::Extras) -> Result<plan::Addons, AppError> {
-    let images = super::resolve::addon_images(&args.addons, &extras.images)?;
-    let mut manifests = extras.manifests.clone();
-    manifests.extend(args.manifests.iter().cloned());
-    Ok(plan::addons(&images, &manifests)?)
+/// The add-ons the flags ask for (`--image`, `--images-file`, `--manifest`).
+fn addons(args: &BuildArgs) -> Result<plan::Addons, AppError> {
+    let images = super::resolve::addon_images(&args.addons, &[])?;
+    Ok(plan::addons(&images, &args.manifests)?)
 }
 
 /// The setup of a build from a lock: everything from the lock; flags may only repeat it.
-fn lock_setup(
-    args: &BuildArgs,
-    path: &std::path::Path,
-    addons: plan::Addons,
-) -> Result<Setup, AppError> {
+fn lock_setup(args: &BuildArgs, path: &std::path::Path) -> Result<Setup, AppError> {
     let (lock, origin) = crate::lock::source::read(path)?;
     let v = &args.versions;
     // Where a pin came from, for the message when it contradicts the lock.
@@ -290,7 +291,7 @@ fn lock_setup(
         ),
         csi: v.csi_version.clone(),
         volume_id: args.volume_id.clone(),
-        addons,
+        addons: addons(args)?,
     };
     let pinned = plan::locked(&lock, &origin, &args.positional, flags(args), extra)?;
     let kube: KubeVersion = pinned.request.kubernetes.parse()?;

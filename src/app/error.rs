@@ -111,8 +111,8 @@ impl fmt::Display for AppError {
     }
 }
 
-impl From<crate::iso::IsoError> for AppError {
-    fn from(err: crate::iso::IsoError) -> Self {
+impl From<cks_iso_iso9660::IsoError> for AppError {
+    fn from(err: cks_iso_iso9660::IsoError) -> Self {
         let hint = err.hint();
         match err.is_usage() {
             true => Self::usage(err, hint),
@@ -121,8 +121,8 @@ impl From<crate::iso::IsoError> for AppError {
     }
 }
 
-impl From<crate::iso::read::ReadError> for AppError {
-    fn from(err: crate::iso::read::ReadError) -> Self {
+impl From<cks_iso_iso9660::read::ReadError> for AppError {
+    fn from(err: cks_iso_iso9660::read::ReadError) -> Self {
         Self::failure(
             err,
             Some(

@@ -7,15 +7,15 @@ use indicatif::HumanBytes;
 use super::AppError;
 use crate::cli::IsoArgs;
 use crate::env;
-use crate::iso::{self, IsoSpec, VolumeId};
 use crate::ui::Ui;
+use cks_iso_iso9660::{IsoSpec, VolumeId};
 
 /// Writes the ISO and prints its path on stdout.
 pub fn run(args: IsoArgs, ui: &Ui) -> Result<(), AppError> {
     let volume_id = VolumeId::parse(&args.volume_id)?;
     let epoch = epoch(args.source_date_epoch)?;
     let progress = ui.bytes("writing ISO");
-    let written = iso::author(
+    let written = cks_iso_iso9660::author(
         &args.dir,
         &args.output,
         &IsoSpec { volume_id, epoch },

@@ -75,19 +75,105 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
     for note in &resolution.notes {
         tracing::info!("{note}");
     }
+    let asked = addon_images(&args.addons, &settings.extras.images)?;
+    let sizes = match asked.is_empty() {
+        true => None,
+        false => Some(runtime.block_on(sizes(&settings, &resolution, &asked))?),
+    };
     if json {
         let mut value = serde_json::to_value(&resolution)
             .map_err(|e| AppError::failure(anyhow::Error::new(e), None))?;
         if let Some(object) = value.as_object_mut() {
             object.insert("format".into(), FORMAT.into());
+            if let Some(sizes) = &sizes {
+                object.insert("addons".into(), serde_json::json!(sizes.addons));
+                object.insert("estimate".into(), sizes.estimate());
+            }
         }
         let text = serde_json::to_string_pretty(&value)
             .map_err(|e| AppError::failure(anyhow::Error::new(e), None))?;
         crate::outln!("{text}");
     } else {
-        crate::out::bytes(table(&resolution).as_bytes());
+        let mut text = table(&resolution);
+        if let Some(sizes) = &sizes {
+            text.push_str(&sizes.table());
+        }
+        crate::out::bytes(text.as_bytes());
     }
     Ok(())
+}
+
+/// The add-on images' lock entries and what every image `resolve` knows weighs.
+struct Sizes {
+    addons: Vec<crate::lock::ImageEntry>,
+    /// The core images' bytes (kubeadm's, the autoscaler's, the CCM's, the CSI driver's).
+    core: u64,
+}
+
+impl Sizes {
+    fn addon_bytes(&self) -> u64 {
+        self.addons.iter().map(|i| i.size).sum()
+    }
+
+    fn estimate(&self) -> serde_json::Value {
+        serde_json::json!({
+            "images": self.core + self.addon_bytes(),
+            "core_images": self.core,
+            "addon_images": self.addon_bytes(),
+        })
+    }
+
+    fn table(&self) -> String {
+        let human = |n: u64| indicatif::HumanBytes(n).to_string();
+        let mut out = String::from("\nAdd-on images (compressed, for this arch):\n");
+        let width = self.addons.iter().map(|i| i.reference.len()).max();
+        for i in &self.addons {
+            let size = human(i.size);
+            let _ = writeln!(
+                out,
+                "  {:<w$}  {size:>10}  {}",
+                i.reference,
+                i.digest,
+                w = width.unwrap_or(0)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nEstimated ISO size: at least {} of images ({} core, {} add-ons), before the \
+             binaries and tarballs",
+            human(self.core + self.addon_bytes()),
+            human(self.core),
+            human(self.addon_bytes())
+        );
+        out
+    }
+}
+
+/// The add-on images `asked` and the core images of `resolution`, sized from their manifests
+/// through the registry (its cache the default one); no layer is downloaded.
+async fn sizes(
+    settings: &Settings,
+    resolution: &Resolution,
+    asked: &[String],
+) -> Result<Sizes, AppError> {
+    let addons = crate::plan::addons(asked, &[])?;
+    let registry = net::registry(settings, net::writable_cache(None)?)?;
+    let parse = |text: &String| crate::image::Reference::parse(text);
+    let core: Vec<String> = resolution.images.iter().map(|i| i.image.clone()).collect();
+    let extra: Vec<_> = (addons.images.iter())
+        .filter(|i| !core.contains(i))
+        .map(parse)
+        .collect::<Result<_, _>>()?;
+    let core: Vec<_> = core.iter().map(parse).collect::<Result<_, _>>()?;
+    let arch = resolution.arch;
+    let (core, addons) = tokio::join!(
+        crate::realize::size_images(&registry, &core, arch),
+        crate::realize::size_images(&registry, &extra, arch),
+    );
+    Ok(Sizes {
+        addons: addons?,
+        core: core?.iter().map(|i| i.size).sum(),
+    })
 }
 
 /// The one architecture `resolve` lists: `build` takes several `--arch`, so a user may well

@@ -5,8 +5,8 @@
 
 use super::{AppError, net};
 use crate::cli::VerifyBundleArgs;
-use crate::signature::rekor;
 use crate::trust::material::{self, MaterialError};
+use cks_iso_sigstore::rekor;
 
 impl From<MaterialError> for AppError {
     fn from(err: MaterialError) -> Self {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::archive::ArchiveError;
-use crate::iso::IsoError;
+use cks_iso_iso9660::IsoError;
 
 /// An ISO, or a file beside it, that could not be written.
 #[derive(Debug, thiserror::Error)]

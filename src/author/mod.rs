@@ -16,13 +16,13 @@ use crate::archive;
 use crate::atomic::AtomicFile;
 use crate::contract;
 use crate::image::Arch;
-use crate::iso::{self, IsoSpec, VolumeId};
 use crate::lock::{self, Lock};
 use crate::plan::{self, Request};
 use crate::realize::{ArchRealized, ArchSignatures, Realized, signatures};
 use crate::reporter::Reporter;
 use crate::sbom::{Inventory, IsoFacts};
 use crate::versions::{FileRecord, ImageRecord, Versions};
+use cks_iso_iso9660::{IsoSpec, VolumeId};
 
 /// One finished ISO: what a summary prints and what CloudStack registers.
 #[derive(Debug, Clone)]
@@ -146,7 +146,7 @@ struct Stoppable<'a, F> {
     stop: &'a dyn Fn() -> bool,
 }
 
-impl<F: iso::Filler> iso::Filler for Stoppable<'_, F> {
+impl<F: cks_iso_iso9660::Filler> cks_iso_iso9660::Filler for Stoppable<'_, F> {
     fn fill(&mut self, buf: &mut [u8]) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         if (self.stop)() {
             return Err("stopped: the ISO of another architecture failed".into());
@@ -198,11 +198,7 @@ fn one(
         );
     }
     let mtime = u64::try_from(epoch).unwrap_or(0);
-    // The add-on images by name, with why each is there (the lock's word).
-    let extras: BTreeMap<String, String> = (lock.arches.get(arch).into_iter())
-        .flat_map(|entry| &entry.images)
-        .filter_map(|i| Some((i.reference.clone(), i.extra.clone()?)))
-        .collect();
+    let extras = extras_of(lock, arch);
     let mut images = Vec::new();
     // Each archive is described now (its exact size is known without reading a blob) and its bytes
     // go from the cache straight into the ISO: no `docker/*.tar` in the work dir.
@@ -284,16 +280,7 @@ fn one(
             Some(s) => signatures::sbom_notes(s, &naming.files),
             None => signatures::off_notes(&a.images, &a.files, &naming.files),
         },
-        extras: a
-            .images
-            .iter()
-            .filter_map(|i| {
-                let why = extras.get(&i.reference.to_string())?;
-                let archive = contract::image_archive(&naming.files[&i.reference]);
-                let words = extra_words(why);
-                Some((archive, format!("add-on image {}, {words}", i.reference)))
-            })
-            .collect(),
+        extras: sbom_sources(&extras, &naming.files),
         epoch,
     };
     sboms::write_into(&a.staging, &inventory)?;
@@ -302,7 +289,7 @@ fn one(
     let cache = fetched.registry.cache();
     let spliced = archives
         .iter()
-        .map(|(path, archive)| iso::Spliced {
+        .map(|(path, archive)| cks_iso_iso9660::Spliced {
             path: path.clone(),
             len: archive.size(),
             filler: Box::new(Stoppable {
@@ -311,7 +298,7 @@ fn one(
             }),
         })
         .collect();
-    let written = iso::author_spliced(
+    let written = cks_iso_iso9660::author_spliced(
         &a.staging,
         spliced,
         &output,
@@ -357,6 +344,30 @@ fn one(
     })
 }
 
+/// The add-on images of `arch` by name, with why each is there (the lock's word).
+fn extras_of(lock: &Lock, arch: &str) -> BTreeMap<String, String> {
+    (lock.arches.get(arch).into_iter())
+        .flat_map(|entry| &entry.images)
+        .filter_map(|i| Some((i.reference.clone(), i.extra.clone()?)))
+        .collect()
+}
+
+/// Per add-on image archive path (`files` names each image's archive), where it came from, as
+/// the SBOMs say it.
+fn sbom_sources(
+    extras: &BTreeMap<String, String>,
+    files: &BTreeMap<crate::image::Reference, String>,
+) -> BTreeMap<String, String> {
+    files
+        .iter()
+        .filter_map(|(reference, file)| {
+            let why = extra_words(extras.get(&reference.to_string())?);
+            let source = format!("add-on image {reference}, {why}");
+            Some((contract::image_archive(file), source))
+        })
+        .collect()
+}
+
 /// Why an add-on image is in the ISO, in words: `asked for` (`--image`, `--images-file`, the
 /// configuration's `extras.images`) or `named by <manifest>`.
 fn extra_words(why: &str) -> String {
@@ -368,12 +379,13 @@ fn extra_words(why: &str) -> String {
 
 /// An archive that failed inside the ISO is reported as the archive error it is (naming the image,
 /// the blob and both digests, with its hint).
-fn iso_error(err: iso::IsoError) -> AuthorError {
+fn iso_error(err: cks_iso_iso9660::IsoError) -> AuthorError {
     match err {
-        iso::IsoError::Spliced { path, source } => match source.downcast::<archive::ArchiveError>()
+        cks_iso_iso9660::IsoError::Spliced { path, source } => match source
+            .downcast::<archive::ArchiveError>()
         {
             Ok(archive) => AuthorError::from(*archive),
-            Err(source) => AuthorError::from(iso::IsoError::Spliced { path, source }),
+            Err(source) => AuthorError::from(cks_iso_iso9660::IsoError::Spliced { path, source }),
         },
         other => AuthorError::from(other),
     }
@@ -386,10 +398,10 @@ fn hash_file(path: &Path) -> Result<String, AuthorError> {
     Ok(reader.digest().hex().to_owned())
 }
 
-/// Writes `signatures/` (see [`crate::signature::evidence`]) into the staging directory
+/// Writes `signatures/` (see [`cks_iso_sigstore::evidence`]) into the staging directory
 /// `staging`.
 fn write_signatures(staging: &Path, sigs: &ArchSignatures) -> Result<(), AuthorError> {
-    for (rel, bytes) in crate::signature::evidence(
+    for (rel, bytes) in cks_iso_sigstore::evidence(
         &sigs.report,
         &sigs.manifests,
         &sigs.binaries,

@@ -20,8 +20,8 @@ use sha2::{Digest as _, Sha256};
 use super::{Cache, CacheError};
 use crate::contract;
 use crate::image::Digest;
-use crate::iso::read::{IsoReader, ReadError};
 use crate::lock::Lock;
+use cks_iso_iso9660::read::{IsoReader, ReadError};
 
 /// Members at most this big are kept in memory after the first pass (indexes, manifests,
 /// configs).

@@ -290,7 +290,7 @@ impl Cache {
         reference: &Reference,
         signed: &Digest,
     ) {
-        let tag = crate::signature::tag_for(signed);
+        let tag = cks_iso_sigstore::tag_for(signed);
         let key = Key::signature(reference, &tag);
         let Some(found) = self.recall(&key) else {
             return;
@@ -328,7 +328,7 @@ impl Cache {
         if !matches!(read, Ok(Ok(_))) {
             return;
         }
-        for (digest, size) in crate::signature::referrer::candidates(&bytes).unwrap_or_default() {
+        for (digest, size) in cks_iso_sigstore::referrer::candidates(&bytes).unwrap_or_default() {
             // A listed referrer a build passed over (gone, not of its listed size, its bundle
             // oversized or altered) never entered the cache, and an offline build passes it
             // over again: nothing to carry.

@@ -19,7 +19,7 @@
 //! idle-timeout: 30              # seconds
 //! signatures: verify            # off | verify | warn | enforce (see README, Signatures)
 //! trusted-root: trusted_root.json  # Sigstore trust root instead of the embedded public-good one
-//! signature-policy: policy.yaml  # more signers (see `crate::signature::policy`)
+//! signature-policy: policy.yaml  # more signers (see `cks_iso_sigstore::policy`)
 //! rekor-url: https://rekor.sigstore.dev  # where binaries' signatures are looked up
 //! cloudstack: "4.23"            # the CloudStack release `build` makes ISOs for
 //! cloudstack-api:               # what `register` and `versions` talk to (docs/registration.md)
@@ -40,7 +40,7 @@ use serde::Deserialize;
 
 use crate::env;
 use crate::fetch::{HttpConfig, Mirror, Mirrors, RetryPolicy};
-use crate::signature::Mode;
+use cks_iso_sigstore::Mode;
 
 mod error;
 mod locate;

@@ -107,3 +107,32 @@ fn a_cloudstack_release_reads_written_as_a_number_or_a_string_and_an_unknown_one
     let msg = err.to_string();
     assert!(msg.contains("cloudstack") && msg.contains("4.19"), "{msg}");
 }
+
+#[test]
+fn extras_read_with_their_files_relative_to_the_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.yaml");
+    std::fs::write(
+        &path,
+        "extras:\n  images: [velero/velero:v1.14.0]\n  manifests:\n    - velero.yaml=rendered/v.yaml\n    - https://example.org/ms.yaml\n    - /abs/x.yaml\n",
+    )
+    .unwrap();
+    let file = Network::load(&path).unwrap();
+    let settings = merge(Some((path.clone(), file)), Network::default()).unwrap();
+    assert_eq!(settings.extras.images, ["velero/velero:v1.14.0"]);
+    assert_eq!(
+        settings.extras.manifests,
+        [
+            format!(
+                "velero.yaml={}",
+                dir.path().join("rendered/v.yaml").display()
+            ),
+            "https://example.org/ms.yaml".to_owned(),
+            "/abs/x.yaml".to_owned(),
+        ]
+    );
+    assert!(
+        Network::parse("extras:\n  charts: [x]\n").is_err(),
+        "unknown keys are refused"
+    );
+}

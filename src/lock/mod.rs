@@ -434,6 +434,15 @@ impl Lock {
                      each image once"
                 )));
             }
+            // Written into versions.txt and the SBOMs: only the words cks-iso writes.
+            if let Some(image) = entry.images.iter().find(|i| !lock.extra_is_known(i)) {
+                return Err(invalid(format!(
+                    "arches.{arch}.images: {} has \"extra\" {:?}, which is neither {EXTRA_ASKED:?} \
+                     nor \"manifest:\" and an add-on manifest the lock lists",
+                    image.reference,
+                    image.extra.as_deref().unwrap_or_default()
+                )));
+            }
             for file in &entry.files {
                 let Some(s) = &file.signature else { continue };
                 let pair = [&s.sig, &s.cert, &s.rekor];
@@ -478,6 +487,17 @@ impl Lock {
             .cloned()
             .collect::<Vec<_>>()
             .join(" and ")
+    }
+
+    /// Whether `image`'s `extra` is absent, [`EXTRA_ASKED`], or names an add-on manifest of the
+    /// lock.
+    fn extra_is_known(&self, image: &ImageEntry) -> bool {
+        match image.extra.as_deref() {
+            None | Some(EXTRA_ASKED) => true,
+            Some(other) => other
+                .strip_prefix("manifest:")
+                .is_some_and(|path| self.manifest(path).is_some_and(|m| m.role == EXTRA_ROLE)),
+        }
     }
 
     /// The manifest at `path`.

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::{FILE_NAME, Lock, LockError};
-use crate::iso::read::{IsoReader, ReadError};
+use cks_iso_iso9660::read::{IsoReader, ReadError};
 
 /// Locks are small; more than this is not one.
 const LIMIT: u64 = 64 << 20;

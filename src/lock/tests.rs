@@ -254,3 +254,34 @@ fn an_arm64_etcd_under_its_own_name_is_told_from_the_files() {
     lock.arches.get_mut("arm64").unwrap().files.push(own);
     assert!(lock.etcd_own_name());
 }
+
+#[test]
+fn addons_round_trip_old_locks_read_without_them_and_unknown_words_are_refused() {
+    let mut lock = sample();
+    lock.normalise();
+    let old = lock.render();
+    assert!(!old.contains("\"extra\""), "{old}");
+    lock.manifests.push(ManifestEntry {
+        path: "velero.yaml".into(),
+        role: EXTRA_ROLE.into(),
+        source: "https://example.org/velero.yaml".into(),
+        sha256_taken: "c".repeat(64),
+        sha256: "d".repeat(64),
+    });
+    let images = &mut lock.arches.get_mut("amd64").unwrap().images;
+    images[0].extra = Some(EXTRA_ASKED.into());
+    images[1].extra = Some(extra_from_manifest("velero.yaml"));
+    lock.normalise();
+    let text = lock.render();
+    assert_eq!(Lock::parse(&text, "x").unwrap(), lock);
+    for bad in [
+        "manifest:network.yaml",
+        "manifest:gone.yaml",
+        "image\nimage x",
+    ] {
+        let mut forged = lock.clone();
+        forged.arches.get_mut("amd64").unwrap().images[0].extra = Some(bad.into());
+        let err = Lock::parse(&forged.render(), "forged.lock").unwrap_err();
+        assert!(err.to_string().contains("\"extra\""), "{bad:?}: {err}");
+    }
+}

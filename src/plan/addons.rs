@@ -27,6 +27,28 @@ impl Addons {
     pub fn is_empty(&self) -> bool {
         self.images.is_empty() && self.manifests.is_empty()
     }
+
+    /// `first` (the configuration's) and then these (the flags'), each image once; two manifests
+    /// of one name are a usage error.
+    pub fn after(self, first: Addons) -> Result<Addons, PlanError> {
+        let mut out = first;
+        for image in self.images {
+            if !out.images.contains(&image) {
+                out.images.push(image);
+            }
+        }
+        for (name, source) in self.manifests {
+            if out.manifests.iter().any(|(n, _)| *n == name) {
+                return Err(PlanError::AddonName {
+                    given: name.clone(),
+                    name,
+                    reason: "the configuration's extras already have a manifest of that name",
+                });
+            }
+            out.manifests.push((name, source));
+        }
+        Ok(out)
+    }
 }
 
 /// The references of an images file: one a line; blank lines and `#` comments (whole lines or
@@ -158,6 +180,25 @@ mod tests {
             image_lines("# tools\n\nnginx  # web\n  busybox:1.36\n"),
             ["nginx", "busybox:1.36"]
         );
+    }
+
+    #[test]
+    fn the_configuration_s_addons_come_first_and_a_name_twice_is_refused() {
+        let configured = addons(&["nginx".into()], &["a.yaml=/etc/a.yaml".into()]).unwrap();
+        let flags = addons(&["busybox".into(), "nginx".into()], &["b.yaml".into()]).unwrap();
+        let both = flags.after(configured.clone()).unwrap();
+        assert_eq!(
+            both.images,
+            [
+                "docker.io/library/nginx:latest",
+                "docker.io/library/busybox:latest"
+            ]
+        );
+        let names: Vec<&str> = both.manifests.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["a.yaml", "b.yaml"]);
+        let again = addons(&[], &["a.yaml=https://x/a.yaml".into()]).unwrap();
+        assert!(again.after(configured).is_err());
+        assert!(Addons::default().is_empty() && !both.is_empty());
     }
 
     #[test]

@@ -21,7 +21,7 @@ use futures_util::future::try_join_all;
 
 pub use error::RealizeError;
 pub use signatures::ArchSignatures;
-pub use to_lock::{LockInputs, resolve_lock};
+pub use to_lock::{LockInputs, resolve_lock, size_images};
 
 use crate::cache::Cache;
 use crate::config::Settings;
@@ -251,35 +251,7 @@ async fn take_common<'l>(
     }))
     .await?;
     let kubeadm: Vec<&str> = kubeadm.iter().map(String::as_str).collect();
-    // The images asked for by reference, under the one-pause rule as a manifest's are.
-    let asked_as = plan::Edited {
-        text: String::new(),
-        images: asked.to_vec(),
-        notes: Vec::new(),
-        edits: Vec::new(),
-    };
-    // Before any pull: a second pause image would be the one nodes run (`sort | tail -1`).
-    plan::one_pause(
-        &kubeadm,
-        taken
-            .iter()
-            .map(|(file, edited, _)| (file.dest.as_str(), file.source.as_str(), edited))
-            .chain([("--image", "the command line", &asked_as)]),
-    )
-    .map_err(RealizeError::Pause)?;
-    // A manifest's bad image is the manifest's fault, not the command line's.
-    for (file, edited, _) in &taken {
-        for image in &edited.images {
-            if let Err(source) = Reference::parse(image) {
-                return Err(RealizeError::NotAReference {
-                    dest: file.dest.clone(),
-                    origin: file.source.clone(),
-                    image: image.clone(),
-                    source: Box::new(source),
-                });
-            }
-        }
-    }
+    check_taken(&kubeadm, asked, &taken)?;
     let mut files = Vec::new();
     let mut entries = Vec::new();
     let mut edits = Vec::new();
@@ -299,6 +271,10 @@ async fn take_common<'l>(
         entries.push(entry);
     }
     let extras = extras(&kubeadm, asked, named_by)?;
+    // An add-on image that is a core one is bundled once, as the core one.
+    for image in asked.iter().filter(|i| !extras.contains_key(*i)) {
+        notes.push(format!("--image {image}: already bundled as a core image"));
+    }
     for (file, entry) in manifests::units(&common)? {
         files.push(file);
         entries.push(entry);
@@ -318,6 +294,47 @@ async fn take_common<'l>(
         references,
         extras,
     })
+}
+
+/// Before any pull: one pause image (a second would be the one nodes run, `sort | tail -1`), the
+/// images `asked` for by reference included; and every image `taken`'s manifests name a
+/// reference (a manifest's bad image is the manifest's fault, not the command line's).
+fn check_taken(
+    kubeadm: &[&str],
+    asked: &[String],
+    taken: &[(IsoFile, plan::Edited, ManifestEntry)],
+) -> Result<(), RealizeError> {
+    let asked_as = plan::Edited {
+        text: String::new(),
+        images: asked.to_vec(),
+        notes: Vec::new(),
+        edits: Vec::new(),
+    };
+    plan::one_pause(
+        kubeadm,
+        taken
+            .iter()
+            .map(|(file, edited, _)| (file.dest.as_str(), file.source.as_str(), edited))
+            .chain([(
+                "--image",
+                "--image, --images-file or extras: images:",
+                &asked_as,
+            )]),
+    )
+    .map_err(RealizeError::Pause)?;
+    for (file, edited, _) in taken {
+        for image in &edited.images {
+            if let Err(source) = Reference::parse(image) {
+                return Err(RealizeError::NotAReference {
+                    dest: file.dest.clone(),
+                    origin: file.source.clone(),
+                    image: image.clone(),
+                    source: Box::new(source),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The add-on images and why each is there: every image neither kubeadm nor a core manifest
@@ -350,9 +367,6 @@ fn extras(
                 extras.insert(image, lock::extra_from_manifest(path));
             }
         }
-    }
-    for image in asked.iter().filter(|i| core.contains(*i)) {
-        tracing::info!("--image {image}: already bundled as a core image");
     }
     Ok(extras)
 }

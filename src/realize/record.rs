@@ -53,12 +53,6 @@ impl Realized {
                         }),
                     })
                     .collect();
-                // Why an add-on image is there is the realized lock's word.
-                let extra = |reference: String| {
-                    let locked = realized.arches.get(a.arch.k8s())?;
-                    let entry = locked.images.iter().find(|i| i.reference == reference)?;
-                    entry.extra.clone()
-                };
                 let images = a
                     .images
                     .iter()
@@ -67,7 +61,7 @@ impl Realized {
                             .signatures
                             .as_ref()
                             .and_then(|s| super::signatures::lock_signature(s, i)),
-                        extra: extra(i.reference.to_string()),
+                        extra: extra_of(realized, a.arch.k8s(), &i.reference.to_string()),
                         ..super::to_lock::image_entry(i)
                     })
                     .collect();
@@ -99,6 +93,13 @@ impl Realized {
         lock.normalise();
         lock
     }
+}
+
+/// Why the add-on image `reference` of `arch` is in the ISO: the realized lock's word.
+fn extra_of(realized: &Lock, arch: &str, reference: &str) -> Option<String> {
+    let locked = realized.arches.get(arch)?;
+    let entry = locked.images.iter().find(|i| i.reference == reference)?;
+    entry.extra.clone()
 }
 
 /// `versions` (what a lock records of the versions) with what `request` decides of the content

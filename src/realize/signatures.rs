@@ -11,10 +11,10 @@ use crate::image::Digest;
 use crate::image::Image;
 use crate::plan::IsoFile;
 use crate::registry::Registry;
-use crate::signature::{
-    self, BinaryEvidence, ImageReport, Policy, Report, SignatureManifest, TrustedRoot, Verdict,
-};
 use crate::trust::checker::{Checker, CheckerError};
+use cks_iso_sigstore::{
+    BinaryEvidence, ImageReport, Policy, Report, SignatureManifest, TrustedRoot, Verdict,
+};
 
 /// The directory at the ISO's root that holds the evidence (the contract's name).
 pub const DIR: &str = crate::contract::SIGNATURES_DIR;
@@ -139,8 +139,8 @@ pub fn lock_signature(sigs: &ArchSignatures, image: &Image) -> Option<crate::loc
         .strip_suffix(".json")?;
     let manifest = Digest::parse(&format!("sha256:{hex}")).ok()?;
     let tag = match report.found.as_deref() {
-        Some("referrer") => signature::referrer::fallback_tag(&signed),
-        _ => signature::tag_for(&signed),
+        Some("referrer") => cks_iso_sigstore::referrer::fallback_tag(&signed),
+        _ => cks_iso_sigstore::tag_for(&signed),
     };
     Some(crate::lock::ImageSignature {
         tag,
@@ -207,7 +207,7 @@ pub fn off_notes(
 pub const OFF_SUMMARY: &str = "# signatures off: not checked\n";
 
 /// `verified: <identity> via <issuer>, Rekor log index N`, `unsigned`, or nothing (not covered).
-fn note(verdict: &Verdict, signer: Option<&signature::Signer>) -> Option<String> {
+fn note(verdict: &Verdict, signer: Option<&cks_iso_sigstore::Signer>) -> Option<String> {
     match (verdict, signer) {
         (Verdict::Verified, Some(s)) => Some(format!(
             "verified: {} via {}, Rekor log index {}",

@@ -193,6 +193,16 @@ async fn published(fetcher: &Fetcher<'_>, artifact: &Artifact) -> Option<String>
         .ok()
 }
 
+/// What `references` weigh for linux/`arch`: each one's lock entry, resolved at the registry from
+/// its manifests alone — no layer is downloaded — for `resolve`'s sizes and the ISO's estimate.
+pub async fn size_images(
+    registry: &Registry,
+    references: &[Reference],
+    arch: Arch,
+) -> Result<Vec<ImageEntry>, RealizeError> {
+    resolve_images(registry, references, arch).await
+}
+
 /// Resolves `references` for linux/`arch` at the registry (manifests only, `jobs` at a time):
 /// each one's index digest, chosen platform manifest and size.
 async fn resolve_images(

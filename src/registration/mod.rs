@@ -27,8 +27,8 @@ pub mod url;
 use std::path::{Path, PathBuf};
 
 use crate::image::Arch;
-use crate::iso::read::IsoReader;
 use crate::versions::Versions;
+use cks_iso_iso9660::read::IsoReader;
 
 pub use api::{Api, ApiError};
 pub use run::{Options, Outcome, RegistrationError, Retire};

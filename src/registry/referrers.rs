@@ -1,11 +1,11 @@
 //! cosign 3's signatures: OCI 1.1 referrers of an image digest holding a Sigstore bundle v0.3
-//! (what cosign writes is described in [`crate::signature::referrer`]), found through the same
+//! (what cosign writes is described in [`cks_iso_sigstore::referrer`]), found through the same
 //! routes (mirrors), auth, retries and cache as the image and its `.sig` tags.
 //!
 //! Discovery, as the distribution spec 1.1 and go-containerregistry (which cosign uses) do it:
 //! `GET /v2/<name>/referrers/<digest>?artifactType=<bundle v0.3>` with an OCI image index in
 //! `Accept`. A `200` whose `Content-Type` is an OCI image index is the list (the registry may
-//! ignore the filter: [`crate::signature::referrer::candidates`] filters again). Any other
+//! ignore the filter: [`cks_iso_sigstore::referrer::candidates`] filters again). Any other
 //! answer a registry without the API gives — `404` (Debian's docker-registry 2.8 answers so),
 //! `400`, `405`, `406`, or a `200` of another type — falls back to the tag schema: the image
 //! index tagged `sha256-<hex>`, whose `404` means no referrers.
@@ -13,7 +13,7 @@
 //! The Referrers API may answer in pages: as go-containerregistry does, its
 //! `Link: <…>; rel="next"` is followed, on the same host, for at most [`MAX_REFERRER_PAGES`]
 //! pages, and the pages' lists are kept as one index (one page byte for byte). Every page
-//! is capped at [`MAX_MANIFEST_SIZE`] and at most [`crate::signature::referrer::MAX_REFERRERS`]
+//! is capped at [`MAX_MANIFEST_SIZE`] and at most [`cks_iso_sigstore::referrer::MAX_REFERRERS`]
 //! signature referrers are fetched; each referrer manifest by its digest, its bundle layer as a
 //! blob checked against its descriptor, both kept in the cache.
 //!
@@ -34,8 +34,8 @@ use super::{Endpoint, Kind, Registry, RegistryError, fetch};
 use crate::cache::Key;
 use crate::fetch::Origin;
 use crate::image::{Digest, MAX_MANIFEST_SIZE, Reference};
-use crate::signature::SignatureManifest;
-use crate::signature::referrer::{self, BUNDLE_ARTIFACT_TYPE, fallback_tag};
+use cks_iso_sigstore::SignatureManifest;
+use cks_iso_sigstore::referrer::{self, BUNDLE_ARTIFACT_TYPE, fallback_tag};
 use reqwest::header::{ACCEPT, HeaderValue};
 
 /// The media type a referrers list is.

@@ -20,7 +20,7 @@ use crate::fetch::Origin;
 use crate::image::{
     Arch, Digest, ImageError, Index, MAX_MANIFEST_SIZE, Manifest, MediaType, Reference, parse,
 };
-use crate::signature::{SignatureManifest, tag_for};
+use cks_iso_sigstore::{SignatureManifest, tag_for};
 
 impl Registry {
     /// `host[:port]` that serves `reference`'s API requests: its mirror's, else its registry's.

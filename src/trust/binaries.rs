@@ -17,13 +17,13 @@ use futures_util::{StreamExt, stream};
 use crate::contract::SIGNATURES_DIR as DIR;
 use crate::fetch::FetchError;
 use crate::plan::IsoFile;
-use crate::signature::rekor;
-use crate::signature::{
-    self, BUNDLE_SUFFIX, BinaryEvidence, BinaryReport, Mode, PairMaterial, SignatureError, Verdict,
-};
 use crate::trust::checker::{Checker, CheckerError};
 use crate::trust::{self, now};
 use crate::upstream::Fetcher;
+use cks_iso_sigstore::rekor;
+use cks_iso_sigstore::{
+    BUNDLE_SUFFIX, BinaryEvidence, BinaryReport, Mode, PairMaterial, SignatureError, Verdict,
+};
 
 /// A downloaded file whose signature could not be judged, or was judged bad.
 #[derive(Debug, thiserror::Error)]
@@ -116,7 +116,7 @@ enum Found {
 /// P-256 signatures (an RSA-4096 one would take 700).
 const SIG_LIMIT: u64 = 4 * 1024;
 /// The most a `.cert` may hold: base64 of the leaf's PEM, about 2 KiB for dl.k8s.io's Fulcio
-/// leaves, under 30 KiB for a certificate at [`signature::MAX_CERT_SIZE`] (refused beyond).
+/// leaves, under 30 KiB for a certificate at [`cks_iso_sigstore::MAX_CERT_SIZE`] (refused beyond).
 const CERT_LIMIT: u64 = 32 * 1024;
 /// The most a published bundle may hold (see [`rekor::MAX_BUNDLE_SIZE`]).
 const BUNDLE_LIMIT: u64 = rekor::MAX_BUNDLE_SIZE as u64;
@@ -213,7 +213,7 @@ pub(crate) async fn check_files(
 #[derive(Clone, Copy)]
 struct Covered<'a> {
     file: &'a IsoFile,
-    rule: &'a signature::Rule,
+    rule: &'a cks_iso_sigstore::Rule,
     lock_sig: Option<&'a crate::lock::FileSignature>,
 }
 
@@ -406,7 +406,7 @@ async fn check_file(
                     let err = untrusted(SignatureError::Invalid {
                         artifact,
                         digest: shown,
-                        step: signature::Step::RekorEntry,
+                        step: cks_iso_sigstore::Step::RekorEntry,
                         reason: format!(
                             "{} has no entry that logs this file, signature and certificate",
                             crate::fetch::redact(&checker.rekor_url)
@@ -434,7 +434,7 @@ async fn check_file(
             let kube_binary = file.source.starts_with("https://dl.k8s.io/release/");
             let always_signed = kube_binary
                 && kubernetes.major == 1
-                && kubernetes.minor >= signature::ALWAYS_SIGNED_SINCE_MINOR;
+                && kubernetes.minor >= cks_iso_sigstore::ALWAYS_SIGNED_SINCE_MINOR;
             // `warn` lets a withheld signature pass with the warning below.
             let required = always_signed && checker.mode != Mode::Warn;
             if checker.mode == Mode::Enforce || required {
@@ -470,24 +470,25 @@ async fn check_file(
         });
         (err, true)
     };
-    let map = rekor::entries(&entry).map_err(|e| invalid(signature::Step::RekorEntry, e.into()))?;
+    let map = rekor::entries(&entry)
+        .map_err(|e| invalid(cks_iso_sigstore::Step::RekorEntry, e.into()))?;
     let logged = map
         .values()
         .find(|e| rekor::Evidence::logged_by(&digest, &sig, &cert, e))
         .ok_or_else(|| {
             invalid(
-                signature::Step::RekorEntry,
+                cks_iso_sigstore::Step::RekorEntry,
                 "the Rekor entry does not log this file, signature and certificate".into(),
             )
         })?;
     let ev = rekor::Evidence::from_rekor(&digest, &sig, &cert, logged)
-        .map_err(|e| invalid(signature::Step::LayerIntegrity, e.into()))?;
+        .map_err(|e| invalid(cks_iso_sigstore::Step::LayerIntegrity, e.into()))?;
     let file_digest = hash.digest_of(file).await?;
     let verified = rekor::verify_digest(&checker.root, rule, &file_digest, &ev, now())
         .map_err(|f| invalid(f.step, f.reason))?;
     report.verdict = Verdict::Verified;
     report.bundle = Some(format!("{DIR}/{}", BinaryEvidence::bundle_path(&file.dest)));
-    report.signer = Some(signature::Signer::from(&verified));
+    report.signer = Some(cks_iso_sigstore::Signer::from(&verified));
     let evidence = BinaryEvidence {
         path: file.dest.clone(),
         bundle: ev.bundle(),
@@ -519,7 +520,7 @@ async fn check_bundle(
     };
     let ev = rekor::Evidence::from_bundle(&bytes).map_err(|e| {
         invalid(
-            signature::Step::LayerIntegrity,
+            cks_iso_sigstore::Step::LayerIntegrity,
             format!("not a Sigstore bundle cks-iso reads: {e}"),
         )
     })?;
@@ -537,7 +538,7 @@ async fn check_bundle(
         sha256: file.sha256.clone(),
         verdict: Verdict::Verified,
         bundle: Some(format!("{DIR}/{}", BinaryEvidence::bundle_path(&file.dest))),
-        signer: Some(signature::Signer::from(&verified)),
+        signer: Some(cks_iso_sigstore::Signer::from(&verified)),
     };
     let evidence = BinaryEvidence {
         path: file.dest.clone(),

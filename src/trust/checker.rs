@@ -12,9 +12,8 @@ use crate::fetch::Origin;
 use crate::image::{Digest, Image, ImageError};
 use crate::lock::ImageSignature;
 use crate::registry::{Registry, RegistryError};
-use crate::signature::{
-    self, ImageReport, Invalid, Mode, Policy, SignatureError, SignatureManifest, TrustedRoot,
-    Verdict,
+use cks_iso_sigstore::{
+    ImageReport, Invalid, Mode, Policy, SignatureError, SignatureManifest, TrustedRoot, Verdict,
 };
 
 use super::image::{Accepted, CheckError, Verdicts};
@@ -290,7 +289,7 @@ impl Checker {
         };
         if let Some(named) = named {
             let found = locked_signature(registry, image, named).await?;
-            let accepted = signature::judge(&self.root, rule, &artifact, &found, now())?
+            let accepted = cks_iso_sigstore::judge(&self.root, rule, &artifact, &found, now())?
                 .ok_or_else(|| SignatureError::Unsigned {
                     artifact: artifact.clone(),
                     digest: image.manifest.digest.to_string(),
@@ -320,7 +319,7 @@ impl Checker {
         )
         .await?;
         let withheld =
-            signature::always_signed(&image.reference.repository(), image.reference.tag());
+            cks_iso_sigstore::always_signed(&image.reference.repository(), image.reference.tag());
         let accepted = match found {
             Some(accepted) => accepted,
             None if origin == Origin::Cache && !vouched => return Err(untied(image)),
@@ -411,7 +410,7 @@ fn accepted_report(
         manifest_digest.hex()
     ));
     report.found = Some(manifest.found().to_owned());
-    report.signer = Some(signature::Signer::from(&verified));
+    report.signer = Some(cks_iso_sigstore::Signer::from(&verified));
     // A cosign 3 statement names no docker-reference.
     report.docker_reference =
         Some(verified.docker_reference).filter(|r| !r.is_empty() || manifest.found() == "tag");
@@ -430,8 +429,8 @@ async fn locked_signature(
     let (signs, is_referrer) = [&image.manifest.digest, &image.top.digest]
         .into_iter()
         .find_map(|d| match &locked.tag {
-            tag if *tag == signature::tag_for(d) => Some((d, false)),
-            tag if *tag == signature::referrer::fallback_tag(d) => Some((d, true)),
+            tag if *tag == cks_iso_sigstore::tag_for(d) => Some((d, false)),
+            tag if *tag == cks_iso_sigstore::referrer::fallback_tag(d) => Some((d, true)),
             _ => None,
         })
         .ok_or_else(|| CheckerError::LockTag {

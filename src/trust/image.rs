@@ -11,9 +11,7 @@ use crate::registry::{Registry, RegistryError};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::signature::{
-    self, Rejection, Rule, SignatureError, SignatureManifest, TrustedRoot, Verified,
-};
+use cks_iso_sigstore::{Rejection, Rule, SignatureError, SignatureManifest, TrustedRoot, Verified};
 
 /// The signature that verified.
 #[derive(Debug)]
@@ -92,13 +90,13 @@ impl Verdicts {
         if let Some(given) = self.given.lock().expect("never poisoned").get(&key) {
             return given.clone();
         }
-        let verdict = signature::judge_manifest(root, rule, sig, now);
+        let verdict = cks_iso_sigstore::judge_manifest(root, rule, sig, now);
         tracing::debug!(
             "judged the signature manifest {} of {}: {}",
             sig.digest,
             sig.signs,
             match &verdict {
-                Ok(_) => crate::signature::Verdict::Verified.to_string(),
+                Ok(_) => cks_iso_sigstore::Verdict::Verified.to_string(),
                 Err(Rejection::NoLayers) => "no layers".to_owned(),
                 Err(Rejection::Failed(f)) => format!("fails the {} check", f.step.name()),
             }
@@ -220,7 +218,7 @@ pub async fn check(
 mod tests {
     use super::*;
     use crate::image::Descriptor;
-    use crate::signature::{PUBLIC_GOOD_ROOT, Policy, SIMPLE_SIGNING, Step};
+    use cks_iso_sigstore::{PUBLIC_GOOD_ROOT, Policy, SIMPLE_SIGNING, Step};
 
     fn digest(c: char) -> Digest {
         Digest::parse(&format!("sha256:{}", c.to_string().repeat(64))).unwrap()

@@ -11,8 +11,8 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use crate::fetch::FetchError;
-use crate::signature::{Policy, Rule, SignatureError, Step, Verified, rekor};
 use crate::upstream::Fetcher;
+use cks_iso_sigstore::{Policy, Rule, SignatureError, Step, Verified, rekor};
 
 /// The most a bundle, `.sig` or `.cert` file may hold: real ones are a few KiB.
 const MATERIAL_LIMIT: u64 = 1 << 20;
@@ -213,7 +213,7 @@ pub async fn looked_up(
 
 /// Judges `evidence` for the file `shown` (sha256 `digest`) under `rule` against `root`, now.
 pub fn verify(
-    root: &crate::signature::TrustedRoot,
+    root: &cks_iso_sigstore::TrustedRoot,
     rule: &Rule,
     (digest, shown): (&[u8; 32], &str),
     evidence: &rekor::Evidence,

@@ -15,7 +15,7 @@ pub mod standalone;
 
 use std::path::{Path, PathBuf};
 
-use crate::signature::{PUBLIC_GOOD_ROOT, Policy, TrustedRoot};
+use cks_iso_sigstore::{PUBLIC_GOOD_ROOT, Policy, TrustedRoot};
 
 /// A policy or trusted root that cannot be used: a usage error, the user named the file.
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +52,7 @@ pub enum TrustError {
         /// The file, or the embedded root.
         origin: String,
         /// What is wrong.
-        reason: crate::signature::root::RootError,
+        reason: cks_iso_sigstore::root::RootError,
     },
 }
 

@@ -10,8 +10,8 @@
 use crate::cache::{Cache, Key};
 use crate::fetch::{FetchError, strip_userinfo};
 use crate::image::Digest;
-use crate::signature::rekor;
 use crate::upstream::Fetcher;
+use cks_iso_sigstore::rekor;
 
 /// Rekor's public-good instance.
 pub const DEFAULT_REKOR_URL: &str = "https://rekor.sigstore.dev";

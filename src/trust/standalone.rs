@@ -17,8 +17,8 @@ use super::{TrustError, now};
 use crate::fetch::Origin;
 use crate::image::{Arch, Digest, Reference};
 use crate::registry::{Registry, RegistryError};
-use crate::signature::policy::Identity;
-use crate::signature::{Rule, SignatureError, Signer, Step, TrustedRoot, Verdict, tag_for};
+use cks_iso_sigstore::policy::Identity;
+use cks_iso_sigstore::{Rule, SignatureError, Signer, Step, TrustedRoot, Verdict, tag_for};
 
 /// Why no image could be judged, or why one failed.
 #[derive(Debug, thiserror::Error)]
@@ -274,7 +274,7 @@ async fn one(registry: &Registry, rule: &Rule, reference: &Reference, how: Judgi
         Ok(Some(accepted)) => Outcome::Verified(Box::new(accepted)),
         // As build: upstream signs every copy, so none found means one was withheld on the way,
         // with or without --enforce.
-        Ok(None) if crate::signature::always_signed(&reference.repository(), reference.tag()) => {
+        Ok(None) if cks_iso_sigstore::always_signed(&reference.repository(), reference.tag()) => {
             let digest = checked.platform.as_ref().or(checked.digest.as_ref());
             Outcome::Failed(StandaloneError::from(CheckError::Untrusted(
                 SignatureError::Withheld {

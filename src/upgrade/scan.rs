@@ -10,7 +10,7 @@ use hadris_fs::FileType;
 use crate::archive::containerd;
 use crate::contract;
 use crate::image::Arch;
-use crate::iso::read::{IsoReader, ReadError};
+use cks_iso_iso9660::read::{IsoReader, ReadError};
 
 /// One `docker/` file and what `ctr image import` makes of it.
 #[derive(Debug, Clone, PartialEq, Eq)]

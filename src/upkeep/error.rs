@@ -67,7 +67,7 @@ pub enum Kind {
         path: PathBuf,
         /// Why.
         #[source]
-        source: crate::iso::read::ReadError,
+        source: cks_iso_iso9660::read::ReadError,
     },
     /// `export`: a blob the locks need is not in the cache.
     #[error(

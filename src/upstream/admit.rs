@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use super::tie::{Tie, Untied, published_checksum, tie};
 use crate::cache::{Cache, IndexEntry, Key};
 use crate::image::Digest;
-use crate::signature::{BUNDLE_SUFFIX, Policy, TrustedRoot, rekor};
+use cks_iso_sigstore::{BUNDLE_SUFFIX, Policy, TrustedRoot, rekor};
 
 /// The most a `.sig` or `.cert` may hold (as `build` reads them).
 const PAIR_LIMIT: u64 = 64 * 1024;

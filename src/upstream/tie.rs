@@ -81,7 +81,7 @@ fn is_material(key: &Key) -> bool {
         Key::Url(url) => {
             url.ends_with(".sig")
                 || url.ends_with(".cert")
-                || url.ends_with(crate::signature::BUNDLE_SUFFIX)
+                || url.ends_with(cks_iso_sigstore::BUNDLE_SUFFIX)
         }
         Key::Tag(_) => false,
     }
@@ -107,11 +107,11 @@ pub fn tie(store: &Cache, key: &str, digest: &Digest, note: &str) -> Result<Tie,
         let signed = std::iter::once(digest.clone())
             .chain(listed(store, digest))
             .any(|d| {
-                let tag = crate::signature::tag_for(&d);
+                let tag = cks_iso_sigstore::tag_for(&d);
                 store.recall(&Key::signature(&reference, &tag)).is_some()
                     || store.recall(&Key::referrers(&reference, &d)).is_some()
             });
-        let covered = crate::signature::Policy::builtin()
+        let covered = cks_iso_sigstore::Policy::builtin()
             .rule_for(&reference.repository())
             .is_some();
         return Ok(match (signed, covered) {

@@ -10,10 +10,10 @@ use crate::archive;
 use crate::cloudstack::CloudStack;
 use crate::contract::{self, K8S_BINARIES};
 use crate::image::{Arch, Reference};
-use crate::iso::read::{Entry, IsoReader, ReadError};
 use crate::manifest;
 use crate::upstream::content::WrongContent;
 use crate::versions::Versions;
+use cks_iso_iso9660::read::{Entry, IsoReader, ReadError};
 
 const TEXT_LIMIT: u64 = 16 * 1024 * 1024;
 const REQUIRED: [&str; 8] = [

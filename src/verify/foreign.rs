@@ -31,7 +31,7 @@ pub(super) fn arch(cx: &Ctx, iso: &Path) -> Option<Arch> {
 
 /// An ISO's architecture as [`verify`](super::verify) finds it when nothing records it:
 /// `k8s/kubeadm`'s ELF machine, else the `-x86_64`/`-aarch64` of the file name.
-pub fn iso_arch(reader: &crate::iso::read::IsoReader, iso: &Path) -> Option<Arch> {
+pub fn iso_arch(reader: &cks_iso_iso9660::read::IsoReader, iso: &Path) -> Option<Arch> {
     let mut head = [0u8; 20];
     let machine = reader
         .open_file(contract::K8S_BINARIES[0])

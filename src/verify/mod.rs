@@ -30,7 +30,7 @@ pub use render::{FORMAT, closing_hint, document};
 
 pub use foreign::iso_arch;
 
-use crate::iso::read::{IsoReader, ReadError};
+use cks_iso_iso9660::read::{IsoReader, ReadError};
 
 /// The README section that states the contract for users; `verify`'s hint points there.
 pub const README_SECTION: &str = "The ISO contract";
@@ -51,9 +51,9 @@ pub struct Expect {
 #[derive(Debug, Clone)]
 pub struct SignatureCheck {
     /// The trusted root.
-    pub root: crate::signature::TrustedRoot,
+    pub root: cks_iso_sigstore::TrustedRoot,
     /// Who must have signed.
-    pub policy: crate::signature::Policy,
+    pub policy: cks_iso_sigstore::Policy,
     /// The verifier's clock (seconds), for "not integrated in the future".
     pub now: i64,
 }
@@ -61,7 +61,7 @@ pub struct SignatureCheck {
 impl Default for Expect {
     fn default() -> Self {
         Self {
-            volume_id: crate::iso::DEFAULT_VOLUME_ID.to_owned(),
+            volume_id: cks_iso_iso9660::DEFAULT_VOLUME_ID.to_owned(),
             signatures: None,
             cloudstack: None,
         }

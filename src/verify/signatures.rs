@@ -14,10 +14,8 @@ use super::SignatureCheck;
 use super::checks::{Ctx, sha256_of};
 use crate::contract;
 use crate::image::{Descriptor, Digest, MAX_MANIFEST_SIZE, Manifest, parse};
-use crate::signature::{
-    self, BinaryEvidence, REPORT_PATH, Report, SignatureManifest, Verdict, rekor,
-};
 use crate::versions::Versions;
+use cks_iso_sigstore::{BinaryEvidence, REPORT_PATH, Report, SignatureManifest, Verdict, rekor};
 
 pub(super) fn check(cx: &mut Ctx, versions: Option<&Versions>, sig: &SignatureCheck) {
     let Some(versions) = versions else { return };
@@ -47,7 +45,7 @@ pub(super) fn check(cx: &mut Ctx, versions: Option<&Versions>, sig: &SignatureCh
         Ok(r) => r,
         Err(e) => return cx.violation(REPORT_PATH, format!("not a signature report: {e}")),
     };
-    let reported: BTreeMap<&str, &signature::ImageReport> = report
+    let reported: BTreeMap<&str, &cks_iso_sigstore::ImageReport> = report
         .images
         .iter()
         .map(|i| (i.reference.as_str(), i))
@@ -101,7 +99,7 @@ pub(super) fn check(cx: &mut Ctx, versions: Option<&Versions>, sig: &SignatureCh
         let Some(found) = load(cx, &path, &signed) else {
             continue;
         };
-        match signature::judge(&sig.root, rule, &image.name, &[found], sig.now) {
+        match cks_iso_sigstore::judge(&sig.root, rule, &image.name, &[found], sig.now) {
             Ok(Some(_)) => {}
             Ok(None) => cx.violation(&path, format!("{}: the signature has no layer", image.name)),
             Err(e) => cx.violation(&path, e.to_string()),
@@ -125,7 +123,7 @@ fn verified(cx: &mut Ctx, artifact: &str, verdict: &Verdict) -> bool {
 /// Each file a rule covers by URL has a verified bundle in `signatures/binaries/` that verifies
 /// again against the file's bytes as read from the ISO.
 fn binaries(cx: &mut Ctx, versions: &Versions, report: &Report, sig: &SignatureCheck) {
-    let reported: BTreeMap<&str, &signature::BinaryReport> = report
+    let reported: BTreeMap<&str, &cks_iso_sigstore::BinaryReport> = report
         .binaries
         .iter()
         .map(|b| (b.path.as_str(), b))

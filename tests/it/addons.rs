@@ -18,13 +18,23 @@ use cks_iso_testworld::images::{
 };
 use cks_iso_testworld::world::{Options, World};
 
+/// What [`push`] published.
+struct Pushed {
+    /// The index's digest.
+    top: String,
+    /// Every platform's layer digests.
+    layers: Vec<String>,
+    /// The first arch's manifest, config and layer, in bytes.
+    size: u64,
+}
+
 /// Pushes `repository:tag` (`quay.io/acme/agent`, stored under its host as the world stores
-/// every image) into the world's registry for `arches`, as an OCI index; returns its digest and
-/// its layers' digests.
-fn push(world: &World, repository: &str, tag: &str, arches: &[&str]) -> (String, Vec<String>) {
+/// every image) into the world's registry for `arches`, as an OCI index.
+fn push(world: &World, repository: &str, tag: &str, arches: &[&str]) -> Pushed {
     let mut plan = Plan::default();
     let mut entries = Vec::new();
     let mut layers = Vec::new();
+    let mut sizes = Vec::new();
     for (i, arch) in arches.iter().enumerate() {
         let seed = repository.len() as u64 * 31 + i as u64;
         let own = layer(&[
@@ -35,7 +45,9 @@ fn push(world: &World, repository: &str, tag: &str, arches: &[&str]) -> (String,
             ("opt/addon/bin", noise(seed, 8 * 1024)),
         ]);
         layers.push(own.digest.clone());
-        let (desc, _) = platform_manifest(&mut plan, Style::Oci, arch, None, &[&own]);
+        let (desc, image) = platform_manifest(&mut plan, Style::Oci, arch, None, &[&own]);
+        let config = plan.blobs[&image.config].len();
+        sizes.push(desc["size"].as_u64().unwrap() + (config + own.gz.len()) as u64);
         entries.push(desc);
     }
     let top = index(&mut plan, Style::Oci, entries, Some(tag));
@@ -46,7 +58,11 @@ fn push(world: &World, repository: &str, tag: &str, arches: &[&str]) -> (String,
     for (object, media, bytes) in &plan.manifests {
         push_manifest(&addr, repository, object, media, bytes).unwrap();
     }
-    (top, layers)
+    Pushed {
+        top,
+        layers,
+        size: sizes[0],
+    }
 }
 
 /// Serves `text` as the world's `https://raw.githubusercontent.com/<path>`; returns the URL.
@@ -74,9 +90,14 @@ fn deployment(images: &[&str]) -> String {
 
 /// `cks-iso build` of amd64 in `world` into `out`, with `args` added.
 fn build(world: &World, dir: &Path, out: &Path, args: &[&str]) -> Command {
+    build_with(world.config_path(), world, dir, out, args)
+}
+
+/// [`build`] with the configuration file `config`.
+fn build_with(config: &Path, world: &World, dir: &Path, out: &Path, args: &[&str]) -> Command {
     let tmp = dir.join("tmp");
     fs::create_dir_all(&tmp).unwrap();
-    let mut cmd = build_in(world.config_path(), &tmp);
+    let mut cmd = build_in(config, &tmp);
     cmd.args(["--no-progress", "--kubernetes", world.kubernetes()])
         .args(["--network", world.network_url()])
         .args(["--dashboard", world.dashboard_url()])
@@ -135,7 +156,7 @@ fn publish_extras(world: &World) -> (Extras, String) {
         "1.0",
         &["amd64", "arm64"],
     );
-    let (agent, _) = push(world, "quay.io/acme/agent", "2.1", &["amd64", "arm64"]);
+    let agent = push(world, "quay.io/acme/agent", "2.1", &["amd64", "arm64"]).top;
     push(world, "quay.io/one/tool", "1.0", &["amd64", "arm64"]);
     // The same last path component and tag as quay.io/one/tool:1.0: both must survive.
     push(world, "ghcr.io/two/tool", "1.0", &["amd64", "arm64"]);
@@ -174,13 +195,22 @@ fn extras_are_bundled_imported_locked_rebuilt_offline_listed_and_diffed() {
         format!("# add-ons\n\n{}   # the first tool\n", extras.from_file),
     )
     .unwrap();
+    // The configuration's extras add to the flags (and a locked build takes the lock's).
+    let configured = "docker.io/acme/fromconfig:0.1";
+    push(&world, "docker.io/acme/fromconfig", "0.1", &["amd64"]);
+    let config = d.join("config.yaml");
+    let extras_yaml = format!("extras:\n  images: [{configured}]\n");
+    fs::write(&config, format!("{}{extras_yaml}", world.config_yaml())).unwrap();
+    fs::copy(world.trusted_root_path(), d.join("trusted_root.json")).unwrap();
     let (out, lock) = (d.join("out"), d.join("run.lock"));
     let manifest = format!("addon.yaml={url}");
-    let o = ok(build(&world, d, &out, &["--lock-file", p(&lock)])
-        .args(["--image", "toolbox:1.0", "--image", &extras.by_digest])
-        .args(["--images-file", p(&images_file), "--manifest", &manifest])
-        .output()
-        .unwrap());
+    let o = ok(
+        build_with(&config, &world, d, &out, &["--lock-file", p(&lock)])
+            .args(["--image", "toolbox:1.0", "--image", &extras.by_digest])
+            .args(["--images-file", p(&images_file), "--manifest", &manifest])
+            .output()
+            .unwrap(),
+    );
     let iso = out.join(format!("setup-v{}-x86_64.iso", world.kubernetes()));
     let root = d.join("root");
     extract(&iso, &root);
@@ -189,6 +219,7 @@ fn extras_are_bundled_imported_locked_rebuilt_offline_listed_and_diffed() {
     let versions = fs::read_to_string(root.join("versions.txt")).unwrap();
     let lines = image_lines(&versions);
     let all = [
+        configured,
         &extras.short,
         &extras.by_digest,
         &extras.from_file,
@@ -197,7 +228,7 @@ fn extras_are_bundled_imported_locked_rebuilt_offline_listed_and_diffed() {
     ];
     for name in all {
         let (_, archive) = lines
-            .get(name.as_str())
+            .get(name)
             .unwrap_or_else(|| panic!("no image line for {name}:\n{versions}"));
         assert!(root.join(archive).is_file(), "{archive} missing");
         assert!(
@@ -230,7 +261,12 @@ fn extras_are_bundled_imported_locked_rebuilt_offline_listed_and_diffed() {
         assert_eq!(entry["digest"].as_str(), Some(lines[name].0.as_str()));
         entry["extra"].as_str().map(str::to_owned)
     };
-    for name in [&extras.short, &extras.by_digest, &extras.from_file] {
+    for name in [
+        configured,
+        &extras.short,
+        &extras.by_digest,
+        &extras.from_file,
+    ] {
         assert_eq!(extra_of(name).as_deref(), Some("image"), "{name}");
     }
     for name in &extras.from_manifest {
@@ -260,6 +296,23 @@ fn extras_are_bundled_imported_locked_rebuilt_offline_listed_and_diffed() {
     assert_eq!(code, Some(0), "{report}");
     import_all(&root, &versions);
 
+    // One add-on archive removed from an unpacked copy, the ISO re-authored: verify names it.
+    let (_, archive) = &lines[extras.from_file.as_str()];
+    fs::remove_file(root.join(archive)).unwrap();
+    let cut = d.join("cut.iso");
+    build_iso(&root, &cut);
+    let (code, report) = verify_iso(&cut, &[]);
+    assert_eq!(code, Some(1), "{report}");
+    assert!(
+        report.contains(archive.as_str()),
+        "{archive} not named:\n{report}"
+    );
+    assert!(
+        report.contains(&extras.from_file),
+        "{} not named:\n{report}",
+        extras.from_file
+    );
+
     // diff against the same build without add-ons names each.
     let plain = d.join("plain");
     ok(build(&world, d, &plain, &[]).output().unwrap());
@@ -269,17 +322,11 @@ fn extras_are_bundled_imported_locked_rebuilt_offline_listed_and_diffed() {
         .unwrap();
     let said = combined(&o);
     for name in all {
-        assert!(
-            said.contains(name.as_str()),
-            "{name} not in the diff:\n{said}"
-        );
+        assert!(said.contains(name), "{name} not in the diff:\n{said}");
     }
     assert!(said.contains("addon.yaml"), "{said}");
 
     // The network stopped: the lock and the cache rebuild the same bytes.
-    let config = d.join("config.yaml");
-    fs::write(&config, world.config_yaml()).unwrap();
-    fs::copy(world.trusted_root_path(), d.join("trusted_root.json")).unwrap();
     drop(world);
     let again = d.join("again");
     let tmp = d.join("tmp-offline");
@@ -291,4 +338,123 @@ fn extras_are_bundled_imported_locked_rebuilt_offline_listed_and_diffed() {
         .unwrap());
     let rebuilt: PathBuf = again.join(iso.file_name().unwrap());
     assert!(same_bytes(&iso, &rebuilt), "the offline rebuild differs");
+}
+
+#[test]
+fn owned_names_are_refused_and_an_image_without_the_arch_names_its_platforms() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("out");
+    let url = serve_manifest(
+        &world,
+        "acme/x/autoscaler.yaml",
+        &deployment(&["busybox:1"]),
+    );
+    for given in [format!("autoscaler.yaml={url}"), url.clone()] {
+        let said = fails(
+            &mut build(&world, d, &out, &["--manifest", &given]),
+            2,
+            &[
+                "autoscaler.yaml",
+                "cks-iso or CloudStack owns that name",
+                "hint:",
+            ],
+        );
+        assert!(said.contains("--manifest velero.yaml=URL"), "{said}");
+    }
+    assert!(!out.exists() || names(&out).is_empty(), "nothing written");
+
+    // A second pause image would be the sandbox image nodes pick (`sort | tail -1`).
+    fails(
+        &mut build(&world, d, &out, &["--image", "registry.k8s.io/pause:3.9"]),
+        1,
+        &[
+            "registry.k8s.io/pause:3.9",
+            "registry.k8s.io/pause:3.10",
+            "hint:",
+        ],
+    );
+
+    push(&world, "quay.io/acme/amd64-only", "3.0", &["amd64"]);
+    let said = fails(
+        build(&world, d, &out, &["--arch", "arm64"])
+            .args(["--image", "quay.io/acme/amd64-only:3.0"]),
+        1,
+        &["quay.io/acme/amd64-only:3.0", "linux/arm64", "linux/amd64"],
+    );
+    assert!(!said.contains("panicked"), "{said}");
+    assert!(
+        !out.exists() || names(&out).is_empty(),
+        "no ISO after a failure"
+    );
+}
+
+#[test]
+fn resolve_sizes_extras_from_their_manifests_without_downloading_a_layer() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let one = push(&world, "quay.io/acme/agent", "2.1", &["amd64", "arm64"]);
+    let two = push(&world, "docker.io/library/toolbox", "1.0", &["amd64"]);
+    let file = d.join("images.txt");
+    fs::write(&file, "toolbox:1.0 # short\n").unwrap();
+    let cache = d.join("xdg-cache");
+    let resolve = |json: bool| {
+        let mut cmd = cks_iso();
+        cmd.env("CKS_ISO_CONFIG", world.config_path())
+            .env("XDG_CACHE_HOME", &cache)
+            .args(["resolve", "--kubernetes", world.kubernetes()])
+            .args(["--image", &format!("quay.io/acme/agent@{}", one.top)])
+            .args(["--images-file", p(&file)]);
+        if json {
+            cmd.arg("--json");
+        }
+        ok(cmd.output().unwrap())
+    };
+    let text = String::from_utf8(resolve(false).stdout).unwrap();
+    assert!(text.contains("Add-on images"), "{text}");
+    for (name, pushed) in [
+        (format!("quay.io/acme/agent@{}", one.top), &one),
+        ("docker.io/library/toolbox:1.0".to_owned(), &two),
+    ] {
+        let row = (text.lines())
+            .find(|l| l.trim_start().starts_with(&name))
+            .unwrap_or_else(|| panic!("{name} not listed:\n{text}"));
+        assert!(row.contains(&pushed.top), "{row}");
+        assert!(row.contains(" KiB"), "{row}");
+    }
+    assert!(text.contains("Estimated ISO size: at least"), "{text}");
+
+    let json: serde_json::Value = serde_json::from_slice(&resolve(true).stdout).unwrap();
+    let addons = json["addons"].as_array().unwrap();
+    let size_of = |name: &str| {
+        let entry = addons.iter().find(|a| a["reference"] == name).unwrap();
+        entry["size"].as_u64().unwrap()
+    };
+    assert_eq!(size_of("docker.io/library/toolbox:1.0"), two.size);
+    assert_eq!(
+        size_of(&format!("quay.io/acme/agent@{}", one.top)),
+        one.size
+    );
+    let estimate = &json["estimate"];
+    assert_eq!(estimate["addon_images"].as_u64(), Some(one.size + two.size));
+    assert!(estimate["core_images"].as_u64().unwrap() > 0, "{estimate}");
+
+    // The cache holds the manifests it was sized from, and not one layer.
+    let kept: Vec<String> = fs::read_dir(cache.join("cks-iso/blobs/sha256"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        kept.contains(&one.top.trim_start_matches("sha256:").to_owned()),
+        "{kept:?}"
+    );
+    for layer in one.layers.iter().chain(&two.layers) {
+        let hex = layer.trim_start_matches("sha256:");
+        assert!(
+            !kept.iter().any(|k| k == hex),
+            "layer {layer} was downloaded"
+        );
+    }
 }

@@ -280,14 +280,14 @@ fn corrupted_cached_manifest_is_refused_when_loading() {
 /// are) or not (a later run's cache: hashed while copied).
 #[test]
 fn archives_spliced_into_an_iso_are_the_bytes_pull_writes() {
-    use cks_iso::iso::{self, IsoSpec, Spliced};
+    use cks_iso_iso9660::{IsoSpec, Spliced};
     let world = world();
     let images = [
         load(&world, APISERVER, Arch::Amd64).unwrap(),
         load(&world, "busybox:1.36", Arch::Arm64).unwrap(),
     ];
     let spec = IsoSpec {
-        volume_id: iso::VolumeId::parse(iso::DEFAULT_VOLUME_ID).unwrap(),
+        volume_id: cks_iso_iso9660::VolumeId::parse(cks_iso_iso9660::DEFAULT_VOLUME_ID).unwrap(),
         epoch: EPOCH as i64,
     };
     let dir = tempfile::tempdir().unwrap();
@@ -319,7 +319,7 @@ fn archives_spliced_into_an_iso_are_the_bytes_pull_writes() {
         );
         names.push(name);
     }
-    let reference = iso::author(&pulled, &out.join("pulled.iso"), &spec, &()).unwrap();
+    let reference = cks_iso_iso9660::author(&pulled, &out.join("pulled.iso"), &spec, &()).unwrap();
     let later_run = Cache::new(world.cache.root());
     for (i, cache) in [&world.cache, &later_run].into_iter().enumerate() {
         let described: Vec<_> = images
@@ -336,7 +336,8 @@ fn archives_spliced_into_an_iso_are_the_bytes_pull_writes() {
             })
             .collect();
         let iso_path = out.join(format!("spliced-{i}.iso"));
-        let written = iso::author_spliced(&staged, spliced, &iso_path, &spec, &()).unwrap();
+        let written =
+            cks_iso_iso9660::author_spliced(&staged, spliced, &iso_path, &spec, &()).unwrap();
         assert_eq!(written.counts, reference.counts);
         assert_eq!(written.sha256, reference.sha256);
         assert!(
@@ -355,7 +356,7 @@ fn archives_spliced_into_an_iso_are_the_bytes_pull_writes() {
 /// neither an ISO nor a placeholder behind.
 #[test]
 fn corrupted_blob_fails_the_spliced_iso_and_leaves_nothing() {
-    use cks_iso::iso::{self, IsoError, IsoSpec, Spliced};
+    use cks_iso_iso9660::{IsoError, IsoSpec, Spliced};
     let world = world();
     let image = load(&world, APISERVER, Arch::Amd64).unwrap();
     let layer = &image.layers[1];
@@ -374,11 +375,12 @@ fn corrupted_blob_fails_the_spliced_iso_and_leaves_nothing() {
             filler: Box::new(described.reader(cache)),
         }];
         let spec = IsoSpec {
-            volume_id: iso::VolumeId::parse(iso::DEFAULT_VOLUME_ID).unwrap(),
+            volume_id: cks_iso_iso9660::VolumeId::parse(cks_iso_iso9660::DEFAULT_VOLUME_ID)
+                .unwrap(),
             epoch: EPOCH as i64,
         };
-        let err =
-            iso::author_spliced(&staged, spliced, &out.join("x.iso"), &spec, &()).unwrap_err();
+        let err = cks_iso_iso9660::author_spliced(&staged, spliced, &out.join("x.iso"), &spec, &())
+            .unwrap_err();
         let IsoError::Spliced { path, source } = err else {
             panic!("{err}")
         };
@@ -406,7 +408,7 @@ fn corrupted_blob_fails_the_spliced_iso_and_leaves_nothing() {
 /// too early, and bytes past its end).
 #[test]
 fn resized_blob_fails_the_spliced_iso_with_its_real_digest_and_size() {
-    use cks_iso::iso::{self, IsoError, IsoSpec, Spliced};
+    use cks_iso_iso9660::{IsoError, IsoSpec, Spliced};
     let world = world();
     let image = load(&world, APISERVER, Arch::Amd64).unwrap();
     let layer = &image.layers[1];
@@ -429,11 +431,12 @@ fn resized_blob_fails_the_spliced_iso_with_its_real_digest_and_size() {
             filler: Box::new(described.reader(&cache)),
         }];
         let spec = IsoSpec {
-            volume_id: iso::VolumeId::parse(iso::DEFAULT_VOLUME_ID).unwrap(),
+            volume_id: cks_iso_iso9660::VolumeId::parse(cks_iso_iso9660::DEFAULT_VOLUME_ID)
+                .unwrap(),
             epoch: EPOCH as i64,
         };
-        let err =
-            iso::author_spliced(&staged, spliced, &out.join("x.iso"), &spec, &()).unwrap_err();
+        let err = cks_iso_iso9660::author_spliced(&staged, spliced, &out.join("x.iso"), &spec, &())
+            .unwrap_err();
         let IsoError::Spliced { source, .. } = err else {
             panic!("{err}")
         };

@@ -195,7 +195,7 @@ proptest! {
         let path = dir.path().join("damaged.iso");
         std::fs::write(&path, &bytes).unwrap();
         let started = std::time::Instant::now();
-        if let Ok(reader) = cks_iso::iso::read::IsoReader::open(&path)
+        if let Ok(reader) = cks_iso_iso9660::read::IsoReader::open(&path)
             && let Ok(entries) = reader.entries()
         {
             prop_assert!(entries.len() < 10_000, "{} entries from a 5-file ISO", entries.len());

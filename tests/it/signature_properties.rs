@@ -5,8 +5,8 @@
 //! suite's data) with one byte changed or cut short; a refusal always says why; a bundle that
 //! reads writes back to the same evidence. `make fuzz` runs the same parsers coverage-guided.
 
-use cks_iso::signature::rekor::{self, Evidence};
-use cks_iso::signature::{PUBLIC_GOOD_ROOT, Rule, TrustedRoot};
+use cks_iso_sigstore::rekor::{self, Evidence};
+use cks_iso_sigstore::{PUBLIC_GOOD_ROOT, Rule, TrustedRoot};
 use proptest::prelude::*;
 use sha2::{Digest as _, Sha256};
 

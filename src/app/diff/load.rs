@@ -9,9 +9,9 @@ use hadris_fs::FileType;
 
 use crate::contract;
 use crate::diff::{EntryInfo, EntryKind, Kind, Side};
-use crate::iso::read::{IsoReader, ReadError};
 use crate::lock::{self, Lock, LockError};
 use crate::versions::{Versions, VersionsError};
+use cks_iso_iso9660::read::{IsoReader, ReadError};
 
 /// A lock is a few hundred kB at most; refuse to slurp something huge by mistake.
 const LOCK_LIMIT: u64 = 64 * 1024 * 1024;

@@ -210,13 +210,14 @@ fn locked_addons(lock: &Lock, origin: &str, given: Addons) -> Result<Addons, Pla
         .collect();
     images.sort();
     images.dedup();
-    let mut asked = given.images.clone();
-    asked.sort();
-    if !asked.is_empty() && asked != images {
+    if let Some(other) = given.images.iter().find(|i| !images.contains(i)) {
         return Err(PlanError::Contradicts {
             flag: "--image",
-            given: asked.join(" "),
-            locked: images.join(" "),
+            given: other.clone(),
+            locked: match images.is_empty() {
+                true => "no add-on image".to_owned(),
+                false => images.join(" "),
+            },
         });
     }
     let extras: Vec<&ManifestEntry> = lock

@@ -179,3 +179,103 @@ fn a_lock_without_a_headlamp_image_keeps_ghcr_and_one_with_it_keeps_that() {
         None
     );
 }
+
+/// The lock with an add-on image asked for and a local and a downloaded add-on manifest.
+fn lock_with_addons() -> Lock {
+    let mut lock = lock();
+    let extra = |path: &str, source: &str| ManifestEntry {
+        path: path.into(),
+        role: crate::lock::EXTRA_ROLE.into(),
+        source: source.into(),
+        sha256_taken: "c".repeat(64),
+        sha256: "d".repeat(64),
+    };
+    lock.manifests
+        .push(extra("velero.yaml", "file:velero.yaml"));
+    lock.manifests
+        .push(extra("ms.yaml", "https://example.org/ms.yaml"));
+    for arch in lock.arches.values_mut() {
+        arch.images.push(crate::lock::ImageEntry {
+            reference: "docker.io/library/nginx:1.27".into(),
+            digest: format!("sha256:{}", "e".repeat(64)),
+            manifest: format!("sha256:{}", "f".repeat(64)),
+            size: 1,
+            extra: Some(crate::lock::EXTRA_ASKED.into()),
+            signature: None,
+        });
+    }
+    lock
+}
+
+#[test]
+fn the_lock_decides_the_addons_and_flags_may_only_repeat_them() {
+    let with = |images: &[&str], manifests: &[&str]| Extra {
+        addons: crate::plan::addons(
+            &images.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            &manifests.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        )
+        .unwrap(),
+        ..Extra::default()
+    };
+    // The local manifest must be given again.
+    let err = locked(
+        &lock_with_addons(),
+        "x",
+        &[],
+        network_file(),
+        with(&[], &[]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("velero.yaml") && err.contains("--manifest"),
+        "{err}"
+    );
+    let pinned = locked(
+        &lock_with_addons(),
+        "x",
+        &[],
+        network_file(),
+        with(&["nginx:1.27"], &["/tmp/velero.yaml"]),
+    )
+    .unwrap();
+    let addons = &pinned.request.addons;
+    assert_eq!(addons.images, ["docker.io/library/nginx:1.27"]);
+    let names: Vec<(&str, &Source)> = addons
+        .manifests
+        .iter()
+        .map(|(n, s)| (n.as_str(), s))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("velero.yaml", &Source::File("/tmp/velero.yaml".into())),
+            (
+                "ms.yaml",
+                &Source::Url("https://example.org/ms.yaml".into())
+            ),
+        ]
+    );
+    let other = locked(
+        &lock_with_addons(),
+        "x",
+        &[],
+        network_file(),
+        with(&["busybox"], &["/tmp/velero.yaml"]),
+    )
+    .unwrap_err();
+    assert!(
+        other
+            .to_string()
+            .starts_with("--image \"docker.io/library/busybox:latest\" contradicts"),
+        "{other}"
+    );
+    let unknown = locked(
+        &lock(),
+        "x",
+        &[],
+        network_file(),
+        with(&[], &["/tmp/new.yaml"]),
+    );
+    assert!(unknown.unwrap_err().to_string().contains("no new.yaml"));
+}

@@ -1,0 +1,112 @@
+//! `cks-iso build`'s arguments.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{AddonImageArgs, BuildRegisterArgs, FromEnv, Net, SignatureArgs, VersionArgs};
+use crate::env;
+
+/// `cks-iso build`: flags, or upstream's positional form
+/// `OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION NETWORK_YAML DASHBOARD_YAML|HEADLAMP_VERSION BUILD_NAME [ARCH] [ETCD_VERSION]`.
+#[derive(Debug, Args)]
+#[command(after_help = format!(
+    "Positional form (drop-in for create-kubernetes-binaries-iso.sh):\n  \
+    cks-iso build OUTPUT_PATH KUBERNETES_VERSION CNI_VERSION CRICTL_VERSION NETWORK_YAML \
+    DASHBOARD_YAML|HEADLAMP_VERSION BUILD_NAME [ARCH] [ETCD_VERSION]\n  \
+    Argument 6 is CloudStack 4.23's Headlamp version when it is digits and dots (0.40.1, \
+    v0.40.1) and no existing file; a URL or any other path is the dashboard manifest.\n  \
+    {} and {} are read from the environment.",
+    env::AUTOSCALER_VERSION.name, env::CCM_VERSION.name
+))]
+pub struct BuildArgs {
+    /// Upstream's positional arguments (see below); cannot be mixed with the same flags.
+    #[arg(value_name = "ARG", num_args = 0..=9)]
+    pub positional: Vec<String>,
+    /// Kubernetes release, e.g. 1.33.1, or a label read from dl.k8s.io: stable-1.33, stable,
+    /// 1.33 (for stable-1.33), latest-1.33 (a final release only).
+    #[arg(long, value_name = "VERSION")]
+    pub kubernetes: Option<String>,
+    /// The component versions.
+    #[command(flatten)]
+    pub versions: FromEnv<VersionArgs>,
+    /// Target architecture, repeatable: amd64 (x86_64) or arm64 (aarch64) [default: amd64].
+    #[arg(long = "arch", value_name = "ARCH")]
+    pub arches: Vec<String>,
+    /// CNI manifest (network.yaml): URL or local file.
+    #[arg(long, value_name = "URL|FILE")]
+    pub network: Option<String>,
+    /// Dashboard manifest (dashboard.yaml): URL or local file.
+    #[arg(long, value_name = "URL|FILE")]
+    pub dashboard: Option<String>,
+    /// Headlamp manifest (headlamp.yaml), optional: URL or local file.
+    #[arg(long, value_name = "URL|FILE", conflicts_with = "headlamp_version")]
+    pub headlamp: Option<String>,
+    /// Headlamp release (0.40.1, with or without v), as CloudStack 4.23 takes it: its
+    /// kubernetes-headlamp.yaml becomes headlamp.yaml, its image pinned to the release's tag;
+    /// --dashboard becomes optional.
+    #[arg(long, value_name = "VERSION")]
+    pub headlamp_version: Option<String>,
+    /// Directory the ISOs are written to (created if missing) [default: .].
+    #[arg(long, short, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// ISO name before `-<x86_64|aarch64>.iso` [default: setup-v<KUBERNETES>].
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Volume ID: CloudStack nodes look for CDROM [default: CDROM, or the lock's].
+    #[arg(long, value_name = "ID")]
+    pub volume_id: Option<String>,
+    /// Add-on images ([`AddonImageArgs`]).
+    #[command(flatten)]
+    pub addons: AddonImageArgs,
+    /// Extra manifest at the ISO's root, repeatable: [NAME=]URL|FILE, under NAME or its file
+    /// name (ending in .yaml); edited and checked as the bundled ones, its images pulled.
+    #[arg(long = "manifest", value_name = "[NAME=]URL|FILE")]
+    pub manifests: Vec<String>,
+    /// Seconds since 1970 that date the ISO [default: $SOURCE_DATE_EPOCH, else now].
+    #[arg(long, value_name = "N")]
+    pub source_date_epoch: Option<i64>,
+    /// Blob cache [default: $XDG_CACHE_HOME/cks-iso, else ~/.cache/cks-iso].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// The CloudStack release the ISOs are for (4.20, 4.21, 4.22, 4.23 or 24; a later one with a warning and 24's rules): its ISO name,
+    /// dashboard or Headlamp manifest, etcd and CSI rules, recorded in versions.txt, the lock and
+    /// the SBOMs [default: config file, else what 4.22 and 4.23 both read, recording none; a
+    /// Headlamp version without --dashboard means 4.23].
+    #[arg(long, value_name = "RELEASE", env = env::CKS_ISO_CLOUDSTACK.name, hide_env_values = true)]
+    pub cloudstack: Option<String>,
+    /// Where the ISOs will be served from (http or https): the registration line printed for
+    /// each ISO gets url=BASE/<iso> [default: a placeholder].
+    #[arg(long, value_name = "BASE")]
+    pub publish_url: Option<String>,
+    /// Build exactly what this lock (or the lock inside this ISO) records: versions, file and
+    /// manifest hashes, images by digest; --arch picks among its architectures.
+    #[arg(long, value_name = "LOCK|ISO")]
+    pub locked: Option<PathBuf>,
+    /// Also write the run's lock (every architecture) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub lock_file: Option<PathBuf>,
+    /// Make no network connection: everything comes from the cache.
+    #[arg(long)]
+    pub offline: bool,
+    /// Take what the lock needs from this ISO too (its archives' blobs, binaries and tarballs,
+    /// each verified), e.g. the old ISO beside an imported delta. Repeatable; needs --locked.
+    #[arg(long, value_name = "ISO", requires = "locked", num_args = 1..)]
+    pub from_iso: Vec<PathBuf>,
+    /// The signature flags, shared with pull.
+    #[command(flatten)]
+    pub signing: SignatureArgs,
+    /// Rekor server where binaries' signatures are looked up, through the mirrors like any URL
+    /// [default: config file, else https://rekor.sigstore.dev].
+    #[arg(long, value_name = "URL", env = env::CKS_ISO_REKOR_URL.name, hide_env_values = true)]
+    pub rekor_url: Option<String>,
+    /// `--register` and its flags.
+    #[command(flatten)]
+    pub registering: BuildRegisterArgs,
+    /// Network settings.
+    #[command(flatten)]
+    pub net: Net,
+}
