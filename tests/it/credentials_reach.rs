@@ -1,4 +1,4 @@
-//! Where credentials may go (issue 31, part 3): an identity token (an OAuth2 refresh token) is
+//! Where credentials may go: an identity token (an OAuth2 refresh token) is
 //! exchanged only with the token service a registry's `Bearer` challenge names — never sent as a
 //! Basic password, never carried along a token service's redirect to another host — and a
 //! credential helper that hangs or floods is stopped and named, the pull going on without it.

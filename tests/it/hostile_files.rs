@@ -1,4 +1,4 @@
-//! The files that decide what a build trusts and who it is to a registry (issue 31, part 5): the
+//! The files that decide what a build trusts and who it is to a registry: the
 //! configuration file, the trusted root, the signature policy and the auth files are held to the
 //! cache directory's rule — refused when someone else owns them or others can write them — and
 //! must be regular files of a bounded size (a FIFO hung the run, `/dev/zero` filled memory). And a

@@ -179,7 +179,7 @@ fn negotiated_alpn(host: &str, ca: &Path) -> String {
 }
 
 /// Real registries speak HTTP/2 over TLS, where every request to a host could share one
-/// connection and its flow-control windows (issue 33: 1 connection, 3.6x slower on a 50 ms path).
+/// connection and its flow-control windows (before: 1 connection, 3.6x slower on a 50 ms path).
 /// The big blob's parts still travel on connections of their own, counted by a TCP relay in front
 /// of a TLS `docker-registry`; every blob is verified in the cache.
 #[test]

@@ -1,4 +1,4 @@
-//! The messages a new user meets in the first hour (issue 38): the likely cause first (a release
+//! The messages a new user meets in the first hour: the likely cause first (a release
 //! that was never published, a copy cut short), one error with all that is missing, a "did you
 //! mean", plain reasons, counts that read right, and `format` in every `--json`.
 
