@@ -529,7 +529,7 @@ mod tests {
 
     #[test]
     fn a_lock_reports_the_versions_a_resolution_of_it_reported() {
-        let mut lock = crate::lock::tests::sample();
+        let mut lock = crate::lock::sample::sample();
         let v = ResolvedVersions::of_lock(&lock);
         assert_eq!(v.autoscaler_source, "pinned");
         assert_eq!(
