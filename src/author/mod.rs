@@ -15,7 +15,7 @@ pub use error::AuthorError;
 use crate::archive;
 use crate::atomic::AtomicFile;
 use crate::contract;
-use crate::image::Arch;
+use crate::image::{Arch, Sha256Sum};
 use crate::lock::{self, Lock};
 use crate::plan::{self, Request};
 use crate::realize::{ArchRealized, ArchSignatures, Realized, signatures};
@@ -309,8 +309,8 @@ fn one(
         progress,
     )
     .map_err(iso_error)?;
-    let sha256 = match &written.sha256 {
-        Some(sha) => sha.clone(),
+    let sha256 = match written.sha256 {
+        Some(sha) => sha,
         None => hash_file(&written.path)?,
     };
     let name = output
@@ -325,7 +325,7 @@ fn one(
     out.commit().map_err(fail)?;
     let facts = IsoFacts {
         size: written.size,
-        sha256: sha256.clone(),
+        sha256: sha256.to_string(),
     };
     if let Err(e) = sboms::write_beside(&written.path, &inventory, &facts) {
         let _ = std::fs::remove_file(&written.path);
@@ -336,7 +336,7 @@ fn one(
     Ok(BuiltIso {
         path: written.path,
         size: written.size,
-        sha256,
+        sha256: sha256.to_string(),
         arch: a.arch,
         kubernetes: lock.request.kubernetes.clone(),
         images: a.images.len(),
@@ -391,11 +391,9 @@ fn iso_error(err: cks_iso_iso9660::IsoError) -> AuthorError {
     }
 }
 
-fn hash_file(path: &Path) -> Result<String, AuthorError> {
+fn hash_file(path: &Path) -> Result<Sha256Sum, AuthorError> {
     let fail = |e| AuthorError::io(format!("cannot read {}", path.display()))(e);
-    let mut reader = crate::image::Hashing::new(std::fs::File::open(path).map_err(fail)?);
-    std::io::copy(&mut reader, &mut std::io::sink()).map_err(fail)?;
-    Ok(reader.digest().hex().to_owned())
+    Sha256Sum::of_reader(std::fs::File::open(path).map_err(fail)?).map_err(fail)
 }
 
 /// Writes `signatures/` (see [`cks_iso_sigstore::evidence`]) into the staging directory

@@ -256,7 +256,7 @@ impl Fetcher<'_> {
         }
         progress.item(&got.url, size_of(&got.path), Source::Network);
         if let Some(store) = self.store {
-            let kept = Digest::parse(&format!("sha256:{}", got.sha256))
+            let kept = Digest::from_hex(&got.sha256)
                 .map_err(|e| crate::cache::CacheError::Io {
                     path: got.path.clone(),
                     source: std::io::Error::other(e.to_string()),
@@ -318,7 +318,7 @@ impl Fetcher<'_> {
     /// The store's copy of the locked `want`, when it holds that digest at the locked size.
     fn locked_copy(&self, want: &Expected) -> Option<(Digest, String)> {
         let store = self.store?;
-        Digest::parse(&format!("sha256:{}", want.sha256))
+        Digest::from_hex(&want.sha256)
             .ok()
             .filter(|d| {
                 store
@@ -443,7 +443,7 @@ impl Fetcher<'_> {
                     });
                 }
             };
-        let actual = sink.sha256();
+        let actual = sink.sha256().to_string();
         let mut checksum_verified = false;
         if let Some(checksum) = &checksum {
             match self.expected(artifact, checksum, &url, locked).await? {
