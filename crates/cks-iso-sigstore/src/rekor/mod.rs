@@ -166,8 +166,8 @@ pub fn verify_digest(
         return Err(Failure {
             step: Step::LayerIntegrity,
             reason: format!(
-                "the file hashes to sha256:{}, the signature material is for sha256:{}",
-                hex::encode(digest),
+                "the file hashes to {}, the signature material is for sha256:{}",
+                Digest::sha256(Sha256Sum::from(*digest)),
                 hex::encode(&evidence.digest)
             ),
         });
