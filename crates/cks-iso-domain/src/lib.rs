@@ -9,20 +9,30 @@
 //! `leaf_crates_depend_on_no_network_stack` in the integration tests checks its dependency tree.
 //!
 //! - [`contract`]: every path of the ISO, as the node-side consumers read them.
+//! - [`catalog`]: the files a build takes from upstream web servers: URLs, published checksums,
+//!   content checks.
 //! - [`cloudstack`]: what each CloudStack release's nodes read from the ISO.
 //! - [`units`]: the kubelet unit and kubeadm drop-in the ISO carries.
 //! - [`lock`]: `cks-iso.lock`, the resolved inputs a later build repeats byte for byte, and the
 //!   lock read back from a built ISO.
 //! - [`versions`]: `versions.txt`, written into the ISO and read back by `verify`.
 //! - [`manifest`]: manifests edited as text (image pins, pull policy, extra RBAC), read as YAML.
+//! - [`plan`]: what goes into the ISO: the request (flags, upstream's positional form, or a
+//!   lock), the versions before anything is fetched, manifest edits, the image set, names.
+//! - [`recorded`]: what a record keeps of a URL (never its credentials).
 //! - [`sbom`]: the ISO's inventory as CycloneDX 1.6 and SPDX 2.3 JSON.
 //! - [`diff`]: what changed between two ISOs or locks.
+//! - [`release`]: Kubernetes versions, the autoscaler and CCM a minor takes, kubeadm's images.
 
+pub mod catalog;
 pub mod cloudstack;
 pub mod contract;
 pub mod diff;
 pub mod lock;
 pub mod manifest;
+pub mod plan;
+pub mod recorded;
+pub mod release;
 pub mod sbom;
 pub mod units;
 pub mod versions;
