@@ -211,7 +211,7 @@ mod tests {
                 Sha256Malformed::NotLowercaseHex,
             ),
             (
-                &format!("sha256:{}", &EMPTY[7..]),
+                &["sha256:", &EMPTY[7..]].concat(),
                 Sha256Malformed::NotLowercaseHex,
             ),
             (
