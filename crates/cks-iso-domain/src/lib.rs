@@ -14,6 +14,8 @@
 //! - [`lock`]: `cks-iso.lock`, the resolved inputs a later build repeats byte for byte, and the
 //!   lock read back from a built ISO.
 //! - [`versions`]: `versions.txt`, written into the ISO and read back by `verify`.
+//! - [`staged`]: what realizing a lock staged beyond the lock (archive names, manifest edits,
+//!   signature verdicts); `versions.txt` and the SBOMs render the run's lock and this.
 //! - [`manifest`]: manifests edited as text (image pins, pull policy, extra RBAC), read as YAML.
 //! - [`sbom`]: the ISO's inventory as CycloneDX 1.6 and SPDX 2.3 JSON.
 //! - [`diff`]: what changed between two ISOs or locks.
@@ -24,5 +26,6 @@ pub mod diff;
 pub mod lock;
 pub mod manifest;
 pub mod sbom;
+pub mod staged;
 pub mod units;
 pub mod versions;
