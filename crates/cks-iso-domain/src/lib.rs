@@ -9,6 +9,8 @@
 //! `leaf_crates_depend_on_no_network_stack` in the integration tests checks its dependency tree.
 //!
 //! - [`contract`]: every path of the ISO, as the node-side consumers read them.
+//! - [`catalog`]: the files a build takes from upstream web servers: URLs, published checksums,
+//!   content checks.
 //! - [`cloudstack`]: what each CloudStack release's nodes read from the ISO.
 //! - [`units`]: the kubelet unit and kubeadm drop-in the ISO carries.
 //! - [`lock`]: `cks-iso.lock`, the resolved inputs a later build repeats byte for byte, and the
@@ -19,12 +21,15 @@
 //! - [`manifest`]: manifests edited as text (image pins, pull policy, extra RBAC), read as YAML.
 //! - [`sbom`]: the ISO's inventory as CycloneDX 1.6 and SPDX 2.3 JSON.
 //! - [`diff`]: what changed between two ISOs or locks.
+//! - [`release`]: Kubernetes versions, the autoscaler and CCM a minor takes, kubeadm's images.
 
+pub mod catalog;
 pub mod cloudstack;
 pub mod contract;
 pub mod diff;
 pub mod lock;
 pub mod manifest;
+pub mod release;
 pub mod sbom;
 pub mod staged;
 pub mod units;
