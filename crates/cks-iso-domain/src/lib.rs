@@ -19,6 +19,9 @@
 //! - [`staged`]: what realizing a lock staged beyond the lock (archive names, manifest edits,
 //!   signature verdicts); `versions.txt` and the SBOMs render the run's lock and this.
 //! - [`manifest`]: manifests edited as text (image pins, pull policy, extra RBAC), read as YAML.
+//! - [`plan`]: what goes into the ISO: the request (flags, upstream's positional form, or a
+//!   lock), the versions before anything is fetched, manifest edits, the image set, names.
+//! - [`recorded`]: what a record keeps of a URL (never its credentials).
 //! - [`sbom`]: the ISO's inventory as CycloneDX 1.6 and SPDX 2.3 JSON.
 //! - [`diff`]: what changed between two ISOs or locks.
 //! - [`release`]: Kubernetes versions, the autoscaler and CCM a minor takes, kubeadm's images.
@@ -29,6 +32,8 @@ pub mod contract;
 pub mod diff;
 pub mod lock;
 pub mod manifest;
+pub mod plan;
+pub mod recorded;
 pub mod release;
 pub mod sbom;
 pub mod staged;
