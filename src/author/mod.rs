@@ -276,8 +276,8 @@ fn write_records(lock: &Lock, a: &ArchRealized, staged: &Staged) -> Result<Inven
     Ok(inventory)
 }
 
-/// Writes `<iso>.sha256` and the SBOMs beside the `written` ISO; after a failure, neither they
-/// nor the ISO are left.
+/// Writes `<iso>.sha256` and the SBOMs beside the `written` ISO; when the SBOMs fail, the ISO and
+/// its `.sha256` are removed too.
 fn write_beside(
     written: &cks_iso_iso9660::Written,
     sha256: &str,

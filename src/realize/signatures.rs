@@ -193,6 +193,7 @@ fn judgement(verdict: &Verdict, signer: Option<&cks_iso_sigstore::Signer>) -> Ju
             log_index: s.log_index,
         })),
         Verdict::Unsigned => Judged::Unsigned,
+        // A failed check stops the build, so what is left is not covered.
         _ => Judged::NotCovered,
     }
 }

@@ -2,8 +2,9 @@
 //!
 //! An ISO that carries some twenty-five images and a dozen binaries into an air-gapped data centre
 //! is what a security team wants an inventory of. This module turns what a build already knows
-//! (`versions.txt`'s records plus each image's platform manifest digest) into both formats; it
-//! reads no blob, no file and no network, so the same inputs and epoch give the same bytes. `app`
+//! (`versions.txt`'s records plus each image's platform manifest digest, gathered by
+//! [`Inventory::of`] from the run's lock and what was staged) into both formats; it reads no
+//! blob, no file and no network, so the same inputs and epoch give the same bytes. The build
 //! writes the documents into the ISO's root (`sbom.cdx.json`, `sbom.spdx.json`) and beside the ISO
 //! (`<iso>.cdx.json`, `<iso>.spdx.json`, which also carry the ISO's own size and sha256), and
 //! `verify` reads the ones inside back with `parse_cyclonedx` and `parse_spdx`.
