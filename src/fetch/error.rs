@@ -126,7 +126,9 @@ pub enum FetchError {
 pub(crate) const AUTH_HINT: &str = "log in with `docker login` or `podman login`, or pass \
      --authfile FILE with credentials for this registry";
 
-fn attempts_note(attempts: u32) -> String {
+/// ` (after N attempts)` when a request was tried more than once; the git listing's errors say it
+/// the same way.
+pub(crate) fn attempts_note(attempts: u32) -> String {
     match attempts {
         0 | 1 => String::new(),
         n => format!(" (after {n} attempts)"),
