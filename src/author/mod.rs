@@ -249,7 +249,7 @@ fn one(
     // The add-on images, told apart from the core ones (their `image` lines stay alike, so that
     // every reader counts one line per archive).
     for (name, why) in &extras {
-        text.push_str(&format!("# extra {name} {}\n", extra_words(why)));
+        text.push_str(&format!("# extra {name} {}\n", lock::extra_words(why)));
     }
     // A comment: readers of versions.txt (older cks-iso verify too) skip it.
     match &a.signatures {
@@ -361,20 +361,11 @@ fn sbom_sources(
     files
         .iter()
         .filter_map(|(reference, file)| {
-            let why = extra_words(extras.get(&reference.to_string())?);
+            let why = lock::extra_words(extras.get(&reference.to_string())?);
             let source = format!("add-on image {reference}, {why}");
             Some((contract::image_archive(file), source))
         })
         .collect()
-}
-
-/// Why an add-on image is in the ISO, in words: `asked for` (`--image`, `--images-file`, the
-/// configuration's `extras.images`) or `named by <manifest>`.
-fn extra_words(why: &str) -> String {
-    match why.strip_prefix("manifest:") {
-        Some(path) => format!("named by {path}"),
-        None => "asked for".to_owned(),
-    }
 }
 
 /// An archive that failed inside the ISO is reported as the archive error it is (naming the image,

@@ -325,6 +325,8 @@ fn extras_are_bundled_imported_locked_rebuilt_offline_listed_and_diffed() {
         assert!(said.contains(name), "{name} not in the diff:\n{said}");
     }
     assert!(said.contains("addon.yaml"), "{said}");
+    assert!(said.contains("[add-on, named by addon.yaml]"), "{said}");
+    assert!(said.contains("[add-on, asked for]"), "{said}");
 
     // The network stopped: the lock and the cache rebuild the same bytes.
     drop(world);

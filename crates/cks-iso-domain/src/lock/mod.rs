@@ -285,6 +285,15 @@ pub fn extra_from_manifest(path: &str) -> String {
 /// The role an extra manifest has in [`ManifestEntry::role`].
 pub const EXTRA_ROLE: &str = "extra";
 
+/// An image's `extra` in words: `asked for` ([`EXTRA_ASKED`]), `named by <path>` (an add-on
+/// manifest's), as `versions.txt`'s comments and `diff` say it.
+pub fn extra_words(extra: &str) -> String {
+    match extra.strip_prefix("manifest:") {
+        Some(path) => format!("named by {path}"),
+        None => "asked for".to_owned(),
+    }
+}
+
 /// The cosign signature manifest an image was verified with: fetched by digest under `--locked`,
 /// so a tag that gained signatures since still gives the same evidence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
