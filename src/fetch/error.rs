@@ -93,6 +93,8 @@ pub enum FetchError {
         path: PathBuf,
         /// Why.
         reason: String,
+        /// What to do, when the file was refused as `crate::input` refuses trust files.
+        advice: Option<String>,
     },
     /// A redirect the client did not follow (to a scheme other than http or https).
     #[error(
@@ -189,6 +191,10 @@ impl FetchError {
                  (a carried download comes in only with the lock that names it)"
                     .into()
             }
+            Self::CaFile {
+                advice: Some(advice),
+                ..
+            } => advice.clone(),
             Self::CaFile { .. } => "--ca-file takes a PEM file with one or more certificates".into(),
             _ => return None,
         })
