@@ -217,7 +217,13 @@ fn lock_setup(args: &BuildArgs, path: &std::path::Path) -> Result<Setup, AppErro
         volume_id: args.request.volume_id.clone(),
         addons: request::addons(&args.addons)?,
     };
-    let pinned = plan::locked(&lock, &origin, &args.positional, request::flags(&asked(args)), extra)?;
+    let pinned = plan::locked(
+        &lock,
+        &origin,
+        &args.positional,
+        request::flags(&asked(args)),
+        extra,
+    )?;
     let kube: KubeVersion = pinned.request.kubernetes.parse()?;
     check_supported(&kube)?;
     let volume_id = VolumeId::parse(&pinned.volume_id)?;

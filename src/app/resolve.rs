@@ -239,8 +239,7 @@ async fn sizes(
         true => Vec::new(),
         false => {
             let work = request::work_dir("resolve")?;
-            realize::addon_manifest_images(&addons.manifests, settings, &cache, work.path())
-                .await?
+            realize::addon_manifest_images(&addons.manifests, settings, &cache, work.path()).await?
         }
     };
     let registry = net::registry(settings, cache)?;

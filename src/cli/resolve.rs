@@ -21,9 +21,10 @@ pub struct ResolveArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Print instead the lock build would write for the same flags (--network and --dashboard
-    /// needed, as build needs them), for build --locked: versions, manifests, each file's
-    /// published sha256 and each image's digests; sizes and signatures are the build's.
+    /// Print instead the lock build resolves for the same flags, for build --locked (needs what
+    /// build needs: --network, and --dashboard or a Headlamp version): versions, manifests, each
+    /// file's published sha256, each image's digests; files' sizes and signatures are the
+    /// build's to record.
     #[arg(long, conflicts_with = "json")]
     pub lock: bool,
     /// Add-on images and manifests, listed with their compressed sizes and the ISO's estimated

@@ -498,7 +498,11 @@ fn resolve_sizes_the_images_of_add_on_manifests_from_the_flag_and_the_configurat
     let expected = [
         ("ghcr.io/two/tool:1.0", &tool, "manifest:tools.yaml"),
         ("quay.io/acme/agent:2.1", &agent, "manifest:addon.yaml"),
-        ("docker.io/acme/sidecar:latest", &sidecar, "manifest:addon.yaml"),
+        (
+            "docker.io/acme/sidecar:latest",
+            &sidecar,
+            "manifest:addon.yaml",
+        ),
     ];
 
     let text = String::from_utf8(resolve(false).stdout).unwrap();
@@ -513,12 +517,19 @@ fn resolve_sizes_the_images_of_add_on_manifests_from_the_flag_and_the_configurat
 
     let json: serde_json::Value = serde_json::from_slice(&resolve(true).stdout).unwrap();
     let addons = json["addons"].as_array().unwrap();
-    let listed: Vec<&str> = addons.iter().filter_map(|a| a["reference"].as_str()).collect();
+    let listed: Vec<&str> = addons
+        .iter()
+        .filter_map(|a| a["reference"].as_str())
+        .collect();
     // The configuration's manifest first, then the flag's (its images in the edit's order).
     let mut from_flag = listed[1..].to_vec();
     from_flag.sort_unstable();
     assert_eq!(listed[0], expected[0].0, "{listed:?}");
-    assert_eq!(from_flag, [expected[2].0, expected[1].0], "each once: {listed:?}");
+    assert_eq!(
+        from_flag,
+        [expected[2].0, expected[1].0],
+        "each once: {listed:?}"
+    );
     for (name, pushed, why) in expected {
         let entry = addons.iter().find(|a| a["reference"] == name).unwrap();
         assert_eq!(entry["size"].as_u64(), Some(pushed.size), "{entry}");
@@ -535,7 +546,10 @@ fn resolve_sizes_the_images_of_add_on_manifests_from_the_flag_and_the_configurat
         .collect();
     for layer in [&agent, &sidecar, &tool].iter().flat_map(|p| &p.layers) {
         let hex = layer.trim_start_matches("sha256:");
-        assert!(!kept.iter().any(|k| k == hex), "layer {layer} was downloaded");
+        assert!(
+            !kept.iter().any(|k| k == hex),
+            "layer {layer} was downloaded"
+        );
     }
     // No work directory is left behind.
     let left: Vec<String> = names(d)

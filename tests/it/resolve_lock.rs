@@ -92,9 +92,15 @@ fn assert_the_build_realizes(resolved: &[u8], built: &[u8]) {
     let (mut signed, mut sized) = (0, 0);
     for (arch, entry) in resolved["arches"].as_object().unwrap() {
         let files = entry["files"].as_array().unwrap();
-        for (file, realized) in files.iter().zip(built["arches"][arch]["files"].as_array().unwrap()) {
+        for (file, realized) in files
+            .iter()
+            .zip(built["arches"][arch]["files"].as_array().unwrap())
+        {
             let size = file["size"].as_u64().unwrap();
-            assert!(size == 0 || size == realized["size"].as_u64().unwrap(), "{file}");
+            assert!(
+                size == 0 || size == realized["size"].as_u64().unwrap(),
+                "{file}"
+            );
             assert!(file.get("signature").is_none(), "{file}");
             sized += usize::from(size == 0 && realized["size"].as_u64().unwrap() > 0);
         }
@@ -102,10 +108,19 @@ fn assert_the_build_realizes(resolved: &[u8], built: &[u8]) {
             assert!(image.get("signature").is_none(), "{image}");
         }
         let images = built["arches"][arch]["images"].as_array().unwrap();
-        signed += images.iter().filter(|i| i.get("signature").is_some()).count();
+        signed += images
+            .iter()
+            .filter(|i| i.get("signature").is_some())
+            .count();
     }
-    assert!(sized > 0, "the build staged the files and recorded their sizes");
-    assert!(signed > 0, "the build verified and recorded images' signatures");
+    assert!(
+        sized > 0,
+        "the build staged the files and recorded their sizes"
+    );
+    assert!(
+        signed > 0,
+        "the build verified and recorded images' signatures"
+    );
 }
 
 /// `resolve --lock` of `arches`, a build of the same request, and `build --locked` of the printed
@@ -124,7 +139,13 @@ fn resolved_lock_rebuilds_what_the_build_built(arches: &[&str], unames: &[&str])
     let printed = d.join("cks-iso.lock");
     fs::write(&printed, &resolved).unwrap();
     let (out2, lock2) = (d.join("out2"), d.join("rebuilt.lock"));
-    build(&world, d, &out2, &lock2, &["--locked", p(&printed), "--offline"]);
+    build(
+        &world,
+        d,
+        &out2,
+        &lock2,
+        &["--locked", p(&printed), "--offline"],
+    );
     for uname in unames {
         let iso = format!("setup-v{}-{uname}.iso", world.kubernetes());
         assert!(
@@ -170,5 +191,9 @@ fn lock_flags_need_lock_and_lock_is_not_json() {
         2,
         &["--cloudstack", "--lock"],
     );
-    fails(&mut resolve(&["--lock", "--json"]), 2, &["--lock", "--json"]);
+    fails(
+        &mut resolve(&["--lock", "--json"]),
+        2,
+        &["--lock", "--json"],
+    );
 }
