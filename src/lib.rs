@@ -50,19 +50,16 @@ pub mod author;
 // The leaf crates, under the module names the rest of the crate has always used.
 pub use cks_iso_io::{atomic, input, progress};
 pub use cks_iso_oci::{archive, image};
+// The pure domain (crates/cks-iso-domain), under the module names the rest of the crate uses.
+pub use cks_iso_domain::{cloudstack, contract, diff, lock, manifest, sbom, units, versions};
 pub mod cache;
 pub mod cli;
-pub mod cloudstack;
 pub mod config;
-pub mod contract;
-pub mod diff;
 pub mod doctor;
 pub mod env;
 pub mod failure;
 pub mod fetch;
 
-pub mod lock;
-pub mod manifest;
 pub mod out;
 pub mod plan;
 pub mod pull;
@@ -72,12 +69,9 @@ pub mod registry;
 pub mod release;
 pub mod reporter;
 pub mod resolve;
-pub mod sbom;
 pub mod trust;
 pub mod ui;
-pub mod units;
 pub mod upgrade;
 pub mod upkeep;
 pub mod upstream;
 pub mod verify;
-pub mod versions;

@@ -201,6 +201,12 @@ impl From<crate::resolve::ResolveError> for AppError {
     }
 }
 
+impl From<crate::release::VersionError> for AppError {
+    fn from(err: crate::release::VersionError) -> Self {
+        crate::resolve::ResolveError::from(err).into()
+    }
+}
+
 impl From<crate::resolve::ResolutionError> for AppError {
     fn from(err: crate::resolve::ResolutionError) -> Self {
         match err {

@@ -177,7 +177,7 @@ fn fetcher<'a>(
 /// a pin, which warns when it is another minor's).
 fn pins_of(lock: &Lock) -> Result<Pins, RealizeError> {
     let r = &lock.request;
-    let resolution = |e: crate::resolve::ResolveError| RealizeError::from(ResolutionError::from(e));
+    let resolution = |e: crate::release::VersionError| RealizeError::from(ResolutionError::from(e));
     let kubernetes: KubeVersion = r.kubernetes.parse().map_err(resolution)?;
     let choice = autoscaler_pin(
         &kubernetes,

@@ -2,57 +2,14 @@
 
 use super::pktline::PktLineError;
 use crate::env;
+use cks_iso_domain::release::VersionError;
 
 /// Errors of [`crate::release`] (and of [`crate::resolve`], which passes them on).
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
-    /// Not a Kubernetes version.
-    #[error("{value:?} is not a Kubernetes version like v1.33.1")]
-    BadVersion {
-        /// What was given.
-        value: String,
-    },
-    /// The CloudStack autoscaler example does not exist for this Kubernetes.
-    #[error(
-        "Kubernetes {version} is too old: the CloudStack autoscaler example exists from 1.20 on"
-    )]
-    TooOld {
-        /// The version given.
-        version: String,
-    },
-    /// `--autoscaler-version` or `AUTOSCALER_VERSION` is not `X.Y.Z`.
-    #[error("{origin} {value:?} is not an autoscaler release like 1.33.4 (1.20.0 or later)")]
-    BadAutoscalerPin {
-        /// What was given.
-        value: String,
-        /// The flag or variable it was given with.
-        origin: &'static str,
-    },
-    /// The pinned autoscaler release has no tag upstream.
-    #[error("there is no tag cluster-autoscaler-{version} upstream")]
-    UnknownAutoscalerRelease {
-        /// The pin.
-        version: String,
-        /// The newest release of the same minor, if any.
-        newest: Option<String>,
-    },
-    /// No `cluster-autoscaler-<minor>.Z` release exists yet.
-    #[error(
-        "no cluster-autoscaler release for Kubernetes {minor} upstream{}",
-        newest.as_ref().map_or(String::new(), |n| format!("; the newest release is {n}"))
-    )]
-    NoAutoscalerRelease {
-        /// `major.minor` of the ISO.
-        minor: String,
-        /// The newest release of any minor, if any.
-        newest: Option<String>,
-    },
-    /// `CCM_VERSION` is not a tag.
-    #[error("CCM_VERSION={value:?} is not a tag like v1.2.0")]
-    BadCcmTag {
-        /// What was given.
-        value: String,
-    },
+    /// A version, pin, tag or kubeadm constants file that the pure rules refuse.
+    #[error(transparent)]
+    Version(#[from] VersionError),
     /// The server could not be reached or the body could not be read.
     #[error("cannot list tags of {shown_url}", shown_url = crate::fetch::redact(url))]
     Http {
@@ -95,14 +52,6 @@ pub enum ResolveError {
         #[source]
         source: PktLineError,
     },
-    /// kubeadm's constants source lacks a value or writes it in a form cks-iso cannot read.
-    #[error("kubeadm constants for Kubernetes 1.{minor}: {what}")]
-    Constants {
-        /// The Kubernetes minor.
-        minor: u64,
-        /// The constant that is missing or the construct that was not understood.
-        what: super::kubeadm::Unreadable,
-    },
     /// The client is offline (`--offline`) and refused the request.
     #[error(transparent)]
     Refused(crate::fetch::FetchError),
@@ -113,11 +62,11 @@ impl ResolveError {
     pub fn is_usage(&self) -> bool {
         matches!(
             self,
-            Self::BadVersion { .. }
-                | Self::TooOld { .. }
-                | Self::BadAutoscalerPin { .. }
-                | Self::UnknownAutoscalerRelease { .. }
-                | Self::BadCcmTag { .. }
+            Self::Version(VersionError::BadVersion { .. })
+                | Self::Version(VersionError::TooOld { .. })
+                | Self::Version(VersionError::BadAutoscalerPin { .. })
+                | Self::Version(VersionError::UnknownAutoscalerRelease { .. })
+                | Self::Version(VersionError::BadCcmTag { .. })
         )
     }
 
@@ -136,24 +85,28 @@ impl ResolveError {
     pub fn hint(&self) -> Option<String> {
         let pin = env::AUTOSCALER_VERSION.name;
         Some(match self {
-            Self::BadVersion { value } if value.trim() == "latest" => {
+            Self::Version(VersionError::BadVersion { value }) if value.trim() == "latest" => {
                 "`latest` may name a pre-release, which CloudStack cannot register: give a \
                  release such as 1.33.1, or a label: stable, stable-1.33, 1.33 (for stable-1.33), \
                  stable-1 or latest-1.33"
                     .into()
             }
-            Self::BadVersion { .. } => "give a release such as 1.33.1, or a label: stable, \
+            Self::Version(VersionError::BadVersion { .. }) => {
+                "give a release such as 1.33.1, or a label: stable, \
                  stable-1.33, 1.33 (for stable-1.33), stable-1 or latest-1.33"
-                .into(),
-            Self::TooOld { .. } => "build an ISO for Kubernetes 1.20 or later".into(),
-            Self::BadAutoscalerPin { origin, .. } => {
+                    .into()
+            }
+            Self::Version(VersionError::TooOld { .. }) => {
+                "build an ISO for Kubernetes 1.20 or later".into()
+            }
+            Self::Version(VersionError::BadAutoscalerPin { origin, .. }) => {
                 format!("give {origin} a release such as 1.33.4")
             }
-            Self::UnknownAutoscalerRelease { newest, .. } => match newest {
+            Self::Version(VersionError::UnknownAutoscalerRelease { newest, .. }) => match newest {
                 Some(n) => format!("the newest release of that minor is {n}; set {pin}={n}"),
                 None => format!("unset {pin} to use the newest release of the ISO's minor"),
             },
-            Self::NoAutoscalerRelease { newest, .. } => match newest {
+            Self::Version(VersionError::NoAutoscalerRelease { newest, .. }) => match newest {
                 Some(n) => format!(
                     "to build with the newest autoscaler, pass --autoscaler-version {n} (or set \
                      {pin}={n}); it will warn that its minor differs"
@@ -163,7 +116,7 @@ impl ResolveError {
                      release"
                 ),
             },
-            Self::BadCcmTag { .. } => format!(
+            Self::Version(VersionError::BadCcmTag { .. }) => format!(
                 "set {} to a tag of apache/cloudstack-kubernetes-provider such as v1.2.0",
                 env::CCM_VERSION.name
             ),
@@ -180,7 +133,7 @@ impl ResolveError {
                  git mirror); a dumb file server is not enough"
                     .into()
             }
-            Self::Constants { .. } => {
+            Self::Version(VersionError::Constants { .. }) => {
                 "kubeadm's constants file changed shape in this release: a newer cks-iso may read \
                  it; meanwhile build a Kubernetes release this cks-iso knows"
                     .into()
@@ -188,5 +141,24 @@ impl ResolveError {
             Self::Refused(err) => return err.hint(),
             Self::Status { .. } | Self::Protocol { .. } | Self::PktLine { .. } => return None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_minor_hints_the_flag_and_variable_to_pass() {
+        let err = ResolveError::from(VersionError::NoAutoscalerRelease {
+            minor: "1.32".into(),
+            newest: Some("1.31.1".into()),
+        });
+        let hint = err.hint().unwrap();
+        assert!(
+            hint.contains("--autoscaler-version 1.31.1")
+                && hint.contains("AUTOSCALER_VERSION=1.31.1"),
+            "{hint}"
+        );
     }
 }

@@ -17,16 +17,7 @@ const REQUEST: &str = "application/x-git-upload-pack-request";
 /// than this is not a git server answering a listing.
 const MAX_REPLY: usize = 64 << 20;
 
-/// One ref as `git ls-remote` shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GitRef {
-    /// Full name, e.g. `refs/tags/cluster-autoscaler-1.33.1`.
-    pub name: String,
-    /// The object the ref points at (the tag object for an annotated tag).
-    pub oid: String,
-    /// For an annotated tag, the commit it points at.
-    pub peeled: Option<String>,
-}
+pub use cks_iso_domain::release::GitRef;
 
 /// The git protocol version a listing was read with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

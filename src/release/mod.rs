@@ -13,21 +13,13 @@
 
 mod error;
 pub mod git;
-pub mod kubeadm;
 pub mod pktline;
-pub mod version;
 
+// The pure half (versions, the autoscaler and CCM choice, kubeadm's images) is the domain
+// crate's; under the names the rest of the crate uses.
+pub use cks_iso_domain::release::{
+    AutoscalerChoice, AutoscalerVersion, Extras, GitRef, KubeVersion, VersionError,
+    autoscaler_image, ccm_tag, choose_autoscaler, images, kubeadm, provider_image, version,
+};
 pub use error::ResolveError;
-pub use git::{GitRef, Listing, Protocol, ls_remote};
-pub use kubeadm::{Extras, images};
-pub use version::{AutoscalerChoice, AutoscalerVersion, KubeVersion, ccm_tag, choose_autoscaler};
-
-/// The cluster-autoscaler image of a release (`1.33.4`), as `registry.k8s.io` publishes it.
-pub fn autoscaler_image(version: &impl std::fmt::Display) -> String {
-    format!("registry.k8s.io/autoscaling/cluster-autoscaler:v{version}")
-}
-
-/// The CloudStack CCM image of a tag (`v1.2.0`).
-pub fn provider_image(tag: &str) -> String {
-    format!("apache/cloudstack-kubernetes-provider:{tag}")
-}
+pub use git::{Listing, Protocol, ls_remote};

@@ -11,8 +11,8 @@ use crate::image::Arch;
 use crate::image::{ImageError, Reference};
 use crate::release::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, autoscaler_pin};
 use crate::release::{
-    Extras, KubeVersion, ResolveError, autoscaler_image, ccm_tag, choose_autoscaler, images,
-    provider_image,
+    Extras, KubeVersion, ResolveError, VersionError, autoscaler_image, ccm_tag, choose_autoscaler,
+    images, provider_image,
 };
 use crate::upstream::content::{check_yaml, images_in_yaml};
 use crate::upstream::{
@@ -21,6 +21,12 @@ use crate::upstream::{
 
 /// Manifests and constants files are small; more than this is not one.
 const TEXT_LIMIT: u64 = 8 << 20;
+
+impl From<VersionError> for ResolutionError {
+    fn from(err: VersionError) -> Self {
+        Self::Resolve(err.into())
+    }
+}
 
 /// Why a resolution failed.
 #[derive(Debug, thiserror::Error)]
@@ -310,7 +316,9 @@ pub async fn resolve(p: Partial, fetcher: &Fetcher<'_>) -> Result<Resolution, Re
     let explained = matches!(
         &err,
         ResolutionError::NoExtras { .. }
-            | ResolutionError::Resolve(ResolveError::NoAutoscalerRelease { .. })
+            | ResolutionError::Resolve(ResolveError::Version(
+                VersionError::NoAutoscalerRelease { .. },
+            ))
     );
     if explained
         && let Some(nearest) = super::published::nearest_if_unpublished(&kube, fetcher).await
@@ -342,7 +350,7 @@ async fn resolve_as_given(
                 Err(ResolveError::Refused(_)) => return Err(ResolutionError::OfflineUnpinned),
                 listed => listed?,
             };
-            let choice = choose_autoscaler(&p.kube, None, &listing.refs)?;
+            let choice = choose_autoscaler(&p.kube, None, p.pin_origin, &listing.refs)?;
             let name = format!("refs/tags/{}", choice.version.tag());
             let commit = listing
                 .refs
@@ -529,7 +537,7 @@ mod tests {
 
     #[test]
     fn a_lock_reports_the_versions_a_resolution_of_it_reported() {
-        let mut lock = crate::lock::tests::sample();
+        let mut lock = crate::lock::sample::sample();
         let v = ResolvedVersions::of_lock(&lock);
         assert_eq!(v.autoscaler_source, "pinned");
         assert_eq!(

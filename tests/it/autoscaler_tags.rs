@@ -3,6 +3,7 @@
 //! (`upstream.md` §1, `docs/iso-contract.md` §4): over protocol v2 and over a v0-only server, with
 //! and without the discovery preamble; pins, the warning and the errors.
 
+use cks_iso::release::VersionError;
 use cks_iso::release::git::{Listing, Protocol, ls_remote};
 use cks_iso::release::version::{AUTOSCALER_REF_PREFIX, KubeVersion, choose_autoscaler};
 use cks_iso::resolve::{AutoscalerChoice, ResolveError};
@@ -61,7 +62,12 @@ fn choose(
     pin: Option<&str>,
 ) -> Result<AutoscalerChoice, ResolveError> {
     let kube: KubeVersion = kube.parse().unwrap();
-    choose_autoscaler(&kube, pin, &listing.refs)
+    Ok(choose_autoscaler(
+        &kube,
+        pin,
+        cks_iso::env::AUTOSCALER_VERSION.name,
+        &listing.refs,
+    )?)
 }
 
 fn assert_picks(listing: &Listing) {
@@ -201,7 +207,10 @@ async fn pin_picks_an_exact_release_and_warns_for_another_minor() {
     );
     let err = choose(&listing, "1.30.2", Some("1.30.5")).unwrap_err();
     assert!(
-        matches!(err, ResolveError::UnknownAutoscalerRelease { .. }),
+        matches!(
+            err,
+            ResolveError::Version(VersionError::UnknownAutoscalerRelease { .. })
+        ),
         "{err}"
     );
     assert!(err.hint().unwrap().contains("1.30.10"), "{:?}", err.hint());
@@ -214,7 +223,10 @@ async fn minor_without_a_release_is_an_error_naming_autoscaler_version() {
     let listing = list(&server, &repo).await;
     let err = choose(&listing, "1.32.0", None).unwrap_err();
     assert!(
-        matches!(err, ResolveError::NoAutoscalerRelease { .. }),
+        matches!(
+            err,
+            ResolveError::Version(VersionError::NoAutoscalerRelease { .. })
+        ),
         "{err}"
     );
     assert!(err.to_string().contains("1.32"), "{err}");
@@ -224,7 +236,10 @@ async fn minor_without_a_release_is_an_error_naming_autoscaler_version() {
         err.hint()
     );
     let err = choose(&listing, "1.19.16", None).unwrap_err();
-    assert!(matches!(err, ResolveError::TooOld { .. }), "{err}");
+    assert!(
+        matches!(err, ResolveError::Version(VersionError::TooOld { .. })),
+        "{err}"
+    );
 }
 
 #[tokio::test]

@@ -65,7 +65,8 @@ fn crate_package_holds_sources_and_licence_only() {
 }
 
 /// The leaf crates (the ISO writer, the image model and archives, the signature checks, their file
-/// plumbing) cannot touch the network: nothing in their dependency tree is an HTTP client, TLS
+/// plumbing) and the pure domain (the contract's paths, the lock, `versions.txt`, manifest edits,
+/// SBOMs, diffs) cannot touch the network: nothing in their dependency tree is an HTTP client, TLS
 /// stack or async runtime, so "archives, ISOs and signature checks never reach the network" is
 /// the compiler's rule, not a promise. (`ring`, the signature checks' crypto, is no network code.)
 /// `cargo tree` of the normal (shipped) dependencies, one package a line, with `args`.
@@ -88,6 +89,7 @@ fn normal_tree(args: &[&str]) -> String {
 #[test]
 fn leaf_crates_depend_on_no_network_stack() {
     for leaf in [
+        "cks-iso-domain",
         "cks-iso-io",
         "cks-iso-iso9660",
         "cks-iso-oci",

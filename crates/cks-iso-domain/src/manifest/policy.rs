@@ -12,7 +12,7 @@
 use serde_json::Value;
 
 use super::edit::policy_value;
-use crate::image::Reference;
+use cks_iso_oci::image::Reference;
 
 /// The keys whose items are containers.
 const CONTAINER_KEYS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];

@@ -12,7 +12,7 @@ use std::io::Read;
 mod tarball;
 use std::path::Path;
 
-use crate::image::Arch;
+use cks_iso_oci::image::Arch;
 
 /// What a file must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,11 +246,11 @@ pub(crate) fn check_gzip_tar_of(
 
 /// The sha256 of a tarball read once, with what [`check_gzip_tar`] finds in the same pass: the
 /// hash covers every byte, whatever the listing says. `Err` only when the bytes cannot be read.
-pub(crate) fn hash_and_check_tar(
+pub fn hash_and_check_tar(
     reader: impl Read,
     arch: Option<Arch>,
 ) -> std::io::Result<(String, Result<u64, WrongContent>)> {
-    let mut hashing = crate::image::Hashing::new(reader);
+    let mut hashing = cks_iso_oci::image::Hashing::new(reader);
     let listed = check_gzip_tar_of(&mut hashing, arch);
     // The gzip trailer, the tar's padding, or what follows a bad member.
     std::io::copy(&mut hashing, &mut std::io::sink())?;

@@ -236,7 +236,7 @@ pub(super) fn render(inventory: &Inventory, iso: Option<&IsoFacts>) -> String {
 }
 
 /// Reads a CycloneDX document back; the error says what does not fit.
-pub(crate) fn parse(text: &str) -> Result<Bom, super::ReadError> {
+pub fn parse(text: &str) -> Result<Bom, super::ReadError> {
     let bom: Bom = serde_json::from_str(text)?;
     if bom.bom_format != "CycloneDX" || bom.spec_version != "1.6" {
         return Err(super::ReadError::Version {

@@ -533,5 +533,7 @@ fn twice<'a>(
 pub mod name;
 pub mod source;
 
+#[cfg(any(test, feature = "test-support"))]
+pub mod sample;
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;

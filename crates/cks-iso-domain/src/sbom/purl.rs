@@ -1,7 +1,7 @@
 //! Package URLs (purl) in their canonical form: the type, the name, `@version`, and qualifiers
 //! sorted by key, each part percent-encoded (the purl specification's rules).
 
-use crate::image::Reference;
+use cks_iso_oci::image::Reference;
 
 /// Percent-encodes `text`, keeping the unreserved characters and those in `keep`.
 pub(super) fn encode(text: &str, keep: &[u8]) -> String {

@@ -3,13 +3,13 @@
 //! The upstream script took the autoscaler manifest from `master` and so shipped one old alpha
 //! autoscaler in every ISO. Here the autoscaler is the newest `cluster-autoscaler-X.Y.Z` tag of the
 //! ISO's minor, chosen from a tag listing by numbers (1.3 is not 1.30, 1.30.10 beats 1.30.9), or
-//! exactly what the user pinned. Pure: the listing comes from [`super::git`].
+//! exactly what the user pinned. Pure: the listing comes from the network side (`cks_iso::release::git`).
 
 use std::fmt;
 use std::str::FromStr;
 
-use super::ResolveError;
-use super::git::GitRef;
+use super::GitRef;
+use super::VersionError;
 
 /// The first Kubernetes minor whose CloudStack autoscaler example exists.
 pub const FIRST_MINOR: u64 = 20;
@@ -50,10 +50,10 @@ impl KubeVersion {
 }
 
 impl FromStr for KubeVersion {
-    type Err = ResolveError;
+    type Err = VersionError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || ResolveError::BadVersion {
+        let bad = || VersionError::BadVersion {
             value: s.to_owned(),
         };
         let trimmed = s.trim();
@@ -188,9 +188,9 @@ pub fn newest_for_minor(
 }
 
 /// Refuses Kubernetes versions before the CloudStack autoscaler example existed.
-pub fn check_supported(kube: &KubeVersion) -> Result<(), ResolveError> {
+pub fn check_supported(kube: &KubeVersion) -> Result<(), VersionError> {
     if kube.major < 1 || (kube.major == 1 && kube.minor < FIRST_MINOR) {
-        return Err(ResolveError::TooOld {
+        return Err(VersionError::TooOld {
             version: kube.to_string(),
         });
     }
@@ -205,9 +205,9 @@ pub fn autoscaler_pin(
     kube: &KubeVersion,
     value: &str,
     origin: &'static str,
-) -> Result<AutoscalerChoice, ResolveError> {
+) -> Result<AutoscalerChoice, VersionError> {
     check_supported(kube)?;
-    let bad = || ResolveError::BadAutoscalerPin {
+    let bad = || VersionError::BadAutoscalerPin {
         value: value.to_owned(),
         origin,
     };
@@ -255,14 +255,15 @@ pub fn shown(origin: &str, value: &str) -> String {
 pub fn choose_autoscaler(
     kube: &KubeVersion,
     pin: Option<&str>,
+    pin_origin: &'static str,
     refs: &[GitRef],
-) -> Result<AutoscalerChoice, ResolveError> {
+) -> Result<AutoscalerChoice, VersionError> {
     check_supported(kube)?;
     let releases = autoscaler_releases(refs);
     if let Some(pin) = pin {
-        let choice = autoscaler_pin(kube, pin, crate::env::AUTOSCALER_VERSION.name)?;
+        let choice = autoscaler_pin(kube, pin, pin_origin)?;
         if !releases.contains(&choice.version) {
-            return Err(ResolveError::UnknownAutoscalerRelease {
+            return Err(VersionError::UnknownAutoscalerRelease {
                 version: choice.version.to_string(),
                 newest: newest_for_minor(&releases, choice.version.major, choice.version.minor)
                     .map(|v| v.to_string()),
@@ -271,7 +272,7 @@ pub fn choose_autoscaler(
         return Ok(choice);
     }
     let version = newest_for_minor(&releases, kube.major, kube.minor).ok_or_else(|| {
-        ResolveError::NoAutoscalerRelease {
+        VersionError::NoAutoscalerRelease {
             minor: format!("{}.{}", kube.major, kube.minor),
             newest: releases.first().map(|v| v.to_string()),
         }
@@ -284,7 +285,7 @@ pub fn choose_autoscaler(
 }
 
 /// The CCM image tag: `CCM_VERSION` (`v1.3.0-rc1` or `1.3.0-rc1`) or [`DEFAULT_CCM_TAG`].
-pub fn ccm_tag(value: Option<&str>) -> Result<String, ResolveError> {
+pub fn ccm_tag(value: Option<&str>) -> Result<String, VersionError> {
     let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
         return Ok(DEFAULT_CCM_TAG.to_owned());
     };
@@ -299,7 +300,7 @@ pub fn ccm_tag(value: Option<&str>) -> Result<String, ResolveError> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
     if !ok {
-        return Err(ResolveError::BadCcmTag {
+        return Err(VersionError::BadCcmTag {
             value: value.to_owned(),
         });
     }
@@ -399,21 +400,15 @@ mod tests {
             "cluster-autoscaler-1.31.1",
             "cluster-autoscaler-1.30.4",
         ]);
-        let choice = choose_autoscaler(&v("1.30.0"), None, &list).unwrap();
+        let choice = choose_autoscaler(&v("1.30.0"), None, "AUTOSCALER_VERSION", &list).unwrap();
         assert_eq!(choice.version.tag(), "cluster-autoscaler-1.30.4");
         assert!(!choice.pinned && choice.warning.is_none());
     }
 
     #[test]
-    fn missing_minor_names_the_newest_release_and_the_flag_to_pass() {
+    fn missing_minor_names_the_newest_release() {
         let list = refs(&["cluster-autoscaler-1.30.2", "cluster-autoscaler-1.31.1"]);
-        let err = choose_autoscaler(&v("1.32.1"), None, &list).unwrap_err();
-        let hint = err.hint().unwrap();
-        assert!(
-            hint.contains("--autoscaler-version 1.31.1")
-                && hint.contains("AUTOSCALER_VERSION=1.31.1"),
-            "{hint}"
-        );
+        let err = choose_autoscaler(&v("1.32.1"), None, "AUTOSCALER_VERSION", &list).unwrap_err();
         assert_eq!(
             err.to_string(),
             "no cluster-autoscaler release for Kubernetes 1.32 upstream; the newest release is 1.31.1"
@@ -445,10 +440,12 @@ mod tests {
     #[test]
     fn pin_with_or_without_v_and_warning_for_another_minor() {
         let list = refs(&["cluster-autoscaler-1.30.2", "cluster-autoscaler-1.31.1"]);
-        let same = choose_autoscaler(&v("1.30.5"), Some("v1.30.2"), &list).unwrap();
+        let same =
+            choose_autoscaler(&v("1.30.5"), Some("v1.30.2"), "AUTOSCALER_VERSION", &list).unwrap();
         assert_eq!(same.version.to_string(), "1.30.2");
         assert!(same.pinned && same.warning.is_none());
-        let other = choose_autoscaler(&v("1.30.5"), Some("1.31.1"), &list).unwrap();
+        let other =
+            choose_autoscaler(&v("1.30.5"), Some("1.31.1"), "AUTOSCALER_VERSION", &list).unwrap();
         assert_eq!(other.version.to_string(), "1.31.1");
         assert!(other.warning.unwrap().contains("1.31"));
     }
@@ -456,9 +453,10 @@ mod tests {
     #[test]
     fn pin_that_is_not_a_release_is_refused() {
         let list = refs(&["cluster-autoscaler-1.30.2"]);
-        let err = choose_autoscaler(&v("1.30.5"), Some("1.30.3"), &list).unwrap_err();
+        let err = choose_autoscaler(&v("1.30.5"), Some("1.30.3"), "AUTOSCALER_VERSION", &list)
+            .unwrap_err();
         assert!(
-            matches!(err, ResolveError::UnknownAutoscalerRelease { .. }),
+            matches!(err, VersionError::UnknownAutoscalerRelease { .. }),
             "{err}"
         );
         for bad in ["1.30", "latest", "1.30.2-rc.1", "1.19.0"] {
@@ -471,8 +469,8 @@ mod tests {
 
     #[test]
     fn kubernetes_before_1_20_is_a_clear_error() {
-        let err = choose_autoscaler(&v("1.19.16"), None, &[]).unwrap_err();
-        assert!(matches!(err, ResolveError::TooOld { .. }));
+        let err = choose_autoscaler(&v("1.19.16"), None, "AUTOSCALER_VERSION", &[]).unwrap_err();
+        assert!(matches!(err, VersionError::TooOld { .. }));
         assert!(err.to_string().contains("1.19.16"), "{err}");
         assert!(check_supported(&v("1.20.0")).is_ok());
     }

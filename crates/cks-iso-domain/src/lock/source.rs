@@ -70,14 +70,14 @@ pub fn read(path: &Path) -> Result<(Lock, String), SourceError> {
     };
     // Only the start decides: an ISO (gigabytes) opens with 32 KiB of system area, never `{`.
     let mut head = Vec::new();
-    crate::input::open_regular(path)
+    cks_iso_io::input::open_regular(path)
         .and_then(|file| file.take(4096).read_to_end(&mut head))
         .map_err(unreadable)?;
     let looks_json = head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     let (text, origin) = match looks_json {
         true => {
             let mut bytes = Vec::new();
-            crate::input::open_regular(path)
+            cks_iso_io::input::open_regular(path)
                 .and_then(|file| file.take(LIMIT).read_to_end(&mut bytes))
                 .map_err(unreadable)?;
             (String::from_utf8_lossy(&bytes).into_owned(), shown)

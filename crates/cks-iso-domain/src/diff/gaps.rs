@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::{EntryInfo, EntryKind, Gap, Side};
-use crate::image::Reference;
+use cks_iso_oci::image::Reference;
 
 /// The gaps of `side` (from an ISO's own lock) against the ISO's `entries`.
 pub(super) fn of(side: &Side, entries: &BTreeMap<String, EntryInfo>) -> Vec<Gap> {
@@ -24,7 +24,7 @@ pub(super) fn of(side: &Side, entries: &BTreeMap<String, EntryInfo>) -> Vec<Gap>
             .keys()
             .filter_map(|r| Reference::parse(r).ok())
             .collect();
-        let naming = crate::archive::naming::assign(&references);
+        let naming = cks_iso_oci::archive::naming::assign(&references);
         for (reference, name) in &naming.files {
             let path = crate::contract::image_archive(name);
             let size = arch.images.get(&reference.to_string()).and_then(|i| i.size);

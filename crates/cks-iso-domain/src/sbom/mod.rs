@@ -21,12 +21,12 @@ use cks_iso_io::date::rfc3339;
 use std::collections::BTreeMap;
 
 pub use cyclonedx::Bom;
-pub(crate) use cyclonedx::parse as parse_cyclonedx;
+pub use cyclonedx::parse as parse_cyclonedx;
 pub use spdx::Document;
-pub(crate) use spdx::parse as parse_spdx;
+pub use spdx::parse as parse_spdx;
 
-use crate::image::Reference;
 use crate::versions::Versions;
+use cks_iso_oci::image::Reference;
 
 /// Why an SBOM read back from an ISO is not one cks-iso wrote.
 #[derive(Debug, thiserror::Error)]

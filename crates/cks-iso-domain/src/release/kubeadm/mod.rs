@@ -14,7 +14,7 @@ mod table;
 pub use constants::Unreadable;
 use constants::{Constants, string_const};
 
-use super::ResolveError;
+use super::VersionError;
 use super::version::KubeVersion;
 
 /// Registry of kubeadm's images from 1.25.0 (and late patches of 1.22–1.24).
@@ -60,8 +60,8 @@ impl Extras {
     /// lists from kubeadm's `constants.go`, in any form kubeadm has used (literal or skew keys,
     /// constant names). For a release that keeps `PauseVersion` in `constants_unix.go` (see
     /// [`declares_pause`]), pass both files' text, one after the other.
-    pub fn from_constants(src: &str, minor: u64) -> Result<Self, ResolveError> {
-        let unreadable = |what| ResolveError::Constants { minor, what };
+    pub fn from_constants(src: &str, minor: u64) -> Result<Self, VersionError> {
+        let unreadable = |what| VersionError::Constants { minor, what };
         let constants = Constants::new(src);
         Ok(Self {
             pause: constants.string("PauseVersion").map_err(unreadable)?,

@@ -310,7 +310,7 @@ pub(crate) fn is_spdx_url(url: &str) -> bool {
 }
 
 /// Reads an SPDX document back; the error says what does not fit.
-pub(crate) fn parse(text: &str) -> Result<Document, super::ReadError> {
+pub fn parse(text: &str) -> Result<Document, super::ReadError> {
     let document: Document = serde_json::from_str(text)?;
     if document.spdx_version != "SPDX-2.3" {
         return Err(super::ReadError::Version {

@@ -2,7 +2,7 @@
 //!
 //! Kubernetes binaries have `<url>.sha256` holding the bare hex digest; CNI plugins and crictl have
 //! `<url>.sha256` holding `hex  name`; etcd has one `SHA256SUMS` per release listing every asset.
-//! Pure parsing: fetching the file is [`super::get`]'s business.
+//! Pure parsing: fetching the file is the network side's business (`cks_iso::upstream::get`).
 
 /// How the expected sha256 of one file is published.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +43,7 @@ impl Checksum {
     }
 
     /// The lowercase hex sha256 this checksum file gives for `name`.
-    pub(crate) fn expected(&self, body: &[u8], name: &str) -> Result<String, ChecksumFileError> {
+    pub fn expected(&self, body: &[u8], name: &str) -> Result<String, ChecksumFileError> {
         let text = std::str::from_utf8(body).map_err(|_| ChecksumFileError::NotText)?;
         match self {
             Self::BareHex { .. } => {
