@@ -1,5 +1,6 @@
 //! `cks-iso resolve --lock` against the whole local world: the lock it prints on stdout is the
-//! lock `build` resolves and then realizes for the same flags — every byte a build's lock holds
+//! lock `build` resolves and then realizes for the same flags (a version label and an add-on
+//! manifest included) — every byte a build's lock holds
 //! but what only the realization can know (each file's size once its body is staged, the
 //! signature material that verified) — for the default architecture and for two in one lock; and
 //! `build --locked` of it, `--offline` from the cache a first build warmed (so nothing can be
@@ -12,11 +13,11 @@ use std::path::Path;
 use crate::support::*;
 use cks_iso_testworld::world::{Options, World};
 
-/// The request both commands are given: the world's release and manifests, and `arches`.
-fn request<'a>(world: &'a World, arches: &[&'a str]) -> Vec<&'a str> {
+/// The request both commands are given: `kubernetes`, the world's manifests, and `arches`.
+fn request<'a>(world: &'a World, kubernetes: &'a str, arches: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "--kubernetes",
-        world.kubernetes(),
+        kubernetes,
         "--network",
         world.network_url(),
         "--dashboard",
@@ -88,7 +89,19 @@ fn assert_the_build_realizes(resolved: &[u8], built: &[u8]) {
     // stdout is the lock and nothing else: one JSON document, as `--lock-file` writes one.
     let resolved: serde_json::Value = serde_json::from_slice(resolved).unwrap();
     let built: serde_json::Value = serde_json::from_slice(built).unwrap();
-    assert_eq!(unrealized(&resolved), unrealized(&built));
+    let pretty =
+        |lock: &serde_json::Value| serde_json::to_string_pretty(&unrealized(lock)).unwrap();
+    let (printed, realized) = (pretty(&resolved), pretty(&built));
+    if let Some((line, (a, b))) =
+        (printed.lines().zip(realized.lines()).enumerate()).find(|(_, (a, b))| a != b)
+    {
+        panic!("line {line} of the locks differs: resolve --lock {a:?}, build {b:?}");
+    }
+    assert_eq!(
+        printed.len(),
+        realized.len(),
+        "one lock is the other's prefix"
+    );
     let (mut signed, mut sized) = (0, 0);
     for (arch, entry) in resolved["arches"].as_object().unwrap() {
         let files = entry["files"].as_array().unwrap();
@@ -123,16 +136,19 @@ fn assert_the_build_realizes(resolved: &[u8], built: &[u8]) {
     );
 }
 
-/// `resolve --lock` of `arches`, a build of the same request, and `build --locked` of the printed
-/// lock `--offline` from the build's cache: the same ISOs (one per `unames`) and the same lock.
-fn resolved_lock_rebuilds_what_the_build_built(arches: &[&str], unames: &[&str]) {
-    let world = World::start(Options::default());
+/// `resolve --lock ARGS…` in `world`, a build of the same request, and `build --locked` of the
+/// printed lock `--offline` from the build's cache: the same ISOs (one per `unames`) and the same
+/// lock. Returns the printed lock.
+fn resolved_lock_rebuilds_what_the_build_built(
+    world: &World,
+    args: &[&str],
+    unames: &[&str],
+) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let args = request(&world, arches);
-    let resolved = resolve_lock(&world, d, &args);
+    let resolved = resolve_lock(world, d, args);
     let (out, lock) = (d.join("out"), d.join("run.lock"));
-    build(&world, d, &out, &lock, &args);
+    build(world, d, &out, &lock, args);
     let built = fs::read(&lock).unwrap();
     assert_the_build_realizes(&resolved, &built);
 
@@ -140,7 +156,7 @@ fn resolved_lock_rebuilds_what_the_build_built(arches: &[&str], unames: &[&str])
     fs::write(&printed, &resolved).unwrap();
     let (out2, lock2) = (d.join("out2"), d.join("rebuilt.lock"));
     build(
-        &world,
+        world,
         d,
         &out2,
         &lock2,
@@ -158,16 +174,44 @@ fn resolved_lock_rebuilds_what_the_build_built(arches: &[&str], unames: &[&str])
         fs::read(&lock2).unwrap() == built,
         "the locked build's lock differs from the first build's"
     );
+    serde_json::from_slice(&resolved).unwrap()
 }
 
 #[test]
-fn resolve_lock_is_the_lock_build_realizes_for_the_default_arch() {
-    resolved_lock_rebuilds_what_the_build_built(&[], &["x86_64"]);
+fn resolve_lock_is_the_lock_build_realizes_for_the_default_arch_a_label_and_an_add_on() {
+    let world = World::start(Options::default());
+    // An add-on manifest naming an image the world's registry holds and no core manifest names.
+    let image = format!(
+        "ghcr.io/headlamp-k8s/headlamp:v{}",
+        world.headlamp_version()
+    );
+    let path = "raw.githubusercontent.com/acme/addon/v1/addon.yaml";
+    let text = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: addon\nspec:\n  containers:\n    - name: \
+         addon\n      image: {image}\n"
+    );
+    world
+        .upstream()
+        .put(path, text.into_bytes(), "text/plain; charset=utf-8");
+    let manifest = format!("addon.yaml=https://{path}");
+    let mut args = request(&world, "stable-1.33", &[]);
+    args.extend(["--manifest", &manifest]);
+    let lock = resolved_lock_rebuilds_what_the_build_built(&world, &args, &["x86_64"]);
+    assert_eq!(lock["request"]["kubernetes_label"], "stable-1.33");
+    assert_eq!(lock["request"]["kubernetes"], world.kubernetes());
+    let images = lock["arches"]["amd64"]["images"].as_array().unwrap();
+    let addon = images.iter().find(|i| i["reference"] == image.as_str());
+    let addon = addon.unwrap_or_else(|| panic!("{image} not locked: {images:?}"));
+    assert_eq!(addon["extra"], "manifest:addon.yaml");
 }
 
 #[test]
 fn resolve_lock_is_the_lock_build_realizes_for_two_arches_in_one_lock() {
-    resolved_lock_rebuilds_what_the_build_built(&["amd64", "arm64"], &["x86_64", "aarch64"]);
+    let world = World::start(Options::default());
+    let args = request(&world, world.kubernetes(), &["amd64", "arm64"]);
+    let lock = resolved_lock_rebuilds_what_the_build_built(&world, &args, &["x86_64", "aarch64"]);
+    let arches: Vec<&String> = lock["arches"].as_object().unwrap().keys().collect();
+    assert_eq!(arches, ["amd64", "arm64"]);
 }
 
 #[test]
