@@ -51,7 +51,7 @@ pub mod author;
 pub use cks_iso_io::{atomic, input, progress};
 pub use cks_iso_oci::{archive, image};
 // The pure domain (crates/cks-iso-domain), under the module names the rest of the crate uses.
-pub use cks_iso_domain::{cloudstack, contract, diff, lock, manifest, sbom, units, versions};
+pub use cks_iso_domain::{cloudstack, contract, diff, lock, manifest, plan, sbom, units, versions};
 pub mod cache;
 pub mod cli;
 pub mod config;
@@ -61,7 +61,6 @@ pub mod failure;
 pub mod fetch;
 
 pub mod out;
-pub mod plan;
 pub mod pull;
 pub mod realize;
 pub mod registration;

@@ -13,7 +13,7 @@ use crate::env;
 use crate::fetch::probe;
 use crate::image::{Arch, Image, Reference};
 use crate::registry::Registry;
-use crate::resolve::{Given, KubeVersion, Partial, resolve};
+use crate::resolve::{Given, KubeVersion, Partial, ResolutionError, resolve};
 use crate::upstream::Fetcher;
 
 /// The build whose room is checked.
@@ -92,9 +92,10 @@ async fn one_arch(
     let given = Given {
         ccm: env::CCM_VERSION.get(),
         autoscaler: env::AUTOSCALER_VERSION.get(),
+        autoscaler_origin: env::AUTOSCALER_VERSION.name,
         ..Given::default()
     };
-    let partial = Partial::new(kube.clone(), arch, given)?;
+    let partial = Partial::new(kube.clone(), arch, given).map_err(ResolutionError::from)?;
     let resolution = match resolve(partial, fetcher).await {
         Ok(r) => r,
         Err(err) => return Ok(Err(Problem::of(&err, err.hint()))),

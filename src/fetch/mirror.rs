@@ -142,19 +142,8 @@ pub fn redact(url: &str) -> String {
     }
 }
 
-/// `url` without its user name and password, for everything recorded (`versions.txt`, the lock,
-/// the SBOMs, the cache index, progress events): the build uses the credentials, nothing keeps
-/// them. Text that is not a URL is returned as is.
-pub fn strip_userinfo(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
-            let _ = parsed.set_username("");
-            let _ = parsed.set_password(None);
-            parsed.to_string()
-        }
-        _ => url.to_owned(),
-    }
-}
+// Recorded URLs lose their credentials by the domain crate's rule.
+pub use cks_iso_domain::recorded::strip_userinfo;
 
 #[cfg(test)]
 mod redact_tests {

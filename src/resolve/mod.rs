@@ -17,7 +17,8 @@ pub use crate::release::{
     AutoscalerChoice, AutoscalerVersion, Extras, GitRef, KubeVersion, Listing, Protocol,
     ResolveError, ccm_tag, choose_autoscaler, images, ls_remote,
 };
+// What a request gives before anything is fetched is the plan's (the domain crate's).
+pub use crate::plan::{Given, Partial, csi_tag};
 pub use resolution::{
-    DownloadRow, Given, ImageRow, ImageSource, Partial, Resolution, ResolutionError,
-    ResolvedVersions, csi_tag, resolve,
+    DownloadRow, ImageRow, ImageSource, Resolution, ResolutionError, ResolvedVersions, resolve,
 };

@@ -10,42 +10,11 @@ use crate::fetch::FetchError;
 use crate::release::KubeVersion;
 
 use super::Fetcher;
+// What a label is and where it is published are the domain catalog's.
+pub use cks_iso_domain::catalog::label::{label, label_url};
 
 /// A label file holds one line.
 const LIMIT: u64 = 4096;
-
-/// The label `text` names, or `None` when it is no label (a version, or something else that
-/// the version parser will judge). `1.33` and `v1.33` are `stable-1.33`.
-pub fn label(text: &str) -> Option<String> {
-    let text = text.trim();
-    let numbers = |s: &str, most: usize| {
-        let parts: Vec<&str> = s.split('.').collect();
-        parts.len() <= most
-            && parts
-                .iter()
-                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-    };
-    let bare = text.strip_prefix('v').unwrap_or(text);
-    if bare.split('.').count() == 2 && numbers(bare, 2) {
-        return Some(format!("stable-{bare}"));
-    }
-    // `latest` alone is left out: it names whatever was released last, pre-releases included.
-    for kind in ["stable", "latest"] {
-        match text.strip_prefix(kind) {
-            Some("") if kind == "stable" => return Some(text.to_owned()),
-            Some(rest) if rest.strip_prefix('-').is_some_and(|v| numbers(v, 2)) => {
-                return Some(text.to_owned());
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Where dl.k8s.io publishes `label`.
-pub fn label_url(label: &str) -> String {
-    format!("https://dl.k8s.io/release/{label}.txt")
-}
 
 /// Why a label gave no release.
 #[derive(Debug, thiserror::Error)]

@@ -17,6 +17,9 @@
 //!   lock read back from a built ISO.
 //! - [`versions`]: `versions.txt`, written into the ISO and read back by `verify`.
 //! - [`manifest`]: manifests edited as text (image pins, pull policy, extra RBAC), read as YAML.
+//! - [`plan`]: what goes into the ISO: the request (flags, upstream's positional form, or a
+//!   lock), the versions before anything is fetched, manifest edits, the image set, names.
+//! - [`recorded`]: what a record keeps of a URL (never its credentials).
 //! - [`sbom`]: the ISO's inventory as CycloneDX 1.6 and SPDX 2.3 JSON.
 //! - [`diff`]: what changed between two ISOs or locks.
 //! - [`release`]: Kubernetes versions, the autoscaler and CCM a minor takes, kubeadm's images.
@@ -27,6 +30,8 @@ pub mod contract;
 pub mod diff;
 pub mod lock;
 pub mod manifest;
+pub mod plan;
+pub mod recorded;
 pub mod release;
 pub mod sbom;
 pub mod units;

@@ -7,6 +7,7 @@
 
 pub mod checksum;
 pub mod content;
+pub mod label;
 
 pub use checksum::Checksum;
 pub use content::Content;

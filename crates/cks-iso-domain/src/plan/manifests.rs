@@ -6,9 +6,9 @@
 pub use crate::release::{autoscaler_image, provider_image};
 
 use super::{Request, Source};
+use crate::catalog::{Content, Pins, catalog};
 use crate::contract;
 use crate::lock::Lock;
-use crate::upstream::{Content, Pins, catalog};
 
 /// What a manifest of the ISO is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,7 +143,7 @@ pub fn not_taken<'a>(lock: &'a Lock, taking: &[Taken]) -> Option<&'a str> {
 mod tests {
     use super::*;
     use crate::plan::{Flags, request};
-    use crate::resolve::AutoscalerVersion;
+    use crate::release::AutoscalerVersion;
 
     #[test]
     fn upstream_manifests_then_the_given_ones_each_with_its_role_and_image() {

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 
 use super::{Addons, Flags, PlanError, Request, Source};
-use crate::image::Arch;
+use crate::catalog::bare_version;
 use crate::lock::{Lock, ManifestEntry};
-use crate::upstream::bare_version;
+use cks_iso_oci::image::Arch;
 
 /// Content options that `build` takes outside [`Flags`], each with where it came from.
 #[derive(Debug, Clone, Default)]
@@ -39,10 +39,10 @@ pub struct Locked {
 impl Locked {
     /// The versions the lock pins, for Kubernetes `kube`, as a request would give them (what
     /// [`super::settle`] reads).
-    pub fn partial(&self, kube: crate::resolve::KubeVersion) -> crate::resolve::Partial {
+    pub fn partial(&self, kube: crate::release::KubeVersion) -> super::Partial {
         let lock = &self.lock;
         let r = &lock.request;
-        crate::resolve::Partial {
+        super::Partial {
             arch: self.request.arches[0],
             ccm: r.ccm.clone(),
             pin: Some(lock.autoscaler.version.clone()),
@@ -74,7 +74,7 @@ pub fn locked(
     let r = &lock.request;
     // The label the lock was resolved from repeats it; it is never read again.
     let kubernetes = flags.kubernetes.filter(|k| {
-        crate::upstream::label::label(k)
+        crate::catalog::label::label(k)
             .is_none_or(|l| Some(l.as_str()) != r.kubernetes_label.as_deref())
     });
     same(
@@ -293,7 +293,7 @@ fn manifest(
         (Some(entry), Some(Source::File(file))) if entry.is_local() => Ok(Some(Source::File(file))),
         // The lock keeps no password: the URL given again with one is the same URL.
         (Some(entry), Some(Source::Url(url)))
-            if crate::fetch::strip_userinfo(&url) == entry.source =>
+            if crate::recorded::strip_userinfo(&url) == entry.source =>
         {
             Ok(Some(Source::Url(url)))
         }

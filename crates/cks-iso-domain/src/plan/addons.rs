@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use super::{PlanError, Source};
 use crate::contract;
-use crate::image::Reference;
+use cks_iso_oci::image::Reference;
 
 /// What a build carries beyond the core content.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 
 use super::{PlanError, Request};
 use crate::cloudstack::CloudStack;
-use crate::image::Arch;
+use cks_iso_oci::image::Arch;
 
 /// What the release changes in a build.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -71,7 +71,7 @@ pub fn profile(
 /// may want to know.
 pub fn settle(
     request: &mut Request,
-    partial: &mut crate::resolve::Partial,
+    partial: &mut super::Partial,
     given: Option<CloudStack>,
     from_lock: bool,
     csi_given: bool,
@@ -122,7 +122,7 @@ pub fn settle(
 }
 
 /// Says where the arm64 etcd tarball goes, and warns when etcd nodes would not read it.
-fn etcd_note(request: &Request, partial: &crate::resolve::Partial) {
+fn etcd_note(request: &Request, partial: &super::Partial) {
     let Some(etcd) = partial
         .etcd
         .as_deref()

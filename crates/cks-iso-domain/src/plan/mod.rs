@@ -10,6 +10,7 @@ mod manifests;
 // The ISO name's rules live with the lock, which checks the names it reads: the lock needs
 // nothing of the plan.
 pub use crate::lock::name;
+mod partial;
 mod pause;
 mod profile;
 
@@ -19,12 +20,13 @@ pub use addons::{Addons, addons, image_lines};
 pub use file::IsoFile;
 pub use locked::{Extra, Locked, locked};
 pub use manifests::{Role, Taken, autoscaler_image, manifests, not_taken, provider_image};
+pub use partial::{Given, Partial, csi_tag};
 pub use pause::{PauseConflict, is_pause, one_pause};
 pub use profile::{Profile, etcd_own_name, iso_name, profile, settle};
 
-use crate::image::Arch;
-use crate::image::Reference;
 use crate::manifest::{self, ManifestError};
+use cks_iso_oci::image::Arch;
+use cks_iso_oci::image::Reference;
 
 /// Where a user-given manifest comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -621,7 +623,7 @@ pub fn edit(name: &str, text: &str, role: &Role) -> Result<Edited, ManifestError
 /// each once, sorted by full name.
 pub fn image_set<'a>(
     names: impl IntoIterator<Item = &'a str>,
-) -> Result<Vec<Reference>, crate::image::ImageError> {
+) -> Result<Vec<Reference>, cks_iso_oci::image::ImageError> {
     let mut refs: Vec<Reference> = Vec::new();
     for name in names {
         let r = Reference::parse(name)?;

@@ -3,8 +3,8 @@
 //! anything is pulled.
 
 use super::Edited;
-use crate::image::Reference;
 use crate::manifest;
+use cks_iso_oci::image::Reference;
 
 /// Whether `image` is a pause image by the rule `verify` applies: the last component of its
 /// repository is `pause`. Nodes choose their sandbox image with `ctr images ls -q | grep pause |
