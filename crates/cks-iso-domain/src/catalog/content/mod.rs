@@ -244,7 +244,7 @@ pub(crate) fn check_gzip_tar_of(
     Ok(count)
 }
 
-/// The sha256 of a tarball read once, with what [`check_gzip_tar`] finds in the same pass: the
+/// The sha256 of a tarball read once, with what `check_gzip_tar` finds in the same pass: the
 /// hash covers every byte, whatever the listing says. `Err` only when the bytes cannot be read.
 pub fn hash_and_check_tar(
     reader: impl Read,
