@@ -1,11 +1,11 @@
-//! Add-on content (`build --image`, `--images-file`, `--manifest`, `resolve --image`, `--manifest`) against the
-//! whole local world, with add-on images pushed into its docker-registry here: every extra lands
-//! in `docker/` and imports into containerd with its registry digest, the lock records it so that
-//! `--locked --offline` rebuilds the same bytes with the network stopped, `versions.txt`, both
-//! SBOMs (judged by the formats' validators) and `diff` name it; names cks-iso or CloudStack own
-//! are refused, an image without the ISO's arch fails naming the platforms it has, and `resolve`
-//! sizes extras (asked for, or named by an add-on manifest of the flag or the configuration) from
-//! their image manifests without downloading a layer.
+//! Add-on content (`build --image`, `--images-file`, `--manifest`, `resolve --image`, `--manifest`)
+//! against the whole local world, with add-on images pushed into its docker-registry here: every
+//! extra lands in `docker/` and imports into containerd with its registry digest, the lock records
+//! it so that `--locked --offline` rebuilds the same bytes with the network stopped,
+//! `versions.txt`, both SBOMs (judged by the formats' validators) and `diff` name it; names cks-iso
+//! or CloudStack own are refused, an image without the ISO's arch fails naming the platforms it
+//! has, and `resolve` sizes extras (asked for, or named by an add-on manifest of the flag or the
+//! configuration) from their image manifests without downloading a layer.
 
 use std::collections::BTreeMap;
 use std::fs;
