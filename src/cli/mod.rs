@@ -9,7 +9,7 @@ pub use self::cache::{
     CacheCommand, CacheDir, CacheExportArgs, CacheImportArgs, CacheLsArgs, CachePruneArgs,
     CacheVerifyArgs,
 };
-pub use self::content::{AddonImageArgs, VersionArgs};
+pub use self::content::{AddonArgs, RequestArgs, VersionArgs};
 pub use self::diff::DiffArgs;
 pub use self::docs::{CompletionsArgs, ManArgs, Shell};
 pub use self::doctor::DoctorArgs;

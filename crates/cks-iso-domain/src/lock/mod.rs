@@ -292,15 +292,9 @@ impl ImageEntry {
         }
     }
 
-    /// Why an add-on image is in the ISO, in words, as `versions.txt` and the SBOMs say it:
-    /// `asked for` (`--image`, `--images-file`, the configuration's `extras.images`) or
-    /// `named by <manifest>`; `None` for a core image.
+    /// Why an add-on image is in the ISO, in words ([`extra_words`]); `None` for a core image.
     pub fn extra_words(&self) -> Option<String> {
-        let why = self.extra.as_deref()?;
-        Some(match why.strip_prefix("manifest:") {
-            Some(path) => format!("named by {path}"),
-            None => "asked for".to_owned(),
-        })
+        self.extra.as_deref().map(extra_words)
     }
 }
 
@@ -325,6 +319,15 @@ pub fn extra_from_manifest(path: &str) -> String {
 
 /// The role an extra manifest has in [`ManifestEntry::role`].
 pub const EXTRA_ROLE: &str = "extra";
+
+/// An image's `extra` in words: `asked for` ([`EXTRA_ASKED`]), `named by <path>` (an add-on
+/// manifest's), as `versions.txt`'s comments and `diff` say it.
+pub fn extra_words(extra: &str) -> String {
+    match extra.strip_prefix("manifest:") {
+        Some(path) => format!("named by {path}"),
+        None => "asked for".to_owned(),
+    }
+}
 
 /// The cosign signature manifest an image was verified with: fetched by digest under `--locked`,
 /// so a tag that gained signatures since still gives the same evidence.
