@@ -41,7 +41,9 @@ pub mod author;
 pub use cks_iso_io::{atomic, input, progress};
 pub use cks_iso_oci::{archive, image};
 // The pure domain (crates/cks-iso-domain), under the module names the rest of the crate uses.
-pub use cks_iso_domain::{cloudstack, contract, diff, lock, manifest, plan, sbom, units, versions};
+pub use cks_iso_domain::{
+    cloudstack, contract, diff, lock, manifest, plan, sbom, staged, units, versions,
+};
 pub mod cache;
 pub mod cli;
 mod config;

@@ -158,24 +158,12 @@ async fn files(
         .iter()
         .zip(published)
         .map(|(a, sha256)| match sha256 {
-            Some(sha256) => FileEntry {
-                path: a.dest.clone(),
-                url: a.url.clone(),
-                size: 0,
-                sha256,
-                signature: None,
-            },
+            Some(sha256) => FileEntry::new(a.dest.clone(), a.url.clone(), 0, sha256),
             None => {
                 let f = taken
                     .next()
                     .expect("one taken file per unpublished artifact");
-                FileEntry {
-                    path: f.dest,
-                    url: f.source,
-                    size: f.size,
-                    sha256: f.sha256,
-                    signature: None,
-                }
+                FileEntry::new(f.dest, f.source, f.size, f.sha256)
             }
         })
         .collect())
@@ -272,16 +260,15 @@ async fn resolve_images(
 
 /// The lock's entry for a resolved image, its signature not yet judged.
 pub(super) fn image_entry(image: &Image) -> ImageEntry {
-    ImageEntry {
-        reference: image.reference.to_string(),
-        digest: image.top.digest.to_string(),
-        manifest: image.manifest.digest.to_string(),
-        size: image.manifest.bytes.len() as u64
-            + image.config.size
-            + image.layers.iter().map(|l| l.size).sum::<u64>(),
-        extra: None,
-        signature: None,
-    }
+    let size = image.manifest.bytes.len() as u64
+        + image.config.size
+        + image.layers.iter().map(|l| l.size).sum::<u64>();
+    ImageEntry::new(
+        image.reference.to_string(),
+        image.top.digest.to_string(),
+        image.manifest.digest.to_string(),
+        size,
+    )
 }
 
 /// The lock of `request` as `resolution` resolved it, with its manifests and architectures.

@@ -14,21 +14,18 @@ fn hex(c: char) -> String {
 fn arch_entry(uname: &str) -> ArchEntry {
     ArchEntry {
         iso: format!("setup-v1.33.1-{uname}.iso"),
-        files: vec![FileEntry {
-            path: "k8s/kubeadm".into(),
-            url: "https://dl.k8s.io/kubeadm".into(),
-            size: 10,
-            sha256: hex('a'),
-            signature: None,
-        }],
-        images: vec![ImageEntry {
-            reference: "registry.k8s.io/pause:3.10".into(),
-            digest: format!("sha256:{}", hex('b')),
-            manifest: format!("sha256:{}", hex('c')),
-            size: 100,
-            extra: None,
-            signature: None,
-        }],
+        files: vec![FileEntry::new(
+            "k8s/kubeadm".into(),
+            "https://dl.k8s.io/kubeadm".into(),
+            10,
+            hex('a'),
+        )],
+        images: vec![ImageEntry::new(
+            "registry.k8s.io/pause:3.10".into(),
+            format!("sha256:{}", hex('b')),
+            format!("sha256:{}", hex('c')),
+            100,
+        )],
     }
 }
 
