@@ -4,7 +4,10 @@
 #   BASE=/tmp/cks-iso-base NEW=target/debug/cks-iso target/debug/cks-iso-world bench/same-bytes.sh
 # Both build one request (amd64 and arm64, one SOURCE_DATE_EPOCH) with --lock-file, then both
 # build --locked from BASE's lock; every ISO, .sha256, SBOM, the locks and the summaries (JSON and
-# text, the output directory masked) must be identical. Exit 0 only then.
+# text, the output directory masked) must be identical. Exit 0 only then. For the paths the
+# default request leaves out, SAME_BYTES_ARGS adds words to the request (add-on content) and
+# SAME_BYTES_SIGNATURES sets every build's --signatures (`off`):
+#   SAME_BYTES_ARGS="--image registry.k8s.io/headlamp/headlamp:v0.41.0" SAME_BYTES_SIGNATURES=off …
 set -eu
 BASE=${BASE:?the previous binary}
 NEW=${NEW:?the binary under test}
@@ -12,16 +15,19 @@ D=$(mktemp -d "${TMPDIR:-/tmp}/same-bytes.XXXXXX")
 trap 'rm -rf "$D"' EXIT
 export SOURCE_DATE_EPOCH=1700000000
 req="--kubernetes 1.33.1 --arch amd64 --arch arm64 --network $CKS_WORLD_NETWORK \
---dashboard $CKS_WORLD_DASHBOARD --no-progress"
-# shellcheck disable=SC2086 # $req is a list of words
-$BASE build $req --output "$D/base" --cache-dir "$D/cache-base" --lock-file "$D/base.lock" \
+--dashboard $CKS_WORLD_DASHBOARD --no-progress ${SAME_BYTES_ARGS:-}"
+sigs="--signatures ${SAME_BYTES_SIGNATURES:-verify}"
+# shellcheck disable=SC2086 # $req and $sigs are lists of words
+$BASE build $req $sigs --output "$D/base" --cache-dir "$D/cache-base" --lock-file "$D/base.lock" \
   --json >"$D/base.json"
 # shellcheck disable=SC2086
-$NEW build $req --output "$D/new" --cache-dir "$D/cache-new" --lock-file "$D/new.lock" \
+$NEW build $req $sigs --output "$D/new" --cache-dir "$D/cache-new" --lock-file "$D/new.lock" \
   --json >"$D/new.json"
-$BASE build --locked "$D/base.lock" --output "$D/base-locked" --cache-dir "$D/cache-bl" \
+# shellcheck disable=SC2086
+$BASE build $sigs --locked "$D/base.lock" --output "$D/base-locked" --cache-dir "$D/cache-bl" \
   >"$D/base-locked.txt"
-$NEW build --locked "$D/base.lock" --output "$D/new-locked" --cache-dir "$D/cache-nl" \
+# shellcheck disable=SC2086
+$NEW build $sigs --locked "$D/base.lock" --output "$D/new-locked" --cache-dir "$D/cache-nl" \
   >"$D/new-locked.txt"
 status=0
 cmp "$D/base.lock" "$D/new.lock" || status=1

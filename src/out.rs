@@ -11,7 +11,7 @@ use std::io::{self, Write};
 
 use crate::atomic;
 
-/// Prints one line of data to stdout, like `println!`, through [`line()`].
+/// Prints one line of data to stdout, like `println!`, through `out::line`.
 #[macro_export]
 macro_rules! outln {
     () => {

@@ -9,30 +9,21 @@
 
 use serde_json::json;
 
+use super::request::{self, Setup};
 use super::{AppError, net};
 use crate::atomic::Pending;
 use crate::author::{self, BuiltIso};
 use crate::cli::BuildArgs;
-use crate::cloudstack::CloudStack;
 use crate::env;
 use crate::lock::Lock;
-use crate::plan::{self, Flags};
+use crate::plan;
 use crate::realize;
 use crate::registration::line::{Registration, publish_base};
 use crate::release::version::check_supported;
-use crate::resolve::{Given, KubeVersion, Partial};
+use crate::resolve::KubeVersion;
 use crate::trust;
 use crate::ui::Ui;
 use cks_iso_iso9660::VolumeId;
-
-/// What the arguments (and a lock) decided before anything is fetched.
-struct Setup {
-    request: plan::Request,
-    partial: Partial,
-    volume_id: VolumeId,
-    epoch: i64,
-    lock: Option<Lock>,
-}
 
 /// Builds the ISOs and prints a summary (or JSON) on stdout.
 pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
@@ -40,7 +31,7 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         Some(path) => (lock_setup(&args, &path)?, None),
         None => {
             let labelled = kubernetes_label(&mut args)?;
-            (setup(&args)?, labelled)
+            (request::setup(&asked(&args))?, labelled)
         }
     };
     let Setup {
@@ -58,10 +49,10 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     settings.http.offline = args.offline;
     net::registry_mirrors(&settings)?;
     let given = (
-        args.cloudstack.as_deref(),
+        args.request.cloudstack.as_deref(),
         args.versions.csi_version.as_deref(),
     );
-    settle(
+    request::settle(
         given,
         &settings,
         (&mut request, &mut partial),
@@ -155,33 +146,6 @@ fn to_realize(
     })
 }
 
-/// Settles the CloudStack release the build is for (`--cloudstack`, else the configuration's)
-/// and what it implies ([`plan::settle`]), given `--cloudstack` and `--csi-version`; and the
-/// configuration's add-ons.
-fn settle(
-    (cloudstack, csi): (Option<&str>, Option<&str>),
-    settings: &crate::config::Settings,
-    (request, partial): (&mut plan::Request, &mut Partial),
-    from_lock: bool,
-) -> Result<(), AppError> {
-    let given = match cloudstack {
-        Some(text) => Some(CloudStack::parse(text).map_err(|e| {
-            let hint = "or leave --cloudstack out: the ISO then suits 4.22 and 4.23";
-            AppError::usage(e, Some(hint.into()))
-        })?),
-        None => settings.cloudstack,
-    };
-    let csi_given = csi.is_some_and(|c| c.trim() != "none");
-    plan::settle(request, partial, given, from_lock, csi_given)?;
-    // The configuration's add-ons come before the flags'; a lock's add-ons are its own.
-    if !from_lock {
-        let extras = &settings.extras;
-        let configured = plan::addons(&extras.images, &extras.manifests)?;
-        request.addons = std::mem::take(&mut request.addons).after(configured)?;
-    }
-    Ok(())
-}
-
 /// Prints the summary of the ISOs `built` from `lock` for `request`, with their registration
 /// lines: the versions render from the lock.
 fn print_summary(
@@ -227,46 +191,6 @@ fn kubernetes_label(args: &mut BuildArgs) -> Result<Option<String>, AppError> {
     Ok(Some(label))
 }
 
-/// The setup of an ordinary build: flags, positional arguments and environment.
-fn setup(args: &BuildArgs) -> Result<Setup, AppError> {
-    let request = plan::Request {
-        addons: addons(args)?,
-        ..plan::request(&args.positional, flags(args))?
-    };
-    let kube: KubeVersion = request.kubernetes.parse()?;
-    check_supported(&kube)?;
-    let volume_id = VolumeId::parse(
-        args.volume_id
-            .as_deref()
-            .unwrap_or(cks_iso_iso9660::DEFAULT_VOLUME_ID),
-    )?;
-    let epoch = super::iso::epoch(args.source_date_epoch)?;
-    let partial = Partial::new(
-        kube,
-        request.arches[0],
-        // The positional form may give these three instead of the flags.
-        Given {
-            cni: request.cni.clone(),
-            crictl: request.crictl.clone(),
-            etcd: request.etcd.clone(),
-            ..super::resolve::given(&args.versions)
-        },
-    )?;
-    Ok(Setup {
-        request,
-        partial,
-        volume_id,
-        epoch,
-        lock: None,
-    })
-}
-
-/// The add-ons the flags ask for (`--image`, `--images-file`, `--manifest`).
-fn addons(args: &BuildArgs) -> Result<plan::Addons, AppError> {
-    let images = super::resolve::addon_images(&args.addons, &[])?;
-    Ok(plan::addons(&images, &args.manifests)?)
-}
-
 /// The setup of a build from a lock: everything from the lock; flags may only repeat it.
 fn lock_setup(args: &BuildArgs, path: &std::path::Path) -> Result<Setup, AppError> {
     let (lock, origin) = crate::lock::source::read(path)?;
@@ -290,14 +214,20 @@ fn lock_setup(args: &BuildArgs, path: &std::path::Path) -> Result<Setup, AppErro
             &env::CCM_VERSION,
         ),
         csi: v.csi_version.clone(),
-        volume_id: args.volume_id.clone(),
-        addons: addons(args)?,
+        volume_id: args.request.volume_id.clone(),
+        addons: request::addons(&args.addons)?,
     };
-    let pinned = plan::locked(&lock, &origin, &args.positional, flags(args), extra)?;
+    let pinned = plan::locked(
+        &lock,
+        &origin,
+        &args.positional,
+        request::flags(&asked(args)),
+        extra,
+    )?;
     let kube: KubeVersion = pinned.request.kubernetes.parse()?;
     check_supported(&kube)?;
     let volume_id = VolumeId::parse(&pinned.volume_id)?;
-    let epoch = match args.source_date_epoch {
+    let epoch = match args.request.source_date_epoch {
         Some(epoch) => epoch,
         None => env::source_date_epoch()?.unwrap_or(lock.epoch),
     };
@@ -311,22 +241,6 @@ fn lock_setup(args: &BuildArgs, path: &std::path::Path) -> Result<Setup, AppErro
         epoch,
         lock: Some(lock),
     })
-}
-
-fn flags(args: &BuildArgs) -> Flags {
-    Flags {
-        kubernetes: args.kubernetes.clone(),
-        cni: args.versions.cni.clone(),
-        crictl: args.versions.crictl.clone(),
-        arches: args.arches.clone(),
-        etcd: args.versions.etcd.clone(),
-        network: args.network.clone(),
-        dashboard: args.dashboard.clone(),
-        headlamp: args.headlamp.clone(),
-        headlamp_version: args.headlamp_version.clone(),
-        output: args.output.clone(),
-        name: args.name.clone(),
-    }
 }
 
 /// The cache and the output checked writable, what killed runs left removed, and a fresh work
@@ -343,21 +257,20 @@ fn places(
             tracing::info!("removed {}, left by a run that was killed", path.display());
         }
     }
-    Ok((cache, work_dir()?))
+    Ok((cache, request::work_dir("build")?))
 }
 
-/// A fresh private directory, removed on drop and on Ctrl-C.
-fn work_dir() -> Result<Pending, AppError> {
-    let dir = tempfile::Builder::new()
-        .prefix(&crate::atomic::work_dir_prefix("build"))
-        .tempdir()
-        .map_err(|e| {
-            AppError::failure(
-                anyhow::Error::new(e).context("cannot create a work directory"),
-                Some("set TMPDIR to a writable directory with room for the images".into()),
-            )
-        })?;
-    Ok(Pending::track(dir.keep()))
+/// What `args` say of the request.
+fn asked(args: &BuildArgs) -> request::Asked<'_> {
+    request::Asked {
+        positional: &args.positional,
+        kubernetes: args.kubernetes.clone(),
+        versions: &args.versions,
+        arches: &args.arches,
+        output: args.output.clone(),
+        request: &args.request,
+        addons: &args.addons,
+    }
 }
 
 /// The version of `build --json`'s document (its `format` field).

@@ -14,6 +14,7 @@ mod iso;
 mod net;
 mod pull;
 mod register;
+mod request;
 mod resolve;
 mod upgrade_check;
 mod verify;

@@ -1,14 +1,16 @@
-//! `cks-iso resolve`: prints what a build would use (see [`crate::resolve::resolution`]).
+//! `cks-iso resolve`: prints what a build would use (see [`crate::resolve::resolution`]), or with
+//! `--lock` the lock a build of the same flags resolves ([`crate::realize::resolve_lock`]).
 
 use std::fmt::Write as _;
 
-use super::{AppError, net};
+use super::{AppError, net, request};
 use crate::cache::Cache;
 use crate::cli::FromEnv;
 use crate::cli::{ResolveArgs, VersionArgs};
 use crate::config::Settings;
 use crate::fetch::build_client;
 use crate::image::Arch;
+use crate::realize;
 use crate::release::version::check_supported;
 use crate::resolve::KubeVersion;
 use crate::resolve::{Given, Partial, Resolution, resolve};
@@ -50,10 +52,14 @@ pub(super) fn release_of_label(
 /// meaning or goes away.
 pub const FORMAT: u32 = 1;
 
-/// Resolves and prints.
+/// Resolves and prints: the table, the JSON summary, or (`--lock`) the lock.
 pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
-    let settings = net::settings(args.net)?;
+    let settings = net::settings(args.net.clone())?;
     let labelled = release_of_label(&args.kubernetes, &settings, None)?;
+    if args.lock {
+        return print_lock(&args, &settings, labelled);
+    }
+    lock_only(&args)?;
     let text = labelled
         .as_ref()
         .map_or(args.kubernetes.as_str(), |l| l.1.as_str());
@@ -75,10 +81,10 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
     for note in &resolution.notes {
         tracing::info!("{note}");
     }
-    let asked = addon_images(&args.addons, &settings.extras.images)?;
-    let sizes = match asked.is_empty() {
+    let addons = request::addons(&args.addons)?.after(request::configured(&settings)?)?;
+    let sizes = match addons.is_empty() {
         true => None,
-        false => Some(runtime.block_on(sizes(&settings, &resolution, &asked))?),
+        false => Some(runtime.block_on(sizes(&settings, &resolution, &addons))?),
     };
     if json {
         let mut value = serde_json::to_value(&resolution)
@@ -100,6 +106,75 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
         }
         crate::out::bytes(text.as_bytes());
     }
+    Ok(())
+}
+
+/// Without `--lock`, the flags only a lock uses are a usage error naming the first one given
+/// (`--cloudstack` from `CKS_ISO_CLOUDSTACK` aside: the environment is not a request).
+fn lock_only(args: &ResolveArgs) -> Result<(), AppError> {
+    let cloudstack = (args.request.cloudstack.is_some() && !args.request.from_env("cloudstack"))
+        .then_some("--cloudstack");
+    match args.request.lock_only_flag().or(cloudstack) {
+        None => Ok(()),
+        Some(flag) => Err(AppError::usage(
+            anyhow::anyhow!("{flag} names what the lock records, and resolve was not given --lock"),
+            Some(format!(
+                "add --lock to print the lock build would write for these flags, or leave {flag} out"
+            )),
+        )),
+    }
+}
+
+/// `resolve --lock`: the request of these flags, set up and settled as `build` sets it up, resolved
+/// into its lock by the library function `build` resolves with ([`realize::resolve_lock`]), which
+/// keeps the manifests it took in the cache; the lock on stdout as `build --lock-file` writes one.
+fn print_lock(
+    args: &ResolveArgs,
+    settings: &Settings,
+    labelled: Option<(String, String)>,
+) -> Result<(), AppError> {
+    let kubernetes = labelled
+        .as_ref()
+        .map_or_else(|| args.kubernetes.clone(), |l| l.1.clone());
+    let asked = request::Asked {
+        positional: &[],
+        kubernetes: Some(kubernetes),
+        versions: &args.versions,
+        arches: &args.arch,
+        output: None,
+        request: &args.request,
+        addons: &args.addons,
+    };
+    let request::Setup {
+        mut request,
+        mut partial,
+        volume_id,
+        epoch,
+        ..
+    } = request::setup(&asked)?;
+    request.kubernetes_label = labelled.map(|l| l.0);
+    net::registry_mirrors(settings)?;
+    let given = (
+        args.request.cloudstack.as_deref(),
+        args.versions.csi_version.as_deref(),
+    );
+    request::settle(given, settings, (&mut request, &mut partial), false)?;
+    let cache = net::writable_cache(None)?;
+    let work = request::work_dir("resolve")?;
+    let runtime = net::transfer_runtime()?;
+    let registry = net::registry(settings, cache)?;
+    let inputs = realize::LockInputs {
+        request: &request,
+        partial,
+        volume_id: volume_id.as_str(),
+        epoch,
+        settings,
+        registry: &registry,
+        work: work.path(),
+    };
+    let lock = runtime.block_on(realize::resolve_lock(inputs))?;
+    drop(work);
+    crate::out::bytes(lock.render().as_bytes());
     Ok(())
 }
 
@@ -129,9 +204,11 @@ impl Sizes {
         let width = self.addons.iter().map(|i| i.reference.len()).max();
         for i in &self.addons {
             let size = human(i.size);
+            // An image a manifest names says which (`manifest:<name>`); one asked for, nothing.
+            let why = i.extra.as_ref().map_or(String::new(), |w| format!("  {w}"));
             let _ = writeln!(
                 out,
-                "  {:<w$}  {size:>10}  {}",
+                "  {:<w$}  {size:>10}  {}{why}",
                 i.reference,
                 i.digest,
                 w = width.unwrap_or(0)
@@ -149,20 +226,37 @@ impl Sizes {
     }
 }
 
-/// The add-on images `asked` and the core images of `resolution`, sized from their manifests
-/// through the registry (its cache the default one); no layer is downloaded.
+/// The add-on images `addons` asks for by reference, then those its manifests name (each taken
+/// as a build takes it), and the core images of `resolution`, sized from their manifests through
+/// the registry (its cache the default one); no layer is downloaded.
 async fn sizes(
     settings: &Settings,
     resolution: &Resolution,
-    asked: &[String],
+    addons: &crate::plan::Addons,
 ) -> Result<Sizes, AppError> {
-    let addons = crate::plan::addons(asked, &[])?;
-    let registry = net::registry(settings, net::writable_cache(None)?)?;
+    let cache = net::writable_cache(None)?;
+    let named = match addons.manifests.is_empty() {
+        true => Vec::new(),
+        false => {
+            let work = request::work_dir("resolve")?;
+            realize::addon_manifest_images(&addons.manifests, settings, &cache, work.path()).await?
+        }
+    };
+    let registry = net::registry(settings, cache)?;
     let parse = |text: &String| crate::image::Reference::parse(text);
     let core: Vec<String> = resolution.images.iter().map(|i| i.image.clone()).collect();
-    let extra: Vec<_> = (addons.images.iter())
-        .filter(|i| !core.contains(i))
-        .map(parse)
+    // Why each is there: `None` asked for by reference (as before), else its manifest.
+    let mut wanted: Vec<(String, Option<String>)> =
+        addons.images.iter().map(|i| (i.clone(), None)).collect();
+    for (image, why) in named {
+        if !wanted.iter().any(|(i, _)| *i == image) {
+            wanted.push((image, Some(why)));
+        }
+    }
+    wanted.retain(|(i, _)| !core.contains(i));
+    let extra: Vec<_> = wanted
+        .iter()
+        .map(|(i, _)| parse(i))
         .collect::<Result<_, _>>()?;
     let core: Vec<_> = core.iter().map(parse).collect::<Result<_, _>>()?;
     let arch = resolution.arch;
@@ -170,8 +264,12 @@ async fn sizes(
         crate::realize::size_images(&registry, &core, arch),
         crate::realize::size_images(&registry, &extra, arch),
     );
+    let mut addons = addons?;
+    for (entry, (_, why)) in addons.iter_mut().zip(wanted) {
+        entry.extra = why;
+    }
     Ok(Sizes {
-        addons: addons?,
+        addons,
         core: core?.iter().map(|i| i.size).sum(),
     })
 }
@@ -216,7 +314,7 @@ pub(super) fn versions_json(lock: &crate::lock::Lock, label: Option<&str>) -> se
 /// The add-on images `configured` (the configuration's `extras.images`) and the flags name, as
 /// written: `--image`s, then each `--images-file`'s lines; for `resolve` and `build`.
 pub(super) fn addon_images(
-    args: &crate::cli::AddonImageArgs,
+    args: &crate::cli::AddonArgs,
     configured: &[String],
 ) -> Result<Vec<String>, AppError> {
     let mut images = configured.to_vec();

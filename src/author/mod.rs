@@ -1,11 +1,18 @@
 //! Writing the ISOs of a realized build: per architecture, the image archives, `signatures/`,
 //! `versions.txt`, the SBOMs, the ISO and its `.sha256` and SBOMs beside it, from what
 //! [`crate::realize`] staged; and the run's lock beside them. No network.
+//!
+//! Why it only writes: what `versions.txt` and the SBOMs say is rendered by the domain crate from
+//! the run's lock and a small value of what was staged ([`crate::staged`]: the archive names, the
+//! manifest edits, the signature verdicts), so new content changes the lock and its renderings,
+//! not this module; `signatures/report.json` is the verdicts themselves, rendered by
+//! [`cks_iso_sigstore::evidence`]. What is left here is the file system and the ISO writer: the
+//! archives spliced from the cache, one writer thread per ISO, and leaving nothing behind on
+//! failure.
 
 mod error;
 mod sboms;
 
-use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,7 +28,8 @@ use crate::plan::{self, Request};
 use crate::realize::{ArchRealized, ArchSignatures, Realized, signatures};
 use crate::reporter::Reporter;
 use crate::sbom::{Inventory, IsoFacts};
-use crate::versions::{FileRecord, ImageRecord, Versions};
+use crate::staged::Staged;
+use crate::versions;
 use cks_iso_iso9660::{IsoSpec, VolumeId};
 
 /// One finished ISO: what a summary prints and what CloudStack registers.
@@ -55,20 +63,7 @@ pub fn all(
     epoch: i64,
     reporter: &dyn Reporter,
 ) -> Result<Vec<BuiltIso>, AuthorError> {
-    let outputs: Vec<String> = fetched
-        .arches
-        .iter()
-        .map(|a| {
-            let iso = request.output.join(plan::iso_name(request, a.arch));
-            tracing::info!(
-                "linux/{}: writing {} with {} image archives",
-                a.arch.k8s(),
-                iso.display(),
-                a.images.len()
-            );
-            format!("writing {}", iso.display())
-        })
-        .collect();
+    let outputs = outputs(request, fetched);
     let labels: Vec<&str> = outputs.iter().map(String::as_str).collect();
     let progress = reporter.bytes_group(&labels);
     let run = Run {
@@ -129,6 +124,24 @@ pub fn all(
     }
 }
 
+/// Each ISO's progress label (`writing <path>`), each said in the log.
+fn outputs(request: &Request, fetched: &Realized) -> Vec<String> {
+    fetched
+        .arches
+        .iter()
+        .map(|a| {
+            let iso = request.output.join(plan::iso_name(request, a.arch));
+            tracing::info!(
+                "linux/{}: writing {} with {} image archives",
+                a.arch.k8s(),
+                iso.display(),
+                a.images.len()
+            );
+            format!("writing {}", iso.display())
+        })
+        .collect()
+}
+
 /// What every ISO of the run is written from.
 #[derive(Clone, Copy)]
 struct Run<'a> {
@@ -178,115 +191,24 @@ fn one(
     progress: &dyn crate::progress::Progress,
     stop: &dyn Fn() -> bool,
 ) -> Result<BuiltIso, AuthorError> {
-    let Run {
-        request,
-        fetched,
-        lock,
-        volume_id,
-        epoch,
-    } = run;
-    let arch = a.arch.k8s();
-    let references: Vec<_> = a.images.iter().map(|i| i.reference.clone()).collect();
-    let naming = archive::assign_names(&references);
-    for renamed in &naming.renamed {
-        tracing::warn!(
-            "{} and another image share the archive name {}; {} is written as {}",
-            renamed.reference,
-            renamed.plain,
-            renamed.reference,
-            renamed.file
-        );
-    }
-    let mtime = u64::try_from(epoch).unwrap_or(0);
-    let extras = extras_of(lock, arch);
-    let mut images = Vec::new();
+    let naming = naming(a);
     // Each archive is described now (its exact size is known without reading a blob) and its bytes
     // go from the cache straight into the ISO: no `docker/*.tar` in the work dir.
+    let mtime = u64::try_from(run.epoch).unwrap_or(0);
     let mut archives = Vec::new();
     for image in &a.images {
         let file = &naming.files[&image.reference];
-        archives.push((
-            contract::image_archive(file),
-            archive::Archive::describe(image, mtime)?,
-        ));
-        images.push(ImageRecord {
-            name: image.reference.to_string(),
-            digest: image.top.digest.to_string(),
-            archive: contract::image_archive(file),
-        });
+        let archive = archive::Archive::describe(image, mtime)?;
+        archives.push((contract::image_archive(file), archive));
     }
     if let Some(sigs) = &a.signatures {
         write_signatures(&a.staging, sigs)?;
     }
-    // The versions are the lock's: versions.txt renders the lock and what was staged.
-    let r = &lock.request;
-    let versions = Versions {
-        kubernetes: format!("v{}", r.kubernetes),
-        arch: arch.to_owned(),
-        cni_plugins: format!("v{}", r.cni),
-        crictl: format!("v{}", r.crictl),
-        etcd: r.etcd.as_ref().map(|e| format!("v{e}")),
-        autoscaler: r.autoscaler.clone(),
-        ccm: r.ccm.clone(),
-        csi_driver: r.csi.clone(),
-        cloudstack: r.cloudstack.clone(),
-        files: a
-            .files
-            .iter()
-            .map(|f| FileRecord {
-                path: f.dest.clone(),
-                sha256: f.sha256.clone(),
-                source: f.source.clone(),
-            })
-            .collect(),
-        images,
-    };
-    let mut text = versions.render();
-    // Comments, so that readers of versions.txt (older cks-iso verify too) skip them.
-    for (path, edit) in &fetched.edits {
-        text.push_str(&format!("# edit {path}: {edit}\n"));
-    }
-    // The add-on images, told apart from the core ones (their `image` lines stay alike, so that
-    // every reader counts one line per archive).
-    for (name, why) in &extras {
-        text.push_str(&format!("# extra {name} {}\n", extra_words(why)));
-    }
-    // A comment: readers of versions.txt (older cks-iso verify too) skip it.
-    match &a.signatures {
-        Some(sigs) => text.push_str(&signatures::summary(sigs)),
-        None => text.push_str(signatures::OFF_SUMMARY),
-    }
-    std::fs::write(a.staging.join(contract::VERSIONS), text)
-        .map_err(AuthorError::io("cannot write versions.txt"))?;
-    let mut own = lock
-        .only(&[arch], "the run's lock")
-        .expect("the run's lock holds every arch it built");
-    // The ISO is the one its release builds, whatever label named the release.
-    own.request.kubernetes_label = None;
-    std::fs::write(a.staging.join(lock::FILE_NAME), own.render())
-        .map_err(AuthorError::io(format!("cannot write {}", lock::FILE_NAME)))?;
-    let inventory = Inventory {
-        iso: plan::iso_name(request, a.arch),
-        versions: &versions,
-        manifests: a
-            .images
-            .iter()
-            .map(|i| {
-                let archive = contract::image_archive(&naming.files[&i.reference]);
-                (archive, i.manifest.digest.to_string())
-            })
-            .collect(),
-        signatures: match &a.signatures {
-            Some(s) => signatures::sbom_notes(s, &naming.files),
-            None => signatures::off_notes(&a.images, &a.files, &naming.files),
-        },
-        extras: sbom_sources(&extras, &naming.files),
-        epoch,
-    };
-    sboms::write_into(&a.staging, &inventory)?;
-
-    let output = request.output.join(&inventory.iso);
-    let cache = fetched.registry.cache();
+    let judged = signatures::judged(a.signatures.as_ref(), &a.images, &a.files);
+    let staged = Staged::new(&naming, run.fetched.edits.clone(), judged);
+    let inventory = write_records(run.lock, a, &staged)?;
+    let output = run.request.output.join(&inventory.iso);
+    let cache = run.fetched.registry.cache();
     let spliced = archives
         .iter()
         .map(|(path, archive)| cks_iso_iso9660::Spliced {
@@ -298,22 +220,71 @@ fn one(
             }),
         })
         .collect();
-    let written = cks_iso_iso9660::author_spliced(
-        &a.staging,
-        spliced,
-        &output,
-        &IsoSpec {
-            volume_id: volume_id.clone(),
-            epoch,
-        },
-        progress,
-    )
-    .map_err(iso_error)?;
+    let spec = IsoSpec {
+        volume_id: run.volume_id.clone(),
+        epoch: run.epoch,
+    };
+    let written = cks_iso_iso9660::author_spliced(&a.staging, spliced, &output, &spec, progress)
+        .map_err(iso_error)?;
     let sha256 = match written.sha256 {
         Some(sha) => sha,
         None => hash_file(&written.path)?,
     };
-    let name = output
+    write_beside(&written, &sha256, &inventory)?;
+    let _ = std::fs::remove_dir_all(&a.staging);
+    Ok(BuiltIso {
+        path: written.path,
+        size: written.size,
+        sha256: sha256.to_string(),
+        arch: a.arch,
+        kubernetes: run.lock.request.kubernetes.clone(),
+        images: a.images.len(),
+        files: a.files.len(),
+    })
+}
+
+/// The archive names of `a`'s images, each rename said.
+fn naming(a: &ArchRealized) -> archive::Naming {
+    let naming = archive::assign_names(a.images.iter().map(|i| &i.reference));
+    for renamed in &naming.renamed {
+        tracing::warn!(
+            "{} and another image share the archive name {}; {} is written as {}",
+            renamed.reference,
+            renamed.plain,
+            renamed.reference,
+            renamed.file
+        );
+    }
+    naming
+}
+
+/// Writes into `a`'s staging root what renders the run's `lock` and what was `staged`:
+/// `versions.txt`, the ISO's own lock and the SBOMs; returns the SBOMs' inventory, which the
+/// copies beside the ISO repeat.
+fn write_records(lock: &Lock, a: &ArchRealized, staged: &Staged) -> Result<Inventory, AuthorError> {
+    let held = "the run's lock holds every arch it built";
+    let text = versions::render_for(lock, a.arch, staged).expect(held);
+    std::fs::write(a.staging.join(contract::VERSIONS), text)
+        .map_err(AuthorError::io("cannot write versions.txt"))?;
+    let mut own = lock.only(&[a.arch.k8s()], "the run's lock").expect(held);
+    // The ISO is the one its release builds, whatever label named the release.
+    own.request.kubernetes_label = None;
+    std::fs::write(a.staging.join(lock::FILE_NAME), own.render())
+        .map_err(AuthorError::io(format!("cannot write {}", lock::FILE_NAME)))?;
+    let inventory = Inventory::of(lock, a.arch, staged).expect(held);
+    sboms::write_into(&a.staging, &inventory)?;
+    Ok(inventory)
+}
+
+/// Writes `<iso>.sha256` and the SBOMs beside the `written` ISO; when the SBOMs fail, the ISO and
+/// its `.sha256` are removed too.
+fn write_beside(
+    written: &cks_iso_iso9660::Written,
+    sha256: &Sha256Sum,
+    inventory: &Inventory,
+) -> Result<(), AuthorError> {
+    let name = written
+        .path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
@@ -327,54 +298,12 @@ fn one(
         size: written.size,
         sha256: sha256.to_string(),
     };
-    if let Err(e) = sboms::write_beside(&written.path, &inventory, &facts) {
+    if let Err(e) = sboms::write_beside(&written.path, inventory, &facts) {
         let _ = std::fs::remove_file(&written.path);
         let _ = std::fs::remove_file(&sums);
         return Err(e);
     }
-    let _ = std::fs::remove_dir_all(&a.staging);
-    Ok(BuiltIso {
-        path: written.path,
-        size: written.size,
-        sha256: sha256.to_string(),
-        arch: a.arch,
-        kubernetes: lock.request.kubernetes.clone(),
-        images: a.images.len(),
-        files: a.files.len(),
-    })
-}
-
-/// The add-on images of `arch` by name, with why each is there (the lock's word).
-fn extras_of(lock: &Lock, arch: &str) -> BTreeMap<String, String> {
-    (lock.arches.get(arch).into_iter())
-        .flat_map(|entry| &entry.images)
-        .filter_map(|i| Some((i.reference.clone(), i.extra.clone()?)))
-        .collect()
-}
-
-/// Per add-on image archive path (`files` names each image's archive), where it came from, as
-/// the SBOMs say it.
-fn sbom_sources(
-    extras: &BTreeMap<String, String>,
-    files: &BTreeMap<crate::image::Reference, String>,
-) -> BTreeMap<String, String> {
-    files
-        .iter()
-        .filter_map(|(reference, file)| {
-            let why = extra_words(extras.get(&reference.to_string())?);
-            let source = format!("add-on image {reference}, {why}");
-            Some((contract::image_archive(file), source))
-        })
-        .collect()
-}
-
-/// Why an add-on image is in the ISO, in words: `asked for` (`--image`, `--images-file`, the
-/// configuration's `extras.images`) or `named by <manifest>`.
-fn extra_words(why: &str) -> String {
-    match why.strip_prefix("manifest:") {
-        Some(path) => format!("named by {path}"),
-        None => "asked for".to_owned(),
-    }
+    Ok(())
 }
 
 /// An archive that failed inside the ISO is reported as the archive error it is (naming the image,

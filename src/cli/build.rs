@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{AddonImageArgs, BuildRegisterArgs, FromEnv, Net, SignatureArgs, VersionArgs};
+use super::{AddonArgs, BuildRegisterArgs, FromEnv, Net, RequestArgs, SignatureArgs, VersionArgs};
 use crate::env;
 
 /// `cks-iso build`: flags, or upstream's positional form
@@ -33,51 +33,21 @@ pub struct BuildArgs {
     /// Target architecture, repeatable: amd64 (x86_64) or arm64 (aarch64) [default: amd64].
     #[arg(long = "arch", value_name = "ARCH")]
     pub arches: Vec<String>,
-    /// CNI manifest (network.yaml): URL or local file.
-    #[arg(long, value_name = "URL|FILE")]
-    pub network: Option<String>,
-    /// Dashboard manifest (dashboard.yaml): URL or local file.
-    #[arg(long, value_name = "URL|FILE")]
-    pub dashboard: Option<String>,
-    /// Headlamp manifest (headlamp.yaml), optional: URL or local file.
-    #[arg(long, value_name = "URL|FILE", conflicts_with = "headlamp_version")]
-    pub headlamp: Option<String>,
-    /// Headlamp release (0.40.1, with or without v), as CloudStack 4.23 takes it: its
-    /// kubernetes-headlamp.yaml becomes headlamp.yaml, its image pinned to the release's tag;
-    /// --dashboard becomes optional.
-    #[arg(long, value_name = "VERSION")]
-    pub headlamp_version: Option<String>,
+    /// The request's manifests, name, volume ID, date and CloudStack release ([`RequestArgs`]).
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// Directory the ISOs are written to (created if missing) [default: .].
     #[arg(long, short, value_name = "DIR")]
     pub output: Option<PathBuf>,
-    /// ISO name before `-<x86_64|aarch64>.iso` [default: setup-v<KUBERNETES>].
-    #[arg(long, value_name = "NAME")]
-    pub name: Option<String>,
-    /// Volume ID: CloudStack nodes look for CDROM [default: CDROM, or the lock's].
-    #[arg(long, value_name = "ID")]
-    pub volume_id: Option<String>,
-    /// Add-on images ([`AddonImageArgs`]).
+    /// Add-on images and manifests ([`AddonArgs`]).
     #[command(flatten)]
-    pub addons: AddonImageArgs,
-    /// Extra manifest at the ISO's root, repeatable: [NAME=]URL|FILE, under NAME or its file
-    /// name (ending in .yaml); edited and checked as the bundled ones, its images pulled.
-    #[arg(long = "manifest", value_name = "[NAME=]URL|FILE")]
-    pub manifests: Vec<String>,
-    /// Seconds since 1970 that date the ISO [default: $SOURCE_DATE_EPOCH, else now].
-    #[arg(long, value_name = "N")]
-    pub source_date_epoch: Option<i64>,
+    pub addons: AddonArgs,
     /// Blob cache [default: $XDG_CACHE_HOME/cks-iso, else ~/.cache/cks-iso].
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// The CloudStack release the ISOs are for (4.20, 4.21, 4.22, 4.23 or 24; a later one with a warning and 24's rules): its ISO name,
-    /// dashboard or Headlamp manifest, etcd and CSI rules, recorded in versions.txt, the lock and
-    /// the SBOMs [default: config file, else what 4.22 and 4.23 both read, recording none; a
-    /// Headlamp version without --dashboard means 4.23].
-    #[arg(long, value_name = "RELEASE", env = env::CKS_ISO_CLOUDSTACK.name, hide_env_values = true)]
-    pub cloudstack: Option<String>,
     /// Where the ISOs will be served from (http or https): the registration line printed for
     /// each ISO gets url=BASE/<iso> [default: a placeholder].
     #[arg(long, value_name = "BASE")]

@@ -9,7 +9,7 @@ pub use self::cache::{
     CacheCommand, CacheDir, CacheExportArgs, CacheImportArgs, CacheLsArgs, CachePruneArgs,
     CacheVerifyArgs,
 };
-pub use self::content::{AddonImageArgs, VersionArgs};
+pub use self::content::{AddonArgs, RequestArgs, VersionArgs};
 pub use self::diff::DiffArgs;
 pub use self::docs::{CompletionsArgs, ManArgs, Shell};
 pub use self::doctor::DoctorArgs;
@@ -46,7 +46,7 @@ mod verify_bundle;
 mod verify_image;
 
 /// The network flags, declared once with the configuration file's keys in
-/// [`crate::config::Network`].
+/// `config::Network`.
 pub type Net = FromEnv<crate::config::Network>;
 
 /// The version and, when built from a git checkout, the commit: `0.1.0 (1a2b3c4d5e6f)` (set by

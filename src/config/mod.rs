@@ -48,7 +48,7 @@ mod locate;
 mod tests;
 
 pub use error::ConfigError;
-pub use locate::{SYSTEM_CONFIG, default_locations, load};
+pub use locate::{default_locations, load};
 
 /// The largest configuration file read: a few dozen lines of YAML, so 1 MiB is generous, and
 /// a FIFO or `/dev/zero` named as the file cannot fill memory.

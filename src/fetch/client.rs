@@ -25,6 +25,9 @@ use std::time::Duration;
 
 use super::{FetchError, RetryPolicy};
 
+/// The most a `--ca-file` may hold: Debian's whole `ca-certificates.crt` is about 220 KiB.
+const MAX_CA_FILE: u64 = 4 << 20;
+
 /// How to reach the network; filled from flags and the configuration file.
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
@@ -212,9 +215,17 @@ fn new_tls(config: &HttpConfig) -> Result<rustls::ClientConfig, FetchError> {
         let ca_err = |reason: String| FetchError::CaFile {
             path: path.clone(),
             reason,
+            advice: None,
         };
-        let pem = std::fs::read(path).map_err(|e| ca_err(e.to_string()))?;
-        let certs = CertificateDer::pem_slice_iter(&pem)
+        // A CA decides whom the client trusts, so it is read as the other trust files are:
+        // a regular file of bounded size that no one else could have written.
+        let pem =
+            crate::input::read_private_text(path, MAX_CA_FILE).map_err(|e| FetchError::CaFile {
+                path: path.clone(),
+                reason: e.to_string(),
+                advice: crate::input::hint(&e, path, "PEM CA certificates"),
+            })?;
+        let certs = CertificateDer::pem_slice_iter(pem.as_bytes())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| ca_err(format!("not PEM certificates: {e}")))?;
         if certs.is_empty() {

@@ -93,6 +93,8 @@ pub enum FetchError {
         path: PathBuf,
         /// Why.
         reason: String,
+        /// What to do, when the file was refused as `crate::input` refuses trust files.
+        advice: Option<String>,
     },
     /// A redirect the client did not follow (to a scheme other than http or https).
     #[error(
@@ -126,7 +128,9 @@ pub enum FetchError {
 pub(crate) const AUTH_HINT: &str = "log in with `docker login` or `podman login`, or pass \
      --authfile FILE with credentials for this registry";
 
-fn attempts_note(attempts: u32) -> String {
+/// ` (after N attempts)` when a request was tried more than once; the git listing's errors say it
+/// the same way.
+pub(crate) fn attempts_note(attempts: u32) -> String {
     match attempts {
         0 | 1 => String::new(),
         n => format!(" (after {n} attempts)"),
@@ -187,6 +191,10 @@ impl FetchError {
                  (a carried download comes in only with the lock that names it)"
                     .into()
             }
+            Self::CaFile {
+                advice: Some(advice),
+                ..
+            } => advice.clone(),
             Self::CaFile { .. } => "--ca-file takes a PEM file with one or more certificates".into(),
             _ => return None,
         })

@@ -25,6 +25,7 @@ pub use client::{
 pub use download::{Download, Fetched, Origin, Posted, get_bytes, post, post_hop, post_json};
 pub(crate) use error::AUTH_HINT;
 pub use error::FetchError;
+pub(crate) use error::attempts_note;
 pub use mirror::{Mirror, Mirrors, redact, strip_userinfo};
 pub use probe::{Probed, probe};
 pub use retry::{Budget, Refetch, RetryPolicy, retryable_error, retryable_status, retrying};

@@ -21,7 +21,7 @@ use futures_util::future::try_join_all;
 
 pub use error::RealizeError;
 pub use signatures::ArchSignatures;
-pub use to_lock::{LockInputs, resolve_lock, size_images};
+pub use to_lock::{LockInputs, addon_manifest_images, resolve_lock, size_images};
 
 use crate::cache::Cache;
 use crate::config::Settings;

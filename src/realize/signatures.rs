@@ -1,8 +1,9 @@
 //! Signatures in a build: every image of an architecture judged beside the pull (each one by
 //! [`Checker`], in the library's `trust` module, as `pull` judges it; an add-on image as an
 //! extra, which enforce refuses when no rule covers it), what goes into the ISO's
-//! `signatures/` directory, the lock's record and the versions.txt summary. The downloaded files'
-//! signatures are checked in [`crate::trust::binaries`].
+//! `signatures/` directory, the lock's record, and the verdicts `versions.txt` and the SBOMs
+//! render ([`judged`]). The downloaded files' signatures are checked in
+//! [`crate::trust::binaries`].
 
 use futures_util::{StreamExt, stream};
 
@@ -11,6 +12,7 @@ use crate::image::Digest;
 use crate::image::Image;
 use crate::plan::IsoFile;
 use crate::registry::Registry;
+use crate::staged::{Judged, Signatures, Signer};
 use crate::trust::checker::{Checker, CheckerError};
 use cks_iso_sigstore::{
     BinaryEvidence, ImageReport, Policy, Report, SignatureManifest, TrustedRoot, Verdict,
@@ -148,97 +150,50 @@ pub fn lock_signature(sigs: &ArchSignatures, image: &Image) -> Option<crate::loc
     })
 }
 
-/// Per image archive (`docker/<file>`), what the SBOM says of its signature; images no rule
-/// covers get nothing. `files` names each reference's archive.
-pub fn sbom_notes(
-    sigs: &ArchSignatures,
-    files: &std::collections::BTreeMap<crate::image::Reference, String>,
-) -> std::collections::BTreeMap<String, String> {
-    let mut notes = std::collections::BTreeMap::new();
-    for (reference, file) in files {
-        let Some(r) = sigs
-            .report
-            .images
+/// What linux/`arch`'s signature checks found, as `versions.txt` and the SBOMs tell it
+/// ([`crate::staged`]): the verdicts of `sigs`; under `--signatures off` (`None`), not checked for
+/// every image and file the built-in rules cover, and nothing for the rest.
+pub fn judged(sigs: Option<&ArchSignatures>, images: &[Image], files: &[IsoFile]) -> Signatures {
+    let Some(sigs) = sigs else {
+        let policy = Policy::builtin();
+        let covered = images
             .iter()
-            .find(|i| i.reference == reference.to_string())
-        else {
-            continue;
+            .filter(|i| policy.rule_for(&i.reference.repository()).is_some())
+            .map(|i| (i.reference.to_string(), Judged::NotChecked));
+        let covered_files = (files.iter())
+            .filter(|f| policy.rule_for_url(&f.source).is_some())
+            .map(|f| (f.dest.clone(), Judged::NotChecked));
+        return Signatures {
+            mode: None,
+            images: covered.collect(),
+            files: covered_files.collect(),
         };
-        if let Some(note) = note(&r.verdict, r.signer.as_ref()) {
-            notes.insert(format!("docker/{file}"), note);
-        }
+    };
+    let mut judged = Signatures {
+        mode: Some(sigs.report.mode.clone()),
+        ..Signatures::default()
+    };
+    for i in &sigs.report.images {
+        let verdict = judgement(&i.verdict, i.signer.as_ref());
+        judged.images.entry(i.reference.clone()).or_insert(verdict);
     }
     for b in &sigs.report.binaries {
-        if let Some(note) = note(&b.verdict, b.signer.as_ref()) {
-            notes.insert(b.path.clone(), note);
-        }
+        let verdict = judgement(&b.verdict, b.signer.as_ref());
+        judged.files.insert(b.path.clone(), verdict);
     }
-    notes
+    judged
 }
 
-/// What the SBOM says of a covered artifact's signature under `--signatures off`.
-pub const NOT_CHECKED: &str = "not checked (--signatures off)";
-
-/// Per image archive and per downloaded file the built-in rules cover, [`NOT_CHECKED`]: what the
-/// SBOM says under `--signatures off`, when nothing was fetched or judged.
-pub fn off_notes(
-    images: &[Image],
-    files: &[IsoFile],
-    naming: &std::collections::BTreeMap<crate::image::Reference, String>,
-) -> std::collections::BTreeMap<String, String> {
-    let policy = Policy::builtin();
-    let mut notes = std::collections::BTreeMap::new();
-    for image in images {
-        if policy.rule_for(&image.reference.repository()).is_some()
-            && let Some(file) = naming.get(&image.reference)
-        {
-            notes.insert(format!("docker/{file}"), NOT_CHECKED.to_owned());
-        }
+/// A report's verdict and signer, as far as `versions.txt` and the SBOMs tell them.
+fn judgement(verdict: &Verdict, signer: Option<&cks_iso_sigstore::Signer>) -> Judged {
+    match verdict {
+        Verdict::Verified => Judged::Verified(signer.map(|s| Signer {
+            identity: s.identity.clone(),
+            issuer: s.issuer.clone(),
+            log_index: s.log_index,
+        })),
+        Verdict::Unsigned => Judged::Unsigned,
+        // A failed check stops the build, so what is left is not covered.
+        _ => Judged::NotCovered,
     }
-    for file in files {
-        if policy.rule_for_url(&file.source).is_some() {
-            notes.insert(file.dest.clone(), NOT_CHECKED.to_owned());
-        }
-    }
-    notes
-}
-
-/// The line `versions.txt` gets under `--signatures off`.
-pub const OFF_SUMMARY: &str = "# signatures off: not checked\n";
-
-/// `verified: <identity> via <issuer>, Rekor log index N`, `unsigned`, or nothing (not covered).
-fn note(verdict: &Verdict, signer: Option<&cks_iso_sigstore::Signer>) -> Option<String> {
-    match (verdict, signer) {
-        (Verdict::Verified, Some(s)) => Some(format!(
-            "verified: {} via {}, Rekor log index {}",
-            s.identity, s.issuer, s.log_index
-        )),
-        (Verdict::Unsigned, _) => Some(Verdict::Unsigned.to_string()),
-        _ => None,
-    }
-}
-
-/// The one line `versions.txt` gets: `# signatures verify: 9 of 9 covered images verified, 0
-/// unsigned (signatures/report.json)`.
-pub fn summary(sigs: &ArchSignatures) -> String {
-    let count = |v: Verdict| sigs.report.images.iter().filter(|i| i.verdict == v).count();
-    let (verified, unsigned) = (count(Verdict::Verified), count(Verdict::Unsigned));
-    let bins = |v: Verdict| {
-        let b = &sigs.report.binaries;
-        b.iter().filter(|i| i.verdict == v).count()
-    };
-    let binaries = match sigs.report.binaries.is_empty() {
-        true => String::new(),
-        false => format!(
-            "; {} of {} binaries verified",
-            bins(Verdict::Verified),
-            sigs.report.binaries.len()
-        ),
-    };
-    format!(
-        "# signatures {}: {verified} of {} covered images verified, {unsigned} unsigned\
-         {binaries} ({DIR}/report.json)\n",
-        sigs.report.mode,
-        verified + unsigned
-    )
 }

@@ -18,7 +18,8 @@ use std::path::Path;
 use futures_util::future::join_all;
 use futures_util::{StreamExt, stream};
 
-use super::{RealizeError, fetcher, images, record};
+use super::{RealizeError, fetcher, images, manifests, record};
+use crate::cache::Cache;
 use crate::config::Settings;
 use crate::fetch::{build_bulk_client, build_client};
 use crate::image::{Arch, Image, Reference};
@@ -157,24 +158,12 @@ async fn files(
         .iter()
         .zip(published)
         .map(|(a, sha256)| match sha256 {
-            Some(sha256) => FileEntry {
-                path: a.dest.clone(),
-                url: a.url.clone(),
-                size: 0,
-                sha256,
-                signature: None,
-            },
+            Some(sha256) => FileEntry::new(a.dest.clone(), a.url.clone(), 0, sha256),
             None => {
                 let f = taken
                     .next()
                     .expect("one taken file per unpublished artifact");
-                FileEntry {
-                    path: f.dest,
-                    url: f.source,
-                    size: f.size,
-                    sha256: f.sha256,
-                    signature: None,
-                }
+                FileEntry::new(f.dest, f.source, f.size, f.sha256)
             }
         })
         .collect())
@@ -201,6 +190,46 @@ pub async fn size_images(
     arch: Arch,
 ) -> Result<Vec<ImageEntry>, RealizeError> {
     resolve_images(registry, references, arch).await
+}
+
+/// The images the add-on manifests `given` (`(name, source)`) name, normalised, each once with why
+/// it is there ([`lock::extra_from_manifest`]): each manifest taken and edited exactly as a build
+/// takes it (through the mirrors, kept in `cache`), for `resolve`'s sizes, which take no other
+/// manifest.
+pub async fn addon_manifest_images(
+    given: &[(String, plan::Source)],
+    settings: &Settings,
+    cache: &Cache,
+    work: &Path,
+) -> Result<Vec<(String, String)>, RealizeError> {
+    let client = build_client(&settings.http)?;
+    let bulk = build_bulk_client(&settings.http)?;
+    let fetcher = fetcher((&client, &bulk), settings, &(), cache);
+    let dir = work.join("addons");
+    let role = plan::Role::Extra;
+    let taken = join_all(
+        given
+            .iter()
+            .map(|(dest, source)| manifests::manifest(&fetcher, &dir, dest, source, &role, None)),
+    )
+    .await;
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (file, edited, _) in taken.into_iter().collect::<Result<Vec<_>, _>>()? {
+        for image in &edited.images {
+            let normal = Reference::parse(image).map_err(|source| RealizeError::NotAReference {
+                dest: file.dest.clone(),
+                origin: file.source.clone(),
+                image: image.clone(),
+                source: Box::new(source),
+            })?;
+            let normal = normal.to_string();
+            if !out.iter().any(|(i, _)| *i == normal) {
+                out.push((normal, lock::extra_from_manifest(&file.dest)));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Resolves `references` for linux/`arch` at the registry (manifests only, `jobs` at a time):
@@ -231,16 +260,15 @@ async fn resolve_images(
 
 /// The lock's entry for a resolved image, its signature not yet judged.
 pub(super) fn image_entry(image: &Image) -> ImageEntry {
-    ImageEntry {
-        reference: image.reference.to_string(),
-        digest: image.top.digest.to_string(),
-        manifest: image.manifest.digest.to_string(),
-        size: image.manifest.bytes.len() as u64
-            + image.config.size
-            + image.layers.iter().map(|l| l.size).sum::<u64>(),
-        extra: None,
-        signature: None,
-    }
+    let size = image.manifest.bytes.len() as u64
+        + image.config.size
+        + image.layers.iter().map(|l| l.size).sum::<u64>();
+    ImageEntry::new(
+        image.reference.to_string(),
+        image.top.digest.to_string(),
+        image.manifest.digest.to_string(),
+        size,
+    )
 }
 
 /// The lock of `request` as `resolution` resolved it, with its manifests and architectures.

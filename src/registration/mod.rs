@@ -31,7 +31,7 @@ use crate::versions::Versions;
 use cks_iso_iso9660::read::IsoReader;
 
 pub use api::{Api, ApiError};
-pub use run::{Options, Outcome, RegistrationError, Retire};
+pub use run::{Options, RegistrationError, Retire};
 
 /// The fewest CPUs CloudStack accepts for a CKS node (`mincpunumber`).
 pub const MIN_CPU: u32 = 2;

@@ -2,6 +2,7 @@
 
 use super::pktline::PktLineError;
 use crate::env;
+use crate::fetch::attempts_note;
 use cks_iso_domain::release::VersionError;
 
 /// Errors of [`crate::release`] (and of [`crate::resolve`], which passes them on).
@@ -11,43 +12,53 @@ pub enum ResolveError {
     #[error(transparent)]
     Version(#[from] VersionError),
     /// The server could not be reached or the body could not be read.
-    #[error("cannot list tags of {shown_url}", shown_url = crate::fetch::redact(url))]
+    #[error("cannot list tags of {shown_url}{}", attempts_note(*attempts), shown_url = crate::fetch::redact(url))]
     Http {
         /// The URL requested.
         url: String,
+        /// How many times the listing was tried.
+        attempts: u32,
         /// The transport's reason.
         #[source]
         source: reqwest::Error,
     },
     /// The server answered with an error status.
-    #[error("{shown_url} answered HTTP {status}", shown_url = crate::fetch::redact(url))]
+    #[error("{shown_url} answered HTTP {status}{}", attempts_note(*attempts), shown_url = crate::fetch::redact(url))]
     Status {
         /// The URL requested.
         url: String,
+        /// How many times the listing was tried.
+        attempts: u32,
         /// The status.
         status: reqwest::StatusCode,
     },
     /// The server answered but not as a smart git server.
-    #[error("{shown_url} is not a smart git HTTP server: {reason}", shown_url = crate::fetch::redact(url))]
+    #[error("{shown_url} is not a smart git HTTP server: {reason}{}", attempts_note(*attempts), shown_url = crate::fetch::redact(url))]
     NotSmart {
         /// The URL requested.
         url: String,
+        /// How many times the listing was tried.
+        attempts: u32,
         /// What was wrong.
         reason: String,
     },
     /// The reply broke the git protocol.
-    #[error("{shown_url} sent an invalid git reply: {reason}", shown_url = crate::fetch::redact(url))]
+    #[error("{shown_url} sent an invalid git reply: {reason}{}", attempts_note(*attempts), shown_url = crate::fetch::redact(url))]
     Protocol {
         /// The URL requested.
         url: String,
+        /// How many times the listing was tried.
+        attempts: u32,
         /// What was wrong.
         reason: String,
     },
     /// The reply was not valid pkt-line.
-    #[error("{shown_url} sent an invalid git reply", shown_url = crate::fetch::redact(url))]
+    #[error("{shown_url} sent an invalid git reply{}", attempts_note(*attempts), shown_url = crate::fetch::redact(url))]
     PktLine {
         /// The URL requested.
         url: String,
+        /// How many times the listing was tried.
+        attempts: u32,
         /// The framing error.
         #[source]
         source: PktLineError,
@@ -58,6 +69,20 @@ pub enum ResolveError {
 }
 
 impl ResolveError {
+    /// The same error, saying it came after `n` tries of the listing (its transport variants;
+    /// the others are never tried again).
+    pub fn after(mut self, n: u32) -> Self {
+        match &mut self {
+            Self::Http { attempts, .. }
+            | Self::Status { attempts, .. }
+            | Self::NotSmart { attempts, .. }
+            | Self::Protocol { attempts, .. }
+            | Self::PktLine { attempts, .. } => *attempts = n,
+            Self::Version(_) | Self::Refused(_) => {}
+        }
+        self
+    }
+
     /// Whether the user gave a wrong value (exit code 2) rather than the run failing.
     pub fn is_usage(&self) -> bool {
         matches!(

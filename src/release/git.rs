@@ -52,7 +52,11 @@ pub async fn ls_remote(
             "content type {:?} instead of {ADVERTISEMENT}",
             content_type.unwrap_or_default()
         );
-        return Err(ResolveError::NotSmart { url, reason });
+        return Err(ResolveError::NotSmart {
+            url,
+            reason,
+            attempts: 1,
+        });
     }
     match parse_discovery(&body).map_err(|e| e.at(&url))? {
         Discovery::V0(refs) => Ok(Listing {
@@ -62,6 +66,7 @@ pub async fn ls_remote(
         Discovery::V2 { ls_refs: false } => Err(ResolveError::Protocol {
             url,
             reason: "protocol v2 without the ls-refs command".into(),
+            attempts: 1,
         }),
         Discovery::V2 { ls_refs: true } => {
             let url = format!("{base}/git-upload-pack");
@@ -87,12 +92,14 @@ async fn send(
     let http = |source: reqwest::Error| ResolveError::Http {
         url: url.to_owned(),
         source: source.without_url(),
+        attempts: 1,
     };
     let resp = req.send().await.map_err(http)?;
     if !resp.status().is_success() {
         return Err(ResolveError::Status {
             url: url.to_owned(),
             status: resp.status(),
+            attempts: 1,
         });
     }
     let content_type = resp
@@ -107,6 +114,7 @@ async fn send(
             return Err(ResolveError::Protocol {
                 url: url.to_owned(),
                 reason: format!("the reply exceeds {} MiB", MAX_REPLY >> 20),
+                attempts: 1,
             });
         }
         body.extend_from_slice(&chunk);
@@ -160,8 +168,16 @@ impl ParseError {
     fn at(self, url: &str) -> ResolveError {
         let url = url.to_owned();
         match self {
-            Self::Frame(source) => ResolveError::PktLine { url, source },
-            Self::Content(reason) => ResolveError::Protocol { url, reason },
+            Self::Frame(source) => ResolveError::PktLine {
+                url,
+                source,
+                attempts: 1,
+            },
+            Self::Content(reason) => ResolveError::Protocol {
+                url,
+                reason,
+                attempts: 1,
+            },
         }
     }
 }

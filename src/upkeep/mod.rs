@@ -16,10 +16,10 @@ mod inspect;
 use std::path::PathBuf;
 
 pub use delta::{from_iso, held};
-pub use error::{Kind as UpkeepErrorKind, UpkeepError};
-pub use export::{Exported, export};
-pub use import::{Carry, Imported, import};
-pub use inspect::{Finding, Inventory, Pruned, Verified, inventory, prune, verify};
+pub use error::UpkeepError;
+pub use export::export;
+pub use import::{Carry, import};
+pub use inspect::{Finding, inventory, prune, verify};
 
 use crate::lock::Lock;
 use crate::lock::source::SourceError;

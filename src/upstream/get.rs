@@ -151,12 +151,17 @@ impl Fetcher<'_> {
         self.download
             .admit(&repo)
             .map_err(crate::release::ResolveError::Refused)?;
+        let tries = std::cell::Cell::new(0);
         crate::fetch::retrying(
             self.download.retry,
-            || crate::release::ls_remote(self.download.client, &repo, prefix),
+            || {
+                tries.set(tries.get() + 1);
+                crate::release::ls_remote(self.download.client, &repo, prefix)
+            },
             |e: &crate::release::ResolveError| e.is_transient().then_some(None),
         )
         .await
+        .map_err(|e| e.after(tries.get()))
     }
 
     /// GETs a small text through the mirrors (a checksum file, kubeadm's constants). Offline, the

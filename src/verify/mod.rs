@@ -26,7 +26,7 @@ mod signatures;
 
 use std::path::{Path, PathBuf};
 
-pub use render::{FORMAT, closing_hint, document};
+pub use render::{closing_hint, document};
 
 pub use foreign::iso_arch;
 

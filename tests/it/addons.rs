@@ -1,10 +1,11 @@
-//! Add-on content (`build --image`, `--images-file`, `--manifest`, `resolve --image`) against the
-//! whole local world, with add-on images pushed into its docker-registry here: every extra lands
-//! in `docker/` and imports into containerd with its registry digest, the lock records it so that
-//! `--locked --offline` rebuilds the same bytes with the network stopped, `versions.txt`, both
-//! SBOMs (judged by the formats' validators) and `diff` name it; names cks-iso or CloudStack own
-//! are refused, an image without the ISO's arch fails naming the platforms it has, and `resolve`
-//! sizes extras from their manifests without downloading a layer.
+//! Add-on content (`build --image`, `--images-file`, `--manifest`, `resolve --image`, `--manifest`)
+//! against the whole local world, with add-on images pushed into its docker-registry here: every
+//! extra lands in `docker/` and imports into containerd with its registry digest, the lock records
+//! it so that `--locked --offline` rebuilds the same bytes with the network stopped,
+//! `versions.txt`, both SBOMs (judged by the formats' validators) and `diff` name it; names cks-iso
+//! or CloudStack own are refused, an image without the ISO's arch fails naming the platforms it
+//! has, and `resolve` sizes extras (asked for, or named by an add-on manifest of the flag or the
+//! configuration) from their image manifests without downloading a layer.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -325,6 +326,8 @@ fn extras_are_bundled_imported_locked_rebuilt_offline_listed_and_diffed() {
         assert!(said.contains(name), "{name} not in the diff:\n{said}");
     }
     assert!(said.contains("addon.yaml"), "{said}");
+    assert!(said.contains("[add-on, named by addon.yaml]"), "{said}");
+    assert!(said.contains("[add-on, asked for]"), "{said}");
 
     // The network stopped: the lock and the cache rebuild the same bytes.
     drop(world);
@@ -457,4 +460,187 @@ fn resolve_sizes_extras_from_their_manifests_without_downloading_a_layer() {
             "layer {layer} was downloaded"
         );
     }
+}
+
+/// Add-ons across the air gap: `cache export --locked` carries what the lock's extras need (the
+/// extra images' blobs and the extra manifest's body) beside the core content, `cache import`
+/// takes it into an empty cache, and with every server stopped `build --locked --offline` from
+/// that cache makes the same ISO byte for byte.
+#[test]
+fn extras_cross_the_air_gap_through_cache_export_and_import() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    push(&world, "quay.io/acme/agent", "2.1", &["amd64", "arm64"]);
+    push(&world, "ghcr.io/two/tool", "1.0", &["amd64"]);
+    let url = serve_manifest(
+        &world,
+        "acme/addon/v1/deploy/addon.yaml",
+        &deployment(&["ghcr.io/two/tool:1.0"]),
+    );
+    let lock = d.join("cks-iso.lock");
+    let online = d.join("online");
+    let manifest = format!("addon.yaml={url}");
+    ok(
+        build(&world, d, &online, &["--image", "quay.io/acme/agent:2.1"])
+            .args(["--manifest", &manifest, "--lock-file", p(&lock)])
+            .output()
+            .unwrap(),
+    );
+    let cache = |cache: &Path, args: &[&str]| {
+        ok(cks_iso()
+            .arg("cache")
+            .args(args)
+            .args(["--cache-dir", p(cache)])
+            .output()
+            .unwrap())
+    };
+    let export = d.join("export");
+    cache(
+        &d.join("cache"),
+        &["export", "--locked", p(&lock), "-o", p(&export)],
+    );
+    let carried = d.join("carried");
+    cache(&carried, &["import", p(&export), "--locked", p(&lock)]);
+    // The world's Sigstore root, which its signatures chain to, outlives the world.
+    let root = d.join("trusted_root.json");
+    fs::copy(
+        world.config_path().with_file_name("trusted_root.json"),
+        &root,
+    )
+    .unwrap();
+    drop(world);
+
+    let offline = d.join("offline");
+    let tmp = d.join("tmp-offline");
+    fs::create_dir_all(&tmp).unwrap();
+    let out = ok(cks_iso()
+        .env_remove("CKS_ISO_CONFIG")
+        .env("TMPDIR", &tmp)
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .args(["build", "--no-progress", "--locked", p(&lock), "--offline"])
+        .args(["--trusted-root", p(&root)])
+        .args(["--output", p(&offline), "--cache-dir", p(&carried)])
+        .output()
+        .unwrap());
+    let isos: Vec<String> = names(&online)
+        .into_iter()
+        .filter(|n| n.ends_with(".iso"))
+        .collect();
+    assert_eq!(isos.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let (first, again) = (online.join(&isos[0]), offline.join(&isos[0]));
+    assert!(
+        same_bytes(&first, &again),
+        "the offline build from the carried cache differs"
+    );
+    // The add-ons are in it: both extra images' archives and the extra manifest.
+    let root_dir = d.join("root");
+    extract(&again, &root_dir);
+    let versions = fs::read_to_string(root_dir.join("versions.txt")).unwrap();
+    let lines = image_lines(&versions);
+    for name in ["quay.io/acme/agent:2.1", "ghcr.io/two/tool:1.0"] {
+        assert!(lines.contains_key(name), "{name} not bundled:\n{versions}");
+    }
+    assert!(root_dir.join("addon.yaml").is_file());
+    assert!(names(&tmp).is_empty(), "nothing left behind");
+}
+
+#[test]
+fn resolve_sizes_the_images_of_add_on_manifests_from_the_flag_and_the_configuration() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let agent = push(&world, "quay.io/acme/agent", "2.1", &["amd64", "arm64"]);
+    let sidecar = push(&world, "docker.io/acme/sidecar", "latest", &["amd64"]);
+    let tool = push(&world, "ghcr.io/two/tool", "1.0", &["amd64", "arm64"]);
+    let flagged = serve_manifest(
+        &world,
+        "acme/addon/v1/deploy/addon.yaml",
+        &deployment(&["quay.io/acme/agent:2.1", "acme/sidecar"]),
+    );
+    let configured = serve_manifest(
+        &world,
+        "two/tool/v1/deploy/tool.yaml",
+        &deployment(&["ghcr.io/two/tool:1.0"]),
+    );
+    // `extras: manifests:` in the configuration, `--manifest` on the command line: both taken.
+    let config = d.join("config.yaml");
+    let extras_yaml = format!("extras:\n  manifests: [\"tools.yaml={configured}\"]\n");
+    fs::write(&config, format!("{}{extras_yaml}", world.config_yaml())).unwrap();
+    fs::copy(world.trusted_root_path(), d.join("trusted_root.json")).unwrap();
+    let cache = d.join("xdg-cache");
+    let resolve = |json: bool| {
+        let mut cmd = cks_iso();
+        cmd.env("CKS_ISO_CONFIG", &config)
+            .env("XDG_CACHE_HOME", &cache)
+            .env("TMPDIR", d)
+            .args(["resolve", "--kubernetes", world.kubernetes()])
+            .args(["--manifest", &format!("addon.yaml={flagged}")]);
+        if json {
+            cmd.arg("--json");
+        }
+        ok(cmd.output().unwrap())
+    };
+    let expected = [
+        ("ghcr.io/two/tool:1.0", &tool, "manifest:tools.yaml"),
+        ("quay.io/acme/agent:2.1", &agent, "manifest:addon.yaml"),
+        (
+            "docker.io/acme/sidecar:latest",
+            &sidecar,
+            "manifest:addon.yaml",
+        ),
+    ];
+
+    let text = String::from_utf8(resolve(false).stdout).unwrap();
+    for (name, pushed, why) in expected {
+        let row = (text.lines())
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("{name} not listed:\n{text}"));
+        assert!(row.contains(&pushed.top), "{row}");
+        assert!(row.ends_with(why), "{row}");
+    }
+    assert!(text.contains("Estimated ISO size: at least"), "{text}");
+
+    let json: serde_json::Value = serde_json::from_slice(&resolve(true).stdout).unwrap();
+    let addons = json["addons"].as_array().unwrap();
+    let listed: Vec<&str> = addons
+        .iter()
+        .filter_map(|a| a["reference"].as_str())
+        .collect();
+    // The configuration's manifest first, then the flag's (its images in the edit's order).
+    let mut from_flag = listed[1..].to_vec();
+    from_flag.sort_unstable();
+    assert_eq!(listed[0], expected[0].0, "{listed:?}");
+    assert_eq!(
+        from_flag,
+        [expected[2].0, expected[1].0],
+        "each once: {listed:?}"
+    );
+    for (name, pushed, why) in expected {
+        let entry = addons.iter().find(|a| a["reference"] == name).unwrap();
+        assert_eq!(entry["size"].as_u64(), Some(pushed.size), "{entry}");
+        assert_eq!(entry["digest"], pushed.top.as_str(), "{entry}");
+        assert_eq!(entry["extra"], why, "{entry}");
+    }
+    let sum = agent.size + sidecar.size + tool.size;
+    assert_eq!(json["estimate"]["addon_images"].as_u64(), Some(sum));
+
+    // The manifests were read; not one layer of their images was downloaded.
+    let kept: Vec<String> = fs::read_dir(cache.join("cks-iso/blobs/sha256"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    for layer in [&agent, &sidecar, &tool].iter().flat_map(|p| &p.layers) {
+        let hex = layer.trim_start_matches("sha256:");
+        assert!(
+            !kept.iter().any(|k| k == hex),
+            "layer {layer} was downloaded"
+        );
+    }
+    // No work directory is left behind.
+    let left: Vec<String> = names(d)
+        .into_iter()
+        .filter(|n| n.starts_with("cks-iso-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

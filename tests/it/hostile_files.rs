@@ -146,6 +146,58 @@ fn configuration_trust_root_and_policy_files_others_could_write_or_that_are_not_
     }
 }
 
+/// `--ca-file` decides whom the client trusts, so it is held to the same rule: refused, naming
+/// it, when others can write it, and when a FIFO or `/dev/zero` stands in its place (which hung
+/// or filled memory before); a readable PEM of our own still works.
+#[test]
+fn ca_files_others_could_write_or_that_are_not_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ca = d.join("ca.pem");
+    // Refused before it is parsed: what it holds does not matter.
+    fs::write(&ca, "not yet PEM\n").unwrap();
+    let named = format!("cannot use the CA file {}", ca.display());
+    for (m, who) in [(0o664, "group-writable"), (0o646, "world-writable")] {
+        mode(&ca, m);
+        let shown = format!("others can write to it (mode {m:04o}, {who})");
+        let all = refused(
+            &mut pull_in(d, &["--ca-file", p(&ca)]),
+            1,
+            &[&named, &shown, "hint:", "chmod go-w"],
+        );
+        assert!(
+            !all.contains("127.0.0.1:1"),
+            "it went on to the network:\n{all}"
+        );
+    }
+    mode(&ca, 0o644);
+    // Its own: it is read, and what it holds is judged.
+    refused(
+        &mut pull_in(d, &["--ca-file", p(&ca)]),
+        1,
+        &[&named, "no PEM certificate", "hint:"],
+    );
+    let fifo = d.join("fifo");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    for (file, said) in [
+        (fifo.as_path(), "a FIFO"),
+        (Path::new("/dev/zero"), "a character device"),
+    ] {
+        refused(
+            &mut pull_in(d, &["--ca-file", p(file)]),
+            1,
+            &[p(file), said, "hint:", "regular file"],
+        );
+    }
+}
+
 /// Auth files, named with `--authfile` or found where Docker keeps them: refused when others
 /// can write them or a FIFO stands in their place, before any credential is sent.
 #[test]

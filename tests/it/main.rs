@@ -55,6 +55,7 @@ mod registry_credentials;
 mod registry_faults;
 mod registry_pull;
 mod resolve_cli;
+mod resolve_lock;
 mod rootless;
 mod sbom_sources;
 mod signature_properties;

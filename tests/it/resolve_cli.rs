@@ -475,6 +475,44 @@ fn tag_listing_is_retried_through_transient_git_server_errors() {
     );
 }
 
+/// A git server that keeps failing ends the listing after the retry budget, and the error says
+/// how many times it was asked, as every download's error does.
+#[test]
+fn a_tag_listing_that_keeps_failing_says_after_how_many_attempts() {
+    use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
+    let w = world(&Snapshot::typical());
+    let base = w
+        .git_url
+        .trim_end_matches("/kubernetes/autoscaler.git")
+        .to_owned();
+    let proxy = FaultProxy::start(&base);
+    proxy.add(Rule::path_contains("/info/refs").fault(Fault::Status(503)));
+    let mut args = Vec::new();
+    for rule in w.upstream.mirror_rules() {
+        args.extend(["--mirror".to_owned(), rule]);
+    }
+    args.extend([
+        "--mirror".to_owned(),
+        format!(
+            "https://github.com/kubernetes/autoscaler={}/kubernetes/autoscaler.git",
+            proxy.url()
+        ),
+    ]);
+    let out = w
+        .cmd()
+        .args(["resolve", "--kubernetes", "1.33.1", "--retries", "3"])
+        .args(&args)
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("answered HTTP 503 Service Unavailable (after 3 attempts)"),
+        "{stderr}"
+    );
+    assert_eq!(proxy.log().len(), 3, "{:?}", proxy.log());
+}
+
 /// Every 1.35 release keys kubeadm's etcd map by skew expressions (kubernetes PR #134866), and the
 /// embedded table stops at 1.35.7: 1.35.9 resolves from its constants file alone.
 #[test]

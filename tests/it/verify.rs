@@ -151,7 +151,7 @@ fn tree_of(world: &World, root: &Path, arch: Arch, extra: &[Extra], images: &[&s
     // The SBOMs a build writes, from the same records (cks-iso's own writer: verify requires them).
     let inventory = Inventory {
         iso: format!("setup-v1.33.1-{arch}.iso"),
-        versions: &versions,
+        versions,
         manifests,
         signatures: Default::default(),
         extras: Default::default(),

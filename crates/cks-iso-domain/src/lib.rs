@@ -16,6 +16,8 @@
 //! - [`lock`]: `cks-iso.lock`, the resolved inputs a later build repeats byte for byte, and the
 //!   lock read back from a built ISO.
 //! - [`versions`]: `versions.txt`, written into the ISO and read back by `verify`.
+//! - [`staged`]: what realizing a lock staged beyond the lock (archive names, manifest edits,
+//!   signature verdicts); `versions.txt` and the SBOMs render the run's lock and this.
 //! - [`manifest`]: manifests edited as text (image pins, pull policy, extra RBAC), read as YAML.
 //! - [`plan`]: what goes into the ISO: the request (flags, upstream's positional form, or a
 //!   lock), the versions before anything is fetched, manifest edits, the image set, names.
@@ -34,5 +36,6 @@ pub mod plan;
 pub mod recorded;
 pub mod release;
 pub mod sbom;
+pub mod staged;
 pub mod units;
 pub mod versions;

@@ -27,6 +27,11 @@
 
 use std::fmt::Write as _;
 
+use cks_iso_oci::image::Arch;
+
+use crate::lock::{Lock, LockError};
+use crate::staged::Staged;
+
 /// One downloaded or generated file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileRecord {
@@ -86,7 +91,62 @@ pub struct VersionsError {
     pub reason: String,
 }
 
+/// `versions.txt` of linux/`arch`'s ISO: the records of [`Versions::of`], then as comments (which
+/// every reader, older `verify` too, skips) the manifest edits, the add-on images told apart from
+/// the core ones (their `image` lines stay alike, so every reader counts one line per archive),
+/// and the signature summary.
+pub fn render_for(lock: &Lock, arch: Arch, staged: &Staged) -> Result<String, LockError> {
+    let mut text = Versions::of(lock, arch, staged)?.render();
+    for (path, edit) in &staged.edits {
+        let _ = writeln!(text, "# edit {path}: {edit}");
+    }
+    let mut extras: Vec<_> = (lock.arch(arch)?.images.iter())
+        .filter_map(|i| Some((&i.reference, i.extra_words()?)))
+        .collect();
+    extras.sort();
+    for (reference, words) in extras {
+        let _ = writeln!(text, "# extra {reference} {words}");
+    }
+    text.push_str(&staged.signatures.summary());
+    Ok(text)
+}
+
 impl Versions {
+    /// The records of linux/`arch`'s ISO: the lock's versions, the arch's downloads and the
+    /// manifests and units (as edited), and each image under the archive it was staged as.
+    pub fn of(lock: &Lock, arch: Arch, staged: &Staged) -> Result<Self, LockError> {
+        let entry = lock.arch(arch)?;
+        let r = &lock.request;
+        let downloads = entry.files.iter().map(|f| FileRecord {
+            path: f.path.clone(),
+            sha256: f.sha256.clone(),
+            source: f.url.clone(),
+        });
+        let manifests = lock.manifests.iter().map(|m| FileRecord {
+            path: m.path.clone(),
+            sha256: m.sha256.clone(),
+            source: m.source.clone(),
+        });
+        let images = entry.images.iter().map(|i| ImageRecord {
+            name: i.reference.clone(),
+            digest: i.digest.clone(),
+            archive: staged.archive(&i.reference),
+        });
+        Ok(Self {
+            kubernetes: format!("v{}", r.kubernetes),
+            arch: arch.k8s().to_owned(),
+            cni_plugins: format!("v{}", r.cni),
+            crictl: format!("v{}", r.crictl),
+            etcd: r.etcd.as_ref().map(|e| format!("v{e}")),
+            autoscaler: r.autoscaler.clone(),
+            ccm: r.ccm.clone(),
+            csi_driver: r.csi.clone(),
+            cloudstack: r.cloudstack.clone(),
+            files: downloads.chain(manifests).collect(),
+            images: images.collect(),
+        })
+    }
+
     /// The file's text, deterministic for the same content.
     pub fn render(&self) -> String {
         let mut out = String::new();

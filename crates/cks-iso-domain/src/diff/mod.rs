@@ -111,6 +111,10 @@ pub struct ImageInfo {
     pub manifest: Option<String>,
     /// Manifest, config and layers in bytes, when known.
     pub size: Option<u64>,
+    /// For an add-on image, why it is in the ISO, as the lock says it (`image`, or
+    /// `manifest:<path>`); `None` for a core image or when unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extra: Option<String>,
 }
 
 /// A root manifest.

@@ -139,7 +139,18 @@ fn image_line(out: &mut String, c: &Change<ImageInfo>) {
         (None, Some(b)) => format!("+ {}: {}", c.name, one(b)),
         (None, None) => return,
     };
-    let _ = writeln!(out, "  {text}");
+    // An add-on says so, and why it is there (the newer side's reason when both have one).
+    let extra = [&c.b, &c.a]
+        .into_iter()
+        .find_map(|side| side.as_ref().and_then(|i| i.extra.as_deref()));
+    match extra {
+        Some(why) => {
+            let _ = writeln!(out, "  {text} [add-on, {}]", crate::lock::extra_words(why));
+        }
+        None => {
+            let _ = writeln!(out, "  {text}");
+        }
+    }
 }
 
 fn file(f: &FileInfo) -> String {

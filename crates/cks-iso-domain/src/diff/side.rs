@@ -98,6 +98,7 @@ impl Side {
                     digest: i.digest.clone(),
                     manifest: Some(i.manifest.clone()),
                     size: Some(i.size),
+                    extra: i.extra.clone(),
                 };
                 (i.reference.clone(), info)
             });
@@ -145,6 +146,7 @@ impl Side {
                 digest: i.digest.clone(),
                 manifest: None,
                 size: None,
+                extra: None,
             };
             arch.images.insert(i.name.clone(), info);
         }

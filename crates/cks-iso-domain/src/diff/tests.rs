@@ -14,21 +14,18 @@ fn hex(c: char) -> String {
 fn arch_entry(uname: &str) -> ArchEntry {
     ArchEntry {
         iso: format!("setup-v1.33.1-{uname}.iso"),
-        files: vec![FileEntry {
-            path: "k8s/kubeadm".into(),
-            url: "https://dl.k8s.io/kubeadm".into(),
-            size: 10,
-            sha256: hex('a'),
-            signature: None,
-        }],
-        images: vec![ImageEntry {
-            reference: "registry.k8s.io/pause:3.10".into(),
-            digest: format!("sha256:{}", hex('b')),
-            manifest: format!("sha256:{}", hex('c')),
-            size: 100,
-            extra: None,
-            signature: None,
-        }],
+        files: vec![FileEntry::new(
+            "k8s/kubeadm".into(),
+            "https://dl.k8s.io/kubeadm".into(),
+            10,
+            hex('a'),
+        )],
+        images: vec![ImageEntry::new(
+            "registry.k8s.io/pause:3.10".into(),
+            format!("sha256:{}", hex('b')),
+            format!("sha256:{}", hex('c')),
+            100,
+        )],
     }
 }
 
@@ -132,6 +129,41 @@ fn versions_images_and_files_are_named_per_arch() {
     ] {
         assert!(text.contains(want), "{want:?} not in:\n{text}");
     }
+}
+
+#[test]
+fn add_on_images_are_labelled_with_why_they_are_there() {
+    let mut b = lock();
+    let amd = b.arches.get_mut("amd64").unwrap();
+    let mut asked = amd.images[0].clone();
+    asked.reference = "quay.io/acme/agent:2.1".into();
+    asked.extra = Some(crate::lock::EXTRA_ASKED.into());
+    let mut named = asked.clone();
+    named.reference = "docker.io/acme/sidecar:latest".into();
+    named.extra = Some(crate::lock::extra_from_manifest("addon.yaml"));
+    amd.images.extend([asked, named]);
+    let report = compare(&side(&lock()), &side(&b));
+    let text = render(&report);
+    for want in [
+        "+ quay.io/acme/agent:2.1: sha256:bbbbbbbbbbbb (platform sha256:cccccccccccc) [add-on, asked for]",
+        "+ docker.io/acme/sidecar:latest: sha256:bbbbbbbbbbbb (platform sha256:cccccccccccc) [add-on, named by addon.yaml]",
+    ] {
+        assert!(text.contains(want), "{want:?} not in:\n{text}");
+    }
+    // The JSON says why, as the lock does.
+    let json = serde_json::to_value(&report).unwrap();
+    let images = &json["arches"][0]["images"];
+    let extras: Vec<_> = images
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["b"]["extra"].as_str())
+        .collect();
+    assert_eq!(
+        extras,
+        [Some("manifest:addon.yaml"), Some("image")],
+        "{images:#}"
+    );
 }
 
 #[test]

@@ -75,6 +75,7 @@
 
 use std::collections::BTreeMap;
 
+use cks_iso_oci::image::Arch;
 use serde::{Deserialize, Serialize};
 
 /// The schema version this cks-iso writes and reads.
@@ -277,6 +278,40 @@ pub struct ImageEntry {
 /// [`ImageEntry::extra`] of an image asked for by reference.
 pub const EXTRA_ASKED: &str = "image";
 
+impl ImageEntry {
+    /// A core image: `reference` resolved to `digest`, its platform manifest `manifest`, `size`
+    /// bytes in all; no add-on reason and no signature yet.
+    pub fn new(reference: String, digest: String, manifest: String, size: u64) -> Self {
+        Self {
+            reference,
+            digest,
+            manifest,
+            size,
+            extra: None,
+            signature: None,
+        }
+    }
+
+    /// Why an add-on image is in the ISO, in words ([`extra_words`]); `None` for a core image.
+    pub fn extra_words(&self) -> Option<String> {
+        self.extra.as_deref().map(extra_words)
+    }
+}
+
+impl FileEntry {
+    /// A downloaded file at `path` from `url`, `size` bytes with sha256 `sha256`; no signature
+    /// material yet.
+    pub fn new(path: String, url: String, size: u64, sha256: String) -> Self {
+        Self {
+            path,
+            url,
+            size,
+            sha256,
+            signature: None,
+        }
+    }
+}
+
 /// [`ImageEntry::extra`] of an image named by the extra manifest at `path`.
 pub fn extra_from_manifest(path: &str) -> String {
     format!("manifest:{path}")
@@ -284,6 +319,15 @@ pub fn extra_from_manifest(path: &str) -> String {
 
 /// The role an extra manifest has in [`ManifestEntry::role`].
 pub const EXTRA_ROLE: &str = "extra";
+
+/// An image's `extra` in words: `asked for` ([`EXTRA_ASKED`]), `named by <path>` (an add-on
+/// manifest's), as `versions.txt`'s comments and `diff` say it.
+pub fn extra_words(extra: &str) -> String {
+    match extra.strip_prefix("manifest:") {
+        Some(path) => format!("named by {path}"),
+        None => "asked for".to_owned(),
+    }
+}
 
 /// The cosign signature manifest an image was verified with: fetched by digest under `--locked`,
 /// so a tag that gained signatures since still gives the same evidence.
@@ -498,6 +542,15 @@ impl Lock {
                 .strip_prefix("manifest:")
                 .is_some_and(|path| self.manifest(path).is_some_and(|m| m.role == EXTRA_ROLE)),
         }
+    }
+
+    /// The entry of linux/`arch`.
+    pub fn arch(&self, arch: Arch) -> Result<&ArchEntry, LockError> {
+        self.arches.get(arch.k8s()).ok_or_else(|| LockError::Arch {
+            origin: "the lock".to_owned(),
+            wanted: arch.k8s().to_owned(),
+            locked: self.arch_list(),
+        })
     }
 
     /// The manifest at `path`.

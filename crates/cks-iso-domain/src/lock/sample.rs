@@ -7,32 +7,15 @@ use super::*;
 
 /// A lock of two arches, for the tests of the modules that read locks.
 pub fn sample() -> Lock {
-    let image = |reference: &str| ImageEntry {
-        reference: reference.into(),
-        digest: format!("sha256:{}", "a".repeat(64)),
-        manifest: format!("sha256:{}", "b".repeat(64)),
-        size: 10,
-        extra: None,
-        signature: None,
+    let digest = |fill: &str| format!("sha256:{}", fill.repeat(64));
+    let image = |reference: &str| ImageEntry::new(reference.into(), digest("a"), digest("b"), 10);
+    let file = |name: &str, size, fill: &str| {
+        let url = format!("https://dl.k8s.io/{name}");
+        FileEntry::new(format!("k8s/{name}"), url, size, fill.repeat(64))
     };
     let arch = ArchEntry {
         iso: "setup-v1.33.1-x86_64.iso".into(),
-        files: vec![
-            FileEntry {
-                path: "k8s/kubelet".into(),
-                url: "https://dl.k8s.io/kubelet".into(),
-                size: 2,
-                sha256: "c".repeat(64),
-                signature: None,
-            },
-            FileEntry {
-                path: "k8s/kubeadm".into(),
-                url: "https://dl.k8s.io/kubeadm".into(),
-                size: 1,
-                sha256: "d".repeat(64),
-                signature: None,
-            },
-        ],
+        files: vec![file("kubelet", 2, "c"), file("kubeadm", 1, "d")],
         images: vec![
             image("registry.k8s.io/pause:3.10"),
             image("docker.io/a/b:1"),

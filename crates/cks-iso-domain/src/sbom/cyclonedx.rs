@@ -145,7 +145,7 @@ fn sha256(hex: &str) -> Vec<Hash> {
 }
 
 pub(super) fn render(inventory: &Inventory, iso: Option<&IsoFacts>) -> String {
-    let v = inventory.versions;
+    let v = &inventory.versions;
     let mut main = Component {
         kind: "file".into(),
         bom_ref: ISO_REF.into(),

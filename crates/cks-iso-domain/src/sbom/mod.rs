@@ -2,8 +2,9 @@
 //!
 //! An ISO that carries some twenty-five images and a dozen binaries into an air-gapped data centre
 //! is what a security team wants an inventory of. This module turns what a build already knows
-//! (`versions.txt`'s records plus each image's platform manifest digest) into both formats; it
-//! reads no blob, no file and no network, so the same inputs and epoch give the same bytes. `app`
+//! (`versions.txt`'s records plus each image's platform manifest digest, gathered by
+//! [`Inventory::of`] from the run's lock and what was staged) into both formats; it reads no
+//! blob, no file and no network, so the same inputs and epoch give the same bytes. The build
 //! writes the documents into the ISO's root (`sbom.cdx.json`, `sbom.spdx.json`) and beside the ISO
 //! (`<iso>.cdx.json`, `<iso>.spdx.json`, which also carry the ISO's own size and sha256), and
 //! `verify` reads the ones inside back with `parse_cyclonedx` and `parse_spdx`.
@@ -25,8 +26,10 @@ pub use cyclonedx::parse as parse_cyclonedx;
 pub use spdx::Document;
 pub use spdx::parse as parse_spdx;
 
+use crate::lock::{Lock, LockError};
+use crate::staged::{Judged, Staged};
 use crate::versions::Versions;
-use cks_iso_oci::image::Reference;
+use cks_iso_oci::image::{Arch, Reference};
 
 /// Why an SBOM read back from an ISO is not one cks-iso wrote.
 #[derive(Debug, thiserror::Error)]
@@ -55,13 +58,13 @@ pub const CYCLONEDX_FILE: &str = crate::contract::SBOM_CYCLONEDX;
 /// The SBOM's name inside the ISO, SPDX.
 pub const SPDX_FILE: &str = crate::contract::SBOM_SPDX;
 
-/// Everything the SBOMs say, from what the build already knows.
+/// Everything the SBOMs say, from what the build already knows ([`Inventory::of`]).
 #[derive(Debug, Clone)]
-pub struct Inventory<'a> {
+pub struct Inventory {
     /// The ISO's file name, e.g. `setup-v1.33.1-x86_64.iso`.
     pub iso: String,
     /// What `versions.txt` says: versions, files, images.
-    pub versions: &'a Versions,
+    pub versions: Versions,
     /// Per image archive path (`docker/pause:3.10.tar`), its platform manifest's digest. An image
     /// not here is taken as single-platform: its registry digest is its manifest's.
     pub manifests: BTreeMap<String, String>,
@@ -115,10 +118,44 @@ struct Item {
     signature: Option<String>,
 }
 
-impl Inventory<'_> {
+impl Inventory {
+    /// The inventory of linux/`arch`'s ISO: its name, records and epoch from the run's `lock`;
+    /// per image archive (as `staged` names it) the platform manifest the lock chose and, for an
+    /// add-on image, why it is there; per covered artifact what its signature check found.
+    pub fn of(lock: &Lock, arch: Arch, staged: &Staged) -> Result<Self, LockError> {
+        let entry = lock.arch(arch)?;
+        let mut signatures = BTreeMap::new();
+        for image in &entry.images {
+            let judged = staged.signatures.images.get(&image.reference);
+            if let Some(note) = judged.and_then(Judged::note) {
+                signatures.insert(staged.archive(&image.reference), note);
+            }
+        }
+        for (path, judged) in &staged.signatures.files {
+            if let Some(note) = judged.note() {
+                signatures.insert(path.clone(), note);
+            }
+        }
+        Ok(Self {
+            iso: entry.iso.clone(),
+            versions: Versions::of(lock, arch, staged)?,
+            manifests: (entry.images.iter())
+                .map(|i| (staged.archive(&i.reference), i.manifest.clone()))
+                .collect(),
+            signatures,
+            extras: (entry.images.iter())
+                .filter_map(|i| {
+                    let source = format!("add-on image {}, {}", i.reference, i.extra_words()?);
+                    Some((staged.archive(&i.reference), source))
+                })
+                .collect(),
+            epoch: lock.epoch,
+        })
+    }
+
     /// The items, sorted by path in the ISO.
     fn items(&self) -> Vec<Item> {
-        let v = self.versions;
+        let v = &self.versions;
         let mut items: Vec<Item> = v
             .files
             .iter()
@@ -290,10 +327,10 @@ mod tests {
         }
     }
 
-    fn inventory(v: &Versions) -> Inventory<'_> {
+    fn inventory(v: &Versions) -> Inventory {
         Inventory {
             iso: "setup-v1.33.1-aarch64.iso".into(),
-            versions: v,
+            versions: v.clone(),
             manifests: BTreeMap::from([(
                 "docker/pause:3.10.tar".to_owned(),
                 format!("sha256:{}", "d".repeat(64)),

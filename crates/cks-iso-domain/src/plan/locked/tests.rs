@@ -195,13 +195,11 @@ fn lock_with_addons() -> Lock {
     lock.manifests
         .push(extra("ms.yaml", "https://example.org/ms.yaml"));
     for arch in lock.arches.values_mut() {
+        let [digest, manifest] = ["e", "f"].map(|c| format!("sha256:{}", c.repeat(64)));
+        let nginx = "docker.io/library/nginx:1.27".into();
         arch.images.push(crate::lock::ImageEntry {
-            reference: "docker.io/library/nginx:1.27".into(),
-            digest: format!("sha256:{}", "e".repeat(64)),
-            manifest: format!("sha256:{}", "f".repeat(64)),
-            size: 1,
             extra: Some(crate::lock::EXTRA_ASKED.into()),
-            signature: None,
+            ..crate::lock::ImageEntry::new(nginx, digest, manifest, 1)
         });
     }
     lock
