@@ -5,6 +5,7 @@
 
 use super::{AppError, net};
 use crate::cli::VerifyBundleArgs;
+use crate::image::{Digest, Sha256Sum};
 use crate::trust::material::{self, MaterialError};
 use cks_iso_sigstore::rekor;
 
@@ -59,8 +60,8 @@ pub fn run(args: VerifyBundleArgs) -> Result<(), AppError> {
         rekor::EntryVersion::V002 => "timestamped",
     };
     crate::outln!(
-        "verified {shown} (sha256:{}): signed by {} via {}, Rekor log index {}, {when} at {}",
-        hex::encode(digest),
+        "verified {shown} ({}): signed by {} via {}, Rekor log index {}, {when} at {}",
+        Digest::sha256(Sha256Sum::from(digest)),
         verified.identity,
         verified.issuer,
         verified.log_index,

@@ -22,7 +22,7 @@ pub use error::AuthorError;
 use crate::archive;
 use crate::atomic::AtomicFile;
 use crate::contract;
-use crate::image::Arch;
+use crate::image::{Arch, Sha256Sum};
 use crate::lock::{self, Lock};
 use crate::plan::{self, Request};
 use crate::realize::{ArchRealized, ArchSignatures, Realized, signatures};
@@ -226,8 +226,8 @@ fn one(
     };
     let written = cks_iso_iso9660::author_spliced(&a.staging, spliced, &output, &spec, progress)
         .map_err(iso_error)?;
-    let sha256 = match &written.sha256 {
-        Some(sha) => sha.clone(),
+    let sha256 = match written.sha256 {
+        Some(sha) => sha,
         None => hash_file(&written.path)?,
     };
     write_beside(&written, &sha256, &inventory)?;
@@ -235,7 +235,7 @@ fn one(
     Ok(BuiltIso {
         path: written.path,
         size: written.size,
-        sha256,
+        sha256: sha256.to_string(),
         arch: a.arch,
         kubernetes: run.lock.request.kubernetes.clone(),
         images: a.images.len(),
@@ -280,7 +280,7 @@ fn write_records(lock: &Lock, a: &ArchRealized, staged: &Staged) -> Result<Inven
 /// its `.sha256` are removed too.
 fn write_beside(
     written: &cks_iso_iso9660::Written,
-    sha256: &str,
+    sha256: &Sha256Sum,
     inventory: &Inventory,
 ) -> Result<(), AuthorError> {
     let name = written
@@ -296,7 +296,7 @@ fn write_beside(
     out.commit().map_err(fail)?;
     let facts = IsoFacts {
         size: written.size,
-        sha256: sha256.to_owned(),
+        sha256: sha256.to_string(),
     };
     if let Err(e) = sboms::write_beside(&written.path, inventory, &facts) {
         let _ = std::fs::remove_file(&written.path);
@@ -320,11 +320,9 @@ fn iso_error(err: cks_iso_iso9660::IsoError) -> AuthorError {
     }
 }
 
-fn hash_file(path: &Path) -> Result<String, AuthorError> {
+fn hash_file(path: &Path) -> Result<Sha256Sum, AuthorError> {
     let fail = |e| AuthorError::io(format!("cannot read {}", path.display()))(e);
-    let mut reader = crate::image::Hashing::new(std::fs::File::open(path).map_err(fail)?);
-    std::io::copy(&mut reader, &mut std::io::sink()).map_err(fail)?;
-    Ok(reader.digest().hex().to_owned())
+    Sha256Sum::of_reader(std::fs::File::open(path).map_err(fail)?).map_err(fail)
 }
 
 /// Writes `signatures/` (see [`cks_iso_sigstore::evidence`]) into the staging directory

@@ -6,10 +6,9 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest as _, Sha256};
 
 use super::CacheError;
-use crate::image::Digest;
+use crate::image::{Digest, Sha256Sum};
 use crate::lock::Lock;
 
 /// The file name, at the root of the exported directory.
@@ -72,7 +71,7 @@ pub struct Totals {
 
 /// A lock's identity in a delta: the sha256 of the lock as cks-iso writes it.
 pub fn lock_id(lock: &Lock) -> String {
-    hex::encode(Sha256::digest(lock.render().as_bytes()))
+    Sha256Sum::of(lock.render().as_bytes()).to_string()
 }
 
 impl Delta {

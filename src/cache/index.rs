@@ -15,11 +15,9 @@
 use std::io::{self, Read as _, Write};
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest as _, Sha256};
-
 use super::{Cache, CacheError, Key};
 use crate::atomic::AtomicFile;
-use crate::image::{BlobSource, Digest, Hashing, Opened};
+use crate::image::{BlobSource, Digest, Hashing, Opened, Sha256Sum};
 
 /// The directory under the root that holds the index.
 pub(super) const INDEX: &str = "index";
@@ -39,7 +37,7 @@ impl Cache {
     pub(super) fn index_path(&self, key: &str) -> PathBuf {
         self.root
             .join(INDEX)
-            .join(hex::encode(Sha256::digest(key.as_bytes())))
+            .join(Sha256Sum::of(key.as_bytes()).to_string())
     }
 
     /// Records that `key` named the blob `digest` of `size` bytes (`note`: where from).

@@ -128,8 +128,7 @@ impl IsoSource {
                 }
                 hasher.update(&buf[..n]);
             }
-            let digest = Digest::parse(&format!("sha256:{}", hex::encode(hasher.finalize())))
-                .expect("a sha256 digest");
+            let digest = Digest::from_hasher(hasher);
             self.places
                 .entry(digest)
                 .or_insert(Place::File(path.clone()));
@@ -297,5 +296,5 @@ fn member_digest<R: Read>(entry: &tar::Entry<'_, R>) -> Option<Digest> {
         .to_str()?
         .trim_start_matches("./")
         .strip_prefix("blobs/sha256/")?;
-    Digest::parse(&format!("sha256:{hex}")).ok()
+    Digest::from_hex(hex).ok()
 }

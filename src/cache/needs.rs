@@ -130,7 +130,7 @@ impl Cache {
         for (arch_name, arch) in &lock.arches {
             for file in &arch.files {
                 let what = format!("file {} ({arch_name}) from {}", file.path, file.url);
-                let Ok(digest) = Digest::parse(&format!("sha256:{}", file.sha256)) else {
+                let Ok(digest) = Digest::from_hex(&file.sha256) else {
                     needs.broken(what, &file.sha256, "the lock's sha256 is not 64 hex".into());
                     continue;
                 };
@@ -158,7 +158,7 @@ impl Cache {
                         .filter_map(|(kind, hex)| Some((kind, hex.as_ref()?)))
                     {
                         let what = format!("{what} {kind}");
-                        let Ok(d) = Digest::parse(&format!("sha256:{hex}")) else {
+                        let Ok(d) = Digest::from_hex(hex) else {
                             needs.broken(what, hex, "the lock's sha256 is not 64 hex".into());
                             continue;
                         };
@@ -189,7 +189,7 @@ impl Cache {
                 continue;
             }
             let what = format!("manifest {} from {}", manifest.path, manifest.source);
-            let Ok(digest) = Digest::parse(&format!("sha256:{}", manifest.sha256_taken)) else {
+            let Ok(digest) = Digest::from_hex(&manifest.sha256_taken) else {
                 let problem = "the lock's sha256_taken is not 64 hex".into();
                 needs.broken(what, &manifest.sha256_taken, problem);
                 continue;

@@ -60,7 +60,7 @@ impl BlobWriter {
 
     /// The digest of what was written so far.
     pub fn digest(&self) -> Digest {
-        Digest::parse(&format!("sha256:{}", self.sink.sha256())).expect("sha256 hex is a digest")
+        Digest::sha256(self.sink.sha256())
     }
 
     /// Gives the blob its final name if what was written has its digest and, when given, `size`
@@ -194,9 +194,5 @@ fn hash_from_start(file: &mut File) -> io::Result<(Digest, u64)> {
         hasher.update(&buf[..n]);
         len += n as u64;
     }
-    let hex = hex::encode(hasher.finalize());
-    Ok((
-        Digest::parse(&format!("sha256:{hex}")).expect("sha256 hex is a digest"),
-        len,
-    ))
+    Ok((Digest::from_hasher(hasher), len))
 }

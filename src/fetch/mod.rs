@@ -29,4 +29,4 @@ pub(crate) use error::attempts_note;
 pub use mirror::{Mirror, Mirrors, redact, strip_userinfo};
 pub use probe::{Probed, probe};
 pub use retry::{Budget, Refetch, RetryPolicy, retryable_error, retryable_status, retrying};
-pub use sink::{FileSink, Sha256Hex, Sink};
+pub use sink::{FileSink, Sink};

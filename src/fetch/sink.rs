@@ -3,6 +3,7 @@
 use std::io::{self, Seek, Write};
 use std::path::{Path, PathBuf};
 
+use cks_iso_io::Sha256Sum;
 use sha2::{Digest as _, Sha256};
 
 use crate::atomic::AtomicFile;
@@ -30,9 +31,6 @@ pub trait Sink: Send {
         None
     }
 }
-
-/// A lowercase hex sha256.
-pub type Sha256Hex = String;
 
 /// A file under a temporary name in its final directory, hashed as it is written.
 #[derive(Debug)]
@@ -79,8 +77,8 @@ impl FileSink {
     }
 
     /// The sha256 of what was written.
-    pub fn sha256(&self) -> Sha256Hex {
-        hex::encode(self.hasher.clone().finalize())
+    pub fn sha256(&self) -> Sha256Sum {
+        Sha256Sum::from_hasher(self.hasher.clone())
     }
 
     /// Sets the mode the file will have.

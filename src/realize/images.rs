@@ -112,7 +112,7 @@ pub(super) async fn download(
         files.push(IsoFile {
             dest: a.dest.clone(),
             source: g.url,
-            sha256: g.sha256,
+            sha256: g.sha256.to_string(),
             path: g.path,
             size,
         });

@@ -4,8 +4,6 @@
 
 use std::path::Path;
 
-use sha2::{Digest as _, Sha256};
-
 use super::RealizeError;
 use crate::lock::ManifestEntry;
 use crate::plan::{self, Edited, IsoFile, Role, Source};
@@ -14,7 +12,7 @@ use crate::upstream::get::MANIFEST_LIMIT;
 use crate::upstream::{Artifact, Content, Expected, Fetcher};
 
 pub(super) fn sha256(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
+    crate::image::Sha256Sum::of(bytes).to_string()
 }
 
 /// Writes `text` as the ISO file `dest` under `dir`.

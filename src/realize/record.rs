@@ -33,9 +33,8 @@ impl Realized {
                         sha256: f.sha256.clone(),
                         signature: a.signatures.as_ref().and_then(|s| {
                             let b = s.binaries.iter().find(|b| b.path == f.dest)?;
-                            let hex = |bytes: &[u8]| {
-                                Some(crate::image::Digest::of(bytes).hex().to_owned())
-                            };
+                            let hex =
+                                |bytes: &[u8]| Some(crate::image::Sha256Sum::of(bytes).to_string());
                             Some(match &b.pair {
                                 Some(pair) => lock::FileSignature {
                                     bundle: None,

@@ -139,7 +139,7 @@ pub fn lock_signature(sigs: &ArchSignatures, image: &Image) -> Option<crate::loc
         .as_deref()?
         .strip_prefix(&format!("{DIR}/images/"))?
         .strip_suffix(".json")?;
-    let manifest = Digest::parse(&format!("sha256:{hex}")).ok()?;
+    let manifest = Digest::from_hex(hex).ok()?;
     let tag = match report.found.as_deref() {
         Some("referrer") => cks_iso_sigstore::referrer::fallback_tag(&signed),
         _ => cks_iso_sigstore::tag_for(&signed),

@@ -115,10 +115,9 @@ impl IsoToRegister {
             .metadata()
             .map_err(|e| unreadable(e.to_string()))?
             .len();
-        let sha256 = hex::encode(
-            crate::image::sha256_of(std::io::BufReader::new(file))
-                .map_err(|e| unreadable(e.to_string()))?,
-        );
+        let sha256 = crate::image::Sha256Sum::of_reader(std::io::BufReader::new(file))
+            .map_err(|e| unreadable(e.to_string()))?
+            .to_string();
         Ok(Self {
             path: path.to_owned(),
             semver,

@@ -11,6 +11,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use crate::fetch::FetchError;
+use crate::image::{Digest, Sha256Sum};
 use crate::upstream::Fetcher;
 use cks_iso_sigstore::{Policy, Rule, SignatureError, Step, Verified, rekor};
 
@@ -129,10 +130,9 @@ pub fn artifact(arg: &str) -> Result<([u8; 32], String), MaterialError> {
     let path = Path::new(arg);
     if let Some(hex_text) = arg.strip_prefix("sha256:")
         && !path.exists()
-        && let Ok(bytes) = hex::decode(hex_text)
-        && let Ok(digest) = <[u8; 32]>::try_from(bytes)
+        && let Ok(sum) = Sha256Sum::parse_hex(&hex_text.to_ascii_lowercase())
     {
-        return Ok((digest, arg.to_owned()));
+        return Ok((sum.into(), arg.to_owned()));
     }
     let arg = arg.to_owned();
     let file = std::fs::File::open(path).map_err(|source| MaterialError::Artifact {
@@ -198,7 +198,7 @@ pub async fn looked_up(
         .map_err(MaterialError::Lookup)?;
     let no_entry = || MaterialError::NoEntry {
         rekor: crate::fetch::redact(rekor_url),
-        digest: hex::encode(digest),
+        digest: Sha256Sum::from(*digest).to_string(),
     };
     let reply = reply.ok_or_else(no_entry)?;
     let entries = rekor::entries(&reply).map_err(|_| no_entry())?;
@@ -221,7 +221,7 @@ pub fn verify(
     rekor::verify_digest(root, rule, digest, evidence, super::now()).map_err(|f| {
         MaterialError::Invalid(SignatureError::Invalid {
             artifact: shown.to_owned(),
-            digest: format!("sha256:{}", hex::encode(digest)),
+            digest: Digest::sha256(Sha256Sum::from(*digest)).to_string(),
             step: f.step,
             reason: f.reason,
         })

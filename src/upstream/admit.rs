@@ -205,10 +205,7 @@ pub fn signed(
         .policy
         .rule_for_url(url)
         .ok_or("no signature rule covers its URL")?;
-    let file: [u8; 32] = hex::decode(digest.hex())
-        .ok()
-        .and_then(|b| b.try_into().ok())
-        .ok_or("its digest is not a sha256")?;
+    let file: [u8; 32] = digest.sum().into();
     let material = |suffix: &str, limit| {
         let found = from.recall(&Key::Url(format!("{url}{suffix}")))?;
         read(from, &found.digest, limit)

@@ -10,7 +10,7 @@ use crate::cache::{Cache, Key};
 use crate::fetch::{
     Download, FetchError, FileSink, HttpConfig, Mirrors, Origin, get_bytes, redact, strip_userinfo,
 };
-use crate::image::Digest;
+use crate::image::{Digest, Sha256Sum};
 use crate::progress::Source;
 
 /// Checksum files are a line; more than this is not one.
@@ -102,7 +102,7 @@ pub struct Got {
     /// The URL actually requested (after mirror rewriting).
     pub fetched_from: String,
     /// Its sha256.
-    pub sha256: String,
+    pub sha256: Sha256Sum,
     /// Whether it was checked against a published checksum.
     pub checksum_verified: bool,
     /// Things the user should read (a missing optional checksum, a legacy name, a joined `---`).
@@ -261,15 +261,10 @@ impl Fetcher<'_> {
         }
         progress.item(&got.url, size_of(&got.path), Source::Network);
         if let Some(store) = self.store {
-            let kept = Digest::parse(&format!("sha256:{}", got.sha256))
-                .map_err(|e| crate::cache::CacheError::Io {
-                    path: got.path.clone(),
-                    source: std::io::Error::other(e.to_string()),
-                })
-                .and_then(|digest| {
-                    let size = store.keep_file(&got.path, &digest)?;
-                    store.remember(&url_key(&artifact.url), &digest, size, &got.url)
-                });
+            let digest = Digest::sha256(got.sha256);
+            let kept = store
+                .keep_file(&got.path, &digest)
+                .and_then(|size| store.remember(&url_key(&artifact.url), &digest, size, &got.url));
             if let Err(e) = kept {
                 tracing::warn!("cannot keep {} in the cache: {e}", artifact.name);
             }
@@ -300,7 +295,7 @@ impl Fetcher<'_> {
                 .download_verified(artifact, dest, size, sha256)
                 .await
             {
-                Ok(got) => match expected.filter(|want| want.sha256 != got.sha256) {
+                Ok(got) => match expected.filter(|want| want.sha256 != got.sha256.to_string()) {
                     None => return Ok(got),
                     Some(want) => {
                         let _ = std::fs::remove_file(&got.path);
@@ -308,7 +303,7 @@ impl Fetcher<'_> {
                             name: artifact.name.clone(),
                             url: got.fetched_from,
                             expected: want.sha256.clone(),
-                            actual: got.sha256,
+                            actual: got.sha256.to_string(),
                         }
                     }
                 },
@@ -323,7 +318,7 @@ impl Fetcher<'_> {
     /// The store's copy of the locked `want`, when it holds that digest at the locked size.
     fn locked_copy(&self, want: &Expected) -> Option<(Digest, String)> {
         let store = self.store?;
-        Digest::parse(&format!("sha256:{}", want.sha256))
+        Digest::from_hex(&want.sha256)
             .ok()
             .filter(|d| {
                 store
@@ -358,7 +353,7 @@ impl Fetcher<'_> {
                 path: dest.to_owned(),
                 url,
                 fetched_from: format!("the cache ({})", store.root().display()),
-                sha256: digest.hex().to_owned(),
+                sha256: digest.sum(),
                 checksum_verified: true,
                 notes: Vec::new(),
             }),
@@ -452,13 +447,13 @@ impl Fetcher<'_> {
         let mut checksum_verified = false;
         if let Some(checksum) = &checksum {
             match self.expected(artifact, checksum, &url, locked).await? {
-                Some(expected) if expected != actual => {
+                Some(expected) if expected != actual.to_string() => {
                     return Err(UpstreamError::Mismatch {
                         name: file_name(&url).to_owned(),
                         url: fetched_from,
                         checksum_url: self.mirrors.rewrite(checksum.url()),
                         expected,
-                        actual,
+                        actual: actual.to_string(),
                     });
                 }
                 Some(_) => checksum_verified = true,

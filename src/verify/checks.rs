@@ -319,7 +319,7 @@ pub(super) fn sha256_of(reader: &IsoReader, path: &str) -> Result<String, Unhash
     let file = reader
         .open_file(path)
         .map_err(|e| Unhashable::Open(e.reason))?;
-    Ok(hex::encode(crate::image::sha256_of(file)?))
+    Ok(crate::image::Sha256Sum::of_reader(file)?.to_string())
 }
 
 /// The sha256 of the tarball at `path`, read once: the same pass lists it as a node extracts

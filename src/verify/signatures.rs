@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use super::SignatureCheck;
 use super::checks::{Ctx, sha256_of};
 use crate::contract;
-use crate::image::{Descriptor, Digest, MAX_MANIFEST_SIZE, Manifest, parse};
+use crate::image::{Descriptor, Digest, MAX_MANIFEST_SIZE, Manifest, Sha256Sum, parse};
 use crate::versions::Versions;
 use cks_iso_sigstore::{BinaryEvidence, REPORT_PATH, Report, SignatureManifest, Verdict, rekor};
 
@@ -208,14 +208,13 @@ fn binaries(cx: &mut Ctx, versions: &Versions, report: &Report, sig: &SignatureC
                 continue;
             }
         };
-        let mut digest = [0u8; 32];
-        if hex::decode_to_slice(&actual, &mut digest).is_err() {
+        let Ok(digest) = Sha256Sum::parse_hex(&actual).map(<[u8; 32]>::from) else {
             cx.violation(
                 &file.path,
                 format!("sha256 {actual} is not 32 bytes of hex"),
             );
             continue;
-        }
+        };
         if actual != entry.sha256 {
             cx.violation(
                 &file.path,

@@ -89,7 +89,7 @@ async fn every_artifact_downloads_and_verifies_across_the_cdn_redirect() {
             assert!(got.fetched_from.starts_with(&server.url()));
             assert_eq!(got.checksum_verified, a.checksum.is_some(), "{}", a.name);
             let bytes = std::fs::read(&got.path).unwrap();
-            assert_eq!(world::sha256_hex(&bytes), got.sha256);
+            assert_eq!(world::sha256_hex(&bytes), got.sha256.to_string());
             if a.name == "CSI manifest" {
                 assert!(
                     got.notes.iter().any(|n| n.contains("joined")),

@@ -309,12 +309,9 @@ fn unescape(field: &str) -> String {
 }
 
 fn hex_of(digest: &str) -> Option<String> {
-    let hex = digest.strip_prefix("sha256:")?;
-    (hex.len() == 64
-        && hex
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-    .then(|| hex.to_owned())
+    cks_iso_oci::image::Digest::parse(digest)
+        .ok()
+        .map(|d| d.hex().to_owned())
 }
 
 #[cfg(test)]

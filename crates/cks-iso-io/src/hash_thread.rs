@@ -43,6 +43,13 @@ pub struct Hashed<T> {
     pub size: u64,
 }
 
+impl<T> Hashed<T> {
+    /// The run's sha256 sum.
+    pub fn sum(&self) -> crate::Sha256Sum {
+        crate::Sha256Sum::from_hasher(self.sha256.clone())
+    }
+}
+
 /// A helper thread hashing runs of chunks in order.
 pub struct HashThread<T> {
     tx: SyncSender<Msg<T>>,
@@ -149,7 +156,7 @@ mod tests {
     use super::*;
 
     fn hex_of(h: &Hashed<u32>) -> (u32, String, u64) {
-        (h.tag, hex::encode(h.sha256.clone().finalize()), h.size)
+        (h.tag, h.sum().to_string(), h.size)
     }
 
     #[test]
@@ -165,7 +172,7 @@ mod tests {
         t.begin(3);
         t.end();
         let runs: Vec<_> = t.finish().unwrap().iter().map(hex_of).collect();
-        let of = |b: &[u8]| hex::encode(Sha256::digest(b));
+        let of = |b: &[u8]| crate::Sha256Sum::of(b).to_string();
         assert_eq!(runs, vec![(1, of(b"hello"), 5), (3, of(b""), 0)]);
     }
 
@@ -186,7 +193,11 @@ mod tests {
         let runs: Vec<_> = t.finish().unwrap().iter().map(hex_of).collect();
         assert_eq!(
             runs,
-            vec![(7, hex::encode(Sha256::digest(&whole)), whole.len() as u64)]
+            vec![(
+                7,
+                crate::Sha256Sum::of(&whole).to_string(),
+                whole.len() as u64
+            )]
         );
     }
 

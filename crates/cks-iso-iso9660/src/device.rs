@@ -64,7 +64,7 @@ impl<'p, 's> Counting<'p, 's> {
 
     /// The sha256 of the image, if every write came in order (gaps count as zeros). Waits for
     /// the hasher to catch up with the last write.
-    pub(super) fn sha256(&mut self, len: u64) -> Option<String> {
+    pub(super) fn sha256(&mut self, len: u64) -> Option<cks_iso_io::Sha256Sum> {
         self.hash.take()?.finish(len)
     }
 

@@ -6,6 +6,7 @@
 //! the device hands it to the [`HashThread`] and takes a spent one for its next write. Holes the
 //! writer skipped are hashed as the zeros they are in the image.
 
+use cks_iso_io::Sha256Sum;
 use cks_iso_io::hash_thread::HashThread;
 
 /// A sha256 of an image's bytes `[0, n)`, computed on another thread as `n` grows.
@@ -40,15 +41,15 @@ impl ImageHash {
         true
     }
 
-    /// Waits for the hasher and returns the hex sha256 of the image's `len` bytes, or `None` if
+    /// Waits for the hasher and returns the sha256 of the image's `len` bytes, or `None` if
     /// the writes did not end at `len` or the thread died.
-    pub(super) fn finish(self, len: u64) -> Option<String> {
+    pub(super) fn finish(self, len: u64) -> Option<Sha256Sum> {
         if self.pos != len {
             return None;
         }
         self.thread.end();
         let run = self.thread.finish()?.pop()?;
-        (run.size == len).then(|| hex::encode(sha2::Digest::finalize(run.sha256)))
+        (run.size == len).then(|| run.sum())
     }
 }
 
@@ -79,13 +80,13 @@ mod tests {
             end += chunk.len() as u64;
             inline.update(chunk);
         }
-        assert_eq!(bg.finish(end).unwrap(), hex::encode(inline.finalize()));
+        assert_eq!(bg.finish(end).unwrap(), Sha256Sum::from_hasher(inline));
     }
 
     #[test]
     fn nothing_written_is_the_empty_hash() {
         assert_eq!(
-            ImageHash::start().unwrap().finish(0).unwrap(),
+            ImageHash::start().unwrap().finish(0).unwrap().to_string(),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
     }

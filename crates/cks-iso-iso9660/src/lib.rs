@@ -57,7 +57,7 @@ pub struct Written {
     /// What went into it.
     pub counts: Counts,
     /// Its sha256, computed while it was written (`None` if the writer went back).
-    pub sha256: Option<String>,
+    pub sha256: Option<cks_iso_io::Sha256Sum>,
     /// Names that Joliet could not keep as they are, with what it stored instead. Rock Ridge,
     /// which Linux reads, keeps every name exact.
     pub joliet_renamed: Vec<(String, String)>,

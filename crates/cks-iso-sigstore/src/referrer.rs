@@ -260,9 +260,7 @@ pub fn verify_layer(
             ),
         ));
     }
-    let mut digest = [0u8; 32];
-    hex::decode_to_slice(signs.hex(), &mut digest)
-        .map_err(|_| failure(Step::Binding, format!("{signs} is not a sha256 digest")))?;
+    let digest: [u8; 32] = signs.sum().into();
     verify_digest(root, rule, &digest, &evidence, now)
 }
 

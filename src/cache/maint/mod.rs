@@ -77,7 +77,7 @@ impl Cache {
         let mut blobs = Vec::new();
         let mut strays = Vec::new();
         for (path, name, meta) in files_in(&self.root.join(BLOBS))? {
-            match Digest::parse(&format!("sha256:{name}")) {
+            match Digest::from_hex(&name) {
                 Ok(digest) if meta.is_file() => blobs.push(BlobFile {
                     digest,
                     size: meta.len(),

@@ -104,12 +104,12 @@ fn split_line(line: &str) -> (&str, Option<&str>) {
 }
 
 fn hex_digest(s: &str) -> Result<String, ChecksumFileError> {
-    if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        Ok(s.to_ascii_lowercase())
-    } else {
-        Err(ChecksumFileError::NotADigest {
+    // Published checksum files may be uppercase; the lock keeps the lowercase form.
+    match cks_iso_io::Sha256Sum::parse_hex(&s.to_ascii_lowercase()) {
+        Ok(sum) => Ok(sum.to_string()),
+        Err(_) => Err(ChecksumFileError::NotADigest {
             shown: s.chars().take(80).collect(),
-        })
+        }),
     }
 }
 

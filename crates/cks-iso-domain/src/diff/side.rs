@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use sha2::{Digest as _, Sha256};
-
 use super::{ArchSide, EntryInfo, FileInfo, ImageInfo, Kind, Side, Source};
 use crate::lock::Lock;
 use crate::versions::Versions;
@@ -184,7 +182,7 @@ impl Side {
             }
         }
         for (path, bytes) in texts {
-            let sha256 = hex::encode(Sha256::digest(&bytes));
+            let sha256 = cks_iso_io::Sha256Sum::of(&bytes).to_string();
             self.manifests.insert(path.clone(), sha256);
             let text = String::from_utf8_lossy(&bytes).into_owned();
             self.texts.insert(path, text);

@@ -250,10 +250,9 @@ fn iso_manifests_get_a_unified_diff_and_other_entries_are_listed() {
 
 #[test]
 fn a_lock_and_the_iso_it_describes_agree_and_the_iso_bytes_win() {
-    use sha2::Digest as _;
     let text = "a: 1\n";
     let mut locked = lock().only(&["amd64"], "x").unwrap();
-    locked.manifests[0].sha256 = hex::encode(sha2::Sha256::digest(text.as_bytes()));
+    locked.manifests[0].sha256 = cks_iso_io::Sha256Sum::of(text.as_bytes()).to_string();
     let report = compare(&side(&locked), &iso(&lock(), text, None));
     assert!(report.identical, "{report:#?}");
     // The lock in the ISO says 'eee…', the bytes say otherwise: the bytes are compared.
@@ -334,10 +333,7 @@ fn records_are_entries_only_when_one_side_lacks_them() {
 fn an_iso_is_compared_with_its_own_arch_of_a_lock_of_several() {
     let text = "a: 1\n";
     let mut all = lock();
-    all.manifests[0].sha256 = {
-        use sha2::Digest as _;
-        hex::encode(sha2::Sha256::digest(text.as_bytes()))
-    };
+    all.manifests[0].sha256 = cks_iso_io::Sha256Sum::of(text.as_bytes()).to_string();
     let report = compare(&side(&all), &iso(&lock(), text, None));
     assert!(report.identical, "{report:#?}");
     assert_eq!(report.a.arches, ["amd64", "arm64"]);
@@ -349,10 +345,9 @@ fn an_iso_is_compared_with_its_own_arch_of_a_lock_of_several() {
 
 #[test]
 fn an_iso_lacking_what_its_own_lock_names_is_not_identical_to_anything() {
-    use sha2::Digest as _;
     let text = "a: 1\n";
     let mut locked = lock().only(&["amd64"], "x").unwrap();
-    locked.manifests[0].sha256 = hex::encode(sha2::Sha256::digest(text.as_bytes()));
+    locked.manifests[0].sha256 = cks_iso_io::Sha256Sum::of(text.as_bytes()).to_string();
     let good = iso(&lock(), text, None);
     assert!(good.gaps.is_empty(), "{:?}", good.gaps);
     // network.yaml deleted, the archive swapped for 7 bytes, kubeadm a directory: its lock still

@@ -229,7 +229,7 @@ fn read_entries(reader: impl Read) -> Result<Entries, InspectError> {
             return Err(InspectError::Unexpected(format!("{kind:?} entry {path}")));
         }
         if let Some(hex) = path.strip_prefix("blobs/sha256/") {
-            let named = Digest::parse(&format!("sha256:{hex}"))
+            let named = Digest::from_hex(hex)
                 .map_err(|_| InspectError::Unexpected(format!("blob name {path}")))?;
             let (actual, small) = hash_blob(&mut entry).map_err(InspectError::Tar)?;
             if actual != named {

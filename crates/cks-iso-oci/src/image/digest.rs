@@ -4,12 +4,14 @@
 use std::fmt;
 use std::io::{self, Read};
 
+use cks_iso_io::{Sha256ParseError, Sha256Sum};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest as _, Sha256};
 
 use super::ImageError;
 
-/// A validated `sha256:` digest.
+/// A validated `sha256:` digest: a [`Sha256Sum`] in its OCI form. `Display` prints
+/// `sha256:<hex>`; the hex digits are kept as text because blob paths borrow them.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Digest {
     hex: String,
@@ -28,30 +30,33 @@ impl Digest {
         if algorithm != "sha256" {
             return Err(invalid("only sha256 is supported"));
         }
-        if hex.len() != 64 {
-            return Err(invalid("a sha256 digest has 64 hex digits"));
-        }
-        if !hex
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        {
-            return Err(invalid("it must be lowercase hex"));
-        }
-        Ok(Self {
-            hex: hex.to_owned(),
-        })
+        let sum = Sha256Sum::parse_hex(hex).map_err(|e| invalid(&e.reason.to_string()))?;
+        Ok(Self::sha256(sum))
+    }
+
+    /// The digest `sha256:<sum>`: the one way a sum becomes its `sha256:` form.
+    pub fn sha256(sum: Sha256Sum) -> Self {
+        Self { hex: sum.to_hex() }
+    }
+
+    /// The digest `sha256:<hex>` of a bare hex sum (a lock's field, a blob's file name).
+    pub fn from_hex(hex: &str) -> Result<Self, Sha256ParseError> {
+        Sha256Sum::parse_hex(hex).map(Self::sha256)
     }
 
     /// The digest of `bytes`.
     pub fn of(bytes: &[u8]) -> Self {
-        Self::from_hasher(Sha256::new_with_prefix(bytes))
+        Self::sha256(Sha256Sum::of(bytes))
     }
 
     /// The digest of what `hasher` was fed.
     pub fn from_hasher(hasher: Sha256) -> Self {
-        Self {
-            hex: hex::encode(hasher.finalize()),
-        }
+        Self::sha256(Sha256Sum::from_hasher(hasher))
+    }
+
+    /// The sum this digest names.
+    pub fn sum(&self) -> Sha256Sum {
+        Sha256Sum::parse_hex(&self.hex).expect("a Digest holds a valid sum")
     }
 
     /// The 64 hex digits, as used in blob paths.
@@ -62,6 +67,12 @@ impl Digest {
     /// The first `n` hex digits, for short names in messages and file names.
     pub fn short(&self, n: usize) -> &str {
         &self.hex[..n.min(self.hex.len())]
+    }
+}
+
+impl From<Sha256Sum> for Digest {
+    fn from(sum: Sha256Sum) -> Self {
+        Self::sha256(sum)
     }
 }
 
@@ -114,23 +125,20 @@ impl<R: Read> Hashing<R> {
 
     /// The digest of everything read so far.
     pub fn digest(&self) -> Digest {
-        Digest::from_hasher(self.hasher.clone())
+        Digest::sha256(self.sum())
+    }
+
+    /// The sha256 sum of everything read so far.
+    pub fn sum(&self) -> Sha256Sum {
+        Sha256Sum::from_hasher(self.hasher.clone())
     }
 }
 
 /// The sha256 of everything `reader` yields, read through one 64 KiB buffer: memory does not
-/// grow with the size of what is read (a Kubernetes binary, a file inside an ISO).
-pub fn sha256_of(mut reader: impl Read) -> io::Result<[u8; 32]> {
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match reader.read(&mut buf) {
-            Ok(0) => return Ok(hasher.finalize().into()),
-            Ok(n) => hasher.update(&buf[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
+/// grow with the size of what is read (a Kubernetes binary, a file inside an ISO). The bytes of
+/// [`Sha256Sum::of_reader`], for the Sigstore checks that take raw digests.
+pub fn sha256_of(reader: impl Read) -> io::Result<[u8; 32]> {
+    Sha256Sum::of_reader(reader).map(<[u8; 32]>::from)
 }
 
 impl<R: Read> Read for Hashing<R> {
@@ -174,9 +182,27 @@ mod tests {
         let digest = sha256_of(&bytes[..]).unwrap();
         assert_eq!(hex::encode(digest), Digest::of(&bytes).hex());
         assert_eq!(
-            format!("sha256:{}", hex::encode(sha256_of(&b""[..]).unwrap())),
+            Digest::sha256(Sha256Sum::from(sha256_of(&b""[..]).unwrap())).to_string(),
             EMPTY
         );
+    }
+
+    #[test]
+    fn a_sum_and_its_digest_convert_both_ways() {
+        let sum = Sha256Sum::of(b"");
+        let digest = Digest::sha256(sum);
+        assert_eq!(digest.to_string(), EMPTY);
+        assert_eq!(digest.sum(), sum);
+        assert_eq!(Digest::from(sum), digest);
+        assert_eq!(digest.hex(), sum.to_string());
+        let err = Digest::parse(
+            "sha256:E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("it must be lowercase hex"), "{err}");
+        let err = Digest::parse("sha256:e3b0").unwrap_err().to_string();
+        assert!(err.contains("a sha256 digest has 64 hex digits"), "{err}");
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod reference;
 use std::fs::File;
 use std::io::{self, Read};
 
+pub use cks_iso_io::Sha256Sum;
 pub use digest::{Digest, Hashing, sha256_of};
 pub use error::ImageError;
 pub use manifest::parse;

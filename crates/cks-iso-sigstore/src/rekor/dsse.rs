@@ -3,6 +3,7 @@
 //! and the checks of the whole bundle, whose signature signs the envelope's PAE and whose
 //! statement names the artifact.
 
+use cks_iso_oci::image::{Digest, Sha256Sum};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
@@ -48,11 +49,12 @@ fn same_leaf(pem_b64: &str, leaf_der: &[u8]) -> Result<(), Invalid> {
 fn payload_hash(body: &Value, path: &[&str], payload: &[u8]) -> Result<(), Invalid> {
     let algorithm = text_at(body, &[path, &["algorithm"]].concat())?;
     let value = text_at(body, &[path, &["value"]].concat())?;
-    let actual = hex::encode(Sha256::digest(payload));
-    if algorithm != "sha256" || value != actual {
+    let actual = Sha256Sum::of(payload);
+    if algorithm != "sha256" || value != actual.to_string() {
         return Err(format!(
             "the entry logs a payload hashing to {algorithm}:{value}, the envelope's hashes to \
-             sha256:{actual}"
+             {}",
+            Digest::sha256(actual)
         )
         .into());
     }
@@ -181,9 +183,9 @@ pub(crate) fn verify(
         return Err(failure(
             Step::Binding,
             format!(
-                "the statement speaks of {}, not sha256:{} (a signature of another artifact)",
+                "the statement speaks of {}, not {} (a signature of another artifact)",
                 statement.digests(),
-                hex::encode(digest)
+                Digest::sha256(Sha256Sum::from(*digest))
             ),
         ));
     }

@@ -34,7 +34,7 @@ use crate::policy::Rule;
 use crate::root::TrustedRoot;
 use crate::verify::{self, Failure, Step, Verified, b64};
 use crate::x509::Cert;
-use cks_iso_oci::image::sha256_of;
+use cks_iso_oci::image::{Digest, Sha256Sum, sha256_of};
 
 pub use self::api::{
     ApiProof, LogEntry, MAX_ENTRIES, MAX_SEARCH_REPLY, SEARCH_PATH, Verification, entries,
@@ -166,8 +166,8 @@ pub fn verify_digest(
         return Err(Failure {
             step: Step::LayerIntegrity,
             reason: format!(
-                "the file hashes to sha256:{}, the signature material is for sha256:{}",
-                hex::encode(digest),
+                "the file hashes to {}, the signature material is for sha256:{}",
+                Digest::sha256(Sha256Sum::from(*digest)),
                 hex::encode(&evidence.digest)
             ),
         });
@@ -190,7 +190,7 @@ pub fn verify_digest(
         (ANN_CERTIFICATE.to_owned(), pem(&evidence.leaf)),
         (ANN_BUNDLE.to_owned(), rekor.to_string()),
     ]);
-    let layer_digest = format!("sha256:{}", hex::encode(digest));
+    let layer_digest = Digest::sha256(Sha256Sum::from(*digest)).to_string();
     let signed = verify::Blob::Sha256(digest);
     let verified = verify::blob(root, rule, &layer_digest, &annotations, signed, now)?;
     // RFC 3161 timestamps beside the SET are judged as for a DSSE bundle, and as sigstore-go

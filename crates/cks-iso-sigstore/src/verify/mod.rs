@@ -9,6 +9,7 @@ mod sct;
 
 use std::collections::BTreeMap;
 
+use cks_iso_oci::image::{Digest, Sha256Sum};
 use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
 
@@ -202,13 +203,13 @@ pub fn blob(
         Blob::Bytes(bytes) => Sha256::digest(bytes).into(),
         Blob::Sha256(digest) => *digest,
     };
-    let payload_hex = hex::encode(digest);
-    if layer_digest != format!("sha256:{payload_hex}") {
+    let payload_sum = Sha256Sum::from(digest);
+    let payload_hex = payload_sum.to_string();
+    let hashed = Digest::sha256(payload_sum);
+    if layer_digest != hashed.to_string() {
         return fail(
             LayerIntegrity,
-            format!(
-                "the payload hashes to sha256:{payload_hex}, its descriptor says {layer_digest}"
-            ),
+            format!("the payload hashes to {hashed}, its descriptor says {layer_digest}"),
         );
     }
     let annotation = |name: &str| {

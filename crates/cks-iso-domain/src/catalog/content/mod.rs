@@ -254,7 +254,7 @@ pub fn hash_and_check_tar(
     let listed = check_gzip_tar_of(&mut hashing, arch);
     // The gzip trailer, the tar's padding, or what follows a bad member.
     std::io::copy(&mut hashing, &mut std::io::sink())?;
-    Ok((hashing.digest().hex().to_owned(), listed))
+    Ok((hashing.sum().to_string(), listed))
 }
 
 fn looks_like_html(bytes: &[u8]) -> bool {
