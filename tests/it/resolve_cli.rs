@@ -47,13 +47,19 @@ fn world(snapshot: &Snapshot) -> World {
 impl World {
     /// `--mirror` arguments that send every upstream to the local world.
     fn mirror_args(&self) -> Vec<String> {
+        self.mirror_args_with_git(&self.git_url)
+    }
+
+    /// [`World::mirror_args`] with the autoscaler's repository at `git` instead (a fault proxy in
+    /// front of the world's git server, or an address nothing listens on).
+    fn mirror_args_with_git(&self, git: &str) -> Vec<String> {
         let mut args = Vec::new();
         for rule in self.upstream.mirror_rules() {
             args.extend(["--mirror".to_owned(), rule]);
         }
         args.extend([
             "--mirror".to_owned(),
-            format!("https://github.com/kubernetes/autoscaler={}", self.git_url),
+            format!("https://github.com/kubernetes/autoscaler={git}"),
         ]);
         args
     }
@@ -283,13 +289,7 @@ fn a_pinned_autoscaler_needs_no_git() {
     let mut args: Vec<String> = ["resolve", "--kubernetes", "1.33.1", "--retries", "1"]
         .map(str::to_owned)
         .to_vec();
-    for rule in w.upstream.mirror_rules() {
-        args.extend(["--mirror".to_owned(), rule]);
-    }
-    args.extend([
-        "--mirror".to_owned(),
-        "https://github.com/kubernetes/autoscaler=http://127.0.0.1:9/autoscaler.git".to_owned(),
-    ]);
+    args.extend(w.mirror_args_with_git("http://127.0.0.1:9/autoscaler.git"));
     let (stdout, _) = ok(&w
         .cmd()
         .args(&args)
@@ -446,17 +446,7 @@ fn tag_listing_is_retried_through_transient_git_server_errors() {
             .times(1)
             .fault(Fault::Status(502)),
     );
-    let mut args = Vec::new();
-    for rule in w.upstream.mirror_rules() {
-        args.extend(["--mirror".to_owned(), rule]);
-    }
-    args.extend([
-        "--mirror".to_owned(),
-        format!(
-            "https://github.com/kubernetes/autoscaler={}/kubernetes/autoscaler.git",
-            proxy.url()
-        ),
-    ]);
+    let args = w.mirror_args_with_git(&format!("{}/kubernetes/autoscaler.git", proxy.url()));
     let out = w
         .cmd()
         .args(["resolve", "--kubernetes", "1.33.1", "--retries", "4"])
@@ -487,17 +477,7 @@ fn a_tag_listing_that_keeps_failing_says_after_how_many_attempts() {
         .to_owned();
     let proxy = FaultProxy::start(&base);
     proxy.add(Rule::path_contains("/info/refs").fault(Fault::Status(503)));
-    let mut args = Vec::new();
-    for rule in w.upstream.mirror_rules() {
-        args.extend(["--mirror".to_owned(), rule]);
-    }
-    args.extend([
-        "--mirror".to_owned(),
-        format!(
-            "https://github.com/kubernetes/autoscaler={}/kubernetes/autoscaler.git",
-            proxy.url()
-        ),
-    ]);
+    let args = w.mirror_args_with_git(&format!("{}/kubernetes/autoscaler.git", proxy.url()));
     let out = w
         .cmd()
         .args(["resolve", "--kubernetes", "1.33.1", "--retries", "3"])
