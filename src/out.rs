@@ -22,10 +22,15 @@ macro_rules! outln {
     };
 }
 
-/// Writes `args` and a newline to stdout.
+/// Writes `args` and a newline to stdout, control characters escaped as on stderr
+/// ([`crate::ui::printable`]): a line of data may carry what a server or an ISO said (a version
+/// name from CloudStack's listing), and a terminal escape in it must not reach the terminal.
 pub fn line(args: fmt::Arguments<'_>) {
+    let text = args.to_string();
     let mut out = io::stdout().lock();
-    let written = out.write_fmt(args).and_then(|()| out.write_all(b"\n"));
+    let written = out
+        .write_all(crate::ui::printable(&text).as_bytes())
+        .and_then(|()| out.write_all(b"\n"));
     finish(written.and_then(|()| out.flush()));
 }
 

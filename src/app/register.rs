@@ -60,6 +60,9 @@ pub(crate) fn credentials(args: &ApiArgs, settings: &Settings) -> Result<Credent
     let home = env::HOME.get().map(std::path::PathBuf::from);
     let cwd = std::env::current_dir().unwrap_or_default();
     let creds = credentials::find(&flags, home.as_deref(), &cwd)?;
+    for warning in &creds.warnings {
+        tracing::warn!("{warning}");
+    }
     tracing::debug!(
         "CloudStack API {}, credentials from {}",
         crate::fetch::redact(&creds.endpoint),

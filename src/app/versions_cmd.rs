@@ -103,7 +103,8 @@ fn retire_cmd(args: VersionsRetireArgs) -> Result<(), AppError> {
     let done = runtime.block_on(async {
         let all: Vec<SupportedVersion> = api.versions().await?;
         let old = retire::select(&all, args.keep as usize);
-        run::retire(&api, &old, args.retire, args.dry_run, poll).await
+        let timeout = Duration::from_secs(args.timeout);
+        run::retire(&api, &old, args.retire, args.dry_run, poll, timeout).await
     })?;
     if args.json {
         let value = json!({ "format": FORMAT, "dry_run": args.dry_run, "retired": done });

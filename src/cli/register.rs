@@ -53,7 +53,8 @@ pub struct RegisterOptions {
     /// Return once CloudStack accepted the version, without waiting for the ISO to be Ready.
     #[arg(long, help_heading = "Registration")]
     pub no_wait: bool,
-    /// Seconds to wait, all ISOs together, for every zone's copy to be Ready.
+    /// Seconds to wait, all ISOs together, for every zone's copy to be Ready (and for each delete
+    /// job of --replace --retire delete).
     #[arg(
         long,
         value_name = "SECS",
@@ -157,6 +158,9 @@ pub struct VersionsRetireArgs {
     /// Print JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Seconds to wait for each delete job (`--retire delete`) before giving up on it.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub timeout: u64,
     /// Seconds between polls of a delete job.
     #[arg(long, value_name = "SECS", default_value_t = 2.0, hide = true)]
     pub poll_interval: f64,

@@ -4,6 +4,11 @@
 //! `{"<command>response": …}` envelope and errors read from CloudStack's shape: the HTTP status and
 //! `errorcode`, `cserrorcode`, `errortext`.
 //!
+//! Every answer is bounded (issue 44, M2; docs/security.md): a body is read through a cap of
+//! [`MAX_ANSWER`] bytes and within the request's timeout, and a list is paged only as far as the
+//! first page's `count` says (`ceil(count / pagesize)` pages) and never past [`MAX_PAGES`], so an
+//! endless or lying server costs a bounded time and memory and ends in an error naming it.
+//!
 //! Typed answers are read leniently (`serde(default)`): a field a release does not send (`arch`
 //! before 4.20.1) is empty rather than an error.
 
@@ -18,6 +23,16 @@ use super::sign;
 /// How long a signed request stays valid (`expires`): CloudStack refuses more than 15 minutes
 /// ahead when it enforces timestamps, and a clock a little behind must not make it expire at once.
 const TTL_SECONDS: i64 = 10 * 60;
+
+/// The largest answer read: a page of 500 ISOs or versions is well under 2 MiB, and a body past
+/// this is a server streaming without end, read no further.
+pub const MAX_ANSWER: usize = 16 << 20;
+
+/// Items asked for per page.
+pub const PAGE: usize = 500;
+
+/// The most pages one list reads (25,000 items): more is a count that lies.
+pub const MAX_PAGES: usize = 50;
 
 /// A failed call.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +71,18 @@ pub enum ApiError {
         /// `errortext`.
         text: String,
     },
+    /// An async job still pending at `--timeout`.
+    #[error("{command} of {id}: job {jobid} had not ended after {waited:?}")]
+    JobTimeout {
+        /// The command.
+        command: String,
+        /// What it acts on.
+        id: String,
+        /// The job.
+        jobid: String,
+        /// How long it was polled.
+        waited: Duration,
+    },
     /// An answer that is not CloudStack's shape.
     #[error("CloudStack's answer to {command} is not what it sends: {reason}")]
     BadReply {
@@ -78,6 +105,10 @@ impl ApiError {
                     .into(),
             ),
             Self::Failed { errorcode: 432, .. } => Some("the account lacks the permission: use a root admin's keys".into()),
+            Self::JobTimeout { jobid, .. } => Some(format!(
+                "the job may still finish: see `cmk query asyncjobresult jobid={jobid}` or the \
+                 UI's events, and raise --timeout to wait longer"
+            )),
             Self::Failed { .. } | Self::BadReply { .. } => None,
         }
     }
@@ -272,11 +303,20 @@ impl Api {
             .await
             .map_err(transport)?;
         let status = response.status().as_u16();
-        let text = response.text().await.map_err(transport)?;
         let bad = |reason: String| ApiError::BadReply {
             command: command.to_owned(),
             reason,
         };
+        let text = read_capped(response, MAX_ANSWER)
+            .await
+            .map_err(transport)?
+            .ok_or_else(|| {
+                bad(format!(
+                    "HTTP {status}, an answer larger than {} (read no further)",
+                    indicatif::HumanBytes(MAX_ANSWER as u64)
+                ))
+            })?;
+        let text = String::from_utf8_lossy(&text);
         let json: Value = serde_json::from_str(&text).map_err(|e| {
             bad(format!(
                 "HTTP {status}, not JSON ({e}); is the endpoint …/client/api?"
@@ -319,16 +359,18 @@ impl Api {
         })
     }
 
-    /// A list command's items under `key`, every page.
+    /// A list command's items under `key`, every page: as many as the first page's `count` says
+    /// (`ceil(count / PAGE)`), at most [`MAX_PAGES`]; a short page ends it sooner.
     async fn list<T: serde::de::DeserializeOwned>(
         &self,
         command: &str,
         key: &str,
         params: &[(&str, String)],
     ) -> Result<Vec<T>, ApiError> {
-        const PAGE: usize = 500;
         let mut all = Vec::new();
-        for page in 1.. {
+        let mut pages = 1;
+        let mut page = 1;
+        while page <= pages {
             let mut p = params.to_vec();
             p.push(("page", page.to_string()));
             p.push(("pagesize", PAGE.to_string()));
@@ -337,12 +379,23 @@ impl Api {
                 Some(items) => Self::typed(command, items.clone())?,
                 None => Vec::new(),
             };
-            let count = value.get("count").and_then(Value::as_u64).unwrap_or(0) as usize;
-            let done = items.len() < PAGE;
+            if page == 1 {
+                let count = value.get("count").and_then(Value::as_u64).unwrap_or(0);
+                pages = pages_for(count).ok_or_else(|| ApiError::BadReply {
+                    command: command.to_owned(),
+                    reason: format!(
+                        "its count says {count} items, more than the {} ({MAX_PAGES} pages of \
+                         {PAGE}) cks-iso reads",
+                        MAX_PAGES * PAGE
+                    ),
+                })?;
+            }
+            let short = items.len() < PAGE;
             all.extend(items);
-            if done || all.len() >= count {
+            if short {
                 break;
             }
+            page += 1;
         }
         Ok(all)
     }
@@ -397,14 +450,31 @@ impl Api {
         self.list("listZones", "zone", &[]).await
     }
 
-    /// `listKubernetesClusters listall=true`.
+    /// Every Kubernetes cluster: `listKubernetesClusters listall=true`, which skips the clusters
+    /// projects own (CloudStack's list rules, `SkipProjectResources` without `projectid`), and
+    /// again with `projectid=-1` for those (`ListProjectResourcesOnly`, or every cluster on
+    /// releases that list all with it), merged by id.
     pub async fn clusters(&self) -> Result<Vec<Cluster>, ApiError> {
-        self.list(
-            "listKubernetesClusters",
-            "kubernetescluster",
-            &[("listall", "true".into())],
-        )
-        .await
+        let mut all: Vec<Cluster> = self
+            .list(
+                "listKubernetesClusters",
+                "kubernetescluster",
+                &[("listall", "true".into())],
+            )
+            .await?;
+        let projects: Vec<Cluster> = self
+            .list(
+                "listKubernetesClusters",
+                "kubernetescluster",
+                &[("listall", "true".into()), ("projectid", "-1".into())],
+            )
+            .await?;
+        for c in projects {
+            if !all.iter().any(|a| a.id == c.id) {
+                all.push(c);
+            }
+        }
+        Ok(all)
     }
 
     /// `addKubernetesSupportedVersion` (synchronous; the ISO is then downloaded per zone).
@@ -431,9 +501,16 @@ impl Api {
         .map(drop)
     }
 
-    /// `deleteKubernetesSupportedVersion id=…`, then its job polled to the end. `Ok(Err(text))`
-    /// when the job failed (a cluster uses the version): CloudStack's own words.
-    pub async fn delete(&self, id: &str, poll: Duration) -> Result<Result<(), String>, ApiError> {
+    /// `deleteKubernetesSupportedVersion id=…`, then its job polled to the end or for `timeout`
+    /// at most. `Ok(Err(text))` when the job failed (a cluster uses the version): CloudStack's own
+    /// words; [`ApiError::JobTimeout`] when it had not ended in time.
+    pub async fn delete(
+        &self,
+        id: &str,
+        poll: Duration,
+        timeout: Duration,
+    ) -> Result<Result<(), String>, ApiError> {
+        let started = std::time::Instant::now();
         let v = self
             .call(
                 "deleteKubernetesSupportedVersion",
@@ -455,7 +532,18 @@ impl Api {
                 .await?;
             let job: Job = Self::typed("queryAsyncJobResult", v)?;
             match job.jobstatus {
-                0 => tokio::time::sleep(poll).await,
+                0 if started.elapsed() >= timeout => {
+                    return Err(ApiError::JobTimeout {
+                        command: "deleteKubernetesSupportedVersion".into(),
+                        id: id.to_owned(),
+                        jobid,
+                        waited: timeout,
+                    });
+                }
+                0 => {
+                    let left = timeout.saturating_sub(started.elapsed());
+                    tokio::time::sleep(poll.min(left).max(Duration::from_millis(10))).await;
+                }
                 1 => return Ok(Ok(())),
                 _ => {
                     let text = job
@@ -471,9 +559,42 @@ impl Api {
     }
 }
 
+/// How many pages of [`PAGE`] a list of `count` items takes (at least one); `None` past
+/// [`MAX_PAGES`].
+fn pages_for(count: u64) -> Option<usize> {
+    let pages = usize::try_from(count.div_ceil(PAGE as u64)).ok()?.max(1);
+    (pages <= MAX_PAGES).then_some(pages)
+}
+
+/// The body of `response`, or `None` once it passes `cap` bytes (memory holds at most `cap` plus
+/// one chunk).
+async fn read_capped(
+    mut response: reqwest::Response,
+    cap: usize,
+) -> Result<Option<Vec<u8>>, reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > cap {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(body))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paging_follows_the_count_and_stops_at_the_limit() {
+        assert_eq!(pages_for(0), Some(1));
+        assert_eq!(pages_for(500), Some(1));
+        assert_eq!(pages_for(501), Some(2));
+        assert_eq!(pages_for((MAX_PAGES * PAGE) as u64), Some(MAX_PAGES));
+        assert_eq!(pages_for((MAX_PAGES * PAGE) as u64 + 1), None);
+        assert_eq!(pages_for(u64::MAX), None);
+    }
 
     #[test]
     fn arch_is_taken_from_4_20_1_on() {

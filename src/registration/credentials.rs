@@ -8,20 +8,34 @@
 //! 4. CloudMonkey's `~/.cmk/config`: the profile its top-level `profile` key names (CloudMonkey's
 //!    own default `localcloud` when it names none), its `url`, `apikey` and `secretkey`;
 //! 5. the `cs` client's `CLOUDSTACK_ENDPOINT`, `CLOUDSTACK_KEY`, `CLOUDSTACK_SECRET`;
-//! 6. the `cs` client's INI files, read as it reads them (`~/.cloudstack.ini`, then
-//!    `./cloudstack.ini`, then `$CLOUDSTACK_CONFIG`, a later file's keys winning), section
-//!    `$CLOUDSTACK_REGION` or `cloudstack`: `endpoint`, `key`, `secret`.
+//! 6. ONE of the `cs` client's INI files: `$CLOUDSTACK_CONFIG` when set, else
+//!    `~/.cloudstack.ini`; section `$CLOUDSTACK_REGION` or `cloudstack`: `endpoint`, `key`,
+//!    `secret`.
 //!
 //! The first source that gives all three wins; one that gives only some is an error naming what is
 //! missing, so a half-set variable never silently falls through to another cloud. What was used
 //! is named (by `-v` and `doctor`) as a [`Credentials::source`]; the secret never is: its `Debug`
 //! prints a placeholder.
+//!
+//! The endpoint and the keys always come from the same source (issue 44, M3). The `cs` client
+//! itself merges `~/.cloudstack.ini`, `./cloudstack.ini` and `$CLOUDSTACK_CONFIG` key by key, so a
+//! `cloudstack.ini` holding only `endpoint=` in a cloned repository would receive requests
+//! signed with the home file's keys: cks-iso never reads `./cloudstack.ini` unless
+//! `$CLOUDSTACK_CONFIG` names it, and says so when one is there ([`Credentials::warnings`]), as
+//! it does when a source it did not use names another endpoint. Every file holding keys (the
+//! secret key file, `~/.cmk/config`, the INI files) is held to the rules of the configuration and
+//! trust files (`crate::input::read_private_text`): a regular file, at most [`MAX_FILE`] bytes,
+//! owned by the user (or root) and writable by no one else.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::env;
+
+/// The most a credentials file (a secret key file, `~/.cmk/config`, a `cloudstack.ini`) may hold:
+/// far more than any holds, and a bound on what a FIFO or `/dev/zero` could cost.
+pub const MAX_FILE: u64 = 256 << 10;
 
 /// A secret key: shown nowhere (its `Debug` is a placeholder).
 #[derive(Clone, PartialEq, Eq)]
@@ -56,6 +70,9 @@ pub struct Credentials {
     pub secret_key: Secret,
     /// Where they came from, e.g. `~/.cmk/config profile "prod"`: printed by `-v` and `doctor`.
     pub source: String,
+    /// What the caller should warn about: another endpoint named where the keys are not, a
+    /// `./cloudstack.ini` left unread.
+    pub warnings: Vec<String>,
 }
 
 /// What the command line gave.
@@ -92,13 +109,15 @@ pub enum CredentialsError {
         /// What it lacks.
         missing: String,
     },
-    /// A file could not be read.
+    /// A file could not be read, or is not read (see [`MAX_FILE`] and the owner rules).
     #[error("cannot read {}: {reason}", path.display())]
     Unreadable {
         /// The file.
         path: PathBuf,
         /// Why.
         reason: String,
+        /// What to do, from `crate::input::hint`.
+        hint: Option<String>,
     },
     /// `--profile` names a profile `~/.cmk/config` does not have.
     #[error("{} has no profile {profile:?} (it has: {have})", path.display())]
@@ -121,19 +140,27 @@ impl CredentialsError {
                 CKS_ISO_CLOUDSTACK_SECRET_KEY, or configure CloudMonkey (cmk set url/apikey/\
                 secretkey); see docs/registration.md"
                 .into(),
-            Self::Unreadable { .. } => "check the path and that you may read the file".into(),
+            Self::Unreadable { hint, .. } => hint
+                .clone()
+                .unwrap_or_else(|| "check the path and that you may read the file".into()),
             Self::NoProfile { .. } => "name one of its profiles with --profile".into(),
         }
     }
 }
 
 /// Finds the credentials in the documented order; `home` is `$HOME`, `cwd` the working
-/// directory (the `cs` client reads `./cloudstack.ini`).
+/// directory (where a `cloudstack.ini` is warned about, not read).
 pub fn find(
     flags: &Flags,
     home: Option<&Path>,
     cwd: &Path,
 ) -> Result<Credentials, CredentialsError> {
+    let mut found = find_one(flags, home)?;
+    found.warnings = warnings(&found, home, cwd);
+    Ok(found)
+}
+
+fn find_one(flags: &Flags, home: Option<&Path>) -> Result<Credentials, CredentialsError> {
     let mut tried = Vec::new();
     // 1. Flags.
     let secret = match &flags.secret_key_file {
@@ -221,51 +248,97 @@ pub fn find(
         return Ok(found);
     }
     tried.push("CLOUDSTACK_ENDPOINT/KEY/SECRET".to_owned());
-    // 6. The cs client's INI files.
-    let mut files: Vec<PathBuf> = home
-        .map(|h| h.join(".cloudstack.ini"))
-        .into_iter()
-        .collect();
-    files.push(cwd.join("cloudstack.ini"));
-    if let Some(path) = env::CLOUDSTACK_CONFIG.get() {
-        files.push(expand_home(&path, home));
-    }
-    let section = env::CLOUDSTACK_REGION
-        .get()
-        .unwrap_or_else(|| "cloudstack".into());
-    let mut merged: BTreeMap<String, String> = BTreeMap::new();
-    let mut read = Vec::new();
-    for path in &files {
+    // 6. One of the cs client's INI files.
+    let asked = env::CLOUDSTACK_CONFIG.get().map(|p| expand_home(&p, home));
+    let path = asked
+        .clone()
+        .or_else(|| home.map(|h| h.join(".cloudstack.ini")));
+    if let Some(path) = &path {
+        let section = env::CLOUDSTACK_REGION
+            .get()
+            .unwrap_or_else(|| "cloudstack".into());
         if let Some(ini) = read_ini(path)? {
-            if let Some(keys) = ini.get(&section) {
-                merged.extend(keys.clone());
+            let keys = ini.get(&section).cloned().unwrap_or_default();
+            let name = format!("[{section}] of {}", path.display());
+            if let Some(found) = complete(
+                &name,
+                [
+                    ("endpoint", keys.get("endpoint").cloned()),
+                    ("key", keys.get("key").cloned()),
+                    ("secret", keys.get("secret").cloned()),
+                ],
+            )? {
+                return Ok(found);
             }
-            read.push(path.display().to_string());
         }
+        tried.push(path.display().to_string());
     }
-    if !read.is_empty() {
-        let name = format!("[{section}] of {}", read.join(", "));
-        if let Some(found) = complete(
-            &name,
-            [
-                ("endpoint", merged.get("endpoint").cloned()),
-                ("key", merged.get("key").cloned()),
-                ("secret", merged.get("secret").cloned()),
-            ],
-        )? {
-            return Ok(found);
-        }
-    }
-    tried.push(
-        files
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-    );
     Err(CredentialsError::Missing {
         tried: tried.join("; "),
     })
+}
+
+/// The warnings for `found` (see [`Credentials::warnings`]): endpoints named by the sources not
+/// used, and a `./cloudstack.ini` that is not read.
+fn warnings(found: &Credentials, home: Option<&Path>, cwd: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    if found
+        .endpoint
+        .get(..7)
+        .is_some_and(|s| s.eq_ignore_ascii_case("http://"))
+    {
+        out.push(format!(
+            "the CloudStack endpoint {} is plain http: the requests are signed, but anyone on the \
+             path reads them and can answer in CloudStack's place (which versions exist, what to \
+             retire); use its https:// address",
+            crate::fetch::redact(&found.endpoint)
+        ));
+    }
+    let mut elsewhere: Vec<(String, String)> = [
+        &env::CKS_ISO_CLOUDSTACK_URL,
+        &env::CLOUDSTACK_ENDPOINT,
+    ]
+    .iter()
+    .filter_map(|v| Some((v.name.to_owned(), v.get()?)))
+    .collect();
+    let local = cwd.join("cloudstack.ini");
+    let asked = env::CLOUDSTACK_CONFIG.get().map(|p| expand_home(&p, home));
+    let local_asked = asked
+        .as_deref()
+        .is_some_and(|a| same_file(a, &local));
+    if !local_asked && local.is_file() {
+        out.push(format!(
+            "{} is not read: cks-iso takes the endpoint and keys from one file, and reads a \
+             cloudstack.ini in the working directory only when CLOUDSTACK_CONFIG names it",
+            local.display()
+        ));
+        if let Ok(Some(ini)) = read_ini(&local) {
+            for keys in ini.values() {
+                if let Some(e) = keys.get("endpoint") {
+                    elsewhere.push((local.display().to_string(), e.clone()));
+                }
+            }
+        }
+    }
+    for (source, endpoint) in elsewhere {
+        if endpoint.trim_end_matches('/') != found.endpoint.trim_end_matches('/') {
+            out.push(format!(
+                "{source} names the endpoint {}, but the endpoint and keys used come from {} \
+                 ({}): the endpoint and the keys are only ever taken from one place",
+                crate::fetch::redact(&endpoint),
+                found.source,
+                crate::fetch::redact(&found.endpoint)
+            ));
+        }
+    }
+    out
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 /// A source's three values: all → credentials, none → `None`, some → an error naming the rest.
@@ -301,6 +374,7 @@ fn complete(
         api_key: Secret::new(key),
         secret_key: Secret::new(secret),
         source: source.to_owned(),
+        warnings: Vec::new(),
     }))
 }
 
@@ -341,13 +415,19 @@ fn cmk(path: &Path, asked: Option<&str>) -> Result<Option<Credentials>, Credenti
     }
 }
 
-/// The first line of a secret key file, trimmed.
+/// The first line of a secret key file, trimmed; the file held to the rules of [`MAX_FILE`].
 fn read_secret(path: &Path) -> Result<String, CredentialsError> {
-    let text = std::fs::read_to_string(path).map_err(|e| CredentialsError::Unreadable {
+    let text = crate::input::read_private_text(path, MAX_FILE)
+        .map_err(|e| unreadable(path, &e, "a CloudStack secret key"))?;
+    Ok(text.lines().next().unwrap_or_default().trim().to_owned())
+}
+
+fn unreadable(path: &Path, e: &std::io::Error, what: &str) -> CredentialsError {
+    CredentialsError::Unreadable {
         path: path.to_owned(),
         reason: e.to_string(),
-    })?;
-    Ok(text.lines().next().unwrap_or_default().trim().to_owned())
+        hint: crate::input::hint(e, path, what),
+    }
 }
 
 fn expand_home(path: &str, home: Option<&Path>) -> PathBuf {
@@ -366,15 +446,10 @@ pub type Ini = BTreeMap<String, BTreeMap<String, String>>;
 /// the file does not exist. Hand-written: a few lines for the subset both write, where an INI
 /// crate would add its own dialect's rules (inline comments, escapes) that neither client has.
 pub fn read_ini(path: &Path) -> Result<Option<Ini>, CredentialsError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::input::read_private_text(path, MAX_FILE) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(CredentialsError::Unreadable {
-                path: path.to_owned(),
-                reason: e.to_string(),
-            });
-        }
+        Err(e) => return Err(unreadable(path, &e, "CloudStack API settings")),
     };
     Ok(Some(parse_ini(&text)))
 }
@@ -447,6 +522,7 @@ mod tests {
             api_key: Secret::new("THE-KEY"),
             secret_key: Secret::new("THE-SECRET"),
             source: "s".into(),
+            warnings: Vec::new(),
         };
         let shown = format!("{c:?}");
         assert!(

@@ -52,7 +52,7 @@ pub fn publish_base(given: Option<&str>) -> Result<Option<String>, BadPublishUrl
         || base.contains(char::is_whitespace)
     {
         return Err(BadPublishUrl {
-            given: base.to_owned(),
+            given: crate::fetch::redact(base),
         });
     }
     Ok(Some(base.trim_end_matches('/').to_owned()))
@@ -76,12 +76,13 @@ impl Registration {
         }
     }
 
-    /// `cmk add kubernetessupportedversion …`, with a placeholder URL when none is known.
+    /// `cmk add kubernetessupportedversion …`, with a placeholder URL when none is known. A user
+    /// name and password in the URL are not printed (`***` in their place).
     pub(crate) fn cmk(&self) -> String {
-        let url = self
-            .url
-            .clone()
-            .unwrap_or_else(|| format!("<URL-of-{}.iso>", self.name));
+        let url = self.url.as_deref().map_or_else(
+            || format!("<URL-of-{}.iso>", self.name),
+            crate::fetch::redact,
+        );
         format!(
             "cmk add kubernetessupportedversion semanticversion={} name={} arch={} checksum={} \
              mincpunumber={MIN_CPU} minmemory={MIN_MEMORY} url={url}",
@@ -98,7 +99,7 @@ impl Registration {
             "checksum": self.checksum,
             "mincpunumber": MIN_CPU,
             "minmemory": MIN_MEMORY,
-            "url": self.url,
+            "url": self.url.as_deref().map(crate::fetch::redact),
             "cmk": self.cmk(),
         })
     }

@@ -10,8 +10,33 @@ use super::api::SupportedVersion;
 pub struct Existing {
     /// The version.
     pub version: SupportedVersion,
-    /// Its ISO's `checksum`, as registered.
+    /// Its ISO's `checksum` as `listIsos` shows it: bare hex from current releases, which strip
+    /// the algorithm, or `{SHA-256}hex` as registered from older ones (see [`same_checksum`]).
     pub checksum: String,
+}
+
+/// A checksum as CloudStack reads one (`DigestHelper`/`ChecksumValue`): `{ALGORITHM}hex` when it
+/// starts with `{` and has a `}` after it, else bare hex with no algorithm named.
+pub fn split_checksum(text: &str) -> (Option<&str>, &str) {
+    match text.strip_prefix('{').and_then(|rest| rest.split_once('}')) {
+        Some((algorithm, hex)) => (Some(algorithm), hex),
+        None => (None, text),
+    }
+}
+
+/// Whether the checksum CloudStack lists for an ISO is the SHA-256 `sha256` (lowercase hex) that
+/// cks-iso registers as `{SHA-256}<hex>`, comparing (algorithm, hex) as CloudStack does and
+/// accepting both forms it answers with: `listIsos` sets its `checksum` through
+/// `DigestHelper.getHashValueFromChecksumValue`, which drops the `{SHA-256}` (current releases),
+/// while older ones answered the stored value. Bare hex counts only at SHA-256's 64 digits (bare
+/// hex is MD5 to CloudStack, 32 digits); the hex's case does not matter (the same digest).
+pub fn same_checksum(listed: &str, sha256: &str) -> bool {
+    let (algorithm, hex) = split_checksum(listed.trim());
+    let algorithm_ok = match algorithm {
+        Some(a) => a.eq_ignore_ascii_case("SHA-256"),
+        None => hex.len() == 64,
+    };
+    algorithm_ok && hex.eq_ignore_ascii_case(sha256)
 }
 
 /// What to do.
@@ -72,7 +97,7 @@ pub fn decide(
     let is_same = |e: &Existing| {
         e.version.semanticversion == iso.semver
             && listed_arch(&e.version) == iso.cloudstack_arch()
-            && e.checksum == ours
+            && same_checksum(&e.checksum, &iso.sha256)
     };
     let others: Vec<SupportedVersion> = same_place
         .iter()
@@ -157,6 +182,30 @@ mod tests {
             panic!()
         };
         assert_eq!(retire[0].id, "v1");
+    }
+
+    #[test]
+    fn the_stripped_and_the_prefixed_checksum_are_the_same_iso() {
+        let mut stripped = existing("v1", "a", "Enabled");
+        stripped.checksum = "a".repeat(64);
+        assert!(matches!(
+            decide(&iso("a"), None, &[stripped.clone()], false),
+            Ok(Action::Already { .. })
+        ));
+        stripped.checksum = "A".repeat(64);
+        assert!(matches!(
+            decide(&iso("a"), None, &[stripped], false),
+            Ok(Action::Already { .. })
+        ));
+        let sha = "a".repeat(64);
+        assert!(same_checksum(&format!("{{SHA-256}}{sha}"), &sha));
+        assert!(same_checksum(&format!("{{sha-256}}{sha}"), &sha));
+        assert!(!same_checksum(&format!("{{MD5}}{sha}"), &sha));
+        assert!(!same_checksum(&"a".repeat(32), &sha), "bare 32 digits is MD5");
+        assert!(!same_checksum("", &sha));
+        assert!(!same_checksum(&"b".repeat(64), &sha));
+        assert_eq!(split_checksum("{SHA-1}ab"), (Some("SHA-1"), "ab"));
+        assert_eq!(split_checksum("ab}"), (None, "ab}"));
     }
 
     #[test]

@@ -68,6 +68,9 @@ pub struct Outcome {
     pub isostate: String,
     /// What was retired: `<id> disabled`, `<id> deleted`, `<id> kept: <why>`.
     pub retired: Vec<String>,
+    /// The ISO's SHA-256 (lowercase hex), which the Ready ISO's listed checksum must be.
+    #[serde(skip)]
+    pub sha256: String,
 }
 
 /// A registration that did not end with every ISO Ready.
@@ -122,6 +125,22 @@ pub enum RegistrationError {
         /// CloudStack's status text.
         status: String,
     },
+    /// Ready, but CloudStack lists another checksum than the one sent: what it holds is not
+    /// known to be this ISO.
+    #[error(
+        "{name}: CloudStack reports the ISO Ready in zone {zone} with checksum {reported}, \
+         but cks-iso registered it with {sent}"
+    )]
+    ChecksumChanged {
+        /// The version.
+        name: String,
+        /// The zone.
+        zone: String,
+        /// What `listIsos` says (`none` when empty).
+        reported: String,
+        /// What `addKubernetesSupportedVersion` was given.
+        sent: String,
+    },
     /// Not Ready in time.
     #[error("{name} not Ready after {waited:?}: {last}")]
     Timeout {
@@ -145,6 +164,7 @@ impl RegistrationError {
             Self::Conflict(_) => Some("give --replace (with --retire disable or delete) to register this ISO and retire the other, or build under another --name".into()),
             Self::UnknownZone { .. } => Some("name a zone as listZones shows it, or leave --zone out for every zone".into()),
             Self::NotReady { status, .. } => Some(cause_hint(status)),
+            Self::ChecksumChanged { .. } => Some("do not use this version: someone changed the ISO's record in CloudStack after it was registered; delete it (cks-iso versions retire, or the UI) and register the ISO again".into()),
             Self::Timeout { .. } => Some("raise --timeout, or check the secondary storage VM's download in the UI (Images > ISOs > Zones)".into()),
         }
     }
@@ -186,7 +206,7 @@ pub async fn register(
         url::check_served(http, &t.url, &iso, t.iso.size)
             .await
             .map_err(wrap)?;
-        tracing::debug!("{} is served at {}", iso, t.url);
+        tracing::debug!("{} is served at {}", iso, crate::fetch::redact(&t.url));
     }
     // 2. What the server can do.
     let caps = api.capabilities().await?;
@@ -280,7 +300,7 @@ pub async fn register(
                     t.iso.name,
                     v.id,
                     t.iso.cloudstack_arch(),
-                    t.url
+                    crate::fetch::redact(&t.url)
                 );
                 (v, "registered", retire)
             }
@@ -294,6 +314,7 @@ pub async fn register(
             status: status.to_owned(),
             isostate: version.isostate.clone(),
             retired: Vec::new(),
+            sha256: t.iso.sha256.clone(),
         });
         to_retire.push(retire);
     }
@@ -356,6 +377,7 @@ async fn wait_ready(
                 });
             }
             if v.isostate == "Ready" && !zones.is_empty() && zones.iter().all(|z| z.isready) {
+                check_checksum(o, &zones)?;
                 o.isostate = "Ready".into();
             } else {
                 waiting.push(format!("{}: {line}", o.name));
@@ -385,6 +407,30 @@ async fn wait_ready(
     }
 }
 
+/// After Ready: every zone's listed checksum must be the one sent (L9), in either form
+/// CloudStack lists it ([`plan::same_checksum`]).
+fn check_checksum(
+    o: &Outcome,
+    zones: &[super::api::IsoZone],
+) -> Result<(), RegistrationError> {
+    match zones
+        .iter()
+        .find(|z| !plan::same_checksum(&z.checksum, &o.sha256))
+    {
+        None => Ok(()),
+        Some(z) => Err(RegistrationError::ChecksumChanged {
+            name: o.name.clone(),
+            zone: z.zonename.clone(),
+            reported: if z.checksum.is_empty() {
+                "none".into()
+            } else {
+                crate::ui::printable(&z.checksum).into_owned()
+            },
+            sent: format!("{{SHA-256}}{}", o.sha256),
+        }),
+    }
+}
+
 /// Whether a zone's status text says the download failed (rather than how far it is).
 fn looks_failed(status: &str) -> bool {
     let s = status.to_ascii_lowercase();
@@ -405,7 +451,7 @@ async fn retire_replaced(
             api.disable(&v.id).await?;
             Ok(format!("{} disabled", v.id))
         }
-        Retire::Delete => match api.delete(&v.id, opts.poll).await? {
+        Retire::Delete => match api.delete(&v.id, opts.poll, opts.timeout).await? {
             Ok(()) => Ok(format!("{} deleted", v.id)),
             Err(why) => {
                 tracing::warn!("cannot delete {}: {why}; disabling it instead", v.id);
@@ -434,6 +480,7 @@ pub async fn retire(
     how: Retire,
     dry_run: bool,
     poll: Duration,
+    timeout: Duration,
 ) -> Result<Vec<Retired>, ApiError> {
     let clusters = if how == Retire::Disable || dry_run {
         api.clusters().await?
@@ -460,7 +507,7 @@ pub async fn retire(
                     api.disable(&v.id).await?;
                     "disabled".into()
                 }
-                Retire::Delete => match api.delete(&v.id, poll).await? {
+                Retire::Delete => match api.delete(&v.id, poll, timeout).await? {
                     Ok(()) => "deleted".into(),
                     Err(why) => format!("kept: {why}"),
                 },

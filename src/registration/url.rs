@@ -99,21 +99,21 @@ impl UrlError {
 pub fn check_form(url: &str) -> Result<(), UrlError> {
     if url.chars().count() > MAX_URL {
         return Err(UrlError::TooLong {
-            url: url.to_owned(),
+            url: crate::fetch::redact(url),
             len: url.chars().count(),
         });
     }
     let parsed = reqwest::Url::parse(url).map_err(|_| UrlError::Scheme {
-        url: url.to_owned(),
+        url: crate::fetch::redact(url),
     })?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(UrlError::Scheme {
-            url: url.to_owned(),
+            url: crate::fetch::redact(url),
         });
     }
     if !parsed.path().to_ascii_lowercase().ends_with(".iso") {
         return Err(UrlError::NotIso {
-            url: url.to_owned(),
+            url: crate::fetch::redact(url),
         });
     }
     Ok(())
@@ -132,25 +132,24 @@ pub async fn check_served(
         .send()
         .await
         .map_err(|e| UrlError::Unreachable {
-            url: url.to_owned(),
+            url: crate::fetch::redact(url),
             reason: e.without_url().to_string(),
         })?;
     let status = response.status();
     if status.is_redirection() {
         return Err(UrlError::Redirect {
-            url: url.to_owned(),
+            url: crate::fetch::redact(url),
             status: status.as_u16(),
             location: response
                 .headers()
                 .get("location")
                 .and_then(|v| v.to_str().ok())
-                .unwrap_or("nowhere")
-                .to_owned(),
+                .map_or_else(|| "nowhere".to_owned(), crate::fetch::redact),
         });
     }
     if status.as_u16() != 200 {
         return Err(UrlError::Status {
-            url: url.to_owned(),
+            url: crate::fetch::redact(url),
             status: status.as_u16(),
         });
     }
@@ -161,7 +160,7 @@ pub async fn check_served(
         .and_then(|v| v.parse::<u64>().ok());
     if length != Some(size) {
         return Err(UrlError::Size {
-            url: url.to_owned(),
+            url: crate::fetch::redact(url),
             iso: iso.to_owned(),
             expected: size,
             actual: length.map_or("no Content-Length".into(), |l| l.to_string()),

@@ -51,6 +51,8 @@ mod referrer_shapes;
 mod referrers;
 mod referrers_v2;
 mod registration;
+mod registration_bounds;
+mod registration_fidelity;
 mod registry_credentials;
 mod registry_faults;
 mod registry_pull;

@@ -50,15 +50,20 @@ fn one(command: &str, key: &str, item: Value) -> Outgoing {
     )
 }
 
+/// `KubernetesVersionManagerImpl.createKubernetesSupportedVersionResponse`: HA from 1.16.0 on
+/// (a semantic comparison), autoscaling where the semantic version sorts at or after "1.15.0" as a
+/// string (its `compareTo`), the ISO's id, name, state and direct download from the template.
 fn version_json(state: &State, options: &Options, v: &Version) -> Value {
     let iso = state.isos.iter().find(|i| i.id == v.iso);
+    let numbers: Vec<u64> = v.semver.split('.').filter_map(|p| p.parse().ok()).collect();
+    let supports_ha = numbers.as_slice() >= [1, 16, 0].as_slice();
     let mut value = json!({
         "id": v.id, "name": v.name, "semanticversion": v.semver,
         "isoid": v.iso, "isoname": iso.map(|i| i.name.clone()),
         "isostate": iso.map(|i| i.state().to_owned()),
-        "supportsha": true, "state": v.state, "mincpunumber": v.min_cpu,
-        "minmemory": v.min_memory, "supportsautoscaling": true, "directdownload": false,
-        "created": "2026-12-02T10:00:00+0000",
+        "supportsha": supports_ha, "state": v.state, "mincpunumber": v.min_cpu,
+        "minmemory": v.min_memory, "supportsautoscaling": v.semver.as_str() >= "1.15.0",
+        "directdownload": false, "created": "2026-12-02T10:00:00+0000",
     });
     if let Some(z) = v.zone {
         value["zoneid"] = json!(zone_id(z));
@@ -68,6 +73,50 @@ fn version_json(state: &State, options: &Options, v: &Version) -> Value {
         value["arch"] = json!(v.arch);
     }
     value
+}
+
+/// One zone's row of `listIsos` as `TemplateJoinDaoImpl.newIsoResponse` writes it for an admin:
+/// the checksum through `DigestHelper.getHashValueFromChecksumValue` (the algorithm stripped),
+/// the status from `getTemplateStatus`, the owner the system account, the URL shown.
+fn iso_json(options: &Options, iso: &Iso, copy: &ZoneCopy) -> Value {
+    let checksum = match (&options.reported_checksum, options.list_stored_checksum) {
+        (Some(fault), _) => fault.clone(),
+        (None, true) => iso.checksum.clone(),
+        (None, false) => hash_value(&iso.checksum).to_owned(),
+    };
+    json!({
+        "id": iso.id, "name": iso.name, "displaytext": iso.name, "ispublic": true,
+        "isextractable": false, "created": "2026-12-02T10:00:00+0000",
+        "isdynamicallyscalable": false, "format": "ISO", "isready": copy.state == "Ready",
+        "bootable": false, "isfeatured": false, "crossZones": false, "checksum": checksum,
+        "passwordenabled": false, "account": "system", "domain": "ROOT",
+        "domainid": "d0000000-0000-4000-8000-000000000001", "status": copy.status,
+        "url": iso.url, "zoneid": zone_id(copy.zone), "zonename": options.zones[copy.zone],
+        "directdownload": false,
+    })
+}
+
+/// `DigestHelper.getHashValueFromChecksumValue`: `{ALG}HASH` → `HASH` (when the text starts with
+/// `{` and has a `}` after it), anything else unchanged.
+pub(crate) fn hash_value(checksum: &str) -> &str {
+    match checksum.strip_prefix('{').and_then(|r| r.split_once('}')) {
+        Some((_, hash)) => hash,
+        None => checksum,
+    }
+}
+
+/// The fault [`Options::endless_pages`]: a full page of made-up versions, and a count saying
+/// there is one page more.
+fn endless_page(command: &str, p: &BTreeMap<String, String>) -> Outgoing {
+    let number = |k: &str| p.get(k).and_then(|v| v.parse::<u64>().ok());
+    let (page, size) = (number("page").unwrap_or(1), number("pagesize").unwrap_or(500));
+    let items: Vec<Value> = (0..size)
+        .map(|i| json!({"id": format!("endless-{page}-{i}"), "name": format!("v1.33.{i}"), "semanticversion": "1.33.1", "state": "Enabled"}))
+        .collect();
+    reply(
+        200,
+        &json!({ format!("{}response", command.to_ascii_lowercase()): { "count": (page + 1) * size, "kubernetessupportedversion": items } }),
+    )
 }
 
 pub(super) fn run(
@@ -99,6 +148,7 @@ pub(super) fn run(
                 .map(|(i, name)| json!({"id": zone_id(i), "name": name, "allocationstate": "Enabled", "networktype": "Advanced"}))
                 .collect(),
         ),
+        "listKubernetesSupportedVersions" if options.endless_pages => endless_page(command, p),
         "listKubernetesSupportedVersions" => {
             let state = state.lock().unwrap();
             let arch_filter = get("arch").filter(|_| at_least(&options.version, (4, 20, 1)));
@@ -115,19 +165,12 @@ pub(super) fn run(
         }
         "listIsos" => {
             let state = state.lock().unwrap();
-            let mut items = Vec::new();
-            for iso in state.isos.iter().filter(|i| get("id").is_none_or(|id| i.id == id)) {
-                for copy in &iso.copies {
-                    items.push(json!({
-                        "id": iso.id, "name": iso.name, "displaytext": iso.name,
-                        "ispublic": true, "isready": copy.state == "Ready", "bootable": false,
-                        "isfeatured": false, "crossZones": false, "checksum": iso.checksum,
-                        "status": copy.status, "zoneid": zone_id(copy.zone),
-                        "zonename": options.zones[copy.zone], "account": "system",
-                        "format": "ISO", "url": iso.url,
-                    }));
-                }
-            }
+            let items = state
+                .isos
+                .iter()
+                .filter(|i| get("id").is_none_or(|id| i.id == id))
+                .flat_map(|iso| iso.copies.iter().map(move |copy| iso_json(options, iso, copy)))
+                .collect();
             list(command, "iso", items)
         }
         "listKubernetesClusters" => {
@@ -135,7 +178,19 @@ pub(super) fn run(
             let items = state
                 .clusters
                 .iter()
-                .map(|(id, name, version)| json!({"id": id, "name": name, "kubernetesversionid": version, "state": "Running"}))
+                .filter(|c| match (get("projectid"), &c.project) {
+                    (None, owner) => owner.is_none(),
+                    (Some("-1"), owner) => owner.is_some(),
+                    (Some(p), owner) => owner.as_deref() == Some(p),
+                })
+                .map(|c| {
+                    let mut v = json!({"id": c.id, "name": c.name, "kubernetesversionid": c.version, "state": "Running"});
+                    if let Some(p) = &c.project {
+                        v["projectid"] = json!(p);
+                        v["project"] = json!(format!("project-{p}"));
+                    }
+                    v
+                })
                 .collect();
             list(command, "kubernetescluster", items)
         }
@@ -221,8 +276,11 @@ pub(super) fn run(
         "updateKubernetesSupportedVersion" => {
             let mut s = state.lock().unwrap();
             let wanted = get("state");
-            if !matches!(wanted, Some("Enabled" | "Disabled")) {
+            if wanted.is_none() {
                 return invalid("Unable to execute API command updatekubernetessupportedversion due to missing parameter state");
+            }
+            if !matches!(wanted, Some("Enabled" | "Disabled")) {
+                return invalid("Invalid value for state parameter");
             }
             let Some(v) = s.versions.iter_mut().find(|v| Some(v.id.as_str()) == get("id")) else {
                 return invalid("Invalid Kubernetes version id specified");
@@ -236,15 +294,15 @@ pub(super) fn run(
             let Some(v) = s.versions.iter().find(|v| Some(v.id.as_str()) == get("id")).cloned() else {
                 return invalid("Invalid Kubernetes version id specified");
             };
-            let used = s.clusters.iter().any(|c| c.2 == v.id);
+            let used = s.clusters.iter().any(|c| c.version == v.id);
             let result = if used {
                 Err(format!("Unable to delete Kubernetes version ID: {}. Existing clusters currently using the version.", v.id))
             } else {
                 Ok(())
             };
             let jobid = s.id(0x70b);
-            s.jobs.insert(jobid.clone(), Job { cmd: "org.apache.cloudstack.api.command.admin.kubernetes.version.DeleteKubernetesSupportedVersionCmd".into(), polls_left: 1, result });
-            if !used {
+            s.jobs.insert(jobid.clone(), Job { cmd: "org.apache.cloudstack.api.command.admin.kubernetes.version.DeleteKubernetesSupportedVersionCmd".into(), polls_left: if options.job_never_ends { u32::MAX } else { 1 }, result });
+            if !used && !options.job_never_ends {
                 // The job runs at once; what it removes is gone for the next list.
                 s.versions.retain(|x| x.id != v.id);
                 s.isos.retain(|i| i.id != v.iso);

@@ -71,6 +71,8 @@ fn fetch(url: &str) -> Result<Vec<u8>, String> {
         ));
     };
     let (addr, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    // A user and password in the URL are the storage VM's credentials, not part of the address.
+    let addr = addr.rsplit_once('@').map_or(addr, |(_, host)| host);
     let reply = http::request(
         addr,
         "GET",
@@ -88,7 +90,8 @@ fn fetch(url: &str) -> Result<Vec<u8>, String> {
     }
 }
 
-/// Ready with "Download Complete", or the reason it is not.
+/// Ready with the status `TemplateJoinDaoImpl.getTemplateStatus` gives a downloaded ISO
+/// ("Successfully Installed"), or the reason it is not.
 fn judge(body: &[u8], checksum: &str) -> (bool, String) {
     // ISO 9660: the primary volume descriptor at sector 16 says "CD001".
     if body.get(32769..32774) != Some(b"CD001".as_slice()) {
@@ -115,7 +118,7 @@ fn judge(body: &[u8], checksum: &str) -> (bool, String) {
             );
         }
     }
-    (true, "Download Complete".into())
+    (true, "Successfully Installed".into())
 }
 
 #[cfg(test)]
@@ -127,7 +130,7 @@ mod tests {
         let mut iso = vec![0u8; 40_000];
         iso[32769..32774].copy_from_slice(b"CD001");
         let sum = format!("{{SHA-256}}{}", http::hex(&sha2::Sha256::digest(&iso)));
-        assert_eq!(judge(&iso, &sum), (true, "Download Complete".into()));
+        assert_eq!(judge(&iso, &sum), (true, "Successfully Installed".into()));
         assert!(judge(&iso, &sum.to_uppercase()).1.contains("didn't match"));
         assert!(
             judge(b"not an iso", "")

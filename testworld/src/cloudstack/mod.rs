@@ -1,22 +1,48 @@
 //! A stand-in for the CloudStack management server's API, the part the Kubernetes service's
 //! supported versions use, because no CloudStack can run here. Its own code (not cks-iso's), and
-//! proven against the Python `cs` client before cks-iso is judged by it (testworld/tests/
-//! cloudstack_cs.rs). What it reproduces, from apache/cloudstack's sources:
+//! proven against the Python `cs` client before cks-iso is judged by it (tests/it/registration.rs,
+//! `scripts/cs-calls.py`). Each answer follows a file of apache/cloudstack, read field by field:
 //!
-//! - the signature check of `ApiServer.verifyRequest`: parameters sorted by name as sent, values
-//!   re-encoded as `java.net.URLEncoder` does (`~` → `%7E`, space → `%20`), lower-cased,
-//!   HMAC-SHA1, Base64; `signatureversion=3` needs an `expires` in the future (and, with
-//!   `enforce_timestamps`, at most 15 minutes ahead and always present); a failed check, an
-//!   unknown command or a Kubernetes command while the service is disabled answer 401;
-//! - the envelopes `{"<command>response": …}` and the errors: HTTP status = `errorcode` (431,
-//!   530), with `cserrorcode` and `errortext`; an empty list is `{}`;
-//! - `addKubernetesSupportedVersion`'s checks (minimums, semantic version, URL, `arch` only from
-//!   4.20.1, `x86_64`/`aarch64` exactly), its immediate answer with `isostate: Creating`, then a
-//!   per-zone download (`download.rs`) by a real HTTP GET of the URL that follows no redirect,
-//!   checks ISO 9660 and the `{SHA-256}` checksum as a string, and ends `Ready` or back in
-//!   `Allocated` with the secondary storage's status text in `listIsos`;
-//! - `deleteKubernetesSupportedVersion` as an async job whose failure (a cluster uses the
-//!   version) `queryAsyncJobResult` reports with `jobstatus` 2 and 530.
+//! - the signature check — `server/src/main/java/com/cloud/api/ApiServer.java`
+//!   (`verifyRequest`): parameters sorted by name as sent, values re-encoded as
+//!   `java.net.URLEncoder` does (`~` → `%7E`, space → `%20`), lower-cased, HMAC-SHA1, Base64;
+//!   `signatureversion=3` needs an `expires` in the future (and, with `enforce_timestamps`, at
+//!   most 15 minutes ahead and always present); a failed check, an unknown command or a
+//!   Kubernetes command while the service is disabled answer 401;
+//! - the envelopes `{"<command>response": …}`, an empty list as `{}`, and the errors (HTTP status
+//!   = `errorcode` 431/530, with `cserrorcode` and `errortext`) — `server/src/main/java/com/cloud/
+//!   api/ApiServer.java` and `api/src/main/java/org/apache/cloudstack/api/response/
+//!   ExceptionResponse.java`;
+//! - `listCapabilities` — `server/src/main/java/com/cloud/server/ManagementServerImpl.java`
+//!   (`listCapabilities`) and `api/.../response/CapabilitiesResponse.java`;
+//! - `listKubernetesSupportedVersions`, `addKubernetesSupportedVersion`,
+//!   `updateKubernetesSupportedVersion`, `deleteKubernetesSupportedVersion` — `plugins/
+//!   integrations/kubernetes-service/src/main/java/com/cloud/kubernetes/version/
+//!   KubernetesVersionManagerImpl.java` (checks, messages, the default name `v<semver>[-zone]`,
+//!   the ISO named `<name>-Kubernetes-Binaries-ISO`, the response built by
+//!   `createKubernetesSupportedVersionResponse`: `supportsha` from 1.16.0, `supportsautoscaling`
+//!   by string comparison with "1.15.0", `isostate` the template's state) and its fields' names
+//!   from `…/api/response/KubernetesSupportedVersionResponse.java`; `arch` only from 4.20.1;
+//!   the delete an async job whose failure (a cluster uses the version) `queryAsyncJobResult`
+//!   reports with `jobstatus` 2 and 530 — `server/.../api/query/dao/AsyncJobJoinDaoImpl.java`;
+//! - `listIsos` — `server/src/main/java/com/cloud/api/query/dao/TemplateJoinDaoImpl.java`
+//!   (`newIsoResponse`): one row per zone, `isready` from the zone's copy, `status` from
+//!   `getTemplateStatus` ("Successfully Installed", "N% Downloaded", or the storage's error text),
+//!   and the `checksum` through `utils/src/main/java/org/apache/cloudstack/utils/security/
+//!   DigestHelper.java` `getHashValueFromChecksumValue`, which strips `{SHA-256}`: the bare hex
+//!   ([`Options::list_stored_checksum`] answers the stored value, as older releases did); the
+//!   owner filled by `server/.../api/ApiResponseHelper.java` `populateOwner` (the system account);
+//! - `listKubernetesClusters` — `plugins/integrations/kubernetes-service/.../cluster/
+//!   KubernetesClusterManagerImpl.java` (`listKubernetesClusters`), the cluster's
+//!   `kubernetesversionid`, and who is listed by `server/src/main/java/com/cloud/user/
+//!   AccountManagerImpl.java` `buildACLSearchParameters` (`Project.ListProjectResourcesCriteria`):
+//!   without `projectid` project-owned clusters are skipped (`SkipProjectResources`), with
+//!   `projectid=-1` only they are listed (`ListProjectResourcesOnly`), with a project's id only
+//!   that project's; the delete's check (`listAllByKubernetesVersion`) sees them all;
+//! - the per-zone download (`download.rs`) — `services/secondary-storage/.../
+//!   DownloadManagerImpl.java` and `core/.../HttpTemplateDownloader.java`: a GET of the URL that
+//!   follows no redirect, ISO 9660 checked, the `{SHA-256}` checksum compared as a string, the
+//!   copy `Ready` or back in `Allocated` with the status text.
 
 mod commands;
 mod download;
@@ -49,6 +75,17 @@ pub struct Options {
     pub enforce_timestamps: bool,
     /// Milliseconds each download step takes (a zone goes Creating → N% → Ready).
     pub step_ms: u64,
+    /// `listIsos` answers the stored `{SHA-256}hex` as releases before the algorithm was stripped
+    /// did, instead of the bare hex current releases answer.
+    pub list_stored_checksum: bool,
+    /// Fault: `listIsos` reports this checksum for every ISO, whatever was registered (a record
+    /// changed behind cks-iso's back).
+    pub reported_checksum: Option<String>,
+    /// Fault: `deleteKubernetesSupportedVersion`'s job stays pending for ever.
+    pub job_never_ends: bool,
+    /// Fault: `listKubernetesSupportedVersions` answers every page full (`pagesize` made-up
+    /// versions) with a `count` one page beyond the page asked for: paging without end.
+    pub endless_pages: bool,
 }
 
 impl Default for Options {
@@ -61,6 +98,10 @@ impl Default for Options {
             secret_key: "world-secret-key_-9876543210".into(),
             enforce_timestamps: true,
             step_ms: 100,
+            list_stored_checksum: false,
+            reported_checksum: None,
+            job_never_ends: false,
+            endless_pages: false,
         }
     }
 }
@@ -123,6 +164,16 @@ pub(crate) struct Version {
     pub(crate) min_memory: u32,
 }
 
+/// A Kubernetes cluster: its id, name, the version it runs, and the project owning it (`None`: an
+/// account's own).
+#[derive(Debug, Clone)]
+pub(crate) struct Cluster {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) project: Option<String>,
+}
+
 /// An async job.
 #[derive(Debug, Clone)]
 pub(crate) struct Job {
@@ -137,7 +188,7 @@ pub(crate) struct State {
     pub(crate) next: u64,
     pub(crate) versions: Vec<Version>,
     pub(crate) isos: Vec<Iso>,
-    pub(crate) clusters: Vec<(String, String, String)>,
+    pub(crate) clusters: Vec<Cluster>,
     pub(crate) jobs: BTreeMap<String, Job>,
     pub(crate) seen: Vec<Seen>,
 }
@@ -204,11 +255,19 @@ impl CloudStackServer {
 
     /// A Kubernetes cluster that runs version `version_id` (so deleting it fails).
     pub fn add_cluster(&self, name: &str, version_id: &str) -> String {
+        self.add_cluster_in(name, version_id, None)
+    }
+
+    /// A cluster owned by the project `project` (listed only with `projectid`), or by an account.
+    pub fn add_cluster_in(&self, name: &str, version_id: &str, project: Option<&str>) -> String {
         let mut state = self.state.lock().unwrap();
         let id = state.id(0xc1);
-        state
-            .clusters
-            .push((id.clone(), name.to_owned(), version_id.to_owned()));
+        state.clusters.push(Cluster {
+            id: id.clone(),
+            name: name.to_owned(),
+            version: version_id.to_owned(),
+            project: project.map(str::to_owned),
+        });
         id
     }
 
