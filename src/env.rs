@@ -187,10 +187,10 @@ pub const CLOUDSTACK_SECRET: Var = Var {
     about: "the `cs` client's secret key (never printed)",
 };
 
-/// The Python `cs` client's INI file, read after `~/.cloudstack.ini` and `./cloudstack.ini`.
+/// The Python `cs` client's INI file, read instead of `~/.cloudstack.ini` (never merged with it).
 pub const CLOUDSTACK_CONFIG: Var = Var {
     name: "CLOUDSTACK_CONFIG",
-    about: "a `cs` client INI file read after `~/.cloudstack.ini` and `./cloudstack.ini` (its keys win), the last place `register` and `versions` look for credentials",
+    about: "the one `cs` client INI file `register` and `versions` read for credentials, instead of `~/.cloudstack.ini` (the last place they look); `./cloudstack.ini` is read only when this names it",
 };
 
 /// The section of the `cs` client's INI files.

@@ -294,18 +294,14 @@ fn warnings(found: &Credentials, home: Option<&Path>, cwd: &Path) -> Vec<String>
             crate::fetch::redact(&found.endpoint)
         ));
     }
-    let mut elsewhere: Vec<(String, String)> = [
-        &env::CKS_ISO_CLOUDSTACK_URL,
-        &env::CLOUDSTACK_ENDPOINT,
-    ]
-    .iter()
-    .filter_map(|v| Some((v.name.to_owned(), v.get()?)))
-    .collect();
+    let mut elsewhere: Vec<(String, String)> =
+        [&env::CKS_ISO_CLOUDSTACK_URL, &env::CLOUDSTACK_ENDPOINT]
+            .iter()
+            .filter_map(|v| Some((v.name.to_owned(), v.get()?)))
+            .collect();
     let local = cwd.join("cloudstack.ini");
     let asked = env::CLOUDSTACK_CONFIG.get().map(|p| expand_home(&p, home));
-    let local_asked = asked
-        .as_deref()
-        .is_some_and(|a| same_file(a, &local));
+    let local_asked = asked.as_deref().is_some_and(|a| same_file(a, &local));
     if !local_asked && local.is_file() {
         out.push(format!(
             "{} is not read: cks-iso takes the endpoint and keys from one file, and reads a \

@@ -201,7 +201,10 @@ mod tests {
         assert!(same_checksum(&format!("{{SHA-256}}{sha}"), &sha));
         assert!(same_checksum(&format!("{{sha-256}}{sha}"), &sha));
         assert!(!same_checksum(&format!("{{MD5}}{sha}"), &sha));
-        assert!(!same_checksum(&"a".repeat(32), &sha), "bare 32 digits is MD5");
+        assert!(
+            !same_checksum(&"a".repeat(32), &sha),
+            "bare 32 digits is MD5"
+        );
         assert!(!same_checksum("", &sha));
         assert!(!same_checksum(&"b".repeat(64), &sha));
         assert_eq!(split_checksum("{SHA-1}ab"), (Some("SHA-1"), "ab"));

@@ -38,7 +38,9 @@ pub fn select(versions: &[SupportedVersion], keep: usize) -> Vec<SupportedVersio
         let mut releases: Vec<Release> = enabled
             .iter()
             .filter(|(w, _)| w.zoneid.is_empty() || w.zoneid == zone)
-            .filter(|(w, r)| listed_arch(w) == listed_arch(v) && (r.0, r.1) == (release.0, release.1))
+            .filter(|(w, r)| {
+                listed_arch(w) == listed_arch(v) && (r.0, r.1) == (release.0, release.1)
+            })
             .map(|(_, r)| *r)
             .collect();
         releases.sort_unstable();

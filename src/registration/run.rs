@@ -409,10 +409,7 @@ async fn wait_ready(
 
 /// After Ready: every zone's listed checksum must be the one sent (L9), in either form
 /// CloudStack lists it ([`plan::same_checksum`]).
-fn check_checksum(
-    o: &Outcome,
-    zones: &[super::api::IsoZone],
-) -> Result<(), RegistrationError> {
+fn check_checksum(o: &Outcome, zones: &[super::api::IsoZone]) -> Result<(), RegistrationError> {
     match zones
         .iter()
         .find(|z| !plan::same_checksum(&z.checksum, &o.sha256))

@@ -137,12 +137,25 @@ fn a_local_cloudstack_ini_with_only_an_endpoint_never_receives_the_home_keys() {
     let text = combined(&out);
     assert!(text.contains("cloudstack.ini is not read"), "{text}");
     assert!(text.contains(&fake_endpoint), "{text}");
-    assert!(cloud.api.commands().contains(&"listKubernetesSupportedVersions".to_owned()));
+    assert!(
+        cloud
+            .api
+            .commands()
+            .contains(&"listKubernetesSupportedVersions".to_owned())
+    );
     // Asked for by CLOUDSTACK_CONFIG, it is the one file: incomplete, exit 2.
     let mut asked = cloud.cks(&["versions", "list"]);
     asked.env("CLOUDSTACK_CONFIG", cloud.dir.path().join("cloudstack.ini"));
-    fails(&mut asked, 2, &["gives endpoint but not key, secret", "hint:"]);
-    assert_eq!(hits.load(Ordering::SeqCst), 0, "the planted endpoint was called");
+    fails(
+        &mut asked,
+        2,
+        &["gives endpoint but not key, secret", "hint:"],
+    );
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        0,
+        "the planted endpoint was called"
+    );
 }
 
 #[test]
@@ -192,7 +205,11 @@ fn a_foreign_world_writable_cmk_config_is_refused_and_doctor_says_why() {
         text.contains("cloudstack api") && text.contains("owned by uid 1234"),
         "{text}"
     );
-    assert!(cloud.api.commands().is_empty(), "{:?}", cloud.api.commands());
+    assert!(
+        cloud.api.commands().is_empty(),
+        "{:?}",
+        cloud.api.commands()
+    );
 }
 
 #[test]
@@ -208,7 +225,10 @@ fn a_delete_job_that_never_ends_stops_at_the_timeout() {
     let (out, _) = output_within_rss(&mut cmd, 20).expect("the delete job was polled for ever");
     let text = combined(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains("had not ended after 2s") && text.contains("hint:"), "{text}");
+    assert!(
+        text.contains("had not ended after 2s") && text.contains("hint:"),
+        "{text}"
+    );
     assert!(started.elapsed().as_secs() < 15);
 }
 
@@ -216,17 +236,30 @@ fn a_delete_job_that_never_ends_stops_at_the_timeout() {
 fn a_version_only_a_project_cluster_uses_is_kept() {
     let cloud = Cloud::start(Options::default());
     let ids = registered(&cloud, &[("1.33.1", &[]), ("1.33.2", &[])]);
-    cloud.api.add_cluster_in("team-cluster", &ids[0], Some("p-1"));
+    cloud
+        .api
+        .add_cluster_in("team-cluster", &ids[0], Some("p-1"));
     let out = ok(cloud
         .cks(&["versions", "retire", "--keep", "1"])
         .output()
         .unwrap());
     let text = combined(&out);
     assert!(text.contains("in use by cluster team-cluster"), "{text}");
-    let states: Vec<String> = cloud.api.versions().iter().map(|v| v["state"].clone()).collect();
+    let states: Vec<String> = cloud
+        .api
+        .versions()
+        .iter()
+        .map(|v| v["state"].clone())
+        .collect();
     assert_eq!(states, ["Enabled", "Enabled"]);
-    assert!(cloud.api.seen().iter().any(|s| s.command == "listKubernetesClusters"
-        && s.params.get("projectid").is_some_and(|p| p == "-1")));
+    assert!(
+        cloud
+            .api
+            .seen()
+            .iter()
+            .any(|s| s.command == "listKubernetesClusters"
+                && s.params.get("projectid").is_some_and(|p| p == "-1"))
+    );
 }
 
 #[test]
@@ -234,7 +267,10 @@ fn retire_decides_per_zone() {
     let cloud = Cloud::start(Options::default());
     registered(
         &cloud,
-        &[("1.33.1", &["--zone", "zone-a"]), ("1.33.2", &["--zone", "zone-b"])],
+        &[
+            ("1.33.1", &["--zone", "zone-a"]),
+            ("1.33.2", &["--zone", "zone-b"]),
+        ],
     );
     let out = ok(cloud
         .cks(&["versions", "retire", "--keep", "1", "--dry-run"])
@@ -250,11 +286,25 @@ fn retire_decides_per_zone() {
 #[test]
 fn a_password_in_the_publish_url_is_never_printed() {
     let cloud = Cloud::start(Options::default());
-    let iso = small_iso(cloud.dir.path(), "setup-v1.33.1-x86_64.iso", "1.33.1", "amd64", 1);
+    let iso = small_iso(
+        cloud.dir.path(),
+        "setup-v1.33.1-x86_64.iso",
+        "1.33.1",
+        "amd64",
+        1,
+    );
     cloud.publish(&iso);
     let base = cloud.host.url().replace("http://", "http://ops:s3cr3t-pw@");
     let out = ok(cloud
-        .cks(&["register", p(&iso), "--publish-url", &base, "--poll-interval", "0.1", "-vv"])
+        .cks(&[
+            "register",
+            p(&iso),
+            "--publish-url",
+            &base,
+            "--poll-interval",
+            "0.1",
+            "-vv",
+        ])
         .output()
         .unwrap());
     let text = combined(&out);
@@ -280,12 +330,22 @@ fn terminal_escapes_from_cloudstack_reach_stdout_escaped() {
     fs::copy(&iso, &evil).unwrap();
     let url = format!("{}/plain.iso", cloud.host.url());
     let reg = ok(cloud
-        .cks(&["register", p(&evil), "--url", &url, "--poll-interval", "0.1"])
+        .cks(&[
+            "register",
+            p(&evil),
+            "--url",
+            &url,
+            "--poll-interval",
+            "0.1",
+        ])
         .output()
         .unwrap());
     for out in [reg, ok(cloud.cks(&["versions", "list"]).output().unwrap())] {
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(!stdout.contains('\u{1b}') && !stdout.contains('\u{7}'), "{stdout:?}");
+        assert!(
+            !stdout.contains('\u{1b}') && !stdout.contains('\u{7}'),
+            "{stdout:?}"
+        );
         assert!(stdout.contains("evil\\u{1b}]0;pwned\\u{7}"), "{stdout:?}");
     }
 }

@@ -109,7 +109,10 @@ pub(crate) fn hash_value(checksum: &str) -> &str {
 /// there is one page more.
 fn endless_page(command: &str, p: &BTreeMap<String, String>) -> Outgoing {
     let number = |k: &str| p.get(k).and_then(|v| v.parse::<u64>().ok());
-    let (page, size) = (number("page").unwrap_or(1), number("pagesize").unwrap_or(500));
+    let (page, size) = (
+        number("page").unwrap_or(1),
+        number("pagesize").unwrap_or(500),
+    );
     let items: Vec<Value> = (0..size)
         .map(|i| json!({"id": format!("endless-{page}-{i}"), "name": format!("v1.33.{i}"), "semanticversion": "1.33.1", "state": "Enabled"}))
         .collect();
