@@ -15,6 +15,7 @@
 //! [`crate::author::BuiltIso`]. [`mod@line`] renders a built ISO's parameters as the CloudMonkey line
 //! and JSON fields `build` prints.
 
+pub mod answers;
 pub mod api;
 pub mod credentials;
 pub mod line;

@@ -337,7 +337,7 @@ pub(super) fn run(
                         out["jobstatus"] = json!(2);
                         out["jobresultcode"] = json!(530);
                         out["jobresulttype"] = json!("object");
-                        out["jobresult"] = json!({"errorcode": 530, "errortext": text});
+                        out["jobresult"] = json!({"uuidList": [], "errorcode": 530, "errortext": text});
                     }
                 }
             }

@@ -24,7 +24,9 @@
 //!   by string comparison with "1.15.0", `isostate` the template's state) and its fields' names
 //!   from `…/api/response/KubernetesSupportedVersionResponse.java`; `arch` only from 4.20.1;
 //!   the delete an async job whose failure (a cluster uses the version) `queryAsyncJobResult`
-//!   reports with `jobstatus` 2 and 530 — `server/.../api/query/dao/AsyncJobJoinDaoImpl.java`;
+//!   reports with `jobstatus` 2 and 530, its `jobresult` the `ExceptionResponse` (`uuidList`,
+//!   `errorcode`, `errortext`, no `cserrorcode`) that `server/src/main/java/com/cloud/api/
+//!   ApiAsyncJobDispatcher.java` stores for a failed job;
 //! - `listIsos` — `server/src/main/java/com/cloud/api/query/dao/TemplateJoinDaoImpl.java`
 //!   (`newIsoResponse`): one row per zone, `isready` from the zone's copy, `status` from
 //!   `getTemplateStatus` ("Successfully Installed", "N% Downloaded", or the storage's error text),
