@@ -108,7 +108,13 @@ impl ApiError {
                 "the job may still finish: see `cmk query asyncjobresult jobid={jobid}` or the \
                  UI's events, and raise --timeout to wait longer"
             )),
-            Self::Failed { .. } | Self::BadReply { .. } => None,
+            Self::BadReply { .. } => Some(
+                "the endpoint does not answer as CloudStack does: check that it is the management \
+                 server's …/client/api (over https://, so that nothing on the path can answer in \
+                 its place)"
+                    .into(),
+            ),
+            Self::Failed { .. } => None,
         }
     }
 }

@@ -69,7 +69,10 @@ fn an_endless_answer_ends_in_seconds_and_bounded_memory() {
     let (out, rss) = output_within_rss(&mut cmd, 10).expect("still running after 10 s");
     let text = combined(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains("larger than 16"), "{text}");
+    assert!(
+        text.contains("larger than 16") && text.contains("hint:"),
+        "{text}"
+    );
     assert!(rss < 100 * MB, "peak RSS {} MiB", rss / MB);
     eprintln!(
         "endless answer: exit 1 after {:.1} s, peak RSS {} MiB, {} MiB sent",
