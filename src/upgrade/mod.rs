@@ -10,7 +10,8 @@
 //! - CloudStack's version rule ([`rule`]) and the same architecture on both sides;
 //! - every archive of TO imports (naming the first one nodes would fail on);
 //! - TO holds kubeadm's images for TO's version (control plane, pause, etcd, CoreDNS) and
-//!   exactly the pause TO's kubeadm and kubelet want;
+//!   exactly the pause TO's kubeadm and kubelet want, no other image whose name contains `pause`
+//!   (nodes take any for their sandbox, [`crate::plan::sandbox`]);
 //! - TO suits the CloudStack release;
 //!
 //! and what changes, grouped ([`groups`]). An ISO that records nothing (no lock, no
