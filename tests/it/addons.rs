@@ -374,7 +374,7 @@ fn owned_names_are_refused_and_an_image_without_the_arch_names_its_platforms() {
     }
     assert!(!out.exists() || names(&out).is_empty(), "nothing written");
 
-    // A second pause image would be the sandbox image nodes pick (`grep pause | sort | tail -n 1`).
+    // A second pause image would be the sandbox nodes pick (`grep pause | sort | tail -n 1`).
     fails(
         &mut build(&world, d, &out, &["--image", "registry.k8s.io/pause:3.9"]),
         1,

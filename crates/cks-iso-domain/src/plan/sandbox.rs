@@ -7,8 +7,8 @@
 //! each name as containerd lists it (fully qualified, `name:tag`, `name@digest` or both, exactly as
 //! the archive's `io.containerd.image.name` or `RepoTags` give it), then the last in `sort`'s
 //! order. So any image whose listed name contains `pause` — `quay.io/evil/pause-sandbox:1`,
-//! `docker.io/rancher/mirrored-pause:3.6`, a tag `:pause` — is a candidate, and the one that sorts
-//! last wins.
+//! `docker.io/rancher/mirrored-pause:3.6`, a tag `:pause` — is a candidate, and the one that
+//! sorts last wins.
 //!
 //! `sort` orders by the locale it runs in. CloudStack's node template (the system VM template,
 //! `tools/appliance/systemvmtemplate/scripts/configure_locale.sh`) writes `LANG=en_US.UTF-8` and
