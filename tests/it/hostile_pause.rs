@@ -8,7 +8,7 @@
 //! the next ISO's pause may sort before it. The probe's own `zz.example.org/evil/pause-sandbox:1`
 //! sorts after, and is named as the image nodes would run.
 //! A YAML file that is not a Kubernetes manifest is refused as an add-on, and a YAML bomb is
-//! fetched once, not retried as corruption.
+//! fetched once, not retried as corruption. A lock listing such an image is refused too.
 
 use std::fs;
 use std::path::Path;
@@ -211,6 +211,49 @@ fn a_non_kubernetes_yaml_is_refused_as_an_add_on_and_a_yaml_bomb_is_fetched_once
     assert_eq!(
         asked, 1,
         "a document that does not parse is not corruption: {said}"
+    );
+    assert!(
+        !out.exists() || names(&out).is_empty(),
+        "an ISO was written"
+    );
+}
+
+/// A lock written by hand, listing the probe's image among amd64's images: `build --locked`
+/// refuses it before anything is pulled, as it refuses the same image asked for by flag.
+#[test]
+fn a_lock_listing_a_second_pause_image_is_refused() {
+    use crate::support::hostile::{build as build_in_dir, world_args, world_in};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (world, config) = world_in(d);
+    let (lock, cache, genuine) = (d.join("run.lock"), d.join("cache"), d.join("genuine"));
+    let mut args = world_args(&world, world.dashboard_url());
+    args.extend(["--cache-dir", p(&cache)]);
+    args.extend(["--lock-file", p(&lock), "--output", p(&genuine)]);
+    run(&mut build_in_dir(&config, d, &args));
+    let mut value: serde_json::Value = serde_json::from_slice(&fs::read(&lock).unwrap()).unwrap();
+    let images = value["arches"]["amd64"]["images"].as_array_mut().unwrap();
+    let mut evil = images
+        .iter()
+        .find(|i| i["reference"] == "registry.k8s.io/pause:3.10")
+        .expect("kubeadm's pause in the lock")
+        .clone();
+    evil["reference"] = serde_json::json!("zz.example.org/evil/pause-sandbox:1");
+    images.push(evil);
+    let hostile = d.join("hostile.lock");
+    fs::write(&hostile, serde_json::to_string_pretty(&value).unwrap()).unwrap();
+    let out = d.join("out");
+    let args = ["--locked", p(&hostile), "--output", p(&out)];
+    fails(
+        &mut build_in_dir(&config, d, &args),
+        1,
+        &[
+            "the lock's images for linux/amd64 include zz.example.org/evil/pause-sandbox:1, a \
+             second pause image",
+            RULE,
+            "nodes would run zz.example.org/evil/pause-sandbox:1",
+            "hint: the lock was changed by hand",
+        ],
     );
     assert!(
         !out.exists() || names(&out).is_empty(),
