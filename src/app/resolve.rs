@@ -235,11 +235,19 @@ async fn sizes(
     addons: &crate::plan::Addons,
 ) -> Result<Sizes, AppError> {
     let cache = net::writable_cache(None)?;
+    // A second pause image is refused here as `build` refuses it.
+    let kubeadm: Vec<&str> = resolution.kubeadm_images().collect();
     let named = match addons.manifests.is_empty() {
-        true => Vec::new(),
+        true => {
+            crate::plan::one_pause(&kubeadm, [], &addons.images)
+                .map_err(|e| AppError::from(realize::RealizeError::Pause(e)))?;
+            Vec::new()
+        }
         false => {
             let work = request::work_dir("resolve")?;
-            realize::addon_manifest_images(&addons.manifests, settings, &cache, work.path()).await?
+            let pause = (&kubeadm[..], &addons.images[..]);
+            realize::addon_manifest_images(&addons.manifests, pause, settings, &cache, work.path())
+                .await?
         }
     };
     let registry = net::registry(settings, cache)?;

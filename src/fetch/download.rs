@@ -21,6 +21,11 @@ pub struct Fetched {
     pub link: Option<String>,
     /// Bytes in the sink.
     pub len: u64,
+    /// Whether the transport knew where the body ends (a `Content-Length`, the chunked transfer
+    /// coding, HTTP/2 framing, a range): a body cut short was then an error, resumed or retried
+    /// here, so what reached the sink is the whole body the server sent. `false` only for a body
+    /// the closing connection ends, which may have been cut short unnoticed.
+    pub framed: bool,
     /// Attempts it took.
     pub attempts: u32,
 }
@@ -233,6 +238,7 @@ impl Download<'_> {
             content_type: None,
             link: None,
             len: sink.written(),
+            framed: true,
             attempts: attempt,
         })
     }
@@ -343,9 +349,24 @@ impl Download<'_> {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned),
             len: sink.written(),
+            framed: expected_total.is_some() || framed(&response),
             attempts: attempt,
         })
     }
+}
+
+/// Whether `response`'s body ends where its framing says, without a `Content-Length`: the chunked
+/// transfer coding (its last chunk) or HTTP/2 and later (the stream's end).
+fn framed(response: &Response) -> bool {
+    let chunked = response
+        .headers()
+        .get_all(reqwest::header::TRANSFER_ENCODING)
+        .iter()
+        .any(|v| {
+            v.to_str()
+                .is_ok_and(|v| v.to_ascii_lowercase().contains("chunked"))
+        });
+    chunked || response.version() >= reqwest::Version::HTTP_2
 }
 
 /// The least a body must bring in every [`RATE_WINDOW`]: the idle timeout ends a silent

@@ -75,7 +75,7 @@ pub enum RealizeError {
         #[source]
         source: Box<ManifestError>,
     },
-    /// A second pause image among the manifests.
+    /// A second pause image: named by a manifest, asked for by reference, or in a lock.
     #[error(transparent)]
     Pause(Box<PauseConflict>),
     /// A manifest's image line that is not a reference.

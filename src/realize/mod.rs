@@ -122,6 +122,11 @@ pub async fn realize(
     )
     .await?;
     check_image_set(lock, &common.references)?;
+    let kubeadm_names: Vec<&str> = kubeadm.iter().map(String::as_str).collect();
+    for (arch, entry) in &lock.arches {
+        let images: Vec<String> = entry.images.iter().map(|i| i.reference.clone()).collect();
+        plan::locked_pause(&kubeadm_names, arch, &images).map_err(RealizeError::Pause)?;
+    }
     // Said once, as the manifests are staged (resolving a request took them too).
     for note in &common.notes {
         tracing::info!("{note}");
@@ -296,30 +301,21 @@ async fn take_common<'l>(
     })
 }
 
-/// Before any pull: one pause image (a second would be the one nodes run, `sort | tail -1`), the
-/// images `asked` for by reference included; and every image `taken`'s manifests name a
-/// reference (a manifest's bad image is the manifest's fault, not the command line's).
+/// Before any pull: one pause image (another would be the one nodes run, `grep pause | sort |
+/// tail -n 1`), the images `asked` for by reference included; and every image `taken`'s
+/// manifests name a reference (a manifest's bad image is the manifest's fault, not the command
+/// line's).
 fn check_taken(
     kubeadm: &[&str],
     asked: &[String],
     taken: &[(IsoFile, plan::Edited, ManifestEntry)],
 ) -> Result<(), RealizeError> {
-    let asked_as = plan::Edited {
-        text: String::new(),
-        images: asked.to_vec(),
-        notes: Vec::new(),
-        edits: Vec::new(),
-    };
     plan::one_pause(
         kubeadm,
         taken
             .iter()
-            .map(|(file, edited, _)| (file.dest.as_str(), file.source.as_str(), edited))
-            .chain([(
-                "--image",
-                "--image, --images-file or extras: images:",
-                &asked_as,
-            )]),
+            .map(|(file, edited, _)| (file.dest.as_str(), file.source.as_str(), edited)),
+        asked,
     )
     .map_err(RealizeError::Pause)?;
     for (file, edited, _) in taken {

@@ -195,9 +195,11 @@ pub async fn size_images(
 /// The images the add-on manifests `given` (`(name, source)`) name, normalised, each once with why
 /// it is there ([`lock::extra_from_manifest`]): each manifest taken and edited exactly as a build
 /// takes it (through the mirrors, kept in `cache`), for `resolve`'s sizes, which take no other
-/// manifest.
+/// manifest. A second pause image among them, or among the images `asked` for by reference, is
+/// refused as a build refuses it ([`plan::one_pause`], with `kubeadm`'s images).
 pub async fn addon_manifest_images(
     given: &[(String, plan::Source)],
+    (kubeadm, asked): (&[&str], &[String]),
     settings: &Settings,
     cache: &Cache,
     work: &Path,
@@ -214,8 +216,13 @@ pub async fn addon_manifest_images(
     )
     .await;
     let _ = std::fs::remove_dir_all(&dir);
+    let taken = taken.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let named = taken
+        .iter()
+        .map(|(file, edited, _)| (file.dest.as_str(), file.source.as_str(), edited));
+    plan::one_pause(kubeadm, named, asked).map_err(RealizeError::Pause)?;
     let mut out: Vec<(String, String)> = Vec::new();
-    for (file, edited, _) in taken.into_iter().collect::<Result<Vec<_>, _>>()? {
+    for (file, edited, _) in taken {
         for image in &edited.images {
             let normal = Reference::parse(image).map_err(|source| RealizeError::NotAReference {
                 dest: file.dest.clone(),

@@ -10,7 +10,8 @@
 //! - CloudStack's version rule ([`rule`]) and the same architecture on both sides;
 //! - every archive of TO imports (naming the first one nodes would fail on);
 //! - TO holds kubeadm's images for TO's version (control plane, pause, etcd, CoreDNS) and
-//!   exactly the pause TO's kubeadm and kubelet want;
+//!   exactly the pause TO's kubeadm and kubelet want, no other image whose name contains `pause`
+//!   (nodes take any for their sandbox, [`crate::plan::sandbox`]);
 //! - TO suits the CloudStack release;
 //!
 //! and what changes, grouped ([`groups`]). An ISO that records nothing (no lock, no
@@ -184,11 +185,11 @@ fn images_of(side: &Side, scan: Option<&IsoScan>, arch: Option<&str>) -> Option<
     Some(arch.images.keys().filter_map(|n| normal(n)).collect())
 }
 
-/// The names' pause images.
+/// The names nodes take for pause images: those `grep pause` selects ([`crate::plan::sandbox`]).
 fn pauses(images: &BTreeSet<String>) -> Vec<String> {
     images
         .iter()
-        .filter(|n| Reference::parse(n).is_ok_and(|r| crate::plan::is_pause(&r)))
+        .filter(|n| crate::plan::sandbox::names_pause(n))
         .cloned()
         .collect()
 }
@@ -445,16 +446,26 @@ fn pause_check(
         extras.pause
     );
     let own = pauses(images);
+    let picked = |names: &[String]| crate::plan::sandbox::sandbox(names.iter().map(String::as_str));
     if own.len() != 1 || !holds(images, &want) {
+        let runs = match picked(&own) {
+            Some(p) => format!("nodes would run {p}"),
+            None => "nodes would fall back to containerd's default sandbox image, which an \
+                     air-gapped node cannot pull"
+                .to_owned(),
+        };
         return fail(
             "pause",
             format!(
-                "TO holds {} pause image(s) ({}), kubeadm v{to} and its kubelet want {want}: nodes \
-                 pick one with `ctr images ls -q | grep pause | sort | tail -1`",
+                "TO holds {} pause image(s) ({}), kubeadm v{to} and its kubelet want {want}: \
+                 nodes set their sandbox image to `{}`, which selects every image whose name \
+                 contains \"pause\"; {runs}",
                 own.len(),
-                own.join(", ")
+                own.join(", "),
+                crate::plan::sandbox::NODE_RULE,
             ),
-            "bundle exactly one pause image, kubeadm's: rebuild TO with cks-iso build",
+            "bundle exactly one pause image, kubeadm's, and no other image whose name contains \
+             \"pause\": rebuild TO with cks-iso build",
         );
     }
     // What a node holds after importing TO on top of FROM, and which one it then runs.
@@ -462,12 +473,13 @@ fn pause_check(
     if let Some(from) = images_of(input.from, input.from_scan, arch) {
         all.extend(pauses(&from));
     }
-    let picked = all.iter().next_back().cloned().unwrap_or_default();
-    let tail = match picked == own[0] {
+    let all: Vec<String> = all.into_iter().collect();
+    let picked = picked(&all).expect("TO holds one");
+    let tail = match picked.en_us == own[0] && picked.c == own[0] {
         true => "nodes run it after the upgrade".to_owned(),
         false => format!(
-            "after the upgrade nodes still run FROM's {picked} (`sort | tail -1` over both ISOs' \
-             images), which they hold"
+            "after the upgrade nodes still run FROM's {picked} (`grep pause | sort | tail -n 1` \
+             over both ISOs' images), which they hold"
         ),
     };
     pass(

@@ -56,6 +56,8 @@ pub enum UpstreamError {
         expected: String,
         /// What it is instead.
         reason: super::content::WrongContent,
+        /// Whether the transport knew where the body ends ([`crate::fetch::Fetched::framed`]).
+        framed: bool,
     },
     /// A locked build got other bytes than the lock records.
     #[error(
@@ -95,16 +97,22 @@ pub enum UpstreamError {
 }
 
 impl UpstreamError {
-    /// Whether the bytes failed verification (checksum, content, drift, a checksum file that does
-    /// not parse): worth fetching again before believing it.
+    /// Whether the bytes failed verification in a way a damaged copy explains (checksum, drift, a
+    /// checksum file that does not parse, content): worth fetching again before believing it.
+    ///
+    /// Not a manifest that arrived whole and does not read as one (YAML that does not parse — a
+    /// YAML bomb is one —, a document that is not an object, no document): fetching it again
+    /// fetches the same document, five times over. "Whole" is the transport's word
+    /// ([`crate::fetch::Fetched::framed`]): a body with a `Content-Length` that ends early is
+    /// resumed before any check runs, and a chunked or HTTP/2 body cut short is an error there.
+    /// Only a body the closing connection ends may have been cut short unnoticed, so it still
+    /// gets the refetches.
     pub fn is_corruption(&self) -> bool {
-        matches!(
-            self,
-            Self::Mismatch { .. }
-                | Self::Content { .. }
-                | Self::ChecksumFile { .. }
-                | Self::Drift { .. }
-        )
+        match self {
+            Self::Mismatch { .. } | Self::ChecksumFile { .. } | Self::Drift { .. } => true,
+            Self::Content { reason, framed, .. } => !framed || !reason.is_document_problem(),
+            _ => false,
+        }
     }
 
     /// What the user can do about it.

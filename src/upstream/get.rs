@@ -405,7 +405,7 @@ impl Fetcher<'_> {
     ) -> Result<Got, UpstreamError> {
         let mut notes = Vec::new();
         let limit = (artifact.content == super::Content::Yaml).then_some(MANIFEST_LIMIT);
-        let (url, checksum, sink, fetched_from) =
+        let (url, checksum, (sink, framed), fetched_from) =
             match self.body(&artifact.url, dest, size, limit).await {
                 Ok((sink, from)) => (artifact.url.clone(), artifact.checksum.clone(), sink, from),
                 Err(err) if err.status() == Some(404) && artifact.legacy.is_some() => {
@@ -468,6 +468,7 @@ impl Fetcher<'_> {
             url: fetched_from.clone(),
             expected: artifact.content.describe(),
             reason,
+            framed,
         };
         notes.extend(
             artifact
@@ -492,14 +493,15 @@ impl Fetcher<'_> {
     }
 
     /// The body of `url` (through the mirrors) in a temporary file beside `dest`, cut one byte
-    /// past `size` when given, refused past `limit`.
+    /// past `size` when given, refused past `limit`; with whether the transport knew where it
+    /// ends ([`crate::fetch::Fetched::framed`]).
     async fn body(
         &self,
         url: &str,
         dest: &Path,
         size: Option<u64>,
         limit: Option<u64>,
-    ) -> Result<(FileSink, String), FetchError> {
+    ) -> Result<((FileSink, bool), String), FetchError> {
         let from = self.mirrors.rewrite(url);
         let mut sink = FileSink::create(dest)
             .map_err(|source| FetchError::Io {
@@ -514,11 +516,11 @@ impl Fetcher<'_> {
             client: self.bulk.unwrap_or(self.download.client),
             ..self.download
         };
-        download
+        let fetched = download
             .to_sink(&from, &HeaderMap::new(), &mut sink)
             .await
             .map_err(|e| keyed_by(e, url))?;
-        Ok((sink, from))
+        Ok(((sink, fetched.framed), from))
     }
 
     /// The published digest for `url`'s file; `None` when an optional checksum is not published.

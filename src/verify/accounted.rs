@@ -85,6 +85,18 @@ pub(super) fn check(
     }
 }
 
+/// kubeadm's pause image for the ISO's release, normalised: with the tag the lock records, else
+/// the one this cks-iso knows for the release; `None` when neither says.
+pub(super) fn kubeadm_pause(versions: &Versions, lock: Option<&Lock>) -> Option<String> {
+    let version = versions.kubernetes.parse::<KubeVersion>().ok()?;
+    let tag = match lock {
+        Some(lock) => lock.kubeadm.pause.clone(),
+        None => Extras::embedded(&version)?.pause,
+    };
+    let name = format!("{}/pause:{tag}", release::kubeadm::registry(&version));
+    Reference::parse(&name).ok().map(|r| r.to_string())
+}
+
 /// kubeadm's images for the ISO's release: exactly, when the lock records the extras' tags or
 /// this cks-iso knows them; else the control-plane images exactly and the extras by repository.
 fn kubeadm(versions: &Versions, lock: Option<&Lock>) -> Accounted {

@@ -18,7 +18,7 @@ use hadris_fs::FileType;
 use super::checks::{Ctx, matching, tarball};
 use crate::archive::containerd;
 use crate::contract;
-use crate::image::{Arch, Reference};
+use crate::image::Arch;
 
 /// Said once for such an ISO, before anything else.
 pub(super) const NOTE: &str = "not built by cks-iso: checking what nodes read";
@@ -51,11 +51,12 @@ pub fn iso_arch(reader: &cks_iso_iso9660::read::IsoReader, iso: &Path) -> Option
 }
 
 /// Every file in `docker/`, imported as a node imports it, each failure named with containerd's
-/// words; then exactly one pause image. Returns the names the imports record.
+/// words; then exactly one pause image ([`super::pause`]). Returns the names the imports record.
 pub(super) fn images(cx: &mut Ctx, arch: Option<Arch>) -> BTreeSet<String> {
     let files: Vec<String> = matching(cx, contract::IMAGES_PREFIX, "", "");
     let mut bundled = BTreeSet::new();
-    let mut pause = 0;
+    let mut held = Vec::new();
+    let mut unreadable = 0;
     for path in &files {
         cx.report.images += 1;
         let file_name = &path[contract::IMAGES_PREFIX.len()..];
@@ -68,26 +69,16 @@ pub(super) fn images(cx: &mut Ctx, arch: Option<Arch>) -> BTreeSet<String> {
                     format!("nodes cannot import it: ctr -n k8s.io image import {refused}"),
                 );
                 // Meant as the pause image by its name: no second complaint about the count.
-                pause += usize::from(file_name.starts_with("pause"));
+                unreadable += usize::from(file_name.starts_with("pause"));
             }
             Ok(Ok(imported)) => {
-                let is_pause = |n: &String| {
-                    Reference::parse(n).is_ok_and(|r| r.path().rsplit('/').next() == Some("pause"))
-                };
-                pause += usize::from(imported.names.iter().any(is_pause));
+                held.extend(imported.names.iter().map(|n| (path.clone(), n.clone())));
                 bundled.extend(imported.names);
             }
         }
     }
-    if pause != 1 {
-        cx.violation(
-            contract::IMAGES_DIR,
-            format!(
-                "{pause} pause images; nodes pick one with `grep pause | sort | tail -1`, so \
-                 bundle exactly one"
-            ),
-        );
-    }
+    // Nothing records the release's pause tag: exactly one pause image, whichever.
+    super::pause::check(cx, &held, None, unreadable);
     bundled
 }
 

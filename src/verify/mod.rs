@@ -7,8 +7,9 @@
 //! image archives for the ISO's platform whose every blob matches its digest, `versions.txt`
 //! agreeing with the files (hashes) and the archives (one line each), every image referenced by a
 //! root `*.yaml` being bundled (air-gap completeness) and every archive being accounted for (by
-//! kubeadm, a root `*.yaml` or the lock's extra images: `accounted.rs`), the SBOMs listing exactly the files and
-//! archives the ISO holds with their hashes, modes and owners, and the embedded `cks-iso.lock`
+//! kubeadm, a root `*.yaml` or the lock's extra images: `accounted.rs`), exactly one image whose
+//! name contains `pause`, kubeadm's (the sandbox nodes pick with `grep pause | sort | tail -n 1`:
+//! `pause.rs`), the SBOMs listing exactly the files and archives the ISO holds with their hashes, modes and owners, and the embedded `cks-iso.lock`
 //! agreeing with all of it. With `--signatures`, the image signatures in `signatures/` verify
 //! again against cks-iso's trusted root and bind to the archives the ISO holds. No network.
 //!
@@ -20,6 +21,7 @@ mod accounted;
 mod checks;
 mod foreign;
 mod lock;
+mod pause;
 mod render;
 mod sboms;
 mod signatures;

@@ -20,18 +20,18 @@ use cks_iso_testworld::images::{
 use cks_iso_testworld::world::{Options, World};
 
 /// What [`push`] published.
-struct Pushed {
+pub(crate) struct Pushed {
     /// The index's digest.
-    top: String,
+    pub(crate) top: String,
     /// Every platform's layer digests.
-    layers: Vec<String>,
+    pub(crate) layers: Vec<String>,
     /// The first arch's manifest, config and layer, in bytes.
     size: u64,
 }
 
 /// Pushes `repository:tag` (`quay.io/acme/agent`, stored under its host as the world stores
 /// every image) into the world's registry for `arches`, as an OCI index.
-fn push(world: &World, repository: &str, tag: &str, arches: &[&str]) -> Pushed {
+pub(crate) fn push(world: &World, repository: &str, tag: &str, arches: &[&str]) -> Pushed {
     let mut plan = Plan::default();
     let mut entries = Vec::new();
     let mut layers = Vec::new();
@@ -67,7 +67,7 @@ fn push(world: &World, repository: &str, tag: &str, arches: &[&str]) -> Pushed {
 }
 
 /// Serves `text` as the world's `https://raw.githubusercontent.com/<path>`; returns the URL.
-fn serve_manifest(world: &World, path: &str, text: &str) -> String {
+pub(crate) fn serve_manifest(world: &World, path: &str, text: &str) -> String {
     world.upstream().put(
         &format!("raw.githubusercontent.com/{path}"),
         text.as_bytes().to_vec(),
@@ -77,7 +77,7 @@ fn serve_manifest(world: &World, path: &str, text: &str) -> String {
 }
 
 /// A Deployment naming `images`, one container each, no pull policy.
-fn deployment(images: &[&str]) -> String {
+pub(crate) fn deployment(images: &[&str]) -> String {
     let mut text = String::from(
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: addon\n  namespace: addon\n\
          spec:\n  selector:\n    matchLabels: {app: addon}\n  template:\n    metadata:\n      \
@@ -90,12 +90,18 @@ fn deployment(images: &[&str]) -> String {
 }
 
 /// `cks-iso build` of amd64 in `world` into `out`, with `args` added.
-fn build(world: &World, dir: &Path, out: &Path, args: &[&str]) -> Command {
+pub(crate) fn build(world: &World, dir: &Path, out: &Path, args: &[&str]) -> Command {
     build_with(world.config_path(), world, dir, out, args)
 }
 
 /// [`build`] with the configuration file `config`.
-fn build_with(config: &Path, world: &World, dir: &Path, out: &Path, args: &[&str]) -> Command {
+pub(crate) fn build_with(
+    config: &Path,
+    world: &World,
+    dir: &Path,
+    out: &Path,
+    args: &[&str],
+) -> Command {
     let tmp = dir.join("tmp");
     fs::create_dir_all(&tmp).unwrap();
     let mut cmd = build_in(config, &tmp);
@@ -368,7 +374,7 @@ fn owned_names_are_refused_and_an_image_without_the_arch_names_its_platforms() {
     }
     assert!(!out.exists() || names(&out).is_empty(), "nothing written");
 
-    // A second pause image would be the sandbox image nodes pick (`sort | tail -1`).
+    // A second pause image would be the sandbox nodes pick (`grep pause | sort | tail -n 1`).
     fails(
         &mut build(&world, d, &out, &["--image", "registry.k8s.io/pause:3.9"]),
         1,

@@ -620,10 +620,12 @@ fn bad_input_fails_clearly_and_leaves_no_iso_and_no_work_dir() {
             1,
             vec![
                 "network.yaml (file:pause-3.9 network.yaml)",
-                "line 10 names the pause image registry.k8s.io/pause:3.9",
-                "kubeadm's is registry.k8s.io/pause:3.10",
-                "sort | tail -1",
-                "hint: make network.yaml name registry.k8s.io/pause:3.10",
+                "line 10 names registry.k8s.io/pause:3.9, a second pause image",
+                "none but kubeadm's, registry.k8s.io/pause:3.10",
+                "grep pause | sort | tail -n 1",
+                "nodes would run registry.k8s.io/pause:3.9",
+                "hint: leave registry.k8s.io/pause:3.9 out of network.yaml, or make it name \
+                 registry.k8s.io/pause:3.10",
             ],
         ),
         (

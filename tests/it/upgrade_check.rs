@@ -380,3 +380,36 @@ fn two_locks_are_judged_on_what_a_lock_says_and_the_archives_are_named_as_unchec
         "{stdout}"
     );
 }
+
+/// Issue 44, H1: TO holding an add-on image named `…/pause-sandbox:1` beside kubeadm's pause.
+/// Nodes pick their sandbox with `grep pause | sort | tail -n 1`, a substring match: the pause
+/// check fails naming both and the one nodes would really run.
+#[test]
+fn a_second_image_named_like_pause_fails_the_pause_check_naming_what_nodes_would_run() {
+    use cks_iso::image::{Arch, Image, Reference};
+    let i = isos();
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    extract(&i.new, &tree);
+    // The world's busybox, under the probe's name, as an add-on archive is written.
+    let world = crate::support::world::world();
+    let busybox = world.image("busybox:1.36");
+    let evil = Reference::parse("zz.example.org/evil/pause-sandbox:1").unwrap();
+    let image = Image::load(evil, &busybox.top, Arch::Amd64, &world.cache).unwrap();
+    let archive = tree.join("docker/pause-sandbox:1.tar");
+    cks_iso::archive::write(&image, &world.cache, &archive, 0).unwrap();
+    let to = dir.path().join("sandbox-x86_64.iso");
+    build_iso(&tree, &to);
+
+    let out = check(&i.old, &to, &[]);
+    for needle in [
+        "TO holds 2 pause image(s) (registry.k8s.io/pause:3.10, zz.example.org/evil/pause-sandbox:1)",
+        "`ctr -n k8s.io images ls -q | grep pause | sort | tail -n 1`",
+        "nodes would run zz.example.org/evil/pause-sandbox:1",
+    ] {
+        refused(&out, "pause", needle);
+    }
+    // The archive itself imports: only the pause rule stops it.
+    let (stdout, _) = text(&out);
+    assert!(stdout.contains("ok    archives: all "), "{stdout}");
+}

@@ -48,7 +48,8 @@ fn tree_with(world: &World, root: &Path, arch: Arch, extra: &[Extra]) {
     tree_of(world, root, arch, extra, &IMAGES);
 }
 
-/// [`tree_with`] whose `docker/` holds `images`, each listed as a build lists it.
+/// [`tree_with`] whose `docker/` holds `images`, each listed as a build lists it; `NAME=FIXTURE`
+/// bundles the world's image `FIXTURE` under the name `NAME`.
 fn tree_of(world: &World, root: &Path, arch: Arch, extra: &[Extra], images: &[&str]) {
     for bin in ["kubeadm", "kubelet", "kubectl"] {
         write(root, &format!("k8s/{bin}"), elf_like(bin.as_bytes(), 4096));
@@ -99,14 +100,15 @@ fn tree_of(world: &World, root: &Path, arch: Arch, extra: &[Extra], images: &[&s
     let mut images = Vec::new();
     let mut manifests = std::collections::BTreeMap::new();
     for text in wanted {
-        let fixture = world.image(text);
-        let image =
-            Image::load(fixture.reference.clone(), &fixture.top, arch, &world.cache).unwrap();
-        let file = format!("docker/{}.tar", fixture.reference.last_component());
+        let (name, source) = text.split_once('=').unwrap_or((text, text));
+        let fixture = world.image(source);
+        let reference = cks_iso::image::Reference::parse(name).unwrap();
+        let image = Image::load(reference.clone(), &fixture.top, arch, &world.cache).unwrap();
+        let file = format!("docker/{}.tar", reference.last_component());
         archive::write(&image, &world.cache, &root.join(&file), 0).unwrap();
         manifests.insert(file.clone(), image.manifest.digest.to_string());
         images.push(ImageRecord {
-            name: fixture.reference.to_string(),
+            name: reference.to_string(),
             digest: fixture.top.to_string(),
             archive: file,
         });
@@ -547,5 +549,63 @@ fn an_iso_without_its_sboms_is_named() {
     case.fails_naming(
         "nosbom.iso",
         &["sbom.cdx.json: missing", "sbom.spdx.json: not a valid SBOM"],
+    );
+}
+
+/// Issue 44, H1: nodes take any image whose name contains `pause` for their sandbox
+/// (`grep pause | sort | tail -n 1`). An ISO otherwise sound, holding an add-on image named so
+/// (named by a root manifest, listed everywhere as a build lists an add-on), fails naming it and
+/// the image nodes would run; an ISO from elsewhere holding it fails counting both.
+#[test]
+fn an_image_named_like_pause_beside_kubeadm_s_is_named_as_the_sandbox_nodes_would_run() {
+    let world = world();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    let evil = "zz.example.org/evil/pause-sandbox:1";
+    let renamed = format!("{evil}=busybox:1.36");
+    tree_of(
+        &world,
+        &src,
+        Arch::Amd64,
+        &[],
+        &[&IMAGES[..], &[renamed.as_str()]].concat(),
+    );
+    write(
+        &src,
+        "sandbox.yaml",
+        format!("kind: Pod\nspec:\n  containers:\n  - image: {evil}\n").as_str(),
+    );
+    let case = Case { dir, src };
+    let words = [
+        "docker/pause-sandbox:1.tar: holds zz.example.org/evil/pause-sandbox:1, a second pause image",
+        "ctr -n k8s.io images ls -q | grep pause | sort | tail -n 1",
+        "nodes would run zz.example.org/evil/pause-sandbox:1",
+        "bundle only kubeadm's registry.k8s.io/pause:3.10",
+    ];
+    case.fails_naming("sandbox.iso", &words);
+    let (_, out, _) = verify(&case.dir.path().join("sandbox.iso"));
+    assert_eq!(
+        out.lines().count(),
+        1,
+        "only the second pause is at fault:\n{out}"
+    );
+
+    // Without versions.txt, the SBOMs and a lock: nothing says kubeadm's tag, so both are counted.
+    for own in ["versions.txt", "sbom.cdx.json", "sbom.spdx.json"] {
+        fs::remove_file(case.src.join(own)).unwrap();
+    }
+    let iso = case.iso("foreign-x86_64.iso");
+    let (code, out, err) = verify(&iso);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains(
+            "docker: 2 pause images (zz.example.org/evil/pause-sandbox:1, registry.k8s.io/pause:3.10): \
+             CloudStack's node script"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("nodes would run zz.example.org/evil/pause-sandbox:1; bundle exactly one"),
+        "{out}"
     );
 }

@@ -26,6 +26,20 @@ pub enum ManifestError {
         /// 1-based document number.
         index: usize,
     },
+    /// An add-on manifest's document that `kubectl apply` would refuse: a mapping without a
+    /// non-empty `apiVersion` or `kind` string, or no object at all.
+    #[error(
+        "{name}: {} is not a Kubernetes object: {problem}",
+        index.map_or("it".to_owned(), |i| format!("document {i}"))
+    )]
+    NotKubernetes {
+        /// The manifest.
+        name: String,
+        /// 1-based document number; `None` when the file holds no object.
+        index: Option<usize>,
+        /// What is missing (`it has no apiVersion`).
+        problem: String,
+    },
     /// A pinned manifest must have exactly one `image:` line.
     #[error(
         "{name} has {count} `image:` lines where exactly one is expected{}",
@@ -83,6 +97,11 @@ impl ManifestError {
             Self::PullAlways { .. } => {
                 "give those containers `imagePullPolicy: IfNotPresent` (or a fixed tag) in the \
                  manifest, or write them in block style"
+                    .into()
+            }
+            Self::NotKubernetes { .. } => {
+                "an add-on manifest is what `kubectl apply -f` takes: every document a Kubernetes \
+                 object with apiVersion and kind; check that the URL or file is that manifest"
                     .into()
             }
             Self::Yaml { .. } | Self::NotObject { .. } => {

@@ -33,6 +33,33 @@ pub fn check_yaml(name: &str, text: &str) -> Result<Vec<Value>, ManifestError> {
     Ok(docs)
 }
 
+/// Checks that `docs` (as [`check_yaml`] returned them) are what `kubectl apply -f` takes: at
+/// least one object, and every document empty or a mapping with non-empty `apiVersion` and `kind`
+/// strings. The rule for add-on manifests, which cks-iso knows nothing else of.
+pub fn check_kubernetes(name: &str, docs: &[Value]) -> Result<(), ManifestError> {
+    let refused = |index, problem: &str| ManifestError::NotKubernetes {
+        name: name.to_owned(),
+        index,
+        problem: problem.to_owned(),
+    };
+    for (i, doc) in docs.iter().enumerate() {
+        let Some(object) = doc.as_object() else {
+            continue;
+        };
+        for field in ["apiVersion", "kind"] {
+            match object.get(field) {
+                Some(Value::String(s)) if !s.trim().is_empty() => {}
+                Some(_) => return Err(refused(Some(i + 1), &format!("its {field} is not a name"))),
+                None => return Err(refused(Some(i + 1), &format!("it has no {field}"))),
+            }
+        }
+    }
+    match docs.iter().any(Value::is_object) {
+        true => Ok(()),
+        false => Err(refused(None, "it holds only empty documents")),
+    }
+}
+
 /// Every container image the documents reference, sorted and without duplicates:
 /// the `image` of containers, initContainers and ephemeralContainers, and any other string value
 /// under an `image` key (CRDs of operators name images in their own places).
@@ -96,5 +123,39 @@ mod tests {
     fn a_joined_separator_is_a_yaml_error_until_split() {
         let text = "kind: A\nmetadata:\n  name: x---\nkind: B\nmetadata:\n  name: y\n";
         assert!(check_yaml("m.yaml", text).is_err());
+    }
+
+    #[test]
+    fn add_on_manifests_must_be_kubernetes_objects() {
+        let ok =
+            "apiVersion: v1\nkind: Namespace\n---\n---\napiVersion: apps/v1\nkind: Deployment\n";
+        check_kubernetes("a.yaml", &check_yaml("a.yaml", ok).unwrap()).unwrap();
+        for (text, said) in [
+            (
+                "name: my app\nreplicas: 3\n",
+                "a.yaml: document 1 is not a Kubernetes object: it has no apiVersion",
+            ),
+            (
+                "apiVersion: v1\nkind: A\n---\napiVersion: v1\n",
+                "a.yaml: document 2 is not a Kubernetes object: it has no kind",
+            ),
+            (
+                "apiVersion: v1\nkind: [a]\n",
+                "a.yaml: document 1 is not a Kubernetes object: its kind is not a name",
+            ),
+            (
+                "apiVersion: \"\"\nkind: A\n",
+                "its apiVersion is not a name",
+            ),
+            (
+                "---\n# nothing\n---\n",
+                "a.yaml: it is not a Kubernetes object: it holds only empty documents",
+            ),
+        ] {
+            let docs = check_yaml("a.yaml", text).unwrap();
+            let err = check_kubernetes("a.yaml", &docs).unwrap_err();
+            assert!(err.to_string().contains(said), "{text:?}: {err}");
+            assert!(err.hint().unwrap().contains("kubectl apply -f"));
+        }
     }
 }

@@ -18,5 +18,5 @@ pub use edit::{
     image_lines, pin_single_image, pull_if_not_present, split_joined_separators,
 };
 pub use error::ManifestError;
-pub use images::{check_yaml, images};
+pub use images::{check_kubernetes, check_yaml, images};
 pub use policy::{Container, always_by_default, containers, insert_if_not_present, parsed_always};

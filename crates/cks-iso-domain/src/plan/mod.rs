@@ -13,6 +13,7 @@ pub use crate::lock::name;
 mod partial;
 mod pause;
 mod profile;
+pub mod sandbox;
 
 use std::path::PathBuf;
 
@@ -21,7 +22,7 @@ pub use file::IsoFile;
 pub use locked::{Extra, Locked, locked};
 pub use manifests::{Role, Taken, autoscaler_image, manifests, not_taken, provider_image};
 pub use partial::{Given, Partial, csi_tag};
-pub use pause::{PauseConflict, is_pause, one_pause};
+pub use pause::{PauseConflict, PauseSource, is_pause, listed_name, locked_pause, one_pause};
 pub use profile::{Profile, etcd_own_name, iso_name, profile, settle};
 
 use crate::manifest::{self, ManifestError};
@@ -604,6 +605,9 @@ pub fn edit(name: &str, text: &str, role: &Role) -> Result<Edited, ManifestError
         _ => pulled,
     };
     let docs = manifest::check_yaml(name, &pulled)?;
+    if *role == Role::Extra {
+        manifest::check_kubernetes(name, &docs)?;
+    }
     let always = manifest::parsed_always(&docs);
     if !always.is_empty() {
         return Err(ManifestError::PullAlways {

@@ -145,6 +145,18 @@ pub enum WrongContent {
     NoDocument,
 }
 
+impl WrongContent {
+    /// Whether the bytes were read as a document and it is not one a manifest can be (YAML that
+    /// does not parse, including one past the parser's budgets; a document that is not a
+    /// mapping; no document): what the server sent is the problem, not the transfer.
+    pub fn is_document_problem(&self) -> bool {
+        matches!(
+            self,
+            Self::Yaml(_) | Self::NotMapping { .. } | Self::Manifest(_) | Self::NoDocument
+        )
+    }
+}
+
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
