@@ -35,6 +35,7 @@ use crate::upstream::{
 
 mod names;
 mod publish;
+mod shell;
 #[cfg(test)]
 mod tests;
 
