@@ -85,9 +85,11 @@ and in that shell:
   cks-iso build --locked $mine/cks-iso.lock --output $mine/again
   cmp $mine/$iso $mine/again/$iso && echo "the locked rebuild is byte-identical"
 
-\`diff\` exits 1 as diff(1) does when its inputs differ: each start of the world makes a new
-Sigstore, so the two ISOs hold other signature material (its output names what changed). The
-locked rebuild, in the same start, is byte-identical: \`cmp\` says nothing and exits 0.
+\`diff\` exits 1 as diff(1) does when its inputs differ, and names what did: the build's date
+(\`epoch\`: each new build is dated when it runs, unless SOURCE_DATE_EPOCH is set) and the
+signature material under signatures/ (each start of the world makes a new Sigstore). The
+locked rebuild takes the lock's date and, in the same start, the same signatures: it is
+byte-identical, and \`cmp\` says nothing and exits 0.
 
 Against the real upstream, leave out the world and give upstream's manifests (docs/guide/building.md):
 
