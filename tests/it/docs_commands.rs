@@ -223,7 +223,8 @@ fn commands(line: &str) -> Result<Vec<Vec<String>>, String> {
                 && word.split_once('=').is_some_and(|(name, _)| {
                     !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                 });
-            if !assignment && !(current.is_empty() && ["sudo", "env", "time"].contains(&&*word)) {
+            let wrapper = current.is_empty() && ["sudo", "env", "time"].contains(&&*word);
+            if !(assignment || wrapper) {
                 current.push(word);
             }
         }
