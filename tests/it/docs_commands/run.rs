@@ -240,3 +240,41 @@ fn the_demo_keeps_to_itself_and_its_next_steps_run() {
         "the next steps wrote into HOME"
     );
 }
+
+/// The runner judges each line: one that exits otherwise than its `# exit N` (0 without one)
+/// stops the block, naming it; nothing after it runs.
+#[test]
+fn a_run_block_stops_at_the_first_line_that_exits_otherwise_than_it_says() {
+    let tmp = support::open_tempdir();
+    let run = |lines: &[&str]| {
+        let lines: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+        let mut cmd = shell(tmp.path(), tmp.path());
+        cmd.arg("-c").arg(script(&lines)).output().unwrap()
+    };
+    let good = run(&[
+        "true",
+        "test 1 = 2   # exit 1",
+        "echo reached | grep -q reached",
+    ]);
+    assert!(good.status.success(), "{good:?}");
+    for (lines, expected) in [
+        (
+            &["true", "false", "echo never"][..],
+            "docs: exit 1, expected 0: false",
+        ),
+        (
+            &["true # exit 1", "echo never"][..],
+            "docs: exit 0, expected 1: true\n",
+        ),
+        (
+            &["false | true", "echo never"][..],
+            "docs: exit 1, expected 0: false | true",
+        ),
+    ] {
+        let out = run(lines);
+        let (stdout, stderr) = support::text(&out);
+        assert!(!out.status.success(), "{lines:?} passed");
+        assert!(stderr.contains(expected), "{lines:?}: {stderr}");
+        assert!(!stdout.contains("never\n"), "{lines:?} ran on: {stdout}");
+    }
+}
