@@ -76,8 +76,20 @@ lint:
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace --locked
 
+# When this make started, for the time `make test` states.
+MAKE_START := $(shell date +%s)
+
+# `make test` ends with one line totalling every test binary's `test result:` line (cargo prints
+# one per binary, the last a doc-test binary's, often `0 passed`), and the time since make
+# started; it exits with cargo's status. .ci/run sums the same lines over test and test-deb.
 test: deps lint doc
-	$(CARGO) test --locked --workspace --no-fail-fast
+	@log=$$(mktemp); \
+	$(CARGO) test --locked --workspace --no-fail-fast 2>&1 | tee "$$log"; status=$${PIPESTATUS[0]}; \
+	awk -v secs=$$(( $$(date +%s) - $(MAKE_START) )) \
+		'/^test result:/ { for (i = 1; i < NF; i++) { if ($$(i+1) ~ /^passed/) p += $$i; \
+			if ($$(i+1) ~ /^failed/) f += $$i; if ($$(i+1) ~ /^ignored/) g += $$i } } \
+		END { printf "make test: %d passed, %d failed, %d ignored (%d s)\n", p, f, g, secs }' "$$log"; \
+	rm -f "$$log"; exit $$status
 
 # Man pages (cks-iso(1), the cks-iso-COMMAND(1) it lists, and theirs in turn, e.g.
 # cks-iso-cache-export(1)) and completions, from the binary.

@@ -97,6 +97,7 @@ fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
     };
     let locks = read_locks(&args.locked)?;
     let done = upkeep::import(&carry, &cache, &locks, &trust, &args.from_iso, ui)?;
+    warn_unverifiable(&carry, &trust, args.trusted_root.as_deref());
     crate::outln!(
         "imported {} blob(s), {} ({} new), and {} index entries into {}{}",
         done.blobs,
@@ -113,6 +114,27 @@ fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
         None => Ok(()),
         Some(err) => Err(err.into()),
     }
+}
+
+/// Warns when signed downloads of the carry do not verify against the trusted root this side
+/// uses: the import takes them (a lock vouches for their bytes), but a `build` here verifies
+/// their signatures again and would fail one step later, after an import that said nothing.
+fn warn_unverifiable(carry: &upkeep::Carry, trust: &admit::Trust, root: Option<&std::path::Path>) {
+    let failing = admit::unverifiable(carry.cache(), trust);
+    let Some((url, why)) = failing.first() else {
+        return;
+    };
+    let origin = match root {
+        Some(path) => path.display().to_string(),
+        None => "Sigstore's public-good root (embedded)".to_owned(),
+    };
+    tracing::warn!(
+        "{} signed download(s) imported from {} do not verify against the trusted root this side \
+         uses ({origin}): {url}: {why}; a `build` here checks them again and fails: pass the \
+         trusted root they were signed under with --trusted-root, to import and build",
+        failing.len(),
+        carry.dir().display()
+    );
 }
 
 /// Prints the blobs' count and size, the index, and what each lock needs.

@@ -22,6 +22,16 @@ pub struct Carry {
 }
 
 impl Carry {
+    /// The carried directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The carried directory, read as a cache.
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
     /// `dir`, when it holds blobs as a cache does.
     pub fn open(dir: &Path) -> Result<Self, UpkeepError> {
         if !dir.join("blobs/sha256").is_dir() {

@@ -237,6 +237,39 @@ pub fn signed(
         .map_err(|f| format!("{}: {}", f.step.name(), f.reason))
 }
 
+/// The downloads in `from` that carry signature material (a bundle, or a `.sig`) under a rule
+/// of `trust`'s policy, and whose signature does not verify against `trust`'s root: each URL with
+/// why, sorted. `cache import` warns of them: a build on this side checks them again against the
+/// same root and would fail, one step later and further from the cause (a carry signed under
+/// another root, such as the test world's).
+pub fn unverifiable(from: &Cache, trust: &Trust) -> Vec<(String, String)> {
+    let Ok(entries) = from.index() else {
+        return Vec::new();
+    };
+    let carried = |url: &str| {
+        [BUNDLE_SUFFIX, ".sig"]
+            .iter()
+            .any(|suffix| from.recall(&Key::Url(format!("{url}{suffix}"))).is_some())
+    };
+    let mut out: Vec<(String, String)> = entries
+        .iter()
+        .filter_map(|entry| {
+            let url = entry.key.strip_prefix("url:")?;
+            let material = [BUNDLE_SUFFIX, ".sig", ".cert"]
+                .iter()
+                .any(|s| url.ends_with(s));
+            if material || published_checksum(url).is_none() || !carried(url) {
+                return None;
+            }
+            trust.policy.rule_for_url(url)?;
+            let why = signed(from, &entries, url, &entry.digest, trust).err()?;
+            Some((url.to_owned(), why))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 /// The bytes of blob `digest` in `from`, at most `limit`, when they hash to it.
 fn read(from: &Cache, digest: &Digest, limit: u64) -> Option<Vec<u8>> {
     let mut bytes = Vec::new();

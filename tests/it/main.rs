@@ -21,6 +21,7 @@ mod crash_and_concurrency;
 mod credentials_reach;
 mod diff;
 mod diff_e2e;
+mod docs_commands;
 mod docs_links;
 mod doctor;
 mod foreign_iso;

@@ -288,3 +288,41 @@ fn cks_iso_world_runs_a_command_inside_the_world() {
         ]
     );
 }
+
+/// The command gets a cache of the world's own, whatever `XDG_CACHE_HOME` the caller has (the
+/// world's stand-ins carry the real upstream URLs: they must never land in the user's cache),
+/// and `CKS_WORLD_FAR_SIDE` keeps the world's trusted root after it stops.
+#[test]
+fn cks_iso_world_gives_its_command_a_cache_of_its_own_and_keeps_the_root_for_the_far_side() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mine, far) = (tmp.path().join("mine"), tmp.path().join("far"));
+    let out = Command::new(env!("CARGO_BIN_EXE_cks-iso-world"))
+        .args(["sh", "-c"])
+        .arg("echo \"$XDG_CACHE_HOME\" && cmp \"$CKS_WORLD_TRUSTED_ROOT\" \"$FAR/trusted_root.json\"")
+        .env("XDG_CACHE_HOME", &mine)
+        .env("CKS_WORLD_FAR_SIDE", &far)
+        .env("FAR", &far)
+        .output()
+        .expect("run cks-iso-world");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let cache = std::path::Path::new(stdout.trim());
+    assert!(
+        cache.is_absolute() && !cache.starts_with(tmp.path()),
+        "the command's XDG_CACHE_HOME: {stdout}"
+    );
+    assert!(
+        !cache.exists(),
+        "the world's cache outlived it: {}",
+        cache.display()
+    );
+    assert!(!mine.exists(), "the caller's cache was used");
+    let root: Value =
+        serde_json::from_slice(&std::fs::read(far.join("trusted_root.json")).unwrap()).unwrap();
+    assert!(root["tlogs"].is_array(), "{root}");
+    assert!(
+        stderr.contains("wrote the trusted root for the far side"),
+        "{stderr}"
+    );
+}

@@ -8,9 +8,13 @@
 //! `CMD` with `CKS_ISO_CONFIG` pointing at it and `CKS_WORLD_NETWORK` / `CKS_WORLD_DASHBOARD` /
 //! `CKS_WORLD_HEADLAMP` holding the manifest URLs to pass as `--network` / `--dashboard` /
 //! `--headlamp` and `CKS_WORLD_TRUSTED_ROOT` the world's Sigstore trusted root for `verify
-//! --signatures --trusted-root`, stops everything, and exits
-//! with `CMD`'s status. With no command it prints the configuration and serves until stdin
-//! closes. `CKS_WORLD_KUBERNETES` picks another Kubernetes release; `CKS_WORLD_OWN_LAYER_KIB`
+//! --signatures --trusted-root` and `XDG_CACHE_HOME` a cache of the world's own (never the
+//! user's: the world's stand-ins carry the real upstream URLs and tags), stops everything, and
+//! exits with `CMD`'s status. `CKS_WORLD_FAR_SIDE=DIR` also writes the world's trusted root to
+//! `DIR/trusted_root.json`, which outlives the world, for the far side of an air gap. With no
+//! command it prints the configuration and serves until stdin closes. `CKS_WORLD_KUBERNETES`
+//! picks another Kubernetes release, `CKS_WORLD_ALSO_KUBERNETES` serves more beside it
+//! (comma-separated); `CKS_WORLD_OWN_LAYER_KIB`
 //! gives every image an incompressible layer of that many KiB (4 by default), for benchmarks;
 //! `CKS_WORLD_SHAPE=<ms>,<mbit>` puts a WAN-shaping proxy in front of the registry, the upstream
 //! stand-in and Rekor (+ms per request, mbit per connection).
@@ -46,6 +50,9 @@ with these variables set; stops everything and exits with COMMAND's status:
   CKS_WORLD_DASHBOARD     the manifest URL to pass as --dashboard
   CKS_WORLD_HEADLAMP      the manifest URL to pass as --headlamp
   CKS_WORLD_TRUSTED_ROOT  the world's Sigstore trusted_root.json, for verify --trusted-root
+  XDG_CACHE_HOME          a cache of the world's own, removed when it stops: the world's
+                          stand-ins carry the real upstream URLs, so your ~/.cache/cks-iso
+                          is never used
 
 Without COMMAND it prints the configuration and serves until stdin closes (Ctrl-D) or Ctrl-C.
 
@@ -54,9 +61,14 @@ so a lock is rebuilt with --locked inside the start that wrote it.
 
 Environment:
   CKS_WORLD_KUBERNETES      another Kubernetes release (default 1.33.1)
+  CKS_WORLD_ALSO_KUBERNETES more releases served beside it, comma-separated (e.g. 1.33.0,
+                            for an upgrade)
   CKS_WORLD_OWN_LAYER_KIB   an incompressible layer of that many KiB in every image (default 4)
   CKS_WORLD_SHAPE=MS,MBIT   a WAN-shaping proxy before the registry, upstream and Rekor
   CKS_WORLD_BINARY_BUNDLES  only | beside: Sigstore bundles for the Kubernetes binaries
+  CKS_WORLD_FAR_SIDE=DIR    write the world's trusted root to DIR/trusted_root.json, which
+                            outlives the world: the far side of an air gap verifies with it
+                            (docs/upgrades.md)
 
 Example:
   cks-iso-world sh -c 'cks-iso build --kubernetes 1.33.1 --arch amd64 \\
@@ -74,6 +86,9 @@ fn main() -> ExitCode {
     let mut options = Options::default();
     if let Ok(v) = std::env::var("CKS_WORLD_KUBERNETES") {
         options.kubernetes = v;
+    }
+    if let Ok(v) = std::env::var("CKS_WORLD_ALSO_KUBERNETES") {
+        options.also_kubernetes = v.split(',').map(|v| v.trim().to_owned()).collect();
     }
     if let Ok(spec) = std::env::var("CKS_WORLD_SHAPE") {
         options.shape = Some(Shape::from_spec(&spec));
@@ -113,6 +128,25 @@ fn main() -> ExitCode {
         "cks-iso-world: CKS_WORLD_TRUSTED_ROOT={}",
         world.trusted_root_path().display()
     );
+    eprintln!(
+        "cks-iso-world: XDG_CACHE_HOME={} (the world's own cache)",
+        world.cache_home().display()
+    );
+    if let Some(dir) = std::env::var_os("CKS_WORLD_FAR_SIDE") {
+        match world.export_far_side(std::path::Path::new(&dir)) {
+            Ok(root) => eprintln!(
+                "cks-iso-world: wrote the trusted root for the far side: {}",
+                root.display()
+            ),
+            Err(e) => {
+                eprintln!(
+                    "cks-iso-world: cannot write the trusted root into CKS_WORLD_FAR_SIDE={}: {e}",
+                    std::path::Path::new(&dir).display()
+                );
+                return ExitCode::from(2);
+            }
+        }
+    }
 
     // Signals and the end of stdin both arrive here, so the world is always dropped.
     let (stop, stopped) = mpsc::channel::<()>();
@@ -143,11 +177,7 @@ fn main() -> ExitCode {
     };
     let child = Command::new(program)
         .args(rest)
-        .env("CKS_ISO_CONFIG", world.config_path())
-        .env("CKS_WORLD_NETWORK", world.network_url())
-        .env("CKS_WORLD_DASHBOARD", world.dashboard_url())
-        .env("CKS_WORLD_HEADLAMP", world.headlamp_url())
-        .env("CKS_WORLD_TRUSTED_ROOT", world.trusted_root_path())
+        .envs(world.shell_env())
         .spawn();
     let status = child.and_then(|mut child| {
         let mut deadline = None;

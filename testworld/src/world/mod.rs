@@ -35,6 +35,8 @@ use crate::upstream::{
 
 mod names;
 mod publish;
+mod shell;
+pub use shell::FAR_SIDE_TRUSTED_ROOT;
 #[cfg(test)]
 mod tests;
 
