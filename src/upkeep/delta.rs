@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::Kind;
 use super::{Locked, UpkeepError, human};
-use crate::cache::{Cache, Delta, IsoSource, Minus, lock_id};
+use crate::cache::{Cache, Delta, IsoSource, Members, Minus, lock_id};
 use crate::image::Digest;
 use crate::lock::Lock;
 
@@ -42,17 +42,27 @@ fn is_lock(path: &Path) -> Result<bool, UpkeepError> {
     Ok(head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'))
 }
 
-/// The digests of every file of the ISO at `path`, its archives' blobs included.
-fn iso_digests(path: &Path) -> Result<IsoSource, UpkeepError> {
-    let unreadable = |source| {
+/// The ISO at `path`, its archives indexed as `members` says.
+fn iso_source(path: &Path, members: Members) -> Result<IsoSource, UpkeepError> {
+    IsoSource::open(path, members).map_err(|source| {
         UpkeepError::from(Kind::Iso {
             path: path.to_owned(),
             source,
         })
-    };
-    let mut source = IsoSource::open(path).map_err(unreadable)?;
+    })
+}
+
+/// The digests of every file of the ISO at `path`, its archives' blobs included, each hashed:
+/// what a delta assumes the far side holds, so never a member's name alone.
+fn iso_digests(path: &Path) -> Result<IsoSource, UpkeepError> {
+    let mut source = iso_source(path, Members::Hashed)?;
     // Files are found by their sha256, as `cache export --minus` found them.
-    source.hash_files().map_err(unreadable)?;
+    source.hash_files().map_err(|source| {
+        UpkeepError::from(Kind::Iso {
+            path: path.to_owned(),
+            source,
+        })
+    })?;
     Ok(source)
 }
 
@@ -178,7 +188,9 @@ pub fn from_iso(
     offline: bool,
 ) -> Result<(), UpkeepError> {
     for path in isos {
-        let seeded = iso_digests(path)?.seed(cache, lock)?;
+        // Named is enough: what is seeded is hashed as the cache stores it, and each blob is
+        // read once (files are tried by size, not hashed beforehand).
+        let seeded = iso_source(path, Members::Named)?.seed(cache, lock)?;
         tracing::info!(
             "took {} blob(s), {}, from {} into the cache",
             seeded.blobs,

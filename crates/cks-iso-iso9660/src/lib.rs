@@ -17,10 +17,13 @@
 //!
 //! No network, no clock: the caller passes the epoch.
 
+pub mod bounds;
 mod device;
 mod error;
 mod hasher;
 pub mod read;
+#[cfg(test)]
+mod read_tests;
 mod splice;
 pub mod tree;
 mod volume_id;

@@ -82,6 +82,7 @@ impl InputError {
                     .into(),
             ),
             Self::Lock(e) => e.hint(),
+            Self::Read(e) if e.refused.is_some() => Some(e.hint()),
             Self::Versions { .. } | Self::Read(_) => {
                 Some("the ISO may be damaged: check it against its .sha256".into())
             }

@@ -5,6 +5,7 @@
 pub mod cloud;
 pub mod containerd;
 pub mod hostile;
+pub mod iso_craft;
 pub mod registry;
 pub mod world;
 
