@@ -42,27 +42,18 @@ fn is_lock(path: &Path) -> Result<bool, UpkeepError> {
     Ok(head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'))
 }
 
-/// The ISO at `path`, its archives indexed as `members` says.
-fn iso_source(path: &Path, members: Members) -> Result<IsoSource, UpkeepError> {
-    IsoSource::open(path, members).map_err(|source| {
+/// The ISO at `path`, its archives indexed as `members` says (hashed for what a delta assumes
+/// the far side holds: never a member's name alone) and every other file hashed.
+fn iso_digests(path: &Path, members: Members) -> Result<IsoSource, UpkeepError> {
+    let unreadable = |source| {
         UpkeepError::from(Kind::Iso {
             path: path.to_owned(),
             source,
         })
-    })
-}
-
-/// The digests of every file of the ISO at `path`, its archives' blobs included, each hashed:
-/// what a delta assumes the far side holds, so never a member's name alone.
-fn iso_digests(path: &Path) -> Result<IsoSource, UpkeepError> {
-    let mut source = iso_source(path, Members::Hashed)?;
+    };
+    let mut source = IsoSource::open(path, members).map_err(unreadable)?;
     // Files are found by their sha256, as `cache export --minus` found them.
-    source.hash_files().map_err(|source| {
-        UpkeepError::from(Kind::Iso {
-            path: path.to_owned(),
-            source,
-        })
-    })?;
+    source.hash_files().map_err(unreadable)?;
     Ok(source)
 }
 
@@ -80,7 +71,7 @@ pub fn held(cache: &Cache, minus: &[PathBuf]) -> Result<Held, UpkeepError> {
                 let lock = crate::lock::source::read(path)?.0;
                 ("lock", cache.needs(&lock).digests())
             }
-            false => ("iso", iso_digests(path)?.digests()),
+            false => ("iso", iso_digests(path, Members::Hashed)?.digests()),
         };
         for digest in digests {
             held.digests.entry(digest).or_insert_with(|| file.clone());
@@ -115,7 +106,7 @@ pub(super) fn check_import(
         }));
     }
     let isos = (from_iso.iter())
-        .map(|path| Ok(iso_digests(path)?.digests()))
+        .map(|path| Ok(iso_digests(path, Members::Hashed)?.digests()))
         .collect::<Result<Vec<_>, UpkeepError>>()?;
     let in_iso = |d: &Digest| isos.iter().any(|s| s.contains(d));
     let from_isos: Vec<&str> = (delta.minus.iter())
@@ -188,9 +179,9 @@ pub fn from_iso(
     offline: bool,
 ) -> Result<(), UpkeepError> {
     for path in isos {
-        // Named is enough: what is seeded is hashed as the cache stores it, and each blob is
-        // read once (files are tried by size, not hashed beforehand).
-        let seeded = iso_source(path, Members::Named)?.seed(cache, lock)?;
+        // Members by name: what is seeded is hashed as the cache stores it, and a member is read
+        // only when it is copied. Files are hashed first: the lock knows no size for some.
+        let seeded = iso_digests(path, Members::Named)?.seed(cache, lock)?;
         tracing::info!(
             "took {} blob(s), {}, from {} into the cache",
             seeded.blobs,

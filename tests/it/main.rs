@@ -30,6 +30,7 @@ mod hostile;
 mod hostile_bounds;
 mod hostile_cache;
 mod hostile_files;
+mod hostile_iso;
 mod hostile_lock;
 mod iso_errors;
 mod iso_large;
