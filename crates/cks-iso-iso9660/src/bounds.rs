@@ -7,16 +7,18 @@
 //! hours with memory growing; 3,000 file records on one 16 MiB extent made each of them read
 //! 48 GiB. The rules here hold every listing to the ISO's size:
 //!
-//! - **A directory is reached once.** ISO writers (xorriso and genisoimage, as mkisofs did, and
-//!   hadris-iso, which cks-iso writes with) give every directory its own extent: POSIX trees have
-//!   no hard links to directories, and Rock Ridge's relocated directories are reached once, by
-//!   their `CL` record (the copy in `rr_moved` is hidden). A second record naming a directory
-//!   already listed is a crafted or damaged ISO.
+//! - **A directory is reached once.** ISO writers give every directory its own extent: libisofs
+//!   (behind xorriso) places each at the next free block in `calc_dir_pos` (`ecma119.c`),
+//!   genisoimage in `assign_directory_addresses` (`write.c`), and hadris-iso, which cks-iso
+//!   writes with, one per tree directory; POSIX trees have no hard links to directories, and
+//!   Rock Ridge's relocated directories are reached once, by their `CL` record (the copy in
+//!   `rr_moved` is hidden). A second record naming a directory already listed is a crafted or
+//!   damaged ISO.
 //! - **At most [`MAX_ENTRIES`] entries, [`MAX_DEPTH`] levels.** A CKS ISO holds about 100 entries
 //!   three levels deep.
 //! - **The files name at most twice the ISO's bytes plus 64 MiB** ([`claim_limit`]). Files may
-//!   share an extent — hard links do, and xorriso writes a hard-linked file once — but what every
-//!   file record names, summed, then stays within a small multiple of the ISO, so reading every
+//!   share an extent — hard links do: all three writers write a hard-linked file once — but what
+//!   every file record names, summed, then stays within a small multiple of the ISO, so reading every
 //!   file (as `verify` and the cache's index do) costs in proportion to the ISO and not to the
 //!   records × the extent. Hashing once per extent would bound only the hash, not the archive
 //!   readers (`upgrade-check` imports each `docker/` file as containerd does); the sum bounds
