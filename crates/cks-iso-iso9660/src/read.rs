@@ -26,7 +26,7 @@ pub struct ReadError {
     /// What failed.
     pub reason: String,
     /// The bound the ISO breaks, when the reader refused it rather than failed to read it.
-    pub refused: Option<Refusal>,
+    pub refused: Option<Box<Refusal>>,
 }
 
 impl ReadError {
@@ -43,7 +43,7 @@ impl ReadError {
         Self {
             path: path.to_owned(),
             reason: refusal.to_string(),
-            refused: Some(refusal),
+            refused: Some(Box::new(refusal)),
         }
     }
 
@@ -134,7 +134,7 @@ impl IsoReader {
         max_entries: usize,
         max_depth: u32,
     ) -> Result<Vec<Entry>, ReadError> {
-        let mut walk = self
+        let walk = self
             .volume
             .walk("/")
             .map_err(|e| self.fail("listing /", e))?;
@@ -150,7 +150,7 @@ impl IsoReader {
         let mut dirs: HashMap<NodeId, String> = HashMap::new();
         let mut files: Vec<(NodeId, usize)> = Vec::new();
         let mut claimed = 0u64;
-        while let Some(item) = walk.next() {
+        for item in walk {
             let item = item.map_err(|e| self.fail("listing", e))?;
             let path = String::from_utf8_lossy(item.path())
                 .trim_start_matches('/')

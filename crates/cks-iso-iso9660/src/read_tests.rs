@@ -34,7 +34,7 @@ fn refusal(result: Result<Vec<crate::read::Entry>, ReadError>) -> Refusal {
         err.reason
             .starts_with(&err.refused.as_ref().unwrap().to_string())
     );
-    err.refused.unwrap()
+    *err.refused.unwrap()
 }
 
 #[test]
@@ -58,7 +58,7 @@ fn a_directory_reached_twice_is_refused_naming_both_paths() {
         "{}",
         err.hint()
     );
-    match err.refused.unwrap() {
+    match *err.refused.unwrap() {
         Refusal::SharedDirectory { path, first, .. } => {
             assert_eq!((path.as_str(), first.as_str()), ("d00/d01", "d00/d00"));
         }

@@ -31,7 +31,7 @@ fn parse(iso: &[u8], at: usize) -> Record {
     let id_len = r[32] as usize;
     let id = &r[33..33 + id_len];
     // The system use area follows the identifier and its padding byte (when its length is even).
-    let mut su = 33 + id_len + usize::from(id_len % 2 == 0);
+    let mut su = 33 + id_len + usize::from(id_len.is_multiple_of(2));
     let mut name = None;
     while su + 4 <= r.len() {
         let (sig, len) = (&r[su..su + 2], r[su + 2] as usize);
