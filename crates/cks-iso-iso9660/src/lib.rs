@@ -18,6 +18,10 @@
 //! No network, no clock: the caller passes the epoch.
 
 pub mod bounds;
+// Test-only: crafting hostile ISOs, shared with the integration suite (tests/it/support).
+#[cfg(test)]
+#[allow(dead_code)]
+mod craft;
 mod device;
 mod error;
 mod hasher;

@@ -1,15 +1,12 @@
 //! The reader's refusals ([`crate::bounds`]) on ISOs this crate writes and then patches record
-//! by record, as an attacker would: with the integration suite's crafting code, which reads the
-//! records itself (not through the reader under test).
-
-#[path = "../../../tests/it/support/iso_craft.rs"]
-#[allow(dead_code)]
-mod iso_craft;
+//! by record, as an attacker would ([`crate::craft`], which reads the records itself, not through
+//! the reader under test).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::bounds::{self, Refusal};
+use crate::craft as iso_craft;
 use crate::read::{IsoReader, ReadError};
 use crate::{IsoSpec, VolumeId, author};
 

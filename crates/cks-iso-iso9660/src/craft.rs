@@ -1,7 +1,8 @@
-//! Crafting hostile ISOs from real ones: an ISO `cks-iso iso` wrote is read record by record
-//! (ECMA-119 §9.1 directory records, Rock Ridge `NM` names) and its records are pointed at other
-//! extents, as an attacker would patch them. Nothing here uses cks-iso's reader, so a bug there
-//! cannot hide itself.
+//! Crafting hostile ISOs from real ones, for tests only (this crate's and, through `#[path]`, the
+//! integration suite's): an ISO this crate wrote is read record by record (ECMA-119 §9.1
+//! directory records, Rock Ridge `NM` names) and its records are pointed at other extents, as an
+//! attacker would patch them. Nothing here uses the reader under test, so a bug there cannot hide
+//! itself.
 
 use std::path::Path;
 
