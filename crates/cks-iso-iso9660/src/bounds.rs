@@ -117,16 +117,28 @@ impl fmt::Display for Refusal {
                 offset,
                 len,
                 examples: (a, b),
-            } => write!(
-                f,
-                "its files name {} but the ISO holds {} (at most {} is read): {count} files, \
-                 {a} and {b} among them, share the {} at byte {offset}, so reading each file \
-                 would read those bytes {count} times",
-                HumanBytes(*claimed),
-                HumanBytes(*size),
-                HumanBytes(claim_limit(*size)),
-                HumanBytes(*len),
-            ),
+            } => {
+                write!(
+                    f,
+                    "its files name {} but the ISO holds {} (at most {} is read): ",
+                    HumanBytes(*claimed),
+                    HumanBytes(*size),
+                    HumanBytes(claim_limit(*size)),
+                )?;
+                match count {
+                    0 | 1 => write!(
+                        f,
+                        "their extents overlap or lie past its end, so reading each file would \
+                         read the same bytes again"
+                    ),
+                    _ => write!(
+                        f,
+                        "{count} files, {a} and {b} among them, share the {} at byte {offset}, \
+                         so reading each file would read those bytes {count} times",
+                        HumanBytes(*len),
+                    ),
+                }
+            }
         }
     }
 }
@@ -202,5 +214,18 @@ mod tests {
         );
         assert!(said.contains("3000 files, docker/a.tar and docker/b.tar among them"));
         assert!(said.contains("16.00 MiB at byte 65536"), "{said}");
+        let overlapping = Refusal::SharedExtents {
+            claimed: 48 << 30,
+            size: 17 << 20,
+            count: 1,
+            offset: 0,
+            len: 0,
+            examples: Default::default(),
+        };
+        let said = overlapping.to_string();
+        assert!(
+            said.contains("their extents overlap or lie past its end"),
+            "{said}"
+        );
     }
 }

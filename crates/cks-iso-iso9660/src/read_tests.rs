@@ -163,3 +163,27 @@ fn hard_links_within_the_bound_are_read_as_the_same_bytes() {
         );
     }
 }
+
+#[test]
+fn files_overlapping_without_sharing_an_extent_are_refused_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    fs::create_dir_all(&tree).unwrap();
+    fs::write(tree.join("big"), vec![7u8; 1 << 20]).unwrap();
+    for i in 0..100 {
+        fs::write(tree.join(format!("s{i:03}")), b"s").unwrap();
+    }
+    // Each small file starts one block further into the big one and runs to its end.
+    let iso = craft(dir.path(), |b| {
+        let records = iso_craft::children(b, &iso_craft::root(b));
+        let big = records.iter().find(|r| r.name == "big").unwrap().clone();
+        for (i, r) in records.iter().filter(|r| r.len == 1).enumerate() {
+            let i = i as u32 + 1;
+            iso_craft::point(b, r, big.extent + i, big.len - i * 2048);
+        }
+    });
+    let refused = refusal(IsoReader::open(&iso).unwrap().entries());
+    assert!(matches!(refused, Refusal::SharedExtents { count: 1, .. }));
+    let said = refused.to_string();
+    assert!(said.contains("their extents overlap"), "{said}");
+}
