@@ -4,15 +4,17 @@
 //!
 //! The ISO is read with the crate's own ISO reader, never mounted, within its bounds
 //! ([`cks_iso_iso9660::bounds`]). A file outside `docker/` is offered under the sha256 of its
-//! bytes. An archive member `blobs/sha256/<hex>` is offered, as [`Members`] says, either under
+//! bytes (for seeding, a large one is found by the size the lock gives it and hashed as it is
+//! stored). An archive member `blobs/sha256/<hex>` is offered, as [`Members`] says, either under
 //! the digest its name claims — for seeding, where it enters the cache only through
 //! [`Cache::put`], which hashes it and refuses bytes that are not the digest's — or only once
 //! its bytes were hashed to that digest, for a delta, which leaves out of what it carries every
 //! blob the ISO offers: a name alone must never make a delta assume the far side holds a blob.
 //! So an altered ISO can make a blob missing, never wrong, and never absent from a delta. Each
-//! member is read once per pass, as the archive streams by. Manifests are small: they are held
-//! in memory from one pass over the archives, so that an image's index, platform manifest and
-//! config are found in one go and its layers copied in a second pass. No network.
+//! blob is read once: hashed as its archive streams by, or (seeding) seeked past until it is
+//! copied. Small blobs (indexes, manifests, configs, signatures; up to 64 MiB in all) are held in
+//! memory from the first pass, so that an image's index, platform manifest and config are found
+//! in one go and its layers copied in a second pass. No network.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufReader, Read};
@@ -27,9 +29,12 @@ use crate::image::Digest;
 use crate::lock::Lock;
 use cks_iso_iso9660::read::{IsoReader, ReadError};
 
-/// Members at most this big are kept in memory after the first pass (indexes, manifests,
-/// configs).
+/// Members and files at most this big are kept in memory after the first pass (indexes,
+/// manifests, configs, signatures)…
 const SMALL: u64 = 1 << 20;
+
+/// …up to this many bytes in all; the rest are read again when seeded.
+const KEPT: u64 = 64 << 20;
 
 /// Where a blob lies in the ISO.
 #[derive(Debug, Clone)]
@@ -58,6 +63,8 @@ pub struct IsoSource {
     members: Members,
     places: BTreeMap<Digest, Place>,
     small: BTreeMap<Digest, Vec<u8>>,
+    /// The bytes in `small`.
+    kept: u64,
     /// Files outside `docker/` by size, not hashed yet (see [`IsoSource::hash_files`]).
     files: Vec<(String, u64)>,
 }
@@ -76,6 +83,9 @@ fn read_err(iso: &Path, e: impl std::fmt::Display) -> ReadError {
 }
 
 impl IsoSource {
+    /// The files [`IsoSource::hash_files`] keeps in memory: those at most this big.
+    pub const SMALL: u64 = SMALL;
+
     /// Reads `iso`'s directory and every archive once (members' names and sizes, hashed as
     /// `members` says; small ones kept).
     pub fn open(iso: &Path, members: Members) -> Result<Self, ReadError> {
@@ -86,6 +96,7 @@ impl IsoSource {
             members,
             places: BTreeMap::new(),
             small: BTreeMap::new(),
+            kept: 0,
             files: Vec::new(),
         };
         let entries = source.reader.entries()?;
@@ -123,10 +134,10 @@ impl IsoSource {
             let size = entry.size();
             let offered = match self.members {
                 Members::Named => {
-                    if size <= SMALL && !self.small.contains_key(&digest) {
+                    if size <= SMALL && self.kept + size <= KEPT {
                         let mut bytes = Vec::with_capacity(size as usize);
                         if entry.read_to_end(&mut bytes).is_ok() {
-                            self.small.insert(digest.clone(), bytes);
+                            self.keep(&digest, bytes);
                         }
                     }
                     true
@@ -156,21 +167,7 @@ impl IsoSource {
         digest: &Digest,
         entry: &mut impl Read,
     ) -> std::io::Result<bool> {
-        let mut hasher = Sha256::new();
-        let (mut small, mut total) = (Vec::new(), 0u64);
-        let mut buf = vec![0; 1 << 16];
-        loop {
-            let n = entry.read(&mut buf)?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-            total += n as u64;
-            if total <= SMALL {
-                small.extend_from_slice(&buf[..n]);
-            }
-        }
-        let actual = Digest::from_hasher(hasher);
+        let (actual, small) = hash_stream(entry)?;
         if actual != *digest {
             tracing::warn!(
                 "{}: {archive} holds {actual} under the name of {digest}: not counted as held",
@@ -178,30 +175,36 @@ impl IsoSource {
             );
             return Ok(false);
         }
-        if total <= SMALL {
-            self.small.entry(digest.clone()).or_insert(small);
+        if let Some(small) = small {
+            self.keep(&actual, small);
         }
         Ok(true)
     }
 
-    /// Hashes every file outside `docker/` (binaries, tarballs, manifests), so that
-    /// [`IsoSource::digests`] lists them too.
-    pub fn hash_files(&mut self) -> Result<(), ReadError> {
+    /// Keeps `bytes` (of `digest`) in memory within [`KEPT`].
+    fn keep(&mut self, digest: &Digest, bytes: Vec<u8>) {
+        let len = bytes.len() as u64;
+        if self.kept + len <= KEPT && !self.small.contains_key(digest) {
+            self.kept += len;
+            self.small.insert(digest.clone(), bytes);
+        }
+    }
+
+    /// Hashes every file outside `docker/` (binaries, tarballs, manifests) of at most `up_to`
+    /// bytes, so that [`IsoSource::digests`] lists them too; the small ones are kept in memory,
+    /// so that seeding does not read them again.
+    pub fn hash_files(&mut self, up_to: u64) -> Result<(), ReadError> {
         for (path, size) in std::mem::take(&mut self.files) {
-            let mut file = self.reader.open_file(&path)?;
-            let mut hasher = Sha256::new();
-            let mut buf = vec![0; 1 << 16];
-            loop {
-                let n = file.read(&mut buf).map_err(|e| read_err(&self.iso, e))?;
-                if n == 0 {
-                    break;
+            if size <= up_to {
+                let file = self.reader.open_file(&path)?;
+                let (digest, small) = hash_stream(file).map_err(|e| read_err(&self.iso, e))?;
+                if let Some(small) = small {
+                    self.keep(&digest, small);
                 }
-                hasher.update(&buf[..n]);
+                self.places
+                    .entry(digest)
+                    .or_insert(Place::File(path.clone()));
             }
-            let digest = Digest::from_hasher(hasher);
-            self.places
-                .entry(digest)
-                .or_insert(Place::File(path.clone()));
             self.files.push((path, size));
         }
         Ok(())
@@ -354,6 +357,27 @@ impl IsoSource {
         }
         Ok(())
     }
+}
+
+/// The sha256 of what `reader` gives, read to its end in one pass, and the bytes when they are
+/// [`SMALL`].
+fn hash_stream(mut reader: impl Read) -> std::io::Result<(Digest, Option<Vec<u8>>)> {
+    let mut hasher = Sha256::new();
+    let (mut small, mut total) = (Vec::new(), 0u64);
+    let mut buf = vec![0; 1 << 16];
+    loop {
+        let n = reader.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        total += n as u64;
+        if total <= SMALL {
+            small.extend_from_slice(&buf[..n]);
+        }
+    }
+    let small = (total <= SMALL).then_some(small);
+    Ok((Digest::from_hasher(hasher), small))
 }
 
 /// The digest a member's name `blobs/sha256/<hex>` claims, for regular files.

@@ -43,7 +43,8 @@ fn is_lock(path: &Path) -> Result<bool, UpkeepError> {
 }
 
 /// The ISO at `path`, its archives indexed as `members` says (hashed for what a delta assumes
-/// the far side holds: never a member's name alone) and every other file hashed.
+/// the far side holds: never a member's name alone) and its other files hashed (for seeding,
+/// the small ones).
 fn iso_digests(path: &Path, members: Members) -> Result<IsoSource, UpkeepError> {
     let unreadable = |source| {
         UpkeepError::from(Kind::Iso {
@@ -52,8 +53,14 @@ fn iso_digests(path: &Path, members: Members) -> Result<IsoSource, UpkeepError> 
         })
     };
     let mut source = IsoSource::open(path, members).map_err(unreadable)?;
-    // Files are found by their sha256, as `cache export --minus` found them.
-    source.hash_files().map_err(unreadable)?;
+    // Files are found by their sha256, as `cache export --minus` found them. Seeding needs only
+    // the small ones (signatures, certificates: the lock knows no size for them): it finds the
+    // others by their size and hashes them as it stores them, reading each once.
+    let up_to = match members {
+        Members::Hashed => u64::MAX,
+        Members::Named => IsoSource::SMALL,
+    };
+    source.hash_files(up_to).map_err(unreadable)?;
     Ok(source)
 }
 
@@ -180,7 +187,7 @@ pub fn from_iso(
 ) -> Result<(), UpkeepError> {
     for path in isos {
         // Members by name: what is seeded is hashed as the cache stores it, and a member is read
-        // only when it is copied. Files are hashed first: the lock knows no size for some.
+        // only when it is copied.
         let seeded = iso_digests(path, Members::Named)?.seed(cache, lock)?;
         tracing::info!(
             "took {} blob(s), {}, from {} into the cache",
