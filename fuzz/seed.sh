@@ -3,10 +3,41 @@
 # it, so libFuzzer mutates material the real Sigstore produced instead of starting from nothing:
 # the bundles, trusted roots, checkpoints and RFC 3161 timestamps of the conformance cases under
 # tests/sigstore-conformance and the verifier's own test data. Files are named by their SHA-1, as
-# libFuzzer names its corpus, so seeding again adds nothing twice. Other targets get no seeds.
+# libFuzzer names its corpus, so seeding again adds nothing twice. `iso_reader` gets two ISOs
+# xorriso writes (Rock Ridge, nested directories, a hard link, a symlink), one with a sibling
+# directory record pointed at its neighbour's extent, as the 30^6-path ISO of issue 44 was made,
+# so that the fuzzer starts next to the shapes the reader's bounds refuse. Other targets get no
+# seeds.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 target=${1:?usage: fuzz/seed.sh TARGET}
+if [ "$target" = iso_reader ]; then
+  mkdir -p fuzz/corpus/iso_reader
+  tree=$(mktemp -d)
+  trap 'rm -rf "$tree"' EXIT
+  mkdir -p "$tree/root/a/x" "$tree/root/b/y"
+  echo one >"$tree/root/a/x/f"
+  ln "$tree/root/a/x/f" "$tree/root/b/y/g"
+  ln -s ../a/x/f "$tree/root/b/link"
+  xorriso -hardlinks on -as mkisofs -quiet -R -o "$tree/plain.iso" "$tree/root" 2>/dev/null
+  python3 - "$tree/plain.iso" "$tree/shared.iso" <<'PY'
+import sys
+iso = bytearray(open(sys.argv[1], "rb").read())
+root = 16 * 2048 + 156
+extent = lambda at: int.from_bytes(iso[at + 2:at + 6], "little")
+# The root's records after `.` and `..`: a, then b, directories; b is pointed at a's extent.
+at = extent(root) * 2048
+at += iso[at]; at += iso[at]
+a = at; b = at + iso[at]
+iso[b + 2:b + 18] = iso[a + 2:a + 18]
+open(sys.argv[2], "wb").write(iso)
+PY
+  for iso in "$tree/plain.iso" "$tree/shared.iso"; do
+    cp "$iso" "fuzz/corpus/iso_reader/$(sha1sum "$iso" | cut -c1-40)"
+  done
+  echo "fuzz/seed.sh: iso_reader: 2 seeds written by xorriso" >&2
+  exit 0
+fi
 case $target in sigstore_bundle | trusted_root | checkpoint | rfc3161) ;; *) exit 0 ;; esac
 mkdir -p "fuzz/corpus/$target"
 python3 - "$target" <<'PY'

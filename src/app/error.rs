@@ -123,14 +123,8 @@ impl From<cks_iso_iso9660::IsoError> for AppError {
 
 impl From<cks_iso_iso9660::read::ReadError> for AppError {
     fn from(err: cks_iso_iso9660::read::ReadError) -> Self {
-        Self::failure(
-            err,
-            Some(
-                "pass an ISO built by cks-iso or the upstream script; `isoinfo -d -i FILE` shows \
-                 whether a file is an ISO 9660 image"
-                    .into(),
-            ),
-        )
+        let hint = err.hint();
+        Self::failure(err, Some(hint))
     }
 }
 

@@ -1,6 +1,7 @@
 //! `cks-iso upgrade-check FROM TO`: reads both sides as `diff` does, TO's archives as containerd
 //! imports them and TO's `verify` report, asks [`crate::upgrade`] for the verdict and prints it.
-//! Exit 0 when the upgrade should work, 1 when it will not, 2 for an input it cannot read.
+//! Exit 0 when the upgrade should work, 1 when it will not (or an ISO is refused as crafted:
+//! [`cks_iso_iso9660::bounds`]), 2 for an input it cannot read.
 
 use super::AppError;
 use super::diff::load;
@@ -20,7 +21,10 @@ pub fn run(args: UpgradeCheckArgs) -> Result<(), AppError> {
     let read = |path| {
         load::side(path).map_err(|e| {
             let hint = e.hint();
-            AppError::usage(e, hint)
+            match e.is_usage() {
+                true => AppError::usage(e, hint),
+                false => AppError::failure(e, hint),
+            }
         })
     };
     let from = read(&args.from)?;

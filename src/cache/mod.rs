@@ -64,7 +64,7 @@ use crate::image::{BlobSource, Digest, Opened};
 pub use delta::{Assumed, DELTA_FILE, Delta, FORMAT as DELTA_FORMAT, Minus, Totals, lock_id};
 pub use error::CacheError;
 pub use index::Recalled;
-pub use iso_source::{IsoSource, Seeded};
+pub use iso_source::{IsoSource, Members, Seeded};
 pub use key::Key;
 pub use maint::{BlobFile, IndexEntry, Rehashed, STALE_AFTER, Stray};
 pub use needs::{Needed, NeededKey, Needs};

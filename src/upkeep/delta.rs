@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::Kind;
 use super::{Locked, UpkeepError, human};
-use crate::cache::{Cache, Delta, IsoSource, Minus, lock_id};
+use crate::cache::{Cache, Delta, IsoSource, Members, Minus, lock_id};
 use crate::image::Digest;
 use crate::lock::Lock;
 
@@ -42,17 +42,25 @@ fn is_lock(path: &Path) -> Result<bool, UpkeepError> {
     Ok(head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'))
 }
 
-/// The digests of every file of the ISO at `path`, its archives' blobs included.
-fn iso_digests(path: &Path) -> Result<IsoSource, UpkeepError> {
+/// The ISO at `path`, its archives indexed as `members` says (hashed for what a delta assumes
+/// the far side holds: never a member's name alone) and its other files hashed (for seeding,
+/// the small ones).
+fn iso_digests(path: &Path, members: Members) -> Result<IsoSource, UpkeepError> {
     let unreadable = |source| {
         UpkeepError::from(Kind::Iso {
             path: path.to_owned(),
             source,
         })
     };
-    let mut source = IsoSource::open(path).map_err(unreadable)?;
-    // Files are found by their sha256, as `cache export --minus` found them.
-    source.hash_files().map_err(unreadable)?;
+    let mut source = IsoSource::open(path, members).map_err(unreadable)?;
+    // Files are found by their sha256, as `cache export --minus` found them. Seeding needs only
+    // the small ones (signatures, certificates: the lock knows no size for them): it finds the
+    // others by their size and hashes them as it stores them, reading each once.
+    let up_to = match members {
+        Members::Hashed => u64::MAX,
+        Members::Named => IsoSource::SMALL,
+    };
+    source.hash_files(up_to).map_err(unreadable)?;
     Ok(source)
 }
 
@@ -70,7 +78,7 @@ pub fn held(cache: &Cache, minus: &[PathBuf]) -> Result<Held, UpkeepError> {
                 let lock = crate::lock::source::read(path)?.0;
                 ("lock", cache.needs(&lock).digests())
             }
-            false => ("iso", iso_digests(path)?.digests()),
+            false => ("iso", iso_digests(path, Members::Hashed)?.digests()),
         };
         for digest in digests {
             held.digests.entry(digest).or_insert_with(|| file.clone());
@@ -105,7 +113,7 @@ pub(super) fn check_import(
         }));
     }
     let isos = (from_iso.iter())
-        .map(|path| Ok(iso_digests(path)?.digests()))
+        .map(|path| Ok(iso_digests(path, Members::Hashed)?.digests()))
         .collect::<Result<Vec<_>, UpkeepError>>()?;
     let in_iso = |d: &Digest| isos.iter().any(|s| s.contains(d));
     let from_isos: Vec<&str> = (delta.minus.iter())
@@ -178,7 +186,9 @@ pub fn from_iso(
     offline: bool,
 ) -> Result<(), UpkeepError> {
     for path in isos {
-        let seeded = iso_digests(path)?.seed(cache, lock)?;
+        // Members by name: what is seeded is hashed as the cache stores it, and a member is read
+        // only when it is copied.
+        let seeded = iso_digests(path, Members::Named)?.seed(cache, lock)?;
         tracing::info!(
             "took {} blob(s), {}, from {} into the cache",
             seeded.blobs,

@@ -232,10 +232,12 @@ pub enum Kind {
 impl Kind {
     /// Whether the arguments are at fault (exit 2) rather than the work (exit 1).
     pub fn is_usage(&self) -> bool {
-        matches!(
-            self,
-            Self::Lock(_) | Self::MinusUnreadable { .. } | Self::Iso { .. }
-        )
+        match self {
+            // An ISO the reader refuses (a bound it breaks) is a failure of the work, as in
+            // `verify`; one that is no ISO at all, a wrong argument.
+            Self::Iso { source, .. } => source.refused.is_none(),
+            _ => matches!(self, Self::Lock(_) | Self::MinusUnreadable { .. }),
+        }
     }
 
     /// What the user can do about it.
@@ -244,6 +246,7 @@ impl Kind {
             Self::Cache(e) => return e.hint(),
             Self::Lock(e) => return e.hint(),
             Self::MinusUnreadable { .. } => "pass a cks-iso.lock or an ISO to --minus".into(),
+            Self::Iso { source, .. } if source.refused.is_some() => source.hint(),
             Self::Iso { .. } => "pass the ISO itself (not mounted), or a cks-iso.lock".into(),
             Self::Missing { cache, locked, .. } => format!(
                 "build once online with `cks-iso build --locked {locked} --cache-dir {}`, then \

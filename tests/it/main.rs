@@ -31,6 +31,7 @@ mod hostile;
 mod hostile_bounds;
 mod hostile_cache;
 mod hostile_files;
+mod hostile_iso;
 mod hostile_lock;
 mod hostile_pause;
 mod iso_errors;

@@ -17,10 +17,17 @@
 //!
 //! No network, no clock: the caller passes the epoch.
 
+pub mod bounds;
+// Test-only: crafting hostile ISOs, shared with the integration suite (tests/it/support).
+#[cfg(test)]
+#[allow(dead_code)]
+mod craft;
 mod device;
 mod error;
 mod hasher;
 pub mod read;
+#[cfg(test)]
+mod read_tests;
 mod splice;
 pub mod tree;
 mod volume_id;

@@ -69,6 +69,13 @@ pub(in crate::app) enum InputError {
 }
 
 impl InputError {
+    /// Whether the argument is at fault (exit 2): an input that is no ISO or lock. An ISO the
+    /// reader refuses ([`cks_iso_iso9660::bounds`]) is a crafted or damaged one: the work fails
+    /// (exit 1), as in `verify`.
+    pub(in crate::app) fn is_usage(&self) -> bool {
+        !matches!(self, Self::Read(e) if e.refused.is_some())
+    }
+
     /// What the user can do.
     pub(in crate::app) fn hint(&self) -> Option<String> {
         match self {
@@ -82,6 +89,7 @@ impl InputError {
                     .into(),
             ),
             Self::Lock(e) => e.hint(),
+            Self::Read(e) if e.refused.is_some() => Some(e.hint()),
             Self::Versions { .. } | Self::Read(_) => {
                 Some("the ISO may be damaged: check it against its .sha256".into())
             }

@@ -11,7 +11,10 @@ pub fn run(args: DiffArgs) -> Result<Outcome, AppError> {
     let read = |path| {
         load::side(path).map_err(|e| {
             let hint = e.hint();
-            AppError::usage(e, hint)
+            match e.is_usage() {
+                true => AppError::usage(e, hint),
+                false => AppError::failure(e, hint),
+            }
         })
     };
     let a = read(&args.a)?;

@@ -5,6 +5,9 @@
 pub mod cloud;
 pub mod containerd;
 pub mod hostile;
+// The ISO crate's own crafting code, test-only there: one copy for both suites.
+#[path = "../../../crates/cks-iso-iso9660/src/craft.rs"]
+pub mod iso_craft;
 pub mod registry;
 pub mod world;
 
