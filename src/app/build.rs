@@ -1,8 +1,8 @@
 //! `cks-iso build`: the whole CKS binaries ISO, one per `--arch`. The arguments become a request,
-//! which the library resolves into a lock ([`crate::realize::resolve_lock`]) — or, with
-//! `--locked`, they name the lock —; the library realizes the lock ([`crate::realize`]: fetch and
+//! which the library resolves into a lock ([`crate::pipeline::resolve::resolve_lock`]) — or, with
+//! `--locked`, they name the lock —; the library realizes the lock ([`crate::pipeline::realize`]: fetch and
 //! verify exactly what it names, the network part, where any failure stops the run before an ISO
-//! exists) and writes the ISOs ([`crate::author`]); this module then prints the summary and the
+//! exists) and writes the ISOs ([`crate::pipeline::author`]); this module then prints the summary and the
 //! registration lines.
 //!
 //! Everything happens in a private work directory that is removed on success, error and Ctrl-C.
@@ -12,15 +12,15 @@ use serde_json::json;
 use super::request::{self, Setup};
 use super::{AppError, net};
 use crate::atomic::Pending;
-use crate::author::{self, BuiltIso};
+use crate::pipeline::author::{self, BuiltIso};
+use crate::pipeline::{realize, resolve};
 use crate::cli::BuildArgs;
 use crate::env;
 use crate::lock::Lock;
 use crate::plan;
-use crate::realize;
 use crate::registration::line::{Registration, publish_base};
 use crate::release::version::check_supported;
-use crate::resolve::KubeVersion;
+use crate::release::KubeVersion;
 use crate::trust;
 use crate::ui::Ui;
 use cks_iso_iso9660::VolumeId;
@@ -65,7 +65,7 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     }
     let runtime = net::transfer_runtime()?;
     let registry = net::registry(&settings, cache)?;
-    let inputs = realize::LockInputs {
+    let inputs = resolve::LockInputs {
         request: &request,
         partial,
         volume_id: volume_id.as_str(),
@@ -134,14 +134,14 @@ fn register(
 /// whether its images are what the cache's index named (resolved `--offline`).
 fn to_realize(
     given: Option<Lock>,
-    inputs: realize::LockInputs<'_>,
+    inputs: resolve::LockInputs<'_>,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<(Lock, bool), AppError> {
     Ok(match given {
         Some(lock) => (lock, false),
         None => {
             let offline = inputs.settings.http.offline;
-            (runtime.block_on(realize::resolve_lock(inputs))?, offline)
+            (runtime.block_on(resolve::resolve_lock(inputs))?, offline)
         }
     })
 }

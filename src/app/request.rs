@@ -14,7 +14,8 @@ use crate::config::Settings;
 use crate::lock::Lock;
 use crate::plan::{self, Flags};
 use crate::release::version::check_supported;
-use crate::resolve::{Given, KubeVersion, Partial};
+use crate::plan::{Given, Partial};
+use crate::release::KubeVersion;
 use cks_iso_iso9660::VolumeId;
 
 /// What the arguments (and a lock) decided before anything is fetched.
@@ -59,7 +60,7 @@ pub(super) fn setup(asked: &Asked<'_>) -> Result<Setup, AppError> {
             .as_deref()
             .unwrap_or(cks_iso_iso9660::DEFAULT_VOLUME_ID),
     )?;
-    let epoch = super::iso::epoch(asked.request.source_date_epoch)?;
+    let epoch = crate::env::epoch_or_now(asked.request.source_date_epoch)?;
     let partial = Partial::new(
         kube,
         request.arches[0],

@@ -1,5 +1,5 @@
-//! `cks-iso resolve`: prints what a build would use (see [`crate::resolve::resolution`]), or with
-//! `--lock` the lock a build of the same flags resolves ([`crate::realize::resolve_lock`]).
+//! `cks-iso resolve`: prints what a build would use (see [`crate::pipeline::resolve`]), or with
+//! `--lock` the lock a build of the same flags resolves ([`crate::pipeline::resolve::resolve_lock`]).
 
 use std::fmt::Write as _;
 
@@ -10,10 +10,10 @@ use crate::cli::{ResolveArgs, VersionArgs};
 use crate::config::Settings;
 use crate::fetch::build_client;
 use crate::image::Arch;
-use crate::realize;
 use crate::release::version::check_supported;
-use crate::resolve::KubeVersion;
-use crate::resolve::{Given, Partial, Resolution, resolve};
+use crate::pipeline::resolve::{self as pipeline_resolve, Resolution, resolve};
+use crate::plan::{Given, Partial};
+use crate::release::KubeVersion;
 use crate::ui::Ui;
 use crate::upstream::label::{self, LabelError};
 
@@ -126,7 +126,7 @@ fn lock_only(args: &ResolveArgs) -> Result<(), AppError> {
 }
 
 /// `resolve --lock`: the request of these flags, set up and settled as `build` sets it up, resolved
-/// into its lock by the library function `build` resolves with ([`realize::resolve_lock`]), which
+/// into its lock by the library function `build` resolves with ([`pipeline_resolve::resolve_lock`]), which
 /// keeps the manifests it took in the cache; the lock on stdout as `build --lock-file` writes one.
 fn print_lock(
     args: &ResolveArgs,
@@ -163,7 +163,7 @@ fn print_lock(
     let work = request::work_dir("resolve")?;
     let runtime = net::transfer_runtime()?;
     let registry = net::registry(settings, cache)?;
-    let inputs = realize::LockInputs {
+    let inputs = pipeline_resolve::LockInputs {
         request: &request,
         partial,
         volume_id: volume_id.as_str(),
@@ -172,7 +172,7 @@ fn print_lock(
         registry: &registry,
         work: work.path(),
     };
-    let lock = runtime.block_on(realize::resolve_lock(inputs))?;
+    let lock = runtime.block_on(pipeline_resolve::resolve_lock(inputs))?;
     drop(work);
     crate::out::bytes(lock.render().as_bytes());
     Ok(())
@@ -239,7 +239,7 @@ async fn sizes(
         true => Vec::new(),
         false => {
             let work = request::work_dir("resolve")?;
-            realize::addon_manifest_images(&addons.manifests, settings, &cache, work.path()).await?
+            pipeline_resolve::addon_manifest_images(&addons.manifests, settings, &cache, work.path()).await?
         }
     };
     let registry = net::registry(settings, cache)?;
@@ -261,8 +261,8 @@ async fn sizes(
     let core: Vec<_> = core.iter().map(parse).collect::<Result<_, _>>()?;
     let arch = resolution.arch;
     let (core, addons) = tokio::join!(
-        crate::realize::size_images(&registry, &core, arch),
-        crate::realize::size_images(&registry, &extra, arch),
+        pipeline_resolve::size_images(&registry, &core, arch),
+        pipeline_resolve::size_images(&registry, &extra, arch),
     );
     let mut addons = addons?;
     for (entry, (_, why)) in addons.iter_mut().zip(wanted) {
@@ -298,9 +298,9 @@ fn one_arch(given: &[String]) -> Result<Arch, AppError> {
 
 /// The versions `lock` records as fields, for `build --json` (`versions`): `kubernetes`, the
 /// label it came from when one was given, and every field of
-/// [`crate::resolve::ResolvedVersions`].
+/// [`crate::pipeline::resolve::ResolvedVersions`].
 pub(super) fn versions_json(lock: &crate::lock::Lock, label: Option<&str>) -> serde_json::Value {
-    let versions = crate::resolve::ResolvedVersions::of_lock(lock);
+    let versions = crate::pipeline::resolve::ResolvedVersions::of_lock(lock);
     let mut value = serde_json::to_value(&versions).unwrap_or_default();
     if let Some(object) = value.as_object_mut() {
         object.insert("kubernetes".into(), lock.request.kubernetes.clone().into());

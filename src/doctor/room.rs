@@ -13,7 +13,9 @@ use crate::env;
 use crate::fetch::probe;
 use crate::image::{Arch, Image, Reference};
 use crate::registry::Registry;
-use crate::resolve::{Given, KubeVersion, Partial, ResolutionError, resolve};
+use crate::pipeline::resolve::{ResolutionError, resolve};
+use crate::plan::{Given, Partial};
+use crate::release::KubeVersion;
 use crate::upstream::Fetcher;
 
 /// The build whose room is checked.

@@ -1,6 +1,6 @@
 //! Writing the ISOs of a realized build: per architecture, the image archives, `signatures/`,
 //! `versions.txt`, the SBOMs, the ISO and its `.sha256` and SBOMs beside it, from what
-//! [`crate::realize`] staged; and the run's lock beside them. No network.
+//! [`crate::pipeline::realize`] staged; and the run's lock beside them. No network.
 //!
 //! Why it only writes: what `versions.txt` and the SBOMs say is rendered by the domain crate from
 //! the run's lock and a small value of what was staged ([`crate::staged`]: the archive names, the
@@ -25,7 +25,7 @@ use crate::contract;
 use crate::image::{Arch, Sha256Sum};
 use crate::lock::{self, Lock};
 use crate::plan::{self, Request};
-use crate::realize::{ArchRealized, ArchSignatures, Realized, signatures};
+use crate::pipeline::realize::{ArchRealized, ArchSignatures, Realized, signatures};
 use crate::reporter::Reporter;
 use crate::sbom::{Inventory, IsoFacts};
 use crate::staged::Staged;
