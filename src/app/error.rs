@@ -174,9 +174,8 @@ from_error!(crate::trust::image::CheckError, failure);
 from_error!(crate::lock::source::SourceError, usage);
 from_error!(crate::registration::line::BadPublishUrl, usage);
 // The build pipeline's errors: each says (and its wrapped errors keep) its exit code and hint.
+from_error!(crate::pipeline::BuildError, either);
 from_error!(crate::pipeline::realize::RealizeError, either);
-from_error!(crate::pipeline::resolve::LockError, either);
-from_error!(crate::pipeline::author::AuthorError, either);
 from_error!(crate::trust::binaries::BinaryError, either);
 
 /// Signatures that cannot be judged (a flag or file at fault) or an image judged bad: the one

@@ -12,9 +12,9 @@ use crate::config::Settings;
 use crate::env;
 use crate::fetch::probe;
 use crate::image::{Arch, Image, Reference};
-use crate::registry::Registry;
 use crate::pipeline::resolve::{ResolutionError, resolve};
 use crate::plan::{Given, Partial};
+use crate::registry::Registry;
 use crate::release::KubeVersion;
 use crate::upstream::Fetcher;
 

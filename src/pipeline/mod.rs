@@ -8,3 +8,11 @@
 pub mod author;
 pub mod realize;
 pub mod resolve;
+
+mod build;
+mod error;
+mod prepare;
+
+pub use build::{Build, Built, Shared, release_of_label};
+pub use error::BuildError;
+pub use prepare::{BuildOptions, Input, Prepared, RequestOptions, addons, configured, work_dir};

@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use futures_util::future::try_join_all;
 
 pub use error::RealizeError;
-pub use signatures::ArchSignatures;
 pub(super) use record::{image_entry, locked_request};
+pub use signatures::ArchSignatures;
 
 use crate::cache::Cache;
 use crate::config::Settings;
@@ -51,10 +51,8 @@ pub struct ArchRealized {
     pub signatures: Option<ArchSignatures>,
 }
 
-/// Everything a build realized.
+/// Everything a build realized (the images' blobs are in the registry client's cache).
 pub struct Realized {
-    /// The registry client, whose cache holds every image's blobs.
-    pub registry: Registry,
     /// One entry per architecture, in the request's order.
     pub arches: Vec<ArchRealized>,
     /// The manifests and units as the lock records them.
@@ -76,7 +74,7 @@ pub struct Inputs<'a> {
     /// Network settings: mirrors, retries, offline.
     pub settings: &'a Settings,
     /// The registry client; its cache also keeps the downloads.
-    pub registry: Registry,
+    pub registry: &'a Registry,
     /// The signature checker; `None` with `--signatures off`.
     pub checker: Option<&'a Checker>,
     /// The private work directory.
@@ -132,7 +130,7 @@ pub async fn realize(
             fetcher: &fetcher,
             pins: &pins,
             files: &common.files,
-            registry: &registry,
+            registry,
             checker,
             tags_from_cache,
             work,
@@ -148,7 +146,6 @@ pub async fn realize(
     }
     files.finish();
     Ok(Realized {
-        registry,
         arches,
         manifests: common.entries,
         edits: common.edits,

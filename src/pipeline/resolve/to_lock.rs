@@ -19,15 +19,15 @@ use futures_util::future::join_all;
 use futures_util::{StreamExt, stream};
 
 use super::resolution::{Resolution, ResolutionError, resolve};
-use crate::pipeline::realize::{
-    RealizeError, fetcher, image_entry, images, locked_request, manifests, take_common,
-};
 use crate::cache::Cache;
 use crate::config::Settings;
 use crate::fetch::{build_bulk_client, build_client};
 use crate::image::{Arch, Reference};
 use crate::lock::{self, ArchEntry, Autoscaler, FileEntry, ImageEntry, Kubeadm, Lock};
 use crate::lock::{LockedRequest, ManifestEntry};
+use crate::pipeline::realize::{
+    RealizeError, fetcher, image_entry, images, locked_request, manifests, take_common,
+};
 use crate::plan::{self, Partial, Request};
 use crate::registry::Registry;
 use crate::upstream::{Artifact, Fetcher, file_name};
