@@ -8,7 +8,7 @@ use serde_json::json;
 use super::request::{self, Asked};
 use super::{AppError, net};
 use crate::cli::BuildArgs;
-use crate::pipeline::{Build, BuildOptions, Built, Shared};
+use crate::pipeline::{Build, BuildOptions, Built, Setup, Shared};
 use crate::registration::line::{Registration, publish_base};
 use crate::trust::checker;
 use crate::ui::Ui;
@@ -18,9 +18,12 @@ pub const FORMAT: u32 = 1;
 
 /// Builds the ISOs and prints a summary (or JSON) on stdout.
 pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
+    // A wrong flag or lock is said before anything about the configuration or the network.
+    let mut setup = Setup::new(&options(&args))?;
     let publish = publish_base(args.publish_url.as_deref())?;
     let mut settings = net::settings(args.net.clone())?;
     settings.http.offline = args.offline;
+    setup.settle(&settings)?;
     let signing = &args.signing;
     let flags = checker::Flags {
         mode: signing.signatures.as_deref(),
@@ -39,7 +42,7 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         runtime: &runtime,
     };
     let build = Build::new(shared, ui);
-    let built = build.run(build.prepare(&options(&args))?)?;
+    let built = build.run(build.prepare_setup(setup)?)?;
     summary(&built, publish.as_deref(), args.json);
     if args.registering.register {
         let isos = built

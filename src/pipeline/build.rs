@@ -13,7 +13,7 @@ use std::path::Path;
 
 use super::BuildError;
 use super::author::{self, BuiltIso};
-use super::prepare::{self, BuildOptions, Input, Prepared, RequestOptions};
+use super::prepare::{self, BuildOptions, Input, Prepared, RequestOptions, Setup};
 use super::realize::{self, Realized};
 use super::resolve::{self, ResolvedVersions};
 use crate::config::Settings;
@@ -81,20 +81,27 @@ impl<'a> Build<'a> {
         Self { shared, reporter }
     }
 
-    /// What `options` ask `build` for, checked before anything is fetched: a version label read
-    /// into its release, the request (or the lock it repeats) set up and settled, the output
-    /// directory writable (what killed runs left there removed), and with `--from-iso` the cache
-    /// filled from the ISOs.
+    /// What `options` ask `build` for, checked before anything is fetched: [`Setup::new`],
+    /// [`Setup::settle`] and [`Build::prepare_setup`] in one.
     pub fn prepare(&self, options: &BuildOptions) -> Result<Input, BuildError> {
+        let mut setup = Setup::new(options)?;
+        setup.settle(self.shared.settings)?;
+        self.prepare_setup(setup)
+    }
+
+    /// The rest of the preparation of `setup`: a version label read into its release (the
+    /// request then set up and settled), the output directory checked writable (what killed
+    /// runs left there removed), and with `--from-iso` the cache filled from the ISOs.
+    pub fn prepare_setup(&self, setup: Setup) -> Result<Input, BuildError> {
         let settings = self.shared.settings;
-        let (mut prepared, lock) = match &options.locked {
-            Some(path) => {
-                let (prepared, lock) = prepare::locked(&options.request, path)?;
-                (prepared, Some(lock))
-            }
+        let (options, started, settled) = setup.parts();
+        let (mut prepared, lock) = match started {
+            Some(started) => started,
             None => (self.request_unsettled(&options.request)?, None),
         };
-        prepare::settle(&options.request, settings, &mut prepared, lock.is_some())?;
+        if !settled {
+            prepare::settle(&options.request, settings, &mut prepared, lock.is_some())?;
+        }
         let output = &prepared.request.output;
         writable(output).map_err(|source| BuildError::OutputDir {
             dir: output.clone(),
@@ -126,18 +133,12 @@ impl<'a> Build<'a> {
         Ok(prepared)
     }
 
-    /// The request of `options` set up, a version label given for Kubernetes (`--kubernetes
-    /// stable-1.33`, or the positional form's argument 2) first read into the release it names,
-    /// so that the rest of the build, the default ISO name included, is that release's.
+    /// The request of `options` set up, a version label given for Kubernetes first read into
+    /// the release it names, so that the rest of the build, the default ISO name included, is
+    /// that release's.
     fn request_unsettled(&self, options: &RequestOptions) -> Result<Prepared, BuildError> {
         let mut options = options.clone();
-        let positional = (7..=9).contains(&options.positional.len());
-        let text = match (&options.kubernetes, positional) {
-            (Some(k), _) => Some(k.clone()),
-            (None, true) => Some(options.positional[1].clone()),
-            (None, false) => None,
-        };
-        if let Some(text) = text {
+        if let Some(text) = prepare::label_text(&options) {
             let cache = Some(self.shared.registry.cache());
             let read = release_of_label(&text, self.shared.settings, cache, self.shared.runtime)?;
             if let Some((label, version)) = read {

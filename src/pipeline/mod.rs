@@ -15,4 +15,6 @@ mod prepare;
 
 pub use build::{Build, Built, Shared, release_of_label};
 pub use error::BuildError;
-pub use prepare::{BuildOptions, Input, Prepared, RequestOptions, addons, configured, work_dir};
+pub use prepare::{
+    BuildOptions, Input, Prepared, RequestOptions, Setup, addons, configured, work_dir,
+};

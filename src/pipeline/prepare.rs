@@ -94,6 +94,82 @@ pub struct Prepared {
     pub lock_file: Option<PathBuf>,
 }
 
+/// What `build`'s options say before the configuration or the network is read: the request set
+/// up (or the lock read and the options held to it), in the order a user reads the errors — a
+/// wrong flag or lock first, before anything about the configuration or the registry. A version
+/// label waits for the network ([`super::Build::prepare_setup`]).
+#[derive(Debug)]
+pub struct Setup {
+    options: BuildOptions,
+    start: Start,
+    settled: bool,
+}
+
+/// Where a [`Setup`] stands.
+#[derive(Debug)]
+enum Start {
+    /// A request, set up.
+    Request(Prepared),
+    /// A request whose Kubernetes release is a label, to be read first.
+    Label,
+    /// A lock and the request it settles.
+    Locked(Prepared, Box<Lock>),
+}
+
+impl Setup {
+    /// The request (or the lock) of `options`, set up.
+    pub fn new(options: &BuildOptions) -> Result<Self, BuildError> {
+        let start = match &options.locked {
+            Some(path) => {
+                let (prepared, lock) = locked(&options.request, path)?;
+                Start::Locked(prepared, Box::new(lock))
+            }
+            None if label_text(&options.request).is_some() => Start::Label,
+            None => Start::Request(fresh(&options.request)?),
+        };
+        Ok(Self {
+            options: options.clone(),
+            start,
+            settled: false,
+        })
+    }
+
+    /// Settles the request with the CloudStack release and the configuration's add-ons
+    /// ([`settle`]); a request that waits for its label is settled once it is read.
+    pub fn settle(&mut self, settings: &Settings) -> Result<(), BuildError> {
+        let request = &self.options.request;
+        match &mut self.start {
+            Start::Request(prepared) => settle(request, settings, prepared, false)?,
+            Start::Locked(prepared, _) => settle(request, settings, prepared, true)?,
+            Start::Label => return Ok(()),
+        }
+        self.settled = true;
+        Ok(())
+    }
+
+    /// The options, what was set up, whether it is settled.
+    pub(super) fn parts(self) -> (BuildOptions, Option<(Prepared, Option<Lock>)>, bool) {
+        let started = match self.start {
+            Start::Request(prepared) => Some((prepared, None)),
+            Start::Locked(prepared, lock) => Some((prepared, Some(*lock))),
+            Start::Label => None,
+        };
+        (self.options, started, self.settled)
+    }
+}
+
+/// The version label `options` give for Kubernetes, if they give one (`--kubernetes
+/// stable-1.33`, or the positional form's argument 2).
+pub(super) fn label_text(options: &RequestOptions) -> Option<String> {
+    let positional = (7..=9).contains(&options.positional.len());
+    let text = match (&options.kubernetes, positional) {
+        (Some(k), _) => k,
+        (None, true) => &options.positional[1],
+        (None, false) => return None,
+    };
+    crate::upstream::label::label(text).map(|_| text.clone())
+}
+
 /// What a build starts from: a request resolved first, or a lock realized as it is.
 #[derive(Debug, Clone)]
 pub enum Input {
