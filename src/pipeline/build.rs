@@ -295,6 +295,15 @@ pub fn release_of_label(
     Ok(Some((label, version.to_string())))
 }
 
+/// The settings of the configuration file `config` with no flag over it, as `build --config
+/// FILE` loads them: for a caller that builds in its own process.
+pub fn settings(config: &Path) -> Result<Settings, crate::config::ConfigError> {
+    crate::config::load(crate::config::Network {
+        config: Some(config.to_owned()),
+        ..Default::default()
+    })
+}
+
 /// Creates `dir` if needed and proves a file can be made in it.
 fn writable(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;

@@ -13,7 +13,9 @@ mod build;
 mod error;
 mod prepare;
 
-pub use build::{Build, Built, Shared, release_of_label};
+/// The settings a build borrows ([`Shared::settings`]): the configuration file and the flags.
+pub use crate::config::Settings;
+pub use build::{Build, Built, Shared, release_of_label, settings};
 pub use error::BuildError;
 pub use prepare::{
     BuildOptions, Input, Prepared, RequestOptions, Setup, addons, configured, work_dir,
