@@ -23,6 +23,7 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     let publish = publish_base(args.publish_url.as_deref())?;
     let mut settings = net::settings(args.net.clone())?;
     settings.http.offline = args.offline;
+    net::registry_mirrors(&settings)?;
     setup.settle(&settings)?;
     let signing = &args.signing;
     let flags = checker::Flags {
