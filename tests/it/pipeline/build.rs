@@ -87,6 +87,44 @@ fn a_locked_build_on_the_same_tools_resolves_nothing_and_gives_the_same_bytes() 
     assert_eq!(first.lock.render(), again.lock.render());
 }
 
+/// A build `--offline` on another registry client over the cache an online build warmed: with
+/// nothing to choose the autoscaler release from, the resolve step's `OfflineUnpinned` (a failure,
+/// with its hint); with the release pinned, the same lock and bytes as online with that pin.
+#[test]
+fn an_offline_build_from_the_warm_cache_gives_the_online_bytes() {
+    let world = World::start(Default::default());
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let online = Tools::open(&world, &cache);
+    let options = |out: &str, pin: Option<&str>| {
+        let mut request = request(&world, &["amd64"], &dir.path().join(out));
+        request.autoscaler = pin.map(|v| (v.to_owned(), "--autoscaler-version"));
+        BuildOptions {
+            request,
+            ..BuildOptions::default()
+        }
+    };
+    let (unpinned, _) = build(&online, &options("unpinned", None));
+    let autoscaler = unpinned.unwrap().lock.autoscaler.version;
+    let (first, _) = build(&online, &options("online", Some(&autoscaler)));
+    let first = first.unwrap();
+    drop(online);
+    let offline = Tools::with(&world, &cache, None, true);
+    let (refused, _) = build(&offline, &options("refused", None));
+    let e = refused.expect_err("offline, the autoscaler release cannot be listed");
+    assert!(matches!(&e, BuildError::Resolve(_)), "{e:?}");
+    assert!(format!("{e:?}").contains("OfflineUnpinned"), "{e:?}");
+    assert!(!e.is_usage() && e.hint().unwrap().contains("--autoscaler-version"));
+    let (again, events) = build(&offline, &options("offline", Some(&autoscaler)));
+    let again = again.unwrap();
+    assert_eq!(events[0], format!("lock {} amd64", world.kubernetes()));
+    assert_eq!(first.lock.render(), again.lock.render());
+    assert!(crate::support::same_bytes(
+        &first.isos[0].path,
+        &again.isos[0].path
+    ));
+}
+
 /// The steps called one by one, as a caller that builds several versions would: the request set
 /// up and settled, resolved into a lock, and that lock run as `Input::Locked` — the lock the run
 /// records is the one resolved, with what realizing it judged.

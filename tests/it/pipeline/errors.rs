@@ -47,6 +47,62 @@ fn each_bad_option_is_its_own_variant_and_usage_error() {
     assert!(files_in(&out).is_empty(), "{:?}", files_in(&out));
 }
 
+/// The run's lock cannot be written where `--lock-file` says: the author step's error naming
+/// the lock file, and the ISOs already written are removed with what was beside them.
+#[test]
+fn a_lock_file_that_cannot_be_written_leaves_no_iso() {
+    let world = World::start(Default::default());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let tools = Tools::open(&world, &dir.path().join("cache"));
+    let options = BuildOptions {
+        request: request(&world, &["amd64"], &out),
+        lock_file: Some(dir.path().join("absent-dir").join("run.lock")),
+        ..BuildOptions::default()
+    };
+    let (built, events) = build(&tools, &options);
+    let e = built.expect_err("the lock file's directory does not exist");
+    assert!(matches!(e, BuildError::Author(_)), "{e:?}");
+    assert!(
+        !e.is_usage() && e.hint().unwrap().contains("--lock-file"),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("run.lock"), "{e}");
+    // The ISO was written, then removed: its event came, nothing is left.
+    assert_eq!(events.last().map(String::as_str), Some("written amd64"));
+    assert!(files_in(&out).is_empty(), "{:?}", files_in(&out));
+}
+
+/// An unsigned image: recorded and built under `--signatures verify`, the realize step's error
+/// under `enforce`, before any ISO is written.
+#[test]
+fn an_unsigned_image_builds_under_verify_and_fails_realize_under_enforce() {
+    let pause = "registry.k8s.io/pause:3.10";
+    let world = World::start(cks_iso_testworld::world::Options {
+        unsigned: vec![pause.into()],
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let options = |out: &str| BuildOptions {
+        request: request(&world, &["amd64"], &dir.path().join(out)),
+        ..BuildOptions::default()
+    };
+    let verify = Tools::with(&world, &cache, Some("verify"), false);
+    let (built, _) = build(&verify, &options("verify"));
+    assert_eq!(built.unwrap().isos.len(), 1);
+    let enforce = Tools::with(&world, &cache, Some("enforce"), false);
+    let (built, events) = build(&enforce, &options("enforce"));
+    let e = built.expect_err("enforce refuses an unsigned image");
+    assert!(matches!(e, BuildError::Realize(_)), "{e:?}");
+    assert!(format!("{e:?}").contains("pause"), "{e:?}");
+    assert!(
+        events.iter().all(|e| !e.starts_with("written")),
+        "{events:?}"
+    );
+    assert!(files_in(&dir.path().join("enforce")).is_empty());
+}
+
 /// An image published without arm64: resolving the lock fails (nothing is pulled), as the
 /// resolve step's error with the registry's own cause, a failure of the work; no ISO is written
 /// for either arch.

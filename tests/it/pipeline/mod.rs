@@ -79,7 +79,13 @@ struct Tools {
 
 impl Tools {
     fn open(world: &World, cache: &Path) -> Self {
-        let settings = pipeline::settings(world.config_path()).unwrap();
+        Self::with(world, cache, None, false)
+    }
+
+    /// [`Tools::open`] with `--signatures MODE` and `--offline`.
+    fn with(world: &World, cache: &Path, signatures: Option<&str>, offline: bool) -> Self {
+        let mut settings = pipeline::settings(world.config_path()).unwrap();
+        settings.http.offline = offline;
         let mirrors = (settings.registry_mirrors.iter())
             .map(|(registry, url)| format!("{registry}={url}").parse::<RegistryMirror>())
             .collect::<Result<Vec<_>, _>>()
@@ -95,7 +101,7 @@ impl Tools {
         };
         let registry = Registry::new(config, &settings.http, Cache::new(cache)).unwrap();
         let flags = cks_iso::trust::checker::Flags {
-            mode: None,
+            mode: signatures,
             trusted_root: None,
             policy: None,
             rekor_url: None,
