@@ -135,8 +135,12 @@ impl Setup {
     }
 
     /// Settles the request with the CloudStack release and the configuration's add-ons
-    /// ([`settle`]); a request that waits for its label is settled once it is read.
+    /// ([`crate::plan::settle`]), once however often it is called; a request that waits for its
+    /// label is settled once it is read.
     pub fn settle(&mut self, settings: &Settings) -> Result<(), BuildError> {
+        if self.settled {
+            return Ok(());
+        }
         let request = &self.options.request;
         match &mut self.start {
             Start::Request(prepared) => settle(request, settings, prepared, false)?,
