@@ -246,6 +246,9 @@ impl Var {
     }
 }
 
+/// The hint for a malformed `SOURCE_DATE_EPOCH`, wherever it is read.
+pub(crate) const EPOCH_HINT: &str = "set SOURCE_DATE_EPOCH to seconds since 1970-01-01 UTC, e.g. $(git log -1 --format=%ct), or unset it";
+
 /// `SOURCE_DATE_EPOCH` set to something other than a whole number of seconds; holds the value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("SOURCE_DATE_EPOCH={0:?} is not a whole number of seconds")]
@@ -258,6 +261,20 @@ pub fn source_date_epoch() -> Result<Option<i64>, BadEpoch> {
         .get()
         .map(|value| value.trim().parse().map_err(|_| BadEpoch(value)))
         .transpose()
+}
+
+/// The date of an ISO: `flag` (`--source-date-epoch`), else `SOURCE_DATE_EPOCH`, else now.
+pub fn epoch_or_now(flag: Option<i64>) -> Result<i64, BadEpoch> {
+    if let Some(epoch) = flag {
+        return Ok(epoch);
+    }
+    if let Some(epoch) = source_date_epoch()? {
+        return Ok(epoch);
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Ok(i64::try_from(now).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]

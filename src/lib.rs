@@ -5,10 +5,12 @@
 //! `cli` (parse) → `app` (one function per subcommand, the only place that wires modules) → the
 //! library. What another crate may use is public; what only the commands use is not.
 //!
-//! The pipeline:
-//! - [`realize`]: a request resolved into a complete lock, then the lock realized — files,
-//!   manifests, images and their signatures fetched and verified into a work directory.
-//! - [`author`]: the ISOs, their `.sha256`, SBOMs and lock, from what [`realize`] staged.
+//! The pipeline ([`pipeline`], the README's sentence as modules):
+//! - [`pipeline::resolve`]: a request resolved into a complete lock, fetching only metadata (the
+//!   versions, every file's URL and published checksum, every image's digests).
+//! - [`pipeline::realize`]: the lock realized — files, manifests, images and their signatures
+//!   fetched and verified into a work directory.
+//! - [`pipeline::author`]: the ISOs, their `.sha256`, SBOMs and lock, from what was realized.
 //! - [`reporter`]: where the pipeline's progress goes.
 //! - [`trust`]: the signature policy and trusted root a user names, and an image's signature
 //!   found through the registry and judged, as every command that checks one does.
@@ -20,8 +22,6 @@
 //! - [`registry`]: the distribution API client that pulls images into the cache.
 //! - [`upstream`]: taking each file of the catalog verified through the mirrors; labels read.
 //! - [`release`]: the autoscaler's tags listed over git's smart HTTP; `ResolveError`.
-//! - [`resolve`]: [`resolve::resolve`], what a whole build would use — versions, URLs, images —
-//!   fetching only metadata.
 //!
 //! The pure domain, from [`cks_iso_domain`] under the same names: [`contract`], [`cloudstack`],
 //! [`plan`], [`lock`], [`versions`], [`manifest`], [`sbom`], [`diff`], [`units`] (and its
@@ -36,7 +36,6 @@
 //! configuration file), `failure` (how an error reads), `out` (data on stdout).
 
 pub mod app;
-pub mod author;
 // The leaf crates, under the module names the rest of the crate has always used.
 pub use cks_iso_io::{atomic, input, progress};
 pub use cks_iso_oci::{archive, image};
@@ -53,13 +52,12 @@ mod failure;
 pub mod fetch;
 
 mod out;
+pub mod pipeline;
 mod pull;
-pub mod realize;
 mod registration;
 pub mod registry;
 pub mod release;
 pub mod reporter;
-pub mod resolve;
 pub mod trust;
 pub mod ui;
 mod upgrade;

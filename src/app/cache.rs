@@ -4,11 +4,9 @@
 //! stderr, errors naming the blob and what to do.
 
 use super::{AppError, net};
-use crate::cache::Cache;
 use crate::cli::{
     CacheCommand, CacheExportArgs, CacheImportArgs, CacheLsArgs, CachePruneArgs, CacheVerifyArgs,
 };
-use crate::lock::Lock;
 use crate::ui::Ui;
 use crate::upkeep::{self, Finding, UpkeepError, human, read_locks};
 use crate::upstream::admit;
@@ -22,17 +20,6 @@ pub fn run(command: CacheCommand, ui: &Ui) -> Result<(), AppError> {
         CacheCommand::Verify(args) => verify(args, ui),
         CacheCommand::Prune(args) => prune(args),
     }
-}
-
-/// `build --locked LOCK --from-iso ISO…`: see [`upkeep::from_iso`].
-pub(crate) fn from_iso(
-    cache: &Cache,
-    lock: &Lock,
-    locked: &std::path::Path,
-    isos: &[std::path::PathBuf],
-    offline: bool,
-) -> Result<(), AppError> {
-    Ok(upkeep::from_iso(cache, lock, locked, isos, offline)?)
 }
 
 impl From<UpkeepError> for AppError {

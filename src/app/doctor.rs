@@ -6,8 +6,8 @@ use crate::cache::Cache;
 use crate::cli::DoctorArgs;
 use crate::doctor::{self, Check, Problem, Room};
 use crate::image::Arch;
+use crate::release::KubeVersion;
 use crate::release::version::check_supported;
-use crate::resolve::KubeVersion;
 use crate::ui::Ui;
 
 /// The version of `doctor --json`'s object, bumped on any change that breaks a reader.

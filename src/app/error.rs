@@ -2,8 +2,7 @@
 
 use std::fmt;
 
-/// The hint for a malformed `SOURCE_DATE_EPOCH`, wherever it is read.
-pub(crate) const EPOCH_HINT: &str = "set SOURCE_DATE_EPOCH to seconds since 1970-01-01 UTC, e.g. $(git log -1 --format=%ct), or unset it";
+use crate::env::EPOCH_HINT;
 
 /// The hint for an architecture cks-iso does not build for, wherever it is given.
 pub(crate) const ARCH_HINT: &str = "use amd64 (x86_64) or arm64 (aarch64)";
@@ -169,8 +168,8 @@ from_error!(crate::trust::image::CheckError, failure);
 from_error!(crate::lock::source::SourceError, usage);
 from_error!(crate::registration::line::BadPublishUrl, usage);
 // The build pipeline's errors: each says (and its wrapped errors keep) its exit code and hint.
-from_error!(crate::realize::RealizeError, either);
-from_error!(crate::author::AuthorError, either);
+from_error!(crate::pipeline::BuildError, either);
+from_error!(crate::pipeline::realize::RealizeError, either);
 from_error!(crate::trust::binaries::BinaryError, either);
 
 /// Signatures that cannot be judged (a flag or file at fault) or an image judged bad: the one
@@ -185,8 +184,8 @@ impl From<crate::trust::checker::CheckerError> for AppError {
     }
 }
 
-impl From<crate::resolve::ResolveError> for AppError {
-    fn from(err: crate::resolve::ResolveError) -> Self {
+impl From<crate::release::ResolveError> for AppError {
+    fn from(err: crate::release::ResolveError) -> Self {
         let hint = err.hint();
         match err.is_usage() {
             true => Self::usage(err, hint),
@@ -197,17 +196,17 @@ impl From<crate::resolve::ResolveError> for AppError {
 
 impl From<crate::release::VersionError> for AppError {
     fn from(err: crate::release::VersionError) -> Self {
-        crate::resolve::ResolveError::from(err).into()
+        crate::release::ResolveError::from(err).into()
     }
 }
 
-impl From<crate::resolve::ResolutionError> for AppError {
-    fn from(err: crate::resolve::ResolutionError) -> Self {
+impl From<crate::pipeline::resolve::ResolutionError> for AppError {
+    fn from(err: crate::pipeline::resolve::ResolutionError) -> Self {
         match err {
-            crate::resolve::ResolutionError::Resolve(e) => e.into(),
-            crate::resolve::ResolutionError::Image(e) => e.into(),
+            crate::pipeline::resolve::ResolutionError::Resolve(e) => e.into(),
+            crate::pipeline::resolve::ResolutionError::Image(e) => e.into(),
             // A release that does not exist is a wrong value, like a malformed one.
-            unpublished @ crate::resolve::ResolutionError::Unpublished { .. } => {
+            unpublished @ crate::pipeline::resolve::ResolutionError::Unpublished { .. } => {
                 let hint = unpublished.hint();
                 Self::usage(unpublished, hint)
             }

@@ -1,7 +1,5 @@
 //! `cks-iso iso DIR -o FILE.iso`: author an ISO from a directory.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use indicatif::HumanBytes;
 
 use super::AppError;
@@ -13,7 +11,7 @@ use cks_iso_iso9660::{IsoSpec, VolumeId};
 /// Writes the ISO and prints its path on stdout.
 pub fn run(args: IsoArgs, ui: &Ui) -> Result<(), AppError> {
     let volume_id = VolumeId::parse(&args.volume_id)?;
-    let epoch = epoch(args.source_date_epoch)?;
+    let epoch = env::epoch_or_now(args.source_date_epoch)?;
     let progress = ui.bytes("writing ISO");
     let written = cks_iso_iso9660::author(
         &args.dir,
@@ -41,18 +39,4 @@ pub fn run(args: IsoArgs, ui: &Ui) -> Result<(), AppError> {
     );
     crate::outln!("{}", written.path.display());
     Ok(())
-}
-
-/// The build's epoch: the flag, else `SOURCE_DATE_EPOCH`, else now.
-pub(crate) fn epoch(flag: Option<i64>) -> Result<i64, AppError> {
-    if let Some(epoch) = flag {
-        return Ok(epoch);
-    }
-    if let Some(epoch) = env::source_date_epoch()? {
-        return Ok(epoch);
-    }
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    Ok(i64::try_from(now).unwrap_or(i64::MAX))
 }

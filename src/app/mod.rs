@@ -4,7 +4,7 @@
 //! turns their errors into an [`AppError`] that says how bad it is (usage or failure) and what the
 //! user can do. `main` only prints it and picks the exit code.
 
-mod build_cmd;
+mod build;
 mod cache;
 mod diff;
 mod docs;
@@ -56,7 +56,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<Outcome, AppError> {
         Command::VerifyImage(args) => done(verify_image::run(*args, ui)),
         Command::Resolve(args) => done(resolve::run(*args, ui)),
         Command::Pull(args) => done(pull::run(*args, ui)),
-        Command::Build(args) => done(build_cmd::run(*args, ui)),
+        Command::Build(args) => done(build::run(*args, ui)),
         Command::Register(args) => done(register::run(*args)),
         Command::Versions(command) => done(versions_cmd::run(*command)),
         Command::Diff(args) => diff::run(args),

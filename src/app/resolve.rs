@@ -1,51 +1,27 @@
-//! `cks-iso resolve`: prints what a build would use (see [`crate::resolve::resolution`]), or with
-//! `--lock` the lock a build of the same flags resolves ([`crate::realize::resolve_lock`]).
+//! `cks-iso resolve`: prints what a build would use (see [`crate::pipeline::resolve`]), or with
+//! `--lock` the lock a build of the same flags resolves ([`crate::pipeline::resolve::resolve_lock`]).
 
 use std::fmt::Write as _;
 
 use super::{AppError, net, request};
-use crate::cache::Cache;
 use crate::cli::FromEnv;
 use crate::cli::{ResolveArgs, VersionArgs};
 use crate::config::Settings;
 use crate::fetch::build_client;
 use crate::image::Arch;
-use crate::realize;
+use crate::pipeline::resolve::{self as pipeline_resolve, Resolution, resolve};
+use crate::pipeline::{self, Build, RequestOptions, Shared};
+use crate::plan::{Given, Partial};
+use crate::release::KubeVersion;
 use crate::release::version::check_supported;
-use crate::resolve::KubeVersion;
-use crate::resolve::{Given, Partial, Resolution, resolve};
 use crate::ui::Ui;
-use crate::upstream::label::{self, LabelError};
+use crate::upstream::label;
 
-impl From<LabelError> for AppError {
-    fn from(err: LabelError) -> Self {
-        let hint = err.hint();
-        Self::failure(err, hint)
-    }
-}
-
-/// When `text` is a version label (`stable-1.33`, or `1.33` for it), the release it names, read
-/// through the mirrors of `settings` (kept in `cache`, and taken from there with `--offline`),
-/// logged with where it came from: `(label, release)`.
-pub(super) fn release_of_label(
-    text: &str,
-    settings: &Settings,
-    cache: Option<&Cache>,
-) -> Result<Option<(String, String)>, AppError> {
-    let Some(label) = label::label(text) else {
-        return Ok(None);
-    };
+/// When `text` is a version label, the release it names (`(label, release)`), read through
+/// the mirrors of `settings` (not kept in the cache).
+fn release_of_label(text: &str, settings: &Settings) -> Result<Option<(String, String)>, AppError> {
     let runtime = net::runtime()?;
-    let version = runtime.block_on(async {
-        let client = build_client(&settings.http)?;
-        let fetcher = net::fetcher(&client, settings, cache, &());
-        Ok::<_, AppError>(label::resolve_label(&fetcher, &label).await?)
-    })?;
-    tracing::info!(
-        "{label} is Kubernetes v{version} ({})",
-        label::label_url(&label)
-    );
-    Ok(Some((label, version.to_string())))
+    Ok(pipeline::release_of_label(text, settings, None, &runtime)?)
 }
 
 /// The version of `resolve --json`'s document (its `format` field), raised when a field changes
@@ -53,11 +29,11 @@ pub(super) fn release_of_label(
 pub const FORMAT: u32 = 1;
 
 /// Resolves and prints: the table, the JSON summary, or (`--lock`) the lock.
-pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
+pub fn run(args: ResolveArgs, ui: &Ui) -> Result<(), AppError> {
     let settings = net::settings(args.net.clone())?;
-    let labelled = release_of_label(&args.kubernetes, &settings, None)?;
+    let labelled = release_of_label(&args.kubernetes, &settings)?;
     if args.lock {
-        return print_lock(&args, &settings, labelled);
+        return print_lock(&args, &settings, labelled, ui);
     }
     lock_only(&args)?;
     let text = labelled
@@ -81,7 +57,9 @@ pub fn run(args: ResolveArgs, _ui: &Ui) -> Result<(), AppError> {
     for note in &resolution.notes {
         tracing::info!("{note}");
     }
-    let addons = request::addons(&args.addons)?.after(request::configured(&settings)?)?;
+    let a = &args.addons;
+    let addons = pipeline::addons(&a.images, &a.images_files, &a.manifests)?;
+    let addons = addons.after(pipeline::configured(&settings)?)?;
     let sizes = match addons.is_empty() {
         true => None,
         false => Some(runtime.block_on(sizes(&settings, &resolution, &addons))?),
@@ -126,16 +104,19 @@ fn lock_only(args: &ResolveArgs) -> Result<(), AppError> {
 }
 
 /// `resolve --lock`: the request of these flags, set up and settled as `build` sets it up, resolved
-/// into its lock by the library function `build` resolves with ([`realize::resolve_lock`]), which
-/// keeps the manifests it took in the cache; the lock on stdout as `build --lock-file` writes one.
+/// into its lock by the pipeline's resolve step, which `build` runs too ([`Build::resolve`]) and
+/// which keeps the manifests it took in the cache; the lock on stdout as `build --lock-file`
+/// writes one.
 fn print_lock(
     args: &ResolveArgs,
     settings: &Settings,
     labelled: Option<(String, String)>,
+    ui: &Ui,
 ) -> Result<(), AppError> {
-    let kubernetes = labelled
-        .as_ref()
-        .map_or_else(|| args.kubernetes.clone(), |l| l.1.clone());
+    let (label, kubernetes) = match labelled {
+        Some((label, version)) => (Some(label), version),
+        None => (None, args.kubernetes.clone()),
+    };
     let asked = request::Asked {
         positional: &[],
         kubernetes: Some(kubernetes),
@@ -145,34 +126,23 @@ fn print_lock(
         request: &args.request,
         addons: &args.addons,
     };
-    let request::Setup {
-        mut request,
-        mut partial,
-        volume_id,
-        epoch,
-        ..
-    } = request::setup(&asked)?;
-    request.kubernetes_label = labelled.map(|l| l.0);
-    net::registry_mirrors(settings)?;
-    let given = (
-        args.request.cloudstack.as_deref(),
-        args.versions.csi_version.as_deref(),
-    );
-    request::settle(given, settings, (&mut request, &mut partial), false)?;
+    let options = RequestOptions {
+        kubernetes_label: label,
+        ..request::options(&asked)
+    };
     let cache = net::writable_cache(None)?;
-    let work = request::work_dir("resolve")?;
     let runtime = net::transfer_runtime()?;
     let registry = net::registry(settings, cache)?;
-    let inputs = realize::LockInputs {
-        request: &request,
-        partial,
-        volume_id: volume_id.as_str(),
-        epoch,
+    let shared = Shared {
         settings,
         registry: &registry,
-        work: work.path(),
+        checker: None,
+        runtime: &runtime,
     };
-    let lock = runtime.block_on(realize::resolve_lock(inputs))?;
+    let build = Build::new(shared, ui);
+    let prepared = build.request(&options)?;
+    let work = pipeline::work_dir("resolve")?;
+    let lock = build.resolve(&prepared, work.path())?;
     drop(work);
     crate::out::bytes(lock.render().as_bytes());
     Ok(())
@@ -240,14 +210,20 @@ async fn sizes(
     let named = match addons.manifests.is_empty() {
         true => {
             crate::plan::one_pause(&kubeadm, [], &addons.images)
-                .map_err(|e| AppError::from(realize::RealizeError::Pause(e)))?;
+                .map_err(|e| AppError::from(pipeline::realize::RealizeError::Pause(e)))?;
             Vec::new()
         }
         false => {
-            let work = request::work_dir("resolve")?;
+            let work = pipeline::work_dir("resolve")?;
             let pause = (&kubeadm[..], &addons.images[..]);
-            realize::addon_manifest_images(&addons.manifests, pause, settings, &cache, work.path())
-                .await?
+            pipeline_resolve::addon_manifest_images(
+                &addons.manifests,
+                pause,
+                settings,
+                &cache,
+                work.path(),
+            )
+            .await?
         }
     };
     let registry = net::registry(settings, cache)?;
@@ -269,8 +245,8 @@ async fn sizes(
     let core: Vec<_> = core.iter().map(parse).collect::<Result<_, _>>()?;
     let arch = resolution.arch;
     let (core, addons) = tokio::join!(
-        crate::realize::size_images(&registry, &core, arch),
-        crate::realize::size_images(&registry, &extra, arch),
+        pipeline_resolve::size_images(&registry, &core, arch),
+        pipeline_resolve::size_images(&registry, &extra, arch),
     );
     let mut addons = addons?;
     for (entry, (_, why)) in addons.iter_mut().zip(wanted) {
@@ -304,44 +280,8 @@ fn one_arch(given: &[String]) -> Result<Arch, AppError> {
     }
 }
 
-/// The versions `lock` records as fields, for `build --json` (`versions`): `kubernetes`, the
-/// label it came from when one was given, and every field of
-/// [`crate::resolve::ResolvedVersions`].
-pub(super) fn versions_json(lock: &crate::lock::Lock, label: Option<&str>) -> serde_json::Value {
-    let versions = crate::resolve::ResolvedVersions::of_lock(lock);
-    let mut value = serde_json::to_value(&versions).unwrap_or_default();
-    if let Some(object) = value.as_object_mut() {
-        object.insert("kubernetes".into(), lock.request.kubernetes.clone().into());
-        if let Some(label) = label {
-            object.insert("kubernetes_label".into(), label.into());
-        }
-    }
-    value
-}
-
-/// The add-on images `configured` (the configuration's `extras.images`) and the flags name, as
-/// written: `--image`s, then each `--images-file`'s lines; for `resolve` and `build`.
-pub(super) fn addon_images(
-    args: &crate::cli::AddonArgs,
-    configured: &[String],
-) -> Result<Vec<String>, AppError> {
-    let mut images = configured.to_vec();
-    images.extend(args.images.iter().cloned());
-    for file in &args.images_files {
-        let text = crate::input::read_text(file, crate::config::MAX_CONFIG_SIZE).map_err(|e| {
-            AppError::usage(
-                anyhow::Error::new(e).context(format!("cannot read {}", file.display())),
-                Some("--images-file names a text file of image references, one a line".into()),
-            )
-        })?;
-        images.extend(crate::plan::image_lines(&text));
-    }
-    Ok(images)
-}
-
-/// The versions the flags (and `AUTOSCALER_VERSION`, `CCM_VERSION`) give, for `resolve` and
-/// `build`.
-pub(super) fn given(versions: &FromEnv<VersionArgs>) -> Given {
+/// The versions the flags (and `AUTOSCALER_VERSION`, `CCM_VERSION`) give.
+fn given(versions: &FromEnv<VersionArgs>) -> Given {
     let autoscaler_origin = match versions.from_env("autoscaler_version") {
         true => crate::env::AUTOSCALER_VERSION.name,
         false => "--autoscaler-version",

@@ -82,7 +82,7 @@ pub enum DoctorError {
     Image(#[from] crate::image::ImageError),
     /// The build to size cannot be resolved from its inputs.
     #[error(transparent)]
-    Resolution(#[from] crate::resolve::ResolutionError),
+    Resolution(#[from] crate::pipeline::resolve::ResolutionError),
 }
 
 /// Reports the configuration: the file that parses, or that none is used; `loaded` is the

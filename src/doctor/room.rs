@@ -12,8 +12,10 @@ use crate::config::Settings;
 use crate::env;
 use crate::fetch::probe;
 use crate::image::{Arch, Image, Reference};
+use crate::pipeline::resolve::{ResolutionError, resolve};
+use crate::plan::{Given, Partial};
 use crate::registry::Registry;
-use crate::resolve::{Given, KubeVersion, Partial, ResolutionError, resolve};
+use crate::release::KubeVersion;
 use crate::upstream::Fetcher;
 
 /// The build whose room is checked.

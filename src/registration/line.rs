@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 
 use super::{MIN_CPU, MIN_MEMORY};
-use crate::author::BuiltIso;
+use crate::pipeline::author::BuiltIso;
 
 /// The parameters of `addKubernetesSupportedVersion` for one ISO.
 #[derive(Debug, Clone, PartialEq, Eq)]

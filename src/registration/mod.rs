@@ -12,7 +12,7 @@
 //!
 //! Its input is an [`IsoToRegister`], read from the ISO itself (`versions.txt` and its bytes),
 //! never guessed from a file name; `build --register` makes it from the build's
-//! [`crate::author::BuiltIso`]. [`mod@line`] renders a built ISO's parameters as the CloudMonkey line
+//! [`crate::pipeline::author::BuiltIso`]. [`mod@line`] renders a built ISO's parameters as the CloudMonkey line
 //! and JSON fields `build` prints.
 
 pub mod answers;
@@ -77,10 +77,10 @@ pub enum IsoError {
     },
 }
 
-/// What `build` knows of an ISO it wrote ([`crate::author::BuiltIso`]): the one place the build
+/// What `build` knows of an ISO it wrote ([`crate::pipeline::author::BuiltIso`]): the one place the build
 /// fills this type in.
-impl From<&crate::author::BuiltIso> for IsoToRegister {
-    fn from(b: &crate::author::BuiltIso) -> Self {
+impl From<&crate::pipeline::author::BuiltIso> for IsoToRegister {
+    fn from(b: &crate::pipeline::author::BuiltIso) -> Self {
         Self {
             path: b.path.clone(),
             semver: b.kubernetes.trim_start_matches('v').to_owned(),

@@ -5,7 +5,7 @@ use crate::env;
 use crate::fetch::attempts_note;
 use cks_iso_domain::release::VersionError;
 
-/// Errors of [`crate::release`] (and of [`crate::resolve`], which passes them on).
+/// Errors of [`crate::release`] (and of [`crate::pipeline::resolve`], which passes them on).
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
     /// A version, pin, tag or kubeadm constants file that the pure rules refuse.

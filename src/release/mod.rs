@@ -2,7 +2,7 @@
 //! which autoscaler releases exist (tag listing over git's smart HTTP) and which one and which
 //! CCM tag a Kubernetes minor takes, and the images kubeadm names for a release.
 //!
-//! Kept apart from [`crate::resolve`], which puts these together with the upstream downloads
+//! Kept apart from [`crate::pipeline::resolve`], which puts these together with the upstream downloads
 //! ([`crate::upstream`]) into one build's inputs: `upstream` needs the version types and the tag
 //! listing too, and taking them from `resolve` made the two modules depend on each other.
 //!

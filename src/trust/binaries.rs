@@ -166,7 +166,7 @@ const FILES_AT_ONCE: usize = 4;
 pub(crate) async fn check_files(
     checker: &Checker,
     fetcher: &Fetcher<'_>,
-    kubernetes: &crate::resolve::KubeVersion,
+    kubernetes: &crate::release::KubeVersion,
     files: &[IsoFile],
     entry: &crate::lock::ArchEntry,
     arch: &str,
@@ -221,7 +221,7 @@ struct Covered<'a> {
 async fn check_file_retrying(
     checker: &Checker,
     fetcher: &Fetcher<'_>,
-    kubernetes: &crate::resolve::KubeVersion,
+    kubernetes: &crate::release::KubeVersion,
     covered: Covered<'_>,
 ) -> Result<(BinaryReport, Option<BinaryEvidence>), BinaryError> {
     // Material that fails verification was damaged on the way until proven otherwise (a
@@ -307,7 +307,7 @@ impl FileHash {
 async fn check_file(
     checker: &Checker,
     fetcher: &Fetcher<'_>,
-    kubernetes: &crate::resolve::KubeVersion,
+    kubernetes: &crate::release::KubeVersion,
     covered: Covered<'_>,
     hash: &mut FileHash,
 ) -> Result<(BinaryReport, Option<BinaryEvidence>), (BinaryError, bool)> {

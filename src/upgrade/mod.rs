@@ -28,7 +28,7 @@ use serde::Serialize;
 use crate::cloudstack::CloudStack;
 use crate::diff::{self, Kind, Side, Source};
 use crate::image::Reference;
-use crate::resolve::{Extras, KubeVersion};
+use crate::release::{Extras, KubeVersion};
 pub use scan::{ArchiveImport, IsoScan};
 
 /// The version of the JSON form; a change that breaks readers bumps it.
@@ -332,7 +332,7 @@ pub fn check(input: &Input) -> Report {
     let extras = extras_of(input.to, tk.as_ref());
     match (&tk, &to_images) {
         (Some(t), Some(images)) => {
-            let mut wanted = crate::resolve::images(
+            let mut wanted = crate::release::images(
                 t,
                 extras.as_ref().unwrap_or(&Extras {
                     coredns: String::new(),

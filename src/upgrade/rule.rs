@@ -4,7 +4,7 @@
 //! to another major or past the next minor ("can be upgraded between next minor or patch version
 //! releases"). Versions compare part by part as numbers. Pure.
 
-use crate::resolve::KubeVersion;
+use crate::release::KubeVersion;
 
 /// What kind of upgrade CloudStack allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

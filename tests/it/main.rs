@@ -47,6 +47,7 @@ mod messages;
 mod no_internet;
 mod packaging;
 mod parser_properties;
+mod pipeline;
 mod progress;
 mod ranged_pull;
 mod real_tools;

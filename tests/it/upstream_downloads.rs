@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use cks_iso::fetch::{HttpConfig, Mirrors, RetryPolicy, build_client};
 use cks_iso::image::Arch;
-use cks_iso::resolve::{AutoscalerVersion, KubeVersion};
+use cks_iso::release::{AutoscalerVersion, KubeVersion};
 use cks_iso::upstream::{Artifact, Fetcher, Pins, UpstreamError, catalog};
 use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
 use cks_iso_testworld::upstream::{self as world, KubeRelease, Snapshot, UpstreamServer};
@@ -453,7 +453,7 @@ async fn a_release_newer_than_the_tool_serves_its_own_kubeadm_constants() {
     .text()
     .await
     .unwrap();
-    let extras = cks_iso::resolve::Extras::from_constants(&body, 40).unwrap();
+    let extras = cks_iso::release::Extras::from_constants(&body, 40).unwrap();
     assert_eq!(extras.etcd, "4.0.1-0");
     assert_eq!(extras.coredns, "v9.9.9");
     assert_eq!(extras.pause, "9.1");

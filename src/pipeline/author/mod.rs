@@ -1,6 +1,6 @@
 //! Writing the ISOs of a realized build: per architecture, the image archives, `signatures/`,
 //! `versions.txt`, the SBOMs, the ISO and its `.sha256` and SBOMs beside it, from what
-//! [`crate::realize`] staged; and the run's lock beside them. No network.
+//! [`crate::pipeline::realize`] staged; and the run's lock beside them. No network.
 //!
 //! Why it only writes: what `versions.txt` and the SBOMs say is rendered by the domain crate from
 //! the run's lock and a small value of what was staged ([`crate::staged`]: the archive names, the
@@ -21,11 +21,12 @@ pub use error::AuthorError;
 
 use crate::archive;
 use crate::atomic::AtomicFile;
+use crate::cache::Cache;
 use crate::contract;
 use crate::image::{Arch, Sha256Sum};
 use crate::lock::{self, Lock};
+use crate::pipeline::realize::{ArchRealized, ArchSignatures, Realized, signatures};
 use crate::plan::{self, Request};
-use crate::realize::{ArchRealized, ArchSignatures, Realized, signatures};
 use crate::reporter::Reporter;
 use crate::sbom::{Inventory, IsoFacts};
 use crate::staged::Staged;
@@ -55,24 +56,11 @@ pub struct BuiltIso {
 /// busy, so a second one fills the machine instead of waiting for the first). The first failure
 /// stops the other writers at their next archive chunk; every ISO of the run is then removed and
 /// that first failure returned.
-pub fn all(
-    request: &Request,
-    fetched: &Realized,
-    lock: &Lock,
-    volume_id: &VolumeId,
-    epoch: i64,
-    reporter: &dyn Reporter,
-) -> Result<Vec<BuiltIso>, AuthorError> {
-    let outputs = outputs(request, fetched);
+pub fn all(run: Run<'_>, reporter: &dyn Reporter) -> Result<Vec<BuiltIso>, AuthorError> {
+    let fetched = run.fetched;
+    let outputs = outputs(run.request, fetched);
     let labels: Vec<&str> = outputs.iter().map(String::as_str).collect();
     let progress = reporter.bytes_group(&labels);
-    let run = Run {
-        request,
-        fetched,
-        lock,
-        volume_id,
-        epoch,
-    };
     // Which writer failed first (`usize::MAX`: none yet); the others see it and stop.
     let first_failure = AtomicUsize::new(usize::MAX);
     let results: Vec<Result<BuiltIso, AuthorError>> = std::thread::scope(|scope| {
@@ -144,12 +132,19 @@ fn outputs(request: &Request, fetched: &Realized) -> Vec<String> {
 
 /// What every ISO of the run is written from.
 #[derive(Clone, Copy)]
-struct Run<'a> {
-    request: &'a Request,
-    fetched: &'a Realized,
-    lock: &'a Lock,
-    volume_id: &'a VolumeId,
-    epoch: i64,
+pub struct Run<'a> {
+    /// What goes into the ISOs (their names, the output directory).
+    pub request: &'a Request,
+    /// What was realized.
+    pub fetched: &'a Realized,
+    /// The run's lock.
+    pub lock: &'a Lock,
+    /// The ISOs' volume ID.
+    pub volume_id: &'a VolumeId,
+    /// The ISOs' `SOURCE_DATE_EPOCH`.
+    pub epoch: i64,
+    /// The cache that holds every image's blobs.
+    pub cache: &'a Cache,
 }
 
 /// An archive's bytes for the ISO, unless another writer has failed: then the ISO stops at its
@@ -208,7 +203,7 @@ fn one(
     let staged = Staged::new(&naming, run.fetched.edits.clone(), judged);
     let inventory = write_records(run.lock, a, &staged)?;
     let output = run.request.output.join(&inventory.iso);
-    let cache = run.fetched.registry.cache();
+    let cache = run.cache;
     let spliced = archives
         .iter()
         .map(|(path, archive)| cks_iso_iso9660::Spliced {

@@ -8,7 +8,7 @@
 //! These become the error's first line and its suggestions; when the labels cannot be read (no
 //! network, `--offline`), nothing is claimed and the original error stands.
 
-use crate::resolve::KubeVersion;
+use crate::release::KubeVersion;
 use crate::upstream::Fetcher;
 use crate::upstream::label::{LabelError, resolve_label};
 

@@ -7,7 +7,7 @@ use crate::image::ImageError;
 use crate::manifest::ManifestError;
 use crate::plan::PauseConflict;
 use crate::registry::RegistryError;
-use crate::resolve::ResolutionError;
+use crate::release::ResolveError;
 use crate::trust::binaries::BinaryError;
 use crate::trust::checker::CheckerError;
 use crate::upstream::UpstreamError;
@@ -154,9 +154,9 @@ pub enum RealizeError {
     /// An upstream file that could not be taken.
     #[error(transparent)]
     Upstream(Box<UpstreamError>),
-    /// Versions that could not be resolved.
+    /// A locked version that is not one, or not this cks-iso's to build.
     #[error(transparent)]
-    Resolution(Box<ResolutionError>),
+    Version(Box<ResolveError>),
     /// An image reference that is not one.
     #[error(transparent)]
     Image(Box<ImageError>),
@@ -182,7 +182,7 @@ macro_rules! boxed_from {
 boxed_from!(
     Fetch(FetchError),
     Upstream(UpstreamError),
-    Resolution(ResolutionError),
+    Version(ResolveError),
     Image(ImageError),
     Checker(CheckerError),
     Binary(BinaryError)
@@ -214,7 +214,7 @@ impl RealizeError {
             Self::Signatures { source, .. } | Self::Checker(source) => return source.hint(),
             Self::Fetch(e) => return e.hint(),
             Self::Upstream(e) => return e.hint(),
-            Self::Resolution(e) => return e.hint(),
+            Self::Version(e) => return e.hint(),
             Self::Image(e) => return e.hint(),
             Self::Binary(e) => return e.hint(),
             Self::Io { .. } => return None,
@@ -227,11 +227,7 @@ impl RealizeError {
         match self {
             Self::Forged { .. } => true,
             Self::Signatures { source, .. } | Self::Checker(source) => source.is_usage(),
-            Self::Resolution(e) => match &**e {
-                ResolutionError::Resolve(e) => e.is_usage(),
-                ResolutionError::Image(e) => e.is_usage(),
-                _ => false,
-            },
+            Self::Version(e) => e.is_usage(),
             Self::Image(e) => e.is_usage(),
             Self::Binary(e) => e.is_usage(),
             _ => false,

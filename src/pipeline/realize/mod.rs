@@ -3,16 +3,16 @@
 //! the manifests (once for all ISOs, edited again for their roles), every architecture's files,
 //! and every image by its locked digests, its blobs pulled into the cache while the images' and
 //! covered files' signatures are fetched and judged. An unlocked build first resolves its request
-//! into a lock ([`resolve_lock`]) and then realizes it exactly so: one path for both. A failure
-//! here (a 404, an image missing for arm64, a bad signature) stops the run before any ISO exists;
-//! nothing here writes an ISO ([`crate::author`] does).
+//! into a lock ([`super::resolve::resolve_lock`], which takes manifests and files with the
+//! functions here) and then realizes it exactly so: one path for both. A failure here (a 404, an
+//! image missing for arm64, a bad signature) stops the run before any ISO exists; nothing here
+//! writes an ISO ([`super::author`] does).
 
 mod error;
-mod images;
-mod manifests;
+pub(super) mod images;
+pub(super) mod manifests;
 mod record;
 pub mod signatures;
-mod to_lock;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use futures_util::future::try_join_all;
 
 pub use error::RealizeError;
+pub(super) use record::{image_entry, locked_request};
 pub use signatures::ArchSignatures;
-pub use to_lock::{LockInputs, addon_manifest_images, resolve_lock, size_images};
 
 use crate::cache::Cache;
 use crate::config::Settings;
@@ -32,8 +32,8 @@ use crate::plan::{self, IsoFile, Request};
 use crate::progress::Progress;
 use crate::registry::Registry;
 use crate::release::version::autoscaler_pin;
+use crate::release::{Extras, KubeVersion, ResolveError};
 use crate::reporter::Reporter;
-use crate::resolve::{Extras, KubeVersion, ResolutionError};
 use crate::trust::checker::Checker;
 use crate::upstream::{Fetcher, Pins};
 
@@ -51,10 +51,8 @@ pub struct ArchRealized {
     pub signatures: Option<ArchSignatures>,
 }
 
-/// Everything a build realized.
+/// Everything a build realized (the images' blobs are in the registry client's cache).
 pub struct Realized {
-    /// The registry client, whose cache holds every image's blobs.
-    pub registry: Registry,
     /// One entry per architecture, in the request's order.
     pub arches: Vec<ArchRealized>,
     /// The manifests and units as the lock records them.
@@ -76,7 +74,7 @@ pub struct Inputs<'a> {
     /// Network settings: mirrors, retries, offline.
     pub settings: &'a Settings,
     /// The registry client; its cache also keeps the downloads.
-    pub registry: Registry,
+    pub registry: &'a Registry,
     /// The signature checker; `None` with `--signatures off`.
     pub checker: Option<&'a Checker>,
     /// The private work directory.
@@ -137,7 +135,7 @@ pub async fn realize(
             fetcher: &fetcher,
             pins: &pins,
             files: &common.files,
-            registry: &registry,
+            registry,
             checker,
             tags_from_cache,
             work,
@@ -153,7 +151,6 @@ pub async fn realize(
     }
     files.finish();
     Ok(Realized {
-        registry,
         arches,
         manifests: common.entries,
         edits: common.edits,
@@ -162,7 +159,7 @@ pub async fn realize(
 
 /// The upstream client of a run: through the mirrors, its downloads kept in (and, when the lock
 /// names them, taken from) `cache`; small texts on `client`, file bodies on `bulk` (HTTP/1.1).
-fn fetcher<'a>(
+pub(super) fn fetcher<'a>(
     (client, bulk): (&'a reqwest::Client, &'a reqwest::Client),
     settings: &'a Settings,
     progress: &'a dyn Progress,
@@ -182,7 +179,7 @@ fn fetcher<'a>(
 /// a pin, which warns when it is another minor's).
 fn pins_of(lock: &Lock) -> Result<Pins, RealizeError> {
     let r = &lock.request;
-    let resolution = |e: crate::release::VersionError| RealizeError::from(ResolutionError::from(e));
+    let resolution = |e: crate::release::VersionError| RealizeError::from(ResolveError::from(e));
     let kubernetes: KubeVersion = r.kubernetes.parse().map_err(resolution)?;
     let choice = autoscaler_pin(
         &kubernetes,
@@ -213,7 +210,7 @@ fn kubeadm_images(lock: &Lock, kube: &KubeVersion) -> Result<Vec<String>, Realiz
         coredns: lock.kubeadm.coredns.clone(),
     };
     let mut out: Vec<String> = Vec::new();
-    for image in crate::resolve::images(kube, &extras) {
+    for image in crate::release::images(kube, &extras) {
         let normalised = Reference::parse(&image)?.to_string();
         if !out.contains(&normalised) {
             out.push(normalised);
@@ -223,21 +220,21 @@ fn kubeadm_images(lock: &Lock, kube: &KubeVersion) -> Result<Vec<String>, Realiz
 }
 
 /// What every architecture shares: the manifests and units, and the images they and kubeadm name.
-struct Common {
+pub(super) struct Common {
     files: Vec<IsoFile>,
     /// What the edits repaired, `dest: note`, for the log.
     notes: Vec<String>,
-    entries: Vec<ManifestEntry>,
+    pub(super) entries: Vec<ManifestEntry>,
     edits: Vec<(String, String)>,
-    references: Vec<Reference>,
+    pub(super) references: Vec<Reference>,
     /// The add-on images among `references`, with why each is there ([`lock::ImageEntry::extra`]).
-    extras: BTreeMap<String, String>,
+    pub(super) extras: BTreeMap<String, String>,
 }
 
 /// Takes `manifests` (each checked against the entry `entry_of` its path gives, where the lock
 /// holds one), stages them with the units, and derives the image set with the images `kubeadm`
 /// names and the add-on images `asked` (normalised).
-async fn take_common<'l>(
+pub(super) async fn take_common<'l>(
     (manifests, kubeadm, asked): (&[plan::Taken], &[String], &[String]),
     fetcher: &Fetcher<'_>,
     entry_of: &(dyn Fn(&str) -> Option<&'l ManifestEntry> + Sync),

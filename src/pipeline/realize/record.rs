@@ -4,6 +4,7 @@
 //! with `--lock-file`, beside them (every arch). Pure.
 
 use super::Realized;
+use crate::image::Image;
 use crate::lock::{self, ArchEntry, FileEntry, ImageEntry, Lock, LockedRequest};
 use crate::plan;
 
@@ -61,7 +62,7 @@ impl Realized {
                             .as_ref()
                             .and_then(|s| super::signatures::lock_signature(s, i)),
                         extra: extra_of(realized, a.arch.k8s(), &i.reference.to_string()),
-                        ..super::to_lock::image_entry(i)
+                        ..image_entry(i)
                     })
                     .collect();
                 let entry = ArchEntry {
@@ -103,7 +104,7 @@ fn extra_of(realized: &Lock, arch: &str, reference: &str) -> Option<String> {
 
 /// `versions` (what a lock records of the versions) with what `request` decides of the content
 /// beside them: the label, Headlamp, the CloudStack release, the volume ID and the name.
-pub(super) fn locked_request(
+pub(in crate::pipeline) fn locked_request(
     versions: LockedRequest,
     request: &plan::Request,
     volume_id: &str,
@@ -122,4 +123,18 @@ pub(super) fn locked_request(
         name: request.name.clone(),
         ..versions
     }
+}
+
+/// The lock's entry for a resolved image, its signature not yet judged: what the lock resolved
+/// from a request records, and what the run's lock records before the verdict.
+pub(in crate::pipeline) fn image_entry(image: &Image) -> ImageEntry {
+    let size = image.manifest.bytes.len() as u64
+        + image.config.size
+        + image.layers.iter().map(|l| l.size).sum::<u64>();
+    ImageEntry::new(
+        image.reference.to_string(),
+        image.top.digest.to_string(),
+        image.manifest.digest.to_string(),
+        size,
+    )
 }

@@ -73,7 +73,7 @@ pub(super) async fn one_arch(
 }
 
 /// The binaries and tarballs linux/`arch` downloads (the manifests are taken once for all).
-pub(super) fn artifacts(pins: &Pins, arch: Arch) -> Vec<Artifact> {
+pub(in crate::pipeline) fn artifacts(pins: &Pins, arch: Arch) -> Vec<Artifact> {
     catalog(pins, arch)
         .into_iter()
         .filter(|a| !matches!(a.content, Content::Yaml))
@@ -82,7 +82,7 @@ pub(super) fn artifacts(pins: &Pins, arch: Arch) -> Vec<Artifact> {
 
 /// Takes `artifacts` under `staging`, each checked against what `expected` says of it (the
 /// lock's entry), or else verified as published.
-pub(super) async fn download(
+pub(in crate::pipeline) async fn download(
     fetcher: &Fetcher<'_>,
     artifacts: &[Artifact],
     expected: &[Option<Expected>],
@@ -207,7 +207,7 @@ async fn pull(
 }
 
 /// The first of the failed pulls, with the others said once (one cause) or listed.
-pub(super) fn grouped(mut failures: Vec<RegistryError>, arch: Arch) -> RealizeError {
+pub(in crate::pipeline) fn grouped(mut failures: Vec<RegistryError>, arch: Arch) -> RealizeError {
     let count = failures.len();
     let first = failures.swap_remove(0);
     let others: Vec<String> = failures.iter().map(ToString::to_string).collect();

@@ -4,10 +4,10 @@
 //! each file's URL and published sha256 (the small `.sha256`/`SHA256SUMS` files), and each image's
 //! index digest, platform manifest and size (manifest requests only, `jobs` at a time, beside the
 //! checksum requests, and kept in the cache so that the pull does not ask again).
-//! [`super::realize`] then realizes that lock exactly as it realizes one given with `--locked`.
+//! [`crate::pipeline::realize`] then realizes that lock exactly as it realizes one given with `--locked`.
 //!
 //! Two things are left to the realization. Signature material is judged only there: this lock
-//! names none, and the run's lock gains what verified ([`super::Realized::lock`]). A file's size
+//! names none, and the run's lock gains what verified ([`crate::pipeline::realize::Realized::lock`]). A file's size
 //! is known only once its body is: this lock says 0 (the realization then bounds nothing and
 //! checks the sha256), and the run's lock records the size staged. A file without a readable
 //! published checksum is the exception: see [`files`].
@@ -18,16 +18,18 @@ use std::path::Path;
 use futures_util::future::join_all;
 use futures_util::{StreamExt, stream};
 
-use super::{RealizeError, fetcher, images, manifests, record};
+use super::resolution::{Resolution, ResolutionError, resolve};
 use crate::cache::Cache;
 use crate::config::Settings;
 use crate::fetch::{build_bulk_client, build_client};
-use crate::image::{Arch, Image, Reference};
+use crate::image::{Arch, Reference};
 use crate::lock::{self, ArchEntry, Autoscaler, FileEntry, ImageEntry, Kubeadm, Lock};
 use crate::lock::{LockedRequest, ManifestEntry};
-use crate::plan::{self, Request};
+use crate::pipeline::realize::{
+    RealizeError, fetcher, image_entry, images, locked_request, manifests, take_common,
+};
+use crate::plan::{self, Partial, Request};
 use crate::registry::Registry;
-use crate::resolve::{Partial, Resolution, resolve};
 use crate::upstream::{Artifact, Fetcher, file_name};
 
 /// Checksum files are a line (or, for etcd, a line per asset); more than this is not one.
@@ -51,8 +53,56 @@ pub struct LockInputs<'a> {
     pub work: &'a Path,
 }
 
+/// Why a request could not be resolved into a lock: its versions, or what was taken to lock it
+/// (a manifest, a published checksum, an image's manifests), failing as the realization would.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// The versions could not be resolved.
+    #[error(transparent)]
+    Resolution(Box<ResolutionError>),
+    /// Something the lock names could not be taken or resolved.
+    #[error(transparent)]
+    Taking(Box<RealizeError>),
+}
+
+impl From<ResolutionError> for LockError {
+    fn from(err: ResolutionError) -> Self {
+        Self::Resolution(Box::new(err))
+    }
+}
+
+impl From<RealizeError> for LockError {
+    fn from(err: RealizeError) -> Self {
+        Self::Taking(Box::new(err))
+    }
+}
+
+impl LockError {
+    /// What the user can do (the wrapped error's hint).
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Self::Resolution(e) => e.hint(),
+            Self::Taking(e) => e.hint(),
+        }
+    }
+
+    /// Whether the user's input is at fault: a version that is not one, an image reference that
+    /// is not one, or what the realization would call so. A release that was never published is
+    /// a failure here, as it always was for `build`.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            Self::Resolution(e) => match &**e {
+                ResolutionError::Resolve(e) => e.is_usage(),
+                ResolutionError::Image(e) => e.is_usage(),
+                _ => false,
+            },
+            Self::Taking(e) => e.is_usage(),
+        }
+    }
+}
+
 /// Resolves the request into the lock a build of it realizes.
-pub async fn resolve_lock(inputs: LockInputs<'_>) -> Result<Lock, RealizeError> {
+pub async fn resolve_lock(inputs: LockInputs<'_>) -> Result<Lock, LockError> {
     let LockInputs {
         request,
         partial,
@@ -62,8 +112,8 @@ pub async fn resolve_lock(inputs: LockInputs<'_>) -> Result<Lock, RealizeError> 
         registry,
         work,
     } = inputs;
-    let client = build_client(&settings.http)?;
-    let bulk = build_bulk_client(&settings.http)?;
+    let client = build_client(&settings.http).map_err(RealizeError::from)?;
+    let bulk = build_bulk_client(&settings.http).map_err(RealizeError::from)?;
     let cache = registry.cache().clone();
     // Quiet: what is taken here is staged from the cache by the realization, which reports it.
     let fetcher = fetcher((&client, &bulk), settings, &(), &cache);
@@ -78,7 +128,7 @@ pub async fn resolve_lock(inputs: LockInputs<'_>) -> Result<Lock, RealizeError> 
         let manifests = plan::manifests(request, &resolution.pins);
         let kubeadm: Vec<String> = resolution.kubeadm_images().map(str::to_owned).collect();
         let taking = (&manifests[..], &kubeadm[..], &request.addons.images[..]);
-        let common = super::take_common(taking, &fetcher, &|_| None, &scratch).await?;
+        let common = take_common(taking, &fetcher, &|_| None, &scratch).await?;
         let mut arches = BTreeMap::new();
         for &arch in &request.arches {
             let dir = scratch.join(arch.k8s());
@@ -96,7 +146,7 @@ pub async fn resolve_lock(inputs: LockInputs<'_>) -> Result<Lock, RealizeError> 
                 },
             );
         }
-        Ok::<_, RealizeError>(lock_of(
+        Ok::<_, LockError>(lock_of(
             (request, &resolution),
             common.entries,
             arches,
@@ -265,19 +315,6 @@ async fn resolve_images(
     }
 }
 
-/// The lock's entry for a resolved image, its signature not yet judged.
-pub(super) fn image_entry(image: &Image) -> ImageEntry {
-    let size = image.manifest.bytes.len() as u64
-        + image.config.size
-        + image.layers.iter().map(|l| l.size).sum::<u64>();
-    ImageEntry::new(
-        image.reference.to_string(),
-        image.top.digest.to_string(),
-        image.manifest.digest.to_string(),
-        size,
-    )
-}
-
 /// The lock of `request` as `resolution` resolved it, with its manifests and architectures.
 fn lock_of(
     (request, resolution): (&Request, &Resolution),
@@ -307,7 +344,7 @@ fn lock_of(
         version: lock::VERSION,
         cks_iso: env!("CARGO_PKG_VERSION").to_owned(),
         epoch,
-        request: record::locked_request(versions, request, volume_id),
+        request: locked_request(versions, request, volume_id),
         autoscaler: Autoscaler {
             version: v.autoscaler.clone(),
             tag: format!("cluster-autoscaler-{}", v.autoscaler),

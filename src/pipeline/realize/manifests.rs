@@ -49,7 +49,7 @@ pub(super) fn forged(what: &str, locked: &str, expected: &str) -> RealizeError {
 /// Downloads a manifest (or reads a local one), edits it for `role`, and stores the result; with
 /// the lock's `entry` for it, it must be the bytes that entry records (and comes from the cache
 /// when it holds them).
-pub(super) async fn manifest(
+pub(in crate::pipeline) async fn manifest(
     fetcher: &Fetcher<'_>,
     dir: &Path,
     dest: &str,
