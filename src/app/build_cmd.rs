@@ -75,6 +75,7 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         work: work.path(),
     };
     let (lock, tags_from_cache) = to_realize(lock, inputs, &runtime)?;
+    let epoch = epoch.unwrap_or(lock.epoch);
     let inputs = realize::Inputs {
         request: &request,
         lock: &lock,
@@ -227,10 +228,8 @@ fn lock_setup(args: &BuildArgs, path: &std::path::Path) -> Result<Setup, AppErro
     let kube: KubeVersion = pinned.request.kubernetes.parse()?;
     check_supported(&kube)?;
     let volume_id = VolumeId::parse(&pinned.volume_id)?;
-    let epoch = match args.request.source_date_epoch {
-        Some(epoch) => epoch,
-        None => env::source_date_epoch()?.unwrap_or(lock.epoch),
-    };
+    let epoch =
+        Some(super::iso::given_epoch(args.request.source_date_epoch)?.unwrap_or(lock.epoch));
     let partial = pinned.partial(kube);
     let lock = pinned.lock;
     tracing::info!("building what {origin} locks ({})", lock.arch_list());

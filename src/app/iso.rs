@@ -43,12 +43,18 @@ pub fn run(args: IsoArgs, ui: &Ui) -> Result<(), AppError> {
     Ok(())
 }
 
-/// The build's epoch: the flag, else `SOURCE_DATE_EPOCH`, else now.
+/// The epoch given: the flag, else `SOURCE_DATE_EPOCH`, else none.
+pub(crate) fn given_epoch(flag: Option<i64>) -> Result<Option<i64>, AppError> {
+    Ok(match flag {
+        Some(epoch) => Some(epoch),
+        None => env::source_date_epoch()?,
+    })
+}
+
+/// The date of `cks-iso iso`'s entries: the epoch given, else now (`build` dates by its content
+/// instead: `lock::epoch`).
 pub(crate) fn epoch(flag: Option<i64>) -> Result<i64, AppError> {
-    if let Some(epoch) = flag {
-        return Ok(epoch);
-    }
-    if let Some(epoch) = env::source_date_epoch()? {
+    if let Some(epoch) = given_epoch(flag)? {
         return Ok(epoch);
     }
     let now = SystemTime::now()

@@ -22,7 +22,8 @@ pub(super) struct Setup {
     pub request: plan::Request,
     pub partial: Partial,
     pub volume_id: VolumeId,
-    pub epoch: i64,
+    /// The epoch given (flag, `SOURCE_DATE_EPOCH`) or locked; `None`: taken from the images.
+    pub epoch: Option<i64>,
     pub lock: Option<Lock>,
 }
 
@@ -59,7 +60,7 @@ pub(super) fn setup(asked: &Asked<'_>) -> Result<Setup, AppError> {
             .as_deref()
             .unwrap_or(cks_iso_iso9660::DEFAULT_VOLUME_ID),
     )?;
-    let epoch = super::iso::epoch(asked.request.source_date_epoch)?;
+    let epoch = super::iso::given_epoch(asked.request.source_date_epoch)?;
     let partial = Partial::new(
         kube,
         request.arches[0],
