@@ -5,10 +5,10 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Debian packages the tests and the demo use: the real readers and servers we judge output with.
 DEB_PACKAGES := docker-registry git xorriso genisoimage libarchive-tools p7zip-full skopeo \
-	containerd time util-linux curl python3 python3-venv man-db zsh fish lintian
+	containerd time util-linux curl python3 python3-venv man-db zsh fish lintian faketime
 # The command each package provides, to tell whether it is already installed.
 DEB_COMMANDS := docker-registry git xorriso isoinfo bsdtar 7z skopeo containerd /usr/bin/time unshare curl \
-	python3 man zsh fish lintian
+	python3 man zsh fish lintian faketime
 # The formats' own SBOM validators, from PyPI into a virtualenv the tests use (tests/build_e2e.rs),
 # and `cryptography` for the independent image-signature oracle (tests/it/signatures.rs; Debian 12's
 # python3-cryptography 38 lacks the certificate APIs it uses), and Sigstore's own client, the

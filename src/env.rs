@@ -263,12 +263,18 @@ pub fn source_date_epoch() -> Result<Option<i64>, BadEpoch> {
         .transpose()
 }
 
-/// The date of an ISO: `flag` (`--source-date-epoch`), else `SOURCE_DATE_EPOCH`, else now.
-pub fn epoch_or_now(flag: Option<i64>) -> Result<i64, BadEpoch> {
-    if let Some(epoch) = flag {
-        return Ok(epoch);
+/// The date given for an ISO: `flag` (`--source-date-epoch`), else `SOURCE_DATE_EPOCH`, else
+/// none (`build` then dates by content: `lock::epoch`).
+pub fn given_epoch(flag: Option<i64>) -> Result<Option<i64>, BadEpoch> {
+    match flag {
+        Some(epoch) => Ok(Some(epoch)),
+        None => source_date_epoch(),
     }
-    if let Some(epoch) = source_date_epoch()? {
+}
+
+/// The date of `cks-iso iso`'s entries: the date given ([`given_epoch`]), else now.
+pub fn epoch_or_now(flag: Option<i64>) -> Result<i64, BadEpoch> {
+    if let Some(epoch) = given_epoch(flag)? {
         return Ok(epoch);
     }
     let now = std::time::SystemTime::now()

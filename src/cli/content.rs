@@ -51,7 +51,8 @@ pub struct RequestArgs {
     /// Volume ID: CloudStack nodes look for CDROM [default: CDROM, or the lock's].
     #[arg(long, value_name = "ID")]
     pub volume_id: Option<String>,
-    /// Seconds since 1970 that date the ISO [default: $SOURCE_DATE_EPOCH, else now].
+    /// Seconds since 1970 that date the ISO [default: $SOURCE_DATE_EPOCH, else the lock's, else
+    /// the newest `created` of kubeadm's linux/amd64 images: never the clock].
     #[arg(long, value_name = "N")]
     pub source_date_epoch: Option<i64>,
     /// The CloudStack release the ISOs are for (4.20, 4.21, 4.22, 4.23 or 24; a later one with a warning and 24's rules): its ISO name,

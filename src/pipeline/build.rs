@@ -217,7 +217,8 @@ impl<'a> Build<'a> {
         lock: &Lock,
     ) -> Result<Vec<BuiltIso>, BuildError> {
         let cache = self.shared.registry.cache();
-        let (volume_id, epoch) = (&prepared.volume_id, prepared.epoch);
+        // The run's lock holds the date chosen: given, locked or taken from the images.
+        let (volume_id, epoch) = (&prepared.volume_id, lock.epoch);
         let run = author::Run {
             request: &prepared.request,
             fetched: realized,
@@ -253,7 +254,8 @@ impl<'a> Build<'a> {
         };
         let realized = self.realize(&prepared, &lock, tags_from_cache, work.path())?;
         let (request, volume_id) = (&prepared.request, prepared.volume_id.as_str());
-        let lock = realized.lock(&lock, request, volume_id, prepared.epoch);
+        let epoch = prepared.epoch.unwrap_or(lock.epoch);
+        let lock = realized.lock(&lock, request, volume_id, epoch);
         let isos = self.author(&prepared, &realized, &lock)?;
         if let Some(path) = &prepared.lock_file
             && let Err(e) = author::write_lock(path, &lock)

@@ -88,8 +88,9 @@ pub struct Prepared {
     pub partial: Partial,
     /// The ISOs' volume ID.
     pub volume_id: VolumeId,
-    /// The ISOs' `SOURCE_DATE_EPOCH`.
-    pub epoch: i64,
+    /// The ISOs' `SOURCE_DATE_EPOCH` when given (flag, variable); else the lock's, or for a fresh
+    /// request the date [`crate::lock::epoch`] takes from kubeadm's images.
+    pub epoch: Option<i64>,
     /// Where the run's lock goes too (`--lock-file`).
     pub lock_file: Option<PathBuf>,
 }
@@ -233,7 +234,7 @@ pub(super) fn fresh(options: &RequestOptions) -> Result<Prepared, BuildError> {
             .as_deref()
             .unwrap_or(cks_iso_iso9660::DEFAULT_VOLUME_ID),
     )?;
-    let epoch = crate::env::epoch_or_now(options.source_date_epoch)?;
+    let epoch = crate::env::given_epoch(options.source_date_epoch)?;
     let partial = Partial::new(
         kube,
         request.arches[0],
@@ -271,10 +272,7 @@ pub(super) fn locked(
     let kube: KubeVersion = pinned.request.kubernetes.parse()?;
     check_supported(&kube)?;
     let volume_id = VolumeId::parse(&pinned.volume_id)?;
-    let epoch = match options.source_date_epoch {
-        Some(epoch) => epoch,
-        None => crate::env::source_date_epoch()?.unwrap_or(lock.epoch),
-    };
+    let epoch = Some(crate::env::given_epoch(options.source_date_epoch)?.unwrap_or(lock.epoch));
     let partial = pinned.partial(kube);
     let lock = pinned.lock;
     tracing::info!("building what {origin} locks ({})", lock.arch_list());

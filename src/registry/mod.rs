@@ -294,6 +294,26 @@ impl Registry {
         Ok(Image::load(reference.clone(), &top, arch, &self.cache)?)
     }
 
+    /// The config blob of `image` (a few KiB), fetched into the cache when missing, verified, and
+    /// read back: what an unlocked build's date is taken from (`lock::epoch`).
+    pub async fn config(&self, image: &Image) -> Result<Vec<u8>, RegistryError> {
+        use std::io::Read;
+        let ep = self.config.routes.endpoint(&image.reference);
+        self.blob(&ep, &image.reference, &image.config, "config", &())
+            .await?;
+        let cache_failed = |source| RegistryError::Cache {
+            reference: image.reference.to_string(),
+            source,
+        };
+        let digest = &image.config.digest;
+        let file = self.cache.open(digest).map_err(cache_failed)?;
+        let mut bytes = Vec::new();
+        file.take(image.config.size)
+            .read_to_end(&mut bytes)
+            .map_err(|e| cache_failed(CacheError::io(&self.cache.blob_path(digest), e)))?;
+        Ok(bytes)
+    }
+
     /// Downloads the config and layers of `image` into the cache.
     pub async fn fetch_blobs(
         &self,

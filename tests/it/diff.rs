@@ -26,6 +26,7 @@ fn lock(arch: &str, network: &str) -> Lock {
         version: VERSION,
         cks_iso: "0.1.0".into(),
         epoch: 1_700_000_000,
+        epoch_from: None,
         request: LockedRequest {
             kubernetes: "1.33.1".into(),
             kubernetes_label: None,

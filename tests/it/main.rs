@@ -10,6 +10,7 @@ mod archive;
 mod archive_memory;
 mod autoscaler_tags;
 mod binary_bundles;
+mod build_dates;
 mod build_e2e;
 mod cache_cmd;
 mod cache_delta;

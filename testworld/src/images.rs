@@ -360,6 +360,27 @@ impl Style {
     }
 }
 
+/// The config's `created`, as builders write it (RFC 3339 UTC, nanoseconds): a date in the
+/// 60 days after 2025-04-01 taken from the image's own layer, so that each image (and each
+/// platform of one image, built apart as real multi-arch images are) has its own, always the same.
+fn created(layers: &[&Layer]) -> String {
+    let own = layers.last().map_or("", |l| l.digest.as_str());
+    let hex = own.trim_start_matches("sha256:");
+    let n = u64::from_str_radix(hex.get(..8).unwrap_or("0"), 16).unwrap_or(0);
+    let seconds = 1_743_465_600 + n % (60 * 86_400);
+    let at = time::OffsetDateTime::from_unix_timestamp(seconds as i64).expect("a 2025 date");
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:09}Z",
+        at.year(),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second(),
+        n % 1_000_000_000
+    )
+}
+
 fn descriptor(media: &str, digest: &str, size: usize) -> Value {
     json!({"mediaType": media, "digest": digest, "size": size})
 }
@@ -377,6 +398,7 @@ pub fn platform_manifest(
     let mut config = json!({
         "architecture": arch, "os": "linux",
         "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]},
+        "created": created(layers),
         "rootfs": {"type": "layers", "diff_ids": diff_ids},
     });
     if let Some(variant) = variant {

@@ -77,6 +77,11 @@ impl Realized {
             version: lock::VERSION,
             cks_iso: env!("CARGO_PKG_VERSION").to_owned(),
             epoch,
+            // Where the realized lock's date came from, while this run keeps that date.
+            epoch_from: realized
+                .epoch_from
+                .clone()
+                .filter(|_| epoch == realized.epoch),
             request: LockedRequest {
                 arches: fetched
                     .arches

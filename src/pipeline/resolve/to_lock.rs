@@ -43,8 +43,9 @@ pub struct LockInputs<'a> {
     pub partial: Partial,
     /// The ISOs' volume ID.
     pub volume_id: &'a str,
-    /// The ISOs' `SOURCE_DATE_EPOCH`.
-    pub epoch: i64,
+    /// The ISOs' `SOURCE_DATE_EPOCH` when one was given; else it is taken from the images
+    /// ([`lock::epoch`]).
+    pub epoch: Option<i64>,
     /// Network settings: mirrors, retries, offline.
     pub settings: &'a Settings,
     /// The registry client; its cache keeps the manifests and downloads for the realization.
@@ -146,6 +147,13 @@ pub async fn resolve_lock(inputs: LockInputs<'_>) -> Result<Lock, LockError> {
                 },
             );
         }
+        let epoch = match epoch {
+            Some(epoch) => (epoch, None),
+            None => {
+                let (epoch, from) = dated(registry, &kubeadm).await?;
+                (epoch, Some(from))
+            }
+        };
         Ok::<_, LockError>(lock_of(
             (request, &resolution),
             common.entries,
@@ -158,6 +166,48 @@ pub async fn resolve_lock(inputs: LockInputs<'_>) -> Result<Lock, LockError> {
     // What was taken is in the cache; the realization stages it from there.
     let _ = std::fs::remove_dir_all(&scratch);
     result
+}
+
+/// The epoch of a build given none, by [`lock::epoch`]'s rule: the newest `created` of kubeadm's
+/// `images` for linux/amd64 (their manifests and configs, a few KiB each, kept in the cache).
+async fn dated(
+    registry: &Registry,
+    images: &[String],
+) -> Result<(i64, lock::EpochFrom), RealizeError> {
+    let references: Vec<Reference> = images
+        .iter()
+        .map(|i| Reference::parse(i))
+        .collect::<Result<_, _>>()?;
+    let configs = stream::iter(&references)
+        .map(|reference| async move {
+            let image = registry.resolve(reference, Arch::Amd64).await?;
+            let config = registry.config(&image).await?;
+            Ok::<_, crate::registry::RegistryError>((image.config.digest.to_string(), config))
+        })
+        .buffered(registry.jobs())
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| RealizeError::Images {
+            context: "cannot date the build from kubeadm's linux/amd64 images (pass \
+                      --source-date-epoch to give the date)"
+                .into(),
+            source: Box::new(e),
+        })?;
+    let created: Vec<Option<String>> = configs
+        .iter()
+        .map(|(_, config)| lock::epoch::config_created(config))
+        .collect();
+    let (epoch, from) = lock::epoch::newest_created(images.iter().zip(&configs).zip(&created).map(
+        |((image, (digest, _)), created)| lock::epoch::Dated {
+            image,
+            config: digest,
+            created: created.as_deref(),
+        },
+    ));
+    tracing::debug!("the build's date: {epoch} ({from:?})");
+    Ok((epoch, from))
 }
 
 /// linux/`arch`'s part of the lock, its ISO not yet named: its files' published checksums and
@@ -321,7 +371,7 @@ fn lock_of(
     manifests: Vec<ManifestEntry>,
     arches: BTreeMap<String, ArchEntry>,
     volume_id: &str,
-    epoch: i64,
+    (epoch, epoch_from): (i64, Option<lock::EpochFrom>),
 ) -> Lock {
     let v = &resolution.versions;
     let versions = LockedRequest {
@@ -344,6 +394,7 @@ fn lock_of(
         version: lock::VERSION,
         cks_iso: env!("CARGO_PKG_VERSION").to_owned(),
         epoch,
+        epoch_from,
         request: locked_request(versions, request, volume_id),
         autoscaler: Autoscaler {
             version: v.autoscaler.clone(),

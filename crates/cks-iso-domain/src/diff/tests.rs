@@ -34,6 +34,7 @@ fn lock() -> Lock {
         version: VERSION,
         cks_iso: "0.1.0".into(),
         epoch: 1_700_000_000,
+        epoch_from: None,
         request: LockedRequest {
             kubernetes: "1.33.1".into(),
             kubernetes_label: None,

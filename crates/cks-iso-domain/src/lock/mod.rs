@@ -15,6 +15,10 @@
 //!   "version": 1,
 //!   "cks_iso": "0.1.0",                       the cks-iso that wrote it
 //!   "epoch": 1700000000,                      SOURCE_DATE_EPOCH of the ISOs
+//!   "epoch_from": { "rule": "image-created",  only when no epoch was given (epoch.rs):
+//!                   "image": "registry.k8s.io/kube-apiserver:v1.33.1",  the newest created
+//!                   "config": "sha256:…", "created": "2025-05-15T08:19:31Z" }  of kubeadm's
+//!               | { "rule": "undated" },                                 linux/amd64 configs
 //!   "request": {
 //!     "kubernetes": "1.33.1", "arches": ["amd64", "arm64"],
 //!     "kubernetes_label": "stable-1.33",       only from a label, only with --lock-file
@@ -94,6 +98,10 @@ pub struct Lock {
     pub cks_iso: String,
     /// The ISOs' `SOURCE_DATE_EPOCH`.
     pub epoch: i64,
+    /// Where `epoch` came from when the build was given none ([`epoch`]); absent when it was
+    /// given (`--source-date-epoch`, `SOURCE_DATE_EPOCH`) and in locks written before the rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch_from: Option<EpochFrom>,
     /// What was asked for.
     pub request: LockedRequest,
     /// The autoscaler release whose example is bundled.
@@ -583,8 +591,11 @@ fn twice<'a>(
     Some((name, details))
 }
 
+pub mod epoch;
 pub mod name;
 pub mod source;
+
+pub use epoch::EpochFrom;
 
 #[cfg(any(test, feature = "test-support"))]
 pub mod sample;

@@ -25,6 +25,7 @@ pub fn sample() -> Lock {
         version: VERSION,
         cks_iso: "0.1.0".into(),
         epoch: 1_700_000_000,
+        epoch_from: None,
         request: LockedRequest {
             kubernetes: "1.33.1".into(),
             kubernetes_label: None,

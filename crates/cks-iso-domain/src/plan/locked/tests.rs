@@ -20,6 +20,7 @@ fn lock() -> Lock {
         version: crate::lock::VERSION,
         cks_iso: "0.1.0".into(),
         epoch: 1,
+        epoch_from: None,
         request: LockedRequest {
             kubernetes: "1.33.1".into(),
             kubernetes_label: None,
