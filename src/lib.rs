@@ -55,6 +55,7 @@ mod out;
 pub mod pipeline;
 mod pull;
 mod registration;
+mod sync;
 pub mod registry;
 pub mod release;
 pub mod reporter;

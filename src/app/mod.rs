@@ -16,6 +16,7 @@ mod pull;
 mod register;
 mod request;
 mod resolve;
+mod sync;
 mod upgrade_check;
 mod verify;
 mod verify_bundle;
@@ -58,6 +59,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<Outcome, AppError> {
         Command::Pull(args) => done(pull::run(*args, ui)),
         Command::Build(args) => done(build::run(*args, ui)),
         Command::Register(args) => done(register::run(*args)),
+        Command::Sync(args) => done(sync::run(*args, ui)),
         Command::Versions(command) => done(versions_cmd::run(*command)),
         Command::Diff(args) => diff::run(args),
         Command::UpgradeCheck(args) => done(upgrade_check::run(args)),

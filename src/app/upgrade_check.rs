@@ -18,45 +18,7 @@ pub fn run(args: UpgradeCheckArgs) -> Result<(), AppError> {
         Some(text) => Some(CloudStack::parse(text).map_err(|e| AppError::usage(e, None))?),
         None => None,
     };
-    let read = |path| {
-        load::side(path).map_err(|e| {
-            let hint = e.hint();
-            match e.is_usage() {
-                true => AppError::usage(e, hint),
-                false => AppError::failure(e, hint),
-            }
-        })
-    };
-    let from = read(&args.from)?;
-    let to = read(&args.to)?;
-    let from_scan = scan(&from, &args.from)?;
-    let to_scan = scan(&to, &args.to)?;
-    let recorded = to
-        .versions
-        .get("cloudstack")
-        .cloned()
-        .flatten()
-        .and_then(|c| CloudStack::parse(&c).ok());
-    let to_verify = match to.kind {
-        Kind::Iso => Some(verify::verify(
-            &args.to,
-            &Expect {
-                cloudstack: cloudstack.or(recorded),
-                ..Expect::default()
-            },
-        )?),
-        Kind::Lock => None,
-    };
-    let changes = diff::compare(&from, &to);
-    let report = upgrade::check(&Input {
-        from: &from,
-        to: &to,
-        from_scan: from_scan.as_ref(),
-        to_scan: to_scan.as_ref(),
-        cloudstack,
-        to_verify: to_verify.as_ref(),
-        changes: &changes,
-    });
+    let report = judge(&args.from, &args.to, cloudstack)?;
     print(&report, args.json);
     let failed = report.checks.iter().filter(|c| !c.ok).count();
     match failed {
@@ -71,6 +33,54 @@ pub fn run(args: UpgradeCheckArgs) -> Result<(), AppError> {
             Some("each FAIL line above has its own hint".into()),
         )),
     }
+}
+
+/// The verdict on FROM → TO (ISOs or locks) for the cluster's CloudStack release (else what TO
+/// records): what `upgrade-check` prints, and what `sync` gates its candidates on.
+pub(super) fn judge(
+    from_path: &std::path::Path,
+    to_path: &std::path::Path,
+    cloudstack: Option<CloudStack>,
+) -> Result<upgrade::Report, AppError> {
+    let read = |path| {
+        load::side(path).map_err(|e| {
+            let hint = e.hint();
+            match e.is_usage() {
+                true => AppError::usage(e, hint),
+                false => AppError::failure(e, hint),
+            }
+        })
+    };
+    let from = read(from_path)?;
+    let to = read(to_path)?;
+    let from_scan = scan(&from, from_path)?;
+    let to_scan = scan(&to, to_path)?;
+    let recorded = to
+        .versions
+        .get("cloudstack")
+        .cloned()
+        .flatten()
+        .and_then(|c| CloudStack::parse(&c).ok());
+    let to_verify = match to.kind {
+        Kind::Iso => Some(verify::verify(
+            to_path,
+            &Expect {
+                cloudstack: cloudstack.or(recorded),
+                ..Expect::default()
+            },
+        )?),
+        Kind::Lock => None,
+    };
+    let changes = diff::compare(&from, &to);
+    Ok(upgrade::check(&Input {
+        from: &from,
+        to: &to,
+        from_scan: from_scan.as_ref(),
+        to_scan: to_scan.as_ref(),
+        cloudstack,
+        to_verify: to_verify.as_ref(),
+        changes: &changes,
+    }))
 }
 
 /// An ISO's archives as containerd imports them (for its one arch, when it has one); `None` for

@@ -22,6 +22,7 @@ pub use self::register::{
 };
 pub use self::resolve::ResolveArgs;
 pub use self::signatures::{SignatureArgs, TrustArgs};
+pub use self::sync::SyncArgs;
 pub use self::upgrade_check::UpgradeCheckArgs;
 pub use self::verify::VerifyArgs;
 pub use self::verify_bundle::VerifyBundleArgs;
@@ -40,6 +41,7 @@ mod pull;
 mod register;
 mod resolve;
 mod signatures;
+mod sync;
 mod upgrade_check;
 mod verify;
 mod verify_bundle;
@@ -112,6 +114,10 @@ pub enum Command {
     Build(Box<BuildArgs>),
     /// Register ISOs in CloudStack as Kubernetes supported versions and wait until they are Ready.
     Register(Box<RegisterArgs>),
+    /// Keep a CloudStack zone at a desired state: build, verify, gate on the running clusters,
+    /// publish, register and retire what differs; exit 0 when the zone matches, 1 when anything
+    /// failed or was gated.
+    Sync(Box<SyncArgs>),
     /// List or retire CloudStack's Kubernetes supported versions.
     #[command(subcommand)]
     Versions(Box<VersionsCommand>),

@@ -130,7 +130,7 @@ fn closest(key: &str) -> Option<&'static str> {
 }
 
 /// The parser's first line; for an unknown key just that, the known keys being in the hint.
-fn parse_message(err: &serde_saphyr::Error) -> String {
+pub(crate) fn parse_message(err: &serde_saphyr::Error) -> String {
     let first = first_line(err);
     match (unknown_key(err), first.split_once(", expected")) {
         (Some(key), Some((_, _))) => {

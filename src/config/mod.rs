@@ -48,6 +48,7 @@ mod locate;
 mod tests;
 
 pub use error::ConfigError;
+pub(crate) use error::parse_message;
 pub use locate::{default_locations, load};
 
 /// The largest configuration file read: a few dozen lines of YAML, so 1 MiB is generous, and

@@ -132,6 +132,11 @@ impl Api {
         Self { http, creds }
     }
 
+    /// The endpoint it calls.
+    pub fn endpoint(&self) -> &str {
+        &self.creds.endpoint
+    }
+
     /// Calls `command` with `params`; `post` for a state change. Returns the envelope's value.
     pub async fn call(
         &self,

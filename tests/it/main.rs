@@ -67,6 +67,7 @@ mod rootless;
 mod sbom_sources;
 mod signature_properties;
 mod signatures;
+mod sync;
 mod tls_storage;
 mod upgrade_check;
 mod upstream_downloads;

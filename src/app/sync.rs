@@ -1,0 +1,114 @@
+//! `cks-iso sync`: wiring only — the desired state read, the run lock taken, what every build
+//! shares made once (settings, checker, cache and registry client, runtime), the CloudStack client
+//! made from the credentials `register` finds, `upgrade-check`'s verdict lent as the gate; the
+//! work is [`crate::sync`]'s. The report goes to stdout; exit 1 when anything failed or was gated.
+
+use std::time::Duration;
+
+use super::{AppError, net, register, upgrade_check};
+use crate::cli::{ApiArgs, SyncArgs};
+use crate::cloudstack::CloudStack;
+use crate::pipeline::Shared;
+use crate::sync::{Context, Desired, DesiredError, LockError, RunLock, SyncError};
+use crate::trust::checker;
+use crate::ui::Ui;
+
+impl From<DesiredError> for AppError {
+    fn from(err: DesiredError) -> Self {
+        let hint = Some(err.hint());
+        Self::usage(err, hint)
+    }
+}
+
+impl From<SyncError> for AppError {
+    fn from(err: SyncError) -> Self {
+        let hint = err.hint();
+        Self::failure(err, hint)
+    }
+}
+
+impl From<LockError> for AppError {
+    fn from(err: LockError) -> Self {
+        let hint = match &err {
+            LockError::Held { .. } => "run again later, or give --wait to wait for it".into(),
+            LockError::Io { .. } => "the directory holding the publish directory must be writable".into(),
+        };
+        Self::failure(err, Some(hint))
+    }
+}
+
+/// Runs (or with `--plan`, plans) a sync and prints its report.
+pub fn run(args: SyncArgs, ui: &Ui) -> Result<(), AppError> {
+    let desired = Desired::load(&args.desired)?;
+    let settings = net::settings(args.net.clone())?;
+    net::registry_mirrors(&settings)?;
+    let api_args = ApiArgs {
+        profile: args.api.profile.clone().or(desired.cloudstack.profile.clone()),
+        ..args.api.clone()
+    };
+    let (api, http) = register::clients(&api_args, &settings)?;
+    if let Some(endpoint) = &desired.cloudstack.endpoint
+        && api.endpoint().trim_end_matches('/') != endpoint.trim_end_matches('/')
+    {
+        return Err(AppError::usage(
+            anyhow::anyhow!(
+                "desired state: cloudstack.endpoint is {endpoint}, but the credentials found are for {}",
+                crate::fetch::redact(api.endpoint())
+            ),
+            Some("give the credentials of that endpoint (--profile, or cloudstack.profile)".into()),
+        ));
+    }
+    // Only a run that acts takes the lock: a plan changes nothing.
+    let _lock = match args.plan {
+        true => None,
+        false => {
+            if let Some(parent) = desired.lock_path().parent() {
+                let _ = std::fs::create_dir_all(parent);
+            }
+            Some(RunLock::take(&desired.lock_path(), args.wait)?)
+        }
+    };
+    let flags = checker::Flags {
+        mode: desired.signatures.as_deref(),
+        trusted_root: desired.trusted_root.as_deref(),
+        policy: desired.signature_policy.as_deref(),
+        rekor_url: args.rekor_url.as_deref(),
+    };
+    let checker = checker::select(flags, &settings)?;
+    let cache = net::writable_cache(args.cache_dir.clone())?;
+    let runtime = net::transfer_runtime()?;
+    let registry = net::registry(&settings, cache)?;
+    let shared = Shared {
+        settings: &settings,
+        registry: &registry,
+        checker: checker.as_ref(),
+        runtime: &runtime,
+    };
+    let release = CloudStack::parse(&desired.cloudstack.release).ok();
+    let gate = |from: &std::path::Path, to: &std::path::Path| {
+        upgrade_check::judge(from, to, release).map_err(|e| format!("{:#}", e.error))
+    };
+    let ctx = Context {
+        shared,
+        reporter: ui,
+        api: &api,
+        http: &http,
+        gate: &gate,
+        poll: Duration::from_secs_f64(args.poll_interval.max(0.05)),
+        timeout: Duration::from_secs(args.timeout),
+    };
+    let report = crate::sync::run::run(&desired, &ctx, args.plan)?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&report).expect("plain JSON");
+        crate::outln!("{text}");
+    } else {
+        crate::out::bytes(crate::ui::printable(&report.text()).as_bytes());
+    }
+    match report.failed() {
+        0 => Ok(()),
+        n => Err(AppError::failure(
+            anyhow::anyhow!("sync: {n} failed or gated; the zone does not match the desired state"),
+            Some("each item's lines above say why; a gated ISO stays in the publish directory, unregistered".into()),
+        )),
+    }
+}

@@ -1,0 +1,46 @@
+//! `cks-iso sync`'s arguments.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{ApiArgs, Net};
+use crate::env;
+
+/// `cks-iso sync --desired FILE`.
+#[derive(Debug, Args)]
+pub struct SyncArgs {
+    /// The desired state (YAML; see docs/guide/sync.md): minors, arches, content, CloudStack
+    /// release and zones, keep, publish directory and URL.
+    #[arg(long, value_name = "FILE")]
+    pub desired: PathBuf,
+    /// Print what a run would do and change nothing (only list calls and upstream resolution).
+    #[arg(long)]
+    pub plan: bool,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// When another sync holds the lock beside the publish directory, wait for it instead of
+    /// exiting 1.
+    #[arg(long)]
+    pub wait: bool,
+    /// Blob cache [default: $XDG_CACHE_HOME/cks-iso, else ~/.cache/cks-iso].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Rekor server where binaries' signatures are looked up [default: config file, else
+    /// https://rekor.sigstore.dev].
+    #[arg(long, value_name = "URL", env = env::CKS_ISO_REKOR_URL.name, hide_env_values = true)]
+    pub rekor_url: Option<String>,
+    /// The longest wait for a version to be Ready, and for a delete's job, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 3600)]
+    pub timeout: u64,
+    /// Seconds between polls of CloudStack.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, hide = true)]
+    pub poll_interval: f64,
+    /// Where the CloudStack API is and the key pair (found as `register` finds them).
+    #[command(flatten)]
+    pub api: ApiArgs,
+    /// Network settings.
+    #[command(flatten)]
+    pub net: Net,
+}

@@ -1,0 +1,255 @@
+//! What a sync does once it has decided: build what is missing (one [`Build`] per version, its
+//! missing arches together; each arch alone when that fails, so one arch's failure is its own),
+//! verify and publish each ISO atomically, gate each candidate on the clusters that run, register
+//! what passed and retire beyond `keep`. Every step records its outcome in the slot's report item
+//! and goes on with the others.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::decide;
+use super::desired::Desired;
+use super::report::{Item, Report};
+use super::run::{Context, Listed, Slot, STAGING_PREFIX, carried, error_text, in_use, is_pinned, options, slot_of};
+use crate::pipeline::{Build, BuildOptions, Built};
+use crate::registration::IsoToRegister;
+use crate::registration::plan::listed_arch;
+use crate::registration::run::{self as registering, Options, Target};
+
+/// Builds every slot that needs it, one [`Build`] per version (all its missing arches at once;
+/// when that fails, each arch alone, so one arch's failure is that arch's only), verifies each
+/// ISO and publishes it.
+pub(super) fn build_all(build: &Build<'_>, desired: &Desired, slots: &mut [Slot]) {
+    let mut versions: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, s) in slots.iter().enumerate().filter(|(_, s)| s.decision.build) {
+        versions.entry(s.wanted.version.clone()).or_default().push(i);
+    }
+    for indices in versions.values() {
+        let groups: Vec<Vec<usize>> = match build_publish(build, desired, slots, indices) {
+            Ok(()) => continue,
+            Err(_) if indices.len() > 1 => indices.iter().map(|i| vec![*i]).collect(),
+            Err(why) => {
+                fail(&mut slots[indices[0]].item, why);
+                continue;
+            }
+        };
+        for group in groups {
+            if let Err(why) = build_publish(build, desired, slots, &group) {
+                fail(&mut slots[group[0]].item, why);
+            }
+        }
+    }
+}
+
+pub(super) fn fail(item: &mut Item, why: String) {
+    item.done.push("failed".into());
+    item.why.push(why);
+}
+
+/// Builds the slots `indices` (one version) into a staging directory inside the publish
+/// directory, verifies each ISO, then renames each ISO's files to their served names.
+fn build_publish(build: &Build<'_>, desired: &Desired, slots: &mut [Slot], indices: &[usize]) -> Result<(), String> {
+    let dir = &desired.publish.dir;
+    let staging = tempfile::Builder::new()
+        .prefix(STAGING_PREFIX)
+        .tempdir_in(dir)
+        .map_err(|e| format!("cannot make a staging directory in {}: {e}", dir.display()))?;
+    let first = &slots[indices[0]];
+    let label = (!is_pinned(desired, &first.wanted)).then(|| format!("stable-{}", first.wanted.minor));
+    let mut request = options(desired, first.wanted.version.clone(), label);
+    request.arches = indices.iter().map(|i| slots[*i].wanted.arch.k8s().to_owned()).collect();
+    request.output = Some(staging.path().to_owned());
+    let built: Built = build
+        .prepare(&BuildOptions {
+            request,
+            ..BuildOptions::default()
+        })
+        .and_then(|input| build.run(input))
+        .map_err(|e| error_text(&e, e.hint()))?;
+    let release = crate::cloudstack::CloudStack::parse(&desired.cloudstack.release).ok();
+    for b in &built.isos {
+        let Some(&i) = indices.iter().find(|i| slots[**i].wanted.arch == b.arch) else {
+            continue;
+        };
+        let s = &mut slots[i];
+        s.item.done.push("built".into());
+        s.item.sha256 = Some(b.sha256.to_ascii_lowercase());
+        let expect = crate::verify::Expect {
+            cloudstack: release,
+            ..crate::verify::Expect::default()
+        };
+        match crate::verify::verify(&b.path, &expect) {
+            Ok(r) if r.violations.is_empty() => s.item.done.push("verified".into()),
+            Ok(r) => {
+                let lines: Vec<String> = r.violations.iter().map(|v| format!("{}: {}", v.path, v.problem)).collect();
+                fail(&mut s.item, format!("verify: {}", lines.join("; ")));
+                continue;
+            }
+            Err(e) => {
+                fail(&mut s.item, format!("verify: {e}"));
+                continue;
+            }
+        }
+        let served = dir.join(&s.wanted.file);
+        if let Err(e) = publish(&b.path, &served) {
+            fail(&mut s.item, format!("publish {}: {e}", served.display()));
+            continue;
+        }
+        s.item.done.push("published".into());
+        let mut iso = IsoToRegister::from(b);
+        iso.path = served;
+        s.iso = Some(iso);
+    }
+    Ok(())
+}
+
+/// Moves the ISO at `built` and the files beside it (`.sha256`, SBOMs) to `served` and beside it:
+/// the files beside first and the ISO last, each by a rename, so a served name is never a partial
+/// file and a `.sha256` never stands beside an ISO other than its own for longer than a rename.
+fn publish(built: &Path, served: &Path) -> std::io::Result<()> {
+    let beside = |base: &Path, suffix: &str| {
+        let mut name = base.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name)
+    };
+    // An old ISO at the name goes first, so its .sha256 is never read beside the new one.
+    let _ = std::fs::remove_file(beside(served, ".sha256"));
+    for suffix in [".cdx.json", ".spdx.json"] {
+        std::fs::rename(beside(built, suffix), beside(served, suffix))?;
+    }
+    std::fs::rename(built, served)?;
+    std::fs::rename(beside(built, ".sha256"), beside(served, ".sha256"))?;
+    if let Some(parent) = served.parent()
+        && let Ok(d) = std::fs::File::open(parent)
+    {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// The gate: for every cluster, the candidates it may upgrade to judged from the ISO of the
+/// version it runs; a candidate that fails for any cluster is not registered.
+pub(super) fn gate_all(ctx: &Context<'_>, desired: &Desired, listed: &Listed, slots: &mut [Slot]) {
+    for s in slots.iter_mut().filter(|s| s.decision.register && s.iso.is_some()) {
+        let to = s.iso.as_ref().map(|i| i.path.clone()).unwrap_or_default();
+        for c in &listed.clusters {
+            let Some(running) = listed.versions.iter().find(|v| v.id == c.kubernetesversionid) else {
+                s.item.why.push(format!("cluster {}: its version {} is not listed; not checked", c.name, c.kubernetesversionid));
+                continue;
+            };
+            if listed_arch(running) != s.wanted.arch.uname()
+                || !decide::may_upgrade(&running.semanticversion, &s.wanted.version)
+            {
+                continue;
+            }
+            let from = desired.publish.dir.join(format!("{}.iso", running.name));
+            if !from.is_file() {
+                s.item.why.push(format!(
+                    "cluster {} runs {} ({}): no ISO of it in the publish directory, so its upgrade to v{} was not checked",
+                    c.name, running.name, running.semanticversion, s.wanted.version
+                ));
+                continue;
+            }
+            match (ctx.gate)(&from, &to) {
+                Ok(r) if r.ok => s.item.why.push(format!(
+                    "cluster {} on v{}: upgrade-check passed", c.name, running.semanticversion
+                )),
+                Ok(r) => {
+                    let failed: Vec<String> = (r.checks.iter())
+                        .filter(|c| !c.ok)
+                        .map(|c| format!("{}: {}", c.check, c.detail))
+                        .collect();
+                    s.item.done.push("gated".into());
+                    s.item.why.push(format!(
+                        "gated: cluster {} on v{} would not upgrade ({}); kept in the publish directory, not registered",
+                        c.name, running.semanticversion, failed.join("; ")
+                    ));
+                    s.decision.register = false;
+                }
+                Err(why) => {
+                    fail(&mut s.item, format!("upgrade-check from {}: {why}", from.display()));
+                    s.decision.register = false;
+                }
+            }
+        }
+    }
+}
+
+/// Registers every slot that needs it, each alone (one's failure is its own), waiting for Ready
+/// in every zone.
+pub(super) fn register_all(ctx: &Context<'_>, desired: &Desired, listed: &Listed, slots: &mut [Slot]) {
+    let cs = &desired.cloudstack;
+    let opts = Options {
+        min_cpu: cs.min_cpu,
+        min_memory: cs.min_memory,
+        zones: listed.zones.iter().map(|z| z.0.clone()).collect(),
+        replace: true,
+        retire: registering::Retire::Disable,
+        wait: true,
+        timeout: ctx.timeout,
+        poll: ctx.poll,
+    };
+    let base = desired.publish.url.trim_end_matches('/');
+    for s in slots.iter_mut().filter(|s| s.decision.register) {
+        let Some(iso) = s.iso.clone() else { continue };
+        let target = Target {
+            url: format!("{base}/{}", s.wanted.file),
+            iso,
+        };
+        let run = registering::register(ctx.api, ctx.http, std::slice::from_ref(&target), &opts);
+        match ctx.shared.runtime.block_on(run) {
+            Ok(outcomes) => {
+                let zones: Vec<String> = (outcomes.iter())
+                    .map(|o| format!("{} {}", if o.zone.is_empty() { "all zones" } else { &o.zone }, o.isostate))
+                    .collect();
+                s.item.done.push(format!("registered ({})", zones.join(", ")));
+                for o in outcomes.iter().flat_map(|o| &o.retired) {
+                    s.item.done.push(format!("replaced {o}"));
+                }
+            }
+            Err(e) => fail(&mut s.item, error_text(&e, e.hint())),
+        }
+    }
+}
+
+/// Retires, per carried minor × arch, the enabled versions beyond `keep` (never one a cluster
+/// uses; CloudStack's refusal of a delete is reported, not fatal).
+pub(super) fn retire_all(ctx: &Context<'_>, desired: &Desired, slots: &mut [Slot], report: &mut Report) {
+    let rt = ctx.shared.runtime;
+    let versions = match rt.block_on(ctx.api.versions()) {
+        Ok(v) => v,
+        Err(e) => {
+            report.errors.push(format!("retire: {}", error_text(&e, e.hint())));
+            return;
+        }
+    };
+    let old = decide::retirements(&versions, &[], desired.keep, &carried(slots));
+    let clusters = match rt.block_on(ctx.api.clusters()) {
+        Ok(c) => c,
+        Err(e) => {
+            report.errors.push(format!("retire: {}", error_text(&e, e.hint())));
+            return;
+        }
+    };
+    let old = in_use(slots, old, &clusters);
+    if old.is_empty() {
+        return;
+    }
+    let how = desired.cloudstack.retire.retire();
+    match rt.block_on(registering::retire(ctx.api, &old, how, false, ctx.poll, ctx.timeout)) {
+        Ok(done) => {
+            for r in done {
+                let v = &r.version;
+                let line = match r.result.strip_prefix("kept: ") {
+                    Some(why) => format!("kept {} ({}): {why}", v.name, v.id),
+                    None => format!("retired {} ({}: {})", v.name, v.id, r.result),
+                };
+                if let Some(s) = slot_of(slots, v) {
+                    s.item.done.push(line);
+                }
+            }
+        }
+        Err(e) => report.errors.push(format!("retire: {}", error_text(&e, e.hint()))),
+    }
+}
+
