@@ -9,7 +9,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use cks_iso_testworld::cloudstack::Options as CloudOptions;
 use cks_iso_testworld::world::{Options, World};
@@ -18,9 +18,13 @@ use serde_json::Value;
 use crate::support::cloud::{Cloud, sha256_of};
 use crate::support::*;
 
-/// The desired state for `world` and `cloud`: 1.33 tracked, both arches, both zones, keep 1.
+/// The desired state for `world` and `cloud`: 1.33 tracked, both arches, both zones, keep 1
+/// (written once: syncs running together read it).
 fn desired(world: &World, cloud: &Cloud) -> PathBuf {
     let path = cloud.dir.path().join("desired.yaml");
+    if path.exists() {
+        return path;
+    }
     let text = format!(
         "kubernetes: [\"1.33\"]\narches: [amd64, arm64]\n\
          publish:\n  dir: {}\n  url: {}\n\
@@ -196,10 +200,18 @@ fn two_syncs_end_in_one_state_and_a_held_lock_is_named() {
     drop(held);
     assert!(cloud.api.versions().is_empty());
     // Two started together (the second waits): one registration per name and zone.
-    let a = sync(&world, &cloud, &["--wait"]).spawn().unwrap();
-    let b = sync(&world, &cloud, &["--wait"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let start = || {
+        let mut cmd = sync(&world, &cloud, &["--wait"]);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.spawn().unwrap()
+    };
+    let (a, b) = (start(), start());
     let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
     assert!(a.status.success() && b.status.success(), "{}\n{}", combined(&a), combined(&b));
+    // One acted, the other waited and found nothing to do.
+    let verdicts = [text(&a).0, text(&b).0];
+    let nothing = "nothing to do: the zone matches the desired state\n";
+    assert_eq!(verdicts.iter().filter(|v| v.ends_with(nothing)).count(), 1, "{verdicts:?}");
     let v = versions_of(&cloud, "1.33.1");
     assert_eq!(v.len(), 4, "{v:?}");
     let adds = (cloud.api.commands().into_iter())
