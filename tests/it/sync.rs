@@ -15,18 +15,24 @@ use cks_iso_testworld::cloudstack::Options as CloudOptions;
 use cks_iso_testworld::world::{Options, World};
 use serde_json::Value;
 
-use crate::support::cloud::{Cloud, sha256_of};
+use crate::support::cloud::{Cloud, sha256_of, small_iso};
 use crate::support::*;
 
 /// The desired state for `world` and `cloud`: 1.33 tracked, both arches, both zones, keep 1
 /// (written once: syncs running together read it).
 fn desired(world: &World, cloud: &Cloud) -> PathBuf {
     let path = cloud.dir.path().join("desired.yaml");
-    if path.exists() {
-        return path;
+    match path.exists() {
+        true => path,
+        false => write_desired(world, cloud, "[amd64, arm64]"),
     }
+}
+
+/// Writes the desired state for `world` and `cloud` with `arches` (a YAML list).
+fn write_desired(world: &World, cloud: &Cloud, arches: &str) -> PathBuf {
+    let path = cloud.dir.path().join("desired.yaml");
     let text = format!(
-        "kubernetes: [\"1.33\"]\narches: [amd64, arm64]\n\
+        "kubernetes: [\"1.33\"]\narches: {arches}\n\
          publish:\n  dir: {}\n  url: {}\n\
          cloudstack:\n  release: \"4.22\"\n  zones: [zone-a, zone-b]\n\
          network: {}\ndashboard: {}\nkeep: 1\n",
@@ -226,4 +232,57 @@ fn hold(path: &Path, holder: &str) -> fs::File {
     let file = fs::File::open(path).unwrap();
     rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
     file
+}
+
+#[test]
+fn an_arch_that_cannot_be_built_fails_alone_and_a_failed_gate_is_not_registered() {
+    let world = World::start(Options {
+        without_arm64: Some("registry.k8s.io/pause:3.10".into()),
+        ..Options::default()
+    });
+    // arm64 cannot be built (pause has no arm64): amd64 is registered, the run exits 1 naming
+    // the image and the arch.
+    let cloud = Cloud::start(CloudOptions::default());
+    let out = sync(&world, &cloud, &["--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", combined(&out));
+    let doc = json(&out);
+    assert_eq!((&doc["ok"], &doc["acted"]), (&false.into(), &true.into()), "{doc}");
+    let item = |arch: &str| {
+        (doc["items"].as_array().unwrap().iter())
+            .find(|i| i["arch"] == arch)
+            .unwrap()
+            .clone()
+    };
+    let (amd, arm) = (item("x86_64"), item("aarch64"));
+    assert_eq!((&amd["state"], &arm["state"]), (&"acted".into(), &"failed".into()), "{doc}");
+    let why = arm["why"].to_string();
+    assert!(why.contains("registry.k8s.io/pause:3.10") && why.contains("arm64"), "{why}");
+    let v = versions_of(&cloud, "1.33.1");
+    assert_eq!(v.len(), 2, "amd64 in both zones: {v:?}");
+    assert!(v.iter().all(|v| v.1 == "x86_64" && v.3 == "Ready"), "{v:?}");
+    assert!(!names(&cloud.published).iter().any(|n| n.contains("aarch64")));
+
+    // A cluster runs a version whose published ISO is for another arch than its listing says:
+    // upgrade-check refuses the candidate, which stays published but is not registered.
+    let cloud = Cloud::start(CloudOptions::default());
+    write_desired(&world, &cloud, "[amd64]");
+    let legacy = |arch: &str, filler: u8| {
+        let dir = cloud.dir.path().join(format!("legacy-{arch}"));
+        fs::create_dir_all(&dir).unwrap();
+        small_iso(&dir, "legacy-v1.33.0-x86_64.iso", "1.33.0", arch, filler)
+    };
+    let served = cloud.publish(&legacy("amd64", 1));
+    ok(cloud.register(&[&served], &["--zone", "zone-a"]).output().unwrap());
+    let id = cloud.api.versions()[0]["id"].clone();
+    cloud.api.add_cluster("legacy", &id);
+    fs::copy(legacy("arm64", 2), &served).unwrap();
+    let out = sync(&world, &cloud, &["--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", combined(&out));
+    let doc = json(&out);
+    let item = &doc["items"][0];
+    assert_eq!(item["state"], "gated", "{doc}");
+    let why = item["why"].to_string();
+    assert!(why.contains("cluster legacy on v1.33.0 would not upgrade") && why.contains("architecture: mixed architectures"), "{why}");
+    assert!(versions_of(&cloud, "1.33.1").is_empty());
+    assert!(cloud.published.join("setup-v1.33.1-x86_64.iso").is_file());
 }
