@@ -286,3 +286,72 @@ fn an_arch_that_cannot_be_built_fails_alone_and_a_failed_gate_is_not_registered(
     assert!(versions_of(&cloud, "1.33.1").is_empty());
     assert!(cloud.published.join("setup-v1.33.1-x86_64.iso").is_file());
 }
+
+/// Kills `child` (SIGKILL) once `ready` holds, polled every 5 ms; panics after two minutes or
+/// when the child ended first.
+fn kill_when(mut child: std::process::Child, what: &str, ready: impl Fn() -> bool) {
+    let started = std::time::Instant::now();
+    while !ready() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the sync ended ({status}) before {what}");
+        }
+        assert!(started.elapsed().as_secs() < 120, "no {what} after two minutes");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn a_sync_killed_at_three_points_converges_on_the_next_run() {
+    let world = World::start(Options::default());
+    let staging = |cloud: &Cloud| {
+        let published = cloud.published.clone();
+        move || {
+            (fs::read_dir(&published).unwrap().flatten())
+                .filter(|e| e.file_name().to_string_lossy().starts_with(".sync-staging-"))
+                .any(|e| fs::read_dir(e.path()).is_ok_and(|mut d| d.next().is_some()))
+        }
+    };
+    let mut finals = Vec::new();
+    for point in ["during the build", "once an ISO is published", "while waiting for Ready"] {
+        let cloud = Cloud::start(CloudOptions {
+            step_ms: 400,
+            ..CloudOptions::default()
+        });
+        let mut cmd = sync(&world, &cloud, &[]);
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        let child = cmd.spawn().unwrap();
+        let served = cloud.published.join("setup-v1.33.1-x86_64.iso");
+        match point {
+            "during the build" => kill_when(child, point, staging(&cloud)),
+            "once an ISO is published" => kill_when(child, point, || served.is_file()),
+            _ => kill_when(child, point, || {
+                cloud.api.commands().iter().any(|c| c == "addKubernetesSupportedVersion")
+            }),
+        }
+        let again = ok(sync(&world, &cloud, &[]).output().unwrap());
+        assert!(text(&again).0.contains("acted") || text(&again).0.contains("nothing to do"));
+        // One registration per name and zone, Ready, with the published ISO's checksum.
+        let v = versions_of(&cloud, "1.33.1");
+        assert_eq!(v.len(), 4, "{point}: {v:?}");
+        assert!(v.iter().all(|v| v.2 == "Enabled" && v.3 == "Ready"), "{point}: {v:?}");
+        for v in cloud.api.versions() {
+            let iso = cloud.published.join(format!("{}.iso", v["name"]));
+            assert_eq!(v["checksum"], format!("{{SHA-256}}{}", sha256_of(&iso)), "{point}");
+        }
+        let listing = names(&cloud.published);
+        assert!(!listing.iter().any(|n| n.starts_with('.')), "{point}: {listing:?}");
+        let sums: Vec<String> = (listing.iter())
+            .filter(|n| n.ends_with(".iso"))
+            .map(|n| format!("{n} {}", sha256_of(&cloud.published.join(n))))
+            .collect();
+        finals.push((listing, sums));
+        // And then nothing to do.
+        cloud.api.clear_seen();
+        let third = ok(sync(&world, &cloud, &[]).output().unwrap());
+        assert!(text(&third).0.ends_with("nothing to do: the zone matches the desired state\n"), "{point}");
+        assert!(changing(&cloud).is_empty(), "{point}: {:?}", changing(&cloud));
+    }
+    assert!(finals.windows(2).all(|w| w[0] == w[1]), "{finals:#?}");
+}
