@@ -31,7 +31,9 @@ impl From<LockError> for AppError {
     fn from(err: LockError) -> Self {
         let hint = match &err {
             LockError::Held { .. } => "run again later, or give --wait to wait for it".into(),
-            LockError::Io { .. } => "the directory holding the publish directory must be writable".into(),
+            LockError::Io { .. } => {
+                "the directory holding the publish directory must be writable".into()
+            }
         };
         Self::failure(err, Some(hint))
     }
@@ -43,7 +45,11 @@ pub fn run(args: SyncArgs, ui: &Ui) -> Result<(), AppError> {
     let settings = net::settings(args.net.clone())?;
     net::registry_mirrors(&settings)?;
     let api_args = ApiArgs {
-        profile: args.api.profile.clone().or(desired.cloudstack.profile.clone()),
+        profile: args
+            .api
+            .profile
+            .clone()
+            .or(desired.cloudstack.profile.clone()),
         ..args.api.clone()
     };
     let (api, http) = register::clients(&api_args, &settings)?;

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use super::decide;
 use super::desired::Desired;
 use super::report::{Item, Report};
-use super::run::{Context, Listed, Slot, STAGING_PREFIX, carried, error_text, in_use, is_pinned, options, slot_of};
+use super::run::{
+    Context, Listed, STAGING_PREFIX, Slot, carried, error_text, in_use, is_pinned, options, slot_of,
+};
 use crate::pipeline::{Build, BuildOptions, Built};
 use crate::registration::IsoToRegister;
 use crate::registration::plan::listed_arch;
@@ -22,7 +24,10 @@ use crate::registration::run::{self as registering, Options, Target};
 pub(super) fn build_all(build: &Build<'_>, desired: &Desired, slots: &mut [Slot]) {
     let mut versions: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, s) in slots.iter().enumerate().filter(|(_, s)| s.decision.build) {
-        versions.entry(s.wanted.version.clone()).or_default().push(i);
+        versions
+            .entry(s.wanted.version.clone())
+            .or_default()
+            .push(i);
     }
     for indices in versions.values() {
         let groups: Vec<Vec<usize>> = match build_publish(build, desired, slots, indices) {
@@ -48,16 +53,25 @@ pub(super) fn fail(item: &mut Item, why: String) {
 
 /// Builds the slots `indices` (one version) into a staging directory inside the publish
 /// directory, verifies each ISO, then renames each ISO's files to their served names.
-fn build_publish(build: &Build<'_>, desired: &Desired, slots: &mut [Slot], indices: &[usize]) -> Result<(), String> {
+fn build_publish(
+    build: &Build<'_>,
+    desired: &Desired,
+    slots: &mut [Slot],
+    indices: &[usize],
+) -> Result<(), String> {
     let dir = &desired.publish.dir;
     let staging = tempfile::Builder::new()
         .prefix(STAGING_PREFIX)
         .tempdir_in(dir)
         .map_err(|e| format!("cannot make a staging directory in {}: {e}", dir.display()))?;
     let first = &slots[indices[0]];
-    let label = (!is_pinned(desired, &first.wanted)).then(|| format!("stable-{}", first.wanted.minor));
+    let label =
+        (!is_pinned(desired, &first.wanted)).then(|| format!("stable-{}", first.wanted.minor));
     let mut request = options(desired, first.wanted.version.clone(), label);
-    request.arches = indices.iter().map(|i| slots[*i].wanted.arch.k8s().to_owned()).collect();
+    request.arches = indices
+        .iter()
+        .map(|i| slots[*i].wanted.arch.k8s().to_owned())
+        .collect();
     request.output = Some(staging.path().to_owned());
     let built: Built = build
         .prepare(&BuildOptions {
@@ -81,7 +95,11 @@ fn build_publish(build: &Build<'_>, desired: &Desired, slots: &mut [Slot], indic
         match crate::verify::verify(&b.path, &expect) {
             Ok(r) if r.violations.is_empty() => s.item.done.push("verified".into()),
             Ok(r) => {
-                let lines: Vec<String> = r.violations.iter().map(|v| format!("{}: {}", v.path, v.problem)).collect();
+                let lines: Vec<String> = r
+                    .violations
+                    .iter()
+                    .map(|v| format!("{}: {}", v.path, v.problem))
+                    .collect();
                 fail(&mut s.item, format!("verify: {}", lines.join("; ")));
                 continue;
             }
@@ -130,11 +148,21 @@ fn publish(built: &Path, served: &Path) -> std::io::Result<()> {
 /// The gate: for every cluster, the candidates it may upgrade to judged from the ISO of the
 /// version it runs; a candidate that fails for any cluster is not registered.
 pub(super) fn gate_all(ctx: &Context<'_>, desired: &Desired, listed: &Listed, slots: &mut [Slot]) {
-    for s in slots.iter_mut().filter(|s| s.decision.register && s.iso.is_some()) {
+    for s in slots
+        .iter_mut()
+        .filter(|s| s.decision.register && s.iso.is_some())
+    {
         let to = s.iso.as_ref().map(|i| i.path.clone()).unwrap_or_default();
         for c in &listed.clusters {
-            let Some(running) = listed.versions.iter().find(|v| v.id == c.kubernetesversionid) else {
-                s.item.why.push(format!("cluster {}: its version {} is not listed; not checked", c.name, c.kubernetesversionid));
+            let Some(running) = listed
+                .versions
+                .iter()
+                .find(|v| v.id == c.kubernetesversionid)
+            else {
+                s.item.why.push(format!(
+                    "cluster {}: its version {} is not listed; not checked",
+                    c.name, c.kubernetesversionid
+                ));
                 continue;
             };
             if listed_arch(running) != s.wanted.arch.uname()
@@ -152,7 +180,8 @@ pub(super) fn gate_all(ctx: &Context<'_>, desired: &Desired, listed: &Listed, sl
             }
             match (ctx.gate)(&from, &to) {
                 Ok(r) if r.ok => s.item.why.push(format!(
-                    "cluster {} on v{}: upgrade-check passed", c.name, running.semanticversion
+                    "cluster {} on v{}: upgrade-check passed",
+                    c.name, running.semanticversion
                 )),
                 Ok(r) => {
                     let failed: Vec<String> = (r.checks.iter())
@@ -167,7 +196,10 @@ pub(super) fn gate_all(ctx: &Context<'_>, desired: &Desired, listed: &Listed, sl
                     s.decision.register = false;
                 }
                 Err(why) => {
-                    fail(&mut s.item, format!("upgrade-check from {}: {why}", from.display()));
+                    fail(
+                        &mut s.item,
+                        format!("upgrade-check from {}: {why}", from.display()),
+                    );
                     s.decision.register = false;
                 }
             }
@@ -177,7 +209,12 @@ pub(super) fn gate_all(ctx: &Context<'_>, desired: &Desired, listed: &Listed, sl
 
 /// Registers every slot that needs it, each alone (one's failure is its own), waiting for Ready
 /// in every zone.
-pub(super) fn register_all(ctx: &Context<'_>, desired: &Desired, listed: &Listed, slots: &mut [Slot]) {
+pub(super) fn register_all(
+    ctx: &Context<'_>,
+    desired: &Desired,
+    listed: &Listed,
+    slots: &mut [Slot],
+) {
     let cs = &desired.cloudstack;
     let opts = Options {
         min_cpu: cs.min_cpu,
@@ -200,9 +237,21 @@ pub(super) fn register_all(ctx: &Context<'_>, desired: &Desired, listed: &Listed
         match ctx.shared.runtime.block_on(run) {
             Ok(outcomes) => {
                 let zones: Vec<String> = (outcomes.iter())
-                    .map(|o| format!("{} {}", if o.zone.is_empty() { "all zones" } else { &o.zone }, o.isostate))
+                    .map(|o| {
+                        format!(
+                            "{} {}",
+                            if o.zone.is_empty() {
+                                "all zones"
+                            } else {
+                                &o.zone
+                            },
+                            o.isostate
+                        )
+                    })
                     .collect();
-                s.item.done.push(format!("registered ({})", zones.join(", ")));
+                s.item
+                    .done
+                    .push(format!("registered ({})", zones.join(", ")));
                 for o in outcomes.iter().flat_map(|o| &o.retired) {
                     s.item.done.push(format!("replaced {o}"));
                 }
@@ -214,12 +263,19 @@ pub(super) fn register_all(ctx: &Context<'_>, desired: &Desired, listed: &Listed
 
 /// Retires, per carried minor × arch, the enabled versions beyond `keep` (never one a cluster
 /// uses; CloudStack's refusal of a delete is reported, not fatal).
-pub(super) fn retire_all(ctx: &Context<'_>, desired: &Desired, slots: &mut [Slot], report: &mut Report) {
+pub(super) fn retire_all(
+    ctx: &Context<'_>,
+    desired: &Desired,
+    slots: &mut [Slot],
+    report: &mut Report,
+) {
     let rt = ctx.shared.runtime;
     let versions = match rt.block_on(ctx.api.versions()) {
         Ok(v) => v,
         Err(e) => {
-            report.errors.push(format!("retire: {}", error_text(&e, e.hint())));
+            report
+                .errors
+                .push(format!("retire: {}", error_text(&e, e.hint())));
             return;
         }
     };
@@ -227,7 +283,9 @@ pub(super) fn retire_all(ctx: &Context<'_>, desired: &Desired, slots: &mut [Slot
     let clusters = match rt.block_on(ctx.api.clusters()) {
         Ok(c) => c,
         Err(e) => {
-            report.errors.push(format!("retire: {}", error_text(&e, e.hint())));
+            report
+                .errors
+                .push(format!("retire: {}", error_text(&e, e.hint())));
             return;
         }
     };
@@ -236,7 +294,14 @@ pub(super) fn retire_all(ctx: &Context<'_>, desired: &Desired, slots: &mut [Slot
         return;
     }
     let how = desired.cloudstack.retire.retire();
-    match rt.block_on(registering::retire(ctx.api, &old, how, false, ctx.poll, ctx.timeout)) {
+    match rt.block_on(registering::retire(
+        ctx.api,
+        &old,
+        how,
+        false,
+        ctx.poll,
+        ctx.timeout,
+    )) {
         Ok(done) => {
             for r in done {
                 let v = &r.version;
@@ -249,7 +314,8 @@ pub(super) fn retire_all(ctx: &Context<'_>, desired: &Desired, slots: &mut [Slot
                 }
             }
         }
-        Err(e) => report.errors.push(format!("retire: {}", error_text(&e, e.hint()))),
+        Err(e) => report
+            .errors
+            .push(format!("retire: {}", error_text(&e, e.hint()))),
     }
 }
-

@@ -166,7 +166,9 @@ pub fn decide(
         true => vec![String::new()],
         false => zones.to_vec(),
     };
-    let sha = published.filter(|_| on_disk == OnDisk::Same).map(|p| &p.sha256);
+    let sha = published
+        .filter(|_| on_disk == OnDisk::Same)
+        .map(|p| &p.sha256);
     let registered_in: Vec<String> = (places.iter())
         .filter(|zone| {
             sha.is_some_and(|sha| {
@@ -265,7 +267,10 @@ mod tests {
     #[test]
     fn an_absent_iso_is_built_and_registered() {
         let d = decide(&wanted(), None, &[], &[]);
-        assert_eq!((d.on_disk, d.build, d.register), (OnDisk::Absent, true, true));
+        assert_eq!(
+            (d.on_disk, d.build, d.register),
+            (OnDisk::Absent, true, true)
+        );
     }
 
     #[test]
@@ -276,21 +281,32 @@ mod tests {
             sha256: sha.clone(),
         };
         let zones = ["za".to_owned(), "zb".to_owned()];
-        let both = [listed("1", "za", &sha, "Enabled"), listed("2", "zb", &sha, "Enabled")];
+        let both = [
+            listed("1", "za", &sha, "Enabled"),
+            listed("2", "zb", &sha, "Enabled"),
+        ];
         let d = decide(&wanted(), Some(&p), &both, &zones);
         assert_eq!((d.build, d.register), (false, false), "{d:?}");
         // One zone missing, or disabled, or with another checksum: register (not build).
         for existing in [
             vec![listed("1", "za", &sha, "Enabled")],
             vec![both[0].clone(), listed("2", "zb", &sha, "Disabled")],
-            vec![both[0].clone(), listed("2", "zb", &"cd".repeat(32), "Enabled")],
+            vec![
+                both[0].clone(),
+                listed("2", "zb", &"cd".repeat(32), "Enabled"),
+            ],
         ] {
             let d = decide(&wanted(), Some(&p), &existing, &zones);
             assert_eq!((d.build, d.register), (false, true), "{existing:?}");
             assert_eq!(d.registered_in, ["za"]);
         }
         // The all-zone registration answers for "every zone".
-        let d = decide(&wanted(), Some(&p), &[listed("1", "", &sha, "Enabled")], &[]);
+        let d = decide(
+            &wanted(),
+            Some(&p),
+            &[listed("1", "", &sha, "Enabled")],
+            &[],
+        );
         assert!(!d.register);
     }
 
@@ -303,8 +319,16 @@ mod tests {
             fingerprint: Some(other),
             sha256: sha.clone(),
         };
-        let d = decide(&wanted(), Some(&p), &[listed("1", "", &sha, "Enabled")], &[]);
-        assert_eq!((d.on_disk, d.build, d.register), (OnDisk::Different, true, true));
+        let d = decide(
+            &wanted(),
+            Some(&p),
+            &[listed("1", "", &sha, "Enabled")],
+            &[],
+        );
+        assert_eq!(
+            (d.on_disk, d.build, d.register),
+            (OnDisk::Different, true, true)
+        );
     }
 
     #[test]
@@ -316,7 +340,11 @@ mod tests {
             state: "Enabled".into(),
             ..SupportedVersion::default()
         };
-        let versions = [v("a", "1.33.0", "x86_64"), v("b", "1.32.1", "x86_64"), v("c", "1.32.2", "x86_64")];
+        let versions = [
+            v("a", "1.33.0", "x86_64"),
+            v("b", "1.32.1", "x86_64"),
+            v("c", "1.32.2", "x86_64"),
+        ];
         let planned = [v("new", "1.33.1", "x86_64")];
         let carried = [("1.33".to_owned(), Arch::Amd64)];
         let ids = |keep| {

@@ -234,7 +234,11 @@ impl Desired {
         for (i, text) in self.kubernetes.iter().enumerate() {
             let key = format!("kubernetes[{i}]");
             let minor = minor_of(text).ok_or_else(|| {
-                bad(&key, "a minor (\"1.33\") or a patch release (\"1.33.4\")", text)
+                bad(
+                    &key,
+                    "a minor (\"1.33\") or a patch release (\"1.33.4\")",
+                    text,
+                )
             })?;
             if seen.contains(&minor.minor) {
                 return Err(bad(&key, "each minor once", text));
@@ -259,8 +263,16 @@ impl Desired {
             )
         })?;
         if self.dashboard.is_some() == self.headlamp_version.is_some() {
-            let found = if self.dashboard.is_some() { "both" } else { "neither" };
-            return Err(bad("dashboard", "dashboard or headlamp-version, one of them", found));
+            let found = if self.dashboard.is_some() {
+                "both"
+            } else {
+                "neither"
+            };
+            return Err(bad(
+                "dashboard",
+                "dashboard or headlamp-version, one of them",
+                found,
+            ));
         }
         Ok(())
     }
@@ -298,7 +310,10 @@ impl Desired {
 pub fn minor_of(text: &str) -> Option<Minor> {
     let t = text.trim().trim_start_matches('v');
     let parts: Vec<&str> = t.split('.').collect();
-    if parts.iter().any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
+    if parts
+        .iter()
+        .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
+    {
         return None;
     }
     match parts[..] {
@@ -347,7 +362,10 @@ keep: 1
         assert!(crate::config::parse_message(&err).contains("kept"), "{err}");
         let d = Desired::parse(&FULL.replace("\"1.32.4\"", "\"1.x\"")).unwrap();
         let err = d.check(Path::new("d.yaml")).unwrap_err().to_string();
-        assert!(err.contains("kubernetes[1]") && err.contains("\"1.x\""), "{err}");
+        assert!(
+            err.contains("kubernetes[1]") && err.contains("\"1.x\""),
+            "{err}"
+        );
         let d = Desired::parse(&FULL.replace("\"1.32.4\"", "\"1.33.2\"")).unwrap();
         let err = d.check(Path::new("d.yaml")).unwrap_err().to_string();
         assert!(err.contains("each minor once"), "{err}");

@@ -136,7 +136,10 @@ mod tests {
             }],
             ..Report::default()
         };
-        assert!(r.text().ends_with("nothing to do: the zone matches the desired state\n"));
+        assert!(
+            r.text()
+                .ends_with("nothing to do: the zone matches the desired state\n")
+        );
         r.acted = true;
         assert!(r.verdict().starts_with("acted"));
         r.items[0].state = "gated".into();

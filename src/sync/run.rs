@@ -14,9 +14,9 @@ use super::desired::{Desired, Minor};
 use super::report::{FORMAT, Item, Report};
 use crate::image::Arch;
 use crate::pipeline::{Build, RequestOptions, Shared};
+use crate::registration::IsoToRegister;
 use crate::registration::api::{Api, ApiError, Cluster, SupportedVersion};
 use crate::registration::plan::{Existing, listed_arch};
-use crate::registration::IsoToRegister;
 use crate::reporter::Reporter;
 
 /// The prefix of the staging directories builds write into, inside the publish directory.
@@ -75,9 +75,9 @@ impl SyncError {
         match self {
             Self::Api(e) => e.hint(),
             Self::UnknownZone { .. } => Some("name zones as listZones does (name or id)".into()),
-            Self::PublishDir { .. } => {
-                Some("create it, writable by the user running sync, and served at publish.url".into())
-            }
+            Self::PublishDir { .. } => Some(
+                "create it, writable by the user running sync, and served at publish.url".into(),
+            ),
         }
     }
 }
@@ -154,8 +154,14 @@ pub fn run(desired: &Desired, ctx: &Context<'_>, plan: bool) -> Result<Report, S
         settle(&mut s.item, plan);
     }
     report.items.splice(0..0, slots.into_iter().map(|s| s.item));
-    report.acted = report.items.iter().any(|i| i.state != "current" && i.state != "failed")
-        || report.items.iter().any(|i| i.done.iter().any(|d| d != "failed"));
+    report.acted = report
+        .items
+        .iter()
+        .any(|i| i.state != "current" && i.state != "failed")
+        || report
+            .items
+            .iter()
+            .any(|i| i.done.iter().any(|d| d != "failed"));
     report.ok = report.failed() == 0;
     Ok(report)
 }
@@ -189,7 +195,11 @@ async fn list(api: &Api, zones: &[String]) -> Result<Listed, SyncError> {
                 let z = all.iter().find(|z| z.id == *given || z.name == *given);
                 let z = z.ok_or_else(|| SyncError::UnknownZone {
                     given: given.clone(),
-                    have: all.iter().map(|z| z.name.as_str()).collect::<Vec<_>>().join(", "),
+                    have: all
+                        .iter()
+                        .map(|z| z.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
                 })?;
                 out.push((z.id.clone(), z.name.clone()));
             }
@@ -204,11 +214,19 @@ async fn list(api: &Api, zones: &[String]) -> Result<Listed, SyncError> {
 }
 
 /// The build options for `minor`: the desired state's content; `kubernetes` the label or pin.
-pub(super) fn options(desired: &Desired, kubernetes: String, label: Option<String>) -> RequestOptions {
+pub(super) fn options(
+    desired: &Desired,
+    kubernetes: String,
+    label: Option<String>,
+) -> RequestOptions {
     RequestOptions {
         kubernetes: Some(kubernetes),
         kubernetes_label: label,
-        arches: desired.arches().iter().map(|a| a.k8s().to_owned()).collect(),
+        arches: desired
+            .arches()
+            .iter()
+            .map(|a| a.k8s().to_owned())
+            .collect(),
         network: Some(desired.network.clone()),
         dashboard: desired.dashboard.clone(),
         headlamp_version: desired.headlamp_version.clone(),
@@ -235,7 +253,11 @@ fn resolve(build: &Build<'_>, desired: &Desired, minor: &Minor) -> Result<Vec<Wa
     let request = &prepared.request;
     let version = request.kubernetes.trim_start_matches('v').to_owned();
     if !version.starts_with(&format!("{}.", minor.minor)) {
-        return Err(format!("{} names v{version}, not a {} release", minor.kubernetes(), minor.minor));
+        return Err(format!(
+            "{} names v{version}, not a {} release",
+            minor.kubernetes(),
+            minor.minor
+        ));
     }
     let fingerprint = Fingerprint::of_request(request);
     Ok((desired.arches().into_iter())
@@ -253,7 +275,12 @@ type Looked = (Wanted, Option<Published>, Vec<Existing>);
 
 /// What the publish directory and CloudStack hold for `wanted` (CloudStack's ISOs listed: the
 /// checksums, and only the versions Ready in every zone count as registered).
-fn slot(wanted: Wanted, desired: &Desired, listed: &Listed, ctx: &Context<'_>) -> Result<Looked, SyncError> {
+fn slot(
+    wanted: Wanted,
+    desired: &Desired,
+    listed: &Listed,
+    ctx: &Context<'_>,
+) -> Result<Looked, SyncError> {
     let published = published(&desired.publish.dir.join(&wanted.file), wanted.arch);
     let mut existing = Vec::new();
     for v in listed.versions.iter().filter(|v| v.name == wanted.name()) {
@@ -261,7 +288,10 @@ fn slot(wanted: Wanted, desired: &Desired, listed: &Listed, ctx: &Context<'_>) -
         if zones.is_empty() || zones.iter().any(|z| !z.isready) {
             continue;
         }
-        let checksum = zones.iter().map(|z| z.checksum.clone()).find(|c| !c.is_empty());
+        let checksum = zones
+            .iter()
+            .map(|z| z.checksum.clone())
+            .find(|c| !c.is_empty());
         existing.push(Existing {
             version: v.clone(),
             checksum: checksum.unwrap_or_default(),
@@ -316,16 +346,25 @@ fn start(
             false => format!("stable-{}", wanted.minor),
         },
         name: wanted.name().to_owned(),
-        sha256: published.as_ref().filter(|_| decision.on_disk == OnDisk::Same).map(|p| p.sha256.clone()),
+        sha256: published
+            .as_ref()
+            .filter(|_| decision.on_disk == OnDisk::Same)
+            .map(|p| p.sha256.clone()),
         before: super::report::Before {
             published: Some(decision.on_disk),
-            registered: decision.registered_in.iter().map(|z| zone_name(z)).collect(),
+            registered: decision
+                .registered_in
+                .iter()
+                .map(|z| zone_name(z))
+                .collect(),
         },
         ..Item::default()
     };
     let iso = (decision.on_disk == OnDisk::Same).then(|| {
         let path = desired.publish.dir.join(&wanted.file);
-        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or_default();
+        let size = std::fs::metadata(&path)
+            .map(|m| m.len())
+            .unwrap_or_default();
         IsoToRegister {
             semver: wanted.version.clone(),
             name: wanted.name().to_owned(),
@@ -344,7 +383,10 @@ fn start(
 }
 
 pub(super) fn is_pinned(desired: &Desired, wanted: &Wanted) -> bool {
-    desired.minors().iter().any(|m| m.minor == wanted.minor && m.pin.is_some())
+    desired
+        .minors()
+        .iter()
+        .any(|m| m.minor == wanted.minor && m.pin.is_some())
 }
 
 /// `sync --plan`: what each slot would do, and the retirements a run would leave.
@@ -377,17 +419,27 @@ fn plan_all(slots: &mut [Slot], desired: &Desired, listed: &Listed) {
 
 /// Of `old`, the versions no cluster uses; each one a cluster uses is named in its slot's
 /// reasons (kept, as every run keeps it: not something done).
-pub(super) fn in_use(slots: &mut [Slot], old: Vec<SupportedVersion>, clusters: &[Cluster]) -> Vec<SupportedVersion> {
+pub(super) fn in_use(
+    slots: &mut [Slot],
+    old: Vec<SupportedVersion>,
+    clusters: &[Cluster],
+) -> Vec<SupportedVersion> {
     let mut free = Vec::new();
     for v in old {
         let users = users(clusters, &v);
         if users.is_empty() {
             free.push(v);
         } else if let Some(s) = slot_of(slots, &v) {
-            let zone = if v.zonename.is_empty() { String::new() } else { format!(" in {}", v.zonename) };
+            let zone = if v.zonename.is_empty() {
+                String::new()
+            } else {
+                format!(" in {}", v.zonename)
+            };
             s.item.why.push(format!(
                 "kept {} ({}{zone}) beyond keep: in use by cluster {}",
-                v.name, v.id, users.join(", ")
+                v.name,
+                v.id,
+                users.join(", ")
             ));
         }
     }
@@ -395,7 +447,10 @@ pub(super) fn in_use(slots: &mut [Slot], old: Vec<SupportedVersion>, clusters: &
 }
 
 pub(super) fn carried(slots: &[Slot]) -> Vec<(String, Arch)> {
-    slots.iter().map(|s| (s.wanted.minor.clone(), s.wanted.arch)).collect()
+    slots
+        .iter()
+        .map(|s| (s.wanted.minor.clone(), s.wanted.arch))
+        .collect()
 }
 
 pub(super) fn users<'a>(clusters: &'a [Cluster], v: &SupportedVersion) -> Vec<&'a str> {

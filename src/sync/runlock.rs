@@ -90,7 +90,10 @@ mod tests {
         let path = dir.path().join("p.sync-lock");
         let first = RunLock::take(&path, false).unwrap();
         let err = RunLock::take(&path, false).unwrap_err().to_string();
-        assert!(err.contains(&format!("pid {}", std::process::id())), "{err}");
+        assert!(
+            err.contains(&format!("pid {}", std::process::id())),
+            "{err}"
+        );
         drop(first);
         RunLock::take(&path, false).unwrap();
     }

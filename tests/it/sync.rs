@@ -61,8 +61,7 @@ fn sync(world: &World, cloud: &Cloud, args: &[&str]) -> Command {
 }
 
 fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", combined(out)))
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", combined(out)))
 }
 
 /// `stable-1.33` names `version` from now on.
@@ -86,7 +85,14 @@ fn changing(cloud: &Cloud) -> Vec<String> {
 fn versions_of(cloud: &Cloud, semver: &str) -> Vec<(String, String, String, String)> {
     let mut out: Vec<_> = (cloud.api.versions().into_iter())
         .filter(|v| v["semanticversion"] == semver)
-        .map(|v| (v["name"].clone(), v["arch"].clone(), v["state"].clone(), v["isostate"].clone()))
+        .map(|v| {
+            (
+                v["name"].clone(),
+                v["arch"].clone(),
+                v["state"].clone(),
+                v["isostate"].clone(),
+            )
+        })
         .collect();
     out.sort();
     out
@@ -106,27 +112,47 @@ fn sync_registers_every_arch_then_does_nothing_then_follows_the_label() {
     let first = ok(sync(&world, &cloud, &["--json"]).output().unwrap());
     let first_secs = started.elapsed().as_secs_f64();
     let doc = json(&first);
-    assert_eq!((doc["format"].as_u64(), &doc["acted"], &doc["ok"]), (Some(1), &true.into(), &true.into()), "{doc}");
+    assert_eq!(
+        (doc["format"].as_u64(), &doc["acted"], &doc["ok"]),
+        (Some(1), &true.into(), &true.into()),
+        "{doc}"
+    );
     let items = doc["items"].as_array().unwrap();
     assert_eq!(items.len(), 2, "{doc}");
     for item in items {
-        let done: Vec<&str> = item["done"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
+        let done: Vec<&str> = item["done"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_str().unwrap())
+            .collect();
         assert_eq!(&done[..3], ["built", "verified", "published"], "{item}");
-        assert!(done[3].starts_with("registered (zone-a Ready, zone-b Ready)"), "{item}");
-        let file = cloud.published.join(format!("{}.iso", item["name"].as_str().unwrap()));
+        assert!(
+            done[3].starts_with("registered (zone-a Ready, zone-b Ready)"),
+            "{item}"
+        );
+        let file = cloud
+            .published
+            .join(format!("{}.iso", item["name"].as_str().unwrap()));
         assert_eq!(item["sha256"], sha256_of(&file).as_str());
         assert_eq!(item["before"]["published"], "absent");
     }
     let v0 = versions_of(&cloud, "1.33.0");
     assert_eq!(v0.len(), 4, "one per arch and zone: {v0:?}");
-    assert!(v0.iter().all(|v| v.2 == "Enabled" && v.3 == "Ready"), "{v0:?}");
+    assert!(
+        v0.iter().all(|v| v.2 == "Enabled" && v.3 == "Ready"),
+        "{v0:?}"
+    );
     for v in cloud.api.versions() {
         let iso = cloud.published.join(format!("{}.iso", v["name"]));
         assert_eq!(v["checksum"], format!("{{SHA-256}}{}", sha256_of(&iso)));
         assert_eq!(v["url"], format!("{}/{}.iso", cloud.host.url(), v["name"]));
     }
     let listing = names(&cloud.published);
-    assert!(!listing.iter().any(|n| n.starts_with(".sync-staging-")), "{listing:?}");
+    assert!(
+        !listing.iter().any(|n| n.starts_with(".sync-staging-")),
+        "{listing:?}"
+    );
 
     // 2. Again, nothing changed upstream: nothing built, nothing sent, "nothing to do".
     cloud.api.clear_seen();
@@ -134,7 +160,11 @@ fn sync_registers_every_arch_then_does_nothing_then_follows_the_label() {
     let second = ok(sync(&world, &cloud, &[]).output().unwrap());
     let second_secs = started.elapsed().as_secs_f64();
     let (out, _) = text(&second);
-    assert!(out.ends_with("nothing to do: the zone matches the desired state\n"), "{}", combined(&second));
+    assert!(
+        out.ends_with("nothing to do: the zone matches the desired state\n"),
+        "{}",
+        combined(&second)
+    );
     assert!(changing(&cloud).is_empty(), "{:?}", changing(&cloud));
     assert_eq!(names(&cloud.published), listing);
     eprintln!("first sync {first_secs:.1} s, no-change sync {second_secs:.1} s");
@@ -147,13 +177,22 @@ fn sync_registers_every_arch_then_does_nothing_then_follows_the_label() {
     cloud.api.add_cluster("prod", &amd["id"]);
     move_label(&world, "1.33.1");
     cloud.api.clear_seen();
-    let plan = ok(sync(&world, &cloud, &["--plan", "--json"]).output().unwrap());
+    let plan = ok(sync(&world, &cloud, &["--plan", "--json"])
+        .output()
+        .unwrap());
     let doc = json(&plan);
-    assert_eq!((&doc["plan"], &doc["acted"], &doc["ok"]), (&true.into(), &true.into(), &true.into()), "{doc}");
+    assert_eq!(
+        (&doc["plan"], &doc["acted"], &doc["ok"]),
+        (&true.into(), &true.into(), &true.into()),
+        "{doc}"
+    );
     for item in doc["items"].as_array().unwrap() {
         assert_eq!(item["kubernetes"], "1.33.1", "{item}");
         let done = item["done"].to_string();
-        assert!(done.contains("\"build\"") && done.contains("\"register\""), "{item}");
+        assert!(
+            done.contains("\"build\"") && done.contains("\"register\""),
+            "{item}"
+        );
         assert!(done.contains("retire setup-v1.33.0-"), "{item}");
     }
     assert!(doc.to_string().contains("in use by cluster prod"), "{doc}");
@@ -169,21 +208,37 @@ fn sync_registers_every_arch_then_does_nothing_then_follows_the_label() {
     assert_eq!(doc["ok"], true, "{doc}");
     let v1 = versions_of(&cloud, "1.33.1");
     assert_eq!(v1.len(), 4, "{v1:?}");
-    assert!(v1.iter().all(|v| v.2 == "Enabled" && v.3 == "Ready"), "{v1:?}");
+    assert!(
+        v1.iter().all(|v| v.2 == "Enabled" && v.3 == "Ready"),
+        "{v1:?}"
+    );
     let still: Vec<_> = (cloud.api.versions().into_iter())
         .filter(|v| v["semanticversion"] == "1.33.0" && v["state"] == "Enabled")
         .map(|v| v["id"].clone())
         .collect();
-    assert_eq!(still, [amd["id"].clone()], "only the cluster's version stays: {doc}");
+    assert_eq!(
+        still,
+        [amd["id"].clone()],
+        "only the cluster's version stays: {doc}"
+    );
     let text_doc = doc.to_string();
-    assert!(text_doc.contains("cluster prod on v1.33.0: upgrade-check passed"), "{doc}");
+    assert!(
+        text_doc.contains("cluster prod on v1.33.0: upgrade-check passed"),
+        "{doc}"
+    );
     assert!(text_doc.contains("in use by cluster prod"), "{doc}");
     eprintln!("one-patch sync {third_secs:.1} s");
 
     // 5. And then, nothing to do, the cluster's version kept without a word sent.
     cloud.api.clear_seen();
     let fourth = ok(sync(&world, &cloud, &[]).output().unwrap());
-    assert!(text(&fourth).0.ends_with("nothing to do: the zone matches the desired state\n"), "{}", combined(&fourth));
+    assert!(
+        text(&fourth)
+            .0
+            .ends_with("nothing to do: the zone matches the desired state\n"),
+        "{}",
+        combined(&fourth)
+    );
     assert!(changing(&cloud).is_empty(), "{:?}", changing(&cloud));
 }
 
@@ -213,11 +268,20 @@ fn two_syncs_end_in_one_state_and_a_held_lock_is_named() {
     };
     let (a, b) = (start(), start());
     let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
-    assert!(a.status.success() && b.status.success(), "{}\n{}", combined(&a), combined(&b));
+    assert!(
+        a.status.success() && b.status.success(),
+        "{}\n{}",
+        combined(&a),
+        combined(&b)
+    );
     // One acted, the other waited and found nothing to do.
     let verdicts = [text(&a).0, text(&b).0];
     let nothing = "nothing to do: the zone matches the desired state\n";
-    assert_eq!(verdicts.iter().filter(|v| v.ends_with(nothing)).count(), 1, "{verdicts:?}");
+    assert_eq!(
+        verdicts.iter().filter(|v| v.ends_with(nothing)).count(),
+        1,
+        "{verdicts:?}"
+    );
     let v = versions_of(&cloud, "1.33.1");
     assert_eq!(v.len(), 4, "{v:?}");
     let adds = (cloud.api.commands().into_iter())
@@ -246,7 +310,11 @@ fn an_arch_that_cannot_be_built_fails_alone_and_a_failed_gate_is_not_registered(
     let out = sync(&world, &cloud, &["--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", combined(&out));
     let doc = json(&out);
-    assert_eq!((&doc["ok"], &doc["acted"]), (&false.into(), &true.into()), "{doc}");
+    assert_eq!(
+        (&doc["ok"], &doc["acted"]),
+        (&false.into(), &true.into()),
+        "{doc}"
+    );
     let item = |arch: &str| {
         (doc["items"].as_array().unwrap().iter())
             .find(|i| i["arch"] == arch)
@@ -254,13 +322,24 @@ fn an_arch_that_cannot_be_built_fails_alone_and_a_failed_gate_is_not_registered(
             .clone()
     };
     let (amd, arm) = (item("x86_64"), item("aarch64"));
-    assert_eq!((&amd["state"], &arm["state"]), (&"acted".into(), &"failed".into()), "{doc}");
+    assert_eq!(
+        (&amd["state"], &arm["state"]),
+        (&"acted".into(), &"failed".into()),
+        "{doc}"
+    );
     let why = arm["why"].to_string();
-    assert!(why.contains("registry.k8s.io/pause:3.10") && why.contains("arm64"), "{why}");
+    assert!(
+        why.contains("registry.k8s.io/pause:3.10") && why.contains("arm64"),
+        "{why}"
+    );
     let v = versions_of(&cloud, "1.33.1");
     assert_eq!(v.len(), 2, "amd64 in both zones: {v:?}");
     assert!(v.iter().all(|v| v.1 == "x86_64" && v.3 == "Ready"), "{v:?}");
-    assert!(!names(&cloud.published).iter().any(|n| n.contains("aarch64")));
+    assert!(
+        !names(&cloud.published)
+            .iter()
+            .any(|n| n.contains("aarch64"))
+    );
 
     // A cluster runs a version whose published ISO is for another arch than its listing says:
     // upgrade-check refuses the candidate, which stays published but is not registered.
@@ -272,7 +351,10 @@ fn an_arch_that_cannot_be_built_fails_alone_and_a_failed_gate_is_not_registered(
         small_iso(&dir, "legacy-v1.33.0-x86_64.iso", "1.33.0", arch, filler)
     };
     let served = cloud.publish(&legacy("amd64", 1));
-    ok(cloud.register(&[&served], &["--zone", "zone-a"]).output().unwrap());
+    ok(cloud
+        .register(&[&served], &["--zone", "zone-a"])
+        .output()
+        .unwrap());
     let id = cloud.api.versions()[0]["id"].clone();
     cloud.api.add_cluster("legacy", &id);
     fs::copy(legacy("arm64", 2), &served).unwrap();
@@ -282,7 +364,11 @@ fn an_arch_that_cannot_be_built_fails_alone_and_a_failed_gate_is_not_registered(
     let item = &doc["items"][0];
     assert_eq!(item["state"], "gated", "{doc}");
     let why = item["why"].to_string();
-    assert!(why.contains("cluster legacy on v1.33.0 would not upgrade") && why.contains("architecture: mixed architectures"), "{why}");
+    assert!(
+        why.contains("cluster legacy on v1.33.0 would not upgrade")
+            && why.contains("architecture: mixed architectures"),
+        "{why}"
+    );
     assert!(versions_of(&cloud, "1.33.1").is_empty());
     assert!(cloud.published.join("setup-v1.33.1-x86_64.iso").is_file());
 }
@@ -295,7 +381,10 @@ fn kill_when(mut child: std::process::Child, what: &str, ready: impl Fn() -> boo
         if let Some(status) = child.try_wait().unwrap() {
             panic!("the sync ended ({status}) before {what}");
         }
-        assert!(started.elapsed().as_secs() < 120, "no {what} after two minutes");
+        assert!(
+            started.elapsed().as_secs() < 120,
+            "no {what} after two minutes"
+        );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     child.kill().unwrap();
@@ -309,12 +398,20 @@ fn a_sync_killed_at_three_points_converges_on_the_next_run() {
         let published = cloud.published.clone();
         move || {
             (fs::read_dir(&published).unwrap().flatten())
-                .filter(|e| e.file_name().to_string_lossy().starts_with(".sync-staging-"))
+                .filter(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .starts_with(".sync-staging-")
+                })
                 .any(|e| fs::read_dir(e.path()).is_ok_and(|mut d| d.next().is_some()))
         }
     };
     let mut finals = Vec::new();
-    for point in ["during the build", "once an ISO is published", "while waiting for Ready"] {
+    for point in [
+        "during the build",
+        "once an ISO is published",
+        "while waiting for Ready",
+    ] {
         let cloud = Cloud::start(CloudOptions {
             step_ms: 400,
             ..CloudOptions::default()
@@ -327,7 +424,11 @@ fn a_sync_killed_at_three_points_converges_on_the_next_run() {
             "during the build" => kill_when(child, point, staging(&cloud)),
             "once an ISO is published" => kill_when(child, point, || served.is_file()),
             _ => kill_when(child, point, || {
-                cloud.api.commands().iter().any(|c| c == "addKubernetesSupportedVersion")
+                cloud
+                    .api
+                    .commands()
+                    .iter()
+                    .any(|c| c == "addKubernetesSupportedVersion")
             }),
         }
         let again = ok(sync(&world, &cloud, &[]).output().unwrap());
@@ -335,13 +436,23 @@ fn a_sync_killed_at_three_points_converges_on_the_next_run() {
         // One registration per name and zone, Ready, with the published ISO's checksum.
         let v = versions_of(&cloud, "1.33.1");
         assert_eq!(v.len(), 4, "{point}: {v:?}");
-        assert!(v.iter().all(|v| v.2 == "Enabled" && v.3 == "Ready"), "{point}: {v:?}");
+        assert!(
+            v.iter().all(|v| v.2 == "Enabled" && v.3 == "Ready"),
+            "{point}: {v:?}"
+        );
         for v in cloud.api.versions() {
             let iso = cloud.published.join(format!("{}.iso", v["name"]));
-            assert_eq!(v["checksum"], format!("{{SHA-256}}{}", sha256_of(&iso)), "{point}");
+            assert_eq!(
+                v["checksum"],
+                format!("{{SHA-256}}{}", sha256_of(&iso)),
+                "{point}"
+            );
         }
         let listing = names(&cloud.published);
-        assert!(!listing.iter().any(|n| n.starts_with('.')), "{point}: {listing:?}");
+        assert!(
+            !listing.iter().any(|n| n.starts_with('.')),
+            "{point}: {listing:?}"
+        );
         let sums: Vec<String> = (listing.iter())
             .filter(|n| n.ends_with(".iso"))
             .map(|n| format!("{n} {}", sha256_of(&cloud.published.join(n))))
@@ -350,8 +461,17 @@ fn a_sync_killed_at_three_points_converges_on_the_next_run() {
         // And then nothing to do.
         cloud.api.clear_seen();
         let third = ok(sync(&world, &cloud, &[]).output().unwrap());
-        assert!(text(&third).0.ends_with("nothing to do: the zone matches the desired state\n"), "{point}");
-        assert!(changing(&cloud).is_empty(), "{point}: {:?}", changing(&cloud));
+        assert!(
+            text(&third)
+                .0
+                .ends_with("nothing to do: the zone matches the desired state\n"),
+            "{point}"
+        );
+        assert!(
+            changing(&cloud).is_empty(),
+            "{point}: {:?}",
+            changing(&cloud)
+        );
     }
     assert!(finals.windows(2).all(|w| w[0] == w[1]), "{finals:#?}");
 }
