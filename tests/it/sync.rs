@@ -167,7 +167,7 @@ fn sync_registers_every_arch_then_does_nothing_then_follows_the_label() {
     );
     assert!(changing(&cloud).is_empty(), "{:?}", changing(&cloud));
     assert_eq!(names(&cloud.published), listing);
-    eprintln!("first sync {first_secs:.1} s, no-change sync {second_secs:.1} s");
+    eprintln!("first sync {first_secs:.2} s, no-change sync {second_secs:.2} s");
 
     // 3. A cluster runs the amd64 1.33.0 in zone-a; the label moves to 1.33.1: the plan names
     // the builds, the registrations and the retirements, and changes nothing.
@@ -227,7 +227,7 @@ fn sync_registers_every_arch_then_does_nothing_then_follows_the_label() {
         "{doc}"
     );
     assert!(text_doc.contains("in use by cluster prod"), "{doc}");
-    eprintln!("one-patch sync {third_secs:.1} s");
+    eprintln!("one-patch sync {third_secs:.2} s");
 
     // 5. And then, nothing to do, the cluster's version kept without a word sent.
     cloud.api.clear_seen();
