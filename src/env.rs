@@ -15,7 +15,7 @@ pub struct Var {
 /// Seconds since the epoch that date every entry of the ISO (reproducible builds).
 pub const SOURCE_DATE_EPOCH: Var = Var {
     name: "SOURCE_DATE_EPOCH",
-    about: "dates the ISO and every entry in it (seconds since 1970): the same tree and epoch give a byte-identical ISO; `--source-date-epoch` overrides it",
+    about: "dates the ISO and every entry in it (seconds since 1970): the same tree and epoch give a byte-identical ISO; `--source-date-epoch` overrides it. Unset, `build` dates by content (the lock's epoch, else kubeadm's images' newest `created`), `iso` by the clock",
 };
 
 /// Disables colour when set to anything non-empty (<https://no-color.org>).
