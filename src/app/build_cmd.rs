@@ -59,6 +59,7 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         lock.is_some(),
     )?;
     let checker = checker(&args.signing, args.rekor_url.as_deref(), &settings)?;
+    let sign_key = super::sign::build_key(args.sign_key.as_deref())?;
     let (cache, work) = places(args.cache_dir, &request.output)?;
     if let (Some(lock), Some(path), false) = (&lock, &args.locked, args.from_iso.is_empty()) {
         super::cache::from_iso(&cache, lock, path, &args.from_iso, args.offline)?;
@@ -87,6 +88,12 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     let realized = runtime.block_on(realize::realize(inputs, ui))?;
     let lock = realized.lock(&lock, &request, volume_id.as_str(), epoch);
     let built = author::all(&request, &realized, &lock, &volume_id, epoch, ui)?;
+    if let Some(key) = &sign_key
+        && let Err(e) = super::sign::built(&built, key)
+    {
+        super::sign::remove(&built);
+        return Err(e);
+    }
     if let Some(path) = &args.lock_file
         && let Err(e) = author::write_lock(path, &lock)
     {

@@ -36,6 +36,7 @@ mod hostile_pause;
 mod iso_errors;
 mod iso_large;
 mod iso_readers;
+mod iso_signing;
 mod iso_reproducible;
 mod kubeadm_images;
 mod kubeadm_releases;
