@@ -89,7 +89,8 @@ fn iso_signers(
             ),
         )),
         (true, Some(signers)) => {
-            let root = crate::trust::trusted_root(args.signer.signer_trusted_root.as_deref(), None)?.0;
+            let root =
+                crate::trust::trusted_root(args.signer.signer_trusted_root.as_deref(), None)?.0;
             Ok(Some((signers, root)))
         }
     }

@@ -16,7 +16,8 @@ pub struct SignArgs {
     /// Sigstore bundle v0.3) beside it.
     #[arg(required = true, value_name = "ISO")]
     pub isos: Vec<PathBuf>,
-    /// PEM ECDSA P-256 private key to sign with (PKCS #8 PRIVATE KEY or SEC 1 EC PRIVATE KEY).
+    /// PEM ECDSA P-256 private key to sign with (PKCS #8 PRIVATE KEY, SEC 1 EC PRIVATE KEY, or
+    /// cosign's ENCRYPTED SIGSTORE PRIVATE KEY with its password in COSIGN_PASSWORD).
     #[arg(long, value_name = "FILE")]
     pub key: PathBuf,
 }
@@ -29,7 +30,12 @@ pub struct SignerArgs {
     #[arg(long = "key", value_name = "FILE", help_heading = "ISO signature")]
     pub keys: Vec<PathBuf>,
     /// The identity (SAN: e-mail or URI) a keyless signature's certificate must name, exactly.
-    #[arg(long, value_name = "ID", help_heading = "ISO signature", conflicts_with = "certificate_identity_regexp")]
+    #[arg(
+        long,
+        value_name = "ID",
+        help_heading = "ISO signature",
+        conflicts_with = "certificate_identity_regexp"
+    )]
     pub certificate_identity: Option<String>,
     /// A regexp the whole identity of a keyless signature's certificate must match.
     #[arg(long, value_name = "REGEXP", help_heading = "ISO signature")]

@@ -100,9 +100,8 @@ impl SignError {
         match self {
             Self::Unreadable { path, source, what } => crate::input::hint(source, path, what),
             Self::Key { reason, .. } if reason.contains("cosign encrypted key") => Some(
-                "sign with a PKCS #8 PEM ECDSA P-256 key, e.g. `openssl genpkey -algorithm EC \
-                 -pkeyopt ec_paramgen_curve:P-256 -out iso-signing.key` (its public key: \
-                 `openssl pkey -in iso-signing.key -pubout`)"
+                "set COSIGN_PASSWORD to the password the key was made with (`cosign \
+                 generate-key-pair` asked for it; set and empty for none)"
                     .into(),
             ),
             Self::Key { what, .. } => Some(format!(
@@ -128,7 +127,8 @@ impl SignError {
     }
 }
 
-/// Reads the private key to sign with. Its bytes never leave this function but as the key.
+/// Reads the private key to sign with (a cosign encrypted one opened with `COSIGN_PASSWORD`).
+/// Its bytes and the password never leave this function but as the key.
 pub fn load_key(path: &Path) -> Result<SigningKey, SignError> {
     let text = crate::input::read_private_text(path, MAX_KEY_SIZE).map_err(|source| {
         SignError::Unreadable {
@@ -137,7 +137,9 @@ pub fn load_key(path: &Path) -> Result<SigningKey, SignError> {
             source,
         }
     })?;
-    SigningKey::from_pem(&text).map_err(|e| SignError::Key {
+    let password = crate::env::COSIGN_PASSWORD.get_os();
+    let password = password.as_ref().map(|p| p.as_encoded_bytes());
+    SigningKey::from_pem(&text, password).map_err(|e| SignError::Key {
         what: "the signing key",
         path: path.to_owned(),
         reason: e.into(),
@@ -390,7 +392,10 @@ impl Signers {
                 None => "a key (the bundle gives no hint)".into(),
             };
             if self.keys.is_empty() {
-                return Err(refuse(&found, "signed with a key, and no key is trusted".into()));
+                return Err(refuse(
+                    &found,
+                    "signed with a key, and no key is trusted".into(),
+                ));
             }
             let mut reasons = Vec::new();
             for key in &self.keys {

@@ -7,9 +7,9 @@
 //! every other bundle, and so that signing stays as network-free as verifying: an ISO is signed
 //! right after it is written, on the build host, with the digest the writer computed.
 //!
-//! cosign's encrypted key format (`ENCRYPTED SIGSTORE PRIVATE KEY`: scrypt and NaCl secretbox) is
-//! recognised and refused with a way out: it needs two crypto crates (and a second `sha2`/`digest`
-//! generation) that are not in the tree.
+//! cosign's encrypted keys (`ENCRYPTED SIGSTORE PRIVATE KEY`: scrypt and NaCl secretbox) are
+//! opened with the password given (see `cosign_key`), so that `cosign generate-key-pair`'s keys
+//! sign as they are.
 
 use base64::Engine as _;
 use p256::ecdsa::signature::hazmat::PrehashSigner as _;
@@ -24,8 +24,7 @@ use crate::x509::{Hash, KeyKind, PublicKey};
 const OID_EC_PUBLIC_KEY: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 2, 1];
 const OID_P256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 3, 1, 7];
 
-/// The PEM label of cosign's encrypted private keys (`cosign generate-key-pair`).
-pub const COSIGN_ENCRYPTED_LABEL: &str = "ENCRYPTED SIGSTORE PRIVATE KEY";
+pub use crate::cosign_key::LABELS as COSIGN_ENCRYPTED_LABELS;
 
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
@@ -123,27 +122,30 @@ fn spki_of(point: &[u8]) -> Vec<u8> {
 }
 
 impl SigningKey {
-    /// Reads a PEM private key: PKCS #8 (`PRIVATE KEY`, as `openssl genpkey` writes it) or SEC 1
-    /// (`EC PRIVATE KEY`, as `openssl ecparam -genkey` writes it), ECDSA P-256. A public point the
-    /// key carries must be the one its scalar gives.
-    pub fn from_pem(text: &str) -> Result<Self, Invalid> {
+    /// Reads a PEM private key: PKCS #8 (`PRIVATE KEY`, as `openssl genpkey` writes it), SEC 1
+    /// (`EC PRIVATE KEY`, as `openssl ecparam -genkey` writes it) or cosign's encrypted key
+    /// (opened with `password`), ECDSA P-256. A public point the key carries must be the one its
+    /// scalar gives.
+    pub fn from_pem(text: &str, password: Option<&[u8]>) -> Result<Self, Invalid> {
         let (label, der_bytes) = pem_block(text)?;
         let (scalar, public) = match label.as_str() {
             "PRIVATE KEY" => ec_private_key(pkcs8_ec(&der_bytes)?)?,
             "EC PRIVATE KEY" => ec_private_key(&der_bytes)?,
-            COSIGN_ENCRYPTED_LABEL => {
-                return Err("a cosign encrypted key (ENCRYPTED SIGSTORE PRIVATE KEY), which \
-                            cks-iso does not decrypt yet"
-                    .into());
+            l if COSIGN_ENCRYPTED_LABELS.contains(&l) => {
+                let Some(password) = password else {
+                    return Err("a cosign encrypted key, and no password to open it".into());
+                };
+                let der = crate::cosign_key::open(&der_bytes, password)
+                    .map_err(|e| format!("a cosign encrypted key: {e}"))?;
+                ec_private_key(pkcs8_ec(&der)?)?
             }
             "ENCRYPTED PRIVATE KEY" => {
                 return Err("an encrypted PKCS #8 key, which cks-iso does not decrypt".into());
             }
             other => {
-                return Err(format!(
-                    "a PEM {other:?} block, not a PRIVATE KEY or EC PRIVATE KEY"
-                )
-                .into());
+                return Err(
+                    format!("a PEM {other:?} block, not a PRIVATE KEY or EC PRIVATE KEY").into(),
+                );
             }
         };
         let key = p256::ecdsa::SigningKey::from_slice(&scalar)
@@ -257,7 +259,9 @@ pub fn read_key_bundle(input: &[u8]) -> Result<KeySignature, Invalid> {
     let v: Value = serde_json::from_slice(input).map_err(|e| format!("not JSON: {e}"))?;
     let media = v["mediaType"].as_str().unwrap_or_default();
     if !BUNDLE_MEDIA_TYPES.contains(&media) {
-        return Err(format!("media type {media:?} is not a Sigstore bundle version cks-iso reads").into());
+        return Err(
+            format!("media type {media:?} is not a Sigstore bundle version cks-iso reads").into(),
+        );
     }
     let ms = &v["messageSignature"];
     if ms["messageDigest"]["algorithm"] != "SHA2_256" {
@@ -282,7 +286,11 @@ pub fn read_key_bundle(input: &[u8]) -> Result<KeySignature, Invalid> {
 
 /// Checks that `sig` signs a file hashing to `digest` with the key `spki`: the bundle's digest
 /// is the file's, and the signature verifies under the key.
-pub fn verify_key_signature(spki: &[u8], digest: &[u8; 32], sig: &KeySignature) -> Result<(), Invalid> {
+pub fn verify_key_signature(
+    spki: &[u8],
+    digest: &[u8; 32],
+    sig: &KeySignature,
+) -> Result<(), Invalid> {
     if sig.digest != digest {
         return Err(format!(
             "the bundle signs sha256:{}, the file hashes to sha256:{}",
@@ -296,13 +304,14 @@ pub fn verify_key_signature(spki: &[u8], digest: &[u8; 32], sig: &KeySignature) 
         KeyKind::P256 | KeyKind::P384 => Hash::Sha256,
         other => return Err(format!("{}, not an ECDSA key", other.name()).into()),
     };
-    key.verify_prehash(hash, digest, &sig.signature).map_err(|e| {
-        format!(
-            "the signature does not verify under the key {}: {e}",
-            fingerprint(spki)
-        )
-        .into()
-    })
+    key.verify_prehash(hash, digest, &sig.signature)
+        .map_err(|e| {
+            format!(
+                "the signature does not verify under the key {}: {e}",
+                fingerprint(spki)
+            )
+            .into()
+        })
 }
 
 #[cfg(test)]
@@ -321,7 +330,7 @@ mod tests {
 
     #[test]
     fn a_signed_digest_verifies_under_the_public_key_ring_reads_and_nothing_else() {
-        let key = SigningKey::from_pem(&pkcs8_pem()).unwrap();
+        let key = SigningKey::from_pem(&pkcs8_pem(), None).unwrap();
         let digest: [u8; 32] = Sha256::digest(b"an ISO").into();
         let sig = key.sign_digest(&digest);
         // ring, an independent verifier, hashing the message itself.
@@ -338,22 +347,67 @@ mod tests {
         let other: [u8; 32] = Sha256::digest(b"another ISO").into();
         let err = verify_key_signature(&spki, &other, &read).unwrap_err();
         assert!(err.reason().contains("the bundle signs sha256:"), "{err}");
-        let stranger = SigningKey::from_pem(&pkcs8_pem()).unwrap();
+        let stranger = SigningKey::from_pem(&pkcs8_pem(), None).unwrap();
         let err = verify_key_signature(stranger.public_spki(), &digest, &read).unwrap_err();
-        assert!(err.reason().contains(&fingerprint(stranger.public_spki())), "{err}");
+        assert!(
+            err.reason().contains(&fingerprint(stranger.public_spki())),
+            "{err}"
+        );
     }
 
     #[test]
     fn keys_that_cannot_sign_here_are_refused_saying_what_they_are() {
         let cosign = "-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n";
-        let err = SigningKey::from_pem(cosign).unwrap_err();
-        assert!(err.reason().contains("cosign encrypted key"), "{err}");
-        let err = SigningKey::from_pem("no key").unwrap_err();
+        let err = SigningKey::from_pem(cosign, None).unwrap_err();
+        assert!(err.reason().contains("no password"), "{err}");
+        let err = SigningKey::from_pem(cosign, Some(b"")).unwrap_err();
+        assert!(err.reason().contains("not cosign's JSON"), "{err}");
+        let err = SigningKey::from_pem("no key", None).unwrap_err();
         assert!(err.reason().contains("no PEM block"), "{err}");
         let pem = pkcs8_pem();
-        let public = SigningKey::from_pem(&pem).unwrap().public_pem();
-        assert!(SigningKey::from_pem(&public).is_err());
+        let public = SigningKey::from_pem(&pem, None).unwrap().public_pem();
+        assert!(SigningKey::from_pem(&public, None).is_err());
         assert!(public_key_from_pem(&pem).is_err());
-        assert!(!format!("{:?}", SigningKey::from_pem(&pem).unwrap()).contains("PRIVATE"));
+        assert!(!format!("{:?}", SigningKey::from_pem(&pem, None).unwrap()).contains("PRIVATE"));
+    }
+
+    /// A key `cosign generate-key-pair` wrote with an empty password (N 65536), published as a
+    /// test key in conforma/cli's `internal/validate/vsa` tests: opened, it is a P-256 key that
+    /// signs; with another password, refused.
+    const COSIGN_KEY: &str = "-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----
+eyJrZGYiOnsibmFtZSI6InNjcnlwdCIsInBhcmFtcyI6eyJOIjo2NTUzNiwiciI6
+OCwicCI6MX0sInNhbHQiOiJLYU9OQzduQVJLOVgxM1FoaWFucjAwTTBGYys2Sitr
+dnAxN1FuanpiVk9nPSJ9LCJjaXBoZXIiOnsibmFtZSI6Im5hY2wvc2VjcmV0Ym94
+Iiwibm9uY2UiOiJVOHZqWWtqMlZOUFZGdlZFZWZ3bXZ5VGloUERrelBoaCJ9LCJj
+aXBoZXJ0ZXh0IjoidWNWMnQ4TTZVNFJvb29FOXc0d3dkc3E1RDYrS2RKY245dERT
+KzFwRDRGN040SVJOWEgzSTBua3h1a3NackFOUHR1emIvTkVYQ201dUp3Zjh3Qzl1
+VlprbXdwNU5jRUZ6b3ZNS3JCZmNvdXdjaEkrMzkrQ0NhbVZPbzBucmRnZjhvcmpK
+dXdrWDBYL1phY0RUTERGaUxyc1laMWVMMmlqMGU1MVRpZmVQNTl4WXNPK1FnM1Jv
+OURRVjNQMk9ndDFDaVFHeGg1VXhUZytGc3c9PSJ9
+-----END ENCRYPTED SIGSTORE PRIVATE KEY-----
+";
+
+    #[test]
+    fn a_key_cosign_wrote_opens_with_its_password_and_signs() {
+        let key = SigningKey::from_pem(COSIGN_KEY, Some(b"")).unwrap();
+        let digest: [u8; 32] = Sha256::digest(b"an ISO").into();
+        let sig = key.sign_digest(&digest);
+        let point = &PublicKey::from_spki(key.public_spki()).unwrap().bits;
+        ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_ASN1, point)
+            .verify(b"an ISO", &sig)
+            .unwrap();
+        let err = SigningKey::from_pem(COSIGN_KEY, Some(b"wrong")).unwrap_err();
+        assert!(err.reason().contains("password does not open it"), "{err}");
+        // One flipped bit of the sealed key: the tag refuses it.
+        let mut flipped = COSIGN_KEY.to_owned();
+        flipped.replace_range(
+            560..561,
+            if &COSIGN_KEY[560..561] == "A" {
+                "B"
+            } else {
+                "A"
+            },
+        );
+        assert!(SigningKey::from_pem(&flipped, Some(b"")).is_err());
     }
 }

@@ -34,6 +34,7 @@
 //!   bundles, and their check against a public key.
 
 mod cosign;
+mod cosign_key;
 pub mod dsse;
 mod image;
 mod invalid;

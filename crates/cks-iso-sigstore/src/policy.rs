@@ -252,41 +252,40 @@ impl Policy {
 
 /// The rules of a policy file, checked.
 fn rules_of(file_rules: Vec<FileRule>) -> Result<Vec<Rule>, Invalid> {
-        let mut rules = Vec::new();
-        for (i, r) in file_rules.into_iter().enumerate() {
-            let n = i + 1;
-            let patterns = match (r.pattern, r.prefix) {
-                (Some(pattern), None) => vec![pattern],
-                (None, Some(prefix)) => {
-                    prefix_globs(&prefix).map_err(|e| format!("rule {n}: prefix: {e}"))?
-                }
-                _ => return Err(format!("rule {n}: give exactly one of match, prefix").into()),
-            };
-            let identity = match (r.identity, r.identity_regex) {
-                (Some(exact), None) => Identity::Exact(exact),
-                (None, Some(re)) => Identity::Regex(
-                    regex::Regex::new(&re).map_err(|e| format!("rule {n}: identity-regex: {e}"))?,
-                ),
-                _ => {
-                    return Err(
-                        format!("rule {n}: give exactly one of identity, identity-regex").into(),
-                    );
-                }
-            };
-            if patterns.iter().any(String::is_empty) || r.issuer.is_empty() {
-                return Err(format!("rule {n}: match and issuer must not be empty").into());
+    let mut rules = Vec::new();
+    for (i, r) in file_rules.into_iter().enumerate() {
+        let n = i + 1;
+        let patterns = match (r.pattern, r.prefix) {
+            (Some(pattern), None) => vec![pattern],
+            (None, Some(prefix)) => {
+                prefix_globs(&prefix).map_err(|e| format!("rule {n}: prefix: {e}"))?
             }
-            rules.extend(patterns.into_iter().map(|pattern| Rule {
-                pattern,
-                identity: identity.clone(),
-                issuer: r.issuer.clone(),
-            }));
+            _ => return Err(format!("rule {n}: give exactly one of match, prefix").into()),
+        };
+        let identity = match (r.identity, r.identity_regex) {
+            (Some(exact), None) => Identity::Exact(exact),
+            (None, Some(re)) => Identity::Regex(
+                regex::Regex::new(&re).map_err(|e| format!("rule {n}: identity-regex: {e}"))?,
+            ),
+            _ => {
+                return Err(
+                    format!("rule {n}: give exactly one of identity, identity-regex").into(),
+                );
+            }
+        };
+        if patterns.iter().any(String::is_empty) || r.issuer.is_empty() {
+            return Err(format!("rule {n}: match and issuer must not be empty").into());
         }
-        Ok(rules)
+        rules.extend(patterns.into_iter().map(|pattern| Rule {
+            pattern,
+            identity: identity.clone(),
+            issuer: r.issuer.clone(),
+        }));
+    }
+    Ok(rules)
 }
 
 impl Policy {
-
     /// The first rule covering a downloaded file's `url` (matched without its scheme:
     /// `dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm`), if any.
     pub fn rule_for_url(&self, url: &str) -> Option<&Rule> {
