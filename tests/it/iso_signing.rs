@@ -408,3 +408,128 @@ fn register_with_a_signer_policy_sends_no_add_for_unsigned_or_foreign_isos() {
     assert!(!no_add(&cloud), "{said}");
     nowhere(&pem_body(&key), &cloud.published, &[&said]);
 }
+
+/// A keyless bundle beside an ISO (a Fulcio-like leaf for a CI identity, its Rekor v2 entry and
+/// RFC 3161 timestamp, made by the test world's Sigstore as `cosign sign-blob --bundle` makes
+/// them): `verify --iso-signature` accepts it under the identity and issuer, exact or by regexp,
+/// naming both and the time, and refuses another identity, a bundle of another ISO and a bundle
+/// of another Sigstore (another CA and Rekor than the root given); `register` takes the same
+/// rules from a signer policy file.
+#[test]
+fn keyless_bundles_verify_against_the_identity_and_the_root_given() {
+    use cks_iso_testworld::rekor_v2::BundleOptions;
+    use cks_iso_testworld::sigstore::{SignOptions, Sigstore};
+    const ID: &str = "release@acme.example";
+    const ISSUER: &str = "https://issuer.acme.example";
+    let dir = tempfile::tempdir().unwrap();
+    let store = Sigstore::generate();
+    let root = dir.path().join("root.json");
+    fs::write(&root, store.trusted_root()).unwrap();
+    let iso = small_iso(dir.path(), "setup-v1.33.1-x86_64.iso", "1.33.1", "amd64", 4);
+    let opts = BundleOptions {
+        signer: SignOptions {
+            identity: ID.into(),
+            issuer: ISSUER.into(),
+            ..SignOptions::default()
+        },
+        ..BundleOptions::default()
+    };
+    let bundle = store
+        .rekor_v2()
+        .sign(&store, &fs::read(&iso).unwrap(), &opts);
+    fs::write(beside(&iso, ".sigstore.json"), &bundle).unwrap();
+    let verify = |iso: &Path, root: &Path, signer: &[&str]| {
+        cks_iso()
+            .arg("verify")
+            .arg(iso)
+            .args(["--iso-signature", "--signer-trusted-root", p(root)])
+            .args(signer)
+            .output()
+            .unwrap()
+    };
+    // (A small ISO breaks the contract's rules, which verify also reports; the signature's
+    // verdict is its own line.)
+    let accepted = |out: std::process::Output| {
+        let said = combined(&out);
+        assert!(!said.contains("its signature is refused"), "{said}");
+        assert!(
+            said.contains(&format!("signed by {ID} via {ISSUER}, at 20")),
+            "{said}"
+        );
+    };
+    let exact = [
+        "--certificate-identity",
+        ID,
+        "--certificate-oidc-issuer",
+        ISSUER,
+    ];
+    accepted(verify(&iso, &root, &exact));
+    let regexp = [
+        "--certificate-identity-regexp",
+        r"^release@acme\.example$",
+        "--certificate-oidc-issuer",
+        ISSUER,
+    ];
+    accepted(verify(&iso, &root, &regexp));
+
+    let refused = |out: std::process::Output, needle: &str| {
+        let said = combined(&out);
+        assert_eq!(out.status.code(), Some(1), "{said}");
+        assert!(said.contains("its signature is refused"), "{said}");
+        assert!(said.contains(needle), "{needle:?} missing:\n{said}");
+    };
+    let other_id = ["--certificate-identity", "mallory@acme.example"];
+    let other_id = [&other_id[..], &["--certificate-oidc-issuer", ISSUER]].concat();
+    refused(verify(&iso, &root, &other_id), "identity");
+    let partial = [
+        "--certificate-identity-regexp",
+        "acme",
+        "--certificate-oidc-issuer",
+        ISSUER,
+    ];
+    refused(verify(&iso, &root, &partial), "identity");
+    // Another Sigstore's root: its CA and Rekor sign nothing here.
+    let stranger_root = dir.path().join("stranger.json");
+    fs::write(&stranger_root, Sigstore::generate().trusted_root()).unwrap();
+    refused(verify(&iso, &stranger_root, &exact), "fails the");
+    // The bundle of another ISO.
+    let other = small_iso(dir.path(), "other.iso", "1.33.1", "amd64", 5);
+    fs::copy(
+        beside(&iso, ".sigstore.json"),
+        beside(&other, ".sigstore.json"),
+    )
+    .unwrap();
+    refused(verify(&other, &root, &exact), "sha256:");
+
+    // register, with the rule in a signer policy file (matched against the ISO's name).
+    let cloud = Cloud::start(cks_iso_testworld::cloudstack::Options::default());
+    let published = cloud.publish(&iso);
+    fs::copy(
+        beside(&iso, ".sigstore.json"),
+        beside(&published, ".sigstore.json"),
+    )
+    .unwrap();
+    let policy = cloud.dir.path().join("signers.yaml");
+    let rule = |id: &str| {
+        format!(
+            "rules:\n  - match: \"setup-v1.33.*\"\n    certificate-identity: {id}\n    \
+             certificate-oidc-issuer: {ISSUER}\n"
+        )
+    };
+    fs::write(&policy, rule("mallory@acme.example")).unwrap();
+    let flags = [
+        "--signer-policy",
+        p(&policy),
+        "--signer-trusted-root",
+        p(&root),
+    ];
+    fails(
+        &mut cloud.register(&[&published], &flags),
+        1,
+        &["signer found: a Fulcio certificate", "mallory@acme.example"],
+    );
+    assert!(!cloud.api.commands().contains(&ADD.to_owned()));
+    fs::write(&policy, rule(ID)).unwrap();
+    ok(cloud.register(&[&published], &flags).output().unwrap());
+    assert!(cloud.api.commands().contains(&ADD.to_owned()));
+}
