@@ -163,11 +163,11 @@ fn signed_as_required(
     let Some(signers) = crate::trust::sign::signers(&flags)? else {
         return Ok(());
     };
-    let root = crate::trust::trusted_root(
+    let root = crate::trust::sign::root_for(
+        &signers,
         signer.signer_trusted_root.as_deref(),
         settings.trusted_root.as_deref(),
-    )?
-    .0;
+    )?;
     let mut refused = 0;
     for iso in isos {
         let digest = crate::trust::sign::hash(iso)?;

@@ -89,8 +89,11 @@ fn iso_signers(
             ),
         )),
         (true, Some(signers)) => {
-            let root =
-                crate::trust::trusted_root(args.signer.signer_trusted_root.as_deref(), None)?.0;
+            let root = crate::trust::sign::root_for(
+                &signers,
+                args.signer.signer_trusted_root.as_deref(),
+                None,
+            )?;
             Ok(Some((signers, root)))
         }
     }
@@ -115,7 +118,7 @@ fn iso_signature(
                 "its signature is refused: {}; signer found: {}; expected: {}",
                 refused.reason, refused.found, refused.expected
             ),
-            cause: verify::Cause::Signature,
+            cause: verify::Cause::IsoSignature,
         }),
     }
     Ok(())

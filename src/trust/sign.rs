@@ -34,6 +34,25 @@ pub fn beside(iso: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// The trusted root keyless ISO signatures are judged against: `flag`, else `file` (the
+/// configuration's), else the embedded public-good root; read (and logged) only when a rule may
+/// need it, so that a check by keys alone says nothing of roots.
+pub fn root_for(
+    signers: &Signers,
+    flag: Option<&Path>,
+    file: Option<&Path>,
+) -> Result<TrustedRoot, super::TrustError> {
+    match signers.rules {
+        Some(_) => Ok(super::trusted_root(flag, file)?.0),
+        None => TrustedRoot::from_json(cks_iso_sigstore::PUBLIC_GOOD_ROOT).map_err(|reason| {
+            super::TrustError::Root {
+                origin: "Sigstore's public-good root (embedded)".into(),
+                reason,
+            }
+        }),
+    }
+}
+
 /// Why an ISO cannot be signed, or signers cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum SignError {
@@ -382,7 +401,18 @@ impl Signers {
         let path = beside(iso, BUNDLE_SUFFIX);
         let bytes = match read_bundle(&path) {
             Ok(b) => b,
-            Err(e) => return Err(refuse("none", format!("{}: {e}", path.display()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(refuse(
+                    "none",
+                    format!("no signature beside it ({} does not exist)", path.display()),
+                ));
+            }
+            Err(e) => {
+                return Err(refuse(
+                    "none",
+                    format!("cannot read {}: {e}", path.display()),
+                ));
+            }
         };
         if keyed::is_key_bundle(&bytes) {
             let sig = keyed::read_key_bundle(&bytes)

@@ -305,13 +305,17 @@ pub fn verify_key_signature(
         other => return Err(format!("{}, not an ECDSA key", other.name()).into()),
     };
     key.verify_prehash(hash, digest, &sig.signature)
-        .map_err(|e| {
-            format!(
-                "the signature does not verify under the key {}: {e}",
+        .map_err(|e| match e.reason() {
+            "the signature does not verify" => format!(
+                "the signature does not verify under the key {}",
                 fingerprint(spki)
-            )
-            .into()
+            ),
+            other => format!(
+                "the signature does not verify under the key {}: {other}",
+                fingerprint(spki)
+            ),
         })
+        .map_err(Invalid::from)
 }
 
 #[cfg(test)]
