@@ -97,7 +97,7 @@ pub fn run(mut args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     if let Some(path) = &args.lock_file
         && let Err(e) = author::write_lock(path, &lock)
     {
-        author::remove(&built);
+        super::sign::remove(&built);
         return Err(e.into());
     }
     drop(work);
