@@ -172,6 +172,7 @@ pub fn sign_iso(iso: &Path, sha256_hex: &str, key: &SigningKey) -> Result<(), Si
         .ok()
         .and_then(|d| d.try_into().ok())
         .expect("the writer's sha256 is 64 hex digits");
+    let start = std::time::Instant::now();
     let signature = key.sign_digest(&digest);
     let sig_text = {
         use base64::Engine as _;
@@ -189,9 +190,10 @@ pub fn sign_iso(iso: &Path, sha256_hex: &str, key: &SigningKey) -> Result<(), Si
         write(&path).map_err(|source| SignError::Write { path, source })?;
     }
     tracing::info!(
-        "signed {} with the key {}",
+        "signed {} with the key {} ({:.3} s)",
         iso.display(),
-        keyed::fingerprint(key.public_spki())
+        keyed::fingerprint(key.public_spki()),
+        start.elapsed().as_secs_f64()
     );
     Ok(())
 }
