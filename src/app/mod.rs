@@ -16,6 +16,7 @@ mod pull;
 mod register;
 mod request;
 mod resolve;
+mod sign;
 mod upgrade_check;
 mod verify;
 mod verify_bundle;
@@ -57,6 +58,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<Outcome, AppError> {
         Command::Resolve(args) => done(resolve::run(*args, ui)),
         Command::Pull(args) => done(pull::run(*args, ui)),
         Command::Build(args) => done(build::run(*args, ui)),
+        Command::Sign(args) => done(sign::run(args)),
         Command::Register(args) => done(register::run(*args)),
         Command::Versions(command) => done(versions_cmd::run(*command)),
         Command::Diff(args) => diff::run(args),

@@ -21,6 +21,7 @@ pub use self::register::{
     VersionsRetireArgs,
 };
 pub use self::resolve::ResolveArgs;
+pub use self::sign::{SignArgs, SignerArgs};
 pub use self::signatures::{SignatureArgs, TrustArgs};
 pub use self::upgrade_check::UpgradeCheckArgs;
 pub use self::verify::VerifyArgs;
@@ -39,6 +40,7 @@ mod iso;
 mod pull;
 mod register;
 mod resolve;
+mod sign;
 mod signatures;
 mod upgrade_check;
 mod verify;
@@ -110,6 +112,9 @@ pub enum Command {
     Pull(Box<PullArgs>),
     /// Build the CKS binaries ISO (one per --arch); also takes upstream's positional arguments.
     Build(Box<BuildArgs>),
+    /// Sign ISOs with a key: writes ISO.sig (cosign's) and ISO.sigstore.json (a Sigstore bundle)
+    /// beside each.
+    Sign(SignArgs),
     /// Register ISOs in CloudStack as Kubernetes supported versions and wait until they are Ready.
     Register(Box<RegisterArgs>),
     /// List or retire CloudStack's Kubernetes supported versions.

@@ -39,6 +39,7 @@ mod iso_errors;
 mod iso_large;
 mod iso_readers;
 mod iso_reproducible;
+mod iso_signing;
 mod kubeadm_images;
 mod kubeadm_releases;
 mod layers;
