@@ -45,6 +45,7 @@ mod no_internet;
 mod packaging;
 mod parser_properties;
 mod progress;
+mod push;
 mod ranged_pull;
 mod real_tools;
 mod referrer_shapes;

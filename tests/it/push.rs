@@ -1,0 +1,315 @@
+//! `cks-iso push` into a second real registry (Debian's `docker-registry`), judged by skopeo:
+//! a lock's images with the source's index and manifest digests, a second push that starts no
+//! upload (counted at a front that sees every request), an ISO pushed with the world stopped,
+//! and the failures a user meets (a target refusing a blob, wrong credentials).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::support::*;
+use cks_iso::lock::{ArchEntry, Autoscaler, ImageEntry, Kubeadm, Lock, LockedRequest, VERSION};
+use cks_iso_testworld::basic_front::BasicFront;
+use cks_iso_testworld::images::Fixture;
+use cks_iso_testworld::registry::{self, DockerRegistry, proxy};
+use cks_iso_testworld::server::{HttpServer, Outgoing};
+
+/// A front before a registry that records `METHOD target` of every request and, when
+/// `refuse_uploads`, answers upload starts as a registry over its quota does.
+struct Front {
+    server: HttpServer,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Front {
+    fn start(upstream: &str, refuse_uploads: bool) -> Self {
+        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+        let server = {
+            let (seen, upstream) = (seen.clone(), upstream.to_owned());
+            HttpServer::start(move |request| {
+                seen.lock()
+                    .unwrap()
+                    .push(format!("{} {}", request.method, request.target));
+                if refuse_uploads && request.method == "POST" {
+                    return Outgoing::new(
+                        400,
+                        r#"{"errors":[{"code":"DENIED","message":"storage quota exceeded"}]}"#,
+                    )
+                    .with("Content-Type", "application/json");
+                }
+                proxy(&request, &upstream)
+            })
+        };
+        Self { server, seen }
+    }
+
+    fn host(&self) -> String {
+        self.server.host()
+    }
+
+    /// Requests seen whose `METHOD target` starts with `prefix`, and forgets them all.
+    fn count(&self, prefix: &str) -> usize {
+        let seen = self.seen.lock().unwrap();
+        seen.iter().filter(|s| s.starts_with(prefix)).count()
+    }
+
+    fn forget(&self) {
+        self.seen.lock().unwrap().clear();
+    }
+}
+
+/// The tagged amd64 fixtures, a few.
+fn fixtures(world: &registry::RegistryWorld) -> Vec<Fixture> {
+    (world.corpus.fixtures.iter())
+        .filter(|f| f.per_arch.contains_key("amd64") && f.tag.is_some() && !f.pinned)
+        .take(3)
+        .cloned()
+        .collect()
+}
+
+/// A lock of amd64 naming `images` as resolved in the world.
+fn lock_of(images: &[Fixture]) -> Lock {
+    let images = images
+        .iter()
+        .map(|f| {
+            let mut entry = ImageEntry::new(
+                f.reference(),
+                f.top.clone(),
+                f.per_arch["amd64"].manifest.clone(),
+                1,
+            );
+            entry.extra = Some("image".into());
+            entry
+        })
+        .collect();
+    Lock {
+        version: VERSION,
+        cks_iso: env!("CARGO_PKG_VERSION").into(),
+        epoch: 1_700_000_000,
+        request: LockedRequest {
+            kubernetes: "1.33.1".into(),
+            kubernetes_label: None,
+            arches: vec!["amd64".into()],
+            cni: "1.6.2".into(),
+            crictl: "1.33.0".into(),
+            etcd: None,
+            csi: None,
+            ccm: "v1.2.0".into(),
+            autoscaler: "1.33.3".into(),
+            headlamp: None,
+            headlamp_image: None,
+            cloudstack: None,
+            volume_id: "CDROM".into(),
+            name: "setup-v1.33.1".into(),
+        },
+        autoscaler: Autoscaler {
+            version: "1.33.3".into(),
+            tag: "cluster-autoscaler-1.33.3".into(),
+            commit: None,
+            pinned: false,
+        },
+        kubeadm: Kubeadm {
+            pause: "3.10".into(),
+            etcd: "3.5.21-0".into(),
+            coredns: "v1.12.0".into(),
+            source: "embedded table".into(),
+        },
+        manifests: vec![],
+        arches: BTreeMap::from([(
+            "amd64".to_owned(),
+            ArchEntry {
+                iso: "setup-v1.33.1-x86_64.iso".into(),
+                files: vec![],
+                images,
+            },
+        )]),
+    }
+}
+
+/// `cks-iso push` isolated from the user's credentials and cache.
+fn push(cache: &Path, args: &[String]) -> std::process::Output {
+    let mut cmd = cks_iso();
+    cmd.arg("push")
+        .args(args)
+        .arg("--cache-dir")
+        .arg(cache)
+        .env("HOME", cache.parent().unwrap())
+        .env_remove("DOCKER_CONFIG")
+        .env_remove("REGISTRY_AUTH_FILE")
+        .env_remove("XDG_CACHE_HOME");
+    cmd.output().expect("run cks-iso")
+}
+
+/// `sha256:` of what `skopeo inspect --raw` reads at `image` (plain HTTP).
+fn raw_digest(image: &str) -> String {
+    require("skopeo");
+    let out = run_tool(
+        "skopeo",
+        &["inspect", "--raw", "--tls-verify=false", &format!("docker://{image}")],
+    );
+    assert!(out.status.success(), "skopeo {image}: {}", stderr(&out));
+    cks_iso_testworld::http::sha256(&out.stdout)
+}
+
+fn write_lock(dir: &Path, lock: &Lock) -> PathBuf {
+    let path = dir.join("cks-iso.lock");
+    std::fs::write(&path, lock.render()).unwrap();
+    path
+}
+
+#[test]
+fn a_lock_is_pushed_with_its_digests_and_a_second_push_uploads_nothing() {
+    let world = registry::world();
+    let images = fixtures(&world);
+    assert!(images.len() >= 2, "the corpus has tagged amd64 images");
+    let tmp = tempfile::tempdir().unwrap();
+    let storage = tempfile::tempdir().unwrap();
+    let target = DockerRegistry::start(storage.path(), None);
+    let front = Front::start(&target.host(), false);
+    let lock = write_lock(tmp.path(), &lock_of(&images));
+    let cache = tmp.path().join("cache");
+    let mapping = tmp.path().join("mapping.txt");
+    let mut args: Vec<String> = vec![
+        "--locked".into(),
+        p(&lock).into(),
+        "--to".into(),
+        format!("{}/mirror", front.host()),
+        "--insecure-registry".into(),
+        front.host(),
+        "--mapping-file".into(),
+        p(&mapping).into(),
+        // Small chunks: the 24 KiB layers go up as PATCHes.
+        "--chunk-size".into(),
+        "4096".into(),
+    ];
+    args.extend(world.mirror_args(&world.registry.url()));
+    let out = push(&cache, &args);
+    assert!(out.status.success(), "push: {}", stderr(&out));
+    assert!(front.count("POST /v2/mirror/") > 0, "uploads went through");
+    let lines = std::fs::read_to_string(&mapping).unwrap();
+    for f in &images {
+        let tag = f.tag.as_deref().unwrap();
+        let pushed = format!("{}/mirror/{}:{tag}", target.host(), f.name);
+        let source = format!("{}/{}:{tag}", world.registry.host(), f.name);
+        assert_eq!(raw_digest(&pushed), f.top, "{pushed}: the index digest");
+        assert_eq!(raw_digest(&source), f.top, "{source}");
+        let platform = &f.per_arch["amd64"].manifest;
+        let by_digest = format!("{}/mirror/{}@{platform}", target.host(), f.name);
+        assert_eq!(raw_digest(&by_digest), *platform, "{by_digest}");
+        let line = format!("{} {}/mirror/{}:{tag}@{}", f.reference(), front.host(), f.name, f.top);
+        assert!(lines.lines().any(|l| l == line), "{line} in\n{lines}");
+    }
+    front.forget();
+    let again = push(&cache, &args);
+    assert!(again.status.success(), "second push: {}", stderr(&again));
+    assert_eq!(front.count("POST "), 0, "no upload started the second time");
+    assert_eq!(front.count("PUT "), 0, "no manifest put the second time");
+    assert!(front.count("HEAD ") > 0);
+    let mut dry = args.clone();
+    dry.push("--dry-run".into());
+    let out = push(&cache, &dry);
+    assert!(out.status.success(), "dry run: {}", stderr(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("would upload 0 blobs"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn an_iso_is_pushed_with_the_world_stopped() {
+    let world = registry::world();
+    let images = fixtures(&world);
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("tree");
+    let docker = tree.join("docker");
+    std::fs::create_dir_all(&docker).unwrap();
+    let mut args: Vec<String> = vec!["--arch".into(), "amd64".into()];
+    args.extend(images.iter().map(Fixture::reference));
+    args.extend(world.mirror_args(&world.registry.url()));
+    let pulled = crate::support::registry::pull(&args, &tmp.path().join("pullcache"), &docker);
+    assert!(pulled.status.success(), "pull: {}", stderr(&pulled));
+    write_lock(&tree, &lock_of(&images));
+    let iso = tmp.path().join("setup.iso");
+    ok(run(cks_iso()
+        .arg("iso")
+        .arg(&tree)
+        .arg("-o")
+        .arg(&iso)));
+    drop(world);
+    let storage = tempfile::tempdir().unwrap();
+    let target = DockerRegistry::start(storage.path(), None);
+    let cache = tmp.path().join("cache");
+    let args: Vec<String> = vec![
+        p(&iso).into(),
+        "--to".into(),
+        target.host(),
+        "--insecure-registry".into(),
+        target.host(),
+    ];
+    let out = push(&cache, &args);
+    assert!(out.status.success(), "push ISO: {}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    for f in &images {
+        let tag = f.tag.as_deref().unwrap();
+        let line = (stdout.lines())
+            .find(|l| l.starts_with(&format!("{} ", f.reference())))
+            .unwrap_or_else(|| panic!("{} in\n{stdout}", f.reference()));
+        let digest = line.rsplit('@').next().unwrap();
+        let platform = &f.per_arch["amd64"].manifest;
+        // The whole index where the ISO holds every manifest it lists, else amd64's manifest.
+        assert!(digest == f.top || digest == platform, "{line}");
+        let pushed = format!("{}/{}:{tag}", target.host(), f.name);
+        assert_eq!(raw_digest(&pushed), digest, "{pushed}");
+        let by_digest = format!("{}/{}@{platform}", target.host(), f.name);
+        assert_eq!(raw_digest(&by_digest), *platform, "{by_digest}");
+    }
+}
+
+#[test]
+fn a_refused_blob_and_wrong_credentials_fail_naming_the_image() {
+    let world = registry::world();
+    let images = fixtures(&world);
+    let tmp = tempfile::tempdir().unwrap();
+    let storage = tempfile::tempdir().unwrap();
+    let target = DockerRegistry::start(storage.path(), None);
+    let refusing = Front::start(&target.host(), true);
+    let lock = write_lock(tmp.path(), &lock_of(&images[..1]));
+    let cache = tmp.path().join("cache");
+    let mirror = world.mirror_args(&world.registry.url());
+    let to = |host: String| -> Vec<String> {
+        let mut args = vec![
+            "--locked".into(),
+            p(&lock).into(),
+            "--to".into(),
+            host.clone(),
+            "--insecure-registry".into(),
+            host,
+        ];
+        args.extend(mirror.iter().cloned());
+        args
+    };
+    let out = push(&cache, &to(refusing.host()));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    for needle in [images[0].reference().as_str(), "refused blob sha256:", "HTTP 400", "storage quota exceeded"] {
+        assert!(err.contains(needle), "{needle:?} in\n{err}");
+    }
+    assert!(out.stdout.is_empty(), "nothing claimed pushed");
+    let basic = BasicFront::start(&target.host(), "alice", "right");
+    let auth = tmp.path().join("auth.json");
+    let wrong = cks_iso_testworld::http::base64(b"alice:wrong");
+    std::fs::write(
+        &auth,
+        format!(r#"{{"auths":{{"{}":{{"auth":"{wrong}"}}}}}}"#, basic.host()),
+    )
+    .unwrap();
+    let mut args = to(basic.host());
+    args.extend(["--to-authfile".into(), p(&auth).into()]);
+    let out = push(&cache, &args);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    for needle in ["refused access", "docker login"] {
+        assert!(err.contains(needle), "{needle:?} in\n{err}");
+    }
+}
