@@ -217,7 +217,7 @@ async fn dry_run(pusher: &Registry, target: &Target, images: &[PushImage]) -> Re
 
 fn summary(tally: &Tally, target: &Target) {
     tracing::info!(
-        "{}: uploaded {} ({}), {} already there, {} mounted, {} put, {} resumed",
+        "{}: uploaded {} ({}), {} already there, {} mounted, {} put, {} resumed, {} started again",
         target.host,
         crate::ui::count(Tally::get(&tally.uploaded), "blob", "blobs"),
         indicatif::HumanBytes(Tally::get(&tally.uploaded_bytes)),
@@ -225,6 +225,7 @@ fn summary(tally: &Tally, target: &Target) {
         Tally::get(&tally.mounted),
         crate::ui::count(Tally::get(&tally.manifests), "manifest", "manifests"),
         crate::ui::count(Tally::get(&tally.resumed), "chunked upload", "chunked uploads"),
+        Tally::get(&tally.restarted),
     );
 }
 

@@ -3,10 +3,15 @@
 //! chunk per transfer). A connection broken mid-chunk is not retried blindly — the registry may
 //! have kept part of it, and distribution refuses a `PATCH` that does not start where the
 //! session stands —: the session's status (`GET`, answering `Range: 0-<last byte>`) says where
-//! to resume, so what is sent again is the rest of that chunk, never the blob.
+//! to resume, so what is sent again is the rest of that chunk, never the blob. distribution
+//! (`docker-registry`, Harbor) cancels a session whose size no longer matches the offset its URL's
+//! `_state` carries — when part of the broken chunk reached it —; the blob then starts again in a
+//! new session, which the summary counts apart.
 
 use super::upload::{Tally, next_offset, with_digest};
 use super::*;
+
+use std::sync::atomic::Ordering;
 
 use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE};
 
@@ -63,8 +68,25 @@ impl Registry {
             }
             tracing::debug!("{what}: chunk {range} broke ({cause}); asking where to resume");
             tokio::time::sleep(self.retry.delay(breaks, None)).await;
-            (offset, session) = self.upload_status(ep, reference, &session, &what).await?;
-            tally.resumed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            match self.upload_status(ep, reference, &session, &what).await {
+                Ok(resume) => {
+                    (offset, session) = resume;
+                    tally.resumed.fetch_add(1, Ordering::Relaxed);
+                }
+                // distribution cancels a session whose size no longer matches the state its
+                // URL carries (part of the broken chunk was written): start again.
+                Err(RegistryError::Refused {
+                    status: 400 | 404 | 416,
+                    answer,
+                    ..
+                }) => {
+                    tracing::debug!("{what}: the upload session is gone ({answer}); a new one");
+                    session = self.new_session(ep, reference, &what).await?;
+                    offset = 0;
+                    tally.restarted.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(other) => return Err(other),
+            }
         }
         let url = with_digest(&session, &desc.digest);
         let r = self
@@ -75,6 +97,25 @@ impl Registry {
         match r.status().as_u16() {
             201 | 204 => Ok(()),
             _ => Err(self.answered(ep, reference, &what, r).await),
+        }
+    }
+
+    /// A fresh upload session in `ep`.
+    async fn new_session(
+        &self,
+        ep: &Endpoint,
+        reference: &Reference,
+        what: &str,
+    ) -> Result<String, RegistryError> {
+        let url = format!("{}/v2/{}/blobs/uploads/", ep.base, ep.name);
+        let r = self
+            .send_retried(&self.client, ep, reference, (Method::POST, &url, what), |b| {
+                b.header(CONTENT_LENGTH, 0)
+            })
+            .await?;
+        match r.status().as_u16() {
+            202 => self.location(ep, reference, &r),
+            _ => Err(self.answered(ep, reference, what, r).await),
         }
     }
 

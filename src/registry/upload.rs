@@ -113,6 +113,8 @@ pub struct Tally {
     pub manifests: AtomicU64,
     /// Chunked uploads resumed after a broken connection.
     pub resumed: AtomicU64,
+    /// Chunked uploads started again in a new session (the registry dropped the broken one).
+    pub restarted: AtomicU64,
 }
 
 impl Tally {
@@ -230,8 +232,7 @@ impl Registry {
     ) -> RegistryError {
         let status = response.status().as_u16();
         let body = response.bytes().await.unwrap_or_default();
-        let text = String::from_utf8_lossy(&body[..body.len().min(2048)]);
-        let answer: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let answer = registry_words(&body);
         match status {
             401 | 403 => RegistryError::Auth {
                 reference: reference.to_string(),
@@ -472,6 +473,42 @@ impl Registry {
     }
 }
 
+/// What a registry said in an error body: distribution's `errors` as `CODE: message (detail)`,
+/// each once, else the body's first 300 characters on one line.
+fn registry_words(body: &[u8]) -> String {
+    #[derive(Deserialize)]
+    struct Errors {
+        errors: Vec<Entry>,
+    }
+    #[derive(Deserialize)]
+    struct Entry {
+        code: Option<String>,
+        message: Option<String>,
+        detail: Option<serde_json::Value>,
+    }
+    let Ok(parsed) = serde_json::from_slice::<Errors>(body) else {
+        let text = String::from_utf8_lossy(&body[..body.len().min(300)]);
+        return text.split_whitespace().collect::<Vec<_>>().join(" ");
+    };
+    let mut words: Vec<String> = Vec::new();
+    for e in parsed.errors {
+        let mut word = [e.code, e.message]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(": ");
+        match e.detail {
+            Some(serde_json::Value::String(d)) => word.push_str(&format!(" ({d})")),
+            Some(serde_json::Value::Null) | None => {}
+            Some(other) => word.push_str(&format!(" ({other})")),
+        }
+        if !words.contains(&word) {
+            words.push(word);
+        }
+    }
+    words.join("; ")
+}
+
 /// `session` with `digest=<digest>` added to its query.
 pub(super) fn with_digest(session: &str, digest: &Digest) -> String {
     let sep = if session.contains('?') { '&' } else { '?' };
@@ -507,6 +544,16 @@ mod tests {
             let err = Target::parse(bad, &[]).unwrap_err();
             assert!(err.contains("e.g."), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn registry_errors_read_as_code_message_and_detail_once() {
+        let body = br#"{"errors":[{"code":"MANIFEST_BLOB_UNKNOWN","message":"blob unknown to registry","detail":"sha256:ab"},{"code":"MANIFEST_BLOB_UNKNOWN","message":"blob unknown to registry","detail":"sha256:ab"},{"code":"DENIED","message":"quota"}]}"#;
+        assert_eq!(
+            registry_words(body),
+            "MANIFEST_BLOB_UNKNOWN: blob unknown to registry (sha256:ab); DENIED: quota"
+        );
+        assert_eq!(registry_words(b"<html>\n bad gateway </html>"), "<html> bad gateway </html>");
     }
 
     #[test]

@@ -313,3 +313,150 @@ fn a_refused_blob_and_wrong_credentials_fail_naming_the_image() {
         assert!(err.contains(needle), "{needle:?} in\n{err}");
     }
 }
+
+/// A front that forwards everything, upload sessions included (their `Location` is rewritten to
+/// itself), and breaks the first `PATCH` of a chunk: it forwards nothing of it (`partial` false),
+/// or its first half (`partial`), and answers 503, as a proxy whose upstream connection dropped
+/// does. Counts `PATCH` bytes per session.
+struct CuttingFront {
+    server: HttpServer,
+    /// Bytes of `PATCH` bodies received per session path, and the digest its `PUT` closed it with.
+    sessions: Arc<Mutex<BTreeMap<String, (u64, Option<String>)>>>,
+    cut: Arc<Mutex<Option<String>>>,
+}
+
+impl CuttingFront {
+    fn start(upstream: &str, partial: bool) -> Self {
+        let sessions: Arc<Mutex<BTreeMap<String, (u64, Option<String>)>>> = Arc::default();
+        let cut: Arc<Mutex<Option<String>>> = Arc::default();
+        let me: Arc<std::sync::OnceLock<String>> = Arc::default();
+        let server = {
+            let (sessions, cut, me, upstream) =
+                (sessions.clone(), cut.clone(), me.clone(), upstream.to_owned());
+            HttpServer::start(move |request| {
+                let path = request.target.split('?').next().unwrap_or_default().to_owned();
+                let mut body = request.body.clone();
+                let mut range = request.header("content-range").map(str::to_owned);
+                let mut broken = false;
+                if request.method == "PATCH" {
+                    sessions.lock().unwrap().entry(path.clone()).or_default().0 +=
+                        body.len() as u64;
+                    let mut cut = cut.lock().unwrap();
+                    if cut.is_none() && body.len() >= 2048 {
+                        let start: u64 = range.as_deref().and_then(|r| r.split('-').next()?.parse().ok()).unwrap();
+                        let half = body.len() / 2;
+                        body.truncate(half);
+                        range = Some(format!("{start}-{}", start + half as u64 - 1));
+                        *cut = Some(path.clone());
+                        broken = true;
+                    }
+                }
+                if request.method == "PUT" && path.contains("/blobs/uploads/") {
+                    let digest = request.target.split("digest=").nth(1).map(str::to_owned);
+                    sessions.lock().unwrap().entry(path.clone()).or_default().1 = digest;
+                }
+                let mut headers: Vec<(&str, &str)> = ["accept", "content-type"]
+                    .into_iter()
+                    .filter_map(|name| request.header(name).map(|v| (name, v)))
+                    .collect();
+                if let Some(range) = &range {
+                    headers.push(("content-range", range));
+                }
+                if broken && !partial {
+                    return Outgoing::new(503, "upstream connection lost");
+                }
+                let reply = match cks_iso_testworld::http::request(
+                    &upstream,
+                    &request.method,
+                    &request.target,
+                    &headers,
+                    &body,
+                ) {
+                    Ok(reply) => reply,
+                    Err(e) => return Outgoing::new(502, e.to_string()),
+                };
+                if broken {
+                    return Outgoing::new(503, "upstream connection lost");
+                }
+                let mut out = Outgoing::new(reply.status, Vec::new());
+                for name in ["content-type", "docker-content-digest", "range", "location"] {
+                    if let Some(value) = reply.header(name) {
+                        let value = value.replace(&upstream, me.get().unwrap());
+                        out = out.with(name, &value);
+                    }
+                }
+                if request.method == "HEAD" {
+                    out.length = reply.header("content-length").and_then(|l| l.parse().ok());
+                }
+                out.body = reply.body;
+                out
+            })
+        };
+        me.set(server.host()).unwrap();
+        Self { server, sessions, cut }
+    }
+}
+
+/// Pushes one image through a [`CuttingFront`]; the bytes `PATCH`ed in all, the sizes of the
+/// blobs the chunked sessions were closed with, and push's stderr.
+fn push_cut(partial: bool) -> (u64, u64, String) {
+    let world = registry::world();
+    let images = fixtures(&world);
+    let tmp = tempfile::tempdir().unwrap();
+    let storage = tempfile::tempdir().unwrap();
+    let target = DockerRegistry::start(storage.path(), None);
+    let front = CuttingFront::start(&target.host(), partial);
+    let lock = write_lock(tmp.path(), &lock_of(&images[..1]));
+    let host = front.server.host();
+    let mut args: Vec<String> = vec![
+        "--locked".into(),
+        p(&lock).into(),
+        "--to".into(),
+        host.clone(),
+        "--insecure-registry".into(),
+        host,
+        "--chunk-size".into(),
+        "4096".into(),
+    ];
+    args.extend(world.mirror_args(&world.registry.url()));
+    let out = push(&tmp.path().join("cache"), &args);
+    assert!(out.status.success(), "push: {}", stderr(&out));
+    assert!(front.cut.lock().unwrap().is_some(), "a PATCH was cut");
+    let sessions = front.sessions.lock().unwrap().clone();
+    let repository = format!("{}/{}", images[0].host(), images[0].name.split_once('/').unwrap().1);
+    let sent: u64 = sessions.values().map(|(bytes, _)| bytes).sum();
+    // The size of each blob a session was closed with, as the target serves it.
+    let mut sizes = 0;
+    let chunked = sessions.values().filter(|(bytes, _)| *bytes > 0);
+    for digest in chunked.filter_map(|(_, d)| d.as_deref()) {
+        let head = cks_iso_testworld::http::request(
+            &target.host(),
+            "HEAD",
+            &format!("/v2/{repository}/blobs/{digest}"),
+            &[],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(head.status, 200, "{digest} is at the target");
+        sizes += head.header("content-length").unwrap().parse::<u64>().unwrap();
+    }
+    let f = &images[0];
+    let pushed = format!("{}/{}:{}", target.host(), f.name, f.tag.as_deref().unwrap());
+    assert_eq!(raw_digest(&pushed), f.top);
+    (sent, sizes, stderr(&out))
+}
+
+#[test]
+fn a_chunk_broken_before_the_registry_saw_it_is_sent_again_alone() {
+    let (sent, sizes, err) = push_cut(false);
+    assert!(err.contains("1 chunked upload resumed, 0 started again"), "{err}");
+    assert_eq!(sent, sizes + 4096, "one 4096-byte chunk sent again, not the blob");
+}
+
+#[test]
+fn a_session_distribution_cancels_after_a_partial_chunk_starts_again() {
+    let (sent, sizes, err) = push_cut(true);
+    assert!(err.contains("0 chunked uploads resumed, 1 started again"), "{err}");
+    // The broken session's one chunk is lost; the blob goes again whole in a new session.
+    assert_eq!(sent, sizes + 4096, "the broken chunk, then the blob in a new session");
+}
