@@ -460,3 +460,82 @@ fn a_session_distribution_cancels_after_a_partial_chunk_starts_again() {
     // The broken session's one chunk is lost; the blob goes again whole in a new session.
     assert_eq!(sent, sizes + 4096, "the broken chunk, then the blob in a new session");
 }
+
+#[test]
+fn signatures_travel_and_verify_image_passes_on_the_pushed_copy() {
+    use cks_iso_testworld::world::{Options, World};
+    const PAUSE: &str = "registry.k8s.io/pause:3.10";
+    const TRUST: &str = "krel-trust@k8s-releng-prod.iam.gserviceaccount.com";
+    let world = World::start(Options::default());
+    let pause = world.image(PAUSE).clone();
+    let sig_tag = format!("sha256-{}.sig", pause.digest.trim_start_matches("sha256:"));
+    let head = cks_iso_testworld::http::request(
+        &world.registry_host(),
+        "HEAD",
+        &format!("/v2/{}/manifests/{sig_tag}", pause.repository),
+        &[("accept", "application/vnd.oci.image.manifest.v1+json")],
+        &[],
+    )
+    .unwrap();
+    assert_eq!(head.status, 200, "the world signs {PAUSE}");
+    let sig = head.header("docker-content-digest").unwrap().to_owned();
+    let mut entry = ImageEntry::new(PAUSE.into(), pause.digest.clone(), pause.manifests["amd64"].clone(), 1);
+    entry.signature = Some(cks_iso::lock::ImageSignature { tag: sig_tag.clone(), manifest: sig.clone() });
+    let mut lock = lock_of(&[]);
+    lock.arches.get_mut("amd64").unwrap().images = vec![entry];
+    let tmp = tempfile::tempdir().unwrap();
+    let lock = write_lock(tmp.path(), &lock);
+    let storage = tempfile::tempdir().unwrap();
+    let target = DockerRegistry::start(storage.path(), None);
+    let cache = tmp.path().join("cache");
+    let mut cmd = cks_iso();
+    cmd.env("CKS_ISO_CONFIG", world.config_path())
+        .env("HOME", tmp.path())
+        .args(["push", "--locked", p(&lock), "--cache-dir", p(&cache)])
+        .args(["--to", &format!("{}/mirror", target.host())])
+        .args(["--insecure-registry", &target.host()]);
+    let out = ok(run(&mut cmd));
+    let line = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(line.contains(&format!("@{}", pause.digest)), "{line}");
+    let pushed_sig = format!("{}/mirror/{}:{sig_tag}", target.host(), pause.repository);
+    assert_eq!(raw_digest(&pushed_sig), sig, "the signature manifest, byte for byte");
+
+    // verify-image reads the pushed copy (a config whose mirrors point at the target, a cold
+    // cache) and finds the same signer.
+    let reg = world.registry_host();
+    let yaml = world
+        .config_yaml()
+        .replace(&format!("http://{reg}/"), &format!("http://{}/mirror/", target.host()))
+        .replace(&reg, &target.host());
+    std::fs::copy(world.trusted_root_path(), tmp.path().join("trusted_root.json")).unwrap();
+    let config = tmp.path().join("target.yaml");
+    std::fs::write(&config, yaml).unwrap();
+    let fresh = tmp.path().join("verify-cache");
+    let done = cks_iso()
+        .env("CKS_ISO_CONFIG", &config)
+        .args(["verify-image", "--cache-dir", p(&fresh), PAUSE])
+        .output()
+        .unwrap();
+    assert_eq!(done.status.code(), Some(0), "{}", combined(&done));
+    let said = String::from_utf8_lossy(&done.stdout);
+    assert!(said.starts_with(&format!("{PAUSE} {} verified: {TRUST}", pause.digest)), "{said}");
+
+    // Without signatures, the .sig tag stays behind.
+    let storage = tempfile::tempdir().unwrap();
+    let bare = DockerRegistry::start(storage.path(), None);
+    let mut cmd = cks_iso();
+    cmd.env("CKS_ISO_CONFIG", world.config_path())
+        .env("HOME", tmp.path())
+        .args(["push", "--locked", p(&lock), "--cache-dir", p(&cache), "--without-signatures"])
+        .args(["--to", &bare.host(), "--insecure-registry", &bare.host()]);
+    ok(run(&mut cmd));
+    let missing = cks_iso_testworld::http::request(
+        &bare.host(),
+        "HEAD",
+        &format!("/v2/{}/manifests/{sig_tag}", pause.repository),
+        &[],
+        &[],
+    )
+    .unwrap();
+    assert_eq!(missing.status, 404);
+}
