@@ -539,3 +539,64 @@ fn signatures_travel_and_verify_image_passes_on_the_pushed_copy() {
     .unwrap();
     assert_eq!(missing.status, 404);
 }
+
+#[test]
+fn a_tls_registry_with_htpasswd_takes_the_push_with_its_own_login() {
+    let world = registry::world();
+    let images = fixtures(&world);
+    let tmp = tempfile::tempdir().unwrap();
+    // distribution's htpasswd wants bcrypt; perl's crypt() (libxcrypt) writes it.
+    let hash = run_tool("perl", &["-e", r#"print crypt("right", q($2y$05$cksisotestworldsaltsaa))"#]);
+    let htpasswd = tmp.path().join("htpasswd");
+    std::fs::write(&htpasswd, format!("alice:{}\n", String::from_utf8_lossy(&hash.stdout))).unwrap();
+    let tls = registry::Tls::generate();
+    let storage = tempfile::tempdir().unwrap();
+    let auth = format!(
+        "auth:\n  htpasswd:\n    realm: cks-iso-testworld\n    path: {}\n",
+        htpasswd.display()
+    );
+    let target = DockerRegistry::start_with(storage.path(), Some(&tls), &auth);
+    let lock = write_lock(tmp.path(), &lock_of(&images[..1]));
+    let login = |password: &str| {
+        let file = tmp.path().join(format!("auth-{password}.json"));
+        let basic = cks_iso_testworld::http::base64(format!("alice:{password}").as_bytes());
+        let text = format!(r#"{{"auths":{{"{}":{{"auth":"{basic}"}}}}}}"#, target.host());
+        std::fs::write(&file, text).unwrap();
+        file
+    };
+    let args = |authfile: &Path| -> Vec<String> {
+        let mut args: Vec<String> = vec![
+            "--locked".into(),
+            p(&lock).into(),
+            "--to".into(),
+            format!("{}/cks", target.host()),
+            "--ca-file".into(),
+            p(&tls.ca()).into(),
+            "--to-authfile".into(),
+            p(authfile).into(),
+        ];
+        args.extend(world.mirror_args(&world.registry.url()));
+        args
+    };
+    let cache = tmp.path().join("cache");
+    let out = push(&cache, &args(&login("wrong")));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    for needle in ["refused access", "HTTP 401", "docker login"] {
+        assert!(err.contains(needle), "{needle:?} in\n{err}");
+    }
+    let out = push(&cache, &args(&login("right")));
+    assert!(out.status.success(), "push: {}", stderr(&out));
+    let f = &images[0];
+    let pushed = format!("docker://{}/cks/{}:{}", target.host(), f.name, f.tag.as_deref().unwrap());
+    // skopeo takes CAs from `*.crt` files in --cert-dir.
+    let certs = tmp.path().join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    std::fs::copy(tls.ca(), certs.join("ca.crt")).unwrap();
+    let raw = run_tool(
+        "skopeo",
+        &["inspect", "--raw", "--creds", "alice:right", "--cert-dir", p(&certs), &pushed],
+    );
+    assert!(raw.status.success(), "skopeo: {}", stderr(&raw));
+    assert_eq!(cks_iso_testworld::http::sha256(&raw.stdout), f.top);
+}
