@@ -22,7 +22,11 @@ use crate::ui::Ui;
 
 /// Pushes, prints a line per image, writes the mapping file; exit 1 naming each image that failed.
 pub fn run(args: PushArgs, ui: &Ui) -> Result<(), AppError> {
-    let path = args.locked.clone().or(args.source.clone()).expect("clap asks for one");
+    let path = args
+        .locked
+        .clone()
+        .or(args.source.clone())
+        .expect("clap asks for one");
     let (lock, origin) = crate::lock::source::read(&path)?;
     let is_iso = origin != path.display().to_string();
     let mut settings = net::settings(args.net)?;
@@ -110,9 +114,9 @@ fn seed_from_iso(path: &Path, lock: Lock, origin: &str, cache: &Cache) -> Result
     let arches: Vec<&str> = (lock.arches.iter())
         .filter(|(_, a)| {
             !a.images.is_empty()
-                && a.images.iter().all(|i| {
-                    Digest::parse(&i.manifest).is_ok_and(|d| held.contains(&d))
-                })
+                && a.images
+                    .iter()
+                    .all(|i| Digest::parse(&i.manifest).is_ok_and(|d| held.contains(&d)))
         })
         .map(|(name, _)| name.as_str())
         .collect();
@@ -174,7 +178,8 @@ fn plan(lock: &Lock, without_signatures: bool) -> Result<Vec<PushImage>, AppErro
                 image.platforms.push(platform);
             }
             if let Some(sig) = entry.signature.as_ref().filter(|_| !without_signatures) {
-                let digest = Digest::parse(&sig.manifest).map_err(|_| bad("signature", &sig.manifest))?;
+                let digest =
+                    Digest::parse(&sig.manifest).map_err(|_| bad("signature", &sig.manifest))?;
                 if !image.signatures.iter().any(|(_, d)| *d == digest) {
                     image.signatures.push((sig.tag.clone(), digest));
                 }
@@ -224,7 +229,11 @@ fn summary(tally: &Tally, target: &Target) {
         Tally::get(&tally.present),
         Tally::get(&tally.mounted),
         crate::ui::count(Tally::get(&tally.manifests), "manifest", "manifests"),
-        crate::ui::count(Tally::get(&tally.resumed), "chunked upload", "chunked uploads"),
+        crate::ui::count(
+            Tally::get(&tally.resumed),
+            "chunked upload",
+            "chunked uploads"
+        ),
         Tally::get(&tally.restarted),
     );
 }
@@ -267,7 +276,8 @@ fn report_failures(
 fn write_mapping(file: &Path, text: &str) -> Result<(), AppError> {
     let fail = |e: std::io::Error| {
         AppError::failure(
-            anyhow::Error::new(e).context(format!("cannot write --mapping-file {}", file.display())),
+            anyhow::Error::new(e)
+                .context(format!("cannot write --mapping-file {}", file.display())),
             Some("pass --mapping-file a path in a directory you can write to".into()),
         )
     };

@@ -11,7 +11,11 @@ use super::Net;
 pub struct PushArgs {
     /// An ISO built by cks-iso (its `docker/*` archives, read without mounting it) or a
     /// cks-iso.lock (its images from the cache, pulled where missing).
-    #[arg(value_name = "ISO|LOCK", required_unless_present = "locked", conflicts_with = "locked")]
+    #[arg(
+        value_name = "ISO|LOCK",
+        required_unless_present = "locked",
+        conflicts_with = "locked"
+    )]
     pub source: Option<PathBuf>,
     /// The lock whose images to push (the same as giving it as SOURCE).
     #[arg(long, value_name = "LOCK")]

@@ -41,7 +41,14 @@ impl Registry {
                     .body(bytes.clone())
             };
             let sent = self
-                .send_authed(&self.bulk_client, ep, reference, patch, Method::PATCH, &session)
+                .send_authed(
+                    &self.bulk_client,
+                    ep,
+                    reference,
+                    patch,
+                    Method::PATCH,
+                    &session,
+                )
                 .await?;
             let cause = match sent {
                 Ok(r) if r.status().as_u16() == 202 => {
@@ -90,9 +97,13 @@ impl Registry {
         }
         let url = with_digest(&session, &desc.digest);
         let r = self
-            .send_retried(&self.client, ep, reference, (Method::PUT, &url, &what), |b| {
-                b.header(CONTENT_LENGTH, 0)
-            })
+            .send_retried(
+                &self.client,
+                ep,
+                reference,
+                (Method::PUT, &url, &what),
+                |b| b.header(CONTENT_LENGTH, 0),
+            )
             .await?;
         match r.status().as_u16() {
             201 | 204 => Ok(()),
@@ -109,9 +120,13 @@ impl Registry {
     ) -> Result<String, RegistryError> {
         let url = format!("{}/v2/{}/blobs/uploads/", ep.base, ep.name);
         let r = self
-            .send_retried(&self.client, ep, reference, (Method::POST, &url, what), |b| {
-                b.header(CONTENT_LENGTH, 0)
-            })
+            .send_retried(
+                &self.client,
+                ep,
+                reference,
+                (Method::POST, &url, what),
+                |b| b.header(CONTENT_LENGTH, 0),
+            )
             .await?;
         match r.status().as_u16() {
             202 => self.location(ep, reference, &r),
@@ -128,7 +143,13 @@ impl Registry {
         what: &str,
     ) -> Result<(u64, String), RegistryError> {
         let r = self
-            .send_retried(&self.client, ep, reference, (Method::GET, session, what), |b| b)
+            .send_retried(
+                &self.client,
+                ep,
+                reference,
+                (Method::GET, session, what),
+                |b| b,
+            )
             .await?;
         if r.status().as_u16() != 204 {
             return Err(self.answered(ep, reference, what, r).await);

@@ -123,7 +123,10 @@ pub enum RegistryError {
         reason: String,
     },
     /// A push target refused a blob or a manifest (`cks-iso push`).
-    #[error("{reference}: {registry} refused {what}: HTTP {status}{}", answer_of(answer))]
+    #[error(
+        "{reference}: {registry} refused {what}: HTTP {status}{}",
+        answer_of(answer)
+    )]
     Refused {
         /// The image being pushed, as the source names it.
         reference: String,
@@ -219,7 +222,9 @@ impl RegistryError {
             Self::Image(e) => return e.hint(),
             Self::Cache { source, .. } => return source.hint(),
             Self::Protocol { .. } => return None,
-            Self::Refused { status: 401 | 403, .. } => crate::fetch::AUTH_HINT.into(),
+            Self::Refused {
+                status: 401 | 403, ..
+            } => crate::fetch::AUTH_HINT.into(),
             Self::Refused { .. } => {
                 "the registry's answer says why; check the target's quota, the media types it \
                  accepts and the push rights of the credentials, then push again: what is \

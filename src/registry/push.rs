@@ -91,13 +91,18 @@ impl Registry {
             .buffer_unordered(self.config.jobs.max(1))
             .try_collect()
             .await?;
-        tracing::debug!("{reference}: {} blobs of {digest} at the target", pushed.len());
+        tracing::debug!(
+            "{reference}: {} blobs of {digest} at the target",
+            pushed.len()
+        );
         let media = media_of(&bytes);
         if self
             .put_manifest(ep, reference, &digest.to_string(), (digest, &media, &bytes))
             .await?
         {
-            tally.manifests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tally
+                .manifests
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         Ok(())
     }
@@ -180,7 +185,9 @@ impl Registry {
             .put_manifest(ep, reference, tag, (digest, &media, bytes))
             .await?
         {
-            tally.manifests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tally
+                .manifests
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         Ok(())
     }
@@ -217,7 +224,10 @@ impl Registry {
             Err(err) => return Err(err),
         };
         // The source holds only some platforms; point the tag at the one it was built for.
-        let Some(platform) = image.platforms.first().filter(|_| object != image.top.to_string())
+        let Some(platform) = image
+            .platforms
+            .first()
+            .filter(|_| object != image.top.to_string())
         else {
             return Err(refused);
         };

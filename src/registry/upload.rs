@@ -266,7 +266,13 @@ impl Registry {
         let url = ep.blob_url(digest);
         let what = format!("blob {digest}");
         let r = self
-            .send_retried(&self.client, ep, reference, (Method::HEAD, &url, &what), |b| b)
+            .send_retried(
+                &self.client,
+                ep,
+                reference,
+                (Method::HEAD, &url, &what),
+                |b| b,
+            )
             .await?;
         match r.status().as_u16() {
             200 => Ok(true),
@@ -286,9 +292,13 @@ impl Registry {
         let url = ep.manifest_url(object);
         let what = format!("manifest {object}");
         let r = self
-            .send_retried(&self.client, ep, reference, (Method::HEAD, &url, &what), |b| {
-                b.header(ACCEPT, accept())
-            })
+            .send_retried(
+                &self.client,
+                ep,
+                reference,
+                (Method::HEAD, &url, &what),
+                |b| b.header(ACCEPT, accept()),
+            )
             .await?;
         match r.status().as_u16() {
             200 => Ok(r
@@ -319,9 +329,13 @@ impl Registry {
             false => format!("manifest {digest} as {object}"),
         };
         let r = self
-            .send_retried(&self.client, ep, reference, (Method::PUT, &url, &what), |b| {
-                b.header(CONTENT_TYPE, media).body(bytes.to_vec())
-            })
+            .send_retried(
+                &self.client,
+                ep,
+                reference,
+                (Method::PUT, &url, &what),
+                |b| b.header(CONTENT_TYPE, media).body(bytes.to_vec()),
+            )
             .await?;
         if r.status().as_u16() != 201 && r.status().as_u16() != 200 {
             return Err(self.answered(ep, reference, &what, r).await);
@@ -373,9 +387,13 @@ impl Registry {
         }
         let what = format!("blob {}", desc.digest);
         let start = async {
-            self.send_retried(&self.client, ep, reference, (Method::POST, &session, &what), |b| {
-                b.header(CONTENT_LENGTH, 0)
-            })
+            self.send_retried(
+                &self.client,
+                ep,
+                reference,
+                (Method::POST, &session, &what),
+                |b| b.header(CONTENT_LENGTH, 0),
+            )
             .await
         };
         let r = start.await?;
@@ -389,7 +407,10 @@ impl Registry {
         }
         let location = self.location(ep, reference, &r)?;
         let uploaded = match desc.size > chunk {
-            true => self.upload_chunked(ep, reference, desc, location, chunk, tally).await,
+            true => {
+                self.upload_chunked(ep, reference, desc, location, chunk, tally)
+                    .await
+            }
             false => self.upload_whole(ep, reference, desc, location).await,
         };
         uploaded?;
@@ -401,7 +422,9 @@ impl Registry {
 
     pub(super) fn remember_pushed(&self, ep: &Endpoint, digest: &Digest) {
         let mut pushed = self.pushed.lock().unwrap_or_else(|p| p.into_inner());
-        pushed.entry(digest.clone()).or_insert_with(|| ep.name.clone());
+        pushed
+            .entry(digest.clone())
+            .or_insert_with(|| ep.name.clone());
     }
 
     /// The upload session an answer names (`Location`, made absolute).
@@ -461,10 +484,16 @@ impl Registry {
         let url = with_digest(&session, &desc.digest);
         let what = format!("blob {}", desc.digest);
         let r = self
-            .send_retried(&self.bulk_client, ep, reference, (Method::PUT, &url, &what), |b| {
-                b.header(CONTENT_TYPE, "application/octet-stream")
-                    .body(bytes.clone())
-            })
+            .send_retried(
+                &self.bulk_client,
+                ep,
+                reference,
+                (Method::PUT, &url, &what),
+                |b| {
+                    b.header(CONTENT_TYPE, "application/octet-stream")
+                        .body(bytes.clone())
+                },
+            )
             .await?;
         match r.status().as_u16() {
             201 | 204 => Ok(()),
@@ -532,14 +561,20 @@ mod tests {
         let t = Target::parse("reg.example:5000/cks/mirror/", &[]).unwrap();
         assert_eq!(t.base, "https://reg.example:5000");
         let r = Reference::parse("registry.k8s.io/pause:3.10").unwrap();
-        assert_eq!(t.name(&r), "reg.example:5000/cks/mirror/registry.k8s.io/pause");
+        assert_eq!(
+            t.name(&r),
+            "reg.example:5000/cks/mirror/registry.k8s.io/pause"
+        );
         let hub = Reference::parse("busybox").unwrap();
         assert_eq!(t.repository(&hub), "cks/mirror/docker.io/library/busybox");
         let plain = Target::parse("127.0.0.1:5000", &["127.0.0.1:5000".into()]).unwrap();
-        assert_eq!(plain.endpoint(&r).blob_url(&Digest::of(b"")), format!(
-            "http://127.0.0.1:5000/v2/registry.k8s.io/pause/blobs/{}",
-            Digest::of(b"")
-        ));
+        assert_eq!(
+            plain.endpoint(&r).blob_url(&Digest::of(b"")),
+            format!(
+                "http://127.0.0.1:5000/v2/registry.k8s.io/pause/blobs/{}",
+                Digest::of(b"")
+            )
+        );
         for bad in ["https://reg/x", "reg/Upper", "reg//x", "", "u@reg"] {
             let err = Target::parse(bad, &[]).unwrap_err();
             assert!(err.contains("e.g."), "{bad}: {err}");
@@ -553,7 +588,10 @@ mod tests {
             registry_words(body),
             "MANIFEST_BLOB_UNKNOWN: blob unknown to registry (sha256:ab); DENIED: quota"
         );
-        assert_eq!(registry_words(b"<html>\n bad gateway </html>"), "<html> bad gateway </html>");
+        assert_eq!(
+            registry_words(b"<html>\n bad gateway </html>"),
+            "<html> bad gateway </html>"
+        );
     }
 
     #[test]
@@ -563,7 +601,13 @@ mod tests {
         assert_eq!(next_offset(Some("bytes")), None);
         assert_eq!(next_offset(None), None);
         let d = Digest::of(b"x");
-        assert_eq!(with_digest("http://r/u?_state=a", &d), format!("http://r/u?_state=a&digest={d}"));
-        assert_eq!(with_digest("http://r/u", &d), format!("http://r/u?digest={d}"));
+        assert_eq!(
+            with_digest("http://r/u?_state=a", &d),
+            format!("http://r/u?_state=a&digest={d}")
+        );
+        assert_eq!(
+            with_digest("http://r/u", &d),
+            format!("http://r/u?digest={d}")
+        );
     }
 }

@@ -100,7 +100,12 @@ fn raw_digest(image: &str) -> String {
     require("skopeo");
     let out = run_tool(
         "skopeo",
-        &["inspect", "--raw", "--tls-verify=false", &format!("docker://{image}")],
+        &[
+            "inspect",
+            "--raw",
+            "--tls-verify=false",
+            &format!("docker://{image}"),
+        ],
     );
     assert!(out.status.success(), "skopeo {image}: {}", stderr(&out));
     cks_iso_testworld::http::sha256(&out.stdout)
@@ -151,7 +156,13 @@ fn a_lock_is_pushed_with_its_digests_and_a_second_push_uploads_nothing() {
         let platform = &f.per_arch["amd64"].manifest;
         let by_digest = format!("{}/mirror/{}@{platform}", target.host(), f.name);
         assert_eq!(raw_digest(&by_digest), *platform, "{by_digest}");
-        let line = format!("{} {}/mirror/{}:{tag}@{}", f.reference(), front.host(), f.name, f.top);
+        let line = format!(
+            "{} {}/mirror/{}:{tag}@{}",
+            f.reference(),
+            front.host(),
+            f.name,
+            f.top
+        );
         assert!(lines.lines().any(|l| l == line), "{line} in\n{lines}");
     }
     front.forget();
@@ -186,11 +197,7 @@ fn an_iso_is_pushed_with_the_world_stopped() {
     assert!(pulled.status.success(), "pull: {}", stderr(&pulled));
     write_lock(&tree, &lock_of(&images));
     let iso = tmp.path().join("setup.iso");
-    ok(run(cks_iso()
-        .arg("iso")
-        .arg(&tree)
-        .arg("-o")
-        .arg(&iso)));
+    ok(run(cks_iso().arg("iso").arg(&tree).arg("-o").arg(&iso)));
     drop(world);
     let storage = tempfile::tempdir().unwrap();
     let target = DockerRegistry::start(storage.path(), None);
@@ -247,7 +254,12 @@ fn a_refused_blob_and_wrong_credentials_fail_naming_the_image() {
     let out = push(&cache, &to(refusing.host()));
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
-    for needle in [images[0].reference().as_str(), "refused blob sha256:", "HTTP 400", "storage quota exceeded"] {
+    for needle in [
+        images[0].reference().as_str(),
+        "refused blob sha256:",
+        "HTTP 400",
+        "storage quota exceeded",
+    ] {
         assert!(err.contains(needle), "{needle:?} in\n{err}");
     }
     assert!(out.stdout.is_empty(), "nothing claimed pushed");
@@ -295,7 +307,11 @@ fn push_cut(partial: bool) -> (u64, u64, String) {
     assert!(out.status.success(), "push: {}", stderr(&out));
     assert!(front.cut.lock().unwrap().is_some(), "a PATCH was cut");
     let sessions = front.sessions.lock().unwrap().clone();
-    let repository = format!("{}/{}", images[0].host(), images[0].name.split_once('/').unwrap().1);
+    let repository = format!(
+        "{}/{}",
+        images[0].host(),
+        images[0].name.split_once('/').unwrap().1
+    );
     let sent: u64 = sessions.values().map(|(bytes, _)| bytes).sum();
     // The size of each blob a session was closed with, as the target serves it.
     let mut sizes = 0;
@@ -310,7 +326,11 @@ fn push_cut(partial: bool) -> (u64, u64, String) {
         )
         .unwrap();
         assert_eq!(head.status, 200, "{digest} is at the target");
-        sizes += head.header("content-length").unwrap().parse::<u64>().unwrap();
+        sizes += head
+            .header("content-length")
+            .unwrap()
+            .parse::<u64>()
+            .unwrap();
     }
     let f = &images[0];
     let pushed = format!("{}/{}:{}", target.host(), f.name, f.tag.as_deref().unwrap());
@@ -321,16 +341,30 @@ fn push_cut(partial: bool) -> (u64, u64, String) {
 #[test]
 fn a_chunk_broken_before_the_registry_saw_it_is_sent_again_alone() {
     let (sent, sizes, err) = push_cut(false);
-    assert!(err.contains("1 chunked upload resumed, 0 started again"), "{err}");
-    assert_eq!(sent, sizes + 4096, "one 4096-byte chunk sent again, not the blob");
+    assert!(
+        err.contains("1 chunked upload resumed, 0 started again"),
+        "{err}"
+    );
+    assert_eq!(
+        sent,
+        sizes + 4096,
+        "one 4096-byte chunk sent again, not the blob"
+    );
 }
 
 #[test]
 fn a_session_distribution_cancels_after_a_partial_chunk_starts_again() {
     let (sent, sizes, err) = push_cut(true);
-    assert!(err.contains("0 chunked uploads resumed, 1 started again"), "{err}");
+    assert!(
+        err.contains("0 chunked uploads resumed, 1 started again"),
+        "{err}"
+    );
     // The broken session's one chunk is lost; the blob goes again whole in a new session.
-    assert_eq!(sent, sizes + 4096, "the broken chunk, then the blob in a new session");
+    assert_eq!(
+        sent,
+        sizes + 4096,
+        "the broken chunk, then the blob in a new session"
+    );
 }
 
 #[test]
@@ -351,8 +385,16 @@ fn signatures_travel_and_verify_image_passes_on_the_pushed_copy() {
     .unwrap();
     assert_eq!(head.status, 200, "the world signs {PAUSE}");
     let sig = head.header("docker-content-digest").unwrap().to_owned();
-    let mut entry = ImageEntry::new(PAUSE.into(), pause.digest.clone(), pause.manifests["amd64"].clone(), 1);
-    entry.signature = Some(cks_iso::lock::ImageSignature { tag: sig_tag.clone(), manifest: sig.clone() });
+    let mut entry = ImageEntry::new(
+        PAUSE.into(),
+        pause.digest.clone(),
+        pause.manifests["amd64"].clone(),
+        1,
+    );
+    entry.signature = Some(cks_iso::lock::ImageSignature {
+        tag: sig_tag.clone(),
+        manifest: sig.clone(),
+    });
     let mut lock = lock_of(&[]);
     lock.arches.get_mut("amd64").unwrap().images = vec![entry];
     let tmp = tempfile::tempdir().unwrap();
@@ -370,16 +412,27 @@ fn signatures_travel_and_verify_image_passes_on_the_pushed_copy() {
     let line = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(line.contains(&format!("@{}", pause.digest)), "{line}");
     let pushed_sig = format!("{}/mirror/{}:{sig_tag}", target.host(), pause.repository);
-    assert_eq!(raw_digest(&pushed_sig), sig, "the signature manifest, byte for byte");
+    assert_eq!(
+        raw_digest(&pushed_sig),
+        sig,
+        "the signature manifest, byte for byte"
+    );
 
     // verify-image reads the pushed copy (a config whose mirrors point at the target, a cold
     // cache) and finds the same signer.
     let reg = world.registry_host();
     let yaml = world
         .config_yaml()
-        .replace(&format!("http://{reg}/"), &format!("http://{}/mirror/", target.host()))
+        .replace(
+            &format!("http://{reg}/"),
+            &format!("http://{}/mirror/", target.host()),
+        )
         .replace(&reg, &target.host());
-    std::fs::copy(world.trusted_root_path(), tmp.path().join("trusted_root.json")).unwrap();
+    std::fs::copy(
+        world.trusted_root_path(),
+        tmp.path().join("trusted_root.json"),
+    )
+    .unwrap();
     let config = tmp.path().join("target.yaml");
     std::fs::write(&config, yaml).unwrap();
     let fresh = tmp.path().join("verify-cache");
@@ -390,7 +443,10 @@ fn signatures_travel_and_verify_image_passes_on_the_pushed_copy() {
         .unwrap();
     assert_eq!(done.status.code(), Some(0), "{}", combined(&done));
     let said = String::from_utf8_lossy(&done.stdout);
-    assert!(said.starts_with(&format!("{PAUSE} {} verified: {TRUST}", pause.digest)), "{said}");
+    assert!(
+        said.starts_with(&format!("{PAUSE} {} verified: {TRUST}", pause.digest)),
+        "{said}"
+    );
 
     // Without signatures, the .sig tag stays behind.
     let storage = tempfile::tempdir().unwrap();
@@ -398,7 +454,14 @@ fn signatures_travel_and_verify_image_passes_on_the_pushed_copy() {
     let mut cmd = cks_iso();
     cmd.env("CKS_ISO_CONFIG", world.config_path())
         .env("HOME", tmp.path())
-        .args(["push", "--locked", p(&lock), "--cache-dir", p(&cache), "--without-signatures"])
+        .args([
+            "push",
+            "--locked",
+            p(&lock),
+            "--cache-dir",
+            p(&cache),
+            "--without-signatures",
+        ])
         .args(["--to", &bare.host(), "--insecure-registry", &bare.host()]);
     ok(run(&mut cmd));
     let missing = cks_iso_testworld::http::request(
@@ -418,9 +481,19 @@ fn a_tls_registry_with_htpasswd_takes_the_push_with_its_own_login() {
     let images = fixtures(&world);
     let tmp = tempfile::tempdir().unwrap();
     // distribution's htpasswd wants bcrypt; perl's crypt() (libxcrypt) writes it.
-    let hash = run_tool("perl", &["-e", r#"print crypt("right", q($2y$05$cksisotestworldsaltsaa))"#]);
+    let hash = run_tool(
+        "perl",
+        &[
+            "-e",
+            r#"print crypt("right", q($2y$05$cksisotestworldsaltsaa))"#,
+        ],
+    );
     let htpasswd = tmp.path().join("htpasswd");
-    std::fs::write(&htpasswd, format!("alice:{}\n", String::from_utf8_lossy(&hash.stdout))).unwrap();
+    std::fs::write(
+        &htpasswd,
+        format!("alice:{}\n", String::from_utf8_lossy(&hash.stdout)),
+    )
+    .unwrap();
     let tls = registry::Tls::generate();
     let storage = tempfile::tempdir().unwrap();
     let auth = format!(
@@ -432,7 +505,10 @@ fn a_tls_registry_with_htpasswd_takes_the_push_with_its_own_login() {
     let login = |password: &str| {
         let file = tmp.path().join(format!("auth-{password}.json"));
         let basic = cks_iso_testworld::http::base64(format!("alice:{password}").as_bytes());
-        let text = format!(r#"{{"auths":{{"{}":{{"auth":"{basic}"}}}}}}"#, target.host());
+        let text = format!(
+            r#"{{"auths":{{"{}":{{"auth":"{basic}"}}}}}}"#,
+            target.host()
+        );
         std::fs::write(&file, text).unwrap();
         file
     };
@@ -460,14 +536,27 @@ fn a_tls_registry_with_htpasswd_takes_the_push_with_its_own_login() {
     let out = push(&cache, &args(&login("right")));
     assert!(out.status.success(), "push: {}", stderr(&out));
     let f = &images[0];
-    let pushed = format!("docker://{}/cks/{}:{}", target.host(), f.name, f.tag.as_deref().unwrap());
+    let pushed = format!(
+        "docker://{}/cks/{}:{}",
+        target.host(),
+        f.name,
+        f.tag.as_deref().unwrap()
+    );
     // skopeo takes CAs from `*.crt` files in --cert-dir.
     let certs = tmp.path().join("certs");
     std::fs::create_dir_all(&certs).unwrap();
     std::fs::copy(tls.ca(), certs.join("ca.crt")).unwrap();
     let raw = run_tool(
         "skopeo",
-        &["inspect", "--raw", "--creds", "alice:right", "--cert-dir", p(&certs), &pushed],
+        &[
+            "inspect",
+            "--raw",
+            "--creds",
+            "alice:right",
+            "--cert-dir",
+            p(&certs),
+            &pushed,
+        ],
     );
     assert!(raw.status.success(), "skopeo: {}", stderr(&raw));
     assert_eq!(cks_iso_testworld::http::sha256(&raw.stdout), f.top);

@@ -51,6 +51,9 @@ impl Front {
     }
 }
 
+/// Bytes of `PATCH` bodies per upload session path, and the digest its `PUT` closed it with.
+pub type Sessions = Arc<Mutex<BTreeMap<String, (u64, Option<String>)>>>;
+
 /// A front that forwards everything, upload sessions included (their `Location` is rewritten to
 /// itself), and breaks the first `PATCH` of a chunk: it forwards nothing of it (`partial` false),
 /// or its first half (`partial`), and answers 503, as a proxy whose upstream connection dropped
@@ -58,20 +61,29 @@ impl Front {
 pub struct CuttingFront {
     pub server: HttpServer,
     /// Bytes of `PATCH` bodies received per session path, and the digest its `PUT` closed it with.
-    pub sessions: Arc<Mutex<BTreeMap<String, (u64, Option<String>)>>>,
+    pub sessions: Sessions,
     pub cut: Arc<Mutex<Option<String>>>,
 }
 
 impl CuttingFront {
     pub fn start(upstream: &str, partial: bool) -> Self {
-        let sessions: Arc<Mutex<BTreeMap<String, (u64, Option<String>)>>> = Arc::default();
+        let sessions: Sessions = Arc::default();
         let cut: Arc<Mutex<Option<String>>> = Arc::default();
         let me: Arc<std::sync::OnceLock<String>> = Arc::default();
         let server = {
-            let (sessions, cut, me, upstream) =
-                (sessions.clone(), cut.clone(), me.clone(), upstream.to_owned());
+            let (sessions, cut, me, upstream) = (
+                sessions.clone(),
+                cut.clone(),
+                me.clone(),
+                upstream.to_owned(),
+            );
             HttpServer::start(move |request| {
-                let path = request.target.split('?').next().unwrap_or_default().to_owned();
+                let path = request
+                    .target
+                    .split('?')
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
                 let mut body = request.body.clone();
                 let mut range = request.header("content-range").map(str::to_owned);
                 let mut broken = false;
@@ -80,7 +92,10 @@ impl CuttingFront {
                         body.len() as u64;
                     let mut cut = cut.lock().unwrap();
                     if cut.is_none() && body.len() >= 2048 {
-                        let start: u64 = range.as_deref().and_then(|r| r.split('-').next()?.parse().ok()).unwrap();
+                        let start: u64 = range
+                            .as_deref()
+                            .and_then(|r| r.split('-').next()?.parse().ok())
+                            .unwrap();
                         let half = body.len() / 2;
                         body.truncate(half);
                         range = Some(format!("{start}-{}", start + half as u64 - 1));
@@ -130,6 +145,10 @@ impl CuttingFront {
             })
         };
         me.set(server.host()).unwrap();
-        Self { server, sessions, cut }
+        Self {
+            server,
+            sessions,
+            cut,
+        }
     }
 }
