@@ -75,9 +75,11 @@ impl Target {
         })
     }
 
-    /// The repository `reference` goes to: `PREFIX/<host>/<path>`.
+    /// The repository `reference` goes to: `PREFIX/<host>/<path>`. A port in the host becomes
+    /// `_<port>` (`localhost:5000` → `localhost_5000`): a repository name has no `:`.
     pub fn repository(&self, reference: &Reference) -> String {
-        let name = format!("{}/{}", reference.domain(), reference.path());
+        let host = reference.domain().to_ascii_lowercase().replace(':', "_");
+        let name = format!("{host}/{}", reference.path());
         match self.prefix.is_empty() {
             true => name,
             false => format!("{}/{name}", self.prefix),
@@ -565,6 +567,8 @@ mod tests {
             t.name(&r),
             "reg.example:5000/cks/mirror/registry.k8s.io/pause"
         );
+        let local = Reference::parse("127.0.0.1:5000/bench/img:v1").unwrap();
+        assert_eq!(t.repository(&local), "cks/mirror/127.0.0.1_5000/bench/img");
         let hub = Reference::parse("busybox").unwrap();
         assert_eq!(t.repository(&hub), "cks/mirror/docker.io/library/busybox");
         let plain = Target::parse("127.0.0.1:5000", &["127.0.0.1:5000".into()]).unwrap();
