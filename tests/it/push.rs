@@ -226,6 +226,37 @@ fn an_iso_is_pushed_with_the_world_stopped() {
         let by_digest = format!("{}/{}@{platform}", target.host(), f.name);
         assert_eq!(raw_digest(&by_digest), *platform, "{by_digest}");
     }
+    // containerd pulls the images by their upstream names through the target, configured with the
+    // guide's hosts.toml (one directory per upstream registry, the path kept by override_path).
+    if let Some(containerd) = crate::support::containerd::Containerd::start() {
+        let hosts = tmp.path().join("certs.d");
+        for f in &images {
+            let dir = hosts.join(f.host());
+            std::fs::create_dir_all(&dir).unwrap();
+            let toml = format!(
+                "server = \"https://{host}\"\n\n[host.\"http://{target}/v2/{host}\"]\n  \
+                 capabilities = [\"pull\", \"resolve\"]\n  override_path = true\n",
+                host = f.host(),
+                target = target.host()
+            );
+            std::fs::write(dir.join("hosts.toml"), toml).unwrap();
+        }
+        for f in &images {
+            let reference = f.reference();
+            containerd.ctr(&[
+                "images",
+                "pull",
+                "--hosts-dir",
+                p(&hosts),
+                "--platform",
+                "linux/amd64",
+                &reference,
+            ]);
+            let listed = containerd.ctr(&["images", "ls", "-q"]);
+            let listed = String::from_utf8_lossy(&listed.stdout);
+            assert!(listed.lines().any(|l| l == reference), "{reference} in\n{listed}");
+        }
+    }
 }
 
 #[test]
