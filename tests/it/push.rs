@@ -3,119 +3,14 @@
 //! upload (counted at a front that sees every request), an ISO pushed with the world stopped,
 //! and the failures a user meets (a target refusing a blob, wrong credentials).
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::support::push_fronts::{CuttingFront, Front};
+use crate::support::push::{CuttingFront, Front, fixtures, lock_of, push, raw_digest, write_lock};
 use crate::support::*;
-use cks_iso::lock::{ArchEntry, Autoscaler, ImageEntry, Kubeadm, Lock, LockedRequest, VERSION};
+use cks_iso::lock::ImageEntry;
 use cks_iso_testworld::basic_front::BasicFront;
 use cks_iso_testworld::images::Fixture;
 use cks_iso_testworld::registry::{self, DockerRegistry};
-
-/// The tagged amd64 fixtures, a few.
-fn fixtures(world: &registry::RegistryWorld) -> Vec<Fixture> {
-    (world.corpus.fixtures.iter())
-        .filter(|f| f.per_arch.contains_key("amd64") && f.tag.is_some() && !f.pinned)
-        .take(3)
-        .cloned()
-        .collect()
-}
-
-/// A lock of amd64 naming `images` as resolved in the world.
-fn lock_of(images: &[Fixture]) -> Lock {
-    let images = images
-        .iter()
-        .map(|f| {
-            let mut entry = ImageEntry::new(
-                f.reference(),
-                f.top.clone(),
-                f.per_arch["amd64"].manifest.clone(),
-                1,
-            );
-            entry.extra = Some("image".into());
-            entry
-        })
-        .collect();
-    Lock {
-        version: VERSION,
-        cks_iso: env!("CARGO_PKG_VERSION").into(),
-        epoch: 1_700_000_000,
-        request: LockedRequest {
-            kubernetes: "1.33.1".into(),
-            kubernetes_label: None,
-            arches: vec!["amd64".into()],
-            cni: "1.6.2".into(),
-            crictl: "1.33.0".into(),
-            etcd: None,
-            csi: None,
-            ccm: "v1.2.0".into(),
-            autoscaler: "1.33.3".into(),
-            headlamp: None,
-            headlamp_image: None,
-            cloudstack: None,
-            volume_id: "CDROM".into(),
-            name: "setup-v1.33.1".into(),
-        },
-        autoscaler: Autoscaler {
-            version: "1.33.3".into(),
-            tag: "cluster-autoscaler-1.33.3".into(),
-            commit: None,
-            pinned: false,
-        },
-        kubeadm: Kubeadm {
-            pause: "3.10".into(),
-            etcd: "3.5.21-0".into(),
-            coredns: "v1.12.0".into(),
-            source: "embedded table".into(),
-        },
-        manifests: vec![],
-        arches: BTreeMap::from([(
-            "amd64".to_owned(),
-            ArchEntry {
-                iso: "setup-v1.33.1-x86_64.iso".into(),
-                files: vec![],
-                images,
-            },
-        )]),
-    }
-}
-
-/// `cks-iso push` isolated from the user's credentials and cache.
-fn push(cache: &Path, args: &[String]) -> std::process::Output {
-    let mut cmd = cks_iso();
-    cmd.arg("push")
-        .args(args)
-        .arg("--cache-dir")
-        .arg(cache)
-        .env("HOME", cache.parent().unwrap())
-        .env_remove("DOCKER_CONFIG")
-        .env_remove("REGISTRY_AUTH_FILE")
-        .env_remove("XDG_CACHE_HOME");
-    cmd.output().expect("run cks-iso")
-}
-
-/// `sha256:` of what `skopeo inspect --raw` reads at `image` (plain HTTP).
-fn raw_digest(image: &str) -> String {
-    require("skopeo");
-    let out = run_tool(
-        "skopeo",
-        &[
-            "inspect",
-            "--raw",
-            "--tls-verify=false",
-            &format!("docker://{image}"),
-        ],
-    );
-    assert!(out.status.success(), "skopeo {image}: {}", stderr(&out));
-    cks_iso_testworld::http::sha256(&out.stdout)
-}
-
-fn write_lock(dir: &Path, lock: &Lock) -> PathBuf {
-    let path = dir.join("cks-iso.lock");
-    std::fs::write(&path, lock.render()).unwrap();
-    path
-}
 
 #[test]
 fn a_lock_is_pushed_with_its_digests_and_a_second_push_uploads_nothing() {
@@ -254,7 +149,10 @@ fn an_iso_is_pushed_with_the_world_stopped() {
             ]);
             let listed = containerd.ctr(&["images", "ls", "-q"]);
             let listed = String::from_utf8_lossy(&listed.stdout);
-            assert!(listed.lines().any(|l| l == reference), "{reference} in\n{listed}");
+            assert!(
+                listed.lines().any(|l| l == reference),
+                "{reference} in\n{listed}"
+            );
         }
     }
 }
@@ -591,4 +489,51 @@ fn a_tls_registry_with_htpasswd_takes_the_push_with_its_own_login() {
     );
     assert!(raw.status.success(), "skopeo: {}", stderr(&raw));
     assert_eq!(cks_iso_testworld::http::sha256(&raw.stdout), f.top);
+}
+
+#[test]
+fn a_token_registry_issues_push_scoped_tokens_for_the_targets_own_login() {
+    use cks_iso_testworld::registry::{FrontAuth, TokenFront};
+    let world = registry::world();
+    let images = fixtures(&world);
+    let tmp = tempfile::tempdir().unwrap();
+    let storage = tempfile::tempdir().unwrap();
+    let target = DockerRegistry::start(storage.path(), None);
+    let auth = FrontAuth::Password {
+        user: "bob".into(),
+        password: "s3cret".into(),
+    };
+    let front = TokenFront::start(&target.host(), auth);
+    let lock = write_lock(tmp.path(), &lock_of(&images[..1]));
+    let authfile = tmp.path().join("auth.json");
+    let basic = cks_iso_testworld::http::base64(b"bob:s3cret");
+    let text = format!(r#"{{"auths":{{"{}":{{"auth":"{basic}"}}}}}}"#, front.host());
+    std::fs::write(&authfile, text).unwrap();
+    let mut args: Vec<String> = vec![
+        "--locked".into(),
+        p(&lock).into(),
+        "--to".into(),
+        format!("{}/mirror", front.host()),
+        "--insecure-registry".into(),
+        front.host(),
+        "--to-authfile".into(),
+        p(&authfile).into(),
+    ];
+    args.extend(world.mirror_args(&world.registry.url()));
+    let out = push(&tmp.path().join("cache"), &args);
+    assert!(out.status.success(), "push: {}", stderr(&out));
+    let f = &images[0];
+    let want = format!("repository:mirror/{}:pull,push", f.name);
+    // The front records the query as sent: `,` percent-encoded, as token services decode it.
+    let scopes: Vec<String> = (front.scopes().iter())
+        .map(|s| s.replace("%2C", ","))
+        .collect();
+    assert!(scopes.contains(&want), "{want} in {scopes:?}");
+    let pushed = format!(
+        "{}/mirror/{}:{}",
+        target.host(),
+        f.name,
+        f.tag.as_deref().unwrap()
+    );
+    assert_eq!(raw_digest(&pushed), f.top);
 }

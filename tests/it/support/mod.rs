@@ -5,7 +5,7 @@
 pub mod cloud;
 pub mod containerd;
 pub mod hostile;
-pub mod push_fronts;
+pub mod push;
 pub mod registry;
 pub mod world;
 

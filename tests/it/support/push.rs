@@ -1,11 +1,18 @@
-//! Fronts before a push target for `push`'s tests: one that records every request (and can
-//! refuse uploads as a registry over its quota does), one that breaks a chunk mid-upload.
+//! For `push`'s tests: a lock of the registry world's images, `cks-iso push` isolated from the
+//! user's credentials, skopeo's digest of a pushed copy, and fronts before a push target — one
+//! that records every request (and can refuse uploads as a registry over its quota does), one
+//! that breaks a chunk mid-upload.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use cks_iso_testworld::registry::proxy;
+use cks_iso::lock::{ArchEntry, Autoscaler, ImageEntry, Kubeadm, Lock, LockedRequest, VERSION};
+use cks_iso_testworld::images::Fixture;
+use cks_iso_testworld::registry::{RegistryWorld, proxy};
 use cks_iso_testworld::server::{HttpServer, Outgoing};
+
+use super::{cks_iso, require, run_tool, stderr};
 
 /// A front before a registry that records `METHOD target` of every request and, when
 /// `refuse_uploads`, answers upload starts as a registry over its quota does.
@@ -151,4 +158,108 @@ impl CuttingFront {
             cut,
         }
     }
+}
+
+/// The tagged amd64 fixtures, a few.
+pub fn fixtures(world: &RegistryWorld) -> Vec<Fixture> {
+    (world.corpus.fixtures.iter())
+        .filter(|f| f.per_arch.contains_key("amd64") && f.tag.is_some() && !f.pinned)
+        .take(3)
+        .cloned()
+        .collect()
+}
+
+/// A lock of amd64 naming `images` as resolved in the world.
+pub fn lock_of(images: &[Fixture]) -> Lock {
+    let images = images
+        .iter()
+        .map(|f| {
+            let mut entry = ImageEntry::new(
+                f.reference(),
+                f.top.clone(),
+                f.per_arch["amd64"].manifest.clone(),
+                1,
+            );
+            entry.extra = Some("image".into());
+            entry
+        })
+        .collect();
+    Lock {
+        version: VERSION,
+        cks_iso: env!("CARGO_PKG_VERSION").into(),
+        epoch: 1_700_000_000,
+        request: LockedRequest {
+            kubernetes: "1.33.1".into(),
+            kubernetes_label: None,
+            arches: vec!["amd64".into()],
+            cni: "1.6.2".into(),
+            crictl: "1.33.0".into(),
+            etcd: None,
+            csi: None,
+            ccm: "v1.2.0".into(),
+            autoscaler: "1.33.3".into(),
+            headlamp: None,
+            headlamp_image: None,
+            cloudstack: None,
+            volume_id: "CDROM".into(),
+            name: "setup-v1.33.1".into(),
+        },
+        autoscaler: Autoscaler {
+            version: "1.33.3".into(),
+            tag: "cluster-autoscaler-1.33.3".into(),
+            commit: None,
+            pinned: false,
+        },
+        kubeadm: Kubeadm {
+            pause: "3.10".into(),
+            etcd: "3.5.21-0".into(),
+            coredns: "v1.12.0".into(),
+            source: "embedded table".into(),
+        },
+        manifests: vec![],
+        arches: BTreeMap::from([(
+            "amd64".to_owned(),
+            ArchEntry {
+                iso: "setup-v1.33.1-x86_64.iso".into(),
+                files: vec![],
+                images,
+            },
+        )]),
+    }
+}
+
+/// `cks-iso push` isolated from the user's credentials and cache.
+pub fn push(cache: &Path, args: &[String]) -> std::process::Output {
+    let mut cmd = cks_iso();
+    cmd.arg("push")
+        .args(args)
+        .arg("--cache-dir")
+        .arg(cache)
+        .env("HOME", cache.parent().unwrap())
+        .env_remove("DOCKER_CONFIG")
+        .env_remove("REGISTRY_AUTH_FILE")
+        .env_remove("XDG_CACHE_HOME");
+    cmd.output().expect("run cks-iso")
+}
+
+/// `sha256:` of what `skopeo inspect --raw` reads at `image` (plain HTTP).
+pub fn raw_digest(image: &str) -> String {
+    require("skopeo");
+    let out = run_tool(
+        "skopeo",
+        &[
+            "inspect",
+            "--raw",
+            "--tls-verify=false",
+            &format!("docker://{image}"),
+        ],
+    );
+    assert!(out.status.success(), "skopeo {image}: {}", stderr(&out));
+    cks_iso_testworld::http::sha256(&out.stdout)
+}
+
+pub fn write_lock(dir: &Path, lock: &Lock) -> PathBuf {
+    let path = dir.join("cks-iso.lock");
+    std::fs::write(&path, lock.render()).unwrap();
+    path
 }
