@@ -8,7 +8,7 @@
 //! `_state` carries — when part of the broken chunk reached it —; the blob then starts again in a
 //! new session, which the summary counts apart.
 
-use super::upload::{Tally, next_offset, with_digest};
+use super::upload::{Resend, Tally, next_offset, with_digest};
 use super::*;
 
 use std::sync::atomic::Ordering;
@@ -32,13 +32,16 @@ impl Registry {
         let mut breaks = 0u32;
         while offset < desc.size {
             let len = chunk.min(desc.size - offset);
-            let bytes = self.read_blob(reference, &desc.digest, offset, len)?;
+            let first = self.read_blob(reference, &desc.digest, offset, len)?;
+            let body = Resend::new(first, || {
+                (self.read_blob(reference, &desc.digest, offset, len)).unwrap_or_default()
+            });
             let range = format!("{offset}-{}", offset + len - 1);
             let patch = |b: reqwest::RequestBuilder| {
                 b.header(CONTENT_TYPE, "application/octet-stream")
                     .header("Content-Range", range.as_str())
                     .header(CONTENT_LENGTH, len)
-                    .body(bytes.clone())
+                    .body(body.take())
             };
             let sent = self
                 .send_authed(

@@ -130,6 +130,8 @@ pub struct Registry {
     actions: &'static str,
     /// Blobs a push put into a repository of its target this run, to mount them elsewhere.
     pushed: Mutex<HashMap<Digest, String>>,
+    /// One upload of a blob at a time: another image's waits, then mounts it.
+    uploading: Mutex<HashMap<Digest, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// Which request a 401 or 404 came from, to word the error.
@@ -161,6 +163,7 @@ impl Registry {
             inflight: Mutex::default(),
             actions: "pull",
             pushed: Mutex::default(),
+            uploading: Mutex::default(),
         })
     }
 

@@ -371,6 +371,12 @@ impl Registry {
         chunk: u64,
         tally: &Tally,
     ) -> Result<Pushed, RegistryError> {
+        // Images sharing a blob wait for the first upload of it, then mount it.
+        let turn = {
+            let mut uploading = self.uploading.lock().unwrap_or_else(|p| p.into_inner());
+            uploading.entry(desc.digest.clone()).or_default().clone()
+        };
+        let _turn = turn.lock().await;
         let _permit = self.blob_permits.acquire().await.expect("never closed");
         if self.blob_present(ep, reference, &desc.digest).await? {
             Tally::add(&tally.present, 1);
@@ -482,7 +488,10 @@ impl Registry {
         desc: &Descriptor,
         session: String,
     ) -> Result<(), RegistryError> {
-        let bytes = self.read_blob(reference, &desc.digest, 0, desc.size)?;
+        let first = self.read_blob(reference, &desc.digest, 0, desc.size)?;
+        let body = Resend::new(first, || {
+            (self.read_blob(reference, &desc.digest, 0, desc.size)).unwrap_or_default()
+        });
         let url = with_digest(&session, &desc.digest);
         let what = format!("blob {}", desc.digest);
         let r = self
@@ -493,7 +502,7 @@ impl Registry {
                 (Method::PUT, &url, &what),
                 |b| {
                     b.header(CONTENT_TYPE, "application/octet-stream")
-                        .body(bytes.clone())
+                        .body(body.take())
                 },
             )
             .await?;
@@ -501,6 +510,29 @@ impl Registry {
             201 | 204 => Ok(()),
             _ => Err(self.answered(ep, reference, &what, r).await),
         }
+    }
+}
+
+/// A request body sent without a copy the first time and read from the cache again for another
+/// attempt (a retry, a renewed token): a transfer holds one copy of its bytes, not two. A read
+/// that fails the second time sends nothing, which the registry refuses by digest.
+pub(super) struct Resend<F: Fn() -> Vec<u8>> {
+    first: Mutex<Option<Vec<u8>>>,
+    again: F,
+}
+
+impl<F: Fn() -> Vec<u8>> Resend<F> {
+    pub(super) fn new(first: Vec<u8>, again: F) -> Self {
+        Self {
+            first: Mutex::new(Some(first)),
+            again,
+        }
+    }
+
+    /// The bytes for this attempt.
+    pub(super) fn take(&self) -> Vec<u8> {
+        let first = self.first.lock().unwrap_or_else(|p| p.into_inner()).take();
+        first.unwrap_or_else(&self.again)
     }
 }
 

@@ -41,6 +41,18 @@ fn a_lock_is_pushed_with_its_digests_and_a_second_push_uploads_nothing() {
     let out = push(&cache, &args);
     assert!(out.status.success(), "push: {}", stderr(&out));
     assert!(front.count("POST /v2/mirror/") > 0, "uploads went through");
+    // The corpus's images share layers: the second repository mounts them from the first.
+    assert!(
+        front.seen_any("?mount=sha256:"),
+        "a cross-repository mount was asked"
+    );
+    let err = stderr(&out);
+    let mounted: u64 = (err
+        .split(", ")
+        .find_map(|part| part.strip_suffix(" mounted")))
+    .and_then(|n| n.parse().ok())
+    .unwrap_or_else(|| panic!("a summary with mounts in\n{err}"));
+    assert!(mounted >= 1, "{err}");
     let lines = std::fs::read_to_string(&mapping).unwrap();
     for f in &images {
         let tag = f.tag.as_deref().unwrap();

@@ -53,6 +53,11 @@ impl Front {
         seen.iter().filter(|s| s.starts_with(prefix)).count()
     }
 
+    /// Whether any request's `METHOD target` contains `text`.
+    pub fn seen_any(&self, text: &str) -> bool {
+        self.seen.lock().unwrap().iter().any(|s| s.contains(text))
+    }
+
     pub fn forget(&self) {
         self.seen.lock().unwrap().clear();
     }
