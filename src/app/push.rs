@@ -83,6 +83,15 @@ pub fn run(args: PushArgs, ui: &Ui) -> Result<(), AppError> {
                 if let Some(note) = &done.note {
                     tracing::warn!("{}: {note}", image.reference);
                 }
+                if !done.unsigned.is_empty() {
+                    tracing::warn!(
+                        "{}: the accepted signature(s) {} are not in the source (an ISO carries \
+                         none, an offline cache may lack their config): not pushed; push from \
+                         the lock with the network to carry them",
+                        image.reference,
+                        done.unsigned.join(", ")
+                    );
+                }
                 crate::outln!("{line}");
                 mapping.push_str(&line);
                 mapping.push('\n');

@@ -42,6 +42,8 @@ pub struct PushOutcome {
     pub note: Option<String>,
     /// Signature manifests put or found there.
     pub signatures: usize,
+    /// The `.sig` tags of accepted signatures the source does not hold whole, not pushed.
+    pub unsigned: Vec<String>,
 }
 
 impl Registry {
@@ -107,6 +109,18 @@ impl Registry {
         Ok(())
     }
 
+    /// Whether the cache holds the manifest `digest` and every blob it names, at their sizes.
+    fn holds_whole(&self, digest: &Digest) -> bool {
+        let Ok(bytes) = self.cached_manifest(digest) else {
+            return false;
+        };
+        serde_json::from_slice::<Manifest>(&bytes).is_ok_and(|m| {
+            std::iter::once(&m.config)
+                .chain(&m.layers)
+                .all(|d| self.cache.size_of(&d.digest) == Some(d.size))
+        })
+    }
+
     /// A cached manifest's bytes, checked against its digest; a missing one is named.
     fn cached(&self, reference: &Reference, digest: &Digest) -> Result<Vec<u8>, RegistryError> {
         let bytes = self
@@ -148,6 +162,7 @@ impl Registry {
             digest: image.top.clone(),
             note: None,
             signatures: 0,
+            unsigned: Vec::new(),
         };
         if !MediaType::sniff(&top).is_ok_and(|m| m.is_index()) {
             self.push_manifest_tree(&ep, reference, &image.top, chunk, tally)
@@ -161,6 +176,11 @@ impl Registry {
                 .await?;
         }
         for (tag, digest) in &image.signatures {
+            // An ISO carries no signature manifests, an offline cache not always their config.
+            if !self.holds_whole(digest) {
+                outcome.unsigned.push(tag.clone());
+                continue;
+            }
             self.push_manifest_tree(&ep, reference, digest, chunk, tally)
                 .await?;
             let bytes = self.cached(reference, digest)?;
@@ -265,7 +285,8 @@ impl Registry {
             }
             false => manifests.push(image.top.clone()),
         }
-        manifests.extend(image.signatures.iter().map(|(_, d)| d.clone()));
+        let signatures = image.signatures.iter().map(|(_, d)| d);
+        manifests.extend(signatures.filter(|d| self.holds_whole(d)).cloned());
         let mut out: Vec<(String, Digest, u64)> = Vec::new();
         for digest in manifests {
             let bytes = self.cached(reference, &digest)?;

@@ -414,6 +414,52 @@ fn signatures_travel_and_verify_image_passes_on_the_pushed_copy() {
     )
     .unwrap();
     assert_eq!(missing.status, 404);
+
+    // Offline, a signature whose config the cache lacks stays behind, with a warning naming it.
+    let raw = run_tool(
+        "skopeo",
+        &[
+            "inspect",
+            "--raw",
+            "--tls-verify=false",
+            &format!("docker://{pushed_sig}"),
+        ],
+    );
+    let config: serde_json::Value = serde_json::from_slice(&raw.stdout).unwrap();
+    let config = config["config"]["digest"].as_str().unwrap().to_owned();
+    let hex = config.trim_start_matches("sha256:");
+    std::fs::remove_file(cache.join("blobs/sha256").join(hex)).unwrap();
+    let storage = tempfile::tempdir().unwrap();
+    let offline = DockerRegistry::start(storage.path(), None);
+    let mut cmd = cks_iso();
+    cmd.env("CKS_ISO_CONFIG", world.config_path())
+        .env("HOME", tmp.path())
+        .args([
+            "push",
+            "--locked",
+            p(&lock),
+            "--cache-dir",
+            p(&cache),
+            "--offline",
+        ])
+        .args([
+            "--to",
+            &offline.host(),
+            "--insecure-registry",
+            &offline.host(),
+        ]);
+    let out = ok(run(&mut cmd));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&sig_tag) && err.contains("not pushed"),
+        "{err}"
+    );
+    let pushed = format!("{}/{}:3.10", offline.host(), pause.repository);
+    assert_eq!(
+        raw_digest(&pushed),
+        pause.digest,
+        "the image itself went up"
+    );
 }
 
 #[test]
