@@ -183,9 +183,13 @@ impl Registry {
             }
             self.push_manifest_tree(&ep, reference, digest, chunk, tally)
                 .await?;
-            let bytes = self.cached(reference, digest)?;
-            self.put_tagged(&ep, reference, tag, digest, &bytes, tally)
-                .await?;
+            // A cosign 3 referrer goes by digest: its lock tag names the referrers fallback
+            // index of its subject, which is not this manifest.
+            if tag.ends_with(".sig") {
+                let bytes = self.cached(reference, digest)?;
+                self.put_tagged(&ep, reference, tag, digest, &bytes, tally)
+                    .await?;
+            }
             outcome.signatures += 1;
         }
         Ok(outcome)
