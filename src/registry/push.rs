@@ -16,6 +16,11 @@ use futures_util::TryStreamExt;
 use super::upload::{Pushed, Tally, Target};
 use super::*;
 
+/// An OCI image index: what a referrers fallback tag holds.
+const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+/// An OCI image manifest, for a referrer that does not say its own type.
+const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+
 /// One image to push: its name in the source, what it resolved to, and its signatures.
 #[derive(Debug, Clone)]
 pub struct PushImage {
@@ -183,12 +188,18 @@ impl Registry {
             }
             self.push_manifest_tree(&ep, reference, digest, chunk, tally)
                 .await?;
-            // A cosign 3 referrer goes by digest: its lock tag names the referrers fallback
-            // index of its subject, which is not this manifest.
-            if tag.ends_with(".sig") {
-                let bytes = self.cached(reference, digest)?;
-                self.put_tagged(&ep, reference, tag, digest, &bytes, tally)
-                    .await?;
+            // A cosign 3 referrer goes by digest and is listed in its subject's fallback index,
+            // which its lock tag names.
+            let bytes = self.cached(reference, digest)?;
+            match tag.ends_with(".sig") {
+                true => {
+                    self.put_tagged(&ep, reference, tag, digest, &bytes, tally)
+                        .await?
+                }
+                false => {
+                    self.list_referrer(&ep, reference, tag, (digest, &bytes), tally)
+                        .await?
+                }
             }
             outcome.signatures += 1;
         }
@@ -266,6 +277,98 @@ impl Registry {
             crate::failure::one_line(&refused)
         ));
         Ok(())
+    }
+
+    /// Lists the referrer `digest` in the tag-schema fallback index `tag` (`sha256-<hex>` of its
+    /// subject), as cosign does on a registry without the Referrers API: the index the target
+    /// holds under that tag with this referrer added, or a new one. (A registry with the API
+    /// lists the referrer by its `subject` already; the fallback tag does no harm there.)
+    async fn list_referrer(
+        &self,
+        ep: &Endpoint,
+        reference: &Reference,
+        tag: &str,
+        (digest, bytes): (&Digest, &[u8]),
+        tally: &Tally,
+    ) -> Result<(), RegistryError> {
+        let manifest: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| ImageError::Malformed {
+                digest: digest.clone(),
+                what: "referrer",
+                reason: e.to_string(),
+            })?;
+        let mut entry = serde_json::json!({
+            "mediaType": manifest["mediaType"].as_str().unwrap_or(OCI_MANIFEST),
+            "digest": digest.to_string(),
+            "size": bytes.len(),
+        });
+        let artifact = (manifest.get("artifactType"))
+            .or_else(|| manifest.get("config").and_then(|c| c.get("mediaType")));
+        if let Some(artifact) = artifact {
+            entry["artifactType"] = artifact.clone();
+        }
+        if let Some(annotations) = manifest.get("annotations") {
+            entry["annotations"] = annotations.clone();
+        }
+        let mut index = match self.target_index(ep, reference, tag).await? {
+            Some(index) => index,
+            None => serde_json::json!({
+                "schemaVersion": 2,
+                "mediaType": OCI_INDEX,
+                "manifests": [],
+            }),
+        };
+        let Some(listed) = index["manifests"].as_array_mut() else {
+            return Err(RegistryError::Protocol {
+                reference: reference.to_string(),
+                registry: ep.host().to_owned(),
+                reason: format!("its {tag} is not an index of referrers"),
+            });
+        };
+        if listed.iter().any(|m| m["digest"] == entry["digest"]) {
+            return Ok(());
+        }
+        listed.push(entry);
+        let bytes = serde_json::to_vec(&index).expect("an index serialises");
+        let digest = Digest::of(&bytes);
+        if self
+            .put_manifest(ep, reference, tag, (&digest, OCI_INDEX, &bytes))
+            .await?
+        {
+            tally
+                .manifests
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// The index the target holds under `tag`, parsed; `None` when it has none.
+    async fn target_index(
+        &self,
+        ep: &Endpoint,
+        reference: &Reference,
+        tag: &str,
+    ) -> Result<Option<serde_json::Value>, RegistryError> {
+        let url = ep.manifest_url(tag);
+        let what = format!("manifest {tag}");
+        let r = self
+            .send_retried(
+                &self.client,
+                ep,
+                reference,
+                (Method::GET, &url, &what),
+                |b| b.header(ACCEPT, OCI_INDEX),
+            )
+            .await?;
+        match r.status().as_u16() {
+            404 => Ok(None),
+            200 => {
+                let body = r.bytes().await.unwrap_or_default();
+                let body = &body[..body.len().min(MAX_MANIFEST_SIZE as usize)];
+                Ok(serde_json::from_slice(body).ok())
+            }
+            _ => Err(self.answered(ep, reference, &what, r).await),
+        }
     }
 
     /// The blobs of `image` the target lacks, for `--dry-run`: (what, digest, size), each once.

@@ -46,6 +46,7 @@ mod packaging;
 mod parser_properties;
 mod progress;
 mod push;
+mod push_signatures;
 mod ranged_pull;
 mod real_tools;
 mod referrer_shapes;
