@@ -46,6 +46,7 @@ mod push;
 mod ranged;
 mod referrers;
 mod signatures;
+mod target;
 mod token;
 mod upload;
 
@@ -65,7 +66,8 @@ pub use credentials::{AuthFiles, Credentials, DOCKER_HUB_AUTH_KEY};
 pub use endpoint::{DOCKER_HUB_API, Endpoint, RegistryMirror, Routes};
 pub use error::RegistryError;
 pub use push::{PushImage, PushOutcome};
-pub use upload::{DEFAULT_CHUNK, Pushed, Tally, Target};
+pub use target::Target;
+pub use upload::{DEFAULT_CHUNK, Pushed, Tally};
 
 use crate::cache::{Cache, CacheError, Key};
 use crate::fetch::{self, Download, FetchError, HttpConfig, Origin, RetryPolicy};

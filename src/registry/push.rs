@@ -13,7 +13,8 @@
 
 use futures_util::TryStreamExt;
 
-use super::upload::{Pushed, Tally, Target};
+use super::target::Target;
+use super::upload::{Pushed, Tally};
 use super::*;
 
 /// An OCI image index: what a referrers fallback tag holds.
