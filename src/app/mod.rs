@@ -13,6 +13,7 @@ mod error;
 mod iso;
 mod net;
 mod pull;
+mod push;
 mod register;
 mod request;
 mod resolve;
@@ -57,6 +58,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<Outcome, AppError> {
         Command::VerifyImage(args) => done(verify_image::run(*args, ui)),
         Command::Resolve(args) => done(resolve::run(*args, ui)),
         Command::Pull(args) => done(pull::run(*args, ui)),
+        Command::Push(args) => done(push::run(*args, ui)),
         Command::Build(args) => done(build::run(*args, ui)),
         Command::Sign(args) => done(sign::run(args)),
         Command::Register(args) => done(register::run(*args)),

@@ -16,6 +16,7 @@ pub use self::doctor::DoctorArgs;
 pub use self::env_args::FromEnv;
 pub use self::iso::IsoArgs;
 pub use self::pull::PullArgs;
+pub use self::push::PushArgs;
 pub use self::register::{
     ApiArgs, BuildRegisterArgs, RegisterArgs, RegisterOptions, VersionsCommand, VersionsListArgs,
     VersionsRetireArgs,
@@ -38,6 +39,7 @@ mod doctor;
 mod env_args;
 mod iso;
 mod pull;
+mod push;
 mod register;
 mod resolve;
 mod sign;
@@ -110,6 +112,8 @@ pub enum Command {
     Resolve(Box<ResolveArgs>),
     /// Pull images from registries into image archives for one platform, no daemon needed.
     Pull(Box<PullArgs>),
+    /// Push what a lock or an ISO holds into a registry you run, digests and signatures intact.
+    Push(Box<PushArgs>),
     /// Build the CKS binaries ISO (one per --arch); also takes upstream's positional arguments.
     Build(Box<BuildArgs>),
     /// Sign ISOs with a key: writes ISO.sig (cosign's) and ISO.sigstore.json (a Sigstore bundle)

@@ -51,6 +51,8 @@ mod packaging;
 mod parser_properties;
 mod pipeline;
 mod progress;
+mod push;
+mod push_signatures;
 mod ranged_pull;
 mod real_tools;
 mod referrer_shapes;
