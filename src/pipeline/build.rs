@@ -264,7 +264,9 @@ impl<'a> Build<'a> {
         let isos = self.author(&prepared, &realized, &lock)?;
         // Signed with the sha256 the writer computed: no ISO is read again.
         if let Some(key) = &prepared.sign_key
-            && let Err(e) = isos.iter().try_for_each(|b| sign::sign_iso(&b.path, &b.sha256, key))
+            && let Err(e) = isos
+                .iter()
+                .try_for_each(|b| sign::sign_iso(&b.path, &b.sha256, key))
         {
             remove(&isos);
             return Err(e.into());
