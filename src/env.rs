@@ -15,7 +15,7 @@ pub struct Var {
 /// Seconds since the epoch that date every entry of the ISO (reproducible builds).
 pub const SOURCE_DATE_EPOCH: Var = Var {
     name: "SOURCE_DATE_EPOCH",
-    about: "dates the ISO and every entry in it (seconds since 1970): the same tree and epoch give a byte-identical ISO; `--source-date-epoch` overrides it",
+    about: "dates the ISO and every entry in it (seconds since 1970): the same tree and epoch give a byte-identical ISO; `--source-date-epoch` overrides it. Unset, `build` dates by content (the lock's epoch, else kubeadm's images' newest `created`), `iso` by the clock",
 };
 
 /// Disables colour when set to anything non-empty (<https://no-color.org>).
@@ -199,6 +199,12 @@ pub const CLOUDSTACK_REGION: Var = Var {
     about: "the section of the `cs` client's INI files to read (default `cloudstack`)",
 };
 
+/// The password of a cosign encrypted signing key, as cosign reads it.
+pub const COSIGN_PASSWORD: Var = Var {
+    name: "COSIGN_PASSWORD",
+    about: "the password of a cosign encrypted key (`ENCRYPTED SIGSTORE PRIVATE KEY`) given to `build --sign-key` or `sign --key`; set and empty is an empty password (never printed)",
+};
+
 /// Every variable above, in the order `docs/reference/environment.md` lists them.
 pub const ALL: &[Var] = &[
     SOURCE_DATE_EPOCH,
@@ -219,6 +225,7 @@ pub const ALL: &[Var] = &[
     CLOUDSTACK_SECRET,
     CLOUDSTACK_CONFIG,
     CLOUDSTACK_REGION,
+    COSIGN_PASSWORD,
     HTTPS_PROXY,
     HTTP_PROXY,
     ALL_PROXY,

@@ -72,6 +72,7 @@ fn options(args: &BuildArgs) -> BuildOptions {
         locked: args.locked.clone(),
         from_iso: args.from_iso.clone(),
         lock_file: args.lock_file.clone(),
+        sign_key: args.sign_key.clone(),
     }
 }
 

@@ -13,9 +13,11 @@ mod error;
 mod iso;
 mod net;
 mod pull;
+mod push;
 mod register;
 mod request;
 mod resolve;
+mod sign;
 mod sync;
 mod upgrade_check;
 mod verify;
@@ -57,7 +59,9 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<Outcome, AppError> {
         Command::VerifyImage(args) => done(verify_image::run(*args, ui)),
         Command::Resolve(args) => done(resolve::run(*args, ui)),
         Command::Pull(args) => done(pull::run(*args, ui)),
+        Command::Push(args) => done(push::run(*args, ui)),
         Command::Build(args) => done(build::run(*args, ui)),
+        Command::Sign(args) => done(sign::run(args)),
         Command::Register(args) => done(register::run(*args)),
         Command::Sync(args) => done(sync::run(*args, ui)),
         Command::Versions(command) => done(versions_cmd::run(*command)),

@@ -73,6 +73,11 @@ pub struct BuildArgs {
     /// [default: config file, else https://rekor.sigstore.dev].
     #[arg(long, value_name = "URL", env = env::CKS_ISO_REKOR_URL.name, hide_env_values = true)]
     pub rekor_url: Option<String>,
+    /// Sign each ISO with this PEM ECDSA P-256 private key (PKCS #8, SEC 1 or cosign's, its
+    /// password in COSIGN_PASSWORD): writes ISO.sig
+    /// and ISO.sigstore.json beside it, as `cks-iso sign` does.
+    #[arg(long, value_name = "FILE")]
+    pub sign_key: Option<PathBuf>,
     /// `--register` and its flags.
     #[command(flatten)]
     pub registering: BuildRegisterArgs,

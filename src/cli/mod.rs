@@ -16,11 +16,13 @@ pub use self::doctor::DoctorArgs;
 pub use self::env_args::FromEnv;
 pub use self::iso::IsoArgs;
 pub use self::pull::PullArgs;
+pub use self::push::PushArgs;
 pub use self::register::{
     ApiArgs, BuildRegisterArgs, RegisterArgs, RegisterOptions, VersionsCommand, VersionsListArgs,
     VersionsRetireArgs,
 };
 pub use self::resolve::ResolveArgs;
+pub use self::sign::{SignArgs, SignerArgs};
 pub use self::signatures::{SignatureArgs, TrustArgs};
 pub use self::sync::SyncArgs;
 pub use self::upgrade_check::UpgradeCheckArgs;
@@ -38,8 +40,10 @@ mod doctor;
 mod env_args;
 mod iso;
 mod pull;
+mod push;
 mod register;
 mod resolve;
+mod sign;
 mod signatures;
 mod sync;
 mod upgrade_check;
@@ -110,8 +114,13 @@ pub enum Command {
     Resolve(Box<ResolveArgs>),
     /// Pull images from registries into image archives for one platform, no daemon needed.
     Pull(Box<PullArgs>),
+    /// Push what a lock or an ISO holds into a registry you run, digests and signatures intact.
+    Push(Box<PushArgs>),
     /// Build the CKS binaries ISO (one per --arch); also takes upstream's positional arguments.
     Build(Box<BuildArgs>),
+    /// Sign ISOs with a key: writes ISO.sig (cosign's) and ISO.sigstore.json (a Sigstore bundle)
+    /// beside each.
+    Sign(SignArgs),
     /// Register ISOs in CloudStack as Kubernetes supported versions and wait until they are Ready.
     Register(Box<RegisterArgs>),
     /// Keep a CloudStack zone at a desired state: build, verify, gate on the running clusters,

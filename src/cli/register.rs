@@ -115,6 +115,9 @@ pub struct RegisterArgs {
     /// How.
     #[command(flatten)]
     pub options: RegisterOptions,
+    /// Who must have signed each ISO (else the configuration's iso-signer-policy; none: no check).
+    #[command(flatten)]
+    pub signer: super::SignerArgs,
     /// Network settings (CA files, timeouts).
     #[command(flatten)]
     pub net: Net,

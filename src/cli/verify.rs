@@ -28,6 +28,14 @@ pub struct VerifyArgs {
     /// read [default: what every release from 4.20 on needs].
     #[arg(long, value_name = "RELEASE")]
     pub cloudstack: Option<String>,
+    /// Also check the ISO's own signature (ISO.sigstore.json beside it, as `cks-iso sign` and
+    /// `build --sign-key` write it) against --key, --certificate-identity[-regexp] with
+    /// --certificate-oidc-issuer, or --signer-policy, offline; prints who signed and when.
+    #[arg(long)]
+    pub iso_signature: bool,
+    /// The signers --iso-signature accepts.
+    #[command(flatten)]
+    pub signer: super::SignerArgs,
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,

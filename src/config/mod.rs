@@ -20,6 +20,7 @@
 //! signatures: verify            # off | verify | warn | enforce (see README, Signatures)
 //! trusted-root: trusted_root.json  # Sigstore trust root instead of the embedded public-good one
 //! signature-policy: policy.yaml  # more signers (see `cks_iso_sigstore::policy`)
+//! iso-signer-policy: isos.yaml  # who must have signed the ISOs `register` registers
 //! rekor-url: https://rekor.sigstore.dev  # where binaries' signatures are looked up
 //! cloudstack: "4.23"            # the CloudStack release `build` makes ISOs for
 //! cloudstack-api:               # what `register` and `versions` talk to (docs/registration.md)
@@ -170,6 +171,10 @@ pub struct Network {
     /// `signature-policy:`, a signature policy file; `--signature-policy` comes first.
     #[arg(skip)]
     pub signature_policy: Option<PathBuf>,
+    /// `iso-signer-policy:`, who must have signed the ISOs `register` registers;
+    /// `--signer-policy` comes first.
+    #[arg(skip)]
+    pub iso_signer_policy: Option<PathBuf>,
     /// `rekor-url:`, the Rekor server for binaries' signatures; `--rekor-url` and
     /// `CKS_ISO_REKOR_URL` come first.
     #[arg(skip)]
@@ -279,6 +284,8 @@ pub struct Settings {
     pub trusted_root: Option<PathBuf>,
     /// The file's signature policy (`--signature-policy` comes first).
     pub signature_policy: Option<PathBuf>,
+    /// The file's ISO signer policy (`--signer-policy` comes first).
+    pub iso_signer_policy: Option<PathBuf>,
     /// The file's Rekor URL (`--rekor-url` and `CKS_ISO_REKOR_URL` come first).
     pub rekor_url: Option<String>,
     /// The file's CloudStack release (`--cloudstack` and `CKS_ISO_CLOUDSTACK` come first).
@@ -328,6 +335,7 @@ impl Network {
         config.authfile = config.authfile.map(anchor);
         config.trusted_root = config.trusted_root.map(anchor);
         config.signature_policy = config.signature_policy.map(anchor);
+        config.iso_signer_policy = config.iso_signer_policy.map(anchor);
         if let Some(api) = &mut config.cloudstack_api {
             api.secret_key_file = api.secret_key_file.take().map(anchor);
         }
@@ -452,6 +460,7 @@ pub fn merge(file: Option<(PathBuf, Network)>, flags: Network) -> Result<Setting
         signatures,
         trusted_root: file.trusted_root,
         signature_policy: file.signature_policy,
+        iso_signer_policy: file.iso_signer_policy,
         rekor_url: file.rekor_url,
         cloudstack,
         cloudstack_api: file.cloudstack_api,

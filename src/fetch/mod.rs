@@ -28,5 +28,7 @@ pub use error::FetchError;
 pub(crate) use error::attempts_note;
 pub use mirror::{Mirror, Mirrors, redact, strip_userinfo};
 pub use probe::{Probed, probe};
-pub use retry::{Budget, Refetch, RetryPolicy, retryable_error, retryable_status, retrying};
+pub use retry::{
+    Budget, Refetch, RetryPolicy, retry_after, retryable_error, retryable_status, retrying,
+};
 pub use sink::{FileSink, Sink};

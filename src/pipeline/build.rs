@@ -22,6 +22,7 @@ use crate::lock::Lock;
 use crate::registry::Registry;
 use crate::reporter::{Event, Reporter};
 use crate::trust::checker::Checker;
+use crate::trust::sign;
 use crate::upstream::label;
 
 /// What every build of a process borrows.
@@ -114,6 +115,10 @@ impl<'a> Build<'a> {
             }
         }
         prepared.lock_file = options.lock_file.clone();
+        // A wrong key path, format or password stops the build before anything is fetched.
+        if let Some(path) = &options.sign_key {
+            prepared.sign_key = Some(std::sync::Arc::new(sign::load_key(path)?));
+        }
         let Some(lock) = lock else {
             return Ok(Input::Request(prepared));
         };
@@ -257,10 +262,19 @@ impl<'a> Build<'a> {
         let epoch = prepared.epoch.unwrap_or(lock.epoch);
         let lock = realized.lock(&lock, request, volume_id, epoch);
         let isos = self.author(&prepared, &realized, &lock)?;
+        // Signed with the sha256 the writer computed: no ISO is read again.
+        if let Some(key) = &prepared.sign_key
+            && let Err(e) = isos
+                .iter()
+                .try_for_each(|b| sign::sign_iso(&b.path, &b.sha256, key))
+        {
+            remove(&isos);
+            return Err(e.into());
+        }
         if let Some(path) = &prepared.lock_file
             && let Err(e) = author::write_lock(path, &lock)
         {
-            author::remove(&isos);
+            remove(&isos);
             return Err(e.into());
         }
         drop(work);
@@ -310,4 +324,15 @@ pub fn settings(config: &Path) -> Result<Settings, crate::config::ConfigError> {
 fn writable(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     tempfile::tempfile_in(dir).map(drop)
+}
+
+/// Removes what a failed build wrote: the ISOs with their `.sha256` and SBOMs, and the
+/// signatures `--sign-key` wrote beside them.
+fn remove(isos: &[BuiltIso]) {
+    author::remove(isos);
+    for iso in isos {
+        for suffix in [sign::SIG_SUFFIX, sign::BUNDLE_SUFFIX] {
+            let _ = std::fs::remove_file(sign::beside(&iso.path, suffix));
+        }
+    }
 }

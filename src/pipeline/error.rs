@@ -15,6 +15,7 @@ use crate::fetch::FetchError;
 use crate::lock::source::SourceError;
 use crate::plan::PlanError;
 use crate::release::{ResolveError, VersionError};
+use crate::trust::sign::SignError;
 use crate::upkeep::UpkeepError;
 use crate::upstream::label::LabelError;
 use cks_iso_iso9660::IsoError;
@@ -79,6 +80,9 @@ pub enum BuildError {
     /// An ISO, or what goes beside it, could not be written.
     #[error(transparent)]
     Author(Box<AuthorError>),
+    /// The signing key (`--sign-key`) cannot be read, or an ISO cannot be signed with it.
+    #[error(transparent)]
+    Sign(Box<SignError>),
 }
 
 /// `?` on the steps' errors, boxed to keep the error small.
@@ -103,7 +107,8 @@ boxed_from!(
     FromIso(UpkeepError),
     Resolve(LockError),
     Realize(RealizeError),
-    Author(AuthorError)
+    Author(AuthorError),
+    Sign(SignError)
 );
 
 impl From<VersionError> for BuildError {
@@ -146,6 +151,7 @@ impl BuildError {
             Self::Resolve(e) => e.hint(),
             Self::Realize(e) => e.hint(),
             Self::Author(e) => e.hint(),
+            Self::Sign(e) => e.hint(),
         }
     }
 
@@ -164,6 +170,7 @@ impl BuildError {
             Self::Resolve(e) => e.is_usage(),
             Self::Realize(e) => e.is_usage(),
             Self::Author(e) => e.is_usage(),
+            Self::Sign(e) => e.is_usage(),
             Self::Label(_) | Self::Fetch(_) | Self::OutputDir { .. } | Self::WorkDir(_) => false,
         }
     }

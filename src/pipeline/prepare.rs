@@ -77,6 +77,8 @@ pub struct BuildOptions {
     pub from_iso: Vec<PathBuf>,
     /// `--lock-file`: where the run's lock goes too.
     pub lock_file: Option<PathBuf>,
+    /// `--sign-key`: the key each ISO is signed with once written.
+    pub sign_key: Option<PathBuf>,
 }
 
 /// A request set up and settled, before anything is fetched.
@@ -93,6 +95,8 @@ pub struct Prepared {
     pub epoch: Option<i64>,
     /// Where the run's lock goes too (`--lock-file`).
     pub lock_file: Option<PathBuf>,
+    /// The key each ISO is signed with (`--sign-key`), read before anything is fetched.
+    pub sign_key: Option<std::sync::Arc<cks_iso_sigstore::keyed::SigningKey>>,
 }
 
 /// What `build`'s options say before the configuration or the network is read: the request set
@@ -252,6 +256,7 @@ pub(super) fn fresh(options: &RequestOptions) -> Result<Prepared, BuildError> {
         volume_id,
         epoch,
         lock_file: None,
+        sign_key: None,
     })
 }
 
@@ -282,6 +287,7 @@ pub(super) fn locked(
         volume_id,
         epoch,
         lock_file: None,
+        sign_key: None,
     };
     Ok((prepared, lock))
 }

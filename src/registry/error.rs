@@ -122,6 +122,23 @@ pub enum RegistryError {
         /// What was wrong.
         reason: String,
     },
+    /// A push target refused a blob or a manifest (`cks-iso push`).
+    #[error(
+        "{reference}: {registry} refused {what}: HTTP {status}{}",
+        answer_of(answer)
+    )]
+    Refused {
+        /// The image being pushed, as the source names it.
+        reference: String,
+        /// The target registry.
+        registry: String,
+        /// What was refused, with its digest (`layer sha256:…`, `manifest sha256:…`).
+        what: String,
+        /// The status of the registry's answer.
+        status: u16,
+        /// The registry's own words (its `errors` body, trimmed), empty when it gave none.
+        answer: String,
+    },
     /// The image itself cannot be used (no image for the platform, bad manifest, wrong digest).
     #[error(transparent)]
     Image(#[from] ImageError),
@@ -205,6 +222,23 @@ impl RegistryError {
             Self::Image(e) => return e.hint(),
             Self::Cache { source, .. } => return source.hint(),
             Self::Protocol { .. } => return None,
+            Self::Refused {
+                status: 401 | 403, ..
+            } => crate::fetch::AUTH_HINT.into(),
+            Self::Refused { .. } => {
+                "the registry's answer says why; check the target's quota, the media types it \
+                 accepts and the push rights of the credentials, then push again: what is \
+                 already there is not uploaded twice"
+                    .into()
+            }
         })
+    }
+}
+
+/// `: <answer>` when the registry said something.
+fn answer_of(answer: &str) -> String {
+    match answer.is_empty() {
+        true => String::new(),
+        false => format!(": {answer}"),
     }
 }

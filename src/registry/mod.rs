@@ -35,16 +35,20 @@
 mod adapt;
 mod auth;
 mod blobs;
+mod chunked;
 mod credentials;
 mod endpoint;
 mod error;
 mod helper;
 mod manifests;
 mod oauth;
+mod push;
 mod ranged;
 mod referrers;
 mod signatures;
+mod target;
 mod token;
+mod upload;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -61,6 +65,9 @@ pub use auth::Challenge;
 pub use credentials::{AuthFiles, Credentials, DOCKER_HUB_AUTH_KEY};
 pub use endpoint::{DOCKER_HUB_API, Endpoint, RegistryMirror, Routes};
 pub use error::RegistryError;
+pub use push::{PushImage, PushOutcome};
+pub use target::Target;
+pub use upload::{DEFAULT_CHUNK, Pushed, Tally};
 
 use crate::cache::{Cache, CacheError, Key};
 use crate::fetch::{self, Download, FetchError, HttpConfig, Origin, RetryPolicy};
@@ -121,6 +128,12 @@ pub struct Registry {
     /// Blob downloads, each done once per run: the first by whichever image asks first
     /// (`None`), and after a failure, once per other repository that serves it (`Some(scope)`).
     inflight: Mutex<HashMap<Attempt, Arc<Once<()>>>>,
+    /// The actions bearer tokens are asked for: `pull`, or `pull,push` for a push target.
+    actions: &'static str,
+    /// Blobs a push put into a repository of its target this run, to mount them elsewhere.
+    pushed: Mutex<HashMap<Digest, String>>,
+    /// One upload of a blob at a time: another image's waits, then mounts it.
+    uploading: Mutex<HashMap<Digest, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// Which request a 401 or 404 came from, to word the error.
@@ -150,6 +163,9 @@ impl Registry {
             cache,
             hosts: Mutex::default(),
             inflight: Mutex::default(),
+            actions: "pull",
+            pushed: Mutex::default(),
+            uploading: Mutex::default(),
         })
     }
 

@@ -225,7 +225,7 @@ impl Registry {
             if let Some(service) = service {
                 query.append_pair("service", service);
             }
-            query.append_pair("scope", &format!("repository:{}:pull", ep.name));
+            query.append_pair("scope", &format!("repository:{}:{}", ep.name, self.actions));
         }
         // host[:port], named in full in messages.
         let token_host = fetch::host_port(&url);

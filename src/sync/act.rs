@@ -76,6 +76,7 @@ fn build_publish(
     let built: Built = build
         .prepare(&BuildOptions {
             request,
+            sign_key: desired.sign_key.clone(),
             ..BuildOptions::default()
         })
         .and_then(|input| build.run(input))
@@ -121,9 +122,10 @@ fn build_publish(
     Ok(())
 }
 
-/// Moves the ISO at `built` and the files beside it (`.sha256`, SBOMs) to `served` and beside it:
-/// the files beside first and the ISO last, each by a rename, so a served name is never a partial
-/// file and a `.sha256` never stands beside an ISO other than its own for longer than a rename.
+/// Moves the ISO at `built` and the files beside it (SBOMs, signatures, `.sha256`) to `served`
+/// and beside it, each by a rename, so a served name is never a partial file: the SBOMs and
+/// signatures first, then the ISO, then its `.sha256`, which [`super::run`] reads as "a whole
+/// ISO is here" (an old `.sha256` is removed before the ISO is replaced).
 fn publish(built: &Path, served: &Path) -> std::io::Result<()> {
     let beside = |base: &Path, suffix: &str| {
         let mut name = base.as_os_str().to_owned();
@@ -134,6 +136,13 @@ fn publish(built: &Path, served: &Path) -> std::io::Result<()> {
     let _ = std::fs::remove_file(beside(served, ".sha256"));
     for suffix in [".cdx.json", ".spdx.json"] {
         std::fs::rename(beside(built, suffix), beside(served, suffix))?;
+    }
+    // The signatures `sign-key` wrote, when it did.
+    for suffix in [crate::trust::sign::SIG_SUFFIX, crate::trust::sign::BUNDLE_SUFFIX] {
+        let _ = std::fs::remove_file(beside(served, suffix));
+        if beside(built, suffix).exists() {
+            std::fs::rename(beside(built, suffix), beside(served, suffix))?;
+        }
     }
     std::fs::rename(built, served)?;
     std::fs::rename(beside(built, ".sha256"), beside(served, ".sha256"))?;

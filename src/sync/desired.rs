@@ -50,6 +50,10 @@ pub struct Desired {
     /// `--signature-policy`.
     #[serde(default)]
     pub signature_policy: Option<PathBuf>,
+    /// `build --sign-key`: the key every ISO is signed with (`ISO.sig`, `ISO.sigstore.json`
+    /// published beside it).
+    #[serde(default)]
+    pub sign_key: Option<PathBuf>,
     /// Patch releases per minor and arch left enabled [default: 2].
     #[serde(default = "default_keep")]
     pub keep: usize,
@@ -210,6 +214,7 @@ impl Desired {
         anchor(&mut desired.publish.dir);
         desired.trusted_root.as_mut().map(anchor);
         desired.signature_policy.as_mut().map(anchor);
+        desired.sign_key.as_mut().map(anchor);
         desired.check(path)?;
         Ok(desired)
     }

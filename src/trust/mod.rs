@@ -2,7 +2,8 @@
 //! trusted root read from the files a user names; (in [`checker`]) how a run judges signatures
 //! and one image's verdict; (in [`image`]) an image's cosign `.sig` tags and referrers fetched
 //! through the registry and judged; (in [`rekor`]) a file's Rekor entry looked up; (in
-//! [`binaries`]) a downloaded file's signature found beside it and judged.
+//! [`binaries`]) a downloaded file's signature found beside it and judged; (in [`sign`]) the ISOs
+//! cks-iso writes, signed with the operator's key and judged against the signers trusted.
 //! `build`, `pull`, `verify`, `verify-bundle` and `verify-image` share these, so that each judges
 //! a signature the same way.
 
@@ -11,6 +12,7 @@ pub mod checker;
 pub mod image;
 pub mod material;
 pub mod rekor;
+pub mod sign;
 pub mod standalone;
 
 use std::path::{Path, PathBuf};

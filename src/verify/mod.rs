@@ -91,6 +91,8 @@ pub enum Cause {
     Image,
     /// A signature or its evidence does not verify against the trusted root and policy given.
     Signature,
+    /// The ISO's own signature (`ISO.sigstore.json`) does not verify for the signers named.
+    IsoSignature,
     /// The file is cut short or cannot be read where its directory points: a damaged copy.
     Damaged,
 }

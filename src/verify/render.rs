@@ -71,6 +71,11 @@ pub fn closing_hint(cause: Option<Cause>, own_root: bool) -> String {
              the ISO was built with; if they are, the signatures or their evidence were changed \
              after the build"
             .into(),
+        Some(Cause::IsoSignature) => "the ISO's own signature (ISO.sigstore.json) does not \
+             verify for the signers named: sign the ISO with `cks-iso sign ISO --key KEY` (or build \
+             it with --sign-key), or name its signer with --key, --certificate-identity or \
+             --signer-policy; a bundle that no longer matches means the ISO changed after signing"
+            .into(),
         Some(Cause::Image) => "each line above names the image archive and what in it does not \
              match (a blob and its digest): the image is damaged; build the ISO again, or copy it \
              again and check it against its .sha256"

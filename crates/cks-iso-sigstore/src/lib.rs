@@ -29,12 +29,16 @@
 //! - [`rekor`]: the evidence of a signed file (Rekor's API, Sigstore bundles, inclusion proofs and
 //!   checkpoints, Rekor v2, DSSE bundles) and its verification;
 //! - [`referrer`]: cosign 3's referrer signatures; `image`: an image's verdict;
-//!   `report`: what the ISO records.
+//!   `report`: what the ISO records;
+//! - [`keyed`]: signatures cks-iso makes with an operator's key (the ISOs it writes), their
+//!   bundles, and their check against a public key.
 
 mod cosign;
+mod cosign_key;
 pub mod dsse;
 mod image;
 mod invalid;
+pub mod keyed;
 pub mod policy;
 pub mod referrer;
 pub mod rekor;

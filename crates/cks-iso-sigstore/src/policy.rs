@@ -148,6 +148,16 @@ struct File {
     rules: Vec<FileRule>,
 }
 
+/// A signer policy for ISOs: public keys, and rules matched against the ISO's file name.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IsoFile {
+    #[serde(default)]
+    keys: Vec<String>,
+    #[serde(default)]
+    rules: Vec<FileRule>,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct FileRule {
@@ -202,40 +212,80 @@ impl Policy {
             let text = e.to_string();
             text.lines().next().unwrap_or_default().to_owned()
         })?;
-        let mut rules = Vec::new();
-        for (i, r) in file.rules.into_iter().enumerate() {
-            let n = i + 1;
-            let patterns = match (r.pattern, r.prefix) {
-                (Some(pattern), None) => vec![pattern],
-                (None, Some(prefix)) => {
-                    prefix_globs(&prefix).map_err(|e| format!("rule {n}: prefix: {e}"))?
-                }
-                _ => return Err(format!("rule {n}: give exactly one of match, prefix").into()),
-            };
-            let identity = match (r.identity, r.identity_regex) {
-                (Some(exact), None) => Identity::Exact(exact),
-                (None, Some(re)) => Identity::Regex(
-                    regex::Regex::new(&re).map_err(|e| format!("rule {n}: identity-regex: {e}"))?,
-                ),
-                _ => {
-                    return Err(
-                        format!("rule {n}: give exactly one of identity, identity-regex").into(),
-                    );
-                }
-            };
-            if patterns.iter().any(String::is_empty) || r.issuer.is_empty() {
-                return Err(format!("rule {n}: match and issuer must not be empty").into());
-            }
-            rules.extend(patterns.into_iter().map(|pattern| Rule {
-                pattern,
-                identity: identity.clone(),
-                issuer: r.issuer.clone(),
-            }));
-        }
+        let mut rules = rules_of(file.rules)?;
         rules.extend(Self::builtin().rules);
         Ok(Self { rules })
     }
 
+    /// A signer policy for the ISOs cks-iso writes (`register --signer-policy`): the rules of
+    /// the same language, matched against the ISO's file name (`match: "setup-v1.33.*"`), and
+    /// `keys:`, public key files (as written, relative to the file) any of which may have signed
+    /// any ISO. No built-in rule: an operator's ISOs are signed by whom the operator says.
+    pub fn for_isos(text: &str) -> Result<(Vec<String>, Self), Invalid> {
+        let file: IsoFile = serde_saphyr::from_str(text).map_err(|e| {
+            let text = e.to_string();
+            text.lines().next().unwrap_or_default().to_owned()
+        })?;
+        if file.keys.is_empty() && file.rules.is_empty() {
+            return Err("neither keys nor rules: the policy would accept no signer".into());
+        }
+        let rules = rules_of(file.rules)?;
+        Ok((file.keys, Self { rules }))
+    }
+
+    /// A policy of one rule covering everything (the signer flags of `verify` and `register`).
+    pub fn one(identity: Identity, issuer: &str) -> Self {
+        Self {
+            rules: vec![Rule {
+                pattern: "**".into(),
+                identity,
+                issuer: issuer.into(),
+            }],
+        }
+    }
+
+    /// Its rules, in order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+}
+
+/// The rules of a policy file, checked.
+fn rules_of(file_rules: Vec<FileRule>) -> Result<Vec<Rule>, Invalid> {
+    let mut rules = Vec::new();
+    for (i, r) in file_rules.into_iter().enumerate() {
+        let n = i + 1;
+        let patterns = match (r.pattern, r.prefix) {
+            (Some(pattern), None) => vec![pattern],
+            (None, Some(prefix)) => {
+                prefix_globs(&prefix).map_err(|e| format!("rule {n}: prefix: {e}"))?
+            }
+            _ => return Err(format!("rule {n}: give exactly one of match, prefix").into()),
+        };
+        let identity = match (r.identity, r.identity_regex) {
+            (Some(exact), None) => Identity::Exact(exact),
+            (None, Some(re)) => Identity::Regex(
+                regex::Regex::new(&re).map_err(|e| format!("rule {n}: identity-regex: {e}"))?,
+            ),
+            _ => {
+                return Err(
+                    format!("rule {n}: give exactly one of identity, identity-regex").into(),
+                );
+            }
+        };
+        if patterns.iter().any(String::is_empty) || r.issuer.is_empty() {
+            return Err(format!("rule {n}: match and issuer must not be empty").into());
+        }
+        rules.extend(patterns.into_iter().map(|pattern| Rule {
+            pattern,
+            identity: identity.clone(),
+            issuer: r.issuer.clone(),
+        }));
+    }
+    Ok(rules)
+}
+
+impl Policy {
     /// The first rule covering a downloaded file's `url` (matched without its scheme:
     /// `dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm`), if any.
     pub fn rule_for_url(&self, url: &str) -> Option<&Rule> {

@@ -8,6 +8,7 @@ pub mod hostile;
 // The ISO crate's own crafting code, test-only there: one copy for both suites.
 #[path = "../../../crates/cks-iso-iso9660/src/craft.rs"]
 pub mod iso_craft;
+pub mod push;
 pub mod registry;
 pub mod world;
 
