@@ -138,7 +138,10 @@ fn publish(built: &Path, served: &Path) -> std::io::Result<()> {
         std::fs::rename(beside(built, suffix), beside(served, suffix))?;
     }
     // The signatures `sign-key` wrote, when it did.
-    for suffix in [crate::trust::sign::SIG_SUFFIX, crate::trust::sign::BUNDLE_SUFFIX] {
+    for suffix in [
+        crate::trust::sign::SIG_SUFFIX,
+        crate::trust::sign::BUNDLE_SUFFIX,
+    ] {
         let _ = std::fs::remove_file(beside(served, suffix));
         if beside(built, suffix).exists() {
             std::fs::rename(beside(built, suffix), beside(served, suffix))?;

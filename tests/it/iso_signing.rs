@@ -17,7 +17,7 @@ use crate::support::*;
 const ADD: &str = "addKubernetesSupportedVersion";
 
 /// A P-256 key pair made by openssl: (private PKCS #8 PEM, public PEM).
-fn openssl_keys(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+pub(crate) fn openssl_keys(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     require("openssl");
     let key = dir.join(format!("{name}.key"));
     let public = dir.join(format!("{name}.pub"));

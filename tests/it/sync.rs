@@ -246,6 +246,11 @@ fn sync_registers_every_arch_then_does_nothing_then_follows_the_label() {
 fn two_syncs_end_in_one_state_and_a_held_lock_is_named() {
     let world = World::start(Options::default());
     let cloud = Cloud::start(CloudOptions::default());
+    // Every ISO signed with the desired state's key.
+    let (key, public) = crate::iso_signing::openssl_keys(cloud.dir.path(), "sync");
+    let d = write_desired(&world, &cloud, "[amd64, arm64]");
+    let yaml = fs::read_to_string(&d).unwrap();
+    fs::write(&d, format!("{yaml}sign-key: {}\n", key.display())).unwrap();
     // Held by someone else: exit 1 naming the lock and its holder.
     let lock_path = {
         let mut name = cloud.published.as_os_str().to_owned();
@@ -288,6 +293,13 @@ fn two_syncs_end_in_one_state_and_a_held_lock_is_named() {
         .filter(|c| c == "addKubernetesSupportedVersion")
         .count();
     assert_eq!(adds, 4);
+    for arch in ["x86_64", "aarch64"] {
+        let iso = cloud.published.join(format!("setup-v1.33.1-{arch}.iso"));
+        ok(cks_iso()
+            .args(["verify", p(&iso), "--iso-signature", "--key", p(&public)])
+            .output()
+            .unwrap());
+    }
 }
 
 /// Holds an exclusive flock on `path` (writing `holder` into it) until dropped.
