@@ -341,7 +341,7 @@ fn start(
         minor: wanted.minor.clone(),
         arch: wanted.arch.uname().to_owned(),
         kubernetes: Some(wanted.version.clone()),
-        from: match wanted.fingerprint.kubernetes == wanted.version && is_pinned(desired, &wanted) {
+        from: match is_pinned(desired, &wanted) {
             true => "pinned".into(),
             false => format!("stable-{}", wanted.minor),
         },
