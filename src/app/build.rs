@@ -1,30 +1,45 @@
-//! `cks-iso build`: the whole CKS binaries ISO, one per `--arch`. The arguments become
-//! [`BuildOptions`] and what the build borrows (settings, signature checker, cache and registry
-//! client, runtime); [`Build`] does the rest (resolve, realize, author: see
-//! [`crate::pipeline`]); this module prints the summary and registers the ISOs if asked.
+//! `cks-iso build`: the whole CKS binaries ISO, one per `--arch`, for one Kubernetes release or
+//! several at once. The arguments become [`BuildOptions`] (one per release or lock) and what the
+//! builds borrow (settings, signature checker, cache and registry client, runtime); [`Build`]
+//! does the rest (resolve, realize, author: see [`crate::pipeline`]), [`Matrix`] for several;
+//! this module prints the summary and registers the ISOs if asked.
 
-use serde_json::json;
+mod summary;
 
 use super::request::{self, Asked};
 use super::{AppError, net};
 use crate::cli::BuildArgs;
-use crate::pipeline::{Build, BuildOptions, Built, Setup, Shared};
-use crate::registration::line::{Registration, publish_base};
+use crate::pipeline::{Build, BuildOptions, Built, Matrix, Outcome, Setup, Shared, matrix};
 use crate::trust::checker;
 use crate::ui::Ui;
 
-/// The version of `build --json`'s document (its `format` field).
-pub const FORMAT: u32 = 1;
-
 /// Builds the ISOs and prints a summary (or JSON) on stdout.
 pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
+    let base = options(&args);
+    // No release named by a flag: the configuration's list, read first.
+    let named = !(args.kubernetes.is_empty() && args.positional.is_empty() && args.locked.is_empty());
+    let early = match named {
+        true => None,
+        false => Some(net::settings(args.net.clone())?),
+    };
+    let listed = early.as_ref().map_or(&[][..], |s| &s.kubernetes[..]);
+    let kubernetes = if named { &args.kubernetes[..] } else { listed };
+    let asked = matrix::options_for(&base, kubernetes, &args.locked)?;
     // A wrong flag or lock is said before anything about the configuration or the network.
-    let mut setup = Setup::new(&options(&args))?;
-    let publish = publish_base(args.publish_url.as_deref())?;
-    let mut settings = net::settings(args.net.clone())?;
+    let mut setups = Vec::new();
+    for (name, options) in asked {
+        setups.push((name, Setup::new(&options)?));
+    }
+    let publish = summary::publish(args.publish_url.as_deref())?;
+    let mut settings = match early {
+        Some(settings) => settings,
+        None => net::settings(args.net.clone())?,
+    };
     settings.http.offline = args.offline;
     net::registry_mirrors(&settings)?;
-    setup.settle(&settings)?;
+    for (_, setup) in &mut setups {
+        setup.settle(&settings)?;
+    }
     let signing = &args.signing;
     let flags = checker::Flags {
         mode: signing.signatures.as_deref(),
@@ -42,25 +57,74 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         checker: checker.as_ref(),
         runtime: &runtime,
     };
-    let build = Build::new(shared, ui);
-    let built = build.run(build.prepare_setup(setup)?)?;
-    summary(&built, publish.as_deref(), args.json);
-    if args.registering.register {
-        let isos = built
-            .isos
-            .iter()
-            .map(crate::registration::IsoToRegister::from);
-        let publish = publish.as_deref().unwrap_or_default();
-        super::register::after_build(isos.collect(), publish, &args.registering, &settings)?;
-    }
-    Ok(())
+    let built: Vec<Built> = match setups.len() {
+        1 => {
+            let (_, setup) = setups.pop().expect("one setup");
+            let build = Build::new(shared, ui);
+            let built = build.run(build.prepare_setup(setup)?)?;
+            summary::one(&built, publish.as_deref(), args.json);
+            vec![built]
+        }
+        _ => {
+            let outcomes = Matrix::new(shared, ui).build(setups);
+            summary::several(&outcomes, publish.as_deref(), args.json);
+            return finish(outcomes, publish.as_deref(), &args, &settings);
+        }
+    };
+    register(&built, publish.as_deref(), &args, &settings)
 }
 
-/// What `args` ask the build for.
+/// Registers what the builds of `outcomes` made, if asked; then a failure naming each release
+/// that failed (each said on stderr with its hint).
+fn finish(
+    outcomes: Vec<Outcome>,
+    publish: Option<&str>,
+    args: &BuildArgs,
+    settings: &crate::config::Settings,
+) -> Result<(), AppError> {
+    let (mut built, mut failed) = (Vec::new(), Vec::new());
+    for o in outcomes {
+        match o.result {
+            Ok(b) => built.push(b),
+            Err(e) => {
+                let hint = crate::failure::advice(&e, e.hint()).unwrap_or_default();
+                tracing::error!("{}: {} (hint: {hint})", o.asked, crate::failure::one_line(&e));
+                failed.push(o.asked);
+            }
+        }
+    }
+    register(&built, publish, args, settings)?;
+    if failed.is_empty() {
+        return Ok(());
+    }
+    let count = built.len() + failed.len();
+    Err(AppError::failure(
+        anyhow::anyhow!("{} of {count} builds failed: {}", failed.len(), failed.join(", ")),
+        Some("each failure is said above with its hint; the other releases' ISOs are built".into()),
+    ))
+}
+
+/// `--register`: every ISO of `built` registered with CloudStack.
+fn register(
+    built: &[Built],
+    publish: Option<&str>,
+    args: &BuildArgs,
+    settings: &crate::config::Settings,
+) -> Result<(), AppError> {
+    if !args.registering.register || built.is_empty() {
+        return Ok(());
+    }
+    let isos = (built.iter().flat_map(|b| &b.isos)).map(crate::registration::IsoToRegister::from);
+    let publish = publish.unwrap_or_default();
+    super::register::after_build(isos.collect(), publish, &args.registering, settings)
+}
+
+/// What `args` ask the build for (the first `--kubernetes` and `--locked`: see
+/// [`matrix::options_for`] for several).
 fn options(args: &BuildArgs) -> BuildOptions {
     let asked = Asked {
         positional: &args.positional,
-        kubernetes: args.kubernetes.clone(),
+        kubernetes: args.kubernetes.first().cloned(),
         versions: &args.versions,
         arches: &args.arches,
         output: args.output.clone(),
@@ -69,47 +133,8 @@ fn options(args: &BuildArgs) -> BuildOptions {
     };
     BuildOptions {
         request: request::options(&asked),
-        locked: args.locked.clone(),
+        locked: args.locked.first().cloned(),
         from_iso: args.from_iso.clone(),
         lock_file: args.lock_file.clone(),
-    }
-}
-
-/// stdout's summary of what was `built`, with each ISO's registration line: the text, or the
-/// `--json` document.
-fn summary(built: &Built, publish: Option<&str>, json: bool) {
-    let registrations: Vec<Registration> = (built.isos.iter())
-        .map(|b| Registration::of(b, publish))
-        .collect();
-    let (versions, fields) = built.versions();
-    if json {
-        let isos: Vec<_> = (built.isos.iter().zip(&registrations))
-            .map(|(b, r)| {
-                json!({
-                    "iso": b.path, "arch": b.arch.k8s(), "size": b.size, "sha256": b.sha256,
-                    "images": b.images, "files": b.files, "registration": r.json(),
-                })
-            })
-            .collect();
-        let value = json!({
-            "format": FORMAT, "isos": isos, "versions": fields, "summary": versions,
-        });
-        let text = serde_json::to_string_pretty(&value).expect("plain JSON");
-        crate::outln!("{text}");
-        return;
-    }
-    for b in &built.isos {
-        let size = indicatif::HumanBytes(b.size);
-        let (arch, sha) = (b.arch.k8s(), &b.sha256[..16]);
-        let counts = format!("{} images, {} files", b.images, b.files);
-        crate::outln!(
-            "{}  {size} ({arch}, {counts}, sha256 {sha})",
-            b.path.display()
-        );
-    }
-    crate::outln!("{versions}");
-    crate::outln!("register each ISO with CloudStack (addKubernetesSupportedVersion):");
-    for r in registrations {
-        crate::outln!("  {}", r.cmk());
     }
 }

@@ -113,7 +113,9 @@ impl<'a> Build<'a> {
                 tracing::info!("removed {}, left by a run that was killed", path.display());
             }
         }
-        prepared.lock_file = options.lock_file.clone();
+        let kubernetes = &prepared.request.kubernetes;
+        prepared.lock_file = (options.lock_file.as_deref())
+            .map(|path| super::matrix::lock_file_for(path, kubernetes));
         let Some(lock) = lock else {
             return Ok(Input::Request(prepared));
         };

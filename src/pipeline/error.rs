@@ -79,6 +79,31 @@ pub enum BuildError {
     /// An ISO, or what goes beside it, could not be written.
     #[error(transparent)]
     Author(Box<AuthorError>),
+    /// A flag that names one build's output, given for several builds (`--name`, a `--lock-file`
+    /// without `{kubernetes}`), or two lists that cannot go together.
+    #[error("{flag} is for one build, and {count} were asked for: {why}")]
+    Several {
+        /// The flag (or flags).
+        flag: &'static str,
+        /// How many builds were asked for.
+        count: usize,
+        /// Why it cannot serve them all.
+        why: &'static str,
+        /// What to do instead.
+        hint: &'static str,
+    },
+    /// Of several builds, one that would write what an earlier one writes (`--kubernetes
+    /// stable-1.33 --kubernetes 1.33.1` naming one release twice).
+    #[error("{} is written by the build of {other} already", path.display())]
+    SameIsos {
+        /// The ISO (or lock file) both would write.
+        path: PathBuf,
+        /// The earlier build, as asked for.
+        other: String,
+    },
+    /// A thread for one of several builds cannot be started.
+    #[error("cannot start a thread for the build")]
+    Thread(#[source] std::io::Error),
 }
 
 /// `?` on the steps' errors, boxed to keep the error small.
@@ -146,6 +171,11 @@ impl BuildError {
             Self::Resolve(e) => e.hint(),
             Self::Realize(e) => e.hint(),
             Self::Author(e) => e.hint(),
+            Self::Several { hint, .. } => Some((*hint).into()),
+            Self::SameIsos { .. } => {
+                Some("ask for each Kubernetes release once (a label names a release too)".into())
+            }
+            Self::Thread(_) => None,
         }
     }
 
@@ -157,14 +187,20 @@ impl BuildError {
             | Self::ImagesFile { .. }
             | Self::CloudStack(_)
             | Self::Epoch(_)
-            | Self::Lock(_) => true,
+            | Self::Lock(_)
+            | Self::Several { .. }
+            | Self::SameIsos { .. } => true,
             Self::Version(e) => e.is_usage(),
             Self::Iso(e) => e.is_usage(),
             Self::FromIso(e) => e.is_usage(),
             Self::Resolve(e) => e.is_usage(),
             Self::Realize(e) => e.is_usage(),
             Self::Author(e) => e.is_usage(),
-            Self::Label(_) | Self::Fetch(_) | Self::OutputDir { .. } | Self::WorkDir(_) => false,
+            Self::Label(_)
+            | Self::Fetch(_)
+            | Self::OutputDir { .. }
+            | Self::WorkDir(_)
+            | Self::Thread(_) => false,
         }
     }
 }
