@@ -9,7 +9,7 @@ mod summary;
 use super::request::{self, Asked};
 use super::{AppError, net};
 use crate::cli::BuildArgs;
-use crate::pipeline::{Build, BuildOptions, Built, Matrix, Outcome, Setup, Shared, matrix};
+use crate::pipeline::{Build, BuildOptions, Built, Matrix, Setup, Shared, matrix};
 use crate::trust::checker;
 use crate::ui::Ui;
 
@@ -17,7 +17,8 @@ use crate::ui::Ui;
 pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
     let base = options(&args);
     // No release named by a flag: the configuration's list, read first.
-    let named = !(args.kubernetes.is_empty() && args.positional.is_empty() && args.locked.is_empty());
+    let named =
+        !(args.kubernetes.is_empty() && args.positional.is_empty() && args.locked.is_empty());
     let early = match named {
         true => None,
         false => Some(net::settings(args.net.clone())?),
@@ -68,40 +69,12 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         _ => {
             let outcomes = Matrix::new(shared, ui).build(setups);
             summary::several(&outcomes, publish.as_deref(), args.json);
-            return finish(outcomes, publish.as_deref(), &args, &settings);
+            let (built, failed) = summary::split(outcomes);
+            register(&built, publish.as_deref(), &args, &settings)?;
+            return failed.map_or(Ok(()), Err);
         }
     };
     register(&built, publish.as_deref(), &args, &settings)
-}
-
-/// Registers what the builds of `outcomes` made, if asked; then a failure naming each release
-/// that failed (each said on stderr with its hint).
-fn finish(
-    outcomes: Vec<Outcome>,
-    publish: Option<&str>,
-    args: &BuildArgs,
-    settings: &crate::config::Settings,
-) -> Result<(), AppError> {
-    let (mut built, mut failed) = (Vec::new(), Vec::new());
-    for o in outcomes {
-        match o.result {
-            Ok(b) => built.push(b),
-            Err(e) => {
-                let hint = crate::failure::advice(&e, e.hint()).unwrap_or_default();
-                tracing::error!("{}: {} (hint: {hint})", o.asked, crate::failure::one_line(&e));
-                failed.push(o.asked);
-            }
-        }
-    }
-    register(&built, publish, args, settings)?;
-    if failed.is_empty() {
-        return Ok(());
-    }
-    let count = built.len() + failed.len();
-    Err(AppError::failure(
-        anyhow::anyhow!("{} of {count} builds failed: {}", failed.len(), failed.join(", ")),
-        Some("each failure is said above with its hint; the other releases' ISOs are built".into()),
-    ))
 }
 
 /// `--register`: every ISO of `built` registered with CloudStack.

@@ -112,10 +112,7 @@ fn print(mut documents: Vec<serde_json::Value>, tables: Vec<String>) -> Result<(
 }
 
 /// One release's `--json` document.
-fn document(
-    resolution: &Resolution,
-    sizes: Option<&Sizes>,
-) -> Result<serde_json::Value, AppError> {
+fn document(resolution: &Resolution, sizes: Option<&Sizes>) -> Result<serde_json::Value, AppError> {
     let mut value = serde_json::to_value(resolution)
         .map_err(|e| AppError::failure(anyhow::Error::new(e), None))?;
     if let Some(object) = value.as_object_mut() {

@@ -124,7 +124,10 @@ impl<'a> Matrix<'a> {
     /// Each setup's preparation ([`Build::prepare_setup`]: a label read, the output checked), in
     /// the order given; one whose ISOs or lock file an earlier one writes fails
     /// ([`BuildError::SameIsos`]) rather than overwrite them.
-    pub fn prepare(&self, setups: Vec<(String, Setup)>) -> Vec<(String, Result<Input, BuildError>)> {
+    pub fn prepare(
+        &self,
+        setups: Vec<(String, Setup)>,
+    ) -> Vec<(String, Result<Input, BuildError>)> {
         let build = Build::new(self.shared, self.reporter);
         let mut taken: Vec<(String, PathBuf)> = Vec::new();
         let mut prepared = Vec::new();

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use super::AppError;
 use crate::pipeline::{Built, Outcome};
 use crate::registration::line::{Registration, publish_base};
 
@@ -24,7 +25,9 @@ pub(super) fn one(built: &Built, publish: Option<&str>, json: bool) {
 /// The summary of several builds, in the order asked: each one built as [`one`] says it, then
 /// each failure on one line; with `json`, `{"format", "builds": [...], "failed": [...]}`.
 pub(super) fn several(outcomes: &[Outcome], publish: Option<&str>, json: bool) {
-    let failed = outcomes.iter().filter_map(|o| Some((o, o.result.as_ref().err()?)));
+    let failed = outcomes
+        .iter()
+        .filter_map(|o| Some((o, o.result.as_ref().err()?)));
     if json {
         let builds: Vec<Value> = (outcomes.iter())
             .filter_map(|o| {
@@ -100,7 +103,37 @@ fn print_json(value: &Value) {
     crate::outln!("{text}");
 }
 
+/// The builds made, and if any failed, the error naming each release that did (each failure said
+/// on stderr first, with its hint).
+pub(super) fn split(outcomes: Vec<Outcome>) -> (Vec<Built>, Option<AppError>) {
+    let (mut built, mut failed) = (Vec::new(), Vec::new());
+    for o in outcomes {
+        match o.result {
+            Ok(b) => built.push(b),
+            Err(e) => {
+                let hint = crate::failure::advice(&e, e.hint()).unwrap_or_default();
+                let said = crate::failure::one_line(&e);
+                tracing::error!("{}: {said} (hint: {hint})", o.asked);
+                failed.push(o.asked);
+            }
+        }
+    }
+    if failed.is_empty() {
+        return (built, None);
+    }
+    let count = built.len() + failed.len();
+    let error = AppError::failure(
+        anyhow::anyhow!(
+            "{} of {count} builds failed: {}",
+            failed.len(),
+            failed.join(", ")
+        ),
+        Some("each failure is said above with its hint; the other releases' ISOs are built".into()),
+    );
+    (built, Some(error))
+}
+
 /// `--publish-url`, checked.
-pub(super) fn publish(given: Option<&str>) -> Result<Option<String>, super::AppError> {
+pub(super) fn publish(given: Option<&str>) -> Result<Option<String>, AppError> {
     Ok(publish_base(given)?)
 }

@@ -23,7 +23,11 @@ fn two_releases() -> World {
 
 /// `base` for each of `kubernetes`, set up and settled as `build` does, built by a [`Matrix`] on
 /// `tools`; the outcomes and the events recorded.
-fn build_all(tools: &Tools, base: &BuildOptions, kubernetes: &[&str]) -> (Vec<Outcome>, Vec<String>) {
+fn build_all(
+    tools: &Tools,
+    base: &BuildOptions,
+    kubernetes: &[&str],
+) -> (Vec<Outcome>, Vec<String>) {
     let kubernetes: Vec<String> = kubernetes.iter().map(|k| (*k).to_owned()).collect();
     let setups = matrix::options_for(base, &kubernetes, &[])
         .unwrap()
@@ -65,7 +69,11 @@ fn two_releases_build_at_once_as_their_single_builds_do_and_share_blobs() {
     let mut single: BTreeMap<&str, BTreeMap<String, usize>> = BTreeMap::new();
     let started = Instant::now();
     for release in releases {
-        let tools = Tools::through(&world, &dir.path().join(format!("cache-{release}")), &proxy.url());
+        let tools = Tools::through(
+            &world,
+            &dir.path().join(format!("cache-{release}")),
+            &proxy.url(),
+        );
         let mut request = request(&world, &arches, &dir.path().join("single"));
         request.kubernetes = Some(release.into());
         let options = BuildOptions {
@@ -103,29 +111,53 @@ fn two_releases_build_at_once_as_their_single_builds_do_and_share_blobs() {
     }
     // Each release said its lock and its ISOs once, whatever the interleaving.
     for release in releases {
-        let locks = events.iter().filter(|e| e.starts_with(&format!("lock {release} ")));
+        let locks = events
+            .iter()
+            .filter(|e| e.starts_with(&format!("lock {release} ")));
         assert_eq!(locks.count(), 1, "{events:?}");
     }
-    assert_eq!(events.iter().filter(|e| e.starts_with("written ")).count(), 4);
+    assert_eq!(
+        events.iter().filter(|e| e.starts_with("written ")).count(),
+        4
+    );
     // Every file the single builds wrote, the matrix wrote the same, and nothing else.
     let names = |d: &str| -> Vec<String> {
         let files = files_in(&dir.path().join(d));
-        files.iter().map(|f| f.file_name().unwrap().to_string_lossy().into_owned()).collect()
+        files
+            .iter()
+            .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+            .collect()
     };
     assert_eq!(names("single"), names("matrix"));
     assert!(names("matrix").len() >= 4 * 2 + 2, "{:?}", names("matrix"));
     for name in names("single") {
-        let (a, b) = (dir.path().join("single").join(&name), dir.path().join("matrix").join(&name));
-        assert!(crate::support::same_bytes(&a, &b), "{name} differs from its single build");
+        let (a, b) = (
+            dir.path().join("single").join(&name),
+            dir.path().join("matrix").join(&name),
+        );
+        assert!(
+            crate::support::same_bytes(&a, &b),
+            "{name} differs from its single build"
+        );
     }
     // One fetch per blob; the blobs both releases use were among them, fetched once too.
     let gets = blob_gets(&proxy);
-    assert!(gets.values().all(|&n| n == 1), "fetched more than once: {gets:?}");
+    assert!(
+        gets.values().all(|&n| n == 1),
+        "fetched more than once: {gets:?}"
+    );
     let (a, b) = (&single[releases[0]], &single[releases[1]]);
     let shared: Vec<&String> = a.keys().filter(|d| b.contains_key(*d)).collect();
     assert!(!shared.is_empty(), "the two releases share no blob");
-    let union = a.keys().chain(b.keys()).collect::<std::collections::BTreeSet<_>>();
-    assert_eq!(gets.len(), union.len(), "the matrix fetched other blobs than the singles");
+    let union = a
+        .keys()
+        .chain(b.keys())
+        .collect::<std::collections::BTreeSet<_>>();
+    assert_eq!(
+        gets.len(),
+        union.len(),
+        "the matrix fetched other blobs than the singles"
+    );
 }
 
 /// A release the world does not publish fails alone: the other release is built and its files
@@ -153,9 +185,10 @@ fn a_release_that_fails_leaves_the_others_built() {
     let e = outcomes[1].result.as_ref().unwrap_err();
     assert!(!e.is_usage(), "{e:?}");
     assert!(matches!(e, BuildError::Resolve(_)), "{e:?}");
-    let said: Vec<String> = std::iter::successors(Some(e as &dyn std::error::Error), |e| e.source())
-        .map(ToString::to_string)
-        .collect();
+    let said: Vec<String> =
+        std::iter::successors(Some(e as &dyn std::error::Error), |e| e.source())
+            .map(ToString::to_string)
+            .collect();
     // Whichever of its downloads failed first (kubeadm, crictl…): the world has none of 1.32.
     assert!(said.iter().any(|s| s.contains("404")), "{said:?}");
     let e = outcomes[2].result.as_ref().unwrap_err();
@@ -167,7 +200,10 @@ fn a_release_that_fails_leaves_the_others_built() {
     assert!(events.iter().all(|e| !e.contains("1.32.9")), "{events:?}");
     // Only the release built left files: its ISO, `.sha256` and SBOMs.
     let left: Vec<PathBuf> = files_in(&out);
-    assert!(left.iter().all(|f| f.to_string_lossy().contains(kube)), "{left:?}");
+    assert!(
+        left.iter().all(|f| f.to_string_lossy().contains(kube)),
+        "{left:?}"
+    );
 }
 
 /// What cannot serve several builds is refused before anything: `--name`, a `--lock-file`
@@ -185,9 +221,22 @@ fn flags_for_one_build_are_refused_for_several() {
         ..base.clone()
     };
     let e = matrix::options_for(&named, &two, &[]).unwrap_err();
-    assert!(matches!(e, BuildError::Several { flag: "--name", count: 2, .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            BuildError::Several {
+                flag: "--name",
+                count: 2,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     assert!(e.is_usage() && e.hint().unwrap().contains("leave --name out"));
-    assert_eq!(matrix::options_for(&named, &two[..1], &[]).unwrap().len(), 1);
+    assert_eq!(
+        matrix::options_for(&named, &two[..1], &[]).unwrap().len(),
+        1
+    );
     let one_file = BuildOptions {
         lock_file: Some("run.lock".into()),
         ..base.clone()
@@ -196,7 +245,10 @@ fn flags_for_one_build_are_refused_for_several() {
     assert!(e.hint().unwrap().contains("{kubernetes}"), "{e:?}");
     let locks = [PathBuf::from("a.lock"), PathBuf::from("b.lock")];
     let e = matrix::options_for(&base, &two[..1], &locks).unwrap_err();
-    assert!(matches!(e, BuildError::Several { .. }) && e.is_usage(), "{e:?}");
+    assert!(
+        matches!(e, BuildError::Several { .. }) && e.is_usage(),
+        "{e:?}"
+    );
     let each = matrix::options_for(&base, &[], &locks).unwrap();
     assert_eq!(each[1].0, "b.lock");
     assert_eq!(each[1].1.locked.as_deref(), Some(Path::new("b.lock")));
