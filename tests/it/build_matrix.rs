@@ -138,5 +138,8 @@ fn resolve_lists_several_releases_in_one_document() {
     let refused = resolve(&["--lock"]);
     let (_, stderr) = text(&refused);
     assert_eq!(refused.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("resolve --lock prints one lock"), "{stderr}");
+    assert!(
+        stderr.contains("resolve --lock prints one lock"),
+        "{stderr}"
+    );
 }
