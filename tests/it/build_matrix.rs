@@ -55,7 +55,15 @@ fn a_failed_release_exits_1_naming_it_and_the_other_is_built() {
         stdout.contains("1.32.9 FAILED: cannot download"),
         "{stdout}"
     );
+    assert!(
+        stderr.contains("error: 1.32.9: cannot download"),
+        "{stderr}"
+    );
     assert!(stderr.contains("1 of 2 builds failed: 1.32.9"), "{stderr}");
+    assert!(
+        stderr.contains("hint: each error above names its release"),
+        "{stderr}"
+    );
     assert!(
         !fs::read_dir(&out).unwrap().any(|e| e
             .unwrap()

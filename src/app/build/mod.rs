@@ -69,7 +69,7 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         _ => {
             let outcomes = Matrix::new(shared, ui).build(setups);
             summary::several(&outcomes, publish.as_deref(), args.json);
-            let (built, failed) = summary::split(outcomes);
+            let (built, failed) = summary::split(outcomes, ui);
             register(&built, publish.as_deref(), &args, &settings)?;
             return failed.map_or(Ok(()), Err);
         }

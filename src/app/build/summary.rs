@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 use super::AppError;
 use crate::pipeline::{Built, Outcome};
 use crate::registration::line::{Registration, publish_base};
+use crate::ui::Ui;
 
 /// The version of `build --json`'s document (its `format` field).
 pub const FORMAT: u32 = 1;
@@ -103,17 +104,21 @@ fn print_json(value: &Value) {
     crate::outln!("{text}");
 }
 
-/// The builds made, and if any failed, the error naming each release that did (each failure said
-/// on stderr first, with its hint).
-pub(super) fn split(outcomes: Vec<Outcome>) -> (Vec<Built>, Option<AppError>) {
+/// The builds made, and if any failed, the error counting them and naming each release that did
+/// (each failure said first on stderr as any error is, its release first, with its hint).
+pub(super) fn split(outcomes: Vec<Outcome>, ui: &Ui) -> (Vec<Built>, Option<AppError>) {
     let (mut built, mut failed) = (Vec::new(), Vec::new());
     for o in outcomes {
         match o.result {
             Ok(b) => built.push(b),
             Err(e) => {
-                let hint = crate::failure::advice(&e, e.hint()).unwrap_or_default();
-                let said = crate::failure::one_line(&e);
-                tracing::error!("{}: {said} (hint: {hint})", o.asked);
+                let err = AppError::from(e);
+                let (top, causes) = err.lines();
+                ui.error(
+                    &format!("{}: {top}", o.asked),
+                    &causes,
+                    err.advice().as_deref(),
+                );
                 failed.push(o.asked);
             }
         }
@@ -122,13 +127,21 @@ pub(super) fn split(outcomes: Vec<Outcome>) -> (Vec<Built>, Option<AppError>) {
         return (built, None);
     }
     let count = built.len() + failed.len();
+    let hint = match built.is_empty() {
+        true => "each error above names its release, its cause and what to do",
+        false => {
+            "each error above names its release, its cause and what to do; the other releases' \
+             ISOs were written, and a build of the failed ones after the fix downloads only what \
+             is missing"
+        }
+    };
     let error = AppError::failure(
         anyhow::anyhow!(
             "{} of {count} builds failed: {}",
             failed.len(),
             failed.join(", ")
         ),
-        Some("each failure is said above with its hint; the other releases' ISOs are built".into()),
+        Some(hint.into()),
     );
     (built, Some(error))
 }
