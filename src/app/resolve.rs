@@ -28,63 +28,116 @@ fn release_of_label(text: &str, settings: &Settings) -> Result<Option<(String, S
 /// meaning or goes away.
 pub const FORMAT: u32 = 1;
 
-/// Resolves and prints: the table, the JSON summary, or (`--lock`) the lock.
+/// Resolves and prints: the table, the JSON summary, or (`--lock`) the lock. Several releases
+/// are resolved at once and printed in the order given: the tables one after another, or one
+/// JSON document `{"format", "resolutions": [...]}`.
 pub fn run(args: ResolveArgs, ui: &Ui) -> Result<(), AppError> {
     let settings = net::settings(args.net.clone())?;
-    let labelled = release_of_label(&args.kubernetes, &settings)?;
     if args.lock {
+        let [kubernetes] = &args.kubernetes[..] else {
+            return Err(several_locks(&args.kubernetes));
+        };
+        let labelled = release_of_label(kubernetes, &settings)?;
         return print_lock(&args, &settings, labelled, ui);
     }
     lock_only(&args)?;
-    let text = labelled
-        .as_ref()
-        .map_or(args.kubernetes.as_str(), |l| l.1.as_str());
-    let kube: KubeVersion = text.parse()?;
-    check_supported(&kube)?;
     let arch = one_arch(&args.arch)?;
-    let json = args.json;
-    let partial = Partial::new(kube, arch, given(&args.versions))?;
+    let mut partials = Vec::new();
+    for text in &args.kubernetes {
+        let labelled = release_of_label(text, &settings)?;
+        let release = labelled.as_ref().map_or(text.as_str(), |l| l.1.as_str());
+        let kube: KubeVersion = release.parse()?;
+        check_supported(&kube)?;
+        let partial = Partial::new(kube, arch, given(&args.versions))?;
+        partials.push((partial, labelled.map(|l| l.0)));
+    }
     let runtime = net::runtime()?;
-    let mut resolution = runtime.block_on(async {
+    let resolutions = runtime.block_on(async {
         let client = build_client(&settings.http)?;
         let fetcher = net::fetcher(&client, &settings, None, &());
-        Ok::<_, AppError>(resolve(partial, &fetcher).await?)
+        let each = partials.into_iter().map(|(partial, label)| {
+            let fetcher = &fetcher;
+            async move {
+                let mut resolution = resolve(partial, fetcher).await?;
+                resolution.kubernetes_label = label;
+                Ok::<_, AppError>(resolution)
+            }
+        });
+        futures_util::future::try_join_all(each).await
     })?;
-    resolution.kubernetes_label = labelled.map(|l| l.0);
-    for warning in &resolution.warnings {
-        tracing::warn!("{warning}");
-    }
-    for note in &resolution.notes {
-        tracing::info!("{note}");
-    }
     let a = &args.addons;
     let addons = pipeline::addons(&a.images, &a.images_files, &a.manifests)?;
     let addons = addons.after(pipeline::configured(&settings)?)?;
-    let sizes = match addons.is_empty() {
-        true => None,
-        false => Some(runtime.block_on(sizes(&settings, &resolution, &addons))?),
-    };
-    if json {
-        let mut value = serde_json::to_value(&resolution)
-            .map_err(|e| AppError::failure(anyhow::Error::new(e), None))?;
-        if let Some(object) = value.as_object_mut() {
-            object.insert("format".into(), FORMAT.into());
-            if let Some(sizes) = &sizes {
-                object.insert("addons".into(), serde_json::json!(sizes.addons));
-                object.insert("estimate".into(), sizes.estimate());
-            }
+    let mut documents = Vec::new();
+    let mut tables = Vec::new();
+    for resolution in &resolutions {
+        for warning in &resolution.warnings {
+            tracing::warn!("{warning}");
         }
-        let text = serde_json::to_string_pretty(&value)
-            .map_err(|e| AppError::failure(anyhow::Error::new(e), None))?;
-        crate::outln!("{text}");
-    } else {
-        let mut text = table(&resolution);
-        if let Some(sizes) = &sizes {
-            text.push_str(&sizes.table());
+        for note in &resolution.notes {
+            tracing::info!("{note}");
         }
-        crate::out::bytes(text.as_bytes());
+        let sizes = match addons.is_empty() {
+            true => None,
+            false => Some(runtime.block_on(sizes(&settings, resolution, &addons))?),
+        };
+        match args.json {
+            true => documents.push(document(resolution, sizes.as_ref())?),
+            false => tables.push(table(resolution) + &sizes.map_or(String::new(), |s| s.table())),
+        }
     }
+    print(documents, tables)
+}
+
+/// The tables one after another, or the JSON document: one release's, or
+/// `{"format", "resolutions"}` for several.
+fn print(mut documents: Vec<serde_json::Value>, tables: Vec<String>) -> Result<(), AppError> {
+    if documents.is_empty() {
+        crate::out::bytes(tables.join("\n").as_bytes());
+        return Ok(());
+    }
+    let value = match documents.len() {
+        1 => documents.pop().expect("one document"),
+        _ => {
+            for d in &mut documents {
+                d.as_object_mut().map(|o| o.remove("format"));
+            }
+            serde_json::json!({"format": FORMAT, "resolutions": documents})
+        }
+    };
+    let text = serde_json::to_string_pretty(&value)
+        .map_err(|e| AppError::failure(anyhow::Error::new(e), None))?;
+    crate::outln!("{text}");
     Ok(())
+}
+
+/// One release's `--json` document.
+fn document(resolution: &Resolution, sizes: Option<&Sizes>) -> Result<serde_json::Value, AppError> {
+    let mut value = serde_json::to_value(resolution)
+        .map_err(|e| AppError::failure(anyhow::Error::new(e), None))?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert("format".into(), FORMAT.into());
+        if let Some(sizes) = sizes {
+            object.insert("addons".into(), serde_json::json!(sizes.addons));
+            object.insert("estimate".into(), sizes.estimate());
+        }
+    }
+    Ok(value)
+}
+
+/// `resolve --lock` given several releases: it prints one lock, which `build --locked` reads.
+fn several_locks(given: &[String]) -> AppError {
+    AppError::usage(
+        anyhow::anyhow!(
+            "resolve --lock prints one lock, and was given --kubernetes {}",
+            given.join(" --kubernetes ")
+        ),
+        Some(
+            "run it once per release, or build them all at once and keep each lock: cks-iso \
+             build --kubernetes A --kubernetes B … --lock-file 'locks/{kubernetes}.lock'"
+                .into(),
+        ),
+    )
 }
 
 /// Without `--lock`, the flags only a lock uses are a usage error naming the first one given
@@ -115,7 +168,7 @@ fn print_lock(
 ) -> Result<(), AppError> {
     let (label, kubernetes) = match labelled {
         Some((label, version)) => (Some(label), version),
-        None => (None, args.kubernetes.clone()),
+        None => (None, args.kubernetes[0].clone()),
     };
     let asked = request::Asked {
         positional: &[],

@@ -24,9 +24,11 @@ pub struct BuildArgs {
     #[arg(value_name = "ARG", num_args = 0..=9)]
     pub positional: Vec<String>,
     /// Kubernetes release, e.g. 1.33.1, or a label read from dl.k8s.io: stable-1.33, stable,
-    /// 1.33 (for stable-1.33), latest-1.33 (a final release only).
+    /// 1.33 (for stable-1.33), latest-1.33 (a final release only). Repeatable: each release
+    /// gets its own ISOs, lock and summary, built at once in this run [default: the
+    /// configuration's `kubernetes:` list].
     #[arg(long, value_name = "VERSION")]
-    pub kubernetes: Option<String>,
+    pub kubernetes: Vec<String>,
     /// The component versions.
     #[command(flatten)]
     pub versions: FromEnv<VersionArgs>,
@@ -53,10 +55,12 @@ pub struct BuildArgs {
     #[arg(long, value_name = "BASE")]
     pub publish_url: Option<String>,
     /// Build exactly what this lock (or the lock inside this ISO) records: versions, file and
-    /// manifest hashes, images by digest; --arch picks among its architectures.
+    /// manifest hashes, images by digest; --arch picks among its architectures. Repeatable:
+    /// each lock is built as its own run, all at once.
     #[arg(long, value_name = "LOCK|ISO")]
-    pub locked: Option<PathBuf>,
-    /// Also write the run's lock (every architecture) to FILE.
+    pub locked: Vec<PathBuf>,
+    /// Also write the run's lock (every architecture) to FILE; `{kubernetes}` in it stands for
+    /// the release (needed with several releases: --lock-file 'locks/{kubernetes}.lock').
     #[arg(long, value_name = "FILE")]
     pub lock_file: Option<PathBuf>,
     /// Make no network connection: everything comes from the cache.

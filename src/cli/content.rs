@@ -45,7 +45,8 @@ pub struct RequestArgs {
     /// --dashboard becomes optional.
     #[arg(long, value_name = "VERSION")]
     pub headlamp_version: Option<String>,
-    /// ISO name before `-<x86_64|aarch64>.iso` [default: setup-v<KUBERNETES>].
+    /// ISO name before `-<x86_64|aarch64>.iso` [default: setup-v<KUBERNETES>]; not with several
+    /// --kubernetes, whose ISOs each keep their default name.
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
     /// Volume ID: CloudStack nodes look for CDROM [default: CDROM, or the lock's].

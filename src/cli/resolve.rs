@@ -8,9 +8,10 @@ use super::{AddonArgs, FromEnv, Net, RequestArgs, VersionArgs};
 #[derive(Debug, Args)]
 pub struct ResolveArgs {
     /// Kubernetes release, e.g. 1.33.1 or v1.33.1, or a label: stable-1.33, stable, 1.33 (for
-    /// stable-1.33), latest-1.33 (a final release only).
-    #[arg(long, value_name = "VERSION")]
-    pub kubernetes: String,
+    /// stable-1.33), latest-1.33 (a final release only). Repeatable (not with --lock): each
+    /// release resolved at once, listed in the order given.
+    #[arg(long, value_name = "VERSION", required = true)]
+    pub kubernetes: Vec<String>,
     /// Target architecture: amd64 (x86_64) or arm64 (aarch64); one per run, as the URLs and
     /// images differ per architecture; with --lock repeatable, as build takes it (one lock).
     #[arg(long, value_name = "ARCH", default_value = "amd64")]

@@ -23,6 +23,7 @@
 //! iso-signer-policy: isos.yaml  # who must have signed the ISOs `register` registers
 //! rekor-url: https://rekor.sigstore.dev  # where binaries' signatures are looked up
 //! cloudstack: "4.23"            # the CloudStack release `build` makes ISOs for
+//! kubernetes: [1.33.1, 1.32.4]  # the releases `build` makes ISOs of when no flag names one
 //! cloudstack-api:               # what `register` and `versions` talk to (docs/registration.md)
 //!   url: https://cloud.example.org/client/api
 //!   api-key: KEY
@@ -188,6 +189,11 @@ pub struct Network {
     /// `secret-key-file`); flags and `CKS_ISO_CLOUDSTACK_*` come first (docs/registration.md).
     #[arg(skip)]
     pub cloudstack_api: Option<ApiConfig>,
+    /// `kubernetes:`, the releases `build` makes ISOs of (each as `--kubernetes` takes it) when
+    /// neither `--kubernetes`, the positional form nor `--locked` names one.
+    #[arg(skip)]
+    #[serde(default, deserialize_with = "release_texts")]
+    pub kubernetes: Vec<String>,
     /// `extras:`, the add-on content `build` carries (`images:`, `manifests:`); `--image`,
     /// `--images-file` and `--manifest` add to it (docs/guide/add-ons.md).
     #[arg(skip)]
@@ -227,6 +233,24 @@ fn release_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>
         Some(serde_json::Value::String(s)) => Some(s),
         Some(other) => Some(other.to_string()),
     })
+}
+
+/// `kubernetes: [1.33.1, stable-1.32]` (or one release alone) as texts. A bare number is
+/// refused: YAML reads `1.30` as the number 1.3, which would silently name another release.
+fn release_texts<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    use serde::de::Error as _;
+    let text = |value: serde_json::Value| match value {
+        serde_json::Value::String(s) => Ok(s),
+        other => Err(D::Error::custom(format!(
+            "kubernetes: {other} is not a release as text; YAML reads a bare 1.30 as the number \
+             1.3, so quote it: \"1.30\""
+        ))),
+    };
+    match Option::<serde_json::Value>::deserialize(d)? {
+        None | Some(serde_json::Value::Null) => Ok(Vec::new()),
+        Some(serde_json::Value::Array(items)) => items.into_iter().map(text).collect(),
+        Some(one) => Ok(vec![text(one)?]),
+    }
 }
 
 /// `--registry-mirror`'s `REGISTRY=URL`.
@@ -294,6 +318,8 @@ pub struct Settings {
     pub cloudstack_api: Option<ApiConfig>,
     /// The file's `extras:` (the flags add to it).
     pub extras: Extras,
+    /// The file's `kubernetes:`, the releases `build` makes ISOs of when no flag names one.
+    pub kubernetes: Vec<String>,
     /// The file the settings came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -465,6 +491,7 @@ pub fn merge(file: Option<(PathBuf, Network)>, flags: Network) -> Result<Setting
         cloudstack,
         cloudstack_api: file.cloudstack_api,
         extras: file.extras.unwrap_or_default(),
+        kubernetes: file.kubernetes,
         source,
     })
 }

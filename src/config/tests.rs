@@ -136,3 +136,16 @@ fn extras_read_with_their_files_relative_to_the_configuration() {
         "unknown keys are refused"
     );
 }
+
+#[test]
+fn kubernetes_lists_releases_as_text_and_refuses_a_bare_number() {
+    let c = Network::parse("kubernetes: [1.33.1, \"1.30\", stable-1.32]\n").unwrap();
+    assert_eq!(c.kubernetes, ["1.33.1", "1.30", "stable-1.32"]);
+    let one = Network::parse("kubernetes: 1.33.1\n").unwrap();
+    assert_eq!(one.kubernetes, ["1.33.1"]);
+    // YAML reads 1.30 as 1.3: refused, saying to quote it, never taken as another release.
+    let err = Network::parse("kubernetes: [1.33.1, 1.30]\n").unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("\"1.30\"") && text.contains("1.3"), "{text}");
+    assert!(Network::parse("").unwrap().kubernetes.is_empty());
+}

@@ -114,7 +114,9 @@ impl<'a> Build<'a> {
                 tracing::info!("removed {}, left by a run that was killed", path.display());
             }
         }
-        prepared.lock_file = options.lock_file.clone();
+        let kubernetes = &prepared.request.kubernetes;
+        prepared.lock_file = (options.lock_file.as_deref())
+            .map(|path| super::matrix::lock_file_for(path, kubernetes));
         // A wrong key path, format or password stops the build before anything is fetched.
         if let Some(path) = &options.sign_key {
             prepared.sign_key = Some(std::sync::Arc::new(sign::load_key(path)?));

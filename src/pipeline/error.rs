@@ -83,6 +83,31 @@ pub enum BuildError {
     /// The signing key (`--sign-key`) cannot be read, or an ISO cannot be signed with it.
     #[error(transparent)]
     Sign(Box<SignError>),
+    /// A flag that names one build's output, given for several builds (`--name`, a `--lock-file`
+    /// without `{kubernetes}`), or two lists that cannot go together.
+    #[error("{flag} is for one build, and {count} were asked for: {why}")]
+    Several {
+        /// The flag (or flags).
+        flag: &'static str,
+        /// How many builds were asked for.
+        count: usize,
+        /// Why it cannot serve them all.
+        why: &'static str,
+        /// What to do instead.
+        hint: &'static str,
+    },
+    /// Of several builds, one that would write what an earlier one writes (`--kubernetes
+    /// stable-1.33 --kubernetes 1.33.1` naming one release twice).
+    #[error("{} is written by the build of {other} already", path.display())]
+    SameIsos {
+        /// The ISO (or lock file) both would write.
+        path: PathBuf,
+        /// The earlier build, as asked for.
+        other: String,
+    },
+    /// A thread for one of several builds cannot be started.
+    #[error("cannot start a thread for the build")]
+    Thread(#[source] std::io::Error),
 }
 
 /// `?` on the steps' errors, boxed to keep the error small.
@@ -152,6 +177,11 @@ impl BuildError {
             Self::Realize(e) => e.hint(),
             Self::Author(e) => e.hint(),
             Self::Sign(e) => e.hint(),
+            Self::Several { hint, .. } => Some((*hint).into()),
+            Self::SameIsos { .. } => {
+                Some("ask for each Kubernetes release once (a label names a release too)".into())
+            }
+            Self::Thread(_) => None,
         }
     }
 
@@ -163,7 +193,9 @@ impl BuildError {
             | Self::ImagesFile { .. }
             | Self::CloudStack(_)
             | Self::Epoch(_)
-            | Self::Lock(_) => true,
+            | Self::Lock(_)
+            | Self::Several { .. }
+            | Self::SameIsos { .. } => true,
             Self::Version(e) => e.is_usage(),
             Self::Iso(e) => e.is_usage(),
             Self::FromIso(e) => e.is_usage(),
@@ -171,7 +203,11 @@ impl BuildError {
             Self::Realize(e) => e.is_usage(),
             Self::Author(e) => e.is_usage(),
             Self::Sign(e) => e.is_usage(),
-            Self::Label(_) | Self::Fetch(_) | Self::OutputDir { .. } | Self::WorkDir(_) => false,
+            Self::Label(_)
+            | Self::Fetch(_)
+            | Self::OutputDir { .. }
+            | Self::WorkDir(_)
+            | Self::Thread(_) => false,
         }
     }
 }

@@ -12,6 +12,7 @@ mod autoscaler_tags;
 mod binary_bundles;
 mod build_dates;
 mod build_e2e;
+mod build_matrix;
 mod cache_cmd;
 mod cache_delta;
 mod chaos_soak;

@@ -267,11 +267,12 @@ fn understood(words: &[String]) -> Result<(), String> {
     // `…` stands for flags the page leaves out: the request is not whole on the page.
     let elided = words.iter().any(|w| w.contains('…'));
     if let Subcommand::Build(args) = cli.command
-        && args.locked.is_none()
+        && args.locked.is_empty()
         && !elided
     {
         let flags = plan::Flags {
-            kubernetes: args.kubernetes.clone(),
+            // Each of several releases is a request of its own; the first stands for them all.
+            kubernetes: args.kubernetes.first().cloned(),
             cni: args.versions.cni.clone(),
             crictl: args.versions.crictl.clone(),
             arches: args.arches.clone(),

@@ -2,11 +2,12 @@
 //! world, with a recording reporter: what a build made is judged on its [`Built`] value, the lock
 //! and the [`BuildError`] variant, not on a command's stdout. New in-process tests of the
 //! pipeline go here, one file per concern (`build.rs`: whole builds; `errors.rs`: each failure's
-//! variant, hint and exit kind); what is truly the CLI (exit codes, messages, `--json`) stays in
+//! variant, hint and exit kind; `matrix.rs`: several releases built at once); what is truly the CLI (exit codes, messages, `--json`) stays in
 //! the subprocess suites.
 
 mod build;
 mod errors;
+mod matrix;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -86,6 +87,24 @@ impl Tools {
     fn with(world: &World, cache: &Path, signatures: Option<&str>, offline: bool) -> Self {
         let mut settings = pipeline::settings(world.config_path()).unwrap();
         settings.http.offline = offline;
+        Self::on(settings, cache, signatures)
+    }
+
+    /// [`Tools::open`] with the world's registry reached through `proxy` (`http://host:port`,
+    /// for example a fault proxy that logs each request).
+    fn through(world: &World, cache: &Path, proxy: &str) -> Self {
+        let mut settings = pipeline::settings(world.config_path()).unwrap();
+        let registry = world.registry_url();
+        for url in settings.registry_mirrors.values_mut() {
+            *url = url.replace(&registry, proxy);
+        }
+        let host = proxy.trim_start_matches("http://").to_owned();
+        settings.insecure_registries.push(host.clone());
+        settings.http.plain_http_hosts.push(host);
+        Self::on(settings, cache, None)
+    }
+
+    fn on(settings: Settings, cache: &Path, signatures: Option<&str>) -> Self {
         let mirrors = (settings.registry_mirrors.iter())
             .map(|(registry, url)| format!("{registry}={url}").parse::<RegistryMirror>())
             .collect::<Result<Vec<_>, _>>()
