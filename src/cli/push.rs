@@ -21,7 +21,7 @@ pub struct PushArgs {
     #[arg(long, value_name = "LOCK")]
     pub locked: Option<PathBuf>,
     /// Where to: `HOST[:PORT][/PREFIX]`; each image goes to `PREFIX/<its registry>/<its path>`
-    /// with its tag. Plain HTTP only with --insecure-registry HOST[:PORT].
+    /// with its tag. Plain HTTP only with `--insecure-registry HOST[:PORT]`.
     #[arg(long, value_name = "REGISTRY[/PREFIX]")]
     pub to: String,
     /// Credentials for the target (a Docker config.json or auth.json) [default: as for pulls].
