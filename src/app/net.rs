@@ -7,8 +7,10 @@ use super::AppError;
 use crate::cache::Cache;
 use crate::cli::Net;
 use crate::config::{self, Settings};
+use crate::pipeline::Shared;
 use crate::progress::Progress;
 use crate::registry::{AuthFiles, Registry, RegistryConfig, RegistryMirror, Routes};
+use crate::trust::checker::{self, Checker};
 use crate::upstream::Fetcher;
 
 /// Loads the file, if any, and lets the flags override it.
@@ -171,4 +173,43 @@ fn started(builder: &mut tokio::runtime::Builder) -> Result<tokio::runtime::Runt
             None,
         )
     })
+}
+
+/// What a command that builds lends every build of its run ([`Shared`]): the signature checker,
+/// the registry client with its cache, and the transfer runtime, made once per process (`build`,
+/// `sync`).
+pub(crate) struct BuildTools {
+    checker: Option<Checker>,
+    registry: Registry,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl BuildTools {
+    /// The checker `flags` ask for, the cache (`cache_dir`, else the user's) and a registry client
+    /// on `settings`.
+    pub(crate) fn open(
+        settings: &Settings,
+        flags: checker::Flags<'_>,
+        cache_dir: Option<PathBuf>,
+    ) -> Result<Self, AppError> {
+        let checker = checker::select(flags, settings)?;
+        let cache = writable_cache(cache_dir)?;
+        let runtime = transfer_runtime()?;
+        let registry = registry(settings, cache)?;
+        Ok(Self {
+            checker,
+            registry,
+            runtime,
+        })
+    }
+
+    /// What the builds borrow.
+    pub(crate) fn shared<'a>(&'a self, settings: &'a Settings) -> Shared<'a> {
+        Shared {
+            settings,
+            registry: &self.registry,
+            checker: self.checker.as_ref(),
+            runtime: &self.runtime,
+        }
+    }
 }

@@ -8,7 +8,6 @@ use std::time::Duration;
 use super::{AppError, net, register, upgrade_check};
 use crate::cli::{ApiArgs, SyncArgs};
 use crate::cloudstack::CloudStack;
-use crate::pipeline::Shared;
 use crate::sync::{Context, Desired, DesiredError, LockError, RunLock, SyncError};
 use crate::trust::checker;
 use crate::ui::Ui;
@@ -80,16 +79,8 @@ pub fn run(args: SyncArgs, ui: &Ui) -> Result<(), AppError> {
         policy: desired.signature_policy.as_deref(),
         rekor_url: args.rekor_url.as_deref(),
     };
-    let checker = checker::select(flags, &settings)?;
-    let cache = net::writable_cache(args.cache_dir.clone())?;
-    let runtime = net::transfer_runtime()?;
-    let registry = net::registry(&settings, cache)?;
-    let shared = Shared {
-        settings: &settings,
-        registry: &registry,
-        checker: checker.as_ref(),
-        runtime: &runtime,
-    };
+    let tools = net::BuildTools::open(&settings, flags, args.cache_dir.clone())?;
+    let shared = tools.shared(&settings);
     let release = CloudStack::parse(&desired.cloudstack.release).ok();
     let gate = |from: &std::path::Path, to: &std::path::Path| {
         upgrade_check::judge(from, to, release).map_err(|e| format!("{:#}", e.error))

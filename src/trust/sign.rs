@@ -487,23 +487,7 @@ pub fn when(t: Option<i64>) -> String {
     let Some(t) = t else {
         return "at no time vouched for (a key signature with no log entry)".into();
     };
-    // Howard Hinnant's civil_from_days.
-    let (days, secs) = (t.div_euclid(86_400), t.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "at {y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
+    format!("at {}", cks_iso_io::date::rfc3339(t))
 }
 
 #[cfg(test)]

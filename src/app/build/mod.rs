@@ -9,7 +9,7 @@ mod summary;
 use super::request::{self, Asked};
 use super::{AppError, net};
 use crate::cli::BuildArgs;
-use crate::pipeline::{Build, BuildOptions, Built, Matrix, Setup, Shared, matrix};
+use crate::pipeline::{Build, BuildOptions, Built, Matrix, Setup, matrix};
 use crate::trust::checker;
 use crate::ui::Ui;
 
@@ -48,16 +48,8 @@ pub fn run(args: BuildArgs, ui: &Ui) -> Result<(), AppError> {
         policy: signing.trust.signature_policy.as_deref(),
         rekor_url: args.rekor_url.as_deref(),
     };
-    let checker = checker::select(flags, &settings)?;
-    let cache = net::writable_cache(args.cache_dir.clone())?;
-    let runtime = net::transfer_runtime()?;
-    let registry = net::registry(&settings, cache)?;
-    let shared = Shared {
-        settings: &settings,
-        registry: &registry,
-        checker: checker.as_ref(),
-        runtime: &runtime,
-    };
+    let tools = net::BuildTools::open(&settings, flags, args.cache_dir.clone())?;
+    let shared = tools.shared(&settings);
     let built: Vec<Built> = match setups.len() {
         1 => {
             let (_, setup) = setups.pop().expect("one setup");
