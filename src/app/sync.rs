@@ -85,12 +85,29 @@ pub fn run(args: SyncArgs, ui: &Ui) -> Result<(), AppError> {
     let gate = |from: &std::path::Path, to: &std::path::Path| {
         upgrade_check::judge(from, to, release).map_err(|e| format!("{:#}", e.error))
     };
+    // Who must have signed an ISO before it is registered: the desired state's policy, else the
+    // configuration's, as `register` takes it.
+    let policy = (desired.iso_signer_policy.as_deref()).or(settings.iso_signer_policy.as_deref());
+    let flags = crate::trust::sign::SignerFlags {
+        policy,
+        ..Default::default()
+    };
+    let signers = crate::trust::sign::signers(&flags)?;
+    let root = match &signers {
+        Some(s) => Some(crate::trust::sign::root_for(
+            s,
+            desired.trusted_root.as_deref(),
+            settings.trusted_root.as_deref(),
+        )?),
+        None => None,
+    };
     let ctx = Context {
         shared,
         reporter: ui,
         api: &api,
         http: &http,
         gate: &gate,
+        signers: signers.as_ref().zip(root.as_ref()),
         poll: Duration::from_secs_f64(args.poll_interval.max(0.05)),
         timeout: Duration::from_secs(args.timeout),
     };

@@ -17,6 +17,8 @@ use crate::pipeline::{Build, BuildOptions, Built};
 use crate::registration::IsoToRegister;
 use crate::registration::plan::listed_arch;
 use crate::registration::run::{self as registering, Options, Target};
+use crate::trust::sign::Signers;
+use cks_iso_sigstore::TrustedRoot;
 
 /// Builds every slot that needs it, one [`Build`] per version (all its missing arches at once;
 /// when that fails, each arch alone, so one arch's failure is that arch's only), verifies each
@@ -241,6 +243,12 @@ pub(super) fn register_all(
     let base = desired.publish.url.trim_end_matches('/');
     for s in slots.iter_mut().filter(|s| s.decision.register) {
         let Some(iso) = s.iso.clone() else { continue };
+        if let Some((signers, root)) = ctx.signers
+            && let Err(why) = signed(&iso, signers, root)
+        {
+            fail(&mut s.item, format!("not registered: {why}"));
+            continue;
+        }
         let target = Target {
             url: format!("{base}/{}", s.wanted.file),
             iso,
@@ -270,6 +278,21 @@ pub(super) fn register_all(
             }
             Err(e) => fail(&mut s.item, error_text(&e, e.hint())),
         }
+    }
+}
+
+/// Whether `iso` is signed by one of `signers` (its bundle beside it, judged offline against
+/// `root`), with the SHA-256 already known of it: `register`'s rule, applied before CloudStack is
+/// told anything of this ISO.
+fn signed(iso: &IsoToRegister, signers: &Signers, root: &TrustedRoot) -> Result<(), String> {
+    let digest = crate::image::Sha256Sum::parse_hex(&iso.sha256).map_err(|e| e.to_string())?;
+    match signers.check(&iso.path, digest.as_bytes(), root, crate::trust::now()) {
+        Ok(s) => {
+            let when = crate::trust::sign::when(s.when);
+            tracing::info!("{}: signed by {}, {when}", iso.path.display(), s.signer);
+            Ok(())
+        }
+        Err(refused) => Err(refused.to_string()),
     }
 }
 

@@ -54,6 +54,11 @@ pub struct Desired {
     /// published beside it).
     #[serde(default)]
     pub sign_key: Option<PathBuf>,
+    /// Who must have signed an ISO before it is registered (`register --signer-policy`'s file:
+    /// `keys:` and keyless `rules:`) [default: the configuration's `iso-signer-policy:`, else no
+    /// check].
+    #[serde(default)]
+    pub iso_signer_policy: Option<PathBuf>,
     /// Patch releases per minor and arch left enabled [default: 2].
     #[serde(default = "default_keep")]
     pub keep: usize,
@@ -215,6 +220,7 @@ impl Desired {
         desired.trusted_root.as_mut().map(anchor);
         desired.signature_policy.as_mut().map(anchor);
         desired.sign_key.as_mut().map(anchor);
+        desired.iso_signer_policy.as_mut().map(anchor);
         desired.check(path)?;
         Ok(desired)
     }

@@ -18,6 +18,8 @@ use crate::registration::IsoToRegister;
 use crate::registration::api::{Api, ApiError, Cluster, SupportedVersion};
 use crate::registration::plan::{Existing, listed_arch};
 use crate::reporter::Reporter;
+use crate::trust::sign::Signers;
+use cks_iso_sigstore::TrustedRoot;
 
 /// The prefix of the staging directories builds write into, inside the publish directory.
 pub const STAGING_PREFIX: &str = ".sync-staging-";
@@ -38,6 +40,9 @@ pub struct Context<'a> {
     pub http: &'a reqwest::Client,
     /// The upgrade-check verdict.
     pub gate: &'a Gate<'a>,
+    /// Who must have signed an ISO before it is registered, and the root keyless signatures are
+    /// judged against; `None`: no signer policy, no check.
+    pub signers: Option<(&'a Signers, &'a TrustedRoot)>,
     /// Between polls of Ready and of async jobs.
     pub poll: Duration,
     /// The longest wait for Ready, and for a delete's job.

@@ -302,6 +302,50 @@ fn two_syncs_end_in_one_state_and_a_held_lock_is_named() {
     }
 }
 
+/// With `iso-signer-policy:` naming another key than the one the ISOs are signed with, sync
+/// builds and publishes but sends CloudStack nothing, naming the signer found and the one
+/// expected; with the policy naming the right key, the same ISOs are registered.
+#[test]
+fn a_signer_policy_keeps_isos_of_another_signer_out_of_cloudstack() {
+    let world = World::start(Options::default());
+    let cloud = Cloud::start(CloudOptions::default());
+    let (key, _) = crate::iso_signing::openssl_keys(cloud.dir.path(), "ours");
+    crate::iso_signing::openssl_keys(cloud.dir.path(), "theirs");
+    let policy = cloud.dir.path().join("signers.yaml");
+    fs::write(&policy, "keys: [theirs.pub]\n").unwrap();
+    let d = write_desired(&world, &cloud, "[amd64]");
+    let yaml = fs::read_to_string(&d).unwrap();
+    let signed = format!(
+        "{yaml}sign-key: {}\niso-signer-policy: {}\n",
+        key.display(),
+        policy.display()
+    );
+    fs::write(&d, signed).unwrap();
+
+    let out = sync(&world, &cloud, &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", combined(&out));
+    let all = combined(&out);
+    for needle in ["not registered", "signer found", "theirs.pub"] {
+        assert!(all.contains(needle), "{needle:?} in:\n{all}");
+    }
+    assert!(
+        !cloud
+            .api
+            .commands()
+            .iter()
+            .any(|c| c == "addKubernetesSupportedVersion"),
+        "an ISO of another signer reached CloudStack: {:?}",
+        cloud.api.commands()
+    );
+    assert!(cloud.published.join("setup-v1.33.1-x86_64.iso").exists());
+
+    // The policy names the key the ISOs are signed with: registered in both zones.
+    fs::write(&policy, "keys: [ours.pub]\n").unwrap();
+    ok(sync(&world, &cloud, &[]).output().unwrap());
+    let v = versions_of(&cloud, "1.33.1");
+    assert_eq!(v.len(), 2, "{v:?}");
+}
+
 /// Holds an exclusive flock on `path` (writing `holder` into it) until dropped.
 fn hold(path: &Path, holder: &str) -> fs::File {
     fs::write(path, holder).unwrap();
