@@ -360,7 +360,8 @@ impl Style {
     }
 }
 
-/// The config's `created`, as builders write it (RFC 3339 UTC, nanoseconds): a date in the
+/// The config's `created`, as builders write it (the OCI image spec's `config.md`: an RFC 3339
+/// section 5.6 date-time, optional; docker and buildkit write UTC with nanoseconds): a date in the
 /// 60 days after 2025-04-01 taken from the image's own layer, so that each image (and each
 /// platform of one image, built apart as real multi-arch images are) has its own, always the same.
 fn created(layers: &[&Layer]) -> String {
