@@ -13,7 +13,7 @@
 use std::fs;
 use std::path::Path;
 
-use crate::addons::{build, build_with, deployment, push, serve_manifest};
+use crate::addons::content::{build, build_with, deployment, push, serve_manifest};
 use crate::support::hostile::files_under;
 use crate::support::*;
 use cks_iso_testworld::world::{Options, World};

@@ -13,8 +13,10 @@
 
 use std::process::Output;
 
-use crate::referrers::{PAUSE, TRUST, config_through, json, verify_image, world_without_sig_tags};
-use crate::signatures::build;
+use crate::signatures::images::build;
+use crate::signatures::referrers::{
+    PAUSE, TRUST, config_through, json, verify_image, world_without_sig_tags,
+};
 use crate::support::*;
 use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
 use cks_iso_testworld::referrers::{

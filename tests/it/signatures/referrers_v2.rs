@@ -12,7 +12,7 @@ use std::fs;
 use std::path::Path;
 use std::process::Output;
 
-use crate::referrers::{
+use crate::signatures::referrers::{
     PAUSE, TRUST, config_through, json, referrer_oracle, sign_referrer, sign_referrer_alone,
     verify_image, world_without_sig_tags,
 };

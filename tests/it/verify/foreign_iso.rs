@@ -15,7 +15,7 @@ use std::path::Path;
 use crate::support::containerd::Containerd;
 use crate::support::world::world;
 use crate::support::*;
-use crate::verify::{good_tree, verify};
+use crate::verify::contract::{good_tree, verify};
 use cks_iso::image::Arch;
 
 /// Rewrites the archive at `path` keeping only the entries `keep` accepts, headers as they were.

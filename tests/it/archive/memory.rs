@@ -56,7 +56,7 @@ fn archive_memory_does_not_grow_with_blob_size() {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "archive_memory::archive_memory_does_not_grow_with_blob_size",
+            "archive::memory::archive_memory_does_not_grow_with_blob_size",
         ])
         .args(["--nocapture", "--test-threads=1"])
         .env(CHILD, "1")

@@ -11,25 +11,25 @@ use proptest::prelude::*;
 use sha2::{Digest as _, Sha256};
 
 const BUNDLES: [&str; 7] = [
-    include_str!("../sigstore-conformance/bundle-verify/happy-path-v0.1/bundle.sigstore.json"),
-    include_str!("../sigstore-conformance/bundle-verify/happy-path-v0.2/bundle.sigstore.json"),
-    include_str!("../sigstore-conformance/bundle-verify/happy-path-v0.3/bundle.sigstore.json"),
-    include_str!("../sigstore-conformance/bundle-verify/rekor2-happy-path/bundle.sigstore.json"),
+    include_str!("../../sigstore-conformance/bundle-verify/happy-path-v0.1/bundle.sigstore.json"),
+    include_str!("../../sigstore-conformance/bundle-verify/happy-path-v0.2/bundle.sigstore.json"),
+    include_str!("../../sigstore-conformance/bundle-verify/happy-path-v0.3/bundle.sigstore.json"),
+    include_str!("../../sigstore-conformance/bundle-verify/rekor2-happy-path/bundle.sigstore.json"),
     // DSSE envelopes: Rekor v1 dsse 0.0.1, Rekor v2 hashedrekord 0.0.2, Rekor v1 intoto 0.0.2.
     include_str!(
-        "../sigstore-conformance/bundle-verify/happy-path-intoto-in-dsse-v3/bundle.sigstore.json"
+        "../../sigstore-conformance/bundle-verify/happy-path-intoto-in-dsse-v3/bundle.sigstore.json"
     ),
     include_str!(
-        "../sigstore-conformance/bundle-verify/rekor2-dsse-happy-path/bundle.sigstore.json"
+        "../../sigstore-conformance/bundle-verify/rekor2-dsse-happy-path/bundle.sigstore.json"
     ),
     include_str!(
-        "../sigstore-conformance/bundle-verify/intoto-with-custom-trust-root/bundle.sigstore.json"
+        "../../sigstore-conformance/bundle-verify/intoto-with-custom-trust-root/bundle.sigstore.json"
     ),
 ];
 /// The (staging) trusted root that judges the Rekor v2 bundle, and the file it signs.
 const REKOR_V2_ROOT: &str =
-    include_str!("../sigstore-conformance/bundle-verify/rekor2-happy-path/trusted_root.json");
-const ARTIFACT: &[u8] = include_bytes!("../sigstore-conformance/bundle-verify/a.txt");
+    include_str!("../../sigstore-conformance/bundle-verify/rekor2-happy-path/trusted_root.json");
+const ARTIFACT: &[u8] = include_bytes!("../../sigstore-conformance/bundle-verify/a.txt");
 const BEACON: &str = "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main";
 /// The production Rekor v1 log id (SHA-256 of its key).
 const REKOR_V1: &str = "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d";

@@ -247,7 +247,7 @@ fn two_syncs_end_in_one_state_and_a_held_lock_is_named() {
     let world = World::start(Options::default());
     let cloud = Cloud::start(CloudOptions::default());
     // Every ISO signed with the desired state's key.
-    let (key, public) = crate::iso_signing::openssl_keys(cloud.dir.path(), "sync");
+    let (key, public) = crate::iso::signing::openssl_keys(cloud.dir.path(), "sync");
     let d = write_desired(&world, &cloud, "[amd64, arm64]");
     let yaml = fs::read_to_string(&d).unwrap();
     fs::write(&d, format!("{yaml}sign-key: {}\n", key.display())).unwrap();
@@ -309,8 +309,8 @@ fn two_syncs_end_in_one_state_and_a_held_lock_is_named() {
 fn a_signer_policy_keeps_isos_of_another_signer_out_of_cloudstack() {
     let world = World::start(Options::default());
     let cloud = Cloud::start(CloudOptions::default());
-    let (key, _) = crate::iso_signing::openssl_keys(cloud.dir.path(), "ours");
-    crate::iso_signing::openssl_keys(cloud.dir.path(), "theirs");
+    let (key, _) = crate::iso::signing::openssl_keys(cloud.dir.path(), "ours");
+    crate::iso::signing::openssl_keys(cloud.dir.path(), "theirs");
     let policy = cloud.dir.path().join("signers.yaml");
     fs::write(&policy, "keys: [theirs.pub]\n").unwrap();
     let d = write_desired(&world, &cloud, "[amd64]");

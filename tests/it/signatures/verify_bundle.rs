@@ -2,7 +2,7 @@
 //! the file, whose Rekor entry is looked up in the test world's Rekor the way `build` does
 //! (and taken from the cache with `--offline`); the built-in Kubernetes rule; the digest form;
 //! and the command line's usage errors. Bundles made by the real Sigstore are judged in
-//! `tests/it/conformance.rs`.
+//! `tests/it/signatures/conformance.rs`.
 
 use std::fs;
 use std::path::Path;

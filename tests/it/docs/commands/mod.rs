@@ -133,7 +133,7 @@ fn mark(info: &str) -> Result<Mark, String> {
         return Err(
             "a code block without an info string: say what it holds (```text, ```yaml, \
                     ```json), or for commands ```sh world, ```sh far-side, ```sh upstream or \
-                    ```sh host (tests/it/docs_commands/mod.rs)"
+                    ```sh host (tests/it/docs/commands/mod.rs)"
                 .into(),
         );
     };

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
 
-use crate::foreign_iso::keep_only;
 use crate::support::*;
+use crate::verify::foreign_iso::keep_only;
 use cks_iso_testworld::world::{Options, World};
 
 /// The ISOs and locks every test here judges.
