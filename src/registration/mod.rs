@@ -1,6 +1,6 @@
 //! Registering built ISOs as CloudStack Kubernetes supported versions, and keeping the list tidy.
 //!
-//! CloudStack's side has sharp edges a careful client must handle (docs/registration.md):
+//! CloudStack's side has sharp edges a careful client must handle (docs/guide/registration.md):
 //! `addKubernetesSupportedVersion` is not idempotent, returns before the ISO exists, ignores
 //! parameters it does not know (`arch` before 4.20.1 registers x86_64), and a failed download
 //! only shows as the ISO going back to `Allocated` with a status text in `listIsos`. So this

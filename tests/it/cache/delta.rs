@@ -4,7 +4,7 @@
 //! `build --locked NEW --offline --from-iso OLD.iso` give NEW's ISO byte for byte (`cmp`), and
 //! without the delta the build fails naming what is missing and the export that brings it;
 //! `cache import` of a delta checks what it assumes. The delta's share of a full export is
-//! printed for a patch and a minor upgrade (docs/upgrades.md has the figures).
+//! printed for a patch and a minor upgrade (docs/guide/upgrades.md has the figures).
 
 use std::fs;
 use std::path::{Path, PathBuf};

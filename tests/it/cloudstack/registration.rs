@@ -1,4 +1,4 @@
-//! Registering ISOs in CloudStack (docs/registration.md) against the test world's CloudStack
+//! Registering ISOs in CloudStack (docs/guide/registration.md) against the test world's CloudStack
 //! stand-in — first proven against the Python `cs` client from PyPI, then judging cks-iso:
 //! `build --register` for both arches, idempotence and `--replace`, the URL pre-checks and
 //! CloudStack's own download failures, `versions list`/`retire`, and credentials from

@@ -1,6 +1,6 @@
 //! The documentation's links hold: every relative link in README.md and docs/**/*.md names a file
-//! or directory of the repository, and every `#anchor` names a heading of its target page as
-//! GitHub renders it. The README was cut into docs/ pages; a page renamed or a heading reworded
+//! or directory of the repository, every `#anchor` names a heading of its target page as GitHub
+//! renders it, and docs/README.md lists every page under docs/. The README was cut into docs/ pages; a page renamed or a heading reworded
 //! must not leave a newcomer on a dead link.
 //!
 //! Markdown is read with pulldown-cmark (CommonMark plus GitHub's tables), so links in tables count
@@ -204,6 +204,55 @@ fn every_docs_page_is_reachable_from_the_readme() {
         orphans.is_empty(),
         "pages no link from README.md leads to: {orphans:?}"
     );
+}
+
+/// The pages under `root`'s docs/ that docs/README.md, the map of the documentation, does not
+/// link (each as a path under the repository), and how many pages it links.
+fn unlisted_pages(root: &Path) -> (Vec<String>, usize) {
+    let map = root.join("docs/README.md");
+    let text = std::fs::read_to_string(&map).unwrap_or_else(|e| panic!("{}: {e}", map.display()));
+    let listed: BTreeSet<PathBuf> = links(&text)
+        .iter()
+        .filter(|link| !link.contains("://"))
+        .filter_map(|link| normalise(&root.join("docs").join(link.split('#').next().unwrap())))
+        .collect();
+    let unlisted = pages(root)
+        .into_iter()
+        .filter(|p| p.starts_with(root.join("docs")) && *p != map && !listed.contains(p))
+        .map(|p| p.strip_prefix(root).unwrap().display().to_string())
+        .collect();
+    (unlisted, listed.len())
+}
+
+#[test]
+fn every_docs_page_is_listed_in_the_docs_map() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (unlisted, listed) = unlisted_pages(root);
+    assert!(
+        unlisted.is_empty(),
+        "pages docs/README.md does not list: {unlisted:?}\n\
+         hint: add a row for each to its section's table in docs/README.md"
+    );
+    assert!(listed > 25, "docs/README.md links only {listed} pages");
+}
+
+#[test]
+fn the_docs_map_check_names_a_page_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("docs/guide")).unwrap();
+    std::fs::write(root.join("README.md"), "[docs](docs/README.md)\n").unwrap();
+    for page in ["docs/guide/a.md", "docs/guide/b.md", "docs/c.md"] {
+        std::fs::write(root.join(page), "# page\n").unwrap();
+    }
+    std::fs::write(
+        root.join("docs/README.md"),
+        "| page | what |\n|---|---|\n| [A](guide/a.md#page) | a |\n\n`[not a link](c.md)`\n",
+    )
+    .unwrap();
+    let (unlisted, listed) = unlisted_pages(root);
+    assert_eq!(unlisted, ["docs/c.md", "docs/guide/b.md"]);
+    assert_eq!(listed, 1);
 }
 
 /// The checker itself finds what it is for: a missing file, a missing anchor, a path out of the

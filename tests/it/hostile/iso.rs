@@ -1,5 +1,5 @@
-//! Hostile ISOs given to the commands that read ISOs (docs/security.md, "ISOs read"): a 1 MB ISO
-//! whose sibling directory records share one directory (30^6 paths, no loop to an ancestor)
+//! Hostile ISOs given to the commands that read ISOs (docs/concepts/security.md, "ISOs read"): a 1
+//! MB ISO whose sibling directory records share one directory (30^6 paths, no loop to an ancestor)
 //! ends `verify`, `diff`, `upgrade-check`, `cache export --minus`, `cache import --from-iso` and
 //! `build --from-iso` with exit 1 within 5 s and 200 MB; 3,000 file records on one 16 MiB extent
 //! cost `upgrade-check` at most 3× the same ISO unpatched; and a delta exported `--minus` an ISO

@@ -514,7 +514,7 @@ fn debian_package_passes_lintian_and_its_binary_runs() {
         "usr/share/doc/cks-iso/copyright",
         "usr/share/doc/cks-iso/THIRD-PARTY-NOTICES",
         "usr/share/doc/cks-iso/changelog.gz",
-        "usr/share/doc/cks-iso/docs/install.md",
+        "usr/share/doc/cks-iso/docs/guide/install.md",
     ] {
         assert!(at(rel).is_file(), "{rel} is not in {}", deb.display());
     }

@@ -1,7 +1,7 @@
 //! The autoscaler release is chosen from tags listed over git's smart HTTP, against real
 //! `git http-backend` serving a bare repository whose tags are shaped like kubernetes/autoscaler's
-//! (`upstream.md` §1, `docs/iso-contract.md` §4): over protocol v2 and over a v0-only server, with
-//! and without the discovery preamble; pins, the warning and the errors.
+//! (`upstream.md` §1, `docs/reference/iso-contract.md` §4): over protocol v2 and over a v0-only
+//! server, with and without the discovery preamble; pins, the warning and the errors.
 
 use cks_iso::release::VersionError;
 use cks_iso::release::git::{Listing, Protocol, ls_remote};

@@ -101,7 +101,7 @@ fn the_blocks_marked_world_run_in_the_world_and_far_side_blocks_without_it() {
         dir
     };
     // As `CKS_WORLD_ALSO_KUBERNETES=1.33.0 CKS_WORLD_FAR_SIDE=far-side cks-iso-world` starts it
-    // (docs/upgrades.md walks an upgrade from 1.33.0 across an air gap).
+    // (docs/guide/upgrades.md walks an upgrade from 1.33.0 across an air gap).
     let world = World::start(Options {
         also_kubernetes: vec!["1.33.0".into()],
         ..Options::default()
@@ -132,7 +132,7 @@ fn the_blocks_marked_world_run_in_the_world_and_far_side_blocks_without_it() {
 
     // The walk's carry without the world's root: the import says at once what the build would
     // find one step later.
-    let page = dir_of("docs/upgrades.md");
+    let page = dir_of("docs/guide/upgrades.md");
     let lone = page.join("lone-home");
     std::fs::create_dir_all(&lone).unwrap();
     let mut import = shell(&page, &lone);
