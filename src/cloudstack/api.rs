@@ -4,8 +4,8 @@
 //! `{"<command>response": …}` envelope and errors read from CloudStack's shape: the HTTP status and
 //! `errorcode`, `cserrorcode`, `errortext`.
 //!
-//! Every answer is bounded (issue 44, M2; docs/security.md): a body is read through a cap of
-//! [`MAX_ANSWER`] bytes and within the request's timeout, and a list is paged only as far as the
+//! Every answer is bounded (issue 44, M2; docs/concepts/security.md): a body is read through a cap
+//! of [`MAX_ANSWER`] bytes and within the request's timeout, and a list is paged only as far as the
 //! first page's `count` says (`ceil(count / pagesize)` pages) and never past [`MAX_PAGES`], so an
 //! endless or lying server costs a bounded time and memory and ends in an error naming it.
 //!

@@ -153,7 +153,7 @@ impl CredentialsError {
             Self::Missing { .. } | Self::Incomplete { .. } => "give --api-url, --api-key and \
                 --secret-key-file, set CKS_ISO_CLOUDSTACK_URL, CKS_ISO_CLOUDSTACK_API_KEY and \
                 CKS_ISO_CLOUDSTACK_SECRET_KEY, or configure CloudMonkey (cmk set url/apikey/\
-                secretkey); see docs/registration.md"
+                secretkey); see docs/guide/registration.md"
                 .into(),
             Self::Unreadable { hint, .. } => hint
                 .clone()

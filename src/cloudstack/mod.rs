@@ -4,7 +4,7 @@
 //! names the rest of the crate uses ([`CloudStack`], [`UnknownRelease`]), as [`crate::release`]
 //! does for Kubernetes releases; so `crate::registry` means the OCI distribution API only.
 //!
-//! CloudStack's side has sharp edges a careful client must handle (docs/registration.md):
+//! CloudStack's side has sharp edges a careful client must handle (docs/guide/registration.md):
 //! `addKubernetesSupportedVersion` is not idempotent, returns before the ISO exists, ignores
 //! parameters it does not know (`arch` before 4.20.1 registers x86_64), and a failed download
 //! only shows as the ISO going back to `Allocated` with a status text in `listIsos`. So this

@@ -24,7 +24,8 @@
 //! rekor-url: https://rekor.sigstore.dev  # where binaries' signatures are looked up
 //! cloudstack: "4.23"            # the CloudStack release `build` makes ISOs for
 //! kubernetes: [1.33.1, 1.32.4]  # the releases `build` makes ISOs of when no flag names one
-//! cloudstack-api:               # what `register` and `versions` talk to (docs/registration.md)
+//! cloudstack-api:               # what `register` and `versions` talk to
+//! (docs/guide/registration.md)
 //!   url: https://cloud.example.org/client/api
 //!   api-key: KEY
 //!   secret-key-file: cloudstack.secret   # the secret itself never goes in this file
@@ -187,7 +188,8 @@ pub struct Network {
     #[serde(default, deserialize_with = "release_text")]
     pub cloudstack: Option<String>,
     /// `cloudstack-api:`, the API `register` and `versions` use (`url`, `api-key`,
-    /// `secret-key-file`); flags and `CKS_ISO_CLOUDSTACK_*` come first (docs/registration.md).
+    /// `secret-key-file`); flags and `CKS_ISO_CLOUDSTACK_*` come first
+    /// (docs/guide/registration.md).
     #[arg(skip)]
     pub cloudstack_api: Option<ApiConfig>,
     /// `kubernetes:`, the releases `build` makes ISOs of (each as `--kubernetes` takes it) when
