@@ -6,9 +6,9 @@ use std::path::{Component, Path};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|name: &str| {
-    let problem = cks_iso::plan::name::problem(name);
+    let problem = cks_iso::lock::name::problem(name);
     assert_eq!(
-        cks_iso::plan::name::check(name, "--name").is_ok(),
+        cks_iso::lock::name::check(name, "--name").is_ok(),
         problem.is_none()
     );
     let Some(reason) = problem else {

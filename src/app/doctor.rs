@@ -7,7 +7,7 @@ use crate::cli::DoctorArgs;
 use crate::doctor::{self, Check, Problem, Room};
 use crate::image::Arch;
 use crate::release::KubeVersion;
-use crate::release::version::check_supported;
+use crate::release::check_supported;
 use crate::ui::Ui;
 
 /// The version of `doctor --json`'s object, bumped on any change that breaks a reader.

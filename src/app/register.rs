@@ -6,9 +6,11 @@ use std::time::Duration;
 
 use super::{AppError, net};
 use crate::cli::{ApiArgs, BuildRegisterArgs, RegisterArgs, RegisterOptions};
+use crate::cloudstack::IsoToRegister;
+use crate::cloudstack::api::Api;
 use crate::cloudstack::credentials::{self, Credentials, CredentialsError};
 use crate::cloudstack::run::{self, Outcome, Target};
-use crate::cloudstack::{Api, IsoToRegister, Options, RegistrationError};
+use crate::cloudstack::run::{Options, RegistrationError};
 use crate::config::Settings;
 use crate::env;
 
@@ -19,8 +21,8 @@ impl From<RegistrationError> for AppError {
     }
 }
 
-impl From<crate::cloudstack::ApiError> for AppError {
-    fn from(err: crate::cloudstack::ApiError) -> Self {
+impl From<crate::cloudstack::api::ApiError> for AppError {
+    fn from(err: crate::cloudstack::api::ApiError) -> Self {
         let hint = err.hint();
         Self::failure(err, hint)
     }

@@ -13,7 +13,7 @@ use crate::pipeline::resolve::{self as pipeline_resolve, Resolution, resolve};
 use crate::pipeline::{self, Build, RequestOptions, Shared};
 use crate::plan::{Given, Partial};
 use crate::release::KubeVersion;
-use crate::release::version::check_supported;
+use crate::release::check_supported;
 use crate::ui::Ui;
 use crate::upstream::label;
 

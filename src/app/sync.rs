@@ -111,7 +111,7 @@ pub fn run(args: SyncArgs, ui: &Ui) -> Result<(), AppError> {
         poll: Duration::from_secs_f64(args.poll_interval.max(0.05)),
         timeout: Duration::from_secs(args.timeout),
     };
-    let report = crate::sync::run::run(&desired, &ctx, args.plan)?;
+    let report = crate::sync::run(&desired, &ctx, args.plan)?;
     if args.json {
         let text = serde_json::to_string_pretty(&report).expect("plain JSON");
         crate::outln!("{text}");

@@ -85,16 +85,13 @@ pub(super) fn judge(
 
 /// An ISO's archives as containerd imports them (for its one arch, when it has one); `None` for
 /// a lock.
-fn scan(
-    side: &diff::Side,
-    path: &std::path::Path,
-) -> Result<Option<upgrade::scan::IsoScan>, AppError> {
+fn scan(side: &diff::Side, path: &std::path::Path) -> Result<Option<upgrade::IsoScan>, AppError> {
     let arch = match side.arches.len() {
         1 => side.arches.keys().next().and_then(|a| Arch::parse(a).ok()),
         _ => None,
     };
     match side.kind {
-        Kind::Iso => Ok(Some(upgrade::scan::scan(path, arch)?)),
+        Kind::Iso => Ok(Some(upgrade::scan(path, arch)?)),
         Kind::Lock => Ok(None),
     }
 }

@@ -5,8 +5,9 @@
 
 use super::{AppError, net};
 use crate::cli::VerifyBundleArgs;
-use crate::image::{Digest, Sha256Sum};
+use crate::image::Digest;
 use crate::trust::material::{self, MaterialError};
+use cks_iso_io::Sha256Sum;
 use cks_iso_sigstore::rekor;
 
 impl From<MaterialError> for AppError {

@@ -35,7 +35,7 @@ fn list(args: VersionsListArgs) -> Result<(), AppError> {
             };
             rows.push((v, zones));
         }
-        Ok::<_, crate::cloudstack::ApiError>(rows)
+        Ok::<_, crate::cloudstack::api::ApiError>(rows)
     })?;
     if args.json {
         let versions: Vec<_> = rows

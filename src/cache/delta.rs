@@ -8,8 +8,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::CacheError;
-use crate::image::{Digest, Sha256Sum};
+use crate::image::Digest;
 use crate::lock::Lock;
+use cks_iso_io::Sha256Sum;
 
 /// The file name, at the root of the exported directory.
 pub const DELTA_FILE: &str = "delta.json";

@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 
 use super::{Cache, CacheError, Key};
 use crate::atomic::AtomicFile;
-use crate::image::{BlobSource, Digest, Hashing, Opened, Sha256Sum};
+use crate::image::{BlobSource, Digest, Hashing, Opened};
+use cks_iso_io::Sha256Sum;
 
 /// The directory under the root that holds the index.
 pub(super) const INDEX: &str = "index";

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::env;
-use crate::release::version::DEFAULT_CCM_TAG;
+use crate::release::DEFAULT_CCM_TAG;
 use crate::upstream::{DEFAULT_CNI, DEFAULT_CSI};
 
 /// The add-ons `build` and `resolve` take (docs/guide/add-ons.md): images and manifests.

@@ -20,7 +20,7 @@
 //! pipeline that depends on its releases). [`mod@line`] renders an ISO's parameters as the
 //! CloudMonkey line and JSON fields `build` prints.
 
-pub mod answers;
+mod answers;
 pub mod api;
 pub mod credentials;
 pub mod line;
@@ -36,10 +36,8 @@ use crate::image::Arch;
 use crate::versions::Versions;
 use cks_iso_iso9660::read::IsoReader;
 
-pub use api::{Api, ApiError};
 // The pure half: what each release reads, from the domain crate.
 pub use cks_iso_domain::cloudstack::{CloudStack, UnknownRelease};
-pub use run::{Options, RegistrationError, Retire};
 
 /// The fewest CPUs CloudStack accepts for a CKS node (`mincpunumber`).
 pub const MIN_CPU: u32 = 2;
@@ -108,7 +106,7 @@ impl IsoToRegister {
             .metadata()
             .map_err(|e| unreadable(e.to_string()))?
             .len();
-        let sha256 = crate::image::Sha256Sum::of_reader(std::io::BufReader::new(file))
+        let sha256 = cks_iso_io::Sha256Sum::of_reader(std::io::BufReader::new(file))
             .map_err(|e| unreadable(e.to_string()))?
             .to_string();
         Ok(Self {

@@ -19,7 +19,7 @@
 //! idle-timeout: 30              # seconds
 //! signatures: verify            # off | verify | warn | enforce (see README, Signatures)
 //! trusted-root: trusted_root.json  # Sigstore trust root instead of the embedded public-good one
-//! signature-policy: policy.yaml  # more signers (see `cks_iso_sigstore::policy`)
+//! signature-policy: policy.yaml  # more signers (see `cks_iso_sigstore::Policy`)
 //! iso-signer-policy: isos.yaml  # who must have signed the ISOs `register` registers
 //! rekor-url: https://rekor.sigstore.dev  # where binaries' signatures are looked up
 //! cloudstack: "4.23"            # the CloudStack release `build` makes ISOs for

@@ -10,8 +10,8 @@ use crate::config::Settings;
 use crate::fetch::{Download, probe, redact};
 use crate::image::Reference;
 use crate::registry::Registry;
-use crate::release::ls_remote;
-use crate::release::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO};
+use crate::release::git::ls_remote;
+use crate::release::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO};
 
 /// The upstream hosts a build downloads from, each checked through its mirror rule.
 const UPSTREAMS: &[&str] = &[

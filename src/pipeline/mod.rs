@@ -22,7 +22,6 @@ mod prepare;
 pub use crate::config::Settings;
 pub use build::{Build, Built, Shared, release_of_label, settings};
 pub use error::BuildError;
-pub use matrix::{Matrix, Outcome};
 pub use prepare::{
     BuildOptions, Input, Prepared, RequestOptions, Setup, addons, configured, work_dir,
 };

@@ -13,7 +13,7 @@ use crate::config::Settings;
 use crate::lock::Lock;
 use crate::plan::{self, Flags, Given, Partial};
 use crate::release::KubeVersion;
-use crate::release::version::check_supported;
+use crate::release::check_supported;
 use cks_iso_iso9660::VolumeId;
 
 /// What a request is made of, as a caller gives it. Every field is optional the way its flag is:

@@ -12,7 +12,7 @@
 //!   against its pull limit), a manifest already cached under that digest is not fetched again, others are
 //!   fetched by digest with the four manifest media types in `Accept`, capped at
 //!   [`MAX_MANIFEST_SIZE`], verified, and stored byte for byte. The platform is chosen by
-//!   [`crate::image::platform`]; [`Image::load`] then re-reads and re-checks everything from the
+//!   [`crate::image::select`]; [`Image::load`] then re-reads and re-checks everything from the
 //!   cache, so the registry path and the offline path share one set of rules.
 //! - **Blobs** (`blobs`) stream into the cache through a temporary file hashed while written,
 //!   resumed with `Range` after a cut, renamed only when digest and size match (a mismatch is
@@ -299,7 +299,7 @@ impl Registry {
         if media.is_index() {
             let index: Index = parse(&top_bytes, &top, "index")?;
             // No match is left to `Image::load`, which words the error with the platforms.
-            if let Ok(entry) = crate::image::platform::select(&index.manifests, arch) {
+            if let Ok(entry) = crate::image::select(&index.manifests, arch) {
                 self.manifest(&ep, reference, &entry.digest).await?;
             }
         } else {

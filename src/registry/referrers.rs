@@ -185,8 +185,8 @@ impl Registry {
         let what = format!("the signature bundle of referrer {digest}");
         self.blob(ep, reference, &layer, &what, &()).await?;
         let bundle = self.cached_manifest(&layer.digest).map_err(cache_err)?;
-        if let Some(predicate) =
-            referrer::predicate_type(&bundle).filter(|p| p != referrer::COSIGN_SIGN_PREDICATE)
+        if let Some(predicate) = referrer::predicate_type(&bundle)
+            .filter(|p| p != cks_iso_sigstore::dsse::COSIGN_SIGN_PREDICATE)
         {
             return Ok(Taken::PassedOver(format!(
                 "its statement is a {predicate:?} attestation, not a signature"

@@ -80,14 +80,13 @@ impl Registry {
             return Ok(None);
         }
         let index: Index = parse(&bytes, top, "index")?;
-        let entry =
-            crate::image::platform::select(&index.manifests, arch).map_err(|available| {
-                ImageError::NoPlatform {
-                    image: reference.to_string(),
-                    wanted: arch,
-                    available,
-                }
-            })?;
+        let entry = crate::image::select(&index.manifests, arch).map_err(|available| {
+            ImageError::NoPlatform {
+                image: reference.to_string(),
+                wanted: arch,
+                available,
+            }
+        })?;
         Ok(Some(entry.digest.clone()))
     }
 

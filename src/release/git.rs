@@ -17,7 +17,7 @@ const REQUEST: &str = "application/x-git-upload-pack-request";
 /// than this is not a git server answering a listing.
 const MAX_REPLY: usize = 64 << 20;
 
-pub use cks_iso_domain::release::GitRef;
+use super::GitRef;
 
 /// The git protocol version a listing was read with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,8 @@
 //! ([`crate::upstream`]) into one build's inputs: `upstream` needs the version types and the tag
 //! listing too, and taking them from `resolve` made the two modules depend on each other.
 //!
-//! - [`version`]: Kubernetes versions, the autoscaler release for a minor (or the pin), the CCM tag.
+//! - versions (the domain's): [`KubeVersion`], the autoscaler release for a minor ([`autoscaler_pin`]
+//!   or the choice from the tags), the CCM tag ([`ccm_tag`]).
 //! - [`git`]: tag listing like `git ls-remote` over smart HTTP (v2 `ls-refs`, v0 fallback), on top
 //!   of the pkt-line framing in [`pktline`].
 //! - [`kubeadm`]: kubeadm's image list from its constants source or the embedded table.
@@ -18,8 +19,8 @@ pub mod pktline;
 // The pure half (versions, the autoscaler and CCM choice, kubeadm's images) is the domain
 // crate's; under the names the rest of the crate uses.
 pub use cks_iso_domain::release::{
-    AutoscalerChoice, AutoscalerVersion, Extras, GitRef, KubeVersion, VersionError,
-    autoscaler_image, ccm_tag, choose_autoscaler, images, kubeadm, provider_image, version,
+    AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, AutoscalerChoice, AutoscalerVersion, DEFAULT_CCM_TAG,
+    GitRef, KubeVersion, VersionError, autoscaler_image, autoscaler_pin, ccm_tag, check_supported,
+    choose_autoscaler, kubeadm, provider_image,
 };
 pub use error::ResolveError;
-pub use git::{Listing, Protocol, ls_remote};

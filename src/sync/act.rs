@@ -285,7 +285,7 @@ pub(super) fn register_all(
 /// `root`), with the SHA-256 already known of it: `register`'s rule, applied before CloudStack is
 /// told anything of this ISO.
 fn signed(iso: &IsoToRegister, signers: &Signers, root: &TrustedRoot) -> Result<(), String> {
-    let digest = crate::image::Sha256Sum::parse_hex(&iso.sha256).map_err(|e| e.to_string())?;
+    let digest = cks_iso_io::Sha256Sum::parse_hex(&iso.sha256).map_err(|e| e.to_string())?;
     match signers.check(&iso.path, digest.as_bytes(), root, crate::trust::now()) {
         Ok(s) => {
             let when = crate::trust::sign::when(s.when);

@@ -8,11 +8,11 @@
 
 mod act;
 pub mod decide;
-pub mod desired;
+mod desired;
 pub mod report;
-pub mod run;
-pub mod runlock;
+mod run;
+mod runlock;
 
 pub use desired::{Desired, DesiredError};
-pub use run::{Context, SyncError};
+pub use run::{Context, SyncError, run};
 pub use runlock::{LockError, RunLock};

@@ -406,7 +406,7 @@ async fn check_file(
                     let err = untrusted(SignatureError::Invalid {
                         artifact,
                         digest: shown,
-                        step: cks_iso_sigstore::Step::RekorEntry,
+                        step: cks_iso_sigstore::verify::Step::RekorEntry,
                         reason: format!(
                             "{} has no entry that logs this file, signature and certificate",
                             crate::fetch::redact(&checker.rekor_url)
@@ -471,18 +471,18 @@ async fn check_file(
         (err, true)
     };
     let map = rekor::entries(&entry)
-        .map_err(|e| invalid(cks_iso_sigstore::Step::RekorEntry, e.into()))?;
+        .map_err(|e| invalid(cks_iso_sigstore::verify::Step::RekorEntry, e.into()))?;
     let logged = map
         .values()
         .find(|e| rekor::Evidence::logged_by(&digest, &sig, &cert, e))
         .ok_or_else(|| {
             invalid(
-                cks_iso_sigstore::Step::RekorEntry,
+                cks_iso_sigstore::verify::Step::RekorEntry,
                 "the Rekor entry does not log this file, signature and certificate".into(),
             )
         })?;
     let ev = rekor::Evidence::from_rekor(&digest, &sig, &cert, logged)
-        .map_err(|e| invalid(cks_iso_sigstore::Step::LayerIntegrity, e.into()))?;
+        .map_err(|e| invalid(cks_iso_sigstore::verify::Step::LayerIntegrity, e.into()))?;
     let file_digest = hash.digest_of(file).await?;
     let verified = rekor::verify_digest(&checker.root, rule, &file_digest, &ev, now())
         .map_err(|f| invalid(f.step, f.reason))?;
@@ -520,7 +520,7 @@ async fn check_bundle(
     };
     let ev = rekor::Evidence::from_bundle(&bytes).map_err(|e| {
         invalid(
-            cks_iso_sigstore::Step::LayerIntegrity,
+            cks_iso_sigstore::verify::Step::LayerIntegrity,
             format!("not a Sigstore bundle cks-iso reads: {e}"),
         )
     })?;

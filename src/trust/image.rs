@@ -11,7 +11,8 @@ use crate::registry::{Registry, RegistryError};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use cks_iso_sigstore::{Rejection, Rule, SignatureError, SignatureManifest, TrustedRoot, Verified};
+use cks_iso_sigstore::verify::Verified;
+use cks_iso_sigstore::{Rejection, Rule, SignatureError, SignatureManifest, TrustedRoot};
 
 /// The signature that verified.
 #[derive(Debug)]
@@ -219,7 +220,8 @@ pub async fn check(
 mod tests {
     use super::*;
     use crate::image::Descriptor;
-    use cks_iso_sigstore::{PUBLIC_GOOD_ROOT, Policy, SIMPLE_SIGNING, Step};
+    use cks_iso_sigstore::verify::Step;
+    use cks_iso_sigstore::{PUBLIC_GOOD_ROOT, Policy, SIMPLE_SIGNING};
 
     fn digest(c: char) -> Digest {
         Digest::parse(&format!("sha256:{}", c.to_string().repeat(64))).unwrap()

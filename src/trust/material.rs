@@ -11,9 +11,11 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use crate::fetch::FetchError;
-use crate::image::{Digest, Sha256Sum};
+use crate::image::Digest;
 use crate::upstream::Fetcher;
-use cks_iso_sigstore::{Policy, Rule, SignatureError, Step, Verified, rekor};
+use cks_iso_io::Sha256Sum;
+use cks_iso_sigstore::verify::{Step, Verified};
+use cks_iso_sigstore::{Policy, Rule, SignatureError, rekor};
 
 /// The most a bundle, `.sig` or `.cert` file may hold: real ones are a few KiB.
 const MATERIAL_LIMIT: u64 = 1 << 20;

@@ -54,7 +54,7 @@ pub enum TrustError {
         /// The file, or the embedded root.
         origin: String,
         /// What is wrong.
-        reason: cks_iso_sigstore::root::RootError,
+        reason: cks_iso_sigstore::RootError,
     },
 }
 

@@ -12,8 +12,8 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use cks_iso_sigstore::Identity;
 use cks_iso_sigstore::keyed::{self, SigningKey};
-use cks_iso_sigstore::policy::Identity;
 use cks_iso_sigstore::rekor::{Evidence, MAX_BUNDLE_SIZE};
 use cks_iso_sigstore::{Policy, TrustedRoot};
 

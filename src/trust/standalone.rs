@@ -17,8 +17,9 @@ use super::{TrustError, now};
 use crate::fetch::Origin;
 use crate::image::{Arch, Digest, Reference};
 use crate::registry::{Registry, RegistryError};
-use cks_iso_sigstore::policy::Identity;
-use cks_iso_sigstore::{Rule, SignatureError, Signer, Step, TrustedRoot, Verdict, tag_for};
+use cks_iso_sigstore::Identity;
+use cks_iso_sigstore::verify::Step;
+use cks_iso_sigstore::{Rule, SignatureError, Signer, TrustedRoot, Verdict, tag_for};
 
 /// Why no image could be judged, or why one failed.
 #[derive(Debug, thiserror::Error)]

@@ -19,7 +19,7 @@
 
 pub mod groups;
 pub mod rule;
-pub mod scan;
+mod scan;
 
 use std::collections::BTreeSet;
 
@@ -28,8 +28,9 @@ use serde::Serialize;
 use crate::cloudstack::CloudStack;
 use crate::diff::{self, Kind, Side, Source};
 use crate::image::Reference;
-use crate::release::{Extras, KubeVersion};
-pub use scan::{ArchiveImport, IsoScan};
+use crate::release::KubeVersion;
+use crate::release::kubeadm::Extras;
+pub use scan::{ArchiveImport, IsoScan, scan};
 
 /// The version of the JSON form; a change that breaks readers bumps it.
 pub const FORMAT: u32 = 1;
@@ -332,7 +333,7 @@ pub fn check(input: &Input) -> Report {
     let extras = extras_of(input.to, tk.as_ref());
     match (&tk, &to_images) {
         (Some(t), Some(images)) => {
-            let mut wanted = crate::release::images(
+            let mut wanted = crate::release::kubeadm::images(
                 t,
                 extras.as_ref().unwrap_or(&Extras {
                     coredns: String::new(),

@@ -24,7 +24,7 @@ pub enum UpstreamError {
         /// The checksum file's URL.
         url: String,
         /// Why it is unusable.
-        reason: super::checksum::ChecksumFileError,
+        reason: super::ChecksumFileError,
     },
     /// The bytes do not match the published checksum.
     #[error(
@@ -55,7 +55,7 @@ pub enum UpstreamError {
         /// What it should have been, e.g. `an ELF executable for arm64 (aarch64)`.
         expected: String,
         /// What it is instead.
-        reason: super::content::WrongContent,
+        reason: super::WrongContent,
         /// Whether the transport knew where the body ends ([`crate::fetch::Fetched::framed`]).
         framed: bool,
     },

@@ -10,8 +10,9 @@ use crate::cache::{Cache, Key};
 use crate::fetch::{
     Download, FetchError, FileSink, HttpConfig, Mirrors, Origin, get_bytes, redact, strip_userinfo,
 };
-use crate::image::{Digest, Sha256Sum};
+use crate::image::Digest;
 use crate::progress::Source;
+use cks_iso_io::Sha256Sum;
 
 /// Checksum files are a line; more than this is not one.
 const CHECKSUM_LIMIT: u64 = 1 << 20;
@@ -146,7 +147,7 @@ impl Fetcher<'_> {
         &self,
         repo: &str,
         prefix: &str,
-    ) -> Result<crate::release::Listing, crate::release::ResolveError> {
+    ) -> Result<crate::release::git::Listing, crate::release::ResolveError> {
         let repo = self.mirrors.rewrite(repo);
         self.download
             .admit(&repo)
@@ -156,7 +157,7 @@ impl Fetcher<'_> {
             self.download.retry,
             || {
                 tries.set(tries.get() + 1);
-                crate::release::ls_remote(self.download.client, &repo, prefix)
+                crate::release::git::ls_remote(self.download.client, &repo, prefix)
             },
             |e: &crate::release::ResolveError| e.is_transient().then_some(None),
         )

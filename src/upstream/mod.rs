@@ -8,15 +8,16 @@
 
 pub mod admit;
 mod error;
-pub mod get;
+mod get;
 pub mod label;
 pub mod tie;
 
 // The catalog (what each file is, its checksum's shape, its content checks) is the domain
 // crate's; under the paths the rest of the crate uses.
 pub use cks_iso_domain::catalog::{
-    Artifact, Checksum, Content, DEFAULT_CNI, DEFAULT_CSI, Legacy, Pins, bare_version, catalog,
-    checksum, content, default_crictl, file_name,
+    Artifact, Checksum, ChecksumFileError, Content, DEFAULT_CNI, DEFAULT_CSI, Legacy, Pins,
+    WrongContent, bare_version, catalog, check_yaml, default_crictl, file_name, hash_and_check_tar,
+    images_in_yaml,
 };
 pub use error::UpstreamError;
-pub use get::{Expected, Fetcher, Got};
+pub use get::{Expected, Fetcher, Got, MANIFEST_LIMIT};

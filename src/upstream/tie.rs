@@ -213,7 +213,7 @@ pub enum Untied {
     ChecksumDamaged,
     /// That checksum file gives no digest for the file.
     #[error("its published checksum: {0}")]
-    ChecksumFile(super::checksum::ChecksumFileError),
+    ChecksumFile(super::ChecksumFileError),
     /// That checksum names another file than the cached one.
     #[error(
         "the checksum published in {checksum_url} is sha256:{expected}, the cached file is {cached}"

@@ -14,7 +14,8 @@ use super::checks::Ctx;
 use crate::contract;
 use crate::image::Reference;
 use crate::lock::Lock;
-use crate::release::{self, Extras, KubeVersion};
+use crate::release::kubeadm::Extras;
+use crate::release::{self, KubeVersion};
 use crate::versions::Versions;
 
 /// kubeadm's three images whose tags do not follow the release; by repository (after the
@@ -129,7 +130,7 @@ fn kubeadm(versions: &Versions, lock: Option<&Lock>) -> Accounted {
         ),
     };
     let registry = release::kubeadm::registry(&version);
-    for name in release::images(&version, &extras) {
+    for name in release::kubeadm::images(&version, &extras) {
         let normalised = Reference::parse(&name).map(|r| r.to_string());
         accounted.names.extend(normalised.ok());
     }

@@ -11,7 +11,7 @@ use crate::cloudstack::CloudStack;
 use crate::contract::{self, K8S_BINARIES};
 use crate::image::{Arch, Reference};
 use crate::manifest;
-use crate::upstream::content::WrongContent;
+use crate::upstream::WrongContent;
 use crate::versions::Versions;
 use cks_iso_iso9660::read::{Entry, IsoReader, ReadError};
 
@@ -327,7 +327,7 @@ pub(super) fn sha256_of(reader: &IsoReader, path: &str) -> Result<String, Unhash
     let file = reader
         .open_file(path)
         .map_err(|e| Unhashable::Open(e.reason))?;
-    Ok(crate::image::Sha256Sum::of_reader(file)?.to_string())
+    Ok(cks_iso_io::Sha256Sum::of_reader(file)?.to_string())
 }
 
 /// The sha256 of the tarball at `path`, read once: the same pass lists it as a node extracts
@@ -339,7 +339,7 @@ pub(super) fn tarball(cx: &mut Ctx, path: &str, arch: Option<Arch>) -> Result<St
         .open_file(path)
         .map_err(|e| Unhashable::Open(e.reason))?;
     let arch = arch.filter(|_| path == contract::ETCD_TARBALL);
-    let (sha256, listed) = crate::upstream::content::hash_and_check_tar(file, arch)?;
+    let (sha256, listed) = crate::upstream::hash_and_check_tar(file, arch)?;
     match listed {
         Err(problem @ (WrongContent::MemberMachine { .. } | WrongContent::NoExecutable)) => {
             let arch = arch.map_or("", |a| a.as_str());

@@ -13,8 +13,9 @@ use std::collections::BTreeMap;
 use super::SignatureCheck;
 use super::checks::{Ctx, sha256_of};
 use crate::contract;
-use crate::image::{Descriptor, Digest, MAX_MANIFEST_SIZE, Manifest, Sha256Sum, parse};
+use crate::image::{Descriptor, Digest, MAX_MANIFEST_SIZE, Manifest, parse};
 use crate::versions::Versions;
+use cks_iso_io::Sha256Sum;
 use cks_iso_sigstore::{BinaryEvidence, REPORT_PATH, Report, SignatureManifest, Verdict, rekor};
 
 pub(super) fn check(cx: &mut Ctx, versions: Option<&Versions>, sig: &SignatureCheck) {

@@ -4,7 +4,7 @@
 //! download through `sed`, so a failed download became an empty unit. For Kubernetes ≥ 1.18 these
 //! files have been stable, so cks-iso carries its own copy (as upstream's newest script does) and
 //! records `builtin:` as their source in `versions.txt`. Every release cks-iso builds for (1.20 and
-//! later, see `release::version::check_supported`) gets these copies; there is no option to replace
+//! later, see `release::check_supported`) gets these copies; there is no option to replace
 //! them.
 //! CKS installs the binaries in `/opt/bin`, so `/usr/bin/` becomes `/opt/bin/` after the text is in
 //! hand — never through a pipe that hides a failure.

@@ -11,6 +11,6 @@ pub mod date;
 pub mod hash_thread;
 pub mod input;
 pub mod progress;
-pub mod sha256;
+mod sha256;
 
 pub use sha256::{Sha256Malformed, Sha256ParseError, Sha256Sum};

@@ -42,7 +42,6 @@ use cks_iso_io::atomic::AtomicFile;
 use cks_iso_io::progress::Progress;
 pub use error::IsoError;
 pub use splice::{Filler, Spliced};
-pub use tree::Counts;
 pub use volume_id::{DEFAULT as DEFAULT_VOLUME_ID, VolumeId};
 
 /// What the image looks like, apart from its files.
@@ -62,7 +61,7 @@ pub struct Written {
     /// Its size in bytes.
     pub size: u64,
     /// What went into it.
-    pub counts: Counts,
+    pub counts: tree::Counts,
     /// Its sha256, computed while it was written (`None` if the writer went back).
     pub sha256: Option<cks_iso_io::Sha256Sum>,
     /// Names that Joliet could not keep as they are, with what it stored instead. Rock Ridge,

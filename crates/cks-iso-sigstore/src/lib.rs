@@ -21,9 +21,9 @@
 //!
 //! The modules, by concern, each using only those listed before it:
 //!
-//! - [`Invalid`], [`policy`] (who must have signed), [`cosign`'s wire names](ANN_SIGNATURE);
+//! - [`Invalid`], `policy` (who must have signed: [`Policy`], [`Rule`]), [`cosign`'s wire names](ANN_SIGNATURE);
 //! - `x509`: certificates and keys read, and their paths validated by webpki;
-//! - [`root`]: the trusted root; `tsa`: RFC 3161 timestamps; [`dsse`]: envelopes and statements;
+//! - `root`: the trusted root ([`TrustedRoot`]); `tsa`: RFC 3161 timestamps; [`dsse`]: envelopes and statements;
 //! - [`verify`]: the checks of one signature (the image layer's nine, the leaf's, the log
 //!   entry's binding);
 //! - [`rekor`]: the evidence of a signed file (Rekor's API, Sigstore bundles, inclusion proofs and
@@ -39,11 +39,11 @@ pub mod dsse;
 mod image;
 mod invalid;
 pub mod keyed;
-pub mod policy;
+mod policy;
 pub mod referrer;
 pub mod rekor;
 mod report;
-pub mod root;
+mod root;
 mod tsa;
 pub mod verify;
 mod x509;
@@ -55,15 +55,14 @@ pub use cosign::{
 pub use image::{Rejection, SignatureError, SignatureManifest, judge, judge_manifest};
 pub use invalid::Invalid;
 pub use policy::{
-    ALWAYS_SIGNED_SINCE_MINOR, GOOGLE_ISSUER, K8S_BINARY_IDENTITY, K8S_IMAGE_IDENTITY, Policy,
-    Rule, always_signed,
+    ALWAYS_SIGNED_SINCE_MINOR, CONTROL_PLANE_IMAGES, GOOGLE_ISSUER, Identity, K8S_BINARY_IDENTITY,
+    K8S_IMAGE_IDENTITY, Policy, Rule, always_signed,
 };
 pub use report::{
     BUNDLE_SUFFIX, BinaryEvidence, BinaryReport, ImageReport, Mode, PairMaterial, REPORT_PATH,
     Report, Signer, Verdict, evidence,
 };
-pub use root::TrustedRoot;
-pub use verify::{Failure, Step, Verified};
+pub use root::{MEDIA_TYPE as TRUSTED_ROOT_MEDIA_TYPE, RootError, TrustedRoot};
 pub use x509::MAX_CERT_SIZE;
 
 /// Sigstore's public-good trusted root, as shipped in the `sigstore-trust-root` 0.15.1 crate

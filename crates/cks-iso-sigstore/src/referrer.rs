@@ -42,7 +42,7 @@ use crate::rekor::{BUNDLE_MEDIA_TYPES, Evidence, MAX_BUNDLE_SIZE, verify_digest}
 use crate::root::TrustedRoot;
 use crate::verify::{Failure, Step, Verified};
 
-pub use crate::dsse::COSIGN_SIGN_PREDICATE;
+use crate::dsse::COSIGN_SIGN_PREDICATE;
 
 /// The artifact type (and layer media type) of a cosign 3 signature referrer.
 pub const BUNDLE_ARTIFACT_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";

@@ -9,7 +9,8 @@ mod summary;
 use super::request::{self, Asked};
 use super::{AppError, net};
 use crate::cli::BuildArgs;
-use crate::pipeline::{Build, BuildOptions, Built, Matrix, Setup, matrix};
+use crate::pipeline::matrix::{self, Matrix};
+use crate::pipeline::{Build, BuildOptions, Built, Setup};
 use crate::trust::checker;
 use crate::ui::Ui;
 

@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 use super::AppError;
 use crate::cloudstack::IsoToRegister;
 use crate::cloudstack::line::{Registration, publish_base};
-use crate::pipeline::{Built, Outcome};
+use crate::pipeline::Built;
+use crate::pipeline::matrix::Outcome;
 use crate::ui::Ui;
 
 /// The version of `build --json`'s document (its `format` field).

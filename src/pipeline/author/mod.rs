@@ -23,14 +23,16 @@ use crate::archive;
 use crate::atomic::AtomicFile;
 use crate::cache::Cache;
 use crate::contract;
-use crate::image::{Arch, Sha256Sum};
+use crate::image::Arch;
 use crate::lock::{self, Lock};
-use crate::pipeline::realize::{ArchRealized, ArchSignatures, Realized, signatures};
+use crate::pipeline::realize::signatures::{self, ArchSignatures};
+use crate::pipeline::realize::{ArchRealized, Realized};
 use crate::plan::{self, Request};
 use crate::reporter::Reporter;
 use crate::sbom::{Inventory, IsoFacts};
 use crate::staged::Staged;
 use crate::versions;
+use cks_iso_io::Sha256Sum;
 use cks_iso_iso9660::{IsoSpec, VolumeId};
 
 /// One finished ISO: what a summary prints and what CloudStack registers.

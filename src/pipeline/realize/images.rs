@@ -8,7 +8,8 @@ use futures_util::future::try_join_all;
 use futures_util::{StreamExt, stream};
 
 use super::manifests::forged;
-use super::{ArchRealized, ArchSignatures, RealizeError, signatures};
+use super::signatures::{self, ArchSignatures};
+use super::{ArchRealized, RealizeError};
 use crate::image::{Arch, Digest, Image, Reference};
 use crate::lock;
 use crate::plan::IsoFile;

@@ -8,11 +8,11 @@ use super::RealizeError;
 use crate::lock::ManifestEntry;
 use crate::plan::{self, Edited, IsoFile, Role, Source};
 use crate::units;
-use crate::upstream::get::MANIFEST_LIMIT;
+use crate::upstream::MANIFEST_LIMIT;
 use crate::upstream::{Artifact, Content, Expected, Fetcher};
 
 pub(super) fn sha256(bytes: &[u8]) -> String {
-    crate::image::Sha256Sum::of(bytes).to_string()
+    cks_iso_io::Sha256Sum::of(bytes).to_string()
 }
 
 /// Writes `text` as the ISO file `dest` under `dir`.

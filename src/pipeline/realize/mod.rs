@@ -21,7 +21,6 @@ use futures_util::future::try_join_all;
 
 pub use error::RealizeError;
 pub(super) use record::{image_entry, locked_request};
-pub use signatures::ArchSignatures;
 
 use crate::cache::Cache;
 use crate::config::Settings;
@@ -31,8 +30,9 @@ use crate::lock::{self, Lock, ManifestEntry};
 use crate::plan::{self, IsoFile, Request};
 use crate::progress::Progress;
 use crate::registry::Registry;
-use crate::release::version::autoscaler_pin;
-use crate::release::{Extras, KubeVersion, ResolveError};
+use crate::release::autoscaler_pin;
+use crate::release::kubeadm::Extras;
+use crate::release::{KubeVersion, ResolveError};
 use crate::reporter::Reporter;
 use crate::trust::checker::Checker;
 use crate::upstream::{Fetcher, Pins};
@@ -48,7 +48,7 @@ pub struct ArchRealized {
     /// The images, their blobs in the cache.
     pub images: Vec<Image>,
     /// The images' signature verdicts and evidence; `None` with `--signatures off`.
-    pub signatures: Option<ArchSignatures>,
+    pub signatures: Option<signatures::ArchSignatures>,
 }
 
 /// Everything a build realized (the images' blobs are in the registry client's cache).
@@ -210,7 +210,7 @@ fn kubeadm_images(lock: &Lock, kube: &KubeVersion) -> Result<Vec<String>, Realiz
         coredns: lock.kubeadm.coredns.clone(),
     };
     let mut out: Vec<String> = Vec::new();
-    for image in crate::release::images(kube, &extras) {
+    for image in crate::release::kubeadm::images(kube, &extras) {
         let normalised = Reference::parse(&image)?.to_string();
         if !out.contains(&normalised) {
             out.push(normalised);

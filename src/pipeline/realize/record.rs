@@ -35,7 +35,7 @@ impl Realized {
                         signature: a.signatures.as_ref().and_then(|s| {
                             let b = s.binaries.iter().find(|b| b.path == f.dest)?;
                             let hex =
-                                |bytes: &[u8]| Some(crate::image::Sha256Sum::of(bytes).to_string());
+                                |bytes: &[u8]| Some(cks_iso_io::Sha256Sum::of(bytes).to_string());
                             Some(match &b.pair {
                                 Some(pair) => lock::FileSignature {
                                     bundle: None,

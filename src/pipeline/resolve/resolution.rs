@@ -10,13 +10,13 @@ use crate::fetch::FetchError;
 use crate::image::Arch;
 use crate::image::{ImageError, Reference};
 use crate::plan::Partial;
-use crate::release::version::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, autoscaler_pin};
+use crate::release::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, autoscaler_pin};
 use crate::release::{
-    Extras, KubeVersion, ResolveError, VersionError, autoscaler_image, choose_autoscaler, images,
+    KubeVersion, ResolveError, VersionError, autoscaler_image, choose_autoscaler, kubeadm,
     provider_image,
 };
-use crate::upstream::content::{check_yaml, images_in_yaml};
 use crate::upstream::{Fetcher, Pins, catalog};
+use crate::upstream::{check_yaml, images_in_yaml};
 
 /// Manifests and constants files are small; more than this is not one.
 const TEXT_LIMIT: u64 = 8 << 20;
@@ -45,7 +45,7 @@ pub enum ResolutionError {
         /// Its URL.
         url: String,
         /// Why.
-        reason: crate::upstream::content::WrongContent,
+        reason: crate::upstream::WrongContent,
     },
     /// Offline, with nothing to choose the autoscaler release from.
     #[error(
@@ -313,7 +313,7 @@ async fn resolve_as_given(
         }
         Ok(())
     };
-    for image in images(&p.kube, &extras) {
+    for image in kubeadm::images(&p.kube, &extras) {
         add(&image, ImageSource::Kubeadm)?;
     }
     add(&autoscaler_image(&choice.version), ImageSource::Autoscaler)?;
@@ -410,8 +410,8 @@ async fn kubeadm_extras(
     kube: &KubeVersion,
     fetcher: &Fetcher<'_>,
     warnings: &mut Vec<String>,
-) -> Result<(Extras, String), ResolutionError> {
-    use crate::release::kubeadm::{constants_unix_url, constants_url, declares_pause};
+) -> Result<(kubeadm::Extras, String), ResolutionError> {
+    use crate::release::kubeadm::{Extras, constants_unix_url, constants_url, declares_pause};
     let url = constants_url(kube);
     let reason = match fetcher.text(&url, TEXT_LIMIT).await {
         // kubeadm 1.20 declares PauseVersion in constants_unix.go, beside constants.go.

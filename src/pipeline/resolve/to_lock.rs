@@ -173,7 +173,7 @@ pub async fn resolve_lock(inputs: LockInputs<'_>) -> Result<Lock, LockError> {
 async fn dated(
     registry: &Registry,
     images: &[String],
-) -> Result<(i64, lock::EpochFrom), RealizeError> {
+) -> Result<(i64, lock::epoch::EpochFrom), RealizeError> {
     let references: Vec<Reference> = images
         .iter()
         .map(|i| Reference::parse(i))
@@ -371,7 +371,7 @@ fn lock_of(
     manifests: Vec<ManifestEntry>,
     arches: BTreeMap<String, ArchEntry>,
     volume_id: &str,
-    (epoch, epoch_from): (i64, Option<lock::EpochFrom>),
+    (epoch, epoch_from): (i64, Option<lock::epoch::EpochFrom>),
 ) -> Lock {
     let v = &resolution.versions;
     let versions = LockedRequest {

@@ -453,7 +453,7 @@ async fn a_release_newer_than_the_tool_serves_its_own_kubeadm_constants() {
     .text()
     .await
     .unwrap();
-    let extras = cks_iso::release::Extras::from_constants(&body, 40).unwrap();
+    let extras = cks_iso::release::kubeadm::Extras::from_constants(&body, 40).unwrap();
     assert_eq!(extras.etcd, "4.0.1-0");
     assert_eq!(extras.coredns, "v9.9.9");
     assert_eq!(extras.pause, "9.1");

@@ -9,8 +9,8 @@ use cks_iso::image::{Index, Manifest, MediaType, Reference};
 use cks_iso::lock::Lock;
 use cks_iso::manifest::{check_yaml, images, pull_if_not_present};
 use cks_iso::registry::Challenge;
-use cks_iso::release::Extras;
 use cks_iso::release::git::{parse_discovery, parse_ls_refs};
+use cks_iso::release::kubeadm::Extras;
 use cks_iso::versions::{FileRecord, ImageRecord, Versions};
 use proptest::prelude::*;
 

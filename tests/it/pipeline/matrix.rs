@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::*;
-use cks_iso::pipeline::{Matrix, Outcome, Setup, matrix};
+use cks_iso::pipeline::Setup;
+use cks_iso::pipeline::matrix::{self, Matrix, Outcome};
 use cks_iso_testworld::faults::FaultProxy;
 use cks_iso_testworld::world::Options;
 

@@ -5,7 +5,7 @@
 
 use cks_iso::release::VersionError;
 use cks_iso::release::git::{Listing, Protocol, ls_remote};
-use cks_iso::release::version::{AUTOSCALER_REF_PREFIX, KubeVersion, choose_autoscaler};
+use cks_iso::release::{AUTOSCALER_REF_PREFIX, KubeVersion, choose_autoscaler};
 use cks_iso::release::{AutoscalerChoice, ResolveError};
 use cks_iso_testworld::git::{GitServer, Mode, Repo, Tag};
 

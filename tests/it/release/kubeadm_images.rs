@@ -2,8 +2,8 @@
 //! registry cutover, CoreDNS naming in 1.20, `+` → `_`, the order change at 1.29, and the extras
 //! per patch release — both from the embedded table and from constants files shaped like kubeadm's.
 
+use cks_iso::release::KubeVersion;
 use cks_iso::release::kubeadm::{Extras, constants_unix_url, declares_pause, images};
-use cks_iso::release::version::KubeVersion;
 
 /// What `kubeadm config images list --kubernetes-version v<version>` prints, per the table.
 const EXPECTED: &[(&str, &str)] = &[

@@ -3,7 +3,7 @@
 //!
 //! Kubernetes binaries have `<url>.sha256` holding the bare hex digest; CNI plugins and crictl have
 //! `<url>.sha256` holding `hex  name`; etcd has one `SHA256SUMS` per release listing every asset.
-//! Pure parsing: fetching the file is the network side's business (`cks_iso::upstream::get`).
+//! Pure parsing: fetching the file is the network side's business (`cks_iso::upstream::Fetcher`).
 
 /// How the expected sha256 of one file is published.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,16 +1,16 @@
 //! The files a build takes from upstream web servers, as data: each file an ISO needs is an
 //! [`Artifact`] — its upstream URL (what `versions.txt` records), where the checksum is published
-//! and in which shape ([`checksum`]), and what the bytes must be ([`content`]). [`catalog`] lists
+//! and in which shape ([`Checksum`]), and what the bytes must be ([`Content`]). [`catalog`] lists
 //! them for a set of resolved [`Pins`] and an architecture, so `resolve` can print every URL
 //! without downloading. Taking one through the mirrors and verifying it is the network side's
 //! (`cks_iso::upstream::Fetcher`).
 
-pub mod checksum;
-pub mod content;
+mod checksum;
+mod content;
 pub mod label;
 
-pub use checksum::Checksum;
-pub use content::Content;
+pub use checksum::{Checksum, ChecksumFileError};
+pub use content::{Content, WrongContent, check_yaml, hash_and_check_tar, images_in_yaml};
 
 use crate::release::{AutoscalerVersion, KubeVersion};
 use cks_iso_oci::image::Arch;

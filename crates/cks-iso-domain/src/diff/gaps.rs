@@ -24,7 +24,7 @@ pub(super) fn of(side: &Side, entries: &BTreeMap<String, EntryInfo>) -> Vec<Gap>
             .keys()
             .filter_map(|r| Reference::parse(r).ok())
             .collect();
-        let naming = cks_iso_oci::archive::naming::assign(&references);
+        let naming = cks_iso_oci::archive::assign_names(&references);
         for (reference, name) in &naming.files {
             let path = crate::contract::image_archive(name);
             let size = arch.images.get(&reference.to_string()).and_then(|i| i.size);

@@ -101,7 +101,7 @@ pub struct Lock {
     /// Where `epoch` came from when the build was given none ([`epoch`]); absent when it was
     /// given (`--source-date-epoch`, `SOURCE_DATE_EPOCH`) and in locks written before the rule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub epoch_from: Option<EpochFrom>,
+    pub epoch_from: Option<epoch::EpochFrom>,
     /// What was asked for.
     pub request: LockedRequest,
     /// The autoscaler release whose example is bundled.
@@ -594,8 +594,6 @@ fn twice<'a>(
 pub mod epoch;
 pub mod name;
 pub mod source;
-
-pub use epoch::EpochFrom;
 
 #[cfg(any(test, feature = "test-support"))]
 pub mod sample;

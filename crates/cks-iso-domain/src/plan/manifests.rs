@@ -3,12 +3,12 @@
 //! ([`super::edit`]) and is the name the lock records, and `realize` only carries the list out.
 
 // The image names of releases live with the releases (`resolve` needs them without `plan`).
-pub use crate::release::{autoscaler_image, provider_image};
 
 use super::{Request, Source};
 use crate::catalog::{Content, Pins, catalog};
 use crate::contract;
 use crate::lock::Lock;
+use crate::release::{autoscaler_image, provider_image};
 
 /// What a manifest of the ISO is for.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,7 @@ mod locked;
 mod manifests;
 // The ISO name's rules live with the lock, which checks the names it reads: the lock needs
 // nothing of the plan.
-pub use crate::lock::name;
+use crate::lock::name;
 mod partial;
 mod pause;
 mod profile;
@@ -20,7 +20,7 @@ use std::path::PathBuf;
 pub use addons::{Addons, addons, image_lines};
 pub use file::IsoFile;
 pub use locked::{Extra, Locked, locked};
-pub use manifests::{Role, Taken, autoscaler_image, manifests, not_taken, provider_image};
+pub use manifests::{Role, Taken, manifests, not_taken};
 pub use partial::{Given, Partial, csi_tag};
 pub use pause::{PauseConflict, PauseSource, is_pause, listed_name, locked_pause, one_pause};
 pub use profile::{Profile, etcd_own_name, iso_name, profile, settle};

@@ -5,16 +5,19 @@
 //! The listing itself (git's smart HTTP) and the download of kubeadm's constants are the network
 //! side's (`cks_iso::release`); they hand this module the refs and the text.
 //!
-//! - [`version`]: Kubernetes versions, the autoscaler release for a minor (or the pin), the CCM tag.
+//! - `version`: Kubernetes versions, the autoscaler release for a minor (or the pin), the CCM tag.
 //! - [`kubeadm`]: kubeadm's image list from its constants source or the embedded table.
 
 mod error;
 pub mod kubeadm;
-pub mod version;
+mod version;
 
 pub use error::VersionError;
-pub use kubeadm::{Extras, images};
-pub use version::{AutoscalerChoice, AutoscalerVersion, KubeVersion, ccm_tag, choose_autoscaler};
+pub use version::{
+    AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, AUTOSCALER_TAG_PREFIX, AutoscalerChoice,
+    AutoscalerVersion, DEFAULT_CCM_TAG, FIRST_MINOR, KubeVersion, autoscaler_pin,
+    autoscaler_releases, ccm_tag, check_supported, choose_autoscaler, newest_for_minor, shown,
+};
 
 /// One ref as `git ls-remote` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -450,7 +450,7 @@ fn platform_manifest(
     }
     let parsed: Index = parse(read, "the index", &desc.digest)?;
     for entry in parsed.manifests {
-        let attestation = crate::image::platform::is_attestation(&entry);
+        let attestation = crate::image::is_attestation(&entry);
         // With the platform unknown, any platform the archive holds will do.
         let held = arch.is_some() || read.store.contains(&entry.digest);
         if !attestation

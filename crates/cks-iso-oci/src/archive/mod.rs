@@ -32,7 +32,7 @@ mod error;
 mod inspect;
 mod layout;
 mod model;
-pub mod naming;
+mod naming;
 mod stream;
 mod verify;
 

@@ -7,24 +7,23 @@
 //!
 //! Nothing here trusts a source: [`Image::load`] hashes every manifest it reads and compares it
 //! with the digest that named it, caps their size, and picks the target platform (see
-//! [`platform`]); blob readers are hashed again by whoever copies them, unless the source itself
+//! [`select`]); blob readers are hashed again by whoever copies them, unless the source itself
 //! verified that blob in this process ([`Opened::Verified`]). No network.
 
 mod digest;
 mod error;
 mod manifest;
-pub mod platform;
+mod platform;
 mod reference;
 
 use std::fs::File;
 use std::io::{self, Read};
 
-pub use cks_iso_io::Sha256Sum;
 pub use digest::{Digest, Hashing, sha256_of};
 pub use error::ImageError;
 pub use manifest::parse;
 pub use manifest::{Descriptor, Index, MAX_MANIFEST_SIZE, Manifest, MediaType, NotAManifest};
-pub use platform::{Arch, Platform};
+pub use platform::{Arch, Platform, REFERENCE_TYPE, is_attestation, select};
 pub use reference::{DOCKER_HUB, Reference};
 
 /// Anything that can stream blobs by digest: the cache, a registry, an archive.

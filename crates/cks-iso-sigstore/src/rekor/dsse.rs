@@ -3,7 +3,8 @@
 //! and the checks of the whole bundle, whose signature signs the envelope's PAE and whose
 //! statement names the artifact.
 
-use cks_iso_oci::image::{Digest, Sha256Sum};
+use cks_iso_io::Sha256Sum;
+use cks_iso_oci::image::Digest;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 

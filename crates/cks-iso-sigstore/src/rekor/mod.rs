@@ -30,11 +30,13 @@ use base64::Engine as _;
 use serde_json::json;
 
 use crate::cosign::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_SIGNATURE};
+use crate::dsse::Envelope;
 use crate::policy::Rule;
 use crate::root::TrustedRoot;
 use crate::verify::{self, Failure, Step, Verified, b64};
 use crate::x509::Cert;
-use cks_iso_oci::image::{Digest, Sha256Sum, sha256_of};
+use cks_iso_io::Sha256Sum;
+use cks_iso_oci::image::{Digest, sha256_of};
 
 pub use self::api::{
     ApiProof, LogEntry, MAX_ENTRIES, MAX_SEARCH_REPLY, SEARCH_PATH, Verification, entries,
@@ -44,7 +46,6 @@ pub use self::bundle::{BUNDLE_MEDIA_TYPES, BundleError, MAX_BUNDLE_SIZE, MAX_TIM
 pub use self::tlog::{
     Checkpoint, CheckpointError, MAX_NOTE_SIGNATURES, checkpoint, inclusion, leaf_hash, node_hash,
 };
-pub use crate::dsse::{Envelope, Logged, Statement};
 pub use crate::tsa::TimestampError;
 
 /// The bundle media type written.

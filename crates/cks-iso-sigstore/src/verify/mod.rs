@@ -9,7 +9,8 @@ mod sct;
 
 use std::collections::BTreeMap;
 
-use cks_iso_oci::image::{Digest, Sha256Sum};
+use cks_iso_io::Sha256Sum;
+use cks_iso_oci::image::Digest;
 use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
 

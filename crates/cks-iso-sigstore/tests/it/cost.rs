@@ -22,10 +22,11 @@ use sha2::{Digest as _, Sha256};
 
 use crate::der;
 use crate::now;
+use cks_iso_sigstore::RootError;
 use cks_iso_sigstore::TrustedRoot;
-use cks_iso_sigstore::referrer::{BUNDLE_ARTIFACT_TYPE, COSIGN_SIGN_PREDICATE, verify_layer};
+use cks_iso_sigstore::dsse::COSIGN_SIGN_PREDICATE;
+use cks_iso_sigstore::referrer::{BUNDLE_ARTIFACT_TYPE, verify_layer};
 use cks_iso_sigstore::rekor::{Evidence, MAX_BUNDLE_SIZE, verify_digest};
-use cks_iso_sigstore::root::RootError;
 use cks_iso_sigstore::verify::{Failure, layer};
 use cks_iso_sigstore::{ANN_BUNDLE, ANN_CERTIFICATE, ANN_SIGNATURE, PUBLIC_GOOD_ROOT, Rule};
 

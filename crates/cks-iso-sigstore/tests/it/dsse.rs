@@ -5,7 +5,8 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use crate::now;
-use cks_iso_sigstore::rekor::{BundleError, Evidence, Logged, verify_digest};
+use cks_iso_sigstore::dsse::Logged;
+use cks_iso_sigstore::rekor::{BundleError, Evidence, verify_digest};
 use cks_iso_sigstore::verify::{Failure, Step, Verified};
 use cks_iso_sigstore::{PUBLIC_GOOD_ROOT, Rule, TrustedRoot};
 

@@ -12,10 +12,10 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use crate::der::{self, Reader};
+use cks_iso_sigstore::RootError;
 use cks_iso_sigstore::rekor::{
     self, BundleError, CheckpointError, Evidence, Proof, leaf_hash, verify_digest,
 };
-use cks_iso_sigstore::root::RootError;
 use cks_iso_sigstore::verify::Step;
 use cks_iso_sigstore::{PUBLIC_GOOD_ROOT, Policy, TrustedRoot};
 
