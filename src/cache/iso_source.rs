@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use hadris_fs::FileType;
+use cks_iso_iso9660::read::FileKind;
 use sha2::{Digest as _, Sha256};
 
 use super::{Cache, CacheError};
@@ -100,7 +100,7 @@ impl IsoSource {
             files: Vec::new(),
         };
         let entries = source.reader.entries()?;
-        for e in entries.into_iter().filter(|e| e.kind == FileType::File) {
+        for e in entries.into_iter().filter(|e| e.kind == FileKind::File) {
             match e.path.starts_with(contract::IMAGES_PREFIX) {
                 true => source.index_archive(&e.path)?,
                 false => source.files.push((e.path, e.len)),

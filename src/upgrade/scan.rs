@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use hadris_fs::FileType;
+use cks_iso_iso9660::read::FileKind;
 
 use crate::archive::containerd;
 use crate::contract;
@@ -39,7 +39,7 @@ pub fn scan(iso: &Path, arch: Option<Arch>) -> Result<IsoScan, ReadError> {
     let mut paths: Vec<String> = reader
         .entries()?
         .into_iter()
-        .filter(|e| e.kind == FileType::File && e.path.starts_with(contract::IMAGES_PREFIX))
+        .filter(|e| e.kind == FileKind::File && e.path.starts_with(contract::IMAGES_PREFIX))
         .map(|e| e.path)
         .collect();
     // `ls` order: bytewise in the C locale nodes run with.

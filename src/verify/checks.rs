@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use hadris_fs::FileType;
+use cks_iso_iso9660::read::FileKind;
 
 use super::{Cause, Expect, Report, Violation};
 use crate::archive;
@@ -173,11 +173,11 @@ fn modes(cx: &mut Ctx) {
     let entries: Vec<Entry> = cx.entries.values().cloned().collect();
     for e in entries {
         let ok = match e.kind {
-            FileType::Dir => e.mode == 0o755,
-            FileType::File => {
+            FileKind::Dir => e.mode == 0o755,
+            FileKind::File => {
                 e.mode == 0o644 || (e.mode == 0o755 && K8S_BINARIES.contains(&e.path.as_str()))
             }
-            FileType::Symlink => true,
+            FileKind::Symlink => true,
             _ => {
                 cx.violation(&e.path, "device, FIFO or socket in the ISO");
                 continue;
@@ -200,7 +200,7 @@ fn modes(cx: &mut Ctx) {
 pub(super) fn matching(cx: &Ctx, dir: &str, prefix: &str, suffix: &str) -> Vec<String> {
     cx.entries
         .values()
-        .filter(|e| e.kind == FileType::File)
+        .filter(|e| e.kind == FileKind::File)
         .filter_map(|e| e.path.strip_prefix(dir).map(|name| (e, name)))
         .filter(|(_, name)| {
             !name.contains('/') && name.starts_with(prefix) && name.ends_with(suffix)
@@ -219,7 +219,7 @@ fn layout(cx: &mut Ctx, own: bool) {
         if cx
             .entries
             .get(path)
-            .is_none_or(|e| e.kind != FileType::File)
+            .is_none_or(|e| e.kind != FileKind::File)
         {
             cx.violation(path, "missing");
         }
@@ -258,7 +258,7 @@ fn layout(cx: &mut Ctx, own: bool) {
         .cloned()
         .collect();
     for e in docker {
-        if e.kind != FileType::File || !e.path.ends_with(".tar") || e.path[7..].contains('/') {
+        if e.kind != FileKind::File || !e.path.ends_with(".tar") || e.path[7..].contains('/') {
             cx.violation(&e.path, "docker/ must hold image archives (*.tar) and nothing else: every file there is imported");
         }
     }
@@ -292,7 +292,7 @@ fn etcd(cx: &mut Ctx, cloudstack: Option<CloudStack>) {
 /// `dashboard.yaml`, which the management server applies up to 4.22 (and waits for its pod), or
 /// on 4.23 `headlamp.yaml` in its place.
 fn dashboards(cx: &mut Ctx, cloudstack: Option<CloudStack>) {
-    let has = |cx: &Ctx, p: &str| cx.entries.get(p).is_some_and(|e| e.kind == FileType::File);
+    let has = |cx: &Ctx, p: &str| cx.entries.get(p).is_some_and(|e| e.kind == FileKind::File);
     if has(cx, contract::DASHBOARD) {
         return;
     }

@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::Path;
 
-use hadris_fs::FileType;
+use cks_iso_iso9660::read::FileKind;
 
 use super::checks::{Ctx, matching, tarball};
 use crate::archive::containerd;
@@ -96,6 +96,6 @@ pub(super) fn tarballs(cx: &mut Ctx, arch: Option<Arch>) {
     cx.report.files = cx
         .entries
         .values()
-        .filter(|e| e.kind == FileType::File && !e.path.starts_with(contract::IMAGES_PREFIX))
+        .filter(|e| e.kind == FileKind::File && !e.path.starts_with(contract::IMAGES_PREFIX))
         .count();
 }

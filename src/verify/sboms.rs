@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use hadris_fs::FileType;
+use cks_iso_iso9660::read::FileKind;
 
 use super::checks::{Ctx, sha256_of};
 use crate::sbom::{self, CYCLONEDX_FILE, SPDX_FILE};
@@ -126,7 +126,7 @@ fn compare(cx: &mut Ctx, name: &str, listed: &[Listed], held: &BTreeMap<String, 
         if cx
             .entries
             .get(path)
-            .is_none_or(|e| e.kind != FileType::File)
+            .is_none_or(|e| e.kind != FileKind::File)
         {
             cx.violation(name, format!("lists {path}, which is not in the ISO"));
             continue;

@@ -58,13 +58,50 @@ impl ReadError {
     }
 }
 
+/// What a node of the tree is. Our own type, not hadris-fs's `FileType`: callers name no hadris
+/// type, so the reader's library can change (or be patched) behind this module alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link.
+    Symlink,
+    /// A character device.
+    CharDevice,
+    /// A block device.
+    BlockDevice,
+    /// A named pipe.
+    Fifo,
+    /// A Unix domain socket.
+    Socket,
+    /// A kind a later hadris-fs knows (its `FileType` is `#[non_exhaustive]`).
+    Other,
+}
+
+impl From<FileType> for FileKind {
+    fn from(kind: FileType) -> Self {
+        match kind {
+            FileType::File => Self::File,
+            FileType::Dir => Self::Dir,
+            FileType::Symlink => Self::Symlink,
+            FileType::CharDevice => Self::CharDevice,
+            FileType::BlockDevice => Self::BlockDevice,
+            FileType::Fifo => Self::Fifo,
+            FileType::Socket => Self::Socket,
+            _ => Self::Other,
+        }
+    }
+}
+
 /// One node of the Rock Ridge tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     /// Path without the leading `/`, e.g. `k8s/kubeadm`.
     pub path: String,
     /// File, directory or symlink.
-    pub kind: FileType,
+    pub kind: FileKind,
     /// Permission bits (e.g. 0o644).
     pub mode: u32,
     /// Owner and group, when Rock Ridge records them.
@@ -141,7 +178,7 @@ impl IsoReader {
         let root = self.volume.metadata("/").map_err(|e| self.fail("/", e))?;
         let mut entries = vec![Entry {
             path: "/".into(),
-            kind: root.file_type(),
+            kind: root.file_type().into(),
             mode: root.permissions().bits() & 0o7777,
             owner: root.owner().map(|o| (o.uid(), o.gid())),
             len: root.len(),
@@ -184,7 +221,7 @@ impl IsoReader {
                 files.push((node, entries.len()));
             }
             entries.push(Entry {
-                kind: meta.file_type(),
+                kind: meta.file_type().into(),
                 mode: meta.permissions().bits() & 0o7777,
                 owner: meta.owner().map(|o| (o.uid(), o.gid())),
                 len: meta.len(),

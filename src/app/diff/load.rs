@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-use hadris_fs::FileType;
+use cks_iso_iso9660::read::FileKind;
 
 use crate::contract;
 use crate::diff::{EntryInfo, EntryKind, Kind, Side};
@@ -160,9 +160,9 @@ fn iso(path: &Path, label: &str) -> Result<Side, InputError> {
         .into_iter()
         .map(|e| {
             let kind = match e.kind {
-                FileType::File => EntryKind::File,
-                FileType::Dir => EntryKind::Dir,
-                FileType::Symlink => EntryKind::Symlink,
+                FileKind::File => EntryKind::File,
+                FileKind::Dir => EntryKind::Dir,
+                FileKind::Symlink => EntryKind::Symlink,
                 _ => EntryKind::Other,
             };
             let info = EntryInfo {
