@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use super::Net;
-use crate::registration::Retire;
+use crate::cloudstack::Retire;
 
 /// Where the CloudStack API is and the key pair to sign with (else the environment, CloudMonkey's
 /// and the `cs` client's files, in the order docs/guide/registration.md gives).

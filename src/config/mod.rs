@@ -41,6 +41,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::cloudstack::credentials::ApiConfig;
 use crate::env;
 use crate::fetch::{HttpConfig, Mirror, Mirrors, RetryPolicy};
 use cks_iso_sigstore::Mode;
@@ -213,19 +214,6 @@ pub struct Extras {
     /// to the configuration file.
     #[serde(default)]
     pub manifests: Vec<String>,
-}
-
-/// The configuration file's `cloudstack-api:`: the secret only as a file, so the (often shared)
-/// configuration never holds it.
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct ApiConfig {
-    /// `url:`, the API endpoint.
-    pub url: Option<String>,
-    /// `api-key:`.
-    pub api_key: Option<String>,
-    /// `secret-key-file:`, relative to the configuration file.
-    pub secret_key_file: Option<PathBuf>,
 }
 
 /// `cloudstack: 4.23` reads as a YAML number; take it as the text it was written as.

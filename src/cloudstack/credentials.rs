@@ -31,6 +31,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
+
 use crate::env;
 
 /// The most a credentials file (a secret key file, `~/.cmk/config`, a `cloudstack.ini`) may hold:
@@ -87,7 +89,20 @@ pub struct Flags {
     /// `--profile`: a CloudMonkey profile.
     pub profile: Option<String>,
     /// The configuration file's `cloudstack-api:` and the file's name.
-    pub config: Option<(String, crate::config::ApiConfig)>,
+    pub config: Option<(String, ApiConfig)>,
+}
+
+/// The configuration file's `cloudstack-api:`: the secret only as a file, so the (often shared)
+/// configuration never holds it.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ApiConfig {
+    /// `url:`, the API endpoint.
+    pub url: Option<String>,
+    /// `api-key:`.
+    pub api_key: Option<String>,
+    /// `secret-key-file:`, relative to the configuration file.
+    pub secret_key_file: Option<PathBuf>,
 }
 
 /// No source gave a complete set, or one gave only part of it.

@@ -1,4 +1,8 @@
-//! Registering built ISOs as CloudStack Kubernetes supported versions, and keeping the list tidy.
+//! CloudStack, the client side: registering built ISOs as CloudStack Kubernetes supported
+//! versions, and keeping the list tidy. What each CloudStack release's nodes read from the ISO is
+//! the domain crate's pure half ([`cks_iso_domain::cloudstack`]), re-exported here under the
+//! names the rest of the crate uses ([`CloudStack`], [`UnknownRelease`]), as [`crate::release`]
+//! does for Kubernetes releases; so `crate::registry` means the OCI distribution API only.
 //!
 //! CloudStack's side has sharp edges a careful client must handle (docs/guide/registration.md):
 //! `addKubernetesSupportedVersion` is not idempotent, returns before the ISO exists, ignores
@@ -12,8 +16,9 @@
 //!
 //! Its input is an [`IsoToRegister`], read from the ISO itself (`versions.txt` and its bytes),
 //! never guessed from a file name; `build --register` makes it from the build's
-//! [`crate::pipeline::author::BuiltIso`]. [`mod@line`] renders a built ISO's parameters as the CloudMonkey line
-//! and JSON fields `build` prints.
+//! `BuiltIso` (the conversion lives in `pipeline::author`, so this module does not depend on the
+//! pipeline that depends on its releases). [`mod@line`] renders an ISO's parameters as the
+//! CloudMonkey line and JSON fields `build` prints.
 
 pub mod answers;
 pub mod api;
@@ -32,6 +37,8 @@ use crate::versions::Versions;
 use cks_iso_iso9660::read::IsoReader;
 
 pub use api::{Api, ApiError};
+// The pure half: what each release reads, from the domain crate.
+pub use cks_iso_domain::cloudstack::{CloudStack, UnknownRelease};
 pub use run::{Options, RegistrationError, Retire};
 
 /// The fewest CPUs CloudStack accepts for a CKS node (`mincpunumber`).
@@ -75,21 +82,6 @@ pub enum IsoError {
         /// Why.
         reason: String,
     },
-}
-
-/// What `build` knows of an ISO it wrote ([`crate::pipeline::author::BuiltIso`]): the one place the build
-/// fills this type in.
-impl From<&crate::pipeline::author::BuiltIso> for IsoToRegister {
-    fn from(b: &crate::pipeline::author::BuiltIso) -> Self {
-        Self {
-            path: b.path.clone(),
-            semver: b.kubernetes.trim_start_matches('v').to_owned(),
-            name: Self::name_of(&b.path),
-            arch: b.arch,
-            sha256: b.sha256.to_ascii_lowercase(),
-            size: b.size,
-        }
-    }
 }
 
 impl IsoToRegister {

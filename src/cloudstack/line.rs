@@ -1,6 +1,7 @@
 //! What an operator passes to CloudStack's `addKubernetesSupportedVersion` for each ISO built,
-//! printed as a ready CloudMonkey line and as JSON fields: a rendering of a [`BuiltIso`], so that
-//! `build` prints it and any other command (a `register`) computes the same parameters.
+//! printed as a ready CloudMonkey line and as JSON fields: a rendering of an [`IsoToRegister`] (what
+//! `build` knows of each ISO it wrote), so that `build` prints it and any other command (a
+//! `register`) computes the same parameters.
 //!
 //! Two values are easy to get wrong by hand: `checksum` takes `{SHA-256}<lowercase hex>` (bare hex
 //! is taken as MD5), and `arch` must be `aarch64` for an arm64 ISO (blank means `x86_64`, so an
@@ -8,8 +9,7 @@
 
 use serde_json::{Value, json};
 
-use super::{MIN_CPU, MIN_MEMORY};
-use crate::pipeline::author::BuiltIso;
+use super::{IsoToRegister, MIN_CPU, MIN_MEMORY};
 
 /// The parameters of `addKubernetesSupportedVersion` for one ISO.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,19 +59,14 @@ pub fn publish_base(given: Option<&str>) -> Result<Option<String>, BadPublishUrl
 }
 
 impl Registration {
-    /// The registration of `built`, served from the directory `base` when given.
-    pub(crate) fn of(built: &BuiltIso, base: Option<&str>) -> Self {
-        let file = built
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let arch = built.arch.uname();
+    /// The registration of `iso`, served from the directory `base` when given.
+    pub(crate) fn of(iso: &IsoToRegister, base: Option<&str>) -> Self {
+        let file = iso.file_name();
         Self {
-            semanticversion: built.kubernetes.trim_start_matches('v').to_owned(),
-            name: file.trim_end_matches(".iso").to_owned(),
-            arch,
-            checksum: format!("{{SHA-256}}{}", built.sha256.to_ascii_lowercase()),
+            semanticversion: iso.semver.clone(),
+            name: iso.name.clone(),
+            arch: iso.cloudstack_arch(),
+            checksum: iso.checksum(),
             url: base.map(|b| format!("{b}/{file}")),
         }
     }
@@ -110,15 +105,15 @@ mod tests {
     use super::*;
     use crate::image::Arch;
 
-    fn built(arch: Arch, file: &str, kubernetes: &str) -> BuiltIso {
-        BuiltIso {
-            path: format!("/out/{file}").into(),
-            size: 1,
-            sha256: "AB".repeat(32),
+    fn built(arch: Arch, file: &str, kubernetes: &str) -> IsoToRegister {
+        let path = std::path::PathBuf::from(format!("/out/{file}"));
+        IsoToRegister {
+            name: IsoToRegister::name_of(&path),
+            path,
+            semver: kubernetes.trim_start_matches('v').into(),
             arch,
-            kubernetes: kubernetes.into(),
-            images: 1,
-            files: 1,
+            sha256: "AB".repeat(32),
+            size: 1,
         }
     }
 
