@@ -54,6 +54,7 @@ pub mod fetch;
 mod out;
 pub mod pipeline;
 mod pull;
+mod push;
 mod registration;
 pub mod registry;
 pub mod release;

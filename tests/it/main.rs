@@ -53,6 +53,7 @@ mod parser_properties;
 mod pipeline;
 mod progress;
 mod push;
+mod push_list;
 mod push_signatures;
 mod ranged_pull;
 mod real_tools;
