@@ -358,8 +358,10 @@ async fn dry_run(pusher: &Registry, target: &Target, images: &[PushImage]) -> Re
 }
 
 fn summary(tally: &Tally, target: &Target) {
+    let by_api = Tally::get(&tally.by_referrers_api);
     tracing::info!(
-        "{}: uploaded {} ({}), {} already there, {} mounted, {} put, {} resumed, {} started again",
+        "{}: uploaded {} ({}), {} already there, {} mounted, {} put, {} resumed, {} started \
+         again{}",
         target.host,
         crate::ui::count(Tally::get(&tally.uploaded), "blob", "blobs"),
         indicatif::HumanBytes(Tally::get(&tally.uploaded_bytes)),
@@ -372,6 +374,10 @@ fn summary(tally: &Tally, target: &Target) {
             "chunked uploads"
         ),
         Tally::get(&tally.restarted),
+        match by_api {
+            0 => String::new(),
+            n => format!(", {n} referrer(s) listed by its Referrers API"),
+        }
     );
 }
 

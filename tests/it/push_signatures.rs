@@ -297,3 +297,71 @@ fn a_cosign_3_referrer_travels_into_the_targets_fallback_index() {
         stderr(&again)
     );
 }
+
+#[test]
+fn a_cosign_3_referrer_goes_through_the_referrers_api_where_the_target_has_one() {
+    use crate::support::push::ReferrersFront;
+    use cks_iso_testworld::referrers::{DsseOptions, push_referrer};
+    let world = World::start(Options {
+        unsigned: vec![PAUSE.to_owned()],
+        ..Options::default()
+    });
+    let pause = world.image(PAUSE).clone();
+    let bundle = world
+        .sigstore()
+        .sign_dsse(&pause.digest, &DsseOptions::default());
+    let host = world.registry_host();
+    let referrer = push_referrer(&host, &pause.repository, &pause.digest, &bundle, true).digest;
+    let fallback = format!("sha256-{}", pause.digest.trim_start_matches("sha256:"));
+    let tmp = tempfile::tempdir().unwrap();
+    let lock = signed_lock(&world, tmp.path(), &fallback, &referrer);
+    let storage = tempfile::tempdir().unwrap();
+    let target = DockerRegistry::start(storage.path(), None);
+    let front = ReferrersFront::start(&target.host());
+    let to = format!("{}/mirror", front.host());
+    let out = push_to(&world, tmp.path(), &lock, &to, &[]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("1 referrer(s) listed by its Referrers API"),
+        "{err}"
+    );
+    assert_eq!(
+        front.seen("/referrers/"),
+        0,
+        "the PUT's OCI-Subject said so"
+    );
+    let by_digest = format!("{to}/{}@{referrer}", pause.repository);
+    assert_eq!(
+        raw_digest(&by_digest),
+        referrer,
+        "the referrer, byte for byte"
+    );
+    let no_fallback = |registry: &str| {
+        let head = cks_iso_testworld::http::request(
+            registry,
+            "HEAD",
+            &format!("/v2/mirror/{}/manifests/{fallback}", pause.repository),
+            &[],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(head.status, 404, "no fallback index where the API lists it");
+    };
+    no_fallback(&target.host());
+    // verify-image finds the signature through the target's Referrers API.
+    let said = verify_pushed(&world, tmp.path(), &to, &[]);
+    assert!(
+        said.starts_with(&format!("{PAUSE} {} verified: {TRUST}", pause.digest)),
+        "{said}"
+    );
+    // Pushed again, the referrer is there: the API's list says it is listed, nothing is put.
+    let again = push_to(&world, tmp.path(), &lock, &to, &[]);
+    let err = stderr(&again);
+    assert!(err.contains("0 manifests put"), "{err}");
+    assert!(
+        err.contains("1 referrer(s) listed by its Referrers API"),
+        "{err}"
+    );
+    assert!(front.seen("GET /v2/mirror/") > 0 && front.seen("/referrers/") >= 1);
+    no_fallback(&target.host());
+}
