@@ -33,7 +33,7 @@
 //! For the binary: [`app`], [`cli`], [`ui`] (logs and progress on stderr), [`env`](mod@env)
 //! (every environment variable the tool reads). The commands' own modules are private: `verify`
 //! (an ISO checked against the contract), `upgrade` (`upgrade-check`), `cloudstack` (CloudStack
-//! registration and the releases' rules), `pull`, `upkeep` (the `cache` subcommands), `doctor`, `config` (the
+//! registration and the releases' rules), `pull`, `push` (an image list to push), `upkeep` (the `cache` subcommands), `doctor`, `config` (the
 //! configuration file), `failure` (how an error reads), `out` (data on stdout).
 
 pub mod app;
