@@ -72,6 +72,8 @@ mod sbom_sources;
 mod signature_properties;
 mod signatures;
 mod sync;
+mod sync_faults;
+mod sync_offline;
 mod tls_storage;
 mod upgrade_check;
 mod upstream_downloads;
