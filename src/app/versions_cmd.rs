@@ -7,8 +7,8 @@ use serde_json::json;
 
 use super::{AppError, net, register};
 use crate::cli::{VersionsCommand, VersionsListArgs, VersionsRetireArgs};
-use crate::registration::api::SupportedVersion;
-use crate::registration::{retire, run};
+use crate::cloudstack::api::SupportedVersion;
+use crate::cloudstack::{retire, run};
 
 /// The version of `versions list --json`'s and `versions retire --json`'s objects.
 pub const FORMAT: u32 = 1;
@@ -35,7 +35,7 @@ fn list(args: VersionsListArgs) -> Result<(), AppError> {
             };
             rows.push((v, zones));
         }
-        Ok::<_, crate::registration::ApiError>(rows)
+        Ok::<_, crate::cloudstack::ApiError>(rows)
     })?;
     if args.json {
         let versions: Vec<_> = rows
@@ -43,7 +43,7 @@ fn list(args: VersionsListArgs) -> Result<(), AppError> {
             .map(|(v, zones)| {
                 json!({
                     "id": v.id, "name": v.name, "semanticversion": v.semanticversion,
-                    "arch": crate::registration::plan::listed_arch(v), "state": v.state,
+                    "arch": crate::cloudstack::plan::listed_arch(v), "state": v.state,
                     "isostate": v.isostate, "mincpunumber": v.mincpunumber,
                     "minmemory": v.minmemory,
                     "zones": zones.iter().map(|z| json!({
@@ -63,11 +63,11 @@ fn list(args: VersionsListArgs) -> Result<(), AppError> {
     let table: Vec<[String; 6]> = rows
         .iter()
         .map(|(v, zones)| {
-            let per_zone = crate::registration::api::zones_line(&v.isostate, zones);
+            let per_zone = crate::cloudstack::api::zones_line(&v.isostate, zones);
             [
                 v.name.clone(),
                 v.semanticversion.clone(),
-                crate::registration::plan::listed_arch(v).to_owned(),
+                crate::cloudstack::plan::listed_arch(v).to_owned(),
                 v.state.clone(),
                 per_zone,
                 v.id.clone(),
@@ -126,7 +126,7 @@ fn retire_cmd(args: VersionsRetireArgs) -> Result<(), AppError> {
             "{}  {} {}  {}  id {}",
             v.name,
             v.semanticversion,
-            crate::registration::plan::listed_arch(v),
+            crate::cloudstack::plan::listed_arch(v),
             r.result,
             v.id
         );

@@ -14,10 +14,10 @@ use super::report::{Item, Report};
 use super::run::{
     Context, Listed, STAGING_PREFIX, Slot, carried, error_text, in_use, is_pinned, options, slot_of,
 };
+use crate::cloudstack::IsoToRegister;
+use crate::cloudstack::plan::listed_arch;
+use crate::cloudstack::run::{self as registering, Options, Target};
 use crate::pipeline::{BuildOptions, Built, Matrix, RequestOptions, Setup};
-use crate::registration::IsoToRegister;
-use crate::registration::plan::listed_arch;
-use crate::registration::run::{self as registering, Options, Target};
 use crate::trust::sign::Signers;
 use cks_iso_sigstore::TrustedRoot;
 

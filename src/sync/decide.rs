@@ -9,12 +9,12 @@
 
 use std::collections::BTreeSet;
 
+use crate::cloudstack::api::SupportedVersion;
+use crate::cloudstack::plan::{Existing, listed_arch, same_checksum};
+use crate::cloudstack::retire::{self, semver};
 use crate::image::Arch;
 use crate::lock::{EXTRA_ASKED, EXTRA_ROLE, Lock};
 use crate::plan::{Request, Source};
-use crate::registration::api::SupportedVersion;
-use crate::registration::plan::{Existing, listed_arch, same_checksum};
-use crate::registration::retire::{self, semver};
 
 /// What an ISO is built from, as far as the desired state says it: two ISOs of one name with the
 /// same fingerprint are the same request.

@@ -173,7 +173,7 @@ fn lock_of(minor: &Minor, dir: &Path) -> Result<(PathBuf, Lock), String> {
         let (lock, _) = crate::lock::source::read(&path)
             .map_err(|e| format!("{}: {}", path.display(), error_text(&e, None)))?;
         let version = lock.request.kubernetes.trim_start_matches('v').to_owned();
-        let Some((major, m, patch)) = crate::registration::retire::semver(&version) else {
+        let Some((major, m, patch)) = crate::cloudstack::retire::semver(&version) else {
             continue;
         };
         let pinned = minor.pin.as_deref().map(|p| p.trim_start_matches('v'));

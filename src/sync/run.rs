@@ -13,11 +13,11 @@ use super::act;
 use super::decide::{self, Decision, Fingerprint, OnDisk, Published, Wanted};
 use super::desired::{Desired, Minor};
 use super::report::{FORMAT, Item, Report};
+use crate::cloudstack::IsoToRegister;
+use crate::cloudstack::api::{Api, ApiError, Cluster, SupportedVersion};
+use crate::cloudstack::plan::{Existing, listed_arch};
 use crate::image::Arch;
 use crate::pipeline::{Build, RequestOptions, Shared};
-use crate::registration::IsoToRegister;
-use crate::registration::api::{Api, ApiError, Cluster, SupportedVersion};
-use crate::registration::plan::{Existing, listed_arch};
 use crate::reporter::Reporter;
 use crate::trust::sign::Signers;
 use cks_iso_sigstore::TrustedRoot;
@@ -481,7 +481,7 @@ pub(super) fn users<'a>(clusters: &'a [Cluster], v: &SupportedVersion) -> Vec<&'
 
 /// The slot of `v`'s minor and arch.
 pub(super) fn slot_of<'a>(slots: &'a mut [Slot], v: &SupportedVersion) -> Option<&'a mut Slot> {
-    let (major, minor, _) = crate::registration::retire::semver(&v.semanticversion)?;
+    let (major, minor, _) = crate::cloudstack::retire::semver(&v.semanticversion)?;
     let minor = format!("{major}.{minor}");
     (slots.iter_mut()).find(|s| s.wanted.minor == minor && s.wanted.arch.uname() == listed_arch(v))
 }

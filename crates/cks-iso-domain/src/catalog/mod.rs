@@ -17,7 +17,7 @@ use cks_iso_oci::image::Arch;
 
 /// CNI plugins release used when none is given.
 pub const DEFAULT_CNI: &str = "1.6.2";
-/// CloudStack CSI driver release used when none is given (`docs/iso-contract.md` §2).
+/// CloudStack CSI driver release used when none is given (`docs/reference/iso-contract.md` §2).
 pub const DEFAULT_CSI: &str = "v3.0.0";
 
 /// Everything resolved that decides which files a build downloads.
