@@ -477,6 +477,11 @@ impl World {
         }
     }
 
+    /// Every request the world's registry answered so far (its access log).
+    pub fn registry_log(&self) -> Vec<crate::registry::Access> {
+        self.registry.access_log()
+    }
+
     /// The Kubernetes release (`1.33.1`).
     pub fn kubernetes(&self) -> &str {
         &self.kubernetes
