@@ -41,6 +41,7 @@ mod iso_large;
 mod iso_readers;
 mod iso_reproducible;
 mod iso_signing;
+mod keyless_signing;
 mod kubeadm_images;
 mod kubeadm_releases;
 mod layers;
