@@ -142,7 +142,7 @@ pub fn run(args: DoctorArgs, _ui: &Ui) -> Result<(), AppError> {
             };
             runtime.block_on(doctor::room(sink, settings, &client, &registry, build))?;
         }
-        if let Some(result) = super::register::doctor_check(&args.cloudstack_api, settings) {
+        if let Some(result) = cloudstack_check(&args.cloudstack_api, settings) {
             let what = "cloudstack api".to_owned();
             let result = result.map_err(|e| problem(&e));
             sink(Check { what, result });
@@ -170,4 +170,50 @@ impl From<doctor::DoctorError> for AppError {
             doctor::DoctorError::Resolution(e) => e.into(),
         }
     }
+}
+
+/// The doctor's check: `None` when nothing is configured anywhere (registering is optional);
+/// else where the credentials come from and what `listCapabilities` says with them.
+fn cloudstack_check(
+    args: &crate::cli::ApiArgs,
+    settings: &crate::config::Settings,
+) -> Option<Result<String, AppError>> {
+    let creds = match super::cloudstack_api::credentials(args, settings) {
+        Err(AppError { error, .. })
+            if error
+                .downcast_ref::<crate::cloudstack::credentials::CredentialsError>()
+                .is_some_and(|e| {
+                    matches!(
+                        e,
+                        crate::cloudstack::credentials::CredentialsError::Missing { .. }
+                    )
+                }) =>
+        {
+            return None;
+        }
+        Err(e) => return Some(Err(e)),
+        Ok(creds) => creds,
+    };
+    let source = creds.source.clone();
+    let endpoint = crate::fetch::redact(&creds.endpoint);
+    Some((|| {
+        let http = crate::fetch::build_client_without_redirects(&settings.http)?;
+        let api = crate::cloudstack::api::Api::new(http, creds);
+        let caps = net::transfer_runtime()?.block_on(api.capabilities())?;
+        Ok(format!(
+            "{endpoint} answers as CloudStack {} (Kubernetes service {}; arch parameter {}), \
+             credentials from {source}",
+            caps.cloudstackversion,
+            if caps.kubernetesserviceenabled {
+                "enabled"
+            } else {
+                "disabled"
+            },
+            if caps.has_arch() {
+                "yes"
+            } else {
+                "no: x86_64 only"
+            },
+        ))
+    })())
 }

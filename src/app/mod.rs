@@ -6,6 +6,7 @@
 
 mod build;
 mod cache;
+mod cloudstack_api;
 mod diff;
 mod docs;
 mod doctor;
@@ -17,6 +18,7 @@ mod push;
 mod register;
 mod request;
 mod resolve;
+mod sides;
 mod sign;
 mod sync;
 mod upgrade_check;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::{AppError, net, register, upgrade_check};
+use super::{AppError, net};
 use crate::cli::{ApiArgs, SyncArgs};
 use crate::cloudstack::CloudStack;
 use crate::sync::{Context, Desired, DesiredError, LockError, Mode, RunLock, SyncError};
@@ -54,7 +54,7 @@ pub fn run(args: SyncArgs, ui: &Ui) -> Result<(), AppError> {
             .or(desired.cloudstack.profile.clone()),
         ..args.api.clone()
     };
-    let (api, http) = register::clients(&api_args, &settings)?;
+    let (api, http) = super::cloudstack_api::clients(&api_args, &settings)?;
     if let Some(endpoint) = &desired.cloudstack.endpoint
         && api.endpoint().trim_end_matches('/') != endpoint.trim_end_matches('/')
     {
@@ -83,7 +83,7 @@ pub fn run(args: SyncArgs, ui: &Ui) -> Result<(), AppError> {
     let shared = tools.shared(&settings);
     let release = CloudStack::parse(&desired.cloudstack.release).ok();
     let gate = |from: &std::path::Path, to: &std::path::Path| {
-        upgrade_check::judge(from, to, release).map_err(|e| format!("{:#}", e.error))
+        super::sides::judge(from, to, release).map_err(|e| format!("{:#}", e.error))
     };
     // Who must have signed an ISO before it is registered: the desired state's policy, else the
     // configuration's, as `register` takes it.

@@ -4,13 +4,10 @@
 //! [`cks_iso_iso9660::bounds`]), 2 for an input it cannot read.
 
 use super::AppError;
-use super::diff::load;
+use super::sides::judge;
 use crate::cli::UpgradeCheckArgs;
 use crate::cloudstack::CloudStack;
-use crate::diff::{self, Kind};
-use crate::image::Arch;
-use crate::upgrade::{self, Input};
-use crate::verify::{self, Expect};
+use crate::upgrade;
 
 /// Judges the pair; stdout gets the verdict, a line per check and the changes (or JSON).
 pub fn run(args: UpgradeCheckArgs) -> Result<(), AppError> {
@@ -32,67 +29,6 @@ pub fn run(args: UpgradeCheckArgs) -> Result<(), AppError> {
             ),
             Some("each FAIL line above has its own hint".into()),
         )),
-    }
-}
-
-/// The verdict on FROM → TO (ISOs or locks) for the cluster's CloudStack release (else what TO
-/// records): what `upgrade-check` prints, and what `sync` gates its candidates on.
-pub(super) fn judge(
-    from_path: &std::path::Path,
-    to_path: &std::path::Path,
-    cloudstack: Option<CloudStack>,
-) -> Result<upgrade::Report, AppError> {
-    let read = |path| {
-        load::side(path).map_err(|e| {
-            let hint = e.hint();
-            match e.is_usage() {
-                true => AppError::usage(e, hint),
-                false => AppError::failure(e, hint),
-            }
-        })
-    };
-    let from = read(from_path)?;
-    let to = read(to_path)?;
-    let from_scan = scan(&from, from_path)?;
-    let to_scan = scan(&to, to_path)?;
-    let recorded = to
-        .versions
-        .get("cloudstack")
-        .cloned()
-        .flatten()
-        .and_then(|c| CloudStack::parse(&c).ok());
-    let to_verify = match to.kind {
-        Kind::Iso => Some(verify::verify(
-            to_path,
-            &Expect {
-                cloudstack: cloudstack.or(recorded),
-                ..Expect::default()
-            },
-        )?),
-        Kind::Lock => None,
-    };
-    let changes = diff::compare(&from, &to);
-    Ok(upgrade::check(&Input {
-        from: &from,
-        to: &to,
-        from_scan: from_scan.as_ref(),
-        to_scan: to_scan.as_ref(),
-        cloudstack,
-        to_verify: to_verify.as_ref(),
-        changes: &changes,
-    }))
-}
-
-/// An ISO's archives as containerd imports them (for its one arch, when it has one); `None` for
-/// a lock.
-fn scan(side: &diff::Side, path: &std::path::Path) -> Result<Option<upgrade::IsoScan>, AppError> {
-    let arch = match side.arches.len() {
-        1 => side.arches.keys().next().and_then(|a| Arch::parse(a).ok()),
-        _ => None,
-    };
-    match side.kind {
-        Kind::Iso => Ok(Some(upgrade::scan(path, arch)?)),
-        Kind::Lock => Ok(None),
     }
 }
 

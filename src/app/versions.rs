@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::{AppError, net, register};
+use super::cloudstack_api::clients;
+use super::{AppError, net};
 use crate::cli::{VersionsCommand, VersionsListArgs, VersionsRetireArgs};
 use crate::cloudstack::api::SupportedVersion;
 use crate::cloudstack::{retire, run};
@@ -23,7 +24,7 @@ pub fn run(command: VersionsCommand) -> Result<(), AppError> {
 
 fn list(args: VersionsListArgs) -> Result<(), AppError> {
     let settings = net::settings(args.net)?;
-    let (api, _) = register::clients(&args.api, &settings)?;
+    let (api, _) = clients(&args.api, &settings)?;
     let runtime = net::transfer_runtime()?;
     let rows = runtime.block_on(async {
         let mut rows = Vec::new();
@@ -97,7 +98,7 @@ fn list(args: VersionsListArgs) -> Result<(), AppError> {
 
 fn retire_cmd(args: VersionsRetireArgs) -> Result<(), AppError> {
     let settings = net::settings(args.net)?;
-    let (api, _) = register::clients(&args.api, &settings)?;
+    let (api, _) = clients(&args.api, &settings)?;
     let runtime = net::transfer_runtime()?;
     let poll = Duration::from_secs_f64(args.poll_interval.max(0.05));
     let done = runtime.block_on(async {

@@ -82,7 +82,7 @@ fn register(
     }
     let isos = (built.iter().flat_map(|b| &b.isos)).map(crate::cloudstack::IsoToRegister::from);
     let publish = publish.unwrap_or_default();
-    super::register::after_build(isos.collect(), publish, &args.registering, settings)
+    super::cloudstack_api::after_build(isos.collect(), publish, &args.registering, settings)
 }
 
 /// What `args` ask the build for (the first `--kubernetes` and `--locked`: see

@@ -1,5 +1,11 @@
-//! Reading one side of `cks-iso diff`: a lock file, or an ISO's directory, its embedded lock (or
-//! its `versions.txt`) and its root manifests. Never an image archive, so multi-GB ISOs are quick.
+//! The sides `diff` and `upgrade-check` compare, read from files: a lock file, or an ISO's
+//! directory, its embedded lock (or its `versions.txt`) and its root manifests — never an image
+//! archive, so multi-GB ISOs are quick; and the upgrade verdict on two of them ([`judge`]), which
+//! `upgrade-check` prints and `sync` gates its candidates on.
+//!
+//! Not a command: CLI glue three commands share (errors come back as [`AppError`]s with their exit
+//! kind), kept here so that no command imports another (`tests/it/project/layers.rs`). The
+//! comparing is [`crate::diff`]'s, the judging [`crate::upgrade`]'s.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -7,9 +13,14 @@ use std::path::{Path, PathBuf};
 
 use cks_iso_iso9660::read::FileKind;
 
+use super::AppError;
+use crate::cloudstack::CloudStack;
 use crate::contract;
-use crate::diff::{EntryInfo, EntryKind, Kind, Side};
+use crate::diff::{self, EntryInfo, EntryKind, Kind, Side};
+use crate::image::Arch;
 use crate::lock::{self, Lock, LockError};
+use crate::upgrade::{self, Input};
+use crate::verify::{self, Expect};
 use crate::versions::{Versions, VersionsError};
 use cks_iso_iso9660::read::{IsoReader, ReadError};
 
@@ -18,9 +29,73 @@ const LOCK_LIMIT: u64 = 64 * 1024 * 1024;
 /// Manifests are text; the biggest upstream ones are a few hundred kB.
 const TEXT_LIMIT: u64 = 16 * 1024 * 1024;
 
+/// One side read, its error an [`AppError`]: usage (exit 2) for an input that is not one, else a
+/// failure.
+pub(super) fn read_side(path: &Path) -> Result<Side, AppError> {
+    side(path).map_err(|e| {
+        let hint = e.hint();
+        match e.is_usage() {
+            true => AppError::usage(e, hint),
+            false => AppError::failure(e, hint),
+        }
+    })
+}
+
+/// The verdict on FROM → TO (ISOs or locks) for the cluster's CloudStack release (else what TO
+/// records): what `upgrade-check` prints, and what `sync` gates its candidates on.
+pub(super) fn judge(
+    from_path: &std::path::Path,
+    to_path: &std::path::Path,
+    cloudstack: Option<CloudStack>,
+) -> Result<upgrade::Report, AppError> {
+    let from = read_side(from_path)?;
+    let to = read_side(to_path)?;
+    let from_scan = scan(&from, from_path)?;
+    let to_scan = scan(&to, to_path)?;
+    let recorded = to
+        .versions
+        .get("cloudstack")
+        .cloned()
+        .flatten()
+        .and_then(|c| CloudStack::parse(&c).ok());
+    let to_verify = match to.kind {
+        Kind::Iso => Some(verify::verify(
+            to_path,
+            &Expect {
+                cloudstack: cloudstack.or(recorded),
+                ..Expect::default()
+            },
+        )?),
+        Kind::Lock => None,
+    };
+    let changes = diff::compare(&from, &to);
+    Ok(upgrade::check(&Input {
+        from: &from,
+        to: &to,
+        from_scan: from_scan.as_ref(),
+        to_scan: to_scan.as_ref(),
+        cloudstack,
+        to_verify: to_verify.as_ref(),
+        changes: &changes,
+    }))
+}
+
+/// An ISO's archives as containerd imports them (for its one arch, when it has one); `None` for
+/// a lock.
+fn scan(side: &diff::Side, path: &std::path::Path) -> Result<Option<upgrade::IsoScan>, AppError> {
+    let arch = match side.arches.len() {
+        1 => side.arches.keys().next().and_then(|a| Arch::parse(a).ok()),
+        _ => None,
+    };
+    match side.kind {
+        Kind::Iso => Ok(Some(upgrade::scan(path, arch)?)),
+        Kind::Lock => Ok(None),
+    }
+}
+
 /// An input `diff` cannot compare (exit 2, like diff(1) on a missing file).
 #[derive(Debug, thiserror::Error)]
-pub(in crate::app) enum InputError {
+pub(super) enum InputError {
     /// Cannot open or read the file.
     #[error("cannot read {}: {source}", path.display())]
     Unreadable {
@@ -98,7 +173,7 @@ impl InputError {
 }
 
 /// Reads `path` as a lock (JSON, first non-blank byte `{`) or else as an ISO.
-pub(in crate::app) fn side(path: &Path) -> Result<Side, InputError> {
+fn side(path: &Path) -> Result<Side, InputError> {
     let unreadable = |source| InputError::Unreadable {
         path: path.to_owned(),
         source,

@@ -1,24 +1,14 @@
 //! `cks-iso diff A B`: read both sides, compare, print; the exit code says identical or not.
 
-pub(super) mod load;
-
+use super::sides::read_side;
 use super::{AppError, Outcome};
 use crate::cli::DiffArgs;
 use crate::diff;
 
 /// Compares A with B; stdout gets the differences (nothing when identical) or JSON.
 pub fn run(args: DiffArgs) -> Result<Outcome, AppError> {
-    let read = |path| {
-        load::side(path).map_err(|e| {
-            let hint = e.hint();
-            match e.is_usage() {
-                true => AppError::usage(e, hint),
-                false => AppError::failure(e, hint),
-            }
-        })
-    };
-    let a = read(&args.a)?;
-    let b = read(&args.b)?;
+    let a = read_side(&args.a)?;
+    let b = read_side(&args.b)?;
     let report = diff::compare(&a, &b);
     if args.json {
         crate::outln!(
