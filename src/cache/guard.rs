@@ -9,7 +9,7 @@ use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
-use super::{CacheError, index::INDEX};
+use super::{CacheError, INDEX};
 
 /// The directories of a cache, below its root.
 const OWN_DIRS: [&str; 3] = ["blobs", super::BLOBS, INDEX];

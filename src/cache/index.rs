@@ -15,13 +15,10 @@
 use std::io::{self, Read as _, Write};
 use std::path::{Path, PathBuf};
 
-use super::{Cache, CacheError, Key};
+use super::{Cache, CacheError, INDEX, Key};
 use crate::atomic::AtomicFile;
 use crate::image::{BlobSource, Digest, Hashing, Opened};
 use cks_iso_io::Sha256Sum;
-
-/// The directory under the root that holds the index.
-pub(super) const INDEX: &str = "index";
 
 /// An index entry.
 #[derive(Debug, Clone, PartialEq, Eq)]

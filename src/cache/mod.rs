@@ -72,6 +72,8 @@ pub use writer::BlobWriter;
 
 /// The directory under the cache root that holds sha256 blobs.
 const BLOBS: &str = "blobs/sha256";
+/// The index's directory under the cache root (here, as `guard.rs` and `index.rs` both need it).
+const INDEX: &str = "index";
 
 /// A blob cache rooted at a directory. Clones share what this process has verified.
 #[derive(Debug, Clone)]

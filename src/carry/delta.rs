@@ -20,14 +20,6 @@ pub struct Held {
     pub minus: Vec<Minus>,
 }
 
-/// The file name alone, as a delta records it.
-pub(super) fn name(path: &Path) -> String {
-    path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
-}
-
 /// Whether `path` starts like a lock (JSON) rather than an ISO.
 fn is_lock(path: &Path) -> Result<bool, CarryError> {
     let mut head = Vec::new();
@@ -72,7 +64,7 @@ pub fn held(cache: &Cache, minus: &[PathBuf]) -> Result<Held, CarryError> {
         minus: Vec::new(),
     };
     for path in minus {
-        let file = name(path);
+        let file = super::file_name(path);
         let (kind, digests) = match is_lock(path)? {
             true => {
                 let lock = crate::lock::source::read(path)?.0;
@@ -211,7 +203,7 @@ pub fn from_iso(
             .collect(),
         minus: isos
             .iter()
-            .map(|p| format!("--minus {}", name(p)))
+            .map(|p| format!("--minus {}", super::file_name(p)))
             .collect(),
     }))
 }

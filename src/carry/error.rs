@@ -291,7 +291,7 @@ impl Kind {
                                      from, and import that; the others were imported"
                 .into(),
             Self::Offline { locked, minus, .. } => {
-                let name = super::delta::name(locked);
+                let name = super::file_name(locked);
                 format!(
                     "where the lock was written, run `cks-iso cache export --locked {name} {} -o \
                      DELTA`, carry DELTA here and `cks-iso cache import DELTA --locked {name}`",

@@ -54,6 +54,15 @@ pub fn human(bytes: u64) -> String {
     indicatif::HumanBytes(bytes).to_string()
 }
 
+/// The file name alone, as a delta records it (and the hints name it); here, not in `delta.rs`,
+/// because the errors need it too and `delta.rs` uses the errors.
+fn file_name(path: &std::path::Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
 /// Creates `dir` if needed and proves a file can be made in it.
 fn writable(dir: &std::path::Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;

@@ -9,10 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::act;
 use super::decide::{self, Decision, Fingerprint, OnDisk, Published, Wanted};
 use super::desired::{Desired, Minor};
-use super::report::{FORMAT, Item, Report};
+use super::report::Item;
 use crate::cloudstack::IsoToRegister;
 use crate::cloudstack::api::{Api, ApiError, Cluster, SupportedVersion};
 use crate::cloudstack::plan::{Existing, listed_arch};
@@ -115,73 +114,8 @@ pub struct Mode {
     pub locks: Option<PathBuf>,
 }
 
-/// Runs a sync of `desired`; with `mode.plan`, only looks and says what a run would do.
-pub fn run(desired: &Desired, ctx: &Context<'_>, mode: &Mode) -> Result<Report, SyncError> {
-    let plan = mode.plan;
-    let dir = &desired.publish.dir;
-    if !plan {
-        std::fs::create_dir_all(dir).map_err(|source| SyncError::PublishDir {
-            path: dir.clone(),
-            source,
-        })?;
-        for path in sweep(dir) {
-            tracing::info!("removed {}, left by a sync that was killed", path.display());
-        }
-    }
-    let rt = ctx.shared.runtime;
-    let listed = rt.block_on(list(ctx.api, &desired.cloudstack.zones))?;
-    let mut report = Report {
-        format: FORMAT,
-        plan,
-        ..Report::default()
-    };
-    let build = Build::new(ctx.shared, ctx.reporter);
-    let mut slots = Vec::new();
-    for minor in desired.minors() {
-        let wanted = match &mode.locks {
-            Some(locks) => super::locks::wanted(&build, desired, &minor, locks),
-            None => resolve(&build, desired, &minor),
-        };
-        match wanted {
-            Ok(wanted) => slots.extend(wanted.into_iter().map(|w| slot(w, desired, &listed, ctx))),
-            Err(why) => report.items.push(super::locks::failed(&minor, why)),
-        }
-    }
-    let slots = slots.into_iter().collect::<Result<Vec<_>, _>>()?;
-    let zone_ids: Vec<String> = listed.zones.iter().map(|z| z.0.clone()).collect();
-    let mut slots: Vec<Slot> = slots
-        .into_iter()
-        .map(|(wanted, published, existing)| {
-            let decision = decide::decide(&wanted, published.as_ref(), &existing, &zone_ids);
-            start(wanted, decision, published, desired, &listed)
-        })
-        .collect();
-    if plan {
-        plan_all(&mut slots, desired, &listed);
-    } else {
-        act::build_all(ctx, desired, &mut slots);
-        act::gate_all(ctx, desired, &listed, &mut slots);
-        act::register_all(ctx, desired, &listed, &mut slots);
-        act::retire_all(ctx, desired, &mut slots, &mut report);
-    }
-    for s in &mut slots {
-        settle(&mut s.item, plan);
-    }
-    report.items.splice(0..0, slots.into_iter().map(|s| s.item));
-    report.acted = report
-        .items
-        .iter()
-        .any(|i| i.state != "current" && i.state != "failed")
-        || report
-            .items
-            .iter()
-            .any(|i| i.done.iter().any(|d| d != "failed"));
-    report.ok = report.failed() == 0;
-    Ok(report)
-}
-
 /// The staging directories killed syncs left in `dir`, removed (the run lock is held).
-fn sweep(dir: &Path) -> Vec<PathBuf> {
+pub(super) fn sweep(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -199,7 +133,7 @@ fn sweep(dir: &Path) -> Vec<PathBuf> {
 
 /// `listZones` (for the desired zones), `listKubernetesSupportedVersions`,
 /// `listKubernetesClusters`.
-async fn list(api: &Api, zones: &[String]) -> Result<Listed, SyncError> {
+pub(super) async fn list(api: &Api, zones: &[String]) -> Result<Listed, SyncError> {
     let zones = match zones.is_empty() {
         true => Vec::new(),
         false => {
@@ -294,7 +228,7 @@ type Looked = (Wanted, Option<Published>, Vec<Existing>);
 
 /// What the publish directory and CloudStack hold for `wanted` (CloudStack's ISOs listed: the
 /// checksums, and only the versions Ready in every zone count as registered).
-fn slot(
+pub(super) fn slot(
     wanted: Wanted,
     desired: &Desired,
     listed: &Listed,
@@ -345,7 +279,7 @@ fn sidecar_sha(iso: &Path) -> Option<String> {
 }
 
 /// The slot's report item as found.
-fn start(
+pub(super) fn start(
     wanted: Wanted,
     decision: Decision,
     published: Option<Published>,
@@ -409,7 +343,7 @@ pub(super) fn is_pinned(desired: &Desired, wanted: &Wanted) -> bool {
 }
 
 /// `sync --plan`: what each slot would do, and the retirements a run would leave.
-fn plan_all(slots: &mut [Slot], desired: &Desired, listed: &Listed) {
+pub(super) fn plan_all(slots: &mut [Slot], desired: &Desired, listed: &Listed) {
     let mut planned = Vec::new();
     for s in slots.iter_mut() {
         if s.decision.build {
@@ -487,7 +421,7 @@ pub(super) fn slot_of<'a>(slots: &'a mut [Slot], v: &SupportedVersion) -> Option
 }
 
 /// The item's state from what was done.
-fn settle(item: &mut Item, plan: bool) {
+pub(super) fn settle(item: &mut Item, plan: bool) {
     let has = |word: &str| item.done.iter().any(|d| d.starts_with(word));
     item.state = if has("failed") {
         "failed"

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 
-use super::checks::Ctx;
+use super::ctx::Ctx;
 use crate::contract;
 use crate::image::Reference;
 use crate::lock::Lock;

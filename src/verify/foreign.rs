@@ -15,7 +15,7 @@ use std::path::Path;
 
 use cks_iso_iso9660::read::FileKind;
 
-use super::checks::{Ctx, matching, tarball};
+use super::ctx::{Ctx, matching, tarball};
 use crate::archive::containerd;
 use crate::contract;
 use crate::image::Arch;

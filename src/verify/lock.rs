@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::checks::Ctx;
+use super::ctx::Ctx;
 use crate::lock::{FILE_NAME, Lock};
 use crate::versions::Versions;
 

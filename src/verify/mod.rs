@@ -19,6 +19,7 @@
 
 mod accounted;
 mod checks;
+mod ctx;
 mod foreign;
 mod lock;
 mod pause;

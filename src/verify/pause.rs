@@ -4,7 +4,7 @@
 //! a repository named `pause`. An ISO must hold exactly one: kubeadm's, when its release says
 //! which (a cks-iso ISO's lock or `versions.txt`), else one at all (an ISO from elsewhere).
 
-use super::checks::Ctx;
+use super::ctx::Ctx;
 use crate::contract;
 use crate::image::Reference;
 use crate::plan::sandbox::{self, NODE_RULE};

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use cks_iso_iso9660::read::FileKind;
 
-use super::checks::{Ctx, sha256_of};
+use super::ctx::{Ctx, sha256_of};
 use crate::sbom::{self, CYCLONEDX_FILE, SPDX_FILE};
 use crate::versions::Versions;
 

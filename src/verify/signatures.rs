@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use super::SignatureCheck;
-use super::checks::{Ctx, sha256_of};
+use super::ctx::{Ctx, sha256_of};
 use crate::contract;
 use crate::image::{Descriptor, Digest, MAX_MANIFEST_SIZE, Manifest, parse};
 use crate::versions::Versions;

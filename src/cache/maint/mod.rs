@@ -15,7 +15,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::index::INDEX;
+use super::INDEX;
 use super::{BLOBS, Cache, CacheError, Stamp};
 use crate::image::{Digest, Hashing};
 
