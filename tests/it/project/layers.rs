@@ -32,24 +32,24 @@ type Edges = BTreeMap<(String, String), String>;
 /// A token of Rust source that matters here: an identifier, or one punctuation character (`::`
 /// is two `:`), with its line. Comments, strings, characters and numbers are left out.
 #[derive(Debug, Clone, PartialEq)]
-enum Token {
+pub(super) enum Token {
     Ident(String, usize),
     Punct(char, usize),
 }
 
 impl Token {
-    fn is(&self, c: char) -> bool {
+    pub(super) fn is(&self, c: char) -> bool {
         matches!(self, Token::Punct(p, _) if *p == c)
     }
 
-    fn ident(&self) -> Option<&str> {
+    pub(super) fn ident(&self) -> Option<&str> {
         match self {
             Token::Ident(name, _) => Some(name),
             Token::Punct(..) => None,
         }
     }
 
-    fn line(&self) -> usize {
+    pub(super) fn line(&self) -> usize {
         match self {
             Token::Ident(_, line) | Token::Punct(_, line) => *line,
         }
@@ -58,7 +58,7 @@ impl Token {
 
 /// The tokens of `text`, without comments, string, byte-string, raw-string and character
 /// literals, lifetimes and numbers.
-fn lex(text: &str) -> Vec<Token> {
+pub(super) fn lex(text: &str) -> Vec<Token> {
     let chars: Vec<char> = text.chars().collect();
     let mut tokens = Vec::new();
     let (mut i, mut line) = (0, 1);
@@ -172,7 +172,7 @@ fn skip_raw(chars: &[char], mut i: usize, hashes: usize, line: &mut usize) -> us
 }
 
 /// `#[path = "…"] mod name;` in `text`: name → the path given.
-fn path_attributes(text: &str) -> BTreeMap<String, String> {
+pub(super) fn path_attributes(text: &str) -> BTreeMap<String, String> {
     let mut found = BTreeMap::new();
     for (n, _) in text.match_indices("#[path") {
         let rest = &text[n..];
@@ -225,7 +225,12 @@ fn module_graph(src: &Path) -> (BTreeSet<String>, Edges) {
 
 /// The file of module `name` declared in a file of `dir` (`name.rs` or `name/mod.rs` under
 /// `children`, or its `#[path]`, relative to `dir`).
-fn module_file(children: &Path, name: &str, given: Option<&String>, dir: &Path) -> PathBuf {
+pub(super) fn module_file(
+    children: &Path,
+    name: &str,
+    given: Option<&String>,
+    dir: &Path,
+) -> PathBuf {
     if let Some(path) = given {
         return dir.join(path);
     }
@@ -337,7 +342,7 @@ fn read_tokens(
 
 /// The path starting at token `i` (`first`): its segments, and the index after the last `::`
 /// followed by an identifier (where a `{` group may start).
-fn path_at(tokens: &[Token], i: usize, first: &str) -> (Vec<String>, usize) {
+pub(super) fn path_at(tokens: &[Token], i: usize, first: &str) -> (Vec<String>, usize) {
     let mut segments = vec![first.to_owned()];
     let mut j = i + 1;
     while tokens.get(j).is_some_and(|t| t.is(':')) && tokens.get(j + 1).is_some_and(|t| t.is(':')) {
@@ -357,7 +362,7 @@ fn path_at(tokens: &[Token], i: usize, first: &str) -> (Vec<String>, usize) {
 
 /// The first identifier of each comma-separated item of the `{ … }` group opening at `open`
 /// (`self` included: it names the prefix, which `top_of` resolves the same).
-fn group_heads(tokens: &[Token], open: usize) -> Vec<(String, usize)> {
+pub(super) fn group_heads(tokens: &[Token], open: usize) -> Vec<(String, usize)> {
     let mut heads = Vec::new();
     let mut depth = 0;
     let mut expecting = true;
@@ -410,7 +415,7 @@ fn top_of(module: &[String], segments: &[String]) -> Option<String> {
     at.first().or(rest.first()).cloned()
 }
 
-fn relative(file: &Path) -> String {
+pub(super) fn relative(file: &Path) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     file.strip_prefix(root)
         .unwrap_or(file)

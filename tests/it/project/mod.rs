@@ -2,5 +2,6 @@
 //! get it (the published crate, completions, the man page, the licence notices). A new rule about
 //! the source tree or the packaged tool goes here.
 
+mod file_rules;
 mod layers;
 mod packaging;
