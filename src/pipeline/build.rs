@@ -127,7 +127,7 @@ impl<'a> Build<'a> {
         if let (Some(path), false) = (&options.locked, options.from_iso.is_empty()) {
             let cache = self.shared.registry.cache();
             let offline = settings.http.offline;
-            crate::upkeep::from_iso(cache, &lock, path, &options.from_iso, offline)?;
+            crate::carry::from_iso(cache, &lock, path, &options.from_iso, offline)?;
         }
         Ok(Input::Locked(prepared, Box::new(lock)))
     }
