@@ -80,7 +80,11 @@ impl Keyless {
     fn trust_config(&self, dir: &Path) -> PathBuf {
         let config = signing_config(&self.fulcio.url(), &self.rekor.url(), self.oidc.url());
         let path = dir.join("trust_config.json");
-        fs::write(&path, client_trust_config(&config, self.sigstore.trusted_root())).unwrap();
+        fs::write(
+            &path,
+            client_trust_config(&config, self.sigstore.trusted_root()),
+        )
+        .unwrap();
         path
     }
 }
@@ -142,11 +146,20 @@ fn the_real_sigstore_client_signs_with_the_world_stand_ins_and_verifies_offline(
     let forged = world.oidc.forge(&Claims::email(person));
     let bundle = dir.path().join("forged.sigstore.json");
     let o = sign(dir.path(), &trust, &forged, &file, &bundle);
-    assert!(!o.status.success(), "a forged token signed:\n{}", combined(&o));
+    assert!(
+        !o.status.success(),
+        "a forged token signed:\n{}",
+        combined(&o)
+    );
     assert!(!bundle.exists());
     assert_eq!(
         world.fulcio.requests().last().map(String::as_str),
         Some("POST /api/v2/signingCert 400")
     );
-    assert_eq!(world.rekor.requests().len(), 2, "{:?}", world.rekor.requests());
+    assert_eq!(
+        world.rekor.requests().len(),
+        2,
+        "{:?}",
+        world.rekor.requests()
+    );
 }
