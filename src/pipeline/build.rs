@@ -121,6 +121,10 @@ impl<'a> Build<'a> {
         if let Some(path) = &options.sign_key {
             prepared.sign_key = Some(std::sync::Arc::new(sign::load_key(path)?));
         }
+        if let Some(keyless) = &options.keyless {
+            let signer = crate::trust::keyless::KeylessSigner::new(keyless, settings)?;
+            prepared.keyless = Some(std::sync::Arc::new(signer));
+        }
         let Some(lock) = lock else {
             return Ok(Input::Request(prepared));
         };
@@ -269,6 +273,16 @@ impl<'a> Build<'a> {
             && let Err(e) = isos
                 .iter()
                 .try_for_each(|b| sign::sign_iso(&b.path, &b.sha256, key))
+        {
+            remove(&isos);
+            return Err(e.into());
+        }
+        if let Some(signer) = &prepared.keyless
+            && let Err(e) = isos.iter().try_for_each(|b| {
+                let digest = hex::decode(&b.sha256).ok().and_then(|d| d.try_into().ok());
+                let digest: [u8; 32] = digest.expect("the writer's sha256 is 64 hex digits");
+                self.shared.runtime.block_on(signer.sign_iso(&b.path, &digest)).map(drop)
+            })
         {
             remove(&isos);
             return Err(e.into());
