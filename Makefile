@@ -9,10 +9,10 @@ DEB_PACKAGES := docker-registry git xorriso genisoimage libarchive-tools p7zip-f
 # The command each package provides, to tell whether it is already installed.
 DEB_COMMANDS := docker-registry git xorriso isoinfo bsdtar 7z skopeo containerd /usr/bin/time unshare curl \
 	python3 man zsh fish lintian faketime
-# The formats' own SBOM validators, from PyPI into a virtualenv the tests use (tests/build_e2e.rs),
-# and `cryptography` for the independent image-signature oracle (tests/it/signatures.rs; Debian 12's
+# The formats' own SBOM validators, from PyPI into a virtualenv the tests use (tests/it/build/e2e.rs),
+# and `cryptography` for the independent image-signature oracle (tests/it/signatures/images.rs; Debian 12's
 # python3-cryptography 38 lacks the certificate APIs it uses), and Sigstore's own client, the
-# oracle that verifies the binaries' bundles offline (tests/it/signatures.rs); markdown-it-py, the
+# oracle that verifies the binaries' bundles offline (tests/it/signatures/images.rs); markdown-it-py, the
 # CommonMark reader scripts/check-doc-links.py judges the packages' shipped docs with.
 SBOM_VENV := .venv-sbom
 SBOM_PIP := cyclonedx-python-lib[json-validation]==11.12.0 spdx-tools==0.8.5 cryptography==48.0.0 sigstore==4.5.1 cs==5.2.0 \
@@ -33,18 +33,23 @@ CARGO_DEB_VERSION := 3.8.0
 # `make notices`: cargo-about writes THIRD-PARTY-NOTICES (the licence texts of every crate in the
 # binary, from Cargo.lock, by about.toml's allow-list and about.hbs) and fails on a licence the
 # list does not accept. The file is committed: the binary embeds it (`cks-iso licenses`), the .deb
-# ships it, and `make test` (tests/it/packaging.rs) fails when Cargo.lock has moved past it or a
+# ships it, and `make test` (tests/it/project/packaging.rs) fails when Cargo.lock has moved past it or a
 # shipped crate's licence is not on the list, without needing cargo-about.
 CARGO_ABOUT_VERSION := 0.9.3
 
-.PHONY: all deps deps-tools deps-python build test lint doc demo bench fuzz clean assets gen-assets deb test-deb notices \
+# `make lint` fails on a dependency no source file uses (cargo-machete; a dependency used in a way
+# it cannot see is listed under its crate's `[package.metadata.cargo-machete] ignored`, with why).
+# `make deps` installs it, this version, when missing: it needs no nightly and reads no build.
+CARGO_MACHETE_VERSION := 0.9.2
+
+.PHONY: all deps deps-tools deps-python deps-machete build test lint doc demo bench fuzz clean assets gen-assets deb test-deb notices \
 	dist-deps dist-bins dist rpm image test-dist test-repro
 
 all: build
 
 # `make deps`: the Debian tools (deps-tools) and the tests' Python validators. `make demo` needs
 # only the tools: it never runs the validators, so it does not create their virtualenv.
-deps: deps-tools deps-python
+deps: deps-tools deps-python deps-machete
 
 deps-tools:
 	@missing=0; for c in $(DEB_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
@@ -65,12 +70,21 @@ deps-python: deps-tools
 		$(SBOM_VENV)/bin/pip install -q --disable-pip-version-check $(SBOM_PIP); \
 	fi
 
+deps-machete:
+	@command -v cargo >/dev/null || { echo "make deps: cargo is missing; install Rust from rustup.rs" >&2; exit 1; }
+	@cargo-machete --version 2>/dev/null | grep -qx "$(CARGO_MACHETE_VERSION)" || { \
+		echo "make deps: installing cargo-machete $(CARGO_MACHETE_VERSION)"; \
+		$(CARGO) install cargo-machete --version $(CARGO_MACHETE_VERSION) --locked; }
+
 build:
 	$(CARGO) build --release --locked
 
-lint:
+# Formatting, clippy (its warnings as errors, the function-length rule among them: Cargo.toml's
+# [workspace.lints], clippy.toml) and no unused dependency.
+lint: deps-machete
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+	$(CARGO) machete
 
 # The API documentation of every crate, with rustdoc's warnings (broken links, …) as errors.
 doc:
@@ -140,7 +154,7 @@ notices:
 # in a test: under `cargo test` the environment differs enough that build scripts rebuild the
 # whole release tree, while from make it reuses the build `make deb` just made.
 test-deb: deps deb
-	$(CARGO) test --locked --test it -- --ignored packaging::
+	$(CARGO) test --locked --test it -- --ignored project::packaging::
 	root=$$(mktemp -d) && trap 'rm -rf "$$root"' EXIT && \
 	$(CARGO) install --locked --path . --root "$$root" && \
 	"$$root/bin/cks-iso" --version | grep -q "^cks-iso $$($(RELEASE_BIN) --version | cut -d' ' -f2)" && \

@@ -3,7 +3,7 @@ page under ROOT (the unpacked archive's top directory, or /usr/share/doc/cks-iso
 RPM or .deb) names a file or directory that is there, inside ROOT. With --docs-from REPO, also
 that ROOT/docs holds every file of REPO's docs/, byte for byte.
 
-The repository's own links are checked by tests/it/docs_links.rs (anchors too); this checks what
+The repository's own links are checked by tests/it/docs/links.rs (anchors too); this checks what
 a package keeps of them. Markdown is read with markdown-it-py (CommonMark, plus GitHub's tables),
 so links in tables count and text in code spans and fenced blocks does not.
 

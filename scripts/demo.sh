@@ -63,7 +63,7 @@ echo "They show what cks-iso does; they are not for CloudStack, so nothing here 
 for iso in "${isos[@]}"; do echo "  $(realpath "$iso")"; done
 
 # What to try next, against the same local world (started again: the demo's has stopped).
-# tests/it/docs_commands.rs runs these steps, as printed between "and in that shell:" and the
+# tests/it/docs/commands/mod.rs runs these steps, as printed between "and in that shell:" and the
 # blank line after them, inside a world; a `# exit N` comment is the status that line must give.
 mine=$(realpath -m "$out/mine")
 iso=setup-v$k8s-x86_64.iso

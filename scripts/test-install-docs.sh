@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's install section against what `make dist`, `make rpm` and `make image` wrote: it
 # lists every form (from source, Debian package, static binary, RPM, container image) with one
-# command each, docs/install.md lists the same rows, every file a command names exists in $DIST
+# command each, docs/guide/install.md lists the same rows, every file a command names exists in $DIST
 # for both architectures (`$(uname -m)` is x86_64 or aarch64), and the static binary's command,
 # run as written (into a scratch directory instead of /usr/local/bin, without sudo), installs a
 # binary that runs. Run last by `make test-dist`; usage: DIST=target/dist scripts/test-install-docs.sh
@@ -19,13 +19,13 @@ ok() { echo "ok: $*"; }
 rows() { sed -n '/^| form | install |$/,/^$/p' "$1" | grep '^| ' | tail -n +2 | sed 's/](\([^)]*\))/]()/g'; }
 readme=$(rows README.md)
 [ -n "$readme" ] || fail "README.md: expected the install table (| form | install |), found none"
-[ "$readme" = "$(rows docs/install.md)" ] || fail "docs/install.md: expected the README's install rows, they differ:
-$(diff <(echo "$readme") <(rows docs/install.md) || true)"
+[ "$readme" = "$(rows docs/guide/install.md)" ] || fail "docs/guide/install.md: expected the README's install rows, they differ:
+$(diff <(echo "$readme") <(rows docs/guide/install.md) || true)"
 for form in "from source" "Debian package" "static binary" "RPM" "container image"; do
     grep -q "^| $form" <<< "$readme" || fail "README.md: expected an install row for \"$form\", found:
 $readme"
 done
-ok "README.md's install table has a row for each of the 5 forms, as docs/install.md does"
+ok "README.md's install table has a row for each of the 5 forms, as docs/guide/install.md does"
 
 # Every release file a command names, for each architecture.
 names=$(sed 's/\$(uname -m)/@ARCH@/g' <<< "$readme" | grep -o 'cks-iso-[0-9][^ `/]*\.\(tar\.gz\|rpm\|oci\.tar\)' | sort -u)

@@ -31,7 +31,7 @@ $info"
         /usr/share/bash-completion/completions/cks-iso /usr/share/zsh/site-functions/_cks-iso \
         /usr/share/fish/vendor_completions.d/cks-iso.fish /usr/share/licenses/cks-iso/LICENSE \
         /usr/share/licenses/cks-iso/THIRD-PARTY-NOTICES /usr/share/doc/cks-iso/README.md \
-        /usr/share/doc/cks-iso/docs/install.md /usr/share/doc/cks-iso/docs/guide/building.md; do
+        /usr/share/doc/cks-iso/docs/guide/install.md /usr/share/doc/cks-iso/docs/guide/building.md; do
         grep -qx "$file" <<< "$files" || fail "$rpm: rpm -qpl: expected $file, found:
 $files"
     done

@@ -1,5 +1,6 @@
 //! Every environment variable cks-iso reads, in one place, so the reference table
-//! (`docs/reference/environment.md`) and the code cannot drift apart. Other modules call the accessors here instead of `std::env::var`.
+//! (`docs/reference/environment.md`) and the code cannot drift apart. Other modules call the
+//! accessors here instead of `std::env::var`.
 
 use std::ffi::OsString;
 
@@ -151,10 +152,10 @@ pub const CKS_ISO_HELPER_TIMEOUT: Var = Var {
     about: "seconds a credential helper (`docker-credential-<name> get`) may take before it is stopped and the search for credentials goes on without it; default 60",
 };
 
-/// The CloudStack API endpoint `register` and `versions` talk to (see docs/registration.md).
+/// The CloudStack API endpoint `register` and `versions` talk to (see docs/guide/registration.md).
 pub const CKS_ISO_CLOUDSTACK_URL: Var = Var {
     name: "CKS_ISO_CLOUDSTACK_URL",
-    about: "the CloudStack API endpoint (`https://HOST/client/api`) for `register`, `build --register` and `versions`, with `CKS_ISO_CLOUDSTACK_API_KEY` and `CKS_ISO_CLOUDSTACK_SECRET_KEY`; after the flags, before `~/.cmk/config` (docs/registration.md)",
+    about: "the CloudStack API endpoint (`https://HOST/client/api`) for `register`, `build --register` and `versions`, with `CKS_ISO_CLOUDSTACK_API_KEY` and `CKS_ISO_CLOUDSTACK_SECRET_KEY`; after the flags, before `~/.cmk/config` (docs/guide/registration.md)",
 };
 
 /// The API key for [`CKS_ISO_CLOUDSTACK_URL`].

@@ -23,16 +23,17 @@
 //! - [`upstream`]: taking each file of the catalog verified through the mirrors; labels read.
 //! - [`release`]: the autoscaler's tags listed over git's smart HTTP; `ResolveError`.
 //!
-//! The pure domain, from [`cks_iso_domain`] under the same names: [`contract`], [`cloudstack`],
-//! [`plan`], [`lock`], [`versions`], [`manifest`], [`sbom`], [`diff`], [`units`] (and its
-//! `release` rules and `catalog`, re-exported by [`release`] and [`upstream`]). From the leaf
+//! The pure domain, from [`cks_iso_domain`] under the same names: [`contract`], [`plan`],
+//! [`lock`], [`versions`], [`manifest`], [`sbom`], [`diff`], [`units`] (and its `release` rules,
+//! `catalog` and `cloudstack` releases, re-exported by [`release`], [`upstream`] and the
+//! private `cloudstack` module, the CloudStack client). From the leaf
 //! crates: [`image`] and [`archive`] ([`cks_iso_oci`]), [`atomic`], [`input`] and [`progress`]
 //! ([`cks_iso_io`]); [`cks_iso_iso9660`] and [`cks_iso_sigstore`] are named directly.
 //!
 //! For the binary: [`app`], [`cli`], [`ui`] (logs and progress on stderr), [`env`](mod@env)
 //! (every environment variable the tool reads). The commands' own modules are private: `verify`
-//! (an ISO checked against the contract), `upgrade` (`upgrade-check`), `registration` (CloudStack
-//! registration), `pull`, `upkeep` (the `cache` subcommands), `doctor`, `config` (the
+//! (an ISO checked against the contract), `upgrade` (`upgrade-check`), `cloudstack` (CloudStack
+//! registration and the releases' rules), `pull`, `push` (an image list to push), `carry` (the `cache` subcommands: a cache carried across an air gap, listed, verified, pruned), `doctor`, `config` (the
 //! configuration file), `failure` (how an error reads), `out` (data on stdout).
 
 pub mod app;
@@ -40,11 +41,11 @@ pub mod app;
 pub use cks_iso_io::{atomic, input, progress};
 pub use cks_iso_oci::{archive, image};
 // The pure domain (crates/cks-iso-domain), under the module names the rest of the crate uses.
-pub use cks_iso_domain::{
-    cloudstack, contract, diff, lock, manifest, plan, sbom, staged, units, versions,
-};
+pub use cks_iso_domain::{contract, diff, lock, manifest, plan, sbom, staged, units, versions};
 pub mod cache;
+mod carry;
 pub mod cli;
+mod cloudstack;
 mod config;
 mod doctor;
 pub mod env;
@@ -54,7 +55,7 @@ pub mod fetch;
 mod out;
 pub mod pipeline;
 mod pull;
-mod registration;
+mod push;
 pub mod registry;
 pub mod release;
 pub mod reporter;
@@ -62,6 +63,5 @@ mod sync;
 pub mod trust;
 pub mod ui;
 mod upgrade;
-mod upkeep;
 pub mod upstream;
 mod verify;

@@ -166,7 +166,7 @@ from_error!(crate::fetch::FetchError, failure);
 from_error!(crate::trust::TrustError, usage);
 from_error!(crate::trust::image::CheckError, failure);
 from_error!(crate::lock::source::SourceError, usage);
-from_error!(crate::registration::line::BadPublishUrl, usage);
+from_error!(crate::cloudstack::line::BadPublishUrl, usage);
 // The build pipeline's errors: each says (and its wrapped errors keep) its exit code and hint.
 from_error!(crate::pipeline::BuildError, either);
 from_error!(crate::pipeline::realize::RealizeError, either);

@@ -1,16 +1,16 @@
 //! `cks-iso register`, `build --register` and the doctor's CloudStack check: wiring only — the
 //! ISOs read, the credentials found, the client built, the outcome printed. The work is in
-//! [`crate::registration`].
+//! [`crate::cloudstack`].
 
 use std::time::Duration;
 
 use super::{AppError, net};
 use crate::cli::{ApiArgs, BuildRegisterArgs, RegisterArgs, RegisterOptions};
+use crate::cloudstack::credentials::{self, Credentials, CredentialsError};
+use crate::cloudstack::run::{self, Outcome, Target};
+use crate::cloudstack::{Api, IsoToRegister, Options, RegistrationError};
 use crate::config::Settings;
 use crate::env;
-use crate::registration::credentials::{self, Credentials, CredentialsError};
-use crate::registration::run::{self, Outcome, Target};
-use crate::registration::{Api, IsoToRegister, Options, RegistrationError};
 
 impl From<RegistrationError> for AppError {
     fn from(err: RegistrationError) -> Self {
@@ -19,8 +19,8 @@ impl From<RegistrationError> for AppError {
     }
 }
 
-impl From<crate::registration::ApiError> for AppError {
-    fn from(err: crate::registration::ApiError) -> Self {
+impl From<crate::cloudstack::ApiError> for AppError {
+    fn from(err: crate::cloudstack::ApiError) -> Self {
         let hint = err.hint();
         Self::failure(err, hint)
     }
@@ -33,8 +33,8 @@ impl From<CredentialsError> for AppError {
     }
 }
 
-impl From<crate::registration::IsoError> for AppError {
-    fn from(err: crate::registration::IsoError) -> Self {
+impl From<crate::cloudstack::IsoError> for AppError {
+    fn from(err: crate::cloudstack::IsoError) -> Self {
         Self::usage(
             err,
             Some("give ISOs cks-iso built: their versions.txt says the version and arch".into()),

@@ -14,7 +14,7 @@
 //! Downloaded files (binaries, tarballs, manifests) are blobs too, so a locked or offline build
 //! takes them from here.
 //!
-//! **Several processes at once** (builds, pulls, `cache` commands; `tests/it/crash_and_concurrency.rs`)
+//! **Several processes at once** (builds, pulls, `cache` commands; `tests/it/build/crash_and_concurrency.rs`)
 //! need no lock: every writer writes a private temporary name (with its process ID) and renames it
 //! into place only when verified. A reader sees a blob whole or not at all; two writers of one
 //! blob rename identical bytes over each other; index entries are replaced the same way. Only

@@ -18,7 +18,8 @@ pub struct DoctorArgs {
     /// Blob cache to check [default: $XDG_CACHE_HOME/cks-iso, else ~/.cache/cks-iso].
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Print one JSON object on stdout instead of a line per check (format: docs/json.md).
+    /// Print one JSON object on stdout instead of a line per check (format:
+    /// docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
     /// The CloudStack API `register` would use: named and asked `listCapabilities`.

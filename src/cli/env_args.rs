@@ -101,7 +101,7 @@ mod tests {
         flags: FromEnv<Flags>,
     }
 
-    // An empty variable counting as unset is tested end to end (`tests/it/resolve_cli.rs`), where
+    // An empty variable counting as unset is tested end to end (`tests/it/resolve/cli.rs`), where
     // the child's environment can be set without touching this process's.
     #[test]
     fn the_flag_beats_the_environment_and_the_source_is_kept() {

@@ -24,7 +24,8 @@ pub struct PullArgs {
     /// The signature flags, as for build.
     #[command(flatten)]
     pub signing: SignatureArgs,
-    /// Print one JSON object on stdout instead of a line per image (format: docs/json.md).
+    /// Print one JSON object on stdout instead of a line per image (format:
+    /// docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
     /// Network settings (mirrors, registries, CA files, credentials, jobs, retries, timeouts).

@@ -1,15 +1,15 @@
 //! The flags of `register`, `build --register` and `versions`: where the CloudStack API is, and
-//! how to register (docs/registration.md).
+//! how to register (docs/guide/registration.md).
 
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
 use super::Net;
-use crate::registration::Retire;
+use crate::cloudstack::Retire;
 
 /// Where the CloudStack API is and the key pair to sign with (else the environment, CloudMonkey's
-/// and the `cs` client's files, in the order docs/registration.md gives).
+/// and the `cs` client's files, in the order docs/guide/registration.md gives).
 #[derive(Debug, Clone, Default, Args)]
 pub struct ApiArgs {
     /// CloudStack API endpoint, e.g. https://cloud.example.org/client/api.

@@ -17,7 +17,7 @@ pub struct UpgradeCheckArgs {
     /// records, else what every release from 4.20 reads].
     #[arg(long, value_name = "RELEASE")]
     pub cloudstack: Option<String>,
-    /// Print the verdict as one JSON object on stdout (see docs/upgrades.md).
+    /// Print the verdict as one JSON object on stdout (see docs/guide/upgrades.md).
     #[arg(long)]
     pub json: bool,
 }

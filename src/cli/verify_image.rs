@@ -55,7 +55,8 @@ pub struct VerifyImageArgs {
     /// Blob cache [default: $XDG_CACHE_HOME/cks-iso, else ~/.cache/cks-iso].
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Print one JSON object on stdout instead of a line per image (format: docs/json.md).
+    /// Print one JSON object on stdout instead of a line per image (format:
+    /// docs/reference/json.md).
     #[arg(long)]
     pub json: bool,
     /// Network settings (mirrors, registries, CA files, credentials, jobs, retries, timeouts).

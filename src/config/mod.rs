@@ -24,7 +24,8 @@
 //! rekor-url: https://rekor.sigstore.dev  # where binaries' signatures are looked up
 //! cloudstack: "4.23"            # the CloudStack release `build` makes ISOs for
 //! kubernetes: [1.33.1, 1.32.4]  # the releases `build` makes ISOs of when no flag names one
-//! cloudstack-api:               # what `register` and `versions` talk to (docs/registration.md)
+//! cloudstack-api:               # what `register` and `versions` talk to
+//! (docs/guide/registration.md)
 //!   url: https://cloud.example.org/client/api
 //!   api-key: KEY
 //!   secret-key-file: cloudstack.secret   # the secret itself never goes in this file
@@ -40,6 +41,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::cloudstack::credentials::ApiConfig;
 use crate::env;
 use crate::fetch::{HttpConfig, Mirror, Mirrors, RetryPolicy};
 use cks_iso_sigstore::Mode;
@@ -186,7 +188,8 @@ pub struct Network {
     #[serde(default, deserialize_with = "release_text")]
     pub cloudstack: Option<String>,
     /// `cloudstack-api:`, the API `register` and `versions` use (`url`, `api-key`,
-    /// `secret-key-file`); flags and `CKS_ISO_CLOUDSTACK_*` come first (docs/registration.md).
+    /// `secret-key-file`); flags and `CKS_ISO_CLOUDSTACK_*` come first
+    /// (docs/guide/registration.md).
     #[arg(skip)]
     pub cloudstack_api: Option<ApiConfig>,
     /// `kubernetes:`, the releases `build` makes ISOs of (each as `--kubernetes` takes it) when
@@ -211,19 +214,6 @@ pub struct Extras {
     /// to the configuration file.
     #[serde(default)]
     pub manifests: Vec<String>,
-}
-
-/// The configuration file's `cloudstack-api:`: the secret only as a file, so the (often shared)
-/// configuration never holds it.
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct ApiConfig {
-    /// `url:`, the API endpoint.
-    pub url: Option<String>,
-    /// `api-key:`.
-    pub api_key: Option<String>,
-    /// `secret-key-file:`, relative to the configuration file.
-    pub secret_key_file: Option<PathBuf>,
 }
 
 /// `cloudstack: 4.23` reads as a YAML number; take it as the text it was written as.

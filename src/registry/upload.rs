@@ -44,6 +44,9 @@ pub struct Tally {
     pub resumed: AtomicU64,
     /// Chunked uploads started again in a new session (the registry dropped the broken one).
     pub restarted: AtomicU64,
+    /// Referrers the target lists by their subject itself (its Referrers API): no fallback
+    /// index was written for them.
+    pub by_referrers_api: AtomicU64,
 }
 
 impl Tally {
@@ -247,10 +250,23 @@ impl Registry {
         ep: &Endpoint,
         reference: &Reference,
         object: &str,
-        (digest, media, bytes): (&Digest, &str, &[u8]),
+        manifest: (&Digest, &str, &[u8]),
     ) -> Result<bool, RegistryError> {
+        let answer = self.put_manifest_answer(ep, reference, object, manifest);
+        Ok(answer.await?.is_some())
+    }
+
+    /// [`Registry::put_manifest`], with the headers the target answered the `PUT` with (its
+    /// `OCI-Subject`); `None` when the manifest was there already.
+    pub(super) async fn put_manifest_answer(
+        &self,
+        ep: &Endpoint,
+        reference: &Reference,
+        object: &str,
+        (digest, media, bytes): (&Digest, &str, &[u8]),
+    ) -> Result<Option<reqwest::header::HeaderMap>, RegistryError> {
         if self.manifest_present(ep, reference, object, digest).await? {
-            return Ok(false);
+            return Ok(None);
         }
         let url = ep.manifest_url(object);
         let what = match object == digest.to_string() {
@@ -285,7 +301,7 @@ impl Registry {
                 ),
             });
         }
-        Ok(true)
+        Ok(Some(r.headers().clone()))
     }
 
     /// Makes sure the target's `ep` holds the cached blob `desc`: present, mounted from another

@@ -1,12 +1,12 @@
 //! Lists a repository's tags the way `git ls-remote` does, over git's smart HTTP protocol.
 //!
 //! The autoscaler version comes from the tags of `kubernetes/autoscaler`; asking GitHub's API would
-//! need a token and is rate-limited, cloning is far too big. `docs/upstream.md` §1: discovery with
-//! `Git-Protocol: version=2`; a v2 server then answers one `ls-refs` command with `ref-prefix` and
-//! `peel` (a few KiB); a server that answers the discovery with a v0 advertisement has already sent
-//! every ref, which is then used as is. The server may ignore `ref-prefix`, so refs are filtered
-//! again here. No retries or mirrors: the caller passes its `reqwest::Client` and the URL (already
-//! rewritten for a mirror); [`ls_remote`] is the only HTTP call site.
+//! need a token and is rate-limited, cloning is far too big. `docs/reference/upstream.md` §1:
+//! discovery with `Git-Protocol: version=2`; a v2 server then answers one `ls-refs` command with
+//! `ref-prefix` and `peel` (a few KiB); a server that answers the discovery with a v0 advertisement
+//! has already sent every ref, which is then used as is. The server may ignore `ref-prefix`, so
+//! refs are filtered again here. No retries or mirrors: the caller passes its `reqwest::Client` and
+//! the URL (already rewritten for a mirror); [`ls_remote`] is the only HTTP call site.
 
 use super::ResolveError;
 use super::pktline::{self, Packet, Reader};

@@ -9,12 +9,12 @@
 
 use std::collections::BTreeSet;
 
+use crate::cloudstack::api::SupportedVersion;
+use crate::cloudstack::plan::{Existing, listed_arch, same_checksum};
+use crate::cloudstack::retire::{self, semver};
 use crate::image::Arch;
 use crate::lock::{EXTRA_ASKED, EXTRA_ROLE, Lock};
 use crate::plan::{Request, Source};
-use crate::registration::api::SupportedVersion;
-use crate::registration::plan::{Existing, listed_arch, same_checksum};
-use crate::registration::retire::{self, semver};
 
 /// What an ISO is built from, as far as the desired state says it: two ISOs of one name with the
 /// same fingerprint are the same request.
@@ -104,6 +104,8 @@ pub struct Wanted {
     pub file: String,
     /// What it is built from.
     pub fingerprint: Fingerprint,
+    /// The lock it is built from exactly (`sync --locks DIR`); `None`: from the request.
+    pub locked: Option<std::path::PathBuf>,
 }
 
 impl Wanted {
@@ -246,6 +248,7 @@ mod tests {
             version: "1.33.1".into(),
             file: "setup-v1.33.1-x86_64.iso".into(),
             fingerprint: print(),
+            locked: None,
         }
     }
 

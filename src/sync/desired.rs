@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::cloudstack::run::Retire;
 use crate::image::Arch;
-use crate::registration::run::Retire;
 
 /// The largest desired-state file read.
 pub const MAX_DESIRED_SIZE: u64 = 1 << 20;
@@ -125,10 +125,10 @@ fn default_keep() -> usize {
     2
 }
 fn default_cpu() -> u32 {
-    crate::registration::MIN_CPU
+    crate::cloudstack::MIN_CPU
 }
 fn default_memory() -> u32 {
-    crate::registration::MIN_MEMORY
+    crate::cloudstack::MIN_MEMORY
 }
 
 /// One Kubernetes minor to carry.

@@ -1,83 +1,44 @@
 //! The one integration test binary of cks-iso: every suite is a module here, so the dependency
-//! tree is linked once and `support` compiles once. Each module opens with what it protects;
-//! run one with `cargo test --test it MODULE::` (e.g. `cargo test --test it build_e2e::`).
+//! tree is linked once and `support` compiles once. This file is the map: one folder per area of
+//! the library, each `mod.rs` opening with what its tests protect and where a new test of that
+//! area goes. Run an area with `cargo test --test it AREA::` (e.g. `cargo test --test it
+//! build::`), one suite with `cargo test --test it AREA::SUITE::` (e.g. `build::e2e::`).
 
 mod support;
 
-mod addon_trust;
+/// Add-on images and manifests a user puts on an ISO.
 mod addons;
+/// Image archives: the writer, its memory, skopeo and containerd reading them.
 mod archive;
-mod archive_memory;
-mod autoscaler_tags;
-mod binary_bundles;
-mod build_dates;
-mod build_e2e;
-mod build_matrix;
-mod cache_cmd;
-mod cache_delta;
-mod chaos_soak;
-mod cloudstack_profiles;
-mod cloudstack_releases;
-mod conformance;
-mod crash_and_concurrency;
-mod credentials_reach;
-mod diff;
-mod diff_e2e;
-mod docs_commands;
-mod docs_links;
-mod doctor;
-mod foreign_iso;
-mod full_disk;
-mod headlamp_source;
+/// `cks-iso build` through the binary: whole builds, locks, matrices, crashes, disks.
+mod build;
+/// The blob cache and the `cache` commands, across an air gap.
+mod cache;
+/// CloudStack releases' rules and registering ISOs in CloudStack.
+mod cloudstack;
+/// The documentation's links and commands.
+mod docs;
+/// HTTP downloads, retries under faults, no internet.
+mod fetch;
+/// Hostile input: locks, ISOs, caches, files, bodies, add-ons, parsers.
 mod hostile;
-mod hostile_bounds;
-mod hostile_cache;
-mod hostile_files;
-mod hostile_iso;
-mod hostile_lock;
-mod hostile_pause;
-mod iso_errors;
-mod iso_large;
-mod iso_readers;
-mod iso_reproducible;
-mod iso_signing;
-mod keyless_signing;
-mod kubeadm_images;
-mod kubeadm_releases;
-mod layers;
-mod lock_offline;
-mod log_json;
-mod messages;
-mod no_internet;
-mod packaging;
-mod parser_properties;
+/// The ISO 9660 writer and reader, and ISO signatures.
+mod iso;
+/// `pipeline::Build` called in this process, judged on `Built` and `BuildError`.
 mod pipeline;
-mod progress;
-mod push;
-mod push_signatures;
-mod ranged_pull;
-mod real_tools;
-mod referrer_shapes;
-mod referrers;
-mod referrers_v2;
-mod registration;
-mod registration_bounds;
-mod registration_fidelity;
-mod registry_credentials;
-mod registry_faults;
-mod registry_pull;
-mod resolve_cli;
-mod resolve_lock;
-mod rootless;
-mod sbom_sources;
-mod signature_properties;
+/// The repository's rules: layers and packaging.
+mod project;
+/// The OCI registry client: pull, push, credentials, faults.
+mod registry;
+/// Kubernetes releases: versions, labels, kubeadm's images, the autoscaler tag.
+mod release;
+/// `cks-iso resolve` and `resolve --lock`.
+mod resolve;
+/// Sigstore signatures of images and binaries.
 mod signatures;
+/// `cks-iso sync` against the CloudStack stand-in.
 mod sync;
-mod tls_storage;
-mod upgrade_check;
-mod upstream_downloads;
+/// What a user sees: messages, progress, JSON logs, `doctor`.
+mod ui;
+/// Commands that read finished ISOs: `verify`, `diff`, `upgrade-check`.
 mod verify;
-mod verify_bundle;
-mod verify_image;
-mod version_labels;
-mod withheld_signatures;

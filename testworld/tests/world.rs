@@ -215,7 +215,8 @@ fn another_release_and_an_image_without_arm64() {
         without_arm64: Some("registry.k8s.io/pause:3.9".into()),
         ..Options::default()
     });
-    // kubeadm's list for 1.30.5 from docs/upstream.md §2: coredns v1.11.3, etcd 3.5.15-0, pause 3.9.
+    // kubeadm's list for 1.30.5 from docs/reference/upstream.md §2: coredns v1.11.3, etcd 3.5.15-0,
+    // pause 3.9.
     let kubeadm: Vec<&str> = world
         .images()
         .iter()

@@ -1,4 +1,5 @@
-//! Every path of the ISO, as the node-side consumers read them (`docs/iso-contract.md` §2).
+//! Every path of the ISO, as the node-side consumers read them (`docs/reference/iso-contract.md`
+//! §2).
 //!
 //! CloudStack's node scripts are not ours and will not change: they read fixed paths at the ISO's
 //! root, glob `*.yaml` there and `docker/*.tar`. The build that writes these paths, `verify` that
@@ -42,7 +43,8 @@ pub fn image_archive(file: &str) -> String {
     format!("{IMAGES_PREFIX}{file}")
 }
 
-/// What cks-iso records about the build, for nodes and people (`docs/iso-contract.md` §6).
+/// What cks-iso records about the build, for nodes and people (`docs/reference/iso-contract.md`
+/// §6).
 pub const VERSIONS: &str = "versions.txt";
 
 /// The ISO's own lock: every resolved input, enough to rebuild it byte for byte.

@@ -148,14 +148,14 @@ impl Refusal {
     pub fn hint(&self) -> String {
         match self {
             Self::TooManyEntries { .. } | Self::TooDeep { .. } => {
-                "pass a CKS ISO (built by cks-iso or the upstream script); docs/security.md lists \
-                 the bounds cks-iso reads ISOs within"
+                "pass a CKS ISO (built by cks-iso or the upstream script); \
+                 docs/concepts/security.md lists the bounds cks-iso reads ISOs within"
                     .into()
             }
             Self::SharedDirectory { .. } | Self::SharedExtents { .. } => {
                 "do not use this ISO: take it again from where it was built, or rebuild it with \
-                 `cks-iso build --locked` from its lock; docs/security.md lists the bounds cks-iso \
-                 reads ISOs within"
+                 `cks-iso build --locked` from its lock; docs/concepts/security.md lists the \
+                 bounds cks-iso reads ISOs within"
                     .into()
             }
         }

@@ -2,7 +2,7 @@
 //!
 //! Upstream ran `mkisofs` on a `mktemp -d` staging dir and shipped 0700 roots and, with xorriso's
 //! defaults, the volume ID `ISOIMAGE` that nodes never find. This module writes the image with
-//! [`hadris_iso`] so the contract (`docs/iso-contract.md` §1–2) holds by construction:
+//! [`hadris_iso`] so the contract (`docs/reference/iso-contract.md` §1–2) holds by construction:
 //!
 //! - ISO 9660 level 3 (files of 4 GiB and more take several extents), Rock Ridge (names byte-exact,
 //!   modes, owners, symlinks) and Joliet (names may be shortened there: a warning, never an error);

@@ -79,7 +79,7 @@ fn register(
     if !args.registering.register || built.is_empty() {
         return Ok(());
     }
-    let isos = (built.iter().flat_map(|b| &b.isos)).map(crate::registration::IsoToRegister::from);
+    let isos = (built.iter().flat_map(|b| &b.isos)).map(crate::cloudstack::IsoToRegister::from);
     let publish = publish.unwrap_or_default();
     super::register::after_build(isos.collect(), publish, &args.registering, settings)
 }

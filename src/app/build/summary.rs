@@ -4,8 +4,9 @@
 use serde_json::{Value, json};
 
 use super::AppError;
+use crate::cloudstack::IsoToRegister;
+use crate::cloudstack::line::{Registration, publish_base};
 use crate::pipeline::{Built, Outcome};
-use crate::registration::line::{Registration, publish_base};
 use crate::ui::Ui;
 
 /// The version of `build --json`'s document (its `format` field).
@@ -62,7 +63,7 @@ fn document(built: &Built, publish: Option<&str>) -> Value {
     let (versions, fields) = built.versions();
     let isos: Vec<_> = (built.isos.iter())
         .map(|b| {
-            let r = Registration::of(b, publish);
+            let r = Registration::of(&IsoToRegister::from(b), publish);
             json!({
                 "iso": b.path, "arch": b.arch.k8s(), "size": b.size, "sha256": b.sha256,
                 "images": b.images, "files": b.files, "registration": r.json(),
@@ -85,7 +86,7 @@ fn text(built: &Built, publish: Option<&str>) -> Vec<Registration> {
     }
     crate::outln!("{}", built.versions().0);
     (built.isos.iter())
-        .map(|b| Registration::of(b, publish))
+        .map(|b| Registration::of(&IsoToRegister::from(b), publish))
         .collect()
 }
 

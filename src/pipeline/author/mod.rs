@@ -52,6 +52,21 @@ pub struct BuiltIso {
     pub files: usize,
 }
 
+/// What `build` knows of an ISO it wrote ([`BuiltIso`]): the one place the build
+/// fills this type in.
+impl From<&BuiltIso> for crate::cloudstack::IsoToRegister {
+    fn from(b: &BuiltIso) -> Self {
+        Self {
+            path: b.path.clone(),
+            semver: b.kubernetes.trim_start_matches('v').to_owned(),
+            name: crate::cloudstack::IsoToRegister::name_of(&b.path),
+            arch: b.arch,
+            sha256: b.sha256.to_ascii_lowercase(),
+            size: b.size,
+        }
+    }
+}
+
 /// Writes every ISO, all at once (one thread each: a single ISO keeps about one core and a half
 /// busy, so a second one fills the machine instead of waiting for the first). The first failure
 /// stops the other writers at their next archive chunk; every ISO of the run is then removed and

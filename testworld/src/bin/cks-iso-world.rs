@@ -68,7 +68,7 @@ Environment:
   CKS_WORLD_BINARY_BUNDLES  only | beside: Sigstore bundles for the Kubernetes binaries
   CKS_WORLD_FAR_SIDE=DIR    write the world's trusted root to DIR/trusted_root.json, which
                             outlives the world: the far side of an air gap verifies with it
-                            (docs/upgrades.md)
+                            (docs/guide/upgrades.md)
 
 Example:
   cks-iso-world sh -c 'cks-iso build --kubernetes 1.33.1 --arch amd64 \\

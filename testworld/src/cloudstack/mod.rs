@@ -1,6 +1,6 @@
 //! A stand-in for the CloudStack management server's API, the part the Kubernetes service's
 //! supported versions use, because no CloudStack can run here. Its own code (not cks-iso's), and
-//! proven against the Python `cs` client before cks-iso is judged by it (tests/it/registration.rs,
+//! proven against the Python `cs` client before cks-iso is judged by it (tests/it/cloudstack/registration.rs,
 //! `scripts/cs-calls.py`). Each answer follows a file of apache/cloudstack, read field by field:
 //!
 //! - the signature check — `server/src/main/java/com/cloud/api/ApiServer.java`

@@ -233,7 +233,7 @@ pub(super) fn csi_manifest(tag: &str) -> String {
         snapctl,
     ] = CSI_IMAGES;
     // The ClusterRoleBinding part lacks its final newline, so the next `---` is glued to
-    // `rbac.authorization.k8s.io` — upstream's defect (docs/upstream.md §4).
+    // `rbac.authorization.k8s.io` — upstream's defect (docs/reference/upstream.md §4).
     fill(
         CSI_MANIFEST,
         &[

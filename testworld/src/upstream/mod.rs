@@ -4,11 +4,11 @@
 //! Nothing here is downloaded. A [`Snapshot`] generates small but real-format content
 //! deterministically from a seed — ELF64 executables with the right `e_machine` for x86-64 and
 //! aarch64, gzip tarballs shaped like the CNI, crictl and etcd releases, the manifests cks-iso
-//! bundles written in upstream's shapes (`docs/upstream.md` §3–4, including the CSI joined-separator
-//! defect), kubeadm's `constants.go` per release — plus the checksum files upstream publishes
-//! beside them: bare hex `<url>.sha256` for Kubernetes binaries, `hex  name` for CNI and crictl,
-//! `SHA256SUMS` for etcd, and the version labels (`release/stable-1.33.txt`…, [`crate::labels`]).
-//! Which versions exist is chosen with the builder, so a test can make a
+//! bundles written in upstream's shapes (`docs/reference/upstream.md` §3–4, including the CSI
+//! joined-separator defect), kubeadm's `constants.go` per release — plus the checksum files
+//! upstream publishes beside them: bare hex `<url>.sha256` for Kubernetes binaries, `hex  name` for
+//! CNI and crictl, `SHA256SUMS` for etcd, and the version labels (`release/stable-1.33.txt`…,
+//! [`crate::labels`]). Which versions exist is chosen with the builder, so a test can make a
 //! release missing, old (the CNI legacy name) or newer than anything cks-iso knows.
 //!
 //! [`UpstreamServer`] serves a snapshot under host-named prefixes:

@@ -28,11 +28,12 @@ impl KubeRelease {
         }
     }
 
-    /// A release whose extras `docs/upstream.md` §2 records, or `None`.
+    /// A release whose extras `docs/reference/upstream.md` §2 records, or `None`.
     pub fn known(version: &str) -> Option<Self> {
         let v = version.trim_start_matches('v');
         let (minor, patch) = minor_patch(v)?;
-        // (minor, first, last, coredns, etcd, pause): a few rows of docs/upstream.md §2's table.
+        // (minor, first, last, coredns, etcd, pause): a few rows of docs/reference/upstream.md §2's
+        // table.
         const ROWS: &[(u64, u64, u64, &str, &str, &str)] = &[
             (20, 0, 99, "1.7.0", "3.4.13-0", "3.2"),
             (21, 0, 99, "v1.8.0", "3.4.13-0", "3.4.1"),

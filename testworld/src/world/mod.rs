@@ -3,10 +3,10 @@
 //! holding every image such a build pulls, for amd64 and arm64.
 //!
 //! The image list is computed here from the world's own snapshot, not by cks-iso: kubeadm's seven
-//! images from the snapshot's `constants.go` (rules of `docs/upstream.md` §2), the pinned autoscaler
-//! from the git tags, the CCM image, and every `image:` of the snapshot's CSI, CNI and dashboard
-//! manifests, normalised as Docker does. Images pinned by digest in a manifest are pushed first
-//! and the manifest is rewritten so the pin is the real digest.
+//! images from the snapshot's `constants.go` (rules of `docs/reference/upstream.md` §2), the pinned
+//! autoscaler from the git tags, the CCM image, and every `image:` of the snapshot's CSI, CNI and
+//! dashboard manifests, normalised as Docker does. Images pinned by digest in a manifest are pushed
+//! first and the manifest is rewritten so the pin is the real digest.
 //!
 //! Repositories are stored under their upstream host (`registry.k8s.io/pause`), so the
 //! configuration maps each upstream registry to `http://127.0.0.1:P/<host>`.
@@ -51,7 +51,7 @@ pub const REGISTRIES: [&str; 4] = ["registry.k8s.io", "docker.io", "quay.io", "g
 /// The CCM repository, normalised.
 pub const CCM_REPOSITORY: &str = "docker.io/apache/cloudstack-kubernetes-provider";
 
-/// The CCM tag published for amd64 only (`docs/upstream.md` §4).
+/// The CCM tag published for amd64 only (`docs/reference/upstream.md` §4).
 pub const CCM_AMD64_ONLY: &str = "v1.1.0";
 
 /// What world to start.
@@ -98,17 +98,18 @@ impl Default for Options {
 }
 
 /// The snapshot a world for Kubernetes `version` serves by default: its binaries and
-/// `constants.go` (extras from `docs/upstream.md` §2), CNI 1.6.2, crictl `1.<minor>.0`, the etcd
-/// kubeadm names, autoscaler examples `1.<minor-1>.2`, `1.<minor>.0`, `.1`, `.3` (a gap), CCM
-/// v1.2.0 and v1.1.0, CSI v3.0.0. Panics when `docs/upstream.md` records no extras for `version`.
+/// `constants.go` (extras from `docs/reference/upstream.md` §2), CNI 1.6.2, crictl `1.<minor>.0`,
+/// the etcd kubeadm names, autoscaler examples `1.<minor-1>.2`, `1.<minor>.0`, `.1`, `.3` (a gap),
+/// CCM v1.2.0 and v1.1.0, CSI v3.0.0. Panics when `docs/reference/upstream.md` records no extras
+/// for `version`.
 pub fn default_snapshot(version: &str) -> Snapshot {
     let release = KubeRelease::known(version)
         .unwrap_or_else(|| panic!("no kubeadm extras known for {version}: pass Options::snapshot"));
     snapshot_of(release)
 }
 
-/// [`default_snapshot`] for a release whose extras the caller chooses (one `docs/upstream.md` §2 does
-/// not record, or a form of `constants.go` to test).
+/// [`default_snapshot`] for a release whose extras the caller chooses (one
+/// `docs/reference/upstream.md` §2 does not record, or a form of `constants.go` to test).
 pub fn snapshot_of(release: KubeRelease) -> Snapshot {
     let minor = minor_of(&release.version).expect("a Kubernetes version x.y.z");
     let etcd = release
@@ -488,6 +489,11 @@ impl World {
             _storage: storage,
             _dir: dir,
         }
+    }
+
+    /// Every request the world's registry answered so far (its access log).
+    pub fn registry_log(&self) -> Vec<crate::registry::Access> {
+        self.registry.access_log()
     }
 
     /// The Kubernetes release (`1.33.1`).

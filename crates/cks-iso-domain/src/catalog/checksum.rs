@@ -1,4 +1,5 @@
-//! The checksum files upstream publishes, in their three shapes (`docs/iso-contract.md` §2).
+//! The checksum files upstream publishes, in their three shapes (`docs/reference/iso-contract.md`
+//! §2).
 //!
 //! Kubernetes binaries have `<url>.sha256` holding the bare hex digest; CNI plugins and crictl have
 //! `<url>.sha256` holding `hex  name`; etcd has one `SHA256SUMS` per release listing every asset.

@@ -2,10 +2,10 @@
 
 use super::ManifestError;
 
-/// The RBAC appended to the autoscaler manifest (docs/upstream.md §3): read access the CloudStack
-/// example's ClusterRole lacks for newer autoscalers (VolumeAttachments from 1.32, DRA objects
-/// from 1.35), bound to the autoscaler's ServiceAccount. Starts with a blank line and `---`, so
-/// it can never join a last line that has no newline.
+/// The RBAC appended to the autoscaler manifest (docs/reference/upstream.md §3): read access the
+/// CloudStack example's ClusterRole lacks for newer autoscalers (VolumeAttachments from 1.32, DRA
+/// objects from 1.35), bound to the autoscaler's ServiceAccount. Starts with a blank line and
+/// `---`, so it can never join a last line that has no newline.
 pub const AUTOSCALER_EXTRA: &str = "
 ---
 apiVersion: rbac.authorization.k8s.io/v1

@@ -1,4 +1,5 @@
-//! Kubernetes versions and the autoscaler/CCM pins derived from them (`docs/iso-contract.md` §4).
+//! Kubernetes versions and the autoscaler/CCM pins derived from them
+//! (`docs/reference/iso-contract.md` §4).
 //!
 //! The upstream script took the autoscaler manifest from `master` and so shipped one old alpha
 //! autoscaler in every ISO. Here the autoscaler is the newest `cluster-autoscaler-X.Y.Z` tag of the

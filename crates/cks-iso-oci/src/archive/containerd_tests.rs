@@ -1,5 +1,5 @@
 //! Archives in the shapes builders write them and in the shapes that broke nodes, judged as
-//! containerd's import judges them (`tests/it/foreign_iso.rs` holds the verdicts against a real
+//! containerd's import judges them (`tests/it/verify/foreign_iso.rs` holds the verdicts against a real
 //! `ctr import`).
 
 use super::*;

@@ -4,7 +4,7 @@
 //! asked for: an HTML error page served with `200`, a binary for the other architecture or a
 //! truncated tarball can all arrive with a matching (or no) checksum. So binaries must be ELF for
 //! the target architecture (`e_machine`), tarballs must list as gzip tars to the end, and manifests
-//! must be YAML mappings and not HTML (`docs/iso-contract.md` §7). No network.
+//! must be YAML mappings and not HTML (`docs/reference/iso-contract.md` §7). No network.
 
 use crate::manifest;
 use std::io::Read;

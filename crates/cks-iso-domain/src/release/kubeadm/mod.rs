@@ -6,7 +6,8 @@
 //! `cmd/kubeadm/app/constants/constants.go` and change within a minor. [`Extras::from_constants`]
 //! reads them from that file at the release tag (so releases newer than this tool work);
 //! [`Extras::embedded`] is the offline fallback and the test oracle. [`images`] then applies
-//! kubeadm's naming rules (`docs/upstream.md` §2). Pure: fetching the file is the caller's business.
+//! kubeadm's naming rules (`docs/reference/upstream.md` §2). Pure: fetching the file is the
+//! caller's business.
 
 mod constants;
 mod table;

@@ -1,4 +1,5 @@
-//! The extras kubeadm used per patch release, as observed upstream (`docs/upstream.md` §2).
+//! The extras kubeadm used per patch release, as observed upstream (`docs/reference/upstream.md`
+//! §2).
 //!
 //! Only ranges that were observed are here. For 1.23–1.26 only the `.0` release is listed: the
 //! etcd bumps inside those minors are known to exist but not at which patch, and a guess would ship
