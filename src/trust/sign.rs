@@ -489,11 +489,12 @@ impl Signers {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let found = match cks_iso_sigstore::keyless::claimed_signer(&evidence.leaf) {
+            Some(claimed) => format!("a Fulcio certificate for {claimed}"),
+            None => "a Fulcio certificate".to_owned(),
+        };
         let Some(rule) = self.rules.as_ref().and_then(|p| p.rule_for(&name)) else {
-            return Err(refuse(
-                "a Fulcio certificate",
-                format!("no identity rule covers {name:?}"),
-            ));
+            return Err(refuse(&found, format!("no identity rule covers {name:?}")));
         };
         match cks_iso_sigstore::rekor::verify_digest(root, rule, digest, &evidence, now) {
             Ok(v) => Ok(Signed {
@@ -501,7 +502,7 @@ impl Signers {
                 when: Some(v.integrated_time),
             }),
             Err(f) => Err(refuse(
-                "a Fulcio certificate",
+                &found,
                 format!("fails the {} check: {}", f.step.name(), f.reason),
             )),
         }

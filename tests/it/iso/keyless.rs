@@ -359,3 +359,69 @@ fn keyless_signing_refuses_a_forged_or_missing_token_and_writes_nothing() {
     );
     assert_eq!(world.fulcio.requests().len(), 1);
 }
+
+#[test]
+fn register_with_an_identity_policy_sends_no_add_for_an_iso_another_identity_signed() {
+    use crate::support::cloud::{Cloud, small_iso};
+    const OURS: &str = "release@cks.example";
+    const THEIRS: &str = "intruder@cks.example";
+    let world = Keyless::start();
+    let cloud = Cloud::start(cks_iso_testworld::cloudstack::Options::default());
+    let dir = cloud.dir.path();
+    let config = dir.join("signing_config.json");
+    let services = signing_config(&world.fulcio.url(), &world.rekor.url(), world.oidc.url());
+    fs::write(&config, services.to_string()).unwrap();
+    let root = dir.join("root.json");
+    fs::write(&root, world.sigstore.trusted_root()).unwrap();
+    let iso = small_iso(dir, "setup-v1.33.1-x86_64.iso", "1.33.1", "amd64", 6);
+    let published = cloud.publish(&iso);
+    let sign_as = |who: &str| {
+        let token = world.oidc.mint(&Claims::email(who));
+        ok(cks_iso()
+            .args(["sign", p(&published), "--signing-config", p(&config)])
+            .args(["--trusted-root", p(&root), "--identity-token", &token])
+            .output()
+            .unwrap());
+    };
+    let policy = dir.join("signers.yaml");
+    fs::write(
+        &policy,
+        format!(
+            "rules:\n  - match: \"setup-v1.33.*\"\n    certificate-identity: {OURS}\n    \
+             certificate-oidc-issuer: {}\n",
+            world.oidc.url()
+        ),
+    )
+    .unwrap();
+    let flags = [
+        "--signer-policy",
+        p(&policy),
+        "--signer-trusted-root",
+        p(&root),
+    ];
+    let added = |cloud: &Cloud| {
+        cloud
+            .api
+            .commands()
+            .contains(&"addKubernetesSupportedVersion".to_owned())
+    };
+
+    sign_as(THEIRS);
+    let said = fails(
+        &mut cloud.register(&[&published], &flags),
+        1,
+        &[
+            p(&published),
+            &format!("signer found: a Fulcio certificate for {THEIRS} via {}", world.oidc.url()),
+            &format!("expected: {OURS} via {}", world.oidc.url()),
+            "nothing was registered",
+        ],
+    );
+    assert!(!added(&cloud), "{said}");
+
+    sign_as(OURS);
+    let out = ok(cloud.register(&[&published], &flags).output().unwrap());
+    let said = combined(&out);
+    assert!(said.contains(&format!("signed by {OURS} via {}", world.oidc.url())), "{said}");
+    assert!(added(&cloud), "{said}");
+}
