@@ -25,8 +25,12 @@ pub fn run(args: SignArgs) -> Result<(), AppError> {
         }
         None => {
             let settings = super::net::settings(args.net.clone())?;
-            let options = (args.keyless).options(args.rekor_url.as_deref(), args.trusted_root.as_deref());
-            let signer = crate::trust::keyless::KeylessSigner::new(&options, &settings)?;
+            let options =
+                (args.keyless).options(args.rekor_url.as_deref(), args.trusted_root.as_deref());
+            let signer = crate::trust::keyless::KeylessSigner::new(
+                &options,
+                &crate::pipeline::keyless_defaults(&settings),
+            )?;
             let runtime = super::net::runtime()?;
             crate::trust::keyless::sign_files(&args.isos, &signer, &runtime)?;
             &[sign::BUNDLE_SUFFIX]

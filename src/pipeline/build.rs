@@ -122,7 +122,8 @@ impl<'a> Build<'a> {
             prepared.sign_key = Some(std::sync::Arc::new(sign::load_key(path)?));
         }
         if let Some(keyless) = &options.keyless {
-            let signer = crate::trust::keyless::KeylessSigner::new(keyless, settings)?;
+            let signer =
+                crate::trust::keyless::KeylessSigner::new(keyless, &keyless_defaults(settings))?;
             prepared.keyless = Some(std::sync::Arc::new(signer));
         }
         let Some(lock) = lock else {
@@ -271,7 +272,10 @@ impl<'a> Build<'a> {
             && let Err(e) = isos.iter().try_for_each(|b| {
                 let digest = hex::decode(&b.sha256).ok().and_then(|d| d.try_into().ok());
                 let digest: [u8; 32] = digest.expect("the writer's sha256 is 64 hex digits");
-                self.shared.runtime.block_on(signer.sign_iso(&b.path, &digest)).map(drop)
+                self.shared
+                    .runtime
+                    .block_on(signer.sign_iso(&b.path, &digest))
+                    .map(drop)
             })
         {
             remove(&isos);
@@ -355,6 +359,15 @@ pub fn settings(config: &Path) -> Result<Settings, crate::config::ConfigError> {
         config: Some(config.to_owned()),
         ..Default::default()
     })
+}
+
+/// What keyless signing takes from the settings: HTTP, `rekor-url:`, `trusted-root:`.
+pub fn keyless_defaults(settings: &Settings) -> crate::trust::keyless::Defaults<'_> {
+    crate::trust::keyless::Defaults {
+        http: &settings.http,
+        rekor_url: settings.rekor_url.as_deref(),
+        trusted_root: settings.trusted_root.as_deref(),
+    }
 }
 
 /// Creates `dir` if needed and proves a file can be made in it.

@@ -51,6 +51,18 @@ impl std::fmt::Debug for KeylessOptions {
     }
 }
 
+/// What the configuration says, for [`KeylessSigner::new`] (the settings' own type is not
+/// named here: the configuration reads this module's types, not the other way round).
+#[derive(Debug, Clone, Copy)]
+pub struct Defaults<'a> {
+    /// The HTTP settings (timeouts, CA files, `--offline`).
+    pub http: &'a crate::fetch::HttpConfig,
+    /// The configuration's `rekor-url:`.
+    pub rekor_url: Option<&'a str>,
+    /// The configuration's `trusted-root:`.
+    pub trusted_root: Option<&'a Path>,
+}
+
 /// Ready to sign: the token read, the services chosen, the root and the HTTP client at hand.
 #[derive(Debug)]
 pub struct KeylessSigner {
@@ -70,10 +82,7 @@ fn now() -> i64 {
 impl KeylessSigner {
     /// Reads the token and the signing configuration and picks the services; with `--offline`
     /// or without a token, a usage error naming what to pass.
-    pub fn new(
-        opts: &KeylessOptions,
-        settings: &crate::config::Settings,
-    ) -> Result<Self, SignError> {
+    pub fn new(opts: &KeylessOptions, settings: &Defaults<'_>) -> Result<Self, SignError> {
         let flags = |message: String, hint: &str| SignError::Flags {
             message,
             hint: Some(hint.to_owned()),
@@ -107,12 +116,17 @@ impl KeylessSigner {
             .unwrap_or_else(|| keyless::PUBLIC_GOOD_FULCIO.to_owned());
         let rekor = (opts.rekor_url.clone())
             .or(configured.rekor)
-            .or_else(|| settings.rekor_url.clone())
+            .or_else(|| settings.rekor_url.map(str::to_owned))
             .unwrap_or_else(|| keyless::PUBLIC_GOOD_REKOR.to_owned());
-        let root_file = settings.trusted_root.as_deref();
-        let (root, _) = super::trusted_root(opts.trusted_root.as_deref(), root_file)
-            .map_err(|e| flags(e.to_string(), "pass --trusted-root with a trusted_root.json"))?;
-        let client = crate::fetch::build_client_without_redirects(&settings.http)
+        let root_file = settings.trusted_root;
+        let (root, _) =
+            super::trusted_root(opts.trusted_root.as_deref(), root_file).map_err(|e| {
+                flags(
+                    e.to_string(),
+                    "pass --trusted-root with a trusted_root.json",
+                )
+            })?;
+        let client = crate::fetch::build_client_without_redirects(settings.http)
             .map_err(|e| flags(e.to_string(), "check the HTTP settings (--ca-file)"))?;
         tracing::info!(
             "signing keyless as {} via {} (Fulcio {}, Rekor {})",
@@ -168,10 +182,12 @@ impl KeylessSigner {
         let identity = Identity::Exact(self.token.identity().to_owned());
         let policy = Policy::one(identity, &self.token.issuer);
         let rule = policy.rule_for("**").expect("the one rule covers all");
-        let verified = rekor::verify_digest(&self.root, rule, digest, &evidence, now())
-            .map_err(|f| SignError::Unverifiable {
-                iso: iso.to_owned(),
-                reason: format!("fails the {} check: {}", f.step.name(), f.reason),
+        let verified =
+            rekor::verify_digest(&self.root, rule, digest, &evidence, now()).map_err(|f| {
+                SignError::Unverifiable {
+                    iso: iso.to_owned(),
+                    reason: format!("fails the {} check: {}", f.step.name(), f.reason),
+                }
             })?;
         super::sign::write_beside(iso, super::sign::BUNDLE_SUFFIX, &evidence.bundle())?;
         tracing::info!(
@@ -243,7 +259,11 @@ fn said(body: &[u8]) -> String {
         .ok()
         .and_then(|v| v["message"].as_str().map(str::to_owned))
         .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
-    let message: String = message.chars().filter(|c| !c.is_control()).take(300).collect();
+    let message: String = message
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(300)
+        .collect();
     match message.is_empty() {
         true => "no reason given".into(),
         false => message,

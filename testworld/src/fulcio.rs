@@ -109,7 +109,10 @@ fn authenticate(token: &str, issuers: &[String]) -> Option<Principal> {
     let identity = match (claims["email"].as_str(), &claims["email_verified"]) {
         (Some(email), Value::Bool(true)) => email.to_owned(),
         (Some(_), _) => return None,
-        (None, _) => claims["sub"].as_str().filter(|s| s.contains("://"))?.to_owned(),
+        (None, _) => claims["sub"]
+            .as_str()
+            .filter(|s| s.contains("://"))?
+            .to_owned(),
     };
     Some(Principal { issuer, identity })
 }
@@ -120,9 +123,11 @@ fn token_of(request: &Incoming, body: &Value) -> Option<String> {
         v.strip_prefix("Bearer ")
             .or_else(|| v.strip_prefix("bearer "))
     });
-    header
-        .map(str::to_owned)
-        .or_else(|| body["credentials"]["oidcIdentityToken"].as_str().map(str::to_owned))
+    header.map(str::to_owned).or_else(|| {
+        body["credentials"]["oidcIdentityToken"]
+            .as_str()
+            .map(str::to_owned)
+    })
 }
 
 /// The first PEM block's DER.
@@ -158,7 +163,8 @@ fn proven_key(body: &Value, principal: &Principal) -> Result<Vec<u8>, &'static s
         .as_str()
         .ok_or(INVALID_PUBLIC_KEY)?;
     let spki = pem_der(pem).ok_or(INVALID_PUBLIC_KEY)?;
-    let key = p256::ecdsa::VerifyingKey::from_public_key_der(&spki).map_err(|_| INVALID_PUBLIC_KEY)?;
+    let key =
+        p256::ecdsa::VerifyingKey::from_public_key_der(&spki).map_err(|_| INVALID_PUBLIC_KEY)?;
     let proof = request["proofOfPossession"]
         .as_str()
         .and_then(crate::http::unbase64)
@@ -207,9 +213,10 @@ impl FulcioServer {
         let seen = requests.clone();
         let server = HttpServer::start(move |request| {
             let reply = handle(&request, &sigstore, &issuers);
-            seen.lock()
-                .unwrap()
-                .push(format!("{} {} {}", request.method, request.target, reply.status));
+            seen.lock().unwrap().push(format!(
+                "{} {} {}",
+                request.method, request.target, reply.status
+            ));
             reply
         });
         Self { server, requests }

@@ -399,19 +399,26 @@ fn canonical(proposed: &[u8]) -> Result<Vec<u8>, String> {
     let spec = &entry["spec"];
     let hash = spec["data"]["hash"]["value"].as_str().unwrap_or_default();
     let digest = (spec["data"]["hash"]["algorithm"] == "sha256" && hash.len() == 64)
-        .then(|| (0..32).map(|i| u8::from_str_radix(&hash[2 * i..2 * i + 2], 16).ok()).collect::<Option<Vec<u8>>>())
+        .then(|| {
+            (0..32)
+                .map(|i| u8::from_str_radix(&hash[2 * i..2 * i + 2], 16).ok())
+                .collect::<Option<Vec<u8>>>()
+        })
         .flatten()
         .ok_or("validation failure: the hash is not a sha256 of 64 hex digits")?;
     let signature = spec["signature"]["content"].as_str().unwrap_or_default();
-    let key_b64 = spec["signature"]["publicKey"]["content"].as_str().unwrap_or_default();
+    let key_b64 = spec["signature"]["publicKey"]["content"]
+        .as_str()
+        .unwrap_or_default();
     let spki = signer_key(key_b64).ok_or("invalid public key: neither a certificate nor a key")?;
     let key = p256::ecdsa::VerifyingKey::from_public_key_der(&spki)
         .map_err(|_| "invalid public key: not an ECDSA P-256 key")?;
     let sig = crate::http::unbase64(signature)
         .and_then(|s| p256::ecdsa::Signature::from_der(&s).ok())
         .ok_or("invalid signature: not a DER ECDSA signature")?;
-    key.verify_prehash(&digest, &sig)
-        .map_err(|_| "verifying signature: invalid signature when validating ASN.1 encoded signature")?;
+    key.verify_prehash(&digest, &sig).map_err(
+        |_| "verifying signature: invalid signature when validating ASN.1 encoded signature",
+    )?;
     let body = json!({
         "apiVersion": "0.0.1",
         "kind": "hashedrekord",
@@ -452,7 +459,10 @@ fn create(state: &mut State, proposed: &[u8]) -> Outgoing {
     });
     let set = sigstore.rekor_sign(&serde_json::to_vec(&payload).expect("JSON"));
     let hash: serde_json::Value = serde_json::from_slice(&body).expect("the body just made");
-    let hash = hash["spec"]["data"]["hash"]["value"].as_str().unwrap_or_default().to_owned();
+    let hash = hash["spec"]["data"]["hash"]["value"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     state.index.entry(hash).or_default().push(uuid.clone());
     state.entries.push(Stored {
         uuid: uuid.clone(),

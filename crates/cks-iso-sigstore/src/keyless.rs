@@ -136,9 +136,11 @@ pub fn fulcio_request(key: &SigningKey, token: &IdentityToken) -> Vec<u8> {
 pub fn leaf_from_fulcio(reply: &[u8]) -> Result<Vec<u8>, Invalid> {
     let v: Value = serde_json::from_slice(reply).map_err(|_| "Fulcio's answer is not JSON")?;
     if v.get("signedCertificateDetachedSct").is_some() {
-        return Err("Fulcio answered a certificate with a detached SCT, which cks-iso does not \
+        return Err(
+            "Fulcio answered a certificate with a detached SCT, which cks-iso does not \
                     bundle (Fulcio's with a CT log embed it)"
-            .into());
+                .into(),
+        );
     }
     let pem = v["signedCertificateEmbeddedSct"]["chain"]["certificates"][0]
         .as_str()
@@ -238,14 +240,26 @@ mod tests {
         assert_eq!(token.identity(), "a@b.c");
         assert!(!format!("{token:?}").contains(&raw[..20]));
         let err = IdentityToken::parse(&raw, 101).unwrap_err();
-        assert!(err.reason().contains("a@b.c expired at 1970-01-01T00:01:40Z"), "{err}");
+        assert!(
+            err.reason()
+                .contains("a@b.c expired at 1970-01-01T00:01:40Z"),
+            "{err}"
+        );
         assert!(!err.reason().contains(&raw[..20]));
         let workload = jwt(&json!({"iss": "https://ci", "sub": "https://ci/job", "exp": 100}));
-        assert_eq!(IdentityToken::parse(&workload, 0).unwrap().identity(), "https://ci/job");
+        assert_eq!(
+            IdentityToken::parse(&workload, 0).unwrap().identity(),
+            "https://ci/job"
+        );
         let err = IdentityToken::parse("ghp_notajwt", 0).unwrap_err();
         assert!(err.reason().contains("not a JWT"), "{err}");
         let no_iss = jwt(&json!({"sub": "x", "exp": 100}));
-        assert!(IdentityToken::parse(&no_iss, 0).unwrap_err().reason().contains("\"iss\""));
+        assert!(
+            IdentityToken::parse(&no_iss, 0)
+                .unwrap_err()
+                .reason()
+                .contains("\"iss\"")
+        );
     }
 
     #[test]
@@ -278,15 +292,20 @@ mod tests {
         let token = IdentityToken::parse(&raw, 0).unwrap();
         let body: Value = serde_json::from_slice(&fulcio_request(&key, &token)).unwrap();
         let proof = base64::engine::general_purpose::STANDARD
-            .decode(body["publicKeyRequest"]["proofOfPossession"].as_str().unwrap())
+            .decode(
+                body["publicKeyRequest"]["proofOfPossession"]
+                    .as_str()
+                    .unwrap(),
+            )
             .unwrap();
-        let point = &crate::x509::PublicKey::from_spki(key.public_spki()).unwrap().bits;
+        let point = &crate::x509::PublicKey::from_spki(key.public_spki())
+            .unwrap()
+            .bits;
         ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_ASN1, point)
             .verify(b"me@x.y", &proof)
             .unwrap();
         assert!(!String::from_utf8_lossy(&fulcio_request(&key, &token)).contains(&raw));
-        let entry: Value =
-            serde_json::from_slice(&hashedrekord(&[7; 32], b"sig", "PEM")).unwrap();
+        let entry: Value = serde_json::from_slice(&hashedrekord(&[7; 32], b"sig", "PEM")).unwrap();
         assert_eq!(entry["spec"]["data"]["hash"]["value"], "07".repeat(32));
         assert_eq!(entry["spec"]["signature"]["publicKey"]["content"], "UEVN");
     }

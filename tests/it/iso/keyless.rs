@@ -80,7 +80,11 @@ impl Keyless {
     fn trust_config(&self, dir: &Path) -> PathBuf {
         let config = signing_config(&self.fulcio.url(), &self.rekor.url(), self.oidc.url());
         let path = dir.join("trust_config.json");
-        fs::write(&path, client_trust_config(&config, self.sigstore.trusted_root())).unwrap();
+        fs::write(
+            &path,
+            client_trust_config(&config, self.sigstore.trusted_root()),
+        )
+        .unwrap();
         path
     }
 }
@@ -142,13 +146,22 @@ fn the_real_sigstore_client_signs_with_the_world_stand_ins_and_verifies_offline(
     let forged = world.oidc.forge(&Claims::email(person));
     let bundle = dir.path().join("forged.sigstore.json");
     let o = sign(dir.path(), &trust, &forged, &file, &bundle);
-    assert!(!o.status.success(), "a forged token signed:\n{}", combined(&o));
+    assert!(
+        !o.status.success(),
+        "a forged token signed:\n{}",
+        combined(&o)
+    );
     assert!(!bundle.exists());
     assert_eq!(
         world.fulcio.requests().last().map(String::as_str),
         Some("POST /api/v2/signingCert 400")
     );
-    assert_eq!(world.rekor.requests().len(), 2, "{:?}", world.rekor.requests());
+    assert_eq!(
+        world.rekor.requests().len(),
+        2,
+        "{:?}",
+        world.rekor.requests()
+    );
 }
 
 /// Every file under `dir` and every output given: none holds the token (nor its signature part,
@@ -167,7 +180,9 @@ fn token_nowhere(token: &str, dir: &Path, outputs: &[&str]) {
             } else if path.is_file() {
                 let bytes = fs::read(&path).unwrap();
                 assert!(
-                    !bytes.windows(signature.len()).any(|w| w == signature.as_bytes()),
+                    !bytes
+                        .windows(signature.len())
+                        .any(|w| w == signature.as_bytes()),
                     "{} holds the identity token",
                     path.display()
                 );
@@ -225,7 +240,10 @@ fn build_sign_writes_a_bundle_sigstore_python_and_verify_accept_and_both_refuse_
     assert!(bundle_of(&iso).exists(), "{built_err}");
     assert!(!Path::new(&format!("{}.sig", iso.display())).exists());
     assert!(
-        built_err.contains(&format!("signed {} keyless as {RELEASER} via {issuer}", iso.display())),
+        built_err.contains(&format!(
+            "signed {} keyless as {RELEASER} via {issuer}",
+            iso.display()
+        )),
         "{built_err}"
     );
     assert!(
@@ -238,7 +256,11 @@ fn build_sign_writes_a_bundle_sigstore_python_and_verify_accept_and_both_refuse_
     let config = fs::read_to_string(world.signing_config_path()).unwrap();
     let config: serde_json::Value = serde_json::from_str(&config).unwrap();
     let trust = dir.path().join("trust_config.json");
-    fs::write(&trust, client_trust_config(&config, world.sigstore().trusted_root())).unwrap();
+    fs::write(
+        &trust,
+        client_trust_config(&config, world.sigstore().trusted_root()),
+    )
+    .unwrap();
     let python_accepts = |iso: &Path, bundle: &Path| {
         let o = sigstore_verifies(dir.path(), &trust, iso, bundle, RELEASER, &issuer);
         (o.status.success(), combined(&o))
@@ -261,7 +283,10 @@ fn build_sign_writes_a_bundle_sigstore_python_and_verify_accept_and_both_refuse_
     let verified = verify(&iso);
     let said = combined(&verified);
     assert!(verified.status.success(), "{said}");
-    assert!(said.contains(&format!("signed by {RELEASER} via {issuer}, at 20")), "{said}");
+    assert!(
+        said.contains(&format!("signed by {RELEASER} via {issuer}, at 20")),
+        "{said}"
+    );
 
     // One byte changed: both refuse.
     let spoiled = dir.path().join("spoiled");
@@ -282,7 +307,12 @@ fn build_sign_writes_a_bundle_sigstore_python_and_verify_accept_and_both_refuse_
     let other = spoiled.join("other.iso");
     fs::write(&other, b"another ISO").unwrap();
     let signed = ok(cks_iso()
-        .args(["sign", p(&other), "--signing-config", p(world.signing_config_path())])
+        .args([
+            "sign",
+            p(&other),
+            "--signing-config",
+            p(world.signing_config_path()),
+        ])
         .args(["--trusted-root", p(root)])
         .env("SIGSTORE_ID_TOKEN", &token)
         .output()
@@ -295,7 +325,10 @@ fn build_sign_writes_a_bundle_sigstore_python_and_verify_accept_and_both_refuse_
     fs::copy(&iso, &copy).unwrap();
     fs::copy(bundle_of(&other), bundle_of(&copy)).unwrap();
     let (yes, said) = python_accepts(&copy, &bundle_of(&copy));
-    assert!(!yes, "sigstore verify accepts another ISO's bundle:\n{said}");
+    assert!(
+        !yes,
+        "sigstore verify accepts another ISO's bundle:\n{said}"
+    );
     let o = verify(&copy);
     let said = combined(&o);
     assert_eq!(o.status.code(), Some(1), "{said}");
@@ -355,7 +388,10 @@ fn keyless_signing_refuses_a_forged_or_missing_token_and_writes_nothing() {
     fails(
         &mut sign(Some(&expired)),
         2,
-        &["the token of late@cks.example expired at 20", "hint: pass a fresh OIDC"],
+        &[
+            "the token of late@cks.example expired at 20",
+            "hint: pass a fresh OIDC",
+        ],
     );
     assert_eq!(world.fulcio.requests().len(), 1);
 }
@@ -412,7 +448,10 @@ fn register_with_an_identity_policy_sends_no_add_for_an_iso_another_identity_sig
         1,
         &[
             p(&published),
-            &format!("signer found: a Fulcio certificate for {THEIRS} via {}", world.oidc.url()),
+            &format!(
+                "signer found: a Fulcio certificate for {THEIRS} via {}",
+                world.oidc.url()
+            ),
             &format!("expected: {OURS} via {}", world.oidc.url()),
             "nothing was registered",
         ],
@@ -422,6 +461,9 @@ fn register_with_an_identity_policy_sends_no_add_for_an_iso_another_identity_sig
     sign_as(OURS);
     let out = ok(cloud.register(&[&published], &flags).output().unwrap());
     let said = combined(&out);
-    assert!(said.contains(&format!("signed by {OURS} via {}", world.oidc.url())), "{said}");
+    assert!(
+        said.contains(&format!("signed by {OURS} via {}", world.oidc.url())),
+        "{said}"
+    );
     assert!(added(&cloud), "{said}");
 }

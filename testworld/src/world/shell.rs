@@ -38,7 +38,10 @@ impl World {
             ..crate::oidc::Claims::email(SHELL_SIGNER)
         };
         vec![
-            ("CKS_WORLD_SIGNING_CONFIG", self.signing_config_path().into()),
+            (
+                "CKS_WORLD_SIGNING_CONFIG",
+                self.signing_config_path().into(),
+            ),
             ("CKS_WORLD_OIDC_ISSUER", self.oidc().url().into()),
             ("CKS_WORLD_ID_TOKEN", self.oidc().mint(&claims).into()),
             ("CKS_ISO_CONFIG", self.config_path().into()),
