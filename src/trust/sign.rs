@@ -226,12 +226,14 @@ pub fn sign_iso(iso: &Path, sha256_hex: &str, key: &SigningKey) -> Result<(), Si
     Ok(())
 }
 
-/// Writes `<iso><suffix>` whole or not at all.
+/// Writes `<iso><suffix>` whole or not at all, readable by all as the ISO is (public material,
+/// published beside it).
 pub fn write_beside(iso: &Path, suffix: &str, bytes: &[u8]) -> Result<(), SignError> {
     let path = beside(iso, suffix);
     let write = |path: &Path| -> std::io::Result<()> {
         let mut file = AtomicFile::create(path)?;
         file.file().write_all(bytes)?;
+        file.set_mode(0o644)?;
         file.commit()?;
         Ok(())
     };

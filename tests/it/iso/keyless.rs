@@ -239,6 +239,11 @@ fn build_sign_writes_a_bundle_sigstore_python_and_verify_accept_and_both_refuse_
     let iso = iso_in(&out_dir);
     assert!(bundle_of(&iso).exists(), "{built_err}");
     assert!(!Path::new(&format!("{}.sig", iso.display())).exists());
+    // Public material, published beside the ISO: readable as the ISO is.
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &fs::metadata(bundle_of(&iso)).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o644);
     assert!(
         built_err.contains(&format!(
             "signed {} keyless as {RELEASER} via {issuer}",
@@ -394,6 +399,22 @@ fn keyless_signing_refuses_a_forged_or_missing_token_and_writes_nothing() {
         ],
     );
     assert_eq!(world.fulcio.requests().len(), 1);
+    // Signed and logged, but the root given names another Sigstore: no bundle is written.
+    let stranger = dir.path().join("stranger.json");
+    fs::write(&stranger, Sigstore::generate().trusted_root()).unwrap();
+    let token = world.oidc.mint(&Claims::email("release@cks.example"));
+    let said = fails(
+        cks_iso()
+            .args(["sign", p(&iso), "--signing-config", p(&config)])
+            .args(["--trusted-root", p(&stranger), "--identity-token", &token]),
+        1,
+        &[
+            "does not verify against the trusted root, so no bundle was written",
+            "hint: the trusted root",
+        ],
+    );
+    assert!(!bundle_of(&iso).exists(), "{said}");
+    token_nowhere(&token, dir.path(), &[&said]);
 }
 
 #[test]
