@@ -29,7 +29,7 @@ impl World {
     /// Every variable `cks-iso-world` sets for its command: `CKS_ISO_CONFIG`, the manifest URLs
     /// (`CKS_WORLD_NETWORK`, `CKS_WORLD_DASHBOARD`, `CKS_WORLD_HEADLAMP`), the trusted root
     /// (`CKS_WORLD_TRUSTED_ROOT`), keyless signing's signing config, issuer and an identity
-    /// token for [`SHELL_SIGNER`] valid an hour (`CKS_WORLD_SIGNING_CONFIG`,
+    /// token for `SHELL_SIGNER` valid an hour (`CKS_WORLD_SIGNING_CONFIG`,
     /// `CKS_WORLD_OIDC_ISSUER`, `CKS_WORLD_ID_TOKEN`) and `XDG_CACHE_HOME`
     /// ([`World::cache_home`]).
     pub fn shell_env(&self) -> Vec<(&'static str, OsString)> {
