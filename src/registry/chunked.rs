@@ -8,7 +8,8 @@
 //! `_state` carries — when part of the broken chunk reached it —; the blob then starts again in a
 //! new session, which the summary counts apart.
 
-use super::upload::{Resend, Tally, next_offset, with_digest};
+use super::file_body::Resend;
+use super::upload::{Tally, next_offset, with_digest};
 use super::*;
 
 use std::sync::atomic::Ordering;

@@ -2,11 +2,12 @@
 //! time: an upload holds one frame of its blob in memory, not the blob or the chunk, so a push's
 //! peak memory does not grow with `--chunk-size`, layer sizes or `--jobs` times either. The file
 //! is opened (and a missing blob reported, naming it) before the request; another attempt opens
-//! it again.
+//! it again ([`Resend`]).
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::pin::Pin;
+use std::sync::Mutex;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -65,6 +66,32 @@ impl Body for FileSlice {
 
     fn size_hint(&self) -> SizeHint {
         SizeHint::with_exact(self.left)
+    }
+}
+
+/// A request body streamed from the cache ([`FileSlice`]): the slice opened before the first
+/// attempt, and opened again for another (a retry, a renewed token). A slice that cannot be
+/// opened the second time sends nothing, which the registry refuses by digest.
+pub(super) struct Resend<F: Fn() -> Option<FileSlice>> {
+    first: Mutex<Option<FileSlice>>,
+    again: F,
+}
+
+impl<F: Fn() -> Option<FileSlice>> Resend<F> {
+    pub(super) fn new(first: FileSlice, again: F) -> Self {
+        Self {
+            first: Mutex::new(Some(first)),
+            again,
+        }
+    }
+
+    /// The body for this attempt.
+    pub(super) fn take(&self) -> reqwest::Body {
+        let first = self.first.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match first.or_else(&self.again) {
+            Some(slice) => reqwest::Body::wrap(slice),
+            None => reqwest::Body::from(Vec::new()),
+        }
     }
 }
 

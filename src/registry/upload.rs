@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
 
-use super::file_body::FileSlice;
+use super::file_body::{FileSlice, Resend};
 use super::*;
 
 /// `PATCH` chunks of blobs larger than this (and the size of those chunks), unless chosen.
@@ -492,32 +492,6 @@ impl Registry {
         match r.status().as_u16() {
             201 | 204 => Ok(()),
             _ => Err(self.answered(ep, reference, &what, r).await),
-        }
-    }
-}
-
-/// A request body streamed from the cache ([`FileSlice`]): the slice opened before the first
-/// attempt, and opened again for another (a retry, a renewed token). A slice that cannot be
-/// opened the second time sends nothing, which the registry refuses by digest.
-pub(super) struct Resend<F: Fn() -> Option<FileSlice>> {
-    first: Mutex<Option<FileSlice>>,
-    again: F,
-}
-
-impl<F: Fn() -> Option<FileSlice>> Resend<F> {
-    pub(super) fn new(first: FileSlice, again: F) -> Self {
-        Self {
-            first: Mutex::new(Some(first)),
-            again,
-        }
-    }
-
-    /// The body for this attempt.
-    pub(super) fn take(&self) -> reqwest::Body {
-        let first = self.first.lock().unwrap_or_else(|p| p.into_inner()).take();
-        match first.or_else(&self.again) {
-            Some(slice) => reqwest::Body::wrap(slice),
-            None => reqwest::Body::from(Vec::new()),
         }
     }
 }

@@ -473,8 +473,20 @@ fn front_request(
         };
         return Outgoing::new(200, body).with("Content-Type", "application/json");
     }
+    if let Some(refused) = unauthorized(&request, state, front) {
+        return refused;
+    }
+    if request.method == "GET" && url.contains("/blobs/sha256:") {
+        return Outgoing::new(307, Vec::new()).with("Location", &format!("http://{cdn}{url}"));
+    }
+    proxy(&request, upstream)
+}
+
+/// The 401 a request gets when its bearer token is unknown, used up, or (with
+/// [`TokenFront::require_scopes`]) short of the scope it needs, which the challenge then names.
+fn unauthorized(request: &Incoming, state: &FrontState, front: &str) -> Option<Outgoing> {
     let max_uses = state.max_uses.load(Ordering::SeqCst);
-    let needed = crate::scopes::required(&request.method, &url);
+    let needed = crate::scopes::required(&request.method, &request.target);
     let mut short = false;
     let known = request
         .header("authorization")
@@ -489,22 +501,21 @@ fn front_request(
                 && !crate::scopes::covered(granted, &needed);
             (max_uses == 0 || *uses <= max_uses) && !short
         });
-    if !known {
-        state.unauthorized.fetch_add(1, Ordering::SeqCst);
-        let mut challenge =
-            format!("Bearer realm=\"http://{front}/token\",service=\"cks-iso-testworld\"");
-        if short {
-            let scope = crate::scopes::challenge_scope(&needed);
-            challenge.push_str(&format!(",scope=\"{scope}\",error=\"insufficient_scope\""));
-        }
-        return Outgoing::new(401, "{\"errors\":[{\"code\":\"UNAUTHORIZED\"}]}")
+    if known {
+        return None;
+    }
+    state.unauthorized.fetch_add(1, Ordering::SeqCst);
+    let mut challenge =
+        format!("Bearer realm=\"http://{front}/token\",service=\"cks-iso-testworld\"");
+    if short {
+        let scope = crate::scopes::challenge_scope(&needed);
+        challenge.push_str(&format!(",scope=\"{scope}\",error=\"insufficient_scope\""));
+    }
+    Some(
+        Outgoing::new(401, "{\"errors\":[{\"code\":\"UNAUTHORIZED\"}]}")
             .with("WWW-Authenticate", &challenge)
-            .with("Content-Type", "application/json");
-    }
-    if request.method == "GET" && url.contains("/blobs/sha256:") {
-        return Outgoing::new(307, Vec::new()).with("Location", &format!("http://{cdn}{url}"));
-    }
-    proxy(&request, upstream)
+            .with("Content-Type", "application/json"),
+    )
 }
 
 fn cdn_request(request: Incoming, state: &FrontState, upstream: &str) -> Outgoing {
