@@ -37,14 +37,19 @@ CARGO_DEB_VERSION := 3.8.0
 # shipped crate's licence is not on the list, without needing cargo-about.
 CARGO_ABOUT_VERSION := 0.9.3
 
-.PHONY: all deps deps-tools deps-python build test lint doc demo bench fuzz clean assets gen-assets deb test-deb notices \
+# `make lint` fails on a dependency no source file uses (cargo-machete; a dependency used in a way
+# it cannot see is listed under its crate's `[package.metadata.cargo-machete] ignored`, with why).
+# `make deps` installs it, this version, when missing: it needs no nightly and reads no build.
+CARGO_MACHETE_VERSION := 0.9.2
+
+.PHONY: all deps deps-tools deps-python deps-machete build test lint doc demo bench fuzz clean assets gen-assets deb test-deb notices \
 	dist-deps dist-bins dist rpm image test-dist test-repro
 
 all: build
 
 # `make deps`: the Debian tools (deps-tools) and the tests' Python validators. `make demo` needs
 # only the tools: it never runs the validators, so it does not create their virtualenv.
-deps: deps-tools deps-python
+deps: deps-tools deps-python deps-machete
 
 deps-tools:
 	@missing=0; for c in $(DEB_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
@@ -65,12 +70,21 @@ deps-python: deps-tools
 		$(SBOM_VENV)/bin/pip install -q --disable-pip-version-check $(SBOM_PIP); \
 	fi
 
+deps-machete:
+	@command -v cargo >/dev/null || { echo "make deps: cargo is missing; install Rust from rustup.rs" >&2; exit 1; }
+	@cargo-machete --version 2>/dev/null | grep -qx "$(CARGO_MACHETE_VERSION)" || { \
+		echo "make deps: installing cargo-machete $(CARGO_MACHETE_VERSION)"; \
+		$(CARGO) install cargo-machete --version $(CARGO_MACHETE_VERSION) --locked; }
+
 build:
 	$(CARGO) build --release --locked
 
-lint:
+# Formatting, clippy (its warnings as errors, the function-length rule among them: Cargo.toml's
+# [workspace.lints], clippy.toml) and no unused dependency.
+lint: deps-machete
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+	$(CARGO) machete
 
 # The API documentation of every crate, with rustdoc's warnings (broken links, …) as errors.
 doc:

@@ -127,7 +127,7 @@ impl<'a> Build<'a> {
         if let (Some(path), false) = (&options.locked, options.from_iso.is_empty()) {
             let cache = self.shared.registry.cache();
             let offline = settings.http.offline;
-            crate::upkeep::from_iso(cache, &lock, path, &options.from_iso, offline)?;
+            crate::carry::from_iso(cache, &lock, path, &options.from_iso, offline)?;
         }
         Ok(Input::Locked(prepared, Box::new(lock)))
     }
@@ -252,17 +252,7 @@ impl<'a> Build<'a> {
     /// the ISOs written and the run's lock written where asked (or no ISO is left).
     pub fn run(&self, input: Input) -> Result<Built, BuildError> {
         let work = prepare::work_dir("build")?;
-        let (prepared, lock, tags_from_cache) = match input {
-            Input::Locked(prepared, lock) => (prepared, *lock, false),
-            Input::Request(prepared) => {
-                let lock = self.resolve(&prepared, work.path())?;
-                (prepared, lock, self.shared.settings.http.offline)
-            }
-        };
-        let realized = self.realize(&prepared, &lock, tags_from_cache, work.path())?;
-        let (request, volume_id) = (&prepared.request, prepared.volume_id.as_str());
-        let epoch = prepared.epoch.unwrap_or(lock.epoch);
-        let lock = realized.lock(&lock, request, volume_id, epoch);
+        let (prepared, realized, lock) = self.realize_input(input, work.path())?;
         let isos = self.author(&prepared, &realized, &lock)?;
         // Signed with the sha256 the writer computed: no ISO is read again.
         if let Some(key) = &prepared.sign_key
@@ -285,6 +275,37 @@ impl<'a> Build<'a> {
             lock,
             kubernetes_label: prepared.request.kubernetes_label.clone(),
         })
+    }
+
+    /// The run's lock a build of `input` writes (its `--lock-file`, the lock inside its ISOs),
+    /// with everything that lock names fetched into the cache and verified, and no ISO written:
+    /// what `sync --plan --write-locks` gives the far side of an air gap to build `--locked`.
+    pub fn lock_only(&self, input: Input) -> Result<Lock, BuildError> {
+        let work = prepare::work_dir("lock")?;
+        let (_, _, lock) = self.realize_input(input, work.path())?;
+        drop(work);
+        Ok(lock)
+    }
+
+    /// [`Build::run`] up to the ISOs: the request resolved (unless `input` is a lock), the lock
+    /// realized into `work`, and the run's lock recorded.
+    fn realize_input(
+        &self,
+        input: Input,
+        work: &Path,
+    ) -> Result<(Prepared, Realized, Lock), BuildError> {
+        let (prepared, lock, tags_from_cache) = match input {
+            Input::Locked(prepared, lock) => (prepared, *lock, false),
+            Input::Request(prepared) => {
+                let lock = self.resolve(&prepared, work)?;
+                (prepared, lock, self.shared.settings.http.offline)
+            }
+        };
+        let realized = self.realize(&prepared, &lock, tags_from_cache, work)?;
+        let (request, volume_id) = (&prepared.request, prepared.volume_id.as_str());
+        let epoch = prepared.epoch.unwrap_or(lock.epoch);
+        let lock = realized.lock(&lock, request, volume_id, epoch);
+        Ok((prepared, realized, lock))
     }
 }
 

@@ -132,7 +132,7 @@ impl DockerRegistry {
                 )
             });
             let yaml = format!(
-                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n\
+                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: false\n\
                  storage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n\
                  http:\n  addr: 127.0.0.1:{port}\n  secret: cks-iso-testworld\n{tls_yaml}{http_extra}{extra}",
                 storage.display()
@@ -205,6 +205,47 @@ impl DockerRegistry {
     pub fn url(&self) -> String {
         let scheme = if self.tls { "https" } else { "http" };
         format!("{scheme}://{}", self.host())
+    }
+
+    /// Every request it answered so far, as its own access log records them (distribution
+    /// writes one line per request in the Apache combined format to its stdout, which goes to
+    /// `registry.log`): `(method, path, status)`.
+    pub fn access_log(&self) -> Vec<Access> {
+        let text =
+            std::fs::read_to_string(self._config.path().join("registry.log")).unwrap_or_default();
+        text.lines().filter_map(Access::parse).collect()
+    }
+}
+
+/// One request of a registry's access log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    /// `GET`, `HEAD`, …
+    pub method: String,
+    /// The path, query included (`/v2/<name>/blobs/sha256:…`).
+    pub path: String,
+    /// The status answered.
+    pub status: u16,
+}
+
+impl Access {
+    /// `127.0.0.1 - - [date] "GET /v2/ HTTP/1.1" 200 2 "" "agent"` → `GET`, `/v2/`, 200.
+    fn parse(line: &str) -> Option<Self> {
+        let (_, rest) = line.split_once('"')?;
+        let (request, rest) = rest.split_once('"')?;
+        let mut words = request.split(' ');
+        let (method, path) = (words.next()?, words.next()?);
+        let status = rest.split_whitespace().next()?.parse().ok()?;
+        Some(Self {
+            method: method.to_owned(),
+            path: path.to_owned(),
+            status,
+        })
+    }
+
+    /// Whether it fetched a blob's bytes (a layer, a config).
+    pub fn is_blob_get(&self) -> bool {
+        self.method == "GET" && self.path.contains("/blobs/sha256:")
     }
 }
 
@@ -559,4 +600,21 @@ pub fn proxy(request: &Incoming, upstream: &str) -> Outgoing {
     }
     out.body = reply.body;
     out
+}
+
+#[cfg(test)]
+mod access_tests {
+    use super::Access;
+
+    #[test]
+    fn an_access_log_line_reads_as_its_request_and_status() {
+        let line = r#"127.0.0.1 - - [07/Dec/2026:15:41:44 +0000] "GET /v2/a/b/blobs/sha256:00 HTTP/1.1" 404 157 "" "curl/7.88.1""#;
+        let access = Access::parse(line).unwrap();
+        assert_eq!(
+            (access.method.as_str(), access.path.as_str(), access.status),
+            ("GET", "/v2/a/b/blobs/sha256:00", 404)
+        );
+        assert!(access.is_blob_get());
+        assert_eq!(Access::parse("time=\"…\" level=error"), None);
+    }
 }

@@ -98,6 +98,53 @@ fn main() -> Result<()> {
 /// Writes the archive and the layout; returns the index digest.
 fn write(args: &Args) -> Result<Digest> {
     let created = cks_iso_io::date::rfc3339(args.epoch as i64);
+    let annotations = annotations(args, &created);
+    let ca = read_ca_bundle(args)?;
+    let mut blobs = Blobs::default();
+    let mut entries = Vec::new();
+    for (arch, binary) in [(Arch::Amd64, &args.amd64), (Arch::Arm64, &args.arm64)] {
+        let image = Platform {
+            arch,
+            binary,
+            ca: &ca,
+            epoch: args.epoch,
+            created: &created,
+            annotations: &annotations,
+        };
+        entries.push(image.add_to(&mut blobs)?);
+    }
+    let index = json!({
+        "schemaVersion": 2,
+        "mediaType": MediaType::OciIndex.as_str(),
+        "manifests": entries,
+        "annotations": annotations.clone(),
+    });
+    let index = blobs.add(MediaType::OciIndex.as_str(), serde_json::to_vec(&index)?);
+
+    // Read back as a pull would: every digest checked, each platform chosen from the index.
+    let reference = Reference::parse(&format!("{}:{}", args.name, args.version))?;
+    let images = [Arch::Amd64, Arch::Arm64]
+        .into_iter()
+        .map(|arch| Image::load(reference.clone(), &index.digest, arch, &blobs))
+        .collect::<Result<Vec<_>, _>>()?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("{}: cannot create it", args.out.display()))?;
+    let tar_path = args.out.join(format!("cks-iso-{}.oci.tar", args.version));
+    archive::write_platforms(&images, &blobs, &tar_path, args.epoch)?;
+    let dir = args.out.join(format!("cks-iso-{}.oci", args.version));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)
+            .with_context(|| format!("{}: cannot remove the old layout", dir.display()))?;
+    }
+    let file = std::fs::File::open(&tar_path)?;
+    tar::Archive::new(file)
+        .unpack(&dir)
+        .with_context(|| format!("{}: cannot unpack the layout", dir.display()))?;
+    Ok(index.digest)
+}
+
+/// The OCI annotations of the image, its manifests and its index (also its configs' labels).
+fn annotations(args: &Args, created: &str) -> serde_json::Map<String, Value> {
     let mut annotations = serde_json::Map::new();
     for (key, value) in [
         ("org.opencontainers.image.title", Some("cks-iso".to_owned())),
@@ -113,7 +160,7 @@ fn write(args: &Args) -> Result<Digest> {
             "org.opencontainers.image.licenses",
             Some("Apache-2.0".to_owned()),
         ),
-        ("org.opencontainers.image.created", Some(created.clone())),
+        ("org.opencontainers.image.created", Some(created.to_owned())),
         ("org.opencontainers.image.revision", args.revision.clone()),
         ("org.opencontainers.image.source", args.source.clone()),
     ] {
@@ -121,6 +168,11 @@ fn write(args: &Args) -> Result<Digest> {
             annotations.insert(key.to_owned(), Value::String(value));
         }
     }
+    annotations
+}
+
+/// The CA bundle the image carries, refused when it does not start as a PEM one.
+fn read_ca_bundle(args: &Args) -> Result<Vec<u8>> {
     let ca = std::fs::read(&args.ca_bundle)
         .with_context(|| format!("{}: cannot read the CA bundle", args.ca_bundle.display()))?;
     if !ca.starts_with(b"-----BEGIN CERTIFICATE-----") {
@@ -130,13 +182,28 @@ fn write(args: &Args) -> Result<Digest> {
             args.ca_bundle.display()
         );
     }
+    Ok(ca)
+}
 
-    let mut blobs = Blobs::default();
-    let mut entries = Vec::new();
-    for (arch, binary) in [(Arch::Amd64, &args.amd64), (Arch::Arm64, &args.arm64)] {
+/// One platform's image: the binary and CA bundle in one layer, its config and manifest.
+struct Platform<'a> {
+    arch: Arch,
+    binary: &'a PathBuf,
+    ca: &'a [u8],
+    epoch: u64,
+    created: &'a str,
+    annotations: &'a serde_json::Map<String, Value>,
+}
+
+impl Platform<'_> {
+    /// Adds the layer, config and manifest to `blobs`; the manifest's descriptor, with its
+    /// platform, for the index.
+    fn add_to(&self, blobs: &mut Blobs) -> Result<Descriptor> {
+        let (arch, binary, created, annotations) =
+            (self.arch, self.binary, self.created, self.annotations);
         let bin = std::fs::read(binary)
             .with_context(|| format!("{}: cannot read the {arch:?} binary", binary.display()))?;
-        let tar = layer(&bin, &ca, args.epoch)?;
+        let tar = layer(&bin, self.ca, self.epoch)?;
         let diff_id = Digest::of(&tar);
         let layer = blobs.add(LAYER_TYPE, gzip(&tar)?);
         let mut platform = json!({"architecture": arch.as_str(), "os": "linux"});
@@ -173,36 +240,8 @@ fn write(args: &Args) -> Result<Digest> {
             serde_json::to_vec(&manifest)?,
         );
         entry.platform = Some(serde_json::from_value(platform)?);
-        entries.push(entry);
+        Ok(entry)
     }
-    let index = json!({
-        "schemaVersion": 2,
-        "mediaType": MediaType::OciIndex.as_str(),
-        "manifests": entries,
-        "annotations": annotations.clone(),
-    });
-    let index = blobs.add(MediaType::OciIndex.as_str(), serde_json::to_vec(&index)?);
-
-    // Read back as a pull would: every digest checked, each platform chosen from the index.
-    let reference = Reference::parse(&format!("{}:{}", args.name, args.version))?;
-    let images = [Arch::Amd64, Arch::Arm64]
-        .into_iter()
-        .map(|arch| Image::load(reference.clone(), &index.digest, arch, &blobs))
-        .collect::<Result<Vec<_>, _>>()?;
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("{}: cannot create it", args.out.display()))?;
-    let tar_path = args.out.join(format!("cks-iso-{}.oci.tar", args.version));
-    archive::write_platforms(&images, &blobs, &tar_path, args.epoch)?;
-    let dir = args.out.join(format!("cks-iso-{}.oci", args.version));
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir)
-            .with_context(|| format!("{}: cannot remove the old layout", dir.display()))?;
-    }
-    let file = std::fs::File::open(&tar_path)?;
-    tar::Archive::new(file)
-        .unpack(&dir)
-        .with_context(|| format!("{}: cannot unpack the layout", dir.display()))?;
-    Ok(index.digest)
 }
 
 /// The layer's tar: directories before their entries, numeric owners, one date.

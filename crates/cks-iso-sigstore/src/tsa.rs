@@ -240,15 +240,7 @@ impl<'a> TimeStamp<'a> {
         if !s.is_empty() {
             return Err(malformed("bytes after its signer infos"));
         }
-        let mut e = Reader::new(encap.value);
-        if wrap(e.expect(der::OID))?.value != OID_TST_INFO {
-            return Err(malformed("its content is not a TSTInfo"));
-        }
-        let content = wrap(e.expect(0xa0))?;
-        if !e.is_empty() {
-            return Err(malformed("bytes after its content"));
-        }
-        let tst_info = wrap(der::one(content.value, der::OCTET_STRING))?.value;
+        let tst_info = Self::encapsulated(encap.value)?;
         let mut infos = Reader::new(signer_infos.value);
         let info = wrap(infos.expect(der::SEQUENCE))?;
         if !infos.is_empty() {
@@ -266,19 +258,7 @@ impl<'a> TimeStamp<'a> {
                 "its signer info's version does not match its signer identifier",
             ));
         }
-        let signer = match sid.tag {
-            der::SEQUENCE => {
-                let mut n = Reader::new(sid.value);
-                let issuer = wrap(n.expect(der::SEQUENCE))?.raw;
-                let serial = wrap(n.expect(der::INTEGER))?.value;
-                if !n.is_empty() {
-                    return Err(malformed("bytes after its signer's serial number"));
-                }
-                SignerId::IssuerSerial { issuer, serial }
-            }
-            0x80 => SignerId::KeyId(sid.value),
-            _ => return Err(malformed("its signer identifier is of an unknown kind")),
-        };
+        let signer = Self::signer_id(&sid)?;
         let digest_alg = wrap(i.expect(der::SEQUENCE))?;
         let digest = Digest::from_oid(oid_of(&digest_alg)?)?;
         if !listed(digest_algorithms, oid_of(&digest_alg)?)? {
@@ -313,6 +293,36 @@ impl<'a> TimeStamp<'a> {
             signed_attrs,
             sig_alg,
             signature,
+        })
+    }
+
+    /// The `TSTInfo` a SignedData's encapsulated content holds (DER).
+    fn encapsulated(bytes: &'a [u8]) -> Result<&'a [u8], TimestampError> {
+        let mut e = Reader::new(bytes);
+        if wrap(e.expect(der::OID))?.value != OID_TST_INFO {
+            return Err(malformed("its content is not a TSTInfo"));
+        }
+        let content = wrap(e.expect(0xa0))?;
+        if !e.is_empty() {
+            return Err(malformed("bytes after its content"));
+        }
+        Ok(wrap(der::one(content.value, der::OCTET_STRING))?.value)
+    }
+
+    /// Who signed, as the signer info names it: issuer and serial, or key identifier.
+    fn signer_id(sid: &Tlv<'a>) -> Result<SignerId<'a>, TimestampError> {
+        Ok(match sid.tag {
+            der::SEQUENCE => {
+                let mut n = Reader::new(sid.value);
+                let issuer = wrap(n.expect(der::SEQUENCE))?.raw;
+                let serial = wrap(n.expect(der::INTEGER))?.value;
+                if !n.is_empty() {
+                    return Err(malformed("bytes after its signer's serial number"));
+                }
+                SignerId::IssuerSerial { issuer, serial }
+            }
+            0x80 => SignerId::KeyId(sid.value),
+            _ => return Err(malformed("its signer identifier is of an unknown kind")),
         })
     }
 

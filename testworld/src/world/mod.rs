@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use regex::Regex;
 use serde_json::{Value, json};
@@ -172,8 +173,11 @@ pub struct World {
     git: GitServer,
     repo: Repo,
     registry: DockerRegistry,
-    sigstore: Sigstore,
+    sigstore: Arc<Sigstore>,
     rekor: RekorServer,
+    oidc: crate::oidc::OidcIssuer,
+    fulcio: crate::fulcio::FulcioServer,
+    signing_config: PathBuf,
     trusted_root: PathBuf,
     _shapers: Vec<ShapingProxy>,
     _storage: TempDir,
@@ -370,7 +374,7 @@ impl World {
         }
 
         // Sign registry.k8s.io's images, as its promoter does: the index and every platform.
-        let sigstore = Sigstore::generate();
+        let sigstore = Arc::new(Sigstore::generate());
         for image in images
             .iter()
             .filter(|i| i.repository.starts_with("registry.k8s.io/"))
@@ -415,6 +419,10 @@ impl World {
                 .replace(&format!("{path}.sig"), sig, "text/plain; charset=utf-8")
                 .replace(&format!("{path}.cert"), cert, "text/plain; charset=utf-8");
         }
+        // Keyless signing: an OIDC issuer, a Fulcio trusting it, and the Rekor taking entries.
+        rekor.accept_entries(sigstore.clone());
+        let oidc = crate::oidc::OidcIssuer::start();
+        let fulcio = crate::fulcio::FulcioServer::start(sigstore.clone(), vec![oidc.url().into()]);
         let upstream = UpstreamServer::start(&snapshot);
         let shaped = Shaped::start(options.shape, &upstream, &addr, &rekor);
 
@@ -452,6 +460,9 @@ impl World {
             "# the world's own Sigstore signs registry.k8s.io's images and dl.k8s.io's binaries\ntrusted-root: trusted_root.json\n",
         );
         yaml.push_str(&format!("rekor-url: {}\n", shaped.rekor));
+        let signing_config = dir.path().join("signing_config.json");
+        let config = crate::fulcio::signing_config(&fulcio.url(), &shaped.rekor, oidc.url());
+        std::fs::write(&signing_config, config.to_string()).expect("write the signing config");
         let config_path = dir.path().join("cks-iso.yaml");
         std::fs::write(&config_path, &yaml).expect("write the configuration");
 
@@ -470,11 +481,19 @@ impl World {
             registry,
             sigstore,
             rekor,
+            oidc,
+            fulcio,
+            signing_config,
             trusted_root,
             _shapers: shaped.proxies,
             _storage: storage,
             _dir: dir,
         }
+    }
+
+    /// Every request the world's registry answered so far (its access log).
+    pub fn registry_log(&self) -> Vec<crate::registry::Access> {
+        self.registry.access_log()
     }
 
     /// The Kubernetes release (`1.33.1`).
@@ -563,6 +582,21 @@ impl World {
     /// The world's Rekor stand-in, which logs the binaries' signatures.
     pub fn rekor(&self) -> &RekorServer {
         &self.rekor
+    }
+
+    /// The world's OpenID Connect issuer (mints identity tokens).
+    pub fn oidc(&self) -> &crate::oidc::OidcIssuer {
+        &self.oidc
+    }
+
+    /// The world's Fulcio.
+    pub fn fulcio(&self) -> &crate::fulcio::FulcioServer {
+        &self.fulcio
+    }
+
+    /// A Sigstore signing configuration (v0.2) naming the world's Fulcio, Rekor and issuer.
+    pub fn signing_config_path(&self) -> &Path {
+        &self.signing_config
     }
 
     /// Signs `body` (a file served at `path`, host-prefixed) with `opts` and serves the new

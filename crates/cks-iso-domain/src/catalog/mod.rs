@@ -104,6 +104,16 @@ pub fn file_name(url: &str) -> &str {
 
 /// Every file a build for `arch` downloads, in the order a build takes them.
 pub fn catalog(pins: &Pins, arch: Arch) -> Vec<Artifact> {
+    let mut out = kubernetes_binaries(pins, arch);
+    out.push(cni_plugins(pins, arch));
+    out.push(crictl(pins, arch));
+    out.extend(etcd(pins, arch));
+    out.extend(manifests(pins));
+    out
+}
+
+/// kubeadm, kubelet and kubectl, each checked against its bare-hex `.sha256`.
+fn kubernetes_binaries(pins: &Pins, arch: Arch) -> Vec<Artifact> {
     let a = arch.k8s();
     let k = &pins.kubernetes;
     let mut out = Vec::new();
@@ -122,11 +132,17 @@ pub fn catalog(pins: &Pins, arch: Arch) -> Vec<Artifact> {
             mode: 0o755,
         });
     }
+    out
+}
+
+/// The CNI plugins' tarball, with the older name a release may still use (`legacy`).
+fn cni_plugins(pins: &Pins, arch: Arch) -> Artifact {
+    let a = arch.k8s();
     let cni = &pins.cni;
     let cni_base =
         format!("https://github.com/containernetworking/plugins/releases/download/v{cni}");
     let url = format!("{cni_base}/cni-plugins-linux-{a}-v{cni}.tgz");
-    out.push(Artifact {
+    Artifact {
         name: "cni-plugins".into(),
         dest: crate::contract::cni_tarball(a),
         checksum: Some(Checksum::HexName {
@@ -139,12 +155,17 @@ pub fn catalog(pins: &Pins, arch: Arch) -> Vec<Artifact> {
         checksum_required: false,
         content: Content::GzipTar,
         mode: 0o644,
-    });
+    }
+}
+
+/// crictl's tarball.
+fn crictl(pins: &Pins, arch: Arch) -> Artifact {
+    let a = arch.k8s();
     let crictl = &pins.crictl;
     let url = format!(
         "https://github.com/kubernetes-sigs/cri-tools/releases/download/v{crictl}/crictl-v{crictl}-linux-{a}.tar.gz"
     );
-    out.push(Artifact {
+    Artifact {
         name: "crictl".into(),
         dest: format!("cri-tools/crictl-linux-{a}.tar.gz"),
         checksum: Some(Checksum::HexName {
@@ -155,13 +176,18 @@ pub fn catalog(pins: &Pins, arch: Arch) -> Vec<Artifact> {
         checksum_required: true,
         content: Content::GzipTar,
         mode: 0o644,
-    });
-    if let Some(etcd) = &pins.etcd {
+    }
+}
+
+/// etcd's tarball, when the CloudStack release's nodes take one.
+fn etcd(pins: &Pins, arch: Arch) -> Option<Artifact> {
+    let a = arch.k8s();
+    pins.etcd.as_ref().map(|etcd| {
         let base = format!("https://github.com/etcd-io/etcd/releases/download/v{etcd}");
         // Under the amd64 name etcd nodes read, an arm64 etcd must hold arm64 executables: the
         // name no longer says what it is, so its members do.
         let under_amd64_name = arch == Arch::Arm64 && !pins.etcd_own_name;
-        out.push(Artifact {
+        Artifact {
             name: "etcd".into(),
             dest: crate::contract::etcd_tarball(a, pins.etcd_own_name),
             url: format!("{base}/etcd-v{etcd}-linux-{a}.tar.gz"),
@@ -175,8 +201,14 @@ pub fn catalog(pins: &Pins, arch: Arch) -> Vec<Artifact> {
                 false => Content::GzipTar,
             },
             mode: 0o644,
-        });
-    }
+        }
+    })
+}
+
+/// The autoscaler's and the CCM's manifests, and the CSI driver's when pinned: YAML, with no
+/// checksum file to check them against.
+fn manifests(pins: &Pins) -> Vec<Artifact> {
+    let mut out = Vec::new();
     let manifest = |name: &str, dest: &str, url: String| Artifact {
         name: name.into(),
         dest: dest.into(),

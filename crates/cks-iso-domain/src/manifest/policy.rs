@@ -102,6 +102,10 @@ pub fn containers(text: &str) -> Vec<Container> {
         .map(|l| l.trim_end_matches(['\n', '\r']))
         .collect();
     let shapes: Vec<Option<Shape>> = bodies.iter().map(|b| shape(b)).collect();
+    let lines = Lines {
+        bodies: &bodies,
+        shapes: &shapes,
+    };
     let mut out = Vec::new();
     for (i, s) in shapes.iter().enumerate() {
         let Some(s) = s.as_ref().filter(|s| s.key == "image") else {
@@ -117,17 +121,43 @@ pub fn containers(text: &str) -> Vec<Container> {
         if image.starts_with(['|', '>', '&', '*', '!']) {
             continue;
         }
-        let col = s.key_col;
         let mut siblings = vec![i];
-        // Upwards to the item's `- ` line; a mapping that is no sequence item is no container.
+        let Some((start, dash_col)) = lines.item_above(i, s, &mut siblings) else {
+            continue;
+        };
+        lines.item_below(i, s.key_col, &mut siblings);
+        if !lines.parent_holds_containers(start, dash_col) {
+            continue;
+        }
+        out.push(Container {
+            line: i + 1,
+            image,
+            policy: lines.pull_policy(&siblings),
+        });
+    }
+    out
+}
+
+/// A manifest's lines and their shapes, walked from an `image:` line to the sequence item it is in.
+struct Lines<'t, 's> {
+    bodies: &'t [&'t str],
+    shapes: &'s [Option<Shape<'t>>],
+}
+
+impl Lines<'_, '_> {
+    /// Upwards from the `image:` line at `i` to its item's `- ` line, collecting the keys beside
+    /// it into `siblings`; the item's line and dash column, or `None` for a mapping that is no
+    /// sequence item (no container).
+    fn item_above(&self, i: usize, s: &Shape, siblings: &mut Vec<usize>) -> Option<(usize, usize)> {
+        let col = s.key_col;
         let mut item = s.dash.then_some((i, s.indent));
         let mut j = i;
         while item.is_none() && j > 0 {
             j -= 1;
-            if is_document_marker(bodies[j]) {
+            if is_document_marker(self.bodies[j]) {
                 break;
             }
-            let Some(t) = &shapes[j] else { continue };
+            let Some(t) = &self.shapes[j] else { continue };
             if t.indent > col || (t.indent == col && t.dash) {
                 continue;
             }
@@ -141,15 +171,16 @@ pub fn containers(text: &str) -> Vec<Container> {
             }
             break;
         }
-        let Some((start, dash_col)) = item else {
-            continue;
-        };
-        // Downwards to the end of the item.
-        for (k, body) in bodies.iter().enumerate().skip(i + 1) {
+        item
+    }
+
+    /// Downwards from line `i` to the end of its item, collecting the keys at column `col`.
+    fn item_below(&self, i: usize, col: usize, siblings: &mut Vec<usize>) {
+        for (k, body) in self.bodies.iter().enumerate().skip(i + 1) {
             if is_document_marker(body) {
                 break;
             }
-            let Some(t) = &shapes[k] else { continue };
+            let Some(t) = &self.shapes[k] else { continue };
             if t.indent > col || (t.indent == col && t.dash) {
                 continue;
             }
@@ -159,34 +190,34 @@ pub fn containers(text: &str) -> Vec<Container> {
             }
             break;
         }
-        // The sequence's parent key must be one whose items are containers.
+    }
+
+    /// Whether the key of the sequence whose item starts at `start` is one whose items are
+    /// containers.
+    fn parent_holds_containers(&self, start: usize, dash_col: usize) -> bool {
         let parent = (0..start)
             .rev()
-            .take_while(|&k| !is_document_marker(bodies[k]))
-            .filter_map(|k| shapes[k].as_ref())
+            .take_while(|&k| !is_document_marker(self.bodies[k]))
+            .filter_map(|k| self.shapes[k].as_ref())
             .find(|t| t.indent < dash_col || (t.indent == dash_col && !t.dash));
-        if !parent.is_some_and(|p| CONTAINER_KEYS.contains(&p.key)) {
-            continue;
-        }
-        let policy = siblings
+        parent.is_some_and(|p| CONTAINER_KEYS.contains(&p.key))
+    }
+
+    /// The item's `imagePullPolicy` among `siblings`: its value and 1-based line.
+    fn pull_policy(&self, siblings: &[usize]) -> Option<(String, usize)> {
+        siblings
             .iter()
             .find(|&&k| {
-                shapes[k]
+                self.shapes[k]
                     .as_ref()
                     .is_some_and(|t| t.key == "imagePullPolicy")
             })
             .map(|&k| {
-                let body = bodies[k];
+                let body = self.bodies[k];
                 let after = &body[body.find("imagePullPolicy:").expect("the key") + 16..];
                 (policy_value(after).unquoted.to_owned(), k + 1)
-            });
-        out.push(Container {
-            line: i + 1,
-            image,
-            policy,
-        });
+            })
     }
-    out
 }
 
 /// Inserts `imagePullPolicy: IfNotPresent` after the `image:` line of every container that has

@@ -13,6 +13,7 @@ pub use crate::lock::name;
 mod partial;
 mod pause;
 mod profile;
+mod request;
 pub mod sandbox;
 
 use std::path::PathBuf;
@@ -24,6 +25,7 @@ pub use manifests::{Role, Taken, autoscaler_image, manifests, not_taken, provide
 pub use partial::{Given, Partial, csi_tag};
 pub use pause::{PauseConflict, PauseSource, is_pause, listed_name, locked_pause, one_pause};
 pub use profile::{Profile, etcd_own_name, iso_name, profile, settle};
+pub use request::{Flags, request, request_in};
 
 use crate::manifest::{self, ManifestError};
 use cks_iso_oci::image::Arch;
@@ -331,176 +333,6 @@ pub struct Request {
     pub cloudstack: Option<crate::cloudstack::CloudStack>,
     /// Add-on images and manifests ([`addons()`]); none unless asked for.
     pub addons: Addons,
-}
-
-/// The flags of `build` that the positional form can also set.
-#[derive(Debug, Clone, Default)]
-pub struct Flags {
-    /// `--kubernetes`.
-    pub kubernetes: Option<String>,
-    /// `--cni`.
-    pub cni: Option<String>,
-    /// `--crictl`.
-    pub crictl: Option<String>,
-    /// `--arch`, repeatable.
-    pub arches: Vec<String>,
-    /// `--etcd`.
-    pub etcd: Option<String>,
-    /// `--network`.
-    pub network: Option<String>,
-    /// `--dashboard`.
-    pub dashboard: Option<String>,
-    /// `--headlamp`.
-    pub headlamp: Option<String>,
-    /// `--headlamp-version`.
-    pub headlamp_version: Option<String>,
-    /// `--output`.
-    pub output: Option<PathBuf>,
-    /// `--name`.
-    pub name: Option<String>,
-}
-
-fn merge<T>(
-    what: &'static str,
-    positional: Option<T>,
-    flag: Option<T>,
-) -> Result<Option<T>, PlanError> {
-    match (positional, flag) {
-        (Some(_), Some(_)) => Err(PlanError::Twice { what }),
-        (p, f) => Ok(p.or(f)),
-    }
-}
-
-/// Combines upstream's positional form with the flags.
-///
-/// Argument 6 is CloudStack 4.23's Headlamp version when it reads as one (`0.40.1`, `v0.40.1`:
-/// digits and dots) and is no existing file; a URL or any other text is 4.22's dashboard
-/// manifest. A version that also names an existing file is ambiguous: a usage error.
-pub fn request(positional: &[String], flags: Flags) -> Result<Request, PlanError> {
-    request_in(positional, flags, &|p| std::path::Path::new(p).exists())
-}
-
-/// [`request`], with `exists` telling whether a local file is there.
-pub fn request_in(
-    positional: &[String],
-    flags: Flags,
-    exists: &dyn Fn(&str) -> bool,
-) -> Result<Request, PlanError> {
-    if !positional.is_empty() && !(7..=9).contains(&positional.len()) {
-        return Err(PlanError::Positional {
-            count: positional.len(),
-        });
-    }
-    let at = |i: usize| positional.get(i).filter(|s| !s.is_empty()).cloned();
-    let (slot_dashboard, slot_headlamp) = match at(5) {
-        Some(given) if given.contains("://") => (Some(given), None),
-        Some(given) => match headlamp_version(&given) {
-            Some(version) if exists(&given) => {
-                return Err(PlanError::Ambiguous { given, version });
-            }
-            Some(version) => (None, Some(version)),
-            None => (Some(given), None),
-        },
-        None => (None, None),
-    };
-    let flag_version = match flags.headlamp_version {
-        Some(given) => Some(headlamp_version(&given).ok_or(PlanError::HeadlampVersion { given })?),
-        None => None,
-    };
-    let headlamp_version = merge(
-        "HEADLAMP_VERSION / --headlamp-version",
-        slot_headlamp,
-        flag_version,
-    )?;
-    if headlamp_version.is_some() && flags.headlamp.is_some() {
-        return Err(PlanError::Twice {
-            what: "headlamp.yaml (--headlamp and a Headlamp version)",
-        });
-    }
-    let output = merge(
-        "OUTPUT_PATH / --output",
-        at(0).map(PathBuf::from),
-        flags.output,
-    )?;
-    let kubernetes = merge("KUBERNETES_VERSION / --kubernetes", at(1), flags.kubernetes)?;
-    let cni = merge("CNI_VERSION / --cni", at(2), flags.cni)?;
-    let crictl = merge("CRICTL_VERSION / --crictl", at(3), flags.crictl)?;
-    let network = merge("NETWORK_YAML / --network", at(4), flags.network)?;
-    let dashboard = merge(
-        "DASHBOARD_YAML / --dashboard",
-        slot_dashboard,
-        flags.dashboard,
-    )?;
-    let name_field = if at(6).is_some() {
-        "BUILD_NAME"
-    } else {
-        "--name"
-    };
-    // Every missing flag in one error, not one per run.
-    let missing: Vec<&'static str> = [
-        ("--kubernetes", kubernetes.is_none()),
-        ("--network", network.is_none()),
-        (
-            "--dashboard (or --headlamp-version)",
-            dashboard.is_none() && headlamp_version.is_none(),
-        ),
-    ]
-    .into_iter()
-    .filter_map(|(what, missing)| missing.then_some(what))
-    .collect();
-    let (Some(kubernetes), Some(network)) = (kubernetes, network) else {
-        return Err(PlanError::missing(missing));
-    };
-    if !missing.is_empty() {
-        return Err(PlanError::missing(missing));
-    }
-    // The mistakes of the 4.22 documentation's arm64 and etcd examples.
-    if let Some(given) = at(6).filter(|n| Arch::parse(n).is_ok()) {
-        return Err(PlanError::ArchAsName { given });
-    }
-    if let Some(given) =
-        at(7).filter(|a| Arch::parse(a).is_err() && self::headlamp_version(a).is_some())
-    {
-        return Err(PlanError::VersionAsArch { given });
-    }
-    let name = merge("BUILD_NAME / --name", at(6), flags.name)?;
-    if let Some(name) = &name {
-        name::check(name, name_field)?;
-    }
-    let positional_arch = at(7).map(|a| vec![a]);
-    let arch_flags = (!flags.arches.is_empty()).then_some(flags.arches);
-    let arch_texts = merge("ARCH / --arch", positional_arch, arch_flags)?
-        .unwrap_or_else(|| vec!["amd64".into()]);
-    let etcd = merge("ETCD_VERSION / --etcd", at(8), flags.etcd)?;
-    let mut arches = Vec::new();
-    for text in arch_texts {
-        let arch = Arch::parse(&text).map_err(|_| PlanError::Arch { given: text })?;
-        if !arches.contains(&arch) {
-            arches.push(arch);
-        }
-    }
-    let bare = kubernetes.trim().trim_start_matches('v').to_owned();
-    let headlamp = match &headlamp_version {
-        Some(version) => Some(Source::Url(headlamp_url(version))),
-        None => flags.headlamp.as_deref().map(Source::parse),
-    };
-    Ok(Request {
-        name: name.unwrap_or_else(|| format!("setup-v{bare}")),
-        kubernetes,
-        kubernetes_label: None,
-        arches,
-        cni,
-        crictl,
-        etcd,
-        network: Source::parse(&network),
-        dashboard: dashboard.as_deref().map(Source::parse),
-        headlamp,
-        headlamp_image: headlamp_version.as_deref().map(headlamp_image),
-        headlamp_version,
-        output: output.unwrap_or_else(|| PathBuf::from(".")),
-        cloudstack: None,
-        addons: Addons::default(),
-    })
 }
 
 /// `a`, `a and b`, `a, b and c`.

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Inventory, IsoFacts, Kind, content_uuid, rfc3339, to_json};
+use super::{Inventory, IsoFacts, Item, Kind, content_uuid, rfc3339, to_json};
 
 /// The `bom-ref` of the ISO, the main component.
 const ISO_REF: &str = "iso";
@@ -145,66 +145,8 @@ fn sha256(hex: &str) -> Vec<Hash> {
 }
 
 pub(super) fn render(inventory: &Inventory, iso: Option<&IsoFacts>) -> String {
-    let v = &inventory.versions;
-    let mut main = Component {
-        kind: "file".into(),
-        bom_ref: ISO_REF.into(),
-        name: inventory.iso.clone(),
-        version: Some(v.kubernetes.clone()),
-        description: Some(inventory.description()),
-        properties: vec![
-            property("arch", &v.arch),
-            property("kubernetes", &v.kubernetes),
-        ],
-        ..Component::default()
-    };
-    if let Some(cloudstack) = &v.cloudstack {
-        main.properties.push(property("cloudstack", cloudstack));
-    }
-    if let Some(iso) = iso {
-        main.hashes = sha256(&iso.sha256);
-        main.properties
-            .push(property("size", &iso.size.to_string()));
-    }
-    let components: Vec<Component> = inventory
-        .items()
-        .into_iter()
-        .map(|item| {
-            let mut properties = vec![property("path", &item.path)];
-            if let Some(index) = &item.index_digest {
-                properties.push(property("index-digest", index));
-            }
-            if let Some(source) = &item.source {
-                properties.push(property("source", source));
-            }
-            if let Some(signature) = &item.signature {
-                properties.push(property("signature", signature));
-            }
-            Component {
-                kind: match item.kind {
-                    Kind::Image => "container",
-                    Kind::Binary => "application",
-                    Kind::Manifest => "file",
-                }
-                .into(),
-                bom_ref: item.path,
-                name: item.name,
-                version: item.version,
-                description: None,
-                hashes: sha256(&item.sha256),
-                purl: item.purl,
-                external_references: item
-                    .url
-                    .into_iter()
-                    .map(|url| ExternalReference {
-                        kind: "distribution".into(),
-                        url,
-                    })
-                    .collect(),
-                properties,
-            }
-        })
-        .collect();
+    let main = iso_component(inventory, iso);
+    let components: Vec<Component> = inventory.items().into_iter().map(component).collect();
     let dependencies = vec![Dependency {
         reference: ISO_REF.into(),
         depends_on: components.iter().map(|c| c.bom_ref.clone()).collect(),
@@ -233,6 +175,69 @@ pub(super) fn render(inventory: &Inventory, iso: Option<&IsoFacts>) -> String {
     let uuid = content_uuid(to_json(&bom).as_bytes());
     bom.serial_number = format!("urn:uuid:{uuid}");
     to_json(&bom)
+}
+
+/// The ISO itself: the BOM's subject, with its sha256 and size once written.
+fn iso_component(inventory: &Inventory, iso: Option<&IsoFacts>) -> Component {
+    let v = &inventory.versions;
+    let mut main = Component {
+        kind: "file".into(),
+        bom_ref: ISO_REF.into(),
+        name: inventory.iso.clone(),
+        version: Some(v.kubernetes.clone()),
+        description: Some(inventory.description()),
+        properties: vec![
+            property("arch", &v.arch),
+            property("kubernetes", &v.kubernetes),
+        ],
+        ..Component::default()
+    };
+    if let Some(cloudstack) = &v.cloudstack {
+        main.properties.push(property("cloudstack", cloudstack));
+    }
+    if let Some(iso) = iso {
+        main.hashes = sha256(&iso.sha256);
+        main.properties
+            .push(property("size", &iso.size.to_string()));
+    }
+    main
+}
+
+/// One item of the ISO (an image, a binary, a manifest) as a component.
+fn component(item: Item) -> Component {
+    let mut properties = vec![property("path", &item.path)];
+    if let Some(index) = &item.index_digest {
+        properties.push(property("index-digest", index));
+    }
+    if let Some(source) = &item.source {
+        properties.push(property("source", source));
+    }
+    if let Some(signature) = &item.signature {
+        properties.push(property("signature", signature));
+    }
+    Component {
+        kind: match item.kind {
+            Kind::Image => "container",
+            Kind::Binary => "application",
+            Kind::Manifest => "file",
+        }
+        .into(),
+        bom_ref: item.path,
+        name: item.name,
+        version: item.version,
+        description: None,
+        hashes: sha256(&item.sha256),
+        purl: item.purl,
+        external_references: item
+            .url
+            .into_iter()
+            .map(|url| ExternalReference {
+                kind: "distribution".into(),
+                url,
+            })
+            .collect(),
+        properties,
+    }
 }
 
 /// Reads a CycloneDX document back; the error says what does not fit.

@@ -223,33 +223,7 @@ impl Evidence {
             (None, None) => return Err(BundleError::Content("neither")),
             (Some(_), Some(_)) => return Err(BundleError::Content("both")),
         };
-        let kind_version = (
-            e["kindVersion"]["kind"].as_str().unwrap_or_default(),
-            e["kindVersion"]["version"].as_str().unwrap_or_default(),
-        );
-        let entry_kind = |expected| BundleError::EntryKind {
-            kind: kind_version.0.to_owned(),
-            version: kind_version.1.to_owned(),
-            expected,
-        };
-        let (version, logged) = match (&content, kind_version) {
-            (Content::Message(_), ("hashedrekord", "0.0.1")) => (EntryVersion::V001, None),
-            (Content::Message(_), ("hashedrekord", "0.0.2")) => (EntryVersion::V002, None),
-            (Content::Message(_), _) => return Err(entry_kind("a hashedrekord 0.0.1 or 0.0.2")),
-            (Content::Envelope(_), ("dsse", "0.0.1")) => (EntryVersion::V001, Some(Logged::Dsse)),
-            (Content::Envelope(_), ("intoto", "0.0.2")) => {
-                (EntryVersion::V001, Some(Logged::Intoto))
-            }
-            (Content::Envelope(_), ("hashedrekord", "0.0.2")) => {
-                (EntryVersion::V002, Some(Logged::HashedRekord))
-            }
-            (Content::Envelope(_), _) => {
-                return Err(entry_kind(
-                    "a dsse 0.0.1 or intoto 0.0.2 (Rekor v1) or a hashedrekord 0.0.2 (Rekor v2; \
-                     Rekor v2 logs no dsse entries)",
-                ));
-            }
-        };
+        let (version, logged) = entry_version(&content, e)?;
         let log_index = non_negative(&e["logIndex"], "logIndex")?;
         let p = &e["inclusionProof"];
         if p.is_null() {
@@ -257,22 +231,7 @@ impl Evidence {
                 field: "inclusionProof",
             });
         }
-        let (digest, signature, envelope) = match content {
-            Content::Message(ms) => {
-                if ms["messageDigest"]["algorithm"] != "SHA2_256" {
-                    return Err(BundleError::DigestAlgorithm);
-                }
-                (
-                    bytes(&ms["messageDigest"]["digest"], "messageDigest")?,
-                    bytes(&ms["signature"], "signature")?,
-                    None,
-                )
-            }
-            Content::Envelope(env) => {
-                let (signature, envelope) = dsse(env, logged.expect("an envelope's kind"))?;
-                (Vec::new(), signature, Some(envelope))
-            }
-        };
+        let (digest, signature, envelope) = signed(content, logged)?;
         // Rekor v2 signs no entry timestamp and integrates at no time it vouches for: both are
         // left out, and the timestamps date the signature instead.
         let (integrated_time, set) = match version {
@@ -285,7 +244,85 @@ impl Evidence {
             ),
             EntryVersion::V002 => (0, Vec::new()),
         };
-        let timestamps = match &vm["timestampVerificationData"]["rfc3161Timestamps"] {
+        let timestamps = timestamps(vm)?;
+        Ok(Self {
+            version,
+            timestamps,
+            envelope,
+            digest,
+            signature,
+            leaf,
+            body: text(&e["canonicalizedBody"], "canonicalizedBody")?,
+            integrated_time,
+            log_id: bytes(&e["logId"]["keyId"], "logId")?,
+            log_index,
+            set,
+            proof: proof(p)?,
+        })
+    }
+}
+
+/// The entry's kind and version, which must fit what the bundle holds: its Rekor API version,
+/// and for an envelope, what the log recorded of it.
+fn entry_version(
+    content: &Content,
+    e: &Value,
+) -> Result<(EntryVersion, Option<Logged>), BundleError> {
+    let kind_version = (
+        e["kindVersion"]["kind"].as_str().unwrap_or_default(),
+        e["kindVersion"]["version"].as_str().unwrap_or_default(),
+    );
+    let entry_kind = |expected| BundleError::EntryKind {
+        kind: kind_version.0.to_owned(),
+        version: kind_version.1.to_owned(),
+        expected,
+    };
+    Ok(match (content, kind_version) {
+        (Content::Message(_), ("hashedrekord", "0.0.1")) => (EntryVersion::V001, None),
+        (Content::Message(_), ("hashedrekord", "0.0.2")) => (EntryVersion::V002, None),
+        (Content::Message(_), _) => return Err(entry_kind("a hashedrekord 0.0.1 or 0.0.2")),
+        (Content::Envelope(_), ("dsse", "0.0.1")) => (EntryVersion::V001, Some(Logged::Dsse)),
+        (Content::Envelope(_), ("intoto", "0.0.2")) => (EntryVersion::V001, Some(Logged::Intoto)),
+        (Content::Envelope(_), ("hashedrekord", "0.0.2")) => {
+            (EntryVersion::V002, Some(Logged::HashedRekord))
+        }
+        (Content::Envelope(_), _) => {
+            return Err(entry_kind(
+                "a dsse 0.0.1 or intoto 0.0.2 (Rekor v1) or a hashedrekord 0.0.2 (Rekor v2; \
+                 Rekor v2 logs no dsse entries)",
+            ));
+        }
+    })
+}
+
+/// What a bundle's content gives: the message digest (empty for an envelope), the signature
+/// and the envelope.
+type Signed = (Vec<u8>, Vec<u8>, Option<Envelope>);
+
+/// A message signature's digest and signature, or an envelope's signature and the envelope.
+fn signed(content: Content, logged: Option<Logged>) -> Result<Signed, BundleError> {
+    Ok(match content {
+        Content::Message(ms) => {
+            if ms["messageDigest"]["algorithm"] != "SHA2_256" {
+                return Err(BundleError::DigestAlgorithm);
+            }
+            (
+                bytes(&ms["messageDigest"]["digest"], "messageDigest")?,
+                bytes(&ms["signature"], "signature")?,
+                None,
+            )
+        }
+        Content::Envelope(env) => {
+            let (signature, envelope) = dsse(env, logged.expect("an envelope's kind"))?;
+            (Vec::new(), signature, Some(envelope))
+        }
+    })
+}
+
+/// The RFC 3161 timestamps of the verification material, at most [`MAX_TIMESTAMPS`].
+fn timestamps(vm: &Value) -> Result<Vec<Vec<u8>>, BundleError> {
+    Ok(
+        match &vm["timestampVerificationData"]["rfc3161Timestamps"] {
             Value::Null => Vec::new(),
             Value::Array(list) if list.len() > MAX_TIMESTAMPS => {
                 return Err(BundleError::TooMany {
@@ -303,38 +340,29 @@ impl Evidence {
                     field: "rfc3161Timestamps",
                 });
             }
-        };
-        Ok(Self {
-            version,
-            timestamps,
-            envelope,
-            digest,
-            signature,
-            leaf,
-            body: text(&e["canonicalizedBody"], "canonicalizedBody")?,
-            integrated_time,
-            log_id: bytes(&e["logId"]["keyId"], "logId")?,
-            log_index,
-            set,
-            proof: Proof {
-                log_index: non_negative(&p["logIndex"], "inclusionProof.logIndex")?,
-                root_hash: hash32(&p["rootHash"], "rootHash")?,
-                tree_size: non_negative(&p["treeSize"], "treeSize")?,
-                hashes: p["hashes"]
-                    .as_array()
-                    .ok_or(BundleError::Missing {
-                        field: "inclusionProof.hashes",
-                    })?
-                    .iter()
-                    .map(|h| hash32(h, "a proof hash"))
-                    .collect::<Result<_, _>>()?,
-                checkpoint: match &p["checkpoint"]["envelope"] {
-                    Value::Null => String::new(),
-                    envelope => text(envelope, "checkpoint")?,
-                },
-            },
-        })
-    }
+        },
+    )
+}
+
+/// The entry's inclusion proof.
+fn proof(p: &Value) -> Result<Proof, BundleError> {
+    Ok(Proof {
+        log_index: non_negative(&p["logIndex"], "inclusionProof.logIndex")?,
+        root_hash: hash32(&p["rootHash"], "rootHash")?,
+        tree_size: non_negative(&p["treeSize"], "treeSize")?,
+        hashes: p["hashes"]
+            .as_array()
+            .ok_or(BundleError::Missing {
+                field: "inclusionProof.hashes",
+            })?
+            .iter()
+            .map(|h| hash32(h, "a proof hash"))
+            .collect::<Result<_, _>>()?,
+        checkpoint: match &p["checkpoint"]["envelope"] {
+            Value::Null => String::new(),
+            envelope => text(envelope, "checkpoint")?,
+        },
+    })
 }
 
 /// What a bundle signs.

@@ -131,41 +131,9 @@ pub fn checkpoint(
         return Err(E::TooManySignatures(lines.len()));
     }
     for line in lines {
-        let Some(rest) = line.strip_prefix("\u{2014} ") else {
-            why.push("a signature line does not start with an em dash".to_owned());
+        let Some(name) = signed_by_log(line, log_id, key, note, &mut why) else {
             continue;
         };
-        let Some((name, sig)) = rest
-            .rsplit_once(' ')
-            .and_then(|(name, sig)| Some((name, b64(sig)?)))
-            .filter(|(_, s)| s.len() > 4)
-        else {
-            why.push("a signature line has no base64 signature".to_owned());
-            continue;
-        };
-        let (hint, sig) = sig.split_at(4);
-        if hint != &log_id[..4.min(log_id.len())] {
-            why.push(format!(
-                "key hint {} is not the entry's log {}",
-                hex::encode(hint),
-                hex::encode(log_id)
-            ));
-            continue;
-        }
-        if key.kind == KeyKind::Ed25519 && hint != note_key_id(name, key) {
-            why.push(format!(
-                "key hint {} is not the note key id of {name:?} and the log's key",
-                hex::encode(hint)
-            ));
-            continue;
-        }
-        if key.verify(Hash::Sha256, note.as_bytes(), sig).is_err() {
-            why.push(format!(
-                "the signature of log {} does not verify",
-                hex::encode(log_id)
-            ));
-            continue;
-        }
         if origin != name && !origin.starts_with(&format!("{name} - ")) {
             return Err(E::ForeignOrigin {
                 name: name.to_owned(),
@@ -182,6 +150,54 @@ pub fn checkpoint(
         true => "it has no signature line".into(),
         false => why.join("; "),
     }))
+}
+
+/// The key name of signature `line` when it is the log's own (its key hint the log's id, for
+/// Ed25519 also the note key id of the name) and verifies over `note`; else `None`, with why
+/// pushed onto `why`.
+fn signed_by_log<'l>(
+    line: &'l str,
+    log_id: &[u8],
+    key: &PublicKey,
+    note: &str,
+    why: &mut Vec<String>,
+) -> Option<&'l str> {
+    let Some(rest) = line.strip_prefix("\u{2014} ") else {
+        why.push("a signature line does not start with an em dash".to_owned());
+        return None;
+    };
+    let Some((name, sig)) = rest
+        .rsplit_once(' ')
+        .and_then(|(name, sig)| Some((name, b64(sig)?)))
+        .filter(|(_, s)| s.len() > 4)
+    else {
+        why.push("a signature line has no base64 signature".to_owned());
+        return None;
+    };
+    let (hint, sig) = sig.split_at(4);
+    if hint != &log_id[..4.min(log_id.len())] {
+        why.push(format!(
+            "key hint {} is not the entry's log {}",
+            hex::encode(hint),
+            hex::encode(log_id)
+        ));
+        return None;
+    }
+    if key.kind == KeyKind::Ed25519 && hint != note_key_id(name, key) {
+        why.push(format!(
+            "key hint {} is not the note key id of {name:?} and the log's key",
+            hex::encode(hint)
+        ));
+        return None;
+    }
+    if key.verify(Hash::Sha256, note.as_bytes(), sig).is_err() {
+        why.push(format!(
+            "the signature of log {} does not verify",
+            hex::encode(log_id)
+        ));
+        return None;
+    }
+    Some(name)
 }
 
 /// The first four bytes of the signed-note key id of an Ed25519 key named `name`: SHA-256 of

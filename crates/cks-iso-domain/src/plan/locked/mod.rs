@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::{Addons, Flags, PlanError, Request, Source};
 use crate::catalog::bare_version;
-use crate::lock::{Lock, ManifestEntry};
+use crate::lock::{Lock, LockedRequest, ManifestEntry};
 use cks_iso_oci::image::Arch;
 
 /// Content options that `build` takes outside [`Flags`], each with where it came from.
@@ -72,44 +72,7 @@ pub fn locked(
         super::name::check(name, "--name")?;
     }
     let r = &lock.request;
-    // The label the lock was resolved from repeats it; it is never read again.
-    let kubernetes = flags.kubernetes.filter(|k| {
-        crate::catalog::label::label(k)
-            .is_none_or(|l| Some(l.as_str()) != r.kubernetes_label.as_deref())
-    });
-    same(
-        "--kubernetes",
-        kubernetes.map(|v| bare_version(&v)),
-        &r.kubernetes,
-    )?;
-    same("--cni", flags.cni.map(|v| bare_version(&v)), &r.cni)?;
-    same(
-        "--crictl",
-        flags.crictl.map(|v| bare_version(&v)),
-        &r.crictl,
-    )?;
-    same_opt(
-        "--etcd",
-        flags.etcd.map(|v| bare_version(&v)),
-        r.etcd.as_deref(),
-    )?;
-    if let Some((value, from)) = extra.autoscaler {
-        same(from, Some(bare_version(&value)), &r.autoscaler)?;
-    }
-    if let Some((value, from)) = extra.ccm {
-        same(from, Some(format!("v{}", bare_version(&value))), &r.ccm)?;
-    }
-    if let Some(csi) = extra.csi {
-        let csi = match csi.trim() {
-            "none" => "none".to_owned(),
-            other => format!("v{}", bare_version(other)),
-        };
-        same(
-            "--csi-version",
-            Some(csi),
-            r.csi.as_deref().unwrap_or("none"),
-        )?;
-    }
+    same_versions(r, &flags, &extra)?;
     let volume_id = match extra.volume_id {
         Some(given) => {
             same("--volume-id", Some(given.clone()), &r.volume_id)?;
@@ -117,54 +80,8 @@ pub fn locked(
         }
         None => r.volume_id.clone(),
     };
-    let mut arches = Vec::new();
-    for text in &flags.arches {
-        let arch = Arch::parse(text).map_err(|_| PlanError::Arch {
-            given: text.clone(),
-        })?;
-        if !arches.contains(&arch) {
-            arches.push(arch);
-        }
-    }
-    let names: Vec<&str> = arches.iter().map(|a| a.k8s()).collect();
-    let lock = match names.is_empty() {
-        true => lock.clone(),
-        false => lock.only(&names, origin).map_err(PlanError::Lock)?,
-    };
-    let arches = match arches.is_empty() {
-        true => lock
-            .arches
-            .keys()
-            .map(|k| {
-                // Not --arch: the lock itself names it.
-                Arch::parse(k).map_err(|_| {
-                    PlanError::Lock(crate::lock::LockError::Invalid {
-                        origin: origin.to_owned(),
-                        reason: format!("it locks {k:?}, not an architecture cks-iso builds for"),
-                    })
-                })
-            })
-            .collect::<Result<_, _>>()?,
-        false => arches,
-    };
-    let network =
-        manifest(&lock, "network.yaml", "--network", flags.network)?.ok_or(PlanError::Missing {
-            what: "network.yaml in the lock",
-        })?;
-    let dashboard = manifest(&lock, "dashboard.yaml", "--dashboard", flags.dashboard)?;
-    if dashboard.is_none() && r.headlamp.is_none() {
-        return Err(PlanError::Missing {
-            what: "dashboard.yaml in the lock",
-        });
-    }
-    same_opt(
-        "--headlamp-version",
-        flags
-            .headlamp_version
-            .map(|v| super::headlamp_version(&v).unwrap_or(v)),
-        r.headlamp.as_deref(),
-    )?;
-    let headlamp = manifest(&lock, "headlamp.yaml", "--headlamp", flags.headlamp)?;
+    let (arches, lock) = locked_arches(lock, origin, &flags.arches)?;
+    let (network, dashboard, headlamp) = locked_manifests(&lock, &flags)?;
     let addons = locked_addons(&lock, origin, extra.addons)?;
     Ok(Locked {
         request: Request {
@@ -196,6 +113,121 @@ pub fn locked(
         lock,
         volume_id,
     })
+}
+
+/// The versions given may only repeat the lock's: Kubernetes, CNI, crictl, etcd, the autoscaler,
+/// the CCM and the CSI driver.
+fn same_versions(r: &LockedRequest, flags: &Flags, extra: &Extra) -> Result<(), PlanError> {
+    // The label the lock was resolved from repeats it; it is never read again.
+    let kubernetes = flags.kubernetes.as_deref().filter(|k| {
+        crate::catalog::label::label(k)
+            .is_none_or(|l| Some(l.as_str()) != r.kubernetes_label.as_deref())
+    });
+    same("--kubernetes", kubernetes.map(bare_version), &r.kubernetes)?;
+    same("--cni", flags.cni.as_deref().map(bare_version), &r.cni)?;
+    same(
+        "--crictl",
+        flags.crictl.as_deref().map(bare_version),
+        &r.crictl,
+    )?;
+    same_opt(
+        "--etcd",
+        flags.etcd.as_deref().map(bare_version),
+        r.etcd.as_deref(),
+    )?;
+    if let Some((value, from)) = &extra.autoscaler {
+        same(from, Some(bare_version(value)), &r.autoscaler)?;
+    }
+    if let Some((value, from)) = &extra.ccm {
+        same(from, Some(format!("v{}", bare_version(value))), &r.ccm)?;
+    }
+    if let Some(csi) = &extra.csi {
+        let csi = match csi.trim() {
+            "none" => "none".to_owned(),
+            other => format!("v{}", bare_version(other)),
+        };
+        same(
+            "--csi-version",
+            Some(csi),
+            r.csi.as_deref().unwrap_or("none"),
+        )?;
+    }
+    Ok(())
+}
+
+/// The architectures to build (`--arch`, else every one the lock holds) and the lock narrowed
+/// to them.
+fn locked_arches(
+    lock: &Lock,
+    origin: &str,
+    given: &[String],
+) -> Result<(Vec<Arch>, Lock), PlanError> {
+    let mut arches = Vec::new();
+    for text in given {
+        let arch = Arch::parse(text).map_err(|_| PlanError::Arch {
+            given: text.clone(),
+        })?;
+        if !arches.contains(&arch) {
+            arches.push(arch);
+        }
+    }
+    let names: Vec<&str> = arches.iter().map(|a| a.k8s()).collect();
+    let lock = match names.is_empty() {
+        true => lock.clone(),
+        false => lock.only(&names, origin).map_err(PlanError::Lock)?,
+    };
+    let arches = match arches.is_empty() {
+        true => lock
+            .arches
+            .keys()
+            .map(|k| {
+                // Not --arch: the lock itself names it.
+                Arch::parse(k).map_err(|_| {
+                    PlanError::Lock(crate::lock::LockError::Invalid {
+                        origin: origin.to_owned(),
+                        reason: format!("it locks {k:?}, not an architecture cks-iso builds for"),
+                    })
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        false => arches,
+    };
+    Ok((arches, lock))
+}
+
+/// The lock's network, dashboard and Headlamp manifests, each from its URL again or the local
+/// file given again; `--headlamp-version` may only repeat the lock's.
+fn locked_manifests(
+    lock: &Lock,
+    flags: &Flags,
+) -> Result<(Source, Option<Source>, Option<Source>), PlanError> {
+    let r = &lock.request;
+    let network = manifest(lock, "network.yaml", "--network", flags.network.clone())?.ok_or(
+        PlanError::Missing {
+            what: "network.yaml in the lock",
+        },
+    )?;
+    let dashboard = manifest(
+        lock,
+        "dashboard.yaml",
+        "--dashboard",
+        flags.dashboard.clone(),
+    )?;
+    if dashboard.is_none() && r.headlamp.is_none() {
+        return Err(PlanError::Missing {
+            what: "dashboard.yaml in the lock",
+        });
+    }
+    same_opt(
+        "--headlamp-version",
+        flags
+            .headlamp_version
+            .clone()
+            .map(|v| super::headlamp_version(&v).unwrap_or(v)),
+        r.headlamp.as_deref(),
+    )?;
+    let headlamp = manifest(lock, "headlamp.yaml", "--headlamp", flags.headlamp.clone())?;
+    Ok((network, dashboard, headlamp))
 }
 
 /// The lock's add-ons: its extra manifests (each from its URL again, or the local file `given`
