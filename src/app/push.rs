@@ -74,6 +74,20 @@ pub fn run(args: PushArgs, ui: &Ui) -> Result<(), AppError> {
                 .collect()
                 .await
         });
+    let (mapping, outcomes) = printed(&images, results);
+    if let Some(file) = &args.mapping_file {
+        write_mapping(file, &mapping)?;
+    }
+    summary(&tally, &target);
+    report_failures(&images, outcomes, "pushed", ui)
+}
+
+/// Prints a line per pushed image (`REFERENCE NAME:TAG@DIGEST`), warning about what was left
+/// behind; the mapping file's text and each image's outcome.
+fn printed(
+    images: &[PushImage],
+    results: Vec<Result<PushOutcome, crate::registry::RegistryError>>,
+) -> (String, Vec<Result<(), crate::registry::RegistryError>>) {
     let mut mapping = String::new();
     let mut outcomes = Vec::new();
     for (image, result) in images.iter().zip(results) {
@@ -100,11 +114,7 @@ pub fn run(args: PushArgs, ui: &Ui) -> Result<(), AppError> {
             Err(err) => outcomes.push(Err(err)),
         }
     }
-    if let Some(file) = &args.mapping_file {
-        write_mapping(file, &mapping)?;
-    }
-    summary(&tally, &target);
-    report_failures(&images, outcomes, "pushed", ui)
+    (mapping, outcomes)
 }
 
 /// `name:tag`, or the name alone for an image pinned by digest.

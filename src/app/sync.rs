@@ -10,7 +10,9 @@ use crate::cli::{ApiArgs, SyncArgs};
 use crate::cloudstack::CloudStack;
 use crate::sync::{Context, Desired, DesiredError, LockError, RunLock, SyncError};
 use crate::trust::checker;
+use crate::trust::sign::Signers;
 use crate::ui::Ui;
+use cks_iso_sigstore::TrustedRoot;
 
 impl From<DesiredError> for AppError {
     fn from(err: DesiredError) -> Self {
@@ -85,8 +87,35 @@ pub fn run(args: SyncArgs, ui: &Ui) -> Result<(), AppError> {
     let gate = |from: &std::path::Path, to: &std::path::Path| {
         upgrade_check::judge(from, to, release).map_err(|e| format!("{:#}", e.error))
     };
-    // Who must have signed an ISO before it is registered: the desired state's policy, else the
-    // configuration's, as `register` takes it.
+    let (signers, root) = iso_signers(&desired, &settings)?;
+    let ctx = Context {
+        shared,
+        reporter: ui,
+        api: &api,
+        http: &http,
+        gate: &gate,
+        signers: signers.as_ref().zip(root.as_ref()),
+        poll: Duration::from_secs_f64(args.poll_interval.max(0.05)),
+        timeout: Duration::from_secs(args.timeout),
+    };
+    let report = crate::sync::run::run(&desired, &ctx, args.plan)?;
+    print(&report, args.json);
+    match report.failed() {
+        0 => Ok(()),
+        n => Err(AppError::failure(
+            anyhow::anyhow!("sync: {n} failed or gated; the zone does not match the desired state"),
+            Some("each item's lines above say why; a gated ISO stays in the publish directory, unregistered".into()),
+        )),
+    }
+}
+
+/// Who must have signed an ISO before it is registered: the desired state's policy, else the
+/// configuration's, as `register` takes it; with the trusted root their signatures are judged
+/// against.
+fn iso_signers(
+    desired: &Desired,
+    settings: &crate::config::Settings,
+) -> Result<(Option<Signers>, Option<TrustedRoot>), AppError> {
     let policy = (desired.iso_signer_policy.as_deref()).or(settings.iso_signer_policy.as_deref());
     let flags = crate::trust::sign::SignerFlags {
         policy,
@@ -101,28 +130,15 @@ pub fn run(args: SyncArgs, ui: &Ui) -> Result<(), AppError> {
         )?),
         None => None,
     };
-    let ctx = Context {
-        shared,
-        reporter: ui,
-        api: &api,
-        http: &http,
-        gate: &gate,
-        signers: signers.as_ref().zip(root.as_ref()),
-        poll: Duration::from_secs_f64(args.poll_interval.max(0.05)),
-        timeout: Duration::from_secs(args.timeout),
-    };
-    let report = crate::sync::run::run(&desired, &ctx, args.plan)?;
-    if args.json {
-        let text = serde_json::to_string_pretty(&report).expect("plain JSON");
+    Ok((signers, root))
+}
+
+/// The report on stdout: text for a cron mail, or `--json`.
+fn print(report: &crate::sync::report::Report, json: bool) {
+    if json {
+        let text = serde_json::to_string_pretty(report).expect("plain JSON");
         crate::outln!("{text}");
     } else {
         crate::out::bytes(crate::ui::printable(&report.text()).as_bytes());
-    }
-    match report.failed() {
-        0 => Ok(()),
-        n => Err(AppError::failure(
-            anyhow::anyhow!("sync: {n} failed or gated; the zone does not match the desired state"),
-            Some("each item's lines above say why; a gated ISO stays in the publish directory, unregistered".into()),
-        )),
     }
 }

@@ -109,6 +109,10 @@ pub struct Got {
     pub notes: Vec<String>,
 }
 
+/// A body fetched under an artifact's legacy name: the URL, its checksum, the sink with whether
+/// the transport knew where the body ends, and the URL it was fetched from.
+type LegacyBody = (String, Option<Checksum>, (FileSink, bool), String);
+
 impl Fetcher<'_> {
     /// Where a request for the upstream `url` goes: through the mirrors, credentials hidden (for
     /// what `resolve` shows).
@@ -409,32 +413,8 @@ impl Fetcher<'_> {
             match self.body(&artifact.url, dest, size, limit).await {
                 Ok((sink, from)) => (artifact.url.clone(), artifact.checksum.clone(), sink, from),
                 Err(err) if err.status() == Some(404) && artifact.legacy.is_some() => {
-                    let legacy = artifact.legacy.as_ref().expect("checked");
-                    tracing::info!(
-                        "{} answered 404; trying the legacy name {}",
-                        redact(&artifact.url),
-                        file_name(&legacy.url)
-                    );
-                    let (sink, from) =
-                        self.body(&legacy.url, dest, size, limit)
-                            .await
-                            .map_err(|source| UpstreamError::Fetch {
-                                name: format!(
-                                    "{} under its legacy name ({} answered 404)",
-                                    artifact.name,
-                                    file_name(&artifact.url)
-                                ),
-                                source,
-                            })?;
-                    notes.push(format!(
-                        "used the legacy file name {}",
-                        file_name(&legacy.url)
-                    ));
-                    let checksum = artifact
-                        .checksum
-                        .as_ref()
-                        .map(|c| c.at(format!("{}.sha256", legacy.url)));
-                    (legacy.url.clone(), checksum, sink, from)
+                    self.legacy_body(artifact, dest, size, limit, &mut notes)
+                        .await?
                 }
                 Err(source) => {
                     return Err(UpstreamError::Fetch {
@@ -490,6 +470,44 @@ impl Fetcher<'_> {
             checksum_verified,
             notes,
         })
+    }
+
+    /// After a 404, the body under the artifact's legacy name, with that URL and its checksum;
+    /// the note that says so pushed onto `notes`.
+    async fn legacy_body(
+        &self,
+        artifact: &Artifact,
+        dest: &Path,
+        size: Option<u64>,
+        limit: Option<u64>,
+        notes: &mut Vec<String>,
+    ) -> Result<LegacyBody, UpstreamError> {
+        let legacy = artifact.legacy.as_ref().expect("checked");
+        tracing::info!(
+            "{} answered 404; trying the legacy name {}",
+            redact(&artifact.url),
+            file_name(&legacy.url)
+        );
+        let (sink, from) = self
+            .body(&legacy.url, dest, size, limit)
+            .await
+            .map_err(|source| UpstreamError::Fetch {
+                name: format!(
+                    "{} under its legacy name ({} answered 404)",
+                    artifact.name,
+                    file_name(&artifact.url)
+                ),
+                source,
+            })?;
+        notes.push(format!(
+            "used the legacy file name {}",
+            file_name(&legacy.url)
+        ));
+        let checksum = artifact
+            .checksum
+            .as_ref()
+            .map(|c| c.at(format!("{}.sha256", legacy.url)));
+        Ok((legacy.url.clone(), checksum, sink, from))
     }
 
     /// The body of `url` (through the mirrors) in a temporary file beside `dest`, cut one byte

@@ -25,6 +25,7 @@ mod pause;
 mod render;
 mod sboms;
 mod signatures;
+mod yamls;
 
 use std::path::{Path, PathBuf};
 
