@@ -85,7 +85,7 @@ pub fn run(args: SyncArgs, ui: &Ui) -> Result<(), AppError> {
     let shared = tools.shared(&settings);
     let release = CloudStack::parse(&desired.cloudstack.release).ok();
     let gate = |from: &std::path::Path, to: &std::path::Path| {
-        upgrade_check::judge(from, to, release).map_err(|e| format!("{:#}", e.error))
+        upgrade_check::judge(from, to, release).map_err(|e| e.error)
     };
     let (signers, root) = iso_signers(&desired, &settings)?;
     let ctx = Context {

@@ -363,14 +363,14 @@ impl Api {
     }
 
     /// `deleteKubernetesSupportedVersion id=…`, then its job polled to the end or for `timeout`
-    /// at most. `Ok(Err(text))` when the job failed (a cluster uses the version): CloudStack's own
-    /// words; [`ApiError::JobTimeout`] when it had not ended in time.
+    /// at most. [`Deleted::Refused`] when the job failed (a cluster uses the version), with
+    /// CloudStack's own words; [`ApiError::JobTimeout`] when it had not ended in time.
     pub async fn delete(
         &self,
         id: &str,
         poll: Duration,
         timeout: Duration,
-    ) -> Result<Result<(), String>, ApiError> {
+    ) -> Result<Deleted, ApiError> {
         let started = std::time::Instant::now();
         let v = self
             .call(
@@ -405,7 +405,7 @@ impl Api {
                     let left = timeout.saturating_sub(started.elapsed());
                     tokio::time::sleep(poll.min(left).max(Duration::from_millis(10))).await;
                 }
-                1 => return Ok(Ok(())),
+                1 => return Ok(Deleted::Done),
                 _ => {
                     let text = job
                         .jobresult
@@ -413,7 +413,7 @@ impl Api {
                         .and_then(Value::as_str)
                         .unwrap_or("the job failed")
                         .to_owned();
-                    return Ok(Err(text));
+                    return Ok(Deleted::Refused(text));
                 }
             }
         }
@@ -441,6 +441,15 @@ async fn read_capped(
         body.extend_from_slice(&chunk);
     }
     Ok(Some(body))
+}
+
+/// How a delete's job ended ([`Api::delete`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deleted {
+    /// The version is gone.
+    Done,
+    /// CloudStack refused (a cluster uses the version): its words.
+    Refused(String),
 }
 
 /// The value of a reply's envelope (`<command>response`, else its one key): on HTTP 200 the

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::IsoToRegister;
-use super::api::{Api, ApiError, SupportedVersion};
+use super::api::{Api, ApiError, Deleted, SupportedVersion};
 use super::plan::{self, Action, Conflict, Existing};
 use super::url::{self, UrlError};
 
@@ -487,8 +487,8 @@ async fn retire_replaced(
             Ok(format!("{} disabled", v.id))
         }
         Retire::Delete => match api.delete(&v.id, opts.poll, opts.timeout).await? {
-            Ok(()) => Ok(format!("{} deleted", v.id)),
-            Err(why) => {
+            Deleted::Done => Ok(format!("{} deleted", v.id)),
+            Deleted::Refused(why) => {
                 tracing::warn!("cannot delete {}: {why}; disabling it instead", v.id);
                 api.disable(&v.id).await?;
                 Ok(format!("{} disabled (delete refused: {why})", v.id))
@@ -543,8 +543,8 @@ pub async fn retire(
                     "disabled".into()
                 }
                 Retire::Delete => match api.delete(&v.id, poll, timeout).await? {
-                    Ok(()) => "deleted".into(),
-                    Err(why) => format!("kept: {why}"),
+                    Deleted::Done => "deleted".into(),
+                    Deleted::Refused(why) => format!("kept: {why}"),
                 },
             }
         };

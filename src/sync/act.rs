@@ -36,13 +36,13 @@ pub(super) fn build_all(build: &Build<'_>, desired: &Desired, slots: &mut [Slot]
             Ok(()) => continue,
             Err(_) if indices.len() > 1 => indices.iter().map(|i| vec![*i]).collect(),
             Err(why) => {
-                fail(&mut slots[indices[0]].item, why);
+                fail(&mut slots[indices[0]].item, why.to_string());
                 continue;
             }
         };
         for group in groups {
             if let Err(why) = build_publish(build, desired, slots, &group) {
-                fail(&mut slots[group[0]].item, why);
+                fail(&mut slots[group[0]].item, why.to_string());
             }
         }
     }
@@ -53,6 +53,33 @@ pub(super) fn fail(item: &mut Item, why: String) {
     item.why.push(why);
 }
 
+/// Why a version's ISOs could not be built ([`build_publish`]); each item of it fails with it.
+#[derive(Debug, thiserror::Error)]
+enum BuildFailed {
+    /// No staging directory in the publish directory.
+    #[error("cannot make a staging directory in {}: {source}", dir.display())]
+    Staging {
+        /// The publish directory.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The build failed: its error, causes and hint on one line ([`error_text`]).
+    #[error("{0}")]
+    Build(String),
+}
+
+/// Why an ISO is not registered under the signer policy ([`signed`]).
+#[derive(Debug, thiserror::Error)]
+enum NotSigned {
+    /// Its recorded SHA-256 is not one.
+    #[error(transparent)]
+    Sha256(#[from] cks_iso_io::Sha256ParseError),
+    /// No trusted signer signed it.
+    #[error(transparent)]
+    Refused(#[from] crate::trust::sign::Refused),
+}
+
 /// Builds the slots `indices` (one version) into a staging directory inside the publish
 /// directory, verifies each ISO, then renames each ISO's files to their served names.
 fn build_publish(
@@ -60,12 +87,15 @@ fn build_publish(
     desired: &Desired,
     slots: &mut [Slot],
     indices: &[usize],
-) -> Result<(), String> {
+) -> Result<(), BuildFailed> {
     let dir = &desired.publish.dir;
     let staging = tempfile::Builder::new()
         .prefix(STAGING_PREFIX)
         .tempdir_in(dir)
-        .map_err(|e| format!("cannot make a staging directory in {}: {e}", dir.display()))?;
+        .map_err(|source| BuildFailed::Staging {
+            dir: dir.clone(),
+            source,
+        })?;
     let first = &slots[indices[0]];
     let label =
         (!is_pinned(desired, &first.wanted)).then(|| format!("stable-{}", first.wanted.minor));
@@ -82,7 +112,7 @@ fn build_publish(
             ..BuildOptions::default()
         })
         .and_then(|input| build.run(input))
-        .map_err(|e| error_text(&e, e.hint()))?;
+        .map_err(|e| BuildFailed::Build(error_text(&e, e.hint())))?;
     let release = crate::cloudstack::CloudStack::parse(&desired.cloudstack.release).ok();
     for b in &built.isos {
         let Some(&i) = indices.iter().find(|i| slots[**i].wanted.arch == b.arch) else {
@@ -212,7 +242,7 @@ pub(super) fn gate_all(ctx: &Context<'_>, desired: &Desired, listed: &Listed, sl
                 Err(why) => {
                     fail(
                         &mut s.item,
-                        format!("upgrade-check from {}: {why}", from.display()),
+                        format!("upgrade-check from {}: {why:#}", from.display()),
                     );
                     s.decision.register = false;
                 }
@@ -284,15 +314,15 @@ pub(super) fn register_all(
 /// Whether `iso` is signed by one of `signers` (its bundle beside it, judged offline against
 /// `root`), with the SHA-256 already known of it: `register`'s rule, applied before CloudStack is
 /// told anything of this ISO.
-fn signed(iso: &IsoToRegister, signers: &Signers, root: &TrustedRoot) -> Result<(), String> {
-    let digest = crate::image::Sha256Sum::parse_hex(&iso.sha256).map_err(|e| e.to_string())?;
+fn signed(iso: &IsoToRegister, signers: &Signers, root: &TrustedRoot) -> Result<(), NotSigned> {
+    let digest = crate::image::Sha256Sum::parse_hex(&iso.sha256)?;
     match signers.check(&iso.path, digest.as_bytes(), root, crate::trust::now()) {
         Ok(s) => {
             let when = crate::trust::sign::when(s.when);
             tracing::info!("{}: signed by {}, {when}", iso.path.display(), s.signer);
             Ok(())
         }
-        Err(refused) => Err(refused.to_string()),
+        Err(refused) => Err(refused.into()),
     }
 }
 

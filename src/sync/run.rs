@@ -26,7 +26,7 @@ pub const STAGING_PREFIX: &str = ".sync-staging-";
 
 /// An upgrade-check verdict of FROM → TO (both ISOs): the caller's `upgrade-check`, or why it
 /// could not judge.
-pub type Gate<'a> = dyn Fn(&Path, &Path) -> Result<crate::upgrade::Report, String> + 'a;
+pub type Gate<'a> = dyn Fn(&Path, &Path) -> Result<crate::upgrade::Report, anyhow::Error> + 'a;
 
 /// What a sync borrows.
 pub struct Context<'a> {
