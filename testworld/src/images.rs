@@ -511,10 +511,11 @@ const SPECS: [Spec; 4] = [
     },
 ];
 
-/// The corpus described in the module doc: four multi-arch images (one only by digest), the
-/// pause index also as `tag@digest`, an amd64-only Docker v2 image and an amd64-only OCI index.
-pub fn corpus() -> Corpus {
-    let mut corpus = Corpus::default();
+/// The base layer of each architecture and manifest style.
+type Bases = BTreeMap<(&'static str, Style), Layer>;
+
+/// One base layer per architecture and style, under every image of that kind.
+fn corpus_bases() -> Bases {
     let mut bases = BTreeMap::new();
     for arch in ["amd64", "arm64"] {
         for (i, style) in [Style::Oci, Style::Docker].into_iter().enumerate() {
@@ -524,6 +525,50 @@ pub fn corpus() -> Corpus {
             bases.insert((arch, style), base);
         }
     }
+    bases
+}
+
+/// The amd64-only images: a Docker v2 image, and an OCI index that lists amd64 and an
+/// attestation only (arm64 must be refused by name).
+fn amd64_only(corpus: &mut Corpus, bases: &Bases) {
+    let name = "quay.io/example/amd64-only";
+    let plan = corpus.repos.entry(name.to_owned()).or_default();
+    let base = &bases[&("amd64", Style::Docker)];
+    let own = layer(&[("opt/tool", noise(99, 4096))]);
+    let (desc, image) = platform_manifest(plan, Style::Docker, "amd64", None, &[base, &own]);
+    let (_, _, bytes) = plan.manifests.last().unwrap().clone();
+    plan.manifests
+        .push(("1.0".into(), DOCKER_MANIFEST.into(), bytes));
+    corpus.fixtures.push(Fixture {
+        name: name.into(),
+        tag: Some("1.0".into()),
+        pinned: false,
+        top: desc["digest"].as_str().unwrap().to_owned(),
+        per_arch: BTreeMap::from([("amd64".to_owned(), image)]),
+        platforms: vec!["linux/amd64".into()],
+    });
+    let name = "ghcr.io/example/amd64-index";
+    let plan = corpus.repos.entry(name.to_owned()).or_default();
+    let base = &bases[&("amd64", Style::Oci)];
+    let own = layer(&[("opt/indexed", noise(98, 4096))]);
+    let (desc, image) = platform_manifest(plan, Style::Oci, "amd64", None, &[base, &own]);
+    let att = attestation(plan, &desc);
+    let top = index(plan, Style::Oci, vec![desc, att], Some("2.0"));
+    corpus.fixtures.push(Fixture {
+        name: name.into(),
+        tag: Some("2.0".into()),
+        pinned: false,
+        top,
+        per_arch: BTreeMap::from([("amd64".to_owned(), image)]),
+        platforms: vec!["linux/amd64".into()],
+    });
+}
+
+/// The corpus described in the module doc: four multi-arch images (one only by digest), the
+/// pause index also as `tag@digest`, an amd64-only Docker v2 image and an amd64-only OCI index.
+pub fn corpus() -> Corpus {
+    let mut corpus = Corpus::default();
+    let bases = corpus_bases();
     for (n, spec) in SPECS.iter().enumerate() {
         let plan = corpus.repos.entry(spec.name.to_owned()).or_default();
         let mut entries = Vec::new();
@@ -564,37 +609,6 @@ pub fn corpus() -> Corpus {
         pinned: true,
         ..pause
     });
-    let name = "quay.io/example/amd64-only";
-    let plan = corpus.repos.entry(name.to_owned()).or_default();
-    let base = &bases[&("amd64", Style::Docker)];
-    let own = layer(&[("opt/tool", noise(99, 4096))]);
-    let (desc, image) = platform_manifest(plan, Style::Docker, "amd64", None, &[base, &own]);
-    let (_, _, bytes) = plan.manifests.last().unwrap().clone();
-    plan.manifests
-        .push(("1.0".into(), DOCKER_MANIFEST.into(), bytes));
-    corpus.fixtures.push(Fixture {
-        name: name.into(),
-        tag: Some("1.0".into()),
-        pinned: false,
-        top: desc["digest"].as_str().unwrap().to_owned(),
-        per_arch: BTreeMap::from([("amd64".to_owned(), image)]),
-        platforms: vec!["linux/amd64".into()],
-    });
-    // An index that lists amd64 and an attestation only: arm64 must be refused by name.
-    let name = "ghcr.io/example/amd64-index";
-    let plan = corpus.repos.entry(name.to_owned()).or_default();
-    let base = &bases[&("amd64", Style::Oci)];
-    let own = layer(&[("opt/indexed", noise(98, 4096))]);
-    let (desc, image) = platform_manifest(plan, Style::Oci, "amd64", None, &[base, &own]);
-    let att = attestation(plan, &desc);
-    let top = index(plan, Style::Oci, vec![desc, att], Some("2.0"));
-    corpus.fixtures.push(Fixture {
-        name: name.into(),
-        tag: Some("2.0".into()),
-        pinned: false,
-        top,
-        per_arch: BTreeMap::from([("amd64".to_owned(), image)]),
-        platforms: vec!["linux/amd64".into()],
-    });
+    amd64_only(&mut corpus, &bases);
     corpus
 }
