@@ -133,7 +133,7 @@ pub fn run(desired: &Desired, ctx: &Context<'_>, plan: bool) -> Result<Report, S
                 from: from_of(&minor),
                 state: "failed".into(),
                 done: vec!["failed".into()],
-                why: vec![why],
+                why: vec![why.to_string()],
                 ..Item::default()
             }),
         }
@@ -250,19 +250,37 @@ fn from_of(minor: &Minor) -> String {
     }
 }
 
+/// Why a minor of the desired state could not be resolved ([`resolve`]).
+#[derive(Debug, thiserror::Error)]
+enum Unresolved {
+    /// The request failed: its error, causes and hint on one line ([`error_text`]).
+    #[error("{0}")]
+    Request(String),
+    /// The label read names a release of another minor.
+    #[error("{label} names v{version}, not a {minor} release")]
+    OtherMinor {
+        /// What was read (`stable-1.33`, or a pinned version).
+        label: String,
+        /// The release it names.
+        version: String,
+        /// The minor wanted.
+        minor: String,
+    },
+}
+
 /// `minor` resolved (its label read) into what each arch wants.
-fn resolve(build: &Build<'_>, desired: &Desired, minor: &Minor) -> Result<Vec<Wanted>, String> {
+fn resolve(build: &Build<'_>, desired: &Desired, minor: &Minor) -> Result<Vec<Wanted>, Unresolved> {
     let prepared = build
         .request(&options(desired, minor.kubernetes(), None))
-        .map_err(|e| error_text(&e, e.hint()))?;
+        .map_err(|e| Unresolved::Request(error_text(&e, e.hint())))?;
     let request = &prepared.request;
     let version = request.kubernetes.trim_start_matches('v').to_owned();
     if !version.starts_with(&format!("{}.", minor.minor)) {
-        return Err(format!(
-            "{} names v{version}, not a {} release",
-            minor.kubernetes(),
-            minor.minor
-        ));
+        return Err(Unresolved::OtherMinor {
+            label: minor.kubernetes(),
+            version,
+            minor: minor.minor.clone(),
+        });
     }
     let fingerprint = Fingerprint::of_request(request);
     Ok((desired.arches().into_iter())

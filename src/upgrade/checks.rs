@@ -114,7 +114,11 @@ pub(super) fn archives(scan: &IsoScan) -> Check {
                 "{}: nodes cannot import it: {}{}; upgrade-kubernetes.sh stops at the \
                  first failing import",
                 first.path,
-                first.outcome.as_ref().err().map_or("", |e| e.as_str()),
+                first
+                    .outcome
+                    .as_ref()
+                    .err()
+                    .map_or(String::new(), ToString::to_string),
                 match refused.len() {
                     1 => String::new(),
                     n => format!(" (and {} more archive(s))", n - 1),
