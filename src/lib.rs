@@ -33,7 +33,7 @@
 //! For the binary: [`app`], [`cli`], [`ui`] (logs and progress on stderr), [`env`](mod@env)
 //! (every environment variable the tool reads). The commands' own modules are private: `verify`
 //! (an ISO checked against the contract), `upgrade` (`upgrade-check`), `cloudstack` (CloudStack
-//! registration and the releases' rules), `pull`, `upkeep` (the `cache` subcommands), `doctor`, `config` (the
+//! registration and the releases' rules), `pull`, `push` (an image list to push), `carry` (the `cache` subcommands: a cache carried across an air gap, listed, verified, pruned), `doctor`, `config` (the
 //! configuration file), `failure` (how an error reads), `out` (data on stdout).
 
 pub mod app;
@@ -43,6 +43,7 @@ pub use cks_iso_oci::{archive, image};
 // The pure domain (crates/cks-iso-domain), under the module names the rest of the crate uses.
 pub use cks_iso_domain::{contract, diff, lock, manifest, plan, sbom, staged, units, versions};
 pub mod cache;
+mod carry;
 pub mod cli;
 mod cloudstack;
 mod config;
@@ -54,6 +55,7 @@ pub mod fetch;
 mod out;
 pub mod pipeline;
 mod pull;
+mod push;
 pub mod registry;
 pub mod release;
 pub mod reporter;
@@ -61,6 +63,5 @@ mod sync;
 pub mod trust;
 pub mod ui;
 mod upgrade;
-mod upkeep;
 pub mod upstream;
 mod verify;

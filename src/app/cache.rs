@@ -1,14 +1,14 @@
 //! `cks-iso cache export|import|ls|verify|prune`: the blob cache as something an operator can
-//! carry across an air gap, inspect, check and trim. The work is [`crate::upkeep`]'s; these
+//! carry across an air gap, inspect, check and trim. The work is [`crate::carry`]'s; these
 //! functions read the arguments and the locks, call it, and print: data on stdout, logs on
 //! stderr, errors naming the blob and what to do.
 
 use super::{AppError, net};
+use crate::carry::{self, CarryError, Finding, human, read_locks};
 use crate::cli::{
     CacheCommand, CacheExportArgs, CacheImportArgs, CacheLsArgs, CachePruneArgs, CacheVerifyArgs,
 };
 use crate::ui::Ui;
-use crate::upkeep::{self, Finding, UpkeepError, human, read_locks};
 use crate::upstream::admit;
 
 /// Runs one `cache` subcommand.
@@ -22,8 +22,8 @@ pub fn run(command: CacheCommand, ui: &Ui) -> Result<(), AppError> {
     }
 }
 
-impl From<UpkeepError> for AppError {
-    fn from(err: UpkeepError) -> Self {
+impl From<CarryError> for AppError {
+    fn from(err: CarryError) -> Self {
         let hint = err.hint();
         match err.is_usage() {
             true => Self::usage(err, hint),
@@ -37,8 +37,8 @@ fn export(args: CacheExportArgs, ui: &Ui) -> Result<(), AppError> {
     let cache = net::cache(args.cache.cache_dir)?;
     let locks = read_locks(&args.locked)?;
     // A delta: what the far side already holds is left out, and said in delta.json.
-    let held = upkeep::held(&cache, &args.minus)?;
-    let done = upkeep::export(&cache, &locks, &held, &args.output, ui)?;
+    let held = carry::held(&cache, &args.minus)?;
+    let done = carry::export(&cache, &locks, &held, &args.output, ui)?;
     let Some(delta) = done.delta else {
         crate::outln!(
             "exported {} blob(s), {} ({} copied), and {} index entries to {}",
@@ -73,9 +73,9 @@ fn export(args: CacheExportArgs, ui: &Ui) -> Result<(), AppError> {
 }
 
 /// Adds every blob of `DIR` and the index entries evidence from outside it admits (see
-/// [`upkeep::import`]); exit 1 when an entry was refused or a blob is corrupt.
+/// [`carry::import`]); exit 1 when an entry was refused or a blob is corrupt.
 fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
-    let carry = upkeep::Carry::open(&args.dir)?;
+    let carry = carry::Carry::open(&args.dir)?;
     let cache = net::cache(args.cache.cache_dir)?;
     let trust = admit::Trust {
         root: crate::trust::trusted_root(args.trusted_root.as_deref(), None)?.0,
@@ -83,7 +83,7 @@ fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
         now: crate::trust::now(),
     };
     let locks = read_locks(&args.locked)?;
-    let done = upkeep::import(&carry, &cache, &locks, &trust, &args.from_iso, ui)?;
+    let done = carry::import(&carry, &cache, &locks, &trust, &args.from_iso, ui)?;
     warn_unverifiable(&carry, &trust, args.trusted_root.as_deref());
     crate::outln!(
         "imported {} blob(s), {} ({} new), and {} index entries into {}{}",
@@ -106,7 +106,7 @@ fn import(args: CacheImportArgs, ui: &Ui) -> Result<(), AppError> {
 /// Warns when signed downloads of the carry do not verify against the trusted root this side
 /// uses: the import takes them (a lock vouches for their bytes), but a `build` here verifies
 /// their signatures again and would fail one step later, after an import that said nothing.
-fn warn_unverifiable(carry: &upkeep::Carry, trust: &admit::Trust, root: Option<&std::path::Path>) {
+fn warn_unverifiable(carry: &carry::Carry, trust: &admit::Trust, root: Option<&std::path::Path>) {
     let failing = admit::unverifiable(carry.cache(), trust);
     let Some((url, why)) = failing.first() else {
         return;
@@ -128,7 +128,7 @@ fn warn_unverifiable(carry: &upkeep::Carry, trust: &admit::Trust, root: Option<&
 fn ls(args: CacheLsArgs) -> Result<(), AppError> {
     let cache = net::cache(args.cache.cache_dir)?;
     let locks = read_locks(&args.locked)?;
-    let inventory = upkeep::inventory(&cache, &locks).map_err(UpkeepError::from)?;
+    let inventory = carry::inventory(&cache, &locks).map_err(CarryError::from)?;
     match args.json {
         true => crate::outln!(
             "{}",
@@ -144,7 +144,7 @@ fn ls(args: CacheLsArgs) -> Result<(), AppError> {
 fn verify(args: CacheVerifyArgs, ui: &Ui) -> Result<(), AppError> {
     let cache = net::cache(args.cache.cache_dir)?;
     let print = &mut |finding: Finding| crate::outln!("{finding}");
-    let done = upkeep::verify(&cache, args.fix, ui, print)?;
+    let done = carry::verify(&cache, args.fix, ui, print)?;
     match done.problems {
         0 => crate::outln!(
             "ok: {} blob(s) and {} index entries in {}",
@@ -162,7 +162,7 @@ fn prune(args: CachePruneArgs) -> Result<(), AppError> {
     let cache = net::cache(args.cache.cache_dir)?;
     let locks = read_locks(&args.keep_locked)?;
     let print = &mut |finding: Finding| crate::outln!("{finding}");
-    let done = upkeep::prune(&cache, &locks, print)?;
+    let done = carry::prune(&cache, &locks, print)?;
     crate::outln!(
         "freed {}: {} blob(s) and {} index entries removed, {} blob(s) kept",
         human(done.freed),

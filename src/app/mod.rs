@@ -23,7 +23,7 @@ mod upgrade_check;
 mod verify;
 mod verify_bundle;
 mod verify_image;
-mod versions_cmd;
+mod versions;
 
 pub use error::{AppError, ExitKind};
 
@@ -61,10 +61,10 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<Outcome, AppError> {
         Command::Pull(args) => done(pull::run(*args, ui)),
         Command::Push(args) => done(push::run(*args, ui)),
         Command::Build(args) => done(build::run(*args, ui)),
-        Command::Sign(args) => done(sign::run(args)),
+        Command::Sign(args) => done(sign::run(*args)),
         Command::Register(args) => done(register::run(*args)),
         Command::Sync(args) => done(sync::run(*args, ui)),
-        Command::Versions(command) => done(versions_cmd::run(*command)),
+        Command::Versions(command) => done(versions::run(*command)),
         Command::Diff(args) => diff::run(args),
         Command::UpgradeCheck(args) => done(upgrade_check::run(args)),
         Command::Cache(command) => done(cache::run(command, ui)),

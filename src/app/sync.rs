@@ -8,11 +8,10 @@ use std::time::Duration;
 use super::{AppError, net, register, upgrade_check};
 use crate::cli::{ApiArgs, SyncArgs};
 use crate::cloudstack::CloudStack;
+use crate::sync::run::Mode;
 use crate::sync::{Context, Desired, DesiredError, LockError, RunLock, SyncError};
 use crate::trust::checker;
-use crate::trust::sign::Signers;
 use crate::ui::Ui;
-use cks_iso_sigstore::TrustedRoot;
 
 impl From<DesiredError> for AppError {
     fn from(err: DesiredError) -> Self {
@@ -43,8 +42,11 @@ impl From<LockError> for AppError {
 /// Runs (or with `--plan`, plans) a sync and prints its report.
 pub fn run(args: SyncArgs, ui: &Ui) -> Result<(), AppError> {
     let desired = Desired::load(&args.desired)?;
-    let settings = net::settings(args.net.clone())?;
+    let mut settings = net::settings(args.net.clone())?;
     net::registry_mirrors(&settings)?;
+    if let Some(dir) = &args.write_locks {
+        return write_locks(&args, &desired, &settings, dir, ui);
+    }
     let api_args = ApiArgs {
         profile: args
             .api
@@ -75,47 +77,17 @@ pub fn run(args: SyncArgs, ui: &Ui) -> Result<(), AppError> {
             Some(RunLock::take(&desired.lock_path(), args.wait)?)
         }
     };
-    let flags = checker::Flags {
-        mode: desired.signatures.as_deref(),
-        trusted_root: desired.trusted_root.as_deref(),
-        policy: desired.signature_policy.as_deref(),
-        rekor_url: args.rekor_url.as_deref(),
-    };
-    let tools = net::BuildTools::open(&settings, flags, args.cache_dir.clone())?;
+    // Offline is the builds' (their HTTP layer refuses every request); CloudStack's client was
+    // made above and still answers.
+    settings.http.offline = args.offline;
+    let tools = net::BuildTools::open(&settings, flags(&args, &desired), args.cache_dir.clone())?;
     let shared = tools.shared(&settings);
     let release = CloudStack::parse(&desired.cloudstack.release).ok();
     let gate = |from: &std::path::Path, to: &std::path::Path| {
-        upgrade_check::judge(from, to, release).map_err(|e| e.error)
+        upgrade_check::judge(from, to, release).map_err(|e| format!("{:#}", e.error))
     };
-    let (signers, root) = iso_signers(&desired, &settings)?;
-    let ctx = Context {
-        shared,
-        reporter: ui,
-        api: &api,
-        http: &http,
-        gate: &gate,
-        signers: signers.as_ref().zip(root.as_ref()),
-        poll: Duration::from_secs_f64(args.poll_interval.max(0.05)),
-        timeout: Duration::from_secs(args.timeout),
-    };
-    let report = crate::sync::run::run(&desired, &ctx, args.plan)?;
-    print(&report, args.json);
-    match report.failed() {
-        0 => Ok(()),
-        n => Err(AppError::failure(
-            anyhow::anyhow!("sync: {n} failed or gated; the zone does not match the desired state"),
-            Some("each item's lines above say why; a gated ISO stays in the publish directory, unregistered".into()),
-        )),
-    }
-}
-
-/// Who must have signed an ISO before it is registered: the desired state's policy, else the
-/// configuration's, as `register` takes it; with the trusted root their signatures are judged
-/// against.
-fn iso_signers(
-    desired: &Desired,
-    settings: &crate::config::Settings,
-) -> Result<(Option<Signers>, Option<TrustedRoot>), AppError> {
+    // Who must have signed an ISO before it is registered: the desired state's policy, else the
+    // configuration's, as `register` takes it.
     let policy = (desired.iso_signer_policy.as_deref()).or(settings.iso_signer_policy.as_deref());
     let flags = crate::trust::sign::SignerFlags {
         policy,
@@ -130,15 +102,61 @@ fn iso_signers(
         )?),
         None => None,
     };
-    Ok((signers, root))
+    let ctx = Context {
+        shared,
+        reporter: ui,
+        api: &api,
+        http: &http,
+        gate: &gate,
+        signers: signers.as_ref().zip(root.as_ref()),
+        poll: Duration::from_secs_f64(args.poll_interval.max(0.05)),
+        timeout: Duration::from_secs(args.timeout),
+    };
+    let mode = Mode {
+        plan: args.plan,
+        locks: args.locks.clone(),
+    };
+    let report = crate::sync::run::run(&desired, &ctx, &mode)?;
+    print(&report, &args)
 }
 
-/// The report on stdout: text for a cron mail, or `--json`.
-fn print(report: &crate::sync::report::Report, json: bool) {
-    if json {
+/// The signature flags of the builds, from the desired state.
+fn flags<'a>(args: &'a SyncArgs, desired: &'a Desired) -> checker::Flags<'a> {
+    checker::Flags {
+        mode: desired.signatures.as_deref(),
+        trusted_root: desired.trusted_root.as_deref(),
+        policy: desired.signature_policy.as_deref(),
+        rekor_url: args.rekor_url.as_deref(),
+    }
+}
+
+/// `--plan --write-locks DIR`: no CloudStack, no publish directory, no run lock.
+fn write_locks(
+    args: &SyncArgs,
+    desired: &Desired,
+    settings: &crate::config::Settings,
+    dir: &std::path::Path,
+    ui: &Ui,
+) -> Result<(), AppError> {
+    let tools = net::BuildTools::open(settings, flags(args, desired), args.cache_dir.clone())?;
+    let build = crate::pipeline::Build::new(tools.shared(settings), ui);
+    let report = crate::sync::locks::write(&build, desired, dir);
+    print(&report, args)
+}
+
+/// The report on stdout (text or `--json`); exit 1 when anything failed or was gated.
+fn print(report: &crate::sync::report::Report, args: &SyncArgs) -> Result<(), AppError> {
+    if args.json {
         let text = serde_json::to_string_pretty(report).expect("plain JSON");
         crate::outln!("{text}");
     } else {
         crate::out::bytes(crate::ui::printable(&report.text()).as_bytes());
+    }
+    match report.failed() {
+        0 => Ok(()),
+        n => Err(AppError::failure(
+            anyhow::anyhow!("sync: {n} failed or gated; the zone does not match the desired state"),
+            Some("each item's lines above say why; a gated ISO stays in the publish directory, unregistered".into()),
+        )),
     }
 }

@@ -17,6 +17,21 @@ pub struct SyncArgs {
     /// Print what a run would do and change nothing (only list calls and upstream resolution).
     #[arg(long)]
     pub plan: bool,
+    /// With --plan, on the connected side of an air gap: write the lock each minor's build
+    /// would realize to DIR/<version>.lock, everything it names fetched into the cache (for
+    /// `cache export --locked`). CloudStack and the publish directory are not read: they are the
+    /// far side's.
+    #[arg(long, value_name = "DIR", requires = "plan")]
+    pub write_locks: Option<PathBuf>,
+    /// Take each minor's version and content from its lock in DIR (written by `--write-locks`)
+    /// instead of its label, and build exactly that lock, its content first taken from the ISOs
+    /// in the publish directory.
+    #[arg(long, value_name = "DIR", conflicts_with = "write_locks")]
+    pub locks: Option<PathBuf>,
+    /// Make no connection but to CloudStack: the locks' content comes from the cache (a `cache
+    /// import`ed export) and the published ISOs. Needs --locks.
+    #[arg(long, requires = "locks")]
+    pub offline: bool,
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,

@@ -121,13 +121,18 @@ impl<'a> Build<'a> {
         if let Some(path) = &options.sign_key {
             prepared.sign_key = Some(std::sync::Arc::new(sign::load_key(path)?));
         }
+        if let Some(keyless) = &options.keyless {
+            let signer =
+                crate::trust::keyless::KeylessSigner::new(keyless, &keyless_defaults(settings))?;
+            prepared.keyless = Some(std::sync::Arc::new(signer));
+        }
         let Some(lock) = lock else {
             return Ok(Input::Request(prepared));
         };
         if let (Some(path), false) = (&options.locked, options.from_iso.is_empty()) {
             let cache = self.shared.registry.cache();
             let offline = settings.http.offline;
-            crate::upkeep::from_iso(cache, &lock, path, &options.from_iso, offline)?;
+            crate::carry::from_iso(cache, &lock, path, &options.from_iso, offline)?;
         }
         Ok(Input::Locked(prepared, Box::new(lock)))
     }
@@ -252,23 +257,26 @@ impl<'a> Build<'a> {
     /// the ISOs written and the run's lock written where asked (or no ISO is left).
     pub fn run(&self, input: Input) -> Result<Built, BuildError> {
         let work = prepare::work_dir("build")?;
-        let (prepared, lock, tags_from_cache) = match input {
-            Input::Locked(prepared, lock) => (prepared, *lock, false),
-            Input::Request(prepared) => {
-                let lock = self.resolve(&prepared, work.path())?;
-                (prepared, lock, self.shared.settings.http.offline)
-            }
-        };
-        let realized = self.realize(&prepared, &lock, tags_from_cache, work.path())?;
-        let (request, volume_id) = (&prepared.request, prepared.volume_id.as_str());
-        let epoch = prepared.epoch.unwrap_or(lock.epoch);
-        let lock = realized.lock(&lock, request, volume_id, epoch);
+        let (prepared, realized, lock) = self.realize_input(input, work.path())?;
         let isos = self.author(&prepared, &realized, &lock)?;
         // Signed with the sha256 the writer computed: no ISO is read again.
         if let Some(key) = &prepared.sign_key
             && let Err(e) = isos
                 .iter()
                 .try_for_each(|b| sign::sign_iso(&b.path, &b.sha256, key))
+        {
+            remove(&isos);
+            return Err(e.into());
+        }
+        if let Some(signer) = &prepared.keyless
+            && let Err(e) = isos.iter().try_for_each(|b| {
+                let digest = hex::decode(&b.sha256).ok().and_then(|d| d.try_into().ok());
+                let digest: [u8; 32] = digest.expect("the writer's sha256 is 64 hex digits");
+                self.shared
+                    .runtime
+                    .block_on(signer.sign_iso(&b.path, &digest))
+                    .map(drop)
+            })
         {
             remove(&isos);
             return Err(e.into());
@@ -285,6 +293,37 @@ impl<'a> Build<'a> {
             lock,
             kubernetes_label: prepared.request.kubernetes_label.clone(),
         })
+    }
+
+    /// The run's lock a build of `input` writes (its `--lock-file`, the lock inside its ISOs),
+    /// with everything that lock names fetched into the cache and verified, and no ISO written:
+    /// what `sync --plan --write-locks` gives the far side of an air gap to build `--locked`.
+    pub fn lock_only(&self, input: Input) -> Result<Lock, BuildError> {
+        let work = prepare::work_dir("lock")?;
+        let (_, _, lock) = self.realize_input(input, work.path())?;
+        drop(work);
+        Ok(lock)
+    }
+
+    /// [`Build::run`] up to the ISOs: the request resolved (unless `input` is a lock), the lock
+    /// realized into `work`, and the run's lock recorded.
+    fn realize_input(
+        &self,
+        input: Input,
+        work: &Path,
+    ) -> Result<(Prepared, Realized, Lock), BuildError> {
+        let (prepared, lock, tags_from_cache) = match input {
+            Input::Locked(prepared, lock) => (prepared, *lock, false),
+            Input::Request(prepared) => {
+                let lock = self.resolve(&prepared, work)?;
+                (prepared, lock, self.shared.settings.http.offline)
+            }
+        };
+        let realized = self.realize(&prepared, &lock, tags_from_cache, work)?;
+        let (request, volume_id) = (&prepared.request, prepared.volume_id.as_str());
+        let epoch = prepared.epoch.unwrap_or(lock.epoch);
+        let lock = realized.lock(&lock, request, volume_id, epoch);
+        Ok((prepared, realized, lock))
     }
 }
 
@@ -320,6 +359,15 @@ pub fn settings(config: &Path) -> Result<Settings, crate::config::ConfigError> {
         config: Some(config.to_owned()),
         ..Default::default()
     })
+}
+
+/// What keyless signing takes from the settings: HTTP, `rekor-url:`, `trusted-root:`.
+pub fn keyless_defaults(settings: &Settings) -> crate::trust::keyless::Defaults<'_> {
+    crate::trust::keyless::Defaults {
+        http: &settings.http,
+        rekor_url: settings.rekor_url.as_deref(),
+        trusted_root: settings.trusted_root.as_deref(),
+    }
 }
 
 /// Creates `dir` if needed and proves a file can be made in it.

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use super::author::AuthorError;
 use super::realize::RealizeError;
 use super::resolve::LockError;
+use crate::carry::CarryError;
 use crate::cloudstack::UnknownRelease;
 use crate::env::{BadEpoch, EPOCH_HINT};
 use crate::fetch::FetchError;
@@ -16,7 +17,6 @@ use crate::lock::source::SourceError;
 use crate::plan::PlanError;
 use crate::release::{ResolveError, VersionError};
 use crate::trust::sign::SignError;
-use crate::upkeep::UpkeepError;
 use crate::upstream::label::LabelError;
 use cks_iso_iso9660::IsoError;
 
@@ -58,7 +58,7 @@ pub enum BuildError {
     Lock(Box<SourceError>),
     /// `--from-iso`: the ISOs that were to fill the cache.
     #[error(transparent)]
-    FromIso(Box<UpkeepError>),
+    FromIso(Box<CarryError>),
     /// The output directory cannot be created or written.
     #[error("cannot write to the output directory {}", dir.display())]
     OutputDir {
@@ -129,7 +129,7 @@ boxed_from!(
     CloudStack(UnknownRelease),
     Iso(IsoError),
     Lock(SourceError),
-    FromIso(UpkeepError),
+    FromIso(CarryError),
     Resolve(LockError),
     Realize(RealizeError),
     Author(AuthorError),

@@ -1,6 +1,9 @@
 //! One image into a push target, as the source holds it: the blobs of each manifest first, then
 //! the manifests by digest (the platform manifests before the index that lists them), then the
-//! tag, then the cosign signatures that were accepted for it, under their `.sig` tags. Nothing is
+//! tag, then the cosign signatures that were accepted for it: `.sig` manifests under their tags,
+//! cosign 3 referrers by digest — listed by the target itself where it has the OCI 1.1 Referrers
+//! API (it answers the referrer's `PUT` with `OCI-Subject`), else added to the tag-schema
+//! fallback index `sha256-<hex>` of their subject, as cosign does there. Nothing is
 //! re-serialised: what goes up is the cache's bytes, so the digests the lock names are the
 //! digests the target serves.
 //!
@@ -12,6 +15,7 @@
 //! upstream's too — and the outcome says so.
 
 use futures_util::TryStreamExt;
+use reqwest::header::HeaderMap;
 
 use super::target::Target;
 use super::upload::{Pushed, Tally};
@@ -82,7 +86,8 @@ impl Registry {
         Ok(())
     }
 
-    /// Target side: the blobs of the cached manifest `digest`, then the manifest by digest.
+    /// Target side: the blobs of the cached manifest `digest`, then the manifest by digest; the
+    /// headers the target answered its `PUT` with, `None` when it held it already.
     async fn push_manifest_tree(
         &self,
         ep: &Endpoint,
@@ -90,7 +95,7 @@ impl Registry {
         digest: &Digest,
         chunk: u64,
         tally: &Tally,
-    ) -> Result<(), RegistryError> {
+    ) -> Result<Option<HeaderMap>, RegistryError> {
         let bytes = self.cached(reference, digest)?;
         let manifest: Manifest = parse(&bytes, digest, "manifest")?;
         let blobs = std::iter::once(&manifest.config).chain(&manifest.layers);
@@ -104,15 +109,15 @@ impl Registry {
             pushed.len()
         );
         let media = media_of(&bytes);
-        if self
-            .put_manifest(ep, reference, &digest.to_string(), (digest, &media, &bytes))
-            .await?
-        {
+        let answer = self
+            .put_manifest_answer(ep, reference, &digest.to_string(), (digest, &media, &bytes))
+            .await?;
+        if answer.is_some() {
             tally
                 .manifests
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        Ok(())
+        Ok(answer)
     }
 
     /// Whether the cache holds the manifest `digest` and every blob it names, at their sizes.
@@ -187,19 +192,30 @@ impl Registry {
                 outcome.unsigned.push(tag.clone());
                 continue;
             }
-            self.push_manifest_tree(&ep, reference, digest, chunk, tally)
+            let answer = self
+                .push_manifest_tree(&ep, reference, digest, chunk, tally)
                 .await?;
-            // A cosign 3 referrer goes by digest and is listed in its subject's fallback index,
-            // which its lock tag names.
             let bytes = self.cached(reference, digest)?;
             match tag.ends_with(".sig") {
                 true => {
                     self.put_tagged(&ep, reference, tag, digest, &bytes, tally)
                         .await?
                 }
+                // A cosign 3 referrer goes by digest; the target lists it by its subject when
+                // it has the Referrers API, else it is listed in the fallback index its lock tag
+                // names.
                 false => {
-                    self.list_referrer(&ep, reference, tag, (digest, &bytes), tally)
-                        .await?
+                    let listed = self
+                        .listed_by_subject(&ep, reference, (digest, &bytes), answer)
+                        .await?;
+                    if listed {
+                        tally
+                            .by_referrers_api
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    } else {
+                        self.list_referrer(&ep, reference, tag, (digest, &bytes), tally)
+                            .await?
+                    }
                 }
             }
             outcome.signatures += 1;
@@ -248,7 +264,7 @@ impl Registry {
             match self.cache.size_of(&child.digest) == Some(child.size) {
                 true => {
                     self.push_manifest_tree(ep, reference, &child.digest, chunk, tally)
-                        .await?
+                        .await?;
                 }
                 false => missing += 1,
             }
@@ -280,10 +296,58 @@ impl Registry {
         Ok(())
     }
 
+    /// Whether the target lists the referrer `digest` by its `subject` itself (the OCI 1.1
+    /// Referrers API): it answered the referrer's `PUT` (`answer`) with `OCI-Subject` naming the
+    /// subject, as the distribution spec has a registry with the API do; for a referrer it held
+    /// already, its Referrers API lists it. A referrer without `subject` is listed by nobody.
+    async fn listed_by_subject(
+        &self,
+        ep: &Endpoint,
+        reference: &Reference,
+        (digest, bytes): (&Digest, &[u8]),
+        answer: Option<HeaderMap>,
+    ) -> Result<bool, RegistryError> {
+        #[derive(Deserialize)]
+        struct Subject {
+            subject: Option<Descriptor>,
+        }
+        let subject = serde_json::from_slice::<Subject>(bytes)
+            .ok()
+            .and_then(|s| s.subject);
+        let Some(subject) = subject else {
+            return Ok(false);
+        };
+        if let Some(headers) = answer {
+            let named = headers.get("oci-subject").and_then(|v| v.to_str().ok());
+            return Ok(named == Some(subject.digest.to_string().as_str()));
+        }
+        let url = format!("{}/v2/{}/referrers/{}", ep.base, ep.name, subject.digest);
+        let what = format!("the referrers of {}", subject.digest);
+        let r = self
+            .send_retried(
+                &self.client,
+                ep,
+                reference,
+                (Method::GET, &url, &what),
+                |b| b.header(ACCEPT, OCI_INDEX),
+            )
+            .await?;
+        if r.status().as_u16() != 200 {
+            return Ok(false);
+        }
+        let body = r.bytes().await.unwrap_or_default();
+        let body = &body[..body.len().min(MAX_MANIFEST_SIZE as usize)];
+        let index = serde_json::from_slice::<serde_json::Value>(body).unwrap_or_default();
+        let listed = index["manifests"].as_array().is_some_and(|m| {
+            m.iter()
+                .any(|d| d["digest"].as_str() == Some(digest.to_string().as_str()))
+        });
+        Ok(listed)
+    }
+
     /// Lists the referrer `digest` in the tag-schema fallback index `tag` (`sha256-<hex>` of its
     /// subject), as cosign does on a registry without the Referrers API: the index the target
-    /// holds under that tag with this referrer added, or a new one. (A registry with the API
-    /// lists the referrer by its `subject` already; the fallback tag does no harm there.)
+    /// holds under that tag with this referrer added, or a new one.
     async fn list_referrer(
         &self,
         ep: &Endpoint,

@@ -1,9 +1,37 @@
 //! Where `cks-iso push` puts an image: `--to REGISTRY[/PREFIX]` parsed, and each image's name under
-//! it, `PREFIX/<its registry>/<its path>`, as namespaced mirrors hold images, so one seeded
-//! registry serves several upstream registries without their names colliding.
+//! it. By default (`--map nested`) `PREFIX/<its registry>/<its path>`, as namespaced mirrors hold
+//! images (skopeo sync `--scoped`, containerd's `hosts.toml` with `override_path`), so one seeded
+//! registry serves several upstream registries without their names colliding. Registries whose
+//! projects hold one level of names (a Harbor project, a Quay organisation) take `--map flat`:
+//! `PREFIX/<the last component of its path>`, as `skopeo sync` names images without `--scoped` and
+//! Harbor's replication does when it flattens all levels; two images that would land on one name
+//! are refused before anything is uploaded ([`Target::check_names`]).
+
+use std::collections::BTreeMap;
 
 use super::Endpoint;
 use crate::image::Reference;
+
+/// How an image's name is mapped under the target's prefix.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Mapping {
+    /// `PREFIX/<host>/<path>`: nothing of the name is lost.
+    #[default]
+    Nested,
+    /// `PREFIX/<last path component>`: one level, for flat project namespaces.
+    Flat,
+}
+
+impl Mapping {
+    /// `nested` or `flat`, as `--map` takes them.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "nested" => Some(Self::Nested),
+            "flat" => Some(Self::Flat),
+            _ => None,
+        }
+    }
+}
 
 /// Where pushed images go: `REGISTRY[/PREFIX]`; each image under `PREFIX/<its host>/<its path>`,
 /// as namespaced mirrors hold them.
@@ -15,6 +43,8 @@ pub struct Target {
     pub host: String,
     /// The repository prefix, without slashes at either end; empty for none.
     pub prefix: String,
+    /// How names are mapped under the prefix.
+    pub mapping: Mapping,
 }
 
 /// A `--to` that names no registry cks-iso can push to.
@@ -63,14 +93,28 @@ impl Target {
             base: format!("{scheme}://{host}"),
             host: host.to_owned(),
             prefix: prefix.to_owned(),
+            mapping: Mapping::Nested,
         })
     }
 
-    /// The repository `reference` goes to: `PREFIX/<host>/<path>`. A port in the host becomes
-    /// `_<port>` (`localhost:5000` → `localhost_5000`): a repository name has no `:`.
+    /// This target with names mapped as `mapping` says.
+    pub fn with_mapping(self, mapping: Mapping) -> Self {
+        Self { mapping, ..self }
+    }
+
+    /// The repository `reference` goes to: `PREFIX/<host>/<path>` (nested), or
+    /// `PREFIX/<last component of path>` (flat). A port in the host becomes `_<port>`
+    /// (`localhost:5000` → `localhost_5000`): a repository name has no `:`.
     pub fn repository(&self, reference: &Reference) -> String {
-        let host = reference.domain().to_ascii_lowercase().replace(':', "_");
-        let name = format!("{host}/{}", reference.path());
+        let name = match self.mapping {
+            Mapping::Nested => {
+                let host = reference.domain().to_ascii_lowercase().replace(':', "_");
+                format!("{host}/{}", reference.path())
+            }
+            Mapping::Flat => (reference.path().rsplit('/').next())
+                .unwrap_or_default()
+                .to_owned(),
+        };
         match self.prefix.is_empty() {
             true => name,
             false => format!("{}/{name}", self.prefix),
@@ -82,12 +126,37 @@ impl Target {
         Endpoint {
             base: self.base.clone(),
             name: self.repository(reference),
+            mount_from: None,
         }
     }
 
     /// `host[:port]/<repository>`: the pushed copy's name without tag or digest.
     pub fn name(&self, reference: &Reference) -> String {
         format!("{}/{}", self.host, self.repository(reference))
+    }
+
+    /// Refuses two images of different repositories mapped to one repository of the target,
+    /// naming both and where they would go; one repository under several tags is fine.
+    pub fn check_names<'a>(
+        &self,
+        references: impl IntoIterator<Item = &'a Reference>,
+    ) -> Result<(), String> {
+        let mut taken: BTreeMap<String, &Reference> = BTreeMap::new();
+        for reference in references {
+            let name = self.name(reference);
+            match taken.get(&name) {
+                Some(other) if other.repository() != reference.repository() => {
+                    return Err(format!(
+                        "{other} and {reference} would both be pushed to {name}"
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    taken.insert(name, reference);
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -117,9 +186,41 @@ mod tests {
                 Digest::of(b"")
             )
         );
+        let flat = t.clone().with_mapping(Mapping::Flat);
+        let csi = Reference::parse("registry.k8s.io/sig-storage/csi-provisioner:v5.2.0").unwrap();
+        assert_eq!(
+            flat.name(&csi),
+            "reg.example:5000/cks/mirror/csi-provisioner"
+        );
+        assert_eq!(flat.repository(&hub), "cks/mirror/busybox");
         for bad in ["https://reg/x", "reg/Upper", "reg//x", "", "u@reg"] {
             let err = Target::parse(bad, &[]).unwrap_err();
             assert!(err.to_string().contains("e.g."), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn two_images_on_one_flat_name_are_refused_naming_both() {
+        let parse = |r: &str| Reference::parse(r).unwrap();
+        let refs = [
+            parse("registry.k8s.io/pause:3.10"),
+            parse("registry.k8s.io/pause:3.9"),
+            parse("docker.io/rancher/mirrored-pause:3.6"),
+            parse("quay.io/other/pause:1"),
+        ];
+        let nested = Target::parse("reg:5000/p", &[]).unwrap();
+        assert_eq!(nested.check_names(&refs), Ok(()));
+        let flat = nested.with_mapping(Mapping::Flat);
+        let err = flat.check_names(&refs).unwrap_err();
+        assert_eq!(
+            err,
+            "registry.k8s.io/pause:3.10 and quay.io/other/pause:1 would both be pushed to \
+             reg:5000/p/pause"
+        );
+        assert_eq!(
+            flat.check_names(&refs[..3]),
+            Ok(()),
+            "tags of one repository"
+        );
     }
 }

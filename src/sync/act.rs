@@ -1,5 +1,6 @@
-//! What a sync does once it has decided: build what is missing (one [`Build`] per version, its
-//! missing arches together; each arch alone when that fails, so one arch's failure is its own),
+//! What a sync does once it has decided: build what is missing (the pipeline's [`Matrix`], one
+//! build per version with its missing arches, every version at once; each arch alone when that
+//! fails, so one arch's failure is its own),
 //! verify and publish each ISO atomically, gate each candidate on the clusters that run, register
 //! what passed and retire beyond `keep`. Every step records its outcome in the slot's report item
 //! and goes on with the others.
@@ -16,14 +17,18 @@ use super::run::{
 use crate::cloudstack::IsoToRegister;
 use crate::cloudstack::plan::listed_arch;
 use crate::cloudstack::run::{self as registering, Options, Target};
-use crate::pipeline::{Build, BuildOptions, Built};
+use crate::pipeline::{BuildOptions, Built, Matrix, RequestOptions, Setup};
 use crate::trust::sign::Signers;
 use cks_iso_sigstore::TrustedRoot;
 
-/// Builds every slot that needs it, one [`Build`] per version (all its missing arches at once;
-/// when that fails, each arch alone, so one arch's failure is that arch's only), verifies each
-/// ISO and publishes it.
-pub(super) fn build_all(build: &Build<'_>, desired: &Desired, slots: &mut [Slot]) {
+/// Builds every slot that needs it through the pipeline's [`Matrix`]: one build per version
+/// (all its missing arches at once), every version at the same time on the one [`Shared`] of
+/// the run; the versions whose build failed are built again each arch alone (a second matrix),
+/// so one arch's failure is that arch's only. Each ISO is verified and published.
+///
+/// [`Shared`]: crate::pipeline::Shared
+pub(super) fn build_all(ctx: &Context<'_>, desired: &Desired, slots: &mut [Slot]) {
+    let matrix = Matrix::new(ctx.shared, ctx.reporter);
     let mut versions: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, s) in slots.iter().enumerate().filter(|(_, s)| s.decision.build) {
         versions
@@ -31,20 +36,15 @@ pub(super) fn build_all(build: &Build<'_>, desired: &Desired, slots: &mut [Slot]
             .or_default()
             .push(i);
     }
-    for indices in versions.values() {
-        let groups: Vec<Vec<usize>> = match build_publish(build, desired, slots, indices) {
-            Ok(()) => continue,
-            Err(_) if indices.len() > 1 => indices.iter().map(|i| vec![*i]).collect(),
-            Err(why) => {
-                fail(&mut slots[indices[0]].item, why.to_string());
-                continue;
-            }
-        };
-        for group in groups {
-            if let Err(why) = build_publish(build, desired, slots, &group) {
-                fail(&mut slots[group[0]].item, why.to_string());
-            }
+    let mut alone = Vec::new();
+    for (group, why) in build_round(&matrix, desired, slots, versions.into_values().collect()) {
+        match group.len() {
+            1 => fail(&mut slots[group[0]].item, why),
+            _ => alone.extend(group.iter().map(|i| vec![*i])),
         }
+    }
+    for (group, why) in build_round(&matrix, desired, slots, alone) {
+        fail(&mut slots[group[0]].item, why);
     }
 }
 
@@ -53,69 +53,86 @@ pub(super) fn fail(item: &mut Item, why: String) {
     item.why.push(why);
 }
 
-/// Why a version's ISOs could not be built ([`build_publish`]); each item of it fails with it.
-#[derive(Debug, thiserror::Error)]
-enum BuildFailed {
-    /// No staging directory in the publish directory.
-    #[error("cannot make a staging directory in {}: {source}", dir.display())]
-    Staging {
-        /// The publish directory.
-        dir: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The build failed: its error, causes and hint on one line ([`error_text`]).
-    #[error("{0}")]
-    Build(String),
-}
-
-/// Why an ISO is not registered under the signer policy ([`signed`]).
-#[derive(Debug, thiserror::Error)]
-enum NotSigned {
-    /// Its recorded SHA-256 is not one.
-    #[error(transparent)]
-    Sha256(#[from] cks_iso_io::Sha256ParseError),
-    /// No trusted signer signed it.
-    #[error(transparent)]
-    Refused(#[from] crate::trust::sign::Refused),
-}
-
-/// Builds the slots `indices` (one version) into a staging directory inside the publish
-/// directory, verifies each ISO, then renames each ISO's files to their served names.
-fn build_publish(
-    build: &Build<'_>,
+/// Builds each group of slots (one version, some arches) at the same time, each into a staging
+/// directory of its own inside the publish directory, then verifies and publishes each ISO;
+/// the groups whose build failed, with why.
+fn build_round(
+    matrix: &Matrix<'_>,
     desired: &Desired,
     slots: &mut [Slot],
-    indices: &[usize],
-) -> Result<(), BuildFailed> {
+    groups: Vec<Vec<usize>>,
+) -> Vec<(Vec<usize>, String)> {
+    let mut failed = Vec::new();
+    let (mut staged, mut setups) = (Vec::new(), Vec::new());
+    for group in groups {
+        match setup(desired, slots, &group) {
+            Ok((staging, setup)) => {
+                setups.push((slots[group[0]].wanted.version.clone(), setup));
+                staged.push((group, staging));
+            }
+            Err(why) => failed.push((group, why)),
+        }
+    }
+    if setups.is_empty() {
+        return failed;
+    }
+    let outcomes = matrix.build(setups);
+    for ((group, staging), outcome) in staged.into_iter().zip(outcomes) {
+        match outcome.result {
+            Ok(built) => publish_built(desired, slots, &group, &built),
+            Err(e) => failed.push((group, error_text(&e, e.hint()))),
+        }
+        drop(staging);
+    }
+    failed
+}
+
+/// The build of the slots `group` (one version): its staging directory inside the publish
+/// directory, and its setup — the desired state's request for that version and those arches, or
+/// with `sync --locks` exactly its lock, its content first taken from the ISOs already published.
+fn setup(
+    desired: &Desired,
+    slots: &[Slot],
+    group: &[usize],
+) -> Result<(tempfile::TempDir, Setup), String> {
     let dir = &desired.publish.dir;
     let staging = tempfile::Builder::new()
         .prefix(STAGING_PREFIX)
         .tempdir_in(dir)
-        .map_err(|source| BuildFailed::Staging {
-            dir: dir.clone(),
-            source,
-        })?;
-    let first = &slots[indices[0]];
-    let label =
-        (!is_pinned(desired, &first.wanted)).then(|| format!("stable-{}", first.wanted.minor));
-    let mut request = options(desired, first.wanted.version.clone(), label);
-    request.arches = indices
-        .iter()
-        .map(|i| slots[*i].wanted.arch.k8s().to_owned())
-        .collect();
+        .map_err(|e| format!("cannot make a staging directory in {}: {e}", dir.display()))?;
+    let first = &slots[group[0]].wanted;
+    let label = (!is_pinned(desired, first)).then(|| format!("stable-{}", first.minor));
+    let arches = group.iter().map(|i| slots[*i].wanted.arch.k8s().to_owned());
+    // With a lock the options only repeat it: the arches to build, the release it is for.
+    let mut request = match &first.locked {
+        Some(_) => RequestOptions {
+            cloudstack: Some(desired.cloudstack.release.clone()),
+            ..RequestOptions::default()
+        },
+        None => options(desired, first.version.clone(), label),
+    };
+    request.arches = arches.collect();
     request.output = Some(staging.path().to_owned());
-    let built: Built = build
-        .prepare(&BuildOptions {
-            request,
-            sign_key: desired.sign_key.clone(),
-            ..BuildOptions::default()
-        })
-        .and_then(|input| build.run(input))
-        .map_err(|e| BuildFailed::Build(error_text(&e, e.hint())))?;
+    let options = BuildOptions {
+        request,
+        locked: first.locked.clone(),
+        from_iso: match &first.locked {
+            Some(_) => super::locks::from_isos(dir),
+            None => Vec::new(),
+        },
+        sign_key: desired.sign_key.clone(),
+        ..BuildOptions::default()
+    };
+    let setup = Setup::new(&options).map_err(|e| error_text(&e, e.hint()))?;
+    Ok((staging, setup))
+}
+
+/// Verifies each ISO `built` for the slots `group` and renames its files to their served names.
+fn publish_built(desired: &Desired, slots: &mut [Slot], group: &[usize], built: &Built) {
+    let dir = &desired.publish.dir;
     let release = crate::cloudstack::CloudStack::parse(&desired.cloudstack.release).ok();
     for b in &built.isos {
-        let Some(&i) = indices.iter().find(|i| slots[**i].wanted.arch == b.arch) else {
+        let Some(&i) = group.iter().find(|i| slots[**i].wanted.arch == b.arch) else {
             continue;
         };
         let s = &mut slots[i];
@@ -151,7 +168,6 @@ fn build_publish(
         iso.path = served;
         s.iso = Some(iso);
     }
-    Ok(())
 }
 
 /// Moves the ISO at `built` and the files beside it (SBOMs, signatures, `.sha256`) to `served`
@@ -242,7 +258,7 @@ pub(super) fn gate_all(ctx: &Context<'_>, desired: &Desired, listed: &Listed, sl
                 Err(why) => {
                     fail(
                         &mut s.item,
-                        format!("upgrade-check from {}: {why:#}", from.display()),
+                        format!("upgrade-check from {}: {why}", from.display()),
                     );
                     s.decision.register = false;
                 }
@@ -314,15 +330,15 @@ pub(super) fn register_all(
 /// Whether `iso` is signed by one of `signers` (its bundle beside it, judged offline against
 /// `root`), with the SHA-256 already known of it: `register`'s rule, applied before CloudStack is
 /// told anything of this ISO.
-fn signed(iso: &IsoToRegister, signers: &Signers, root: &TrustedRoot) -> Result<(), NotSigned> {
-    let digest = crate::image::Sha256Sum::parse_hex(&iso.sha256)?;
+fn signed(iso: &IsoToRegister, signers: &Signers, root: &TrustedRoot) -> Result<(), String> {
+    let digest = crate::image::Sha256Sum::parse_hex(&iso.sha256).map_err(|e| e.to_string())?;
     match signers.check(&iso.path, digest.as_bytes(), root, crate::trust::now()) {
         Ok(s) => {
             let when = crate::trust::sign::when(s.when);
             tracing::info!("{}: signed by {}, {when}", iso.path.display(), s.signer);
             Ok(())
         }
-        Err(refused) => Err(refused.into()),
+        Err(refused) => Err(refused.to_string()),
     }
 }
 

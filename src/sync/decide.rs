@@ -104,6 +104,8 @@ pub struct Wanted {
     pub file: String,
     /// What it is built from.
     pub fingerprint: Fingerprint,
+    /// The lock it is built from exactly (`sync --locks DIR`); `None`: from the request.
+    pub locked: Option<std::path::PathBuf>,
 }
 
 impl Wanted {
@@ -246,6 +248,7 @@ mod tests {
             version: "1.33.1".into(),
             file: "setup-v1.33.1-x86_64.iso".into(),
             fingerprint: print(),
+            locked: None,
         }
     }
 

@@ -1,9 +1,10 @@
-//! One sync: look (resolve each minor, read the publish directory and CloudStack), decide
-//! ([`super::decide`]), then act on what differs — build through [`crate::pipeline::Build`] with
-//! the one [`Shared`] the caller made (cache, registry client and checker serve every version and
-//! arch), verify, gate on the clusters that run, publish atomically, register, retire — and
-//! report ([`super::report`]). Looking changes nothing; `plan` stops there. One minor or arch that
-//! fails is reported and the others go on.
+//! One sync: look (resolve each minor — its label, or with `--locks` its lock — read the publish
+//! directory and CloudStack), decide ([`super::decide`]), then act on what differs — build
+//! through the pipeline's [`crate::pipeline::Matrix`] on the one [`Shared`] the caller made
+//! (cache, registry client and checker serve every version and arch, the versions at once),
+//! verify, gate on the clusters that run, publish atomically, register, retire — and report
+//! ([`super::report`]). Looking changes nothing; `plan` stops there. One minor or arch that fails
+//! is reported and the others go on.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -26,14 +27,14 @@ pub const STAGING_PREFIX: &str = ".sync-staging-";
 
 /// An upgrade-check verdict of FROM → TO (both ISOs): the caller's `upgrade-check`, or why it
 /// could not judge.
-pub type Gate<'a> = dyn Fn(&Path, &Path) -> Result<crate::upgrade::Report, anyhow::Error> + 'a;
+pub type Gate<'a> = dyn Fn(&Path, &Path) -> Result<crate::upgrade::Report, String> + 'a;
 
 /// What a sync borrows.
 pub struct Context<'a> {
     /// What every build shares.
     pub shared: Shared<'a>,
-    /// Where builds report progress.
-    pub reporter: &'a dyn Reporter,
+    /// Where builds report progress (from several threads: the versions build at once).
+    pub reporter: &'a (dyn Reporter + Sync),
     /// The CloudStack API.
     pub api: &'a Api,
     /// A plain client for the URL checks.
@@ -104,8 +105,19 @@ pub(super) struct Listed {
     pub(super) zones: Vec<(String, String)>,
 }
 
-/// Runs a sync of `desired`; with `plan`, only looks and says what a run would do.
-pub fn run(desired: &Desired, ctx: &Context<'_>, plan: bool) -> Result<Report, SyncError> {
+/// How a run goes.
+#[derive(Debug, Clone, Default)]
+pub struct Mode {
+    /// `--plan`: only look and say what a run would do.
+    pub plan: bool,
+    /// `--locks DIR`: each minor's version and content from its lock there (written by `sync
+    /// --plan --write-locks`), built exactly, instead of from its label ([`super::locks`]).
+    pub locks: Option<PathBuf>,
+}
+
+/// Runs a sync of `desired`; with `mode.plan`, only looks and says what a run would do.
+pub fn run(desired: &Desired, ctx: &Context<'_>, mode: &Mode) -> Result<Report, SyncError> {
+    let plan = mode.plan;
     let dir = &desired.publish.dir;
     if !plan {
         std::fs::create_dir_all(dir).map_err(|source| SyncError::PublishDir {
@@ -126,16 +138,13 @@ pub fn run(desired: &Desired, ctx: &Context<'_>, plan: bool) -> Result<Report, S
     let build = Build::new(ctx.shared, ctx.reporter);
     let mut slots = Vec::new();
     for minor in desired.minors() {
-        match resolve(&build, desired, &minor) {
+        let wanted = match &mode.locks {
+            Some(locks) => super::locks::wanted(&build, desired, &minor, locks),
+            None => resolve(&build, desired, &minor),
+        };
+        match wanted {
             Ok(wanted) => slots.extend(wanted.into_iter().map(|w| slot(w, desired, &listed, ctx))),
-            Err(why) => report.items.push(Item {
-                minor: minor.minor.clone(),
-                from: from_of(&minor),
-                state: "failed".into(),
-                done: vec!["failed".into()],
-                why: vec![why.to_string()],
-                ..Item::default()
-            }),
+            Err(why) => report.items.push(super::locks::failed(&minor, why)),
         }
     }
     let slots = slots.into_iter().collect::<Result<Vec<_>, _>>()?;
@@ -150,7 +159,7 @@ pub fn run(desired: &Desired, ctx: &Context<'_>, plan: bool) -> Result<Report, S
     if plan {
         plan_all(&mut slots, desired, &listed);
     } else {
-        act::build_all(&build, desired, &mut slots);
+        act::build_all(ctx, desired, &mut slots);
         act::gate_all(ctx, desired, &listed, &mut slots);
         act::register_all(ctx, desired, &listed, &mut slots);
         act::retire_all(ctx, desired, &mut slots, &mut report);
@@ -243,44 +252,30 @@ pub(super) fn options(
 }
 
 /// `stable-1.33` or `pinned`.
-fn from_of(minor: &Minor) -> String {
+pub(super) fn from_of(minor: &Minor) -> String {
     match minor.pin {
         Some(_) => "pinned".into(),
         None => format!("stable-{}", minor.minor),
     }
 }
 
-/// Why a minor of the desired state could not be resolved ([`resolve`]).
-#[derive(Debug, thiserror::Error)]
-enum Unresolved {
-    /// The request failed: its error, causes and hint on one line ([`error_text`]).
-    #[error("{0}")]
-    Request(String),
-    /// The label read names a release of another minor.
-    #[error("{label} names v{version}, not a {minor} release")]
-    OtherMinor {
-        /// What was read (`stable-1.33`, or a pinned version).
-        label: String,
-        /// The release it names.
-        version: String,
-        /// The minor wanted.
-        minor: String,
-    },
-}
-
 /// `minor` resolved (its label read) into what each arch wants.
-fn resolve(build: &Build<'_>, desired: &Desired, minor: &Minor) -> Result<Vec<Wanted>, Unresolved> {
+pub(super) fn resolve(
+    build: &Build<'_>,
+    desired: &Desired,
+    minor: &Minor,
+) -> Result<Vec<Wanted>, String> {
     let prepared = build
         .request(&options(desired, minor.kubernetes(), None))
-        .map_err(|e| Unresolved::Request(error_text(&e, e.hint())))?;
+        .map_err(|e| error_text(&e, e.hint()))?;
     let request = &prepared.request;
     let version = request.kubernetes.trim_start_matches('v').to_owned();
     if !version.starts_with(&format!("{}.", minor.minor)) {
-        return Err(Unresolved::OtherMinor {
-            label: minor.kubernetes(),
-            version,
-            minor: minor.minor.clone(),
-        });
+        return Err(format!(
+            "{} names v{version}, not a {} release",
+            minor.kubernetes(),
+            minor.minor
+        ));
     }
     let fingerprint = Fingerprint::of_request(request);
     Ok((desired.arches().into_iter())
@@ -290,6 +285,7 @@ fn resolve(build: &Build<'_>, desired: &Desired, minor: &Minor) -> Result<Vec<Wa
             version: version.clone(),
             file: crate::plan::iso_name(request, arch),
             fingerprint: fingerprint.clone(),
+            locked: None,
         })
         .collect())
 }

@@ -21,6 +21,9 @@
 //!   cosign's `.sig` tags.
 //! - [`rekor_v2`] and [`tsa`]: a Rekor v2 log and an RFC 3161 timestamp authority, and the
 //!   Sigstore bundles a publisher ships beside files signed onto them.
+//! - [`oidc`] and [`fulcio`]: an OpenID Connect issuer minting identity tokens and a Fulcio
+//!   issuing short-lived leaves for them, so that keyless signing (and `POST` to the [`rekor`]
+//!   log) runs against stand-ins that answer as the real services do.
 //! - [`referrers`]: image signatures the cosign 3 way (a DSSE bundle attached as an OCI 1.1
 //!   referrer, listed in the tag-schema fallback index), logged on Rekor v1 or on the Rekor v2
 //!   log with a timestamp.
@@ -37,15 +40,18 @@ pub mod bench;
 pub mod chaos;
 pub mod cloudstack;
 pub mod faults;
+pub mod fulcio;
 pub mod git;
 pub mod http;
 pub mod images;
 pub mod labels;
+pub mod oidc;
 pub mod referrers;
 pub mod registry;
 pub mod rekor;
 pub mod rekor_v2;
 pub mod relay;
+pub mod scopes;
 pub mod server;
 pub mod shaper;
 pub mod sig_tags;

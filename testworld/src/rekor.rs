@@ -13,6 +13,17 @@
 //!   (decoded, the certificate's PEM re-read), at most ten proposals (Rekor's
 //!   `maxSearchQueries`).
 //!
+//! - `POST /api/v1/log/entries` with a proposed `hashedrekord` 0.0.1 (once
+//!   [`RekorServer::accept_entries`] gave it the world's Rekor key) appends it to the same tree and
+//!   answers as Rekor's `createLogEntry` does (sigstore/rekor `pkg/api/entries.go`,
+//!   `openapi.yaml`): `201 Created`, `Location` and `ETag` naming the UUID, and the `LogEntry`
+//!   `{uuid: {body, integratedTime, logID, logIndex, verification}}` with the SET and the inclusion
+//!   proof (what sigstore-python's `_internal/rekor/client.py` reads into a bundle). The entry is
+//!   checked first as `pkg/types/hashedrekord/v0.0.1/entry.go` checks it: a sha256 digest of 64
+//!   hex digits, a certificate or public key whose key verifies the signature over that digest;
+//!   a refusal is `400` `{"code": 400, "message": …}`, an entry already logged `409 Conflict` with
+//!   its `Location`.
+//!
 //! For the tests of a hostile log it can also index UUIDs it does not serve ([`RekorServer::index`]),
 //! pad every entry it serves ([`RekorServer::pad`]), and it records the requests it was sent
 //! ([`RekorServer::requests`]).
@@ -57,6 +68,8 @@ struct State {
     pad: usize,
     /// `METHOD target` of each request, in order.
     requests: Vec<String>,
+    /// The Sigstore whose Rekor key signs entries clients send, once they are accepted.
+    signer: Option<Arc<Sigstore>>,
 }
 
 /// The server; stops when dropped.
@@ -129,6 +142,7 @@ impl RekorServer {
             tamper: Tamper::None,
             pad: 0,
             requests: Vec::new(),
+            signer: None,
         }));
         let server = {
             let state = state.clone();
@@ -170,6 +184,12 @@ impl RekorServer {
         let leaves: Vec<Vec<u8>> = state.entries.iter().map(|e| leaf(&e.blob.body)).collect();
         state.checkpoint = sigstore.checkpoint(leaves.len() as u64, &tree_hash(&leaves));
         uuid
+    }
+
+    /// Accepts entries clients send (`POST /api/v1/log/entries`) from now on, signed with
+    /// `sigstore`'s Rekor key (the one [`RekorServer::add`] is given).
+    pub fn accept_entries(&self, sigstore: Arc<Sigstore>) {
+        self.state.lock().unwrap().signer = Some(sigstore);
     }
 
     /// Spoils what is served from now on.
@@ -313,6 +333,7 @@ fn handle(request: &Incoming, state: &Mutex<State>) -> Outgoing {
                 ),
             }
         }
+        ("POST", "/api/v1/log/entries") => create(&mut state.lock().unwrap(), &request.body),
         ("POST", "/api/v1/index/retrieve") => {
             let query: serde_json::Value =
                 serde_json::from_slice(&request.body).unwrap_or_default();
@@ -337,6 +358,131 @@ fn handle(request: &Incoming, state: &Mutex<State>) -> Outgoing {
         }
         _ => reply(404, br#"{"message":"not found"}"#.to_vec()),
     }
+}
+
+/// Rekor's refusal of a proposed entry.
+fn refusal(status: u16, message: &str) -> Outgoing {
+    let body = json!({"code": status, "message": message}).to_string();
+    Outgoing::new(status, body).with("Content-Type", "application/json")
+}
+
+/// The SubjectPublicKeyInfo of a hashedrekord's `publicKey.content` (base64 of a PEM certificate
+/// or public key).
+fn signer_key(content: &str) -> Option<Vec<u8>> {
+    let pem = String::from_utf8(crate::http::unbase64(content)?).ok()?;
+    let label = pem.lines().next()?.trim().to_owned();
+    let b64: String = pem
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with("-----"))
+        .collect();
+    let der = crate::http::unbase64(&b64)?;
+    match label.as_str() {
+        "-----BEGIN CERTIFICATE-----" => {
+            let (_, cert) = x509_parser::parse_x509_certificate(&der).ok()?;
+            Some(cert.public_key().raw.to_vec())
+        }
+        "-----BEGIN PUBLIC KEY-----" => Some(der),
+        _ => None,
+    }
+}
+
+/// The canonical body of a proposed hashedrekord whose signature verifies, or the refusal.
+fn canonical(proposed: &[u8]) -> Result<Vec<u8>, String> {
+    use p256::ecdsa::signature::hazmat::PrehashVerifier as _;
+    use p256::pkcs8::DecodePublicKey as _;
+    let entry: serde_json::Value =
+        serde_json::from_slice(proposed).map_err(|e| format!("invalid JSON: {e}"))?;
+    if entry["kind"] != "hashedrekord" || entry["apiVersion"] != "0.0.1" {
+        return Err("only hashedrekord 0.0.1 entries are accepted here".into());
+    }
+    let spec = &entry["spec"];
+    let hash = spec["data"]["hash"]["value"].as_str().unwrap_or_default();
+    let digest = (spec["data"]["hash"]["algorithm"] == "sha256" && hash.len() == 64)
+        .then(|| {
+            (0..32)
+                .map(|i| u8::from_str_radix(&hash[2 * i..2 * i + 2], 16).ok())
+                .collect::<Option<Vec<u8>>>()
+        })
+        .flatten()
+        .ok_or("validation failure: the hash is not a sha256 of 64 hex digits")?;
+    let signature = spec["signature"]["content"].as_str().unwrap_or_default();
+    let key_b64 = spec["signature"]["publicKey"]["content"]
+        .as_str()
+        .unwrap_or_default();
+    let spki = signer_key(key_b64).ok_or("invalid public key: neither a certificate nor a key")?;
+    let key = p256::ecdsa::VerifyingKey::from_public_key_der(&spki)
+        .map_err(|_| "invalid public key: not an ECDSA P-256 key")?;
+    let sig = crate::http::unbase64(signature)
+        .and_then(|s| p256::ecdsa::Signature::from_der(&s).ok())
+        .ok_or("invalid signature: not a DER ECDSA signature")?;
+    key.verify_prehash(&digest, &sig).map_err(
+        |_| "verifying signature: invalid signature when validating ASN.1 encoded signature",
+    )?;
+    let body = json!({
+        "apiVersion": "0.0.1",
+        "kind": "hashedrekord",
+        "spec": {
+            "data": {"hash": {"algorithm": "sha256", "value": hash.to_ascii_lowercase()}},
+            "signature": {"content": signature, "publicKey": {"content": key_b64}},
+        },
+    });
+    Ok(serde_json::to_vec(&body).expect("JSON"))
+}
+
+/// `createLogEntry`: the proposed entry checked, appended, its SET signed, answered with its
+/// inclusion proof.
+fn create(state: &mut State, proposed: &[u8]) -> Outgoing {
+    let Some(sigstore) = state.signer.clone() else {
+        return refusal(405, "this log accepts no entries");
+    };
+    let body = match canonical(proposed) {
+        Ok(body) => body,
+        Err(message) => return refusal(400, &message),
+    };
+    let uuid = hex(&leaf(&body));
+    let location = format!("/api/v1/log/entries/{uuid}");
+    if state.entries.iter().any(|e| e.uuid == uuid) {
+        let message =
+            format!("An equivalent entry already exists in the transparency log with UUID {uuid}");
+        return refusal(409, &message).with("Location", &location);
+    }
+    let index = state.entries.len() as i64;
+    let integrated_time = crate::sigstore::now();
+    let log_id = sigstore.rekor_log_id();
+    // serde_json sorts object keys: compact output is the canonical JSON the SET signs.
+    let payload = json!({
+        "body": base64(&body),
+        "integratedTime": integrated_time,
+        "logID": log_id,
+        "logIndex": index,
+    });
+    let set = sigstore.rekor_sign(&serde_json::to_vec(&payload).expect("JSON"));
+    let hash: serde_json::Value = serde_json::from_slice(&body).expect("the body just made");
+    let hash = hash["spec"]["data"]["hash"]["value"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    state.index.entry(hash).or_default().push(uuid.clone());
+    state.entries.push(Stored {
+        uuid: uuid.clone(),
+        blob: SignedBlob {
+            sig: Vec::new(),
+            cert: Vec::new(),
+            body,
+            integrated_time,
+            log_index: index,
+            log_id,
+            set,
+        },
+    });
+    let leaves: Vec<Vec<u8>> = state.entries.iter().map(|e| leaf(&e.blob.body)).collect();
+    state.checkpoint = sigstore.checkpoint(leaves.len() as u64, &tree_hash(&leaves));
+    let reply = entry_reply(state, &uuid).expect("the entry just stored");
+    Outgoing::new(201, reply)
+        .with("Content-Type", "application/json")
+        .with("Location", &location)
+        .with("ETag", &uuid)
 }
 
 #[cfg(test)]

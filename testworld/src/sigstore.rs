@@ -192,7 +192,7 @@ fn sha256(bytes: &[u8]) -> Vec<u8> {
     sha2::Sha256::digest(bytes).to_vec()
 }
 
-fn pem(der: &[u8]) -> String {
+pub(crate) fn pem(der: &[u8]) -> String {
     let b64 = base64(der);
     let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
     for chunk in b64.as_bytes().chunks(64) {
@@ -251,6 +251,11 @@ impl Sigstore {
         }
     }
 
+    /// The Fulcio chain above every leaf, as PEM: the intermediate, then the root.
+    pub fn chain_pem(&self) -> Vec<String> {
+        vec![pem(self.ca.intermediate.der()), pem(self.ca.root.der())]
+    }
+
     /// The world's Rekor v2 log and its timestamp authority.
     pub fn rekor_v2(&self) -> &crate::rekor_v2::RekorV2 {
         &self.rekor_v2
@@ -262,13 +267,16 @@ impl Sigstore {
     }
 
     /// A Fulcio-like leaf for `opts`, valid ten minutes around `t`, with an embedded SCT.
-    pub(crate) fn leaf(&self, key: &KeyPair, opts: &SignOptions, t: i64) -> Vec<u8> {
+    /// An identity with `://` goes into a URI SAN (a workload's), any other into an e-mail SAN.
+    pub(crate) fn leaf(&self, key: &impl PublicKeyData, opts: &SignOptions, t: i64) -> Vec<u8> {
         let ca = if opts.rogue_ca { &self.rogue } else { &self.ca };
         let mut params = CertificateParams::default();
         params.distinguished_name = DistinguishedName::new();
-        params.subject_alt_names = vec![SanType::Rfc822Name(
-            opts.identity.as_str().try_into().expect("an IA5 identity"),
-        )];
+        let ia5 = opts.identity.as_str().try_into().expect("an IA5 identity");
+        params.subject_alt_names = match opts.identity.contains("://") {
+            true => vec![SanType::URI(ia5)],
+            false => vec![SanType::Rfc822Name(ia5)],
+        };
         params.key_usages = match opts.no_digital_signature {
             true => vec![KeyUsagePurpose::KeyAgreement],
             false => vec![KeyUsagePurpose::DigitalSignature],

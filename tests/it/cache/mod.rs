@@ -1,4 +1,4 @@
-//! The blob cache and the `cache` commands (src/cache, src/upkeep): export and import across an
+//! The blob cache and the `cache` commands (src/cache, src/carry): export and import across an
 //! air gap, deltas, ls, verify and prune on a real cache. A new test of a `cache` subcommand or
 //! of what the cache keeps goes here; a planted cache goes in `hostile/`.
 

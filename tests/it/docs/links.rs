@@ -1,7 +1,8 @@
-//! The documentation's links hold: every relative link in README.md and docs/**/*.md names a file
-//! or directory of the repository, every `#anchor` names a heading of its target page as GitHub
-//! renders it, and docs/README.md lists every page under docs/. The README was cut into docs/ pages; a page renamed or a heading reworded
-//! must not leave a newcomer on a dead link.
+//! The documentation's links hold: every relative link in README.md, STYLE.md, CHANGELOG.md and
+//! docs/**/*.md names a file or directory of the repository, every `#anchor` names a heading of
+//! its target page as GitHub renders it, and docs/README.md lists every page under docs/. The
+//! README was cut into docs/ pages; a page renamed or a heading reworded must not leave a
+//! newcomer on a dead link. Paths written in backticks are held by `paths.rs`.
 //!
 //! Markdown is read with pulldown-cmark (CommonMark plus GitHub's tables), so links in tables count
 //! and text in code spans and fenced blocks does not.
@@ -12,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 /// README.md and every Markdown file under docs/, sorted.
-fn pages(root: &Path) -> Vec<PathBuf> {
+pub(super) fn pages(root: &Path) -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
             let path = entry.unwrap().path();
@@ -29,7 +30,15 @@ fn pages(root: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn options() -> Options {
+/// What the link checks read: the pages, and STYLE.md and CHANGELOG.md beside them, which cite
+/// the pages and the code as much as the pages do.
+pub(super) fn documents(root: &Path) -> Vec<PathBuf> {
+    let mut out = pages(root);
+    out.extend(["STYLE.md", "CHANGELOG.md"].map(|name| root.join(name)));
+    out
+}
+
+pub(super) fn options() -> Options {
     Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_FOOTNOTES
 }
 
@@ -59,7 +68,7 @@ fn slug(text: &str) -> String {
 }
 
 /// The anchors a page's headings get, duplicates numbered as GitHub numbers them.
-fn anchors(markdown: &str) -> BTreeSet<String> {
+pub(super) fn anchors(markdown: &str) -> BTreeSet<String> {
     let mut seen = BTreeSet::new();
     let mut heading: Option<String> = None;
     for event in Parser::new_ext(markdown, options()) {
@@ -155,9 +164,9 @@ fn broken_links(root: &Path, pages: &[PathBuf]) -> (Vec<String>, usize) {
 }
 
 #[test]
-fn every_relative_link_in_readme_and_docs_resolves() {
+fn every_relative_link_in_readme_style_changelog_and_docs_resolves() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let pages = pages(root);
+    let pages = documents(root);
     assert!(
         pages.len() > 10,
         "README.md and docs/ should hold the documentation: {pages:?}"

@@ -2,12 +2,15 @@
 //! world, with a recording reporter: what a build made is judged on its [`Built`] value, the lock
 //! and the [`BuildError`] variant, not on a command's stdout. New in-process tests of the
 //! pipeline go here, one file per concern (`build.rs`: whole builds; `errors.rs`: each failure's
-//! variant, hint and exit kind; `matrix.rs`: several releases built at once); what is truly the CLI (exit codes, messages, `--json`) stays in
-//! the subprocess suites.
+//! variant, hint and exit kind; `locks.rs`: locked builds held to their lock; `signatures.rs`:
+//! the evidence locked and refused; `matrix.rs`: several releases built at once); what is truly
+//! the CLI (exit codes, messages, `--json`) stays in the subprocess suites.
 
 mod build;
 mod errors;
+mod locks;
 mod matrix;
+mod signatures;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -168,6 +171,17 @@ fn build(tools: &Tools, options: &BuildOptions) -> (Result<Built, BuildError>, V
     let build = Build::new(tools.shared(), &recording);
     let built = build.prepare(options).and_then(|input| build.run(input));
     (built, recording.events())
+}
+
+/// `e`'s message and each of its causes', joined by `: ` as the command prints them.
+fn causes(e: &BuildError) -> String {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        text.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    text
 }
 
 /// The files directly in `dir`, sorted.

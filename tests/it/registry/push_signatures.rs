@@ -61,9 +61,9 @@ fn push_to(
     ok(run(&mut cmd))
 }
 
-/// `verify-image PAUSE` against the copy pushed under `http://<target>/` (a prefix included),
-/// with a cold cache.
-fn verify_pushed(world: &World, dir: &Path, target: &str) -> String {
+/// `verify-image PAUSE` (judged for `extra`, e.g. `--arch amd64`) against the copy pushed under
+/// `http://<target>/` (a prefix included), with a cold cache.
+fn verify_pushed(world: &World, dir: &Path, target: &str, extra: &[&str]) -> String {
     let reg = world.registry_host();
     let host = target.split('/').next().unwrap();
     let yaml = world
@@ -81,6 +81,7 @@ fn verify_pushed(world: &World, dir: &Path, target: &str) -> String {
             p(&dir.join("verify-cache")),
             PAUSE,
         ])
+        .args(extra)
         .output()
         .unwrap();
     assert_eq!(done.status.code(), Some(0), "{}", combined(&done));
@@ -116,7 +117,7 @@ fn sig_tags_travel_and_verify_image_passes_on_the_pushed_copy() {
         sig,
         "the signature manifest, byte for byte"
     );
-    let said = verify_pushed(&world, tmp.path(), &to);
+    let said = verify_pushed(&world, tmp.path(), &to, &[]);
     assert!(
         said.starts_with(&format!("{PAUSE} {} verified: {TRUST}", pause.digest)),
         "{said}"
@@ -175,6 +176,73 @@ fn sig_tags_travel_and_verify_image_passes_on_the_pushed_copy() {
 }
 
 #[test]
+fn an_image_list_is_judged_as_build_judges_it_and_its_signature_travels() {
+    let world = World::start(Options::default());
+    let pause = world.image(PAUSE).clone();
+    let sig_tag = format!("sha256-{}.sig", pause.digest.trim_start_matches("sha256:"));
+    let tmp = tempfile::tempdir().unwrap();
+    let storage = tempfile::tempdir().unwrap();
+    let target = DockerRegistry::start(storage.path(), None);
+    let to = format!("{}/mirror", target.host());
+    let mut cmd = cks_iso();
+    cmd.env("CKS_ISO_CONFIG", world.config_path())
+        .env("HOME", tmp.path())
+        .args([
+            "push", "--image", PAUSE, "--arch", "amd64", "--arch", "arm64",
+        ])
+        .args(["--cache-dir", p(&tmp.path().join("cache"))])
+        .args(["--to", &to, "--insecure-registry", &target.host()]);
+    let out = ok(run(&mut cmd));
+    let line = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        line.trim(),
+        format!("{PAUSE} {to}/{}:3.10@{}", pause.repository, pause.digest)
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("signatures: verify"),
+        "build's default mode: {err}"
+    );
+    // The world signs each platform manifest and the index; build accepts a platform's own
+    // signature first, so each arch's `.sig` goes along, the index's does not.
+    let sig_digest = |tag: &str, host: &str| {
+        let head = cks_iso_testworld::http::request(
+            host,
+            "HEAD",
+            &format!("/v2/{}/manifests/{tag}", pause.repository),
+            &[("accept", "application/vnd.oci.image.manifest.v1+json")],
+            &[],
+        )
+        .unwrap();
+        (head.status == 200).then(|| head.header("docker-content-digest").unwrap().to_owned())
+    };
+    for arch in ["amd64", "arm64"] {
+        let manifest = &pause.manifests[arch];
+        let tag = format!("sha256-{}.sig", manifest.trim_start_matches("sha256:"));
+        let upstream = sig_digest(&tag, &world.registry_host());
+        assert!(upstream.is_some(), "the world signs {PAUSE} for {arch}");
+        let pushed_sig = format!("{to}/{}:{tag}", pause.repository);
+        assert_eq!(
+            Some(raw_digest(&pushed_sig)),
+            upstream,
+            "{arch}'s signature went along"
+        );
+    }
+    let index_sig = cks_iso_testworld::http::request(
+        &target.host(),
+        "HEAD",
+        &format!("/v2/mirror/{}/manifests/{sig_tag}", pause.repository),
+        &[],
+        &[],
+    )
+    .unwrap();
+    assert_eq!(index_sig.status, 404, "only the signatures accepted travel");
+    // verify-image judges the pushed copy as build judged the source for linux/arm64.
+    let said = verify_pushed(&world, tmp.path(), &to, &["--arch", "arm64"]);
+    assert!(said.contains(&format!("verified: {TRUST}")), "{said}");
+}
+
+#[test]
 fn a_cosign_3_referrer_travels_into_the_targets_fallback_index() {
     use cks_iso_testworld::referrers::{DsseOptions, push_referrer};
     // No .sig tags: the referrer is the image's only signature.
@@ -216,7 +284,7 @@ fn a_cosign_3_referrer_travels_into_the_targets_fallback_index() {
         referrer.as_str(),
         "{index}"
     );
-    let said = verify_pushed(&world, tmp.path(), &to);
+    let said = verify_pushed(&world, tmp.path(), &to, &[]);
     assert!(
         said.starts_with(&format!("{PAUSE} {} verified: {TRUST}", pause.digest)),
         "{said}"
@@ -228,4 +296,72 @@ fn a_cosign_3_referrer_travels_into_the_targets_fallback_index() {
         "{}",
         stderr(&again)
     );
+}
+
+#[test]
+fn a_cosign_3_referrer_goes_through_the_referrers_api_where_the_target_has_one() {
+    use crate::support::push::ReferrersFront;
+    use cks_iso_testworld::referrers::{DsseOptions, push_referrer};
+    let world = World::start(Options {
+        unsigned: vec![PAUSE.to_owned()],
+        ..Options::default()
+    });
+    let pause = world.image(PAUSE).clone();
+    let bundle = world
+        .sigstore()
+        .sign_dsse(&pause.digest, &DsseOptions::default());
+    let host = world.registry_host();
+    let referrer = push_referrer(&host, &pause.repository, &pause.digest, &bundle, true).digest;
+    let fallback = format!("sha256-{}", pause.digest.trim_start_matches("sha256:"));
+    let tmp = tempfile::tempdir().unwrap();
+    let lock = signed_lock(&world, tmp.path(), &fallback, &referrer);
+    let storage = tempfile::tempdir().unwrap();
+    let target = DockerRegistry::start(storage.path(), None);
+    let front = ReferrersFront::start(&target.host());
+    let to = format!("{}/mirror", front.host());
+    let out = push_to(&world, tmp.path(), &lock, &to, &[]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("1 referrer(s) listed by its Referrers API"),
+        "{err}"
+    );
+    assert_eq!(
+        front.seen("/referrers/"),
+        0,
+        "the PUT's OCI-Subject said so"
+    );
+    let by_digest = format!("{to}/{}@{referrer}", pause.repository);
+    assert_eq!(
+        raw_digest(&by_digest),
+        referrer,
+        "the referrer, byte for byte"
+    );
+    let no_fallback = |registry: &str| {
+        let head = cks_iso_testworld::http::request(
+            registry,
+            "HEAD",
+            &format!("/v2/mirror/{}/manifests/{fallback}", pause.repository),
+            &[],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(head.status, 404, "no fallback index where the API lists it");
+    };
+    no_fallback(&target.host());
+    // verify-image finds the signature through the target's Referrers API.
+    let said = verify_pushed(&world, tmp.path(), &to, &[]);
+    assert!(
+        said.starts_with(&format!("{PAUSE} {} verified: {TRUST}", pause.digest)),
+        "{said}"
+    );
+    // Pushed again, the referrer is there: the API's list says it is listed, nothing is put.
+    let again = push_to(&world, tmp.path(), &lock, &to, &[]);
+    let err = stderr(&again);
+    assert!(err.contains("0 manifests put"), "{err}");
+    assert!(
+        err.contains("1 referrer(s) listed by its Referrers API"),
+        "{err}"
+    );
+    assert!(front.seen("GET /v2/mirror/") > 0 && front.seen("/referrers/") >= 1);
+    no_fallback(&target.host());
 }

@@ -10,6 +10,7 @@ pub mod hostile;
 pub mod iso_craft;
 pub mod push;
 pub mod registry;
+pub mod sync;
 pub mod world;
 
 use std::ffi::OsStr;

@@ -63,6 +63,91 @@ impl Front {
     }
 }
 
+/// A front that gives Debian's docker-registry (2.8, no Referrers API) the OCI 1.1 Referrers API
+/// as zot answers it (project-zot/zot `pkg/api/routes.go`, `UpdateManifest` and `GetReferrers`;
+/// the list built as `pkg/storage/common/common.go` `GetReferrers` builds it): a manifest `PUT`
+/// whose body has a `subject` is stored, then answered with `OCI-Subject: <subject digest>`;
+/// `GET /v2/<name>/referrers/<digest>` answers 200 with an image index of the manifests put with
+/// that subject (media type, artifact type — the manifest's `artifactType`, else its config's
+/// media type —, size, digest, annotations), an empty one when there are none. Records every
+/// `METHOD target`.
+pub struct ReferrersFront {
+    server: HttpServer,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+/// The manifests put with a subject: (repository, subject digest) → their descriptors.
+type Listed = Arc<Mutex<BTreeMap<(String, String), Vec<serde_json::Value>>>>;
+
+impl ReferrersFront {
+    pub fn start(upstream: &str) -> Self {
+        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+        let listed: Listed = Arc::default();
+        let server = {
+            let (seen, upstream) = (seen.clone(), upstream.to_owned());
+            HttpServer::start(move |request| {
+                seen.lock()
+                    .unwrap()
+                    .push(format!("{} {}", request.method, request.target));
+                let path = request.target.split('?').next().unwrap_or_default();
+                let inner = path.strip_prefix("/v2/").unwrap_or_default();
+                if request.method == "GET"
+                    && let Some((name, subject)) = inner.split_once("/referrers/")
+                {
+                    let key = (name.to_owned(), subject.to_owned());
+                    let manifests = listed.lock().unwrap().get(&key).cloned();
+                    let index = serde_json::json!({
+                        "schemaVersion": 2,
+                        "mediaType": "application/vnd.oci.image.index.v1+json",
+                        "manifests": manifests.unwrap_or_default(),
+                        "annotations": {},
+                    });
+                    return Outgoing::new(200, serde_json::to_vec(&index).unwrap())
+                        .with("Content-Type", "application/vnd.oci.image.index.v1+json");
+                }
+                let mut out = proxy(&request, &upstream);
+                let put = request.method == "PUT" && inner.contains("/manifests/");
+                let body: Option<serde_json::Value> = serde_json::from_slice(&request.body).ok();
+                let subject = (body.as_ref())
+                    .and_then(|b| b["subject"]["digest"].as_str())
+                    .map(str::to_owned);
+                if let (true, 201, Some(subject), Some(body)) = (put, out.status, subject, body) {
+                    let name = inner.split("/manifests/").next().unwrap().to_owned();
+                    let artifact = (body.get("artifactType"))
+                        .or_else(|| body.get("config").and_then(|c| c.get("mediaType")))
+                        .cloned()
+                        .unwrap_or_default();
+                    let entry = serde_json::json!({
+                        "mediaType": body["mediaType"],
+                        "artifactType": artifact,
+                        "size": request.body.len(),
+                        "digest": cks_iso_testworld::http::sha256(&request.body),
+                        "annotations": body.get("annotations").cloned().unwrap_or_default(),
+                    });
+                    let mut listed = listed.lock().unwrap();
+                    let list = listed.entry((name, subject.clone())).or_default();
+                    if !list.iter().any(|e| e["digest"] == entry["digest"]) {
+                        list.push(entry);
+                    }
+                    out = out.with("OCI-Subject", &subject);
+                }
+                out
+            })
+        };
+        Self { server, seen }
+    }
+
+    pub fn host(&self) -> String {
+        self.server.host()
+    }
+
+    /// Requests seen whose `METHOD target` contains `text`.
+    pub fn seen(&self, text: &str) -> usize {
+        let seen = self.seen.lock().unwrap();
+        seen.iter().filter(|s| s.contains(text)).count()
+    }
+}
+
 /// Bytes of `PATCH` bodies per upload session path, and the digest its `PUT` closed it with.
 pub type Sessions = Arc<Mutex<BTreeMap<String, (u64, Option<String>)>>>;
 

@@ -1,7 +1,8 @@
 //! `cks-iso sync` (docs/guide/sync.md) against the test world and the CloudStack stand-in, the
 //! publish directory served over HTTP as CloudStack's secondary storage downloads it: a first sync
 //! builds, publishes and registers every minor × arch (Ready in both zones); a second one builds
-//! nothing, sends no state-changing call and says "nothing to do"; after `stable-1.33` moves to
+//! nothing, downloads nothing (the world's registry and download-server logs show no request but
+//! the label's), sends no state-changing call and says "nothing to do"; after `stable-1.33` moves to
 //! the next patch, `--plan` names the build and the retirement and changes nothing, and a sync
 //! builds, gates (the cluster on the older patch passes upgrade-check), registers and retires the
 //! old patch except where the cluster runs it. Two syncs started together end in one state, and a
@@ -9,94 +10,14 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 
 use cks_iso_testworld::cloudstack::Options as CloudOptions;
 use cks_iso_testworld::world::{Options, World};
-use serde_json::Value;
 
 use crate::support::cloud::{Cloud, sha256_of, small_iso};
+use crate::support::sync::{changing, json, move_label, sync, versions_of, write_desired};
 use crate::support::*;
-
-/// The desired state for `world` and `cloud`: 1.33 tracked, both arches, both zones, keep 1
-/// (written once: syncs running together read it).
-fn desired(world: &World, cloud: &Cloud) -> PathBuf {
-    let path = cloud.dir.path().join("desired.yaml");
-    match path.exists() {
-        true => path,
-        false => write_desired(world, cloud, "[amd64, arm64]"),
-    }
-}
-
-/// Writes the desired state for `world` and `cloud` with `arches` (a YAML list).
-fn write_desired(world: &World, cloud: &Cloud, arches: &str) -> PathBuf {
-    let path = cloud.dir.path().join("desired.yaml");
-    let text = format!(
-        "kubernetes: [\"1.33\"]\narches: {arches}\n\
-         publish:\n  dir: {}\n  url: {}\n\
-         cloudstack:\n  release: \"4.22\"\n  zones: [zone-a, zone-b]\n\
-         network: {}\ndashboard: {}\nkeep: 1\n",
-        cloud.published.display(),
-        cloud.host.url(),
-        world.network_url(),
-        world.dashboard_url()
-    );
-    fs::write(&path, text).unwrap();
-    path
-}
-
-/// `cks-iso sync --desired D ARGS` in `world`, with a private TMPDIR and cache.
-fn sync(world: &World, cloud: &Cloud, args: &[&str]) -> Command {
-    let tmp = cloud.dir.path().join("tmp");
-    fs::create_dir_all(&tmp).unwrap();
-    let d = desired(world, cloud);
-    let cache = cloud.dir.path().join("cache");
-    let mut cmd = cloud.cks(&["sync", "--desired", p(&d), "--poll-interval", "0.1"]);
-    cmd.env("CKS_ISO_CONFIG", world.config_path())
-        .env("TMPDIR", &tmp)
-        .env_remove("SOURCE_DATE_EPOCH")
-        .args(["--cache-dir", p(&cache)])
-        .args(args);
-    cmd
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", combined(out)))
-}
-
-/// `stable-1.33` names `version` from now on.
-fn move_label(world: &World, version: &str) {
-    world.upstream().put(
-        "dl.k8s.io/release/stable-1.33.txt",
-        format!("v{version}"),
-        "text/plain",
-    );
-}
-
-/// The commands that change CloudStack's state among those the stand-in saw.
-fn changing(cloud: &Cloud) -> Vec<String> {
-    (cloud.api.seen().into_iter())
-        .filter(|s| !s.command.starts_with("list") && s.command != "queryAsyncJobResult")
-        .map(|s| s.command)
-        .collect()
-}
-
-/// The versions of `semver` by state, and every one's checksum.
-fn versions_of(cloud: &Cloud, semver: &str) -> Vec<(String, String, String, String)> {
-    let mut out: Vec<_> = (cloud.api.versions().into_iter())
-        .filter(|v| v["semanticversion"] == semver)
-        .map(|v| {
-            (
-                v["name"].clone(),
-                v["arch"].clone(),
-                v["state"].clone(),
-                v["isostate"].clone(),
-            )
-        })
-        .collect();
-    out.sort();
-    out
-}
 
 #[test]
 fn sync_registers_every_arch_then_does_nothing_then_follows_the_label() {
@@ -154,11 +75,28 @@ fn sync_registers_every_arch_then_does_nothing_then_follows_the_label() {
         "{listing:?}"
     );
 
-    // 2. Again, nothing changed upstream: nothing built, nothing sent, "nothing to do".
+    // 2. Again, nothing changed upstream: nothing built, nothing sent, "nothing to do"; and
+    // nothing downloaded, as the world's own logs say: no registry request at all, and of the
+    // download server only the label.
     cloud.api.clear_seen();
+    let (registry_before, upstream_before) =
+        (world.registry_log().len(), world.upstream().served().len());
     let started = std::time::Instant::now();
     let second = ok(sync(&world, &cloud, &[]).output().unwrap());
     let second_secs = started.elapsed().as_secs_f64();
+    let registry: Vec<_> = world.registry_log().split_off(registry_before);
+    assert!(registry_before > 0 && registry.is_empty(), "{registry:?}");
+    let fetched = world.upstream().served().split_off(upstream_before);
+    let label = |path: &str| {
+        path.split('?')
+            .next()
+            .unwrap()
+            .ends_with("/release/stable-1.33.txt")
+    };
+    assert!(
+        !fetched.is_empty() && fetched.iter().all(|s| label(&s.path)),
+        "{fetched:?}"
+    );
     let (out, _) = text(&second);
     assert!(
         out.ends_with("nothing to do: the zone matches the desired state\n"),

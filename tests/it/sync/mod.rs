@@ -2,3 +2,5 @@
 //! world and the CloudStack stand-in, then kept so. A new test of `sync` goes here.
 
 mod e2e;
+mod faults;
+mod offline;

@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use regex::Regex;
 use serde_json::{Value, json};
@@ -173,8 +174,11 @@ pub struct World {
     git: GitServer,
     repo: Repo,
     registry: DockerRegistry,
-    sigstore: Sigstore,
+    sigstore: Arc<Sigstore>,
     rekor: RekorServer,
+    oidc: crate::oidc::OidcIssuer,
+    fulcio: crate::fulcio::FulcioServer,
+    signing_config: PathBuf,
     trusted_root: PathBuf,
     _shapers: Vec<ShapingProxy>,
     _storage: TempDir,
@@ -195,11 +199,15 @@ impl World {
         let registry = DockerRegistry::start(storage.path(), None);
         let addr = registry.host();
         let (images, renamed) = start::publish_all(&addr, wanted, &options);
-        let sigstore = Sigstore::generate();
+        let sigstore = Arc::new(Sigstore::generate());
         start::sign_images(&sigstore, &addr, &images, &options);
         snapshot = start::pin_digests(snapshot, &files, &manifests, &renamed);
         let rekor = RekorServer::start();
         snapshot = start::sign_binaries(snapshot, &files, &sigstore, &rekor);
+        // Keyless signing: an OIDC issuer, a Fulcio trusting it, and the Rekor taking entries.
+        rekor.accept_entries(sigstore.clone());
+        let oidc = crate::oidc::OidcIssuer::start();
+        let fulcio = crate::fulcio::FulcioServer::start(sigstore.clone(), vec![oidc.url().into()]);
         let upstream = UpstreamServer::start(&snapshot);
         let shaped = Shaped::start(options.shape, &upstream, &addr, &rekor);
 
@@ -207,6 +215,9 @@ impl World {
         let trusted_root = dir.path().join("trusted_root.json");
         std::fs::write(&trusted_root, sigstore.trusted_root()).expect("write the trusted root");
         let yaml = start::config_yaml(&shaped, &autoscaler.git_url(), &images);
+        let signing_config = dir.path().join("signing_config.json");
+        let config = crate::fulcio::signing_config(&fulcio.url(), &shaped.rekor, oidc.url());
+        std::fs::write(&signing_config, config.to_string()).expect("write the signing config");
         let config_path = dir.path().join("cks-iso.yaml");
         std::fs::write(&config_path, &yaml).expect("write the configuration");
 
@@ -225,11 +236,19 @@ impl World {
             registry,
             sigstore,
             rekor,
+            oidc,
+            fulcio,
+            signing_config,
             trusted_root,
             _shapers: shaped.proxies,
             _storage: storage,
             _dir: dir,
         }
+    }
+
+    /// Every request the world's registry answered so far (its access log).
+    pub fn registry_log(&self) -> Vec<crate::registry::Access> {
+        self.registry.access_log()
     }
 
     /// The Kubernetes release (`1.33.1`).
@@ -318,6 +337,21 @@ impl World {
     /// The world's Rekor stand-in, which logs the binaries' signatures.
     pub fn rekor(&self) -> &RekorServer {
         &self.rekor
+    }
+
+    /// The world's OpenID Connect issuer (mints identity tokens).
+    pub fn oidc(&self) -> &crate::oidc::OidcIssuer {
+        &self.oidc
+    }
+
+    /// The world's Fulcio.
+    pub fn fulcio(&self) -> &crate::fulcio::FulcioServer {
+        &self.fulcio
+    }
+
+    /// A Sigstore signing configuration (v0.2) naming the world's Fulcio, Rekor and issuer.
+    pub fn signing_config_path(&self) -> &Path {
+        &self.signing_config
     }
 
     /// Signs `body` (a file served at `path`, host-prefixed) with `opts` and serves the new

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::error::Kind;
-use super::{Locked, UpkeepError, delta::Held, writable};
+use super::{CarryError, Locked, delta::Held, writable};
 use crate::cache::{Assumed, Cache, Delta, Needed, Needs, Totals, lock_id};
 use crate::reporter::Reporter;
 
@@ -35,7 +35,7 @@ pub fn export(
     held: &Held,
     output: &Path,
     reporter: &dyn Reporter,
-) -> Result<Exported, UpkeepError> {
+) -> Result<Exported, CarryError> {
     let mut needs = Needs::default();
     for Locked { lock, .. } in locks {
         needs.extend(cache.needs(lock));
@@ -49,7 +49,7 @@ pub fn export(
         .partition(|n| held.digests.contains_key(&n.digest));
     needs.blobs = carried;
     if let Some(first) = needs.missing().next() {
-        return Err(UpkeepError::from(Kind::Missing {
+        return Err(CarryError::from(Kind::Missing {
             what: first.what.clone(),
             digest: first.digest.clone(),
             problem: first.problem.clone().unwrap_or_default(),
@@ -59,7 +59,7 @@ pub fn export(
         }));
     }
     writable(output).map_err(|source| {
-        UpkeepError::from(Kind::Output {
+        CarryError::from(Kind::Output {
             dir: output.to_owned(),
             source,
         })
@@ -115,7 +115,7 @@ fn copy(
     out: &Cache,
     blobs: &[Needed],
     reporter: &dyn Reporter,
-) -> Result<(usize, u64), UpkeepError> {
+) -> Result<(usize, u64), CarryError> {
     let progress = reporter.bytes(&format!("exporting {} blob(s)", blobs.len()));
     progress.start(blobs.iter().filter_map(|n| n.size).sum());
     let (mut copied, mut bytes) = (0, 0);
@@ -123,7 +123,7 @@ fn copy(
         let (size, present) = out
             .copy_from(cache, &blob.digest, blob.size)
             .map_err(|source| {
-                UpkeepError::from(Kind::Source {
+                CarryError::from(Kind::Source {
                     what: blob.what.clone(),
                     cache: cache.root().to_owned(),
                     source,
@@ -139,7 +139,7 @@ fn copy(
 
 /// Writes the index entries the locks need into `out`, after their blobs; those whose blob the
 /// far side holds come with that blob, not with the delta.
-fn remember(cache: &Cache, out: &Cache, needs: &Needs, held: &Held) -> Result<(), UpkeepError> {
+fn remember(cache: &Cache, out: &Cache, needs: &Needs, held: &Held) -> Result<(), CarryError> {
     let notes: BTreeMap<String, _> = cache
         .index()?
         .into_iter()

@@ -1,5 +1,5 @@
 //! Why a `cache` subcommand failed: each error names the blob, file or lock at fault and says
-//! what to do ([`UpkeepError::hint`]).
+//! what to do ([`CarryError::hint`]).
 
 use std::path::PathBuf;
 
@@ -7,30 +7,30 @@ use crate::cache::CacheError;
 use crate::image::Digest;
 use crate::lock::source::SourceError;
 
-/// Errors of [`crate::upkeep`]: a [`Kind`], boxed (errors are rare, results are many).
+/// Errors of [`crate::carry`]: a [`Kind`], boxed (errors are rare, results are many).
 #[derive(Debug, thiserror::Error)]
 #[error(transparent)]
-pub struct UpkeepError(Box<Kind>);
+pub struct CarryError(Box<Kind>);
 
-impl From<Kind> for UpkeepError {
+impl From<Kind> for CarryError {
     fn from(kind: Kind) -> Self {
         Self(Box::new(kind))
     }
 }
 
-impl From<CacheError> for UpkeepError {
+impl From<CacheError> for CarryError {
     fn from(err: CacheError) -> Self {
         Kind::Cache(err).into()
     }
 }
 
-impl From<SourceError> for UpkeepError {
+impl From<SourceError> for CarryError {
     fn from(err: SourceError) -> Self {
         Kind::Lock(err).into()
     }
 }
 
-impl UpkeepError {
+impl CarryError {
     /// Whether the arguments are at fault (exit 2) rather than the work (exit 1).
     pub fn is_usage(&self) -> bool {
         self.0.is_usage()

@@ -7,7 +7,7 @@ use std::fmt;
 use serde_json::json;
 
 use super::error::Kind;
-use super::{Locked, UpkeepError, human};
+use super::{CarryError, Locked, human};
 use crate::cache::{BlobFile, Cache, CacheError, IndexEntry, Needs, Stray};
 use crate::image::Digest;
 use crate::reporter::Reporter;
@@ -277,7 +277,7 @@ pub fn verify(
     fix: bool,
     reporter: &dyn Reporter,
     found: Findings<'_>,
-) -> Result<Verified, UpkeepError> {
+) -> Result<Verified, CarryError> {
     let mut removed = Vec::new();
     let (blobs, strays) = cache.blob_files()?;
     let mut problems = rehash(cache, &blobs, fix, reporter, found, &mut removed)?;
@@ -293,7 +293,7 @@ pub fn verify(
         found(Finding::Removed(what));
     }
     if problems > 0 && !fix {
-        return Err(UpkeepError::from(Kind::Problems {
+        return Err(CarryError::from(Kind::Problems {
             count: problems,
             cache: cache.root().to_owned(),
         }));
@@ -314,7 +314,7 @@ fn rehash(
     reporter: &dyn Reporter,
     found: Findings<'_>,
     removed: &mut Vec<String>,
-) -> Result<usize, UpkeepError> {
+) -> Result<usize, CarryError> {
     let progress = reporter.bytes(&format!("verifying {} blob(s)", blobs.len()));
     progress.start(blobs.iter().map(|b| b.size).sum());
     let mut problems = 0;
@@ -355,7 +355,7 @@ fn check_entry(
     fix: bool,
     found: Findings<'_>,
     removed: &mut Vec<String>,
-) -> Result<bool, UpkeepError> {
+) -> Result<bool, CarryError> {
     let (key, digest) = (entry.key.clone(), entry.digest.clone());
     let size = cache.size_of(&entry.digest);
     if size != Some(entry.size) {
@@ -396,7 +396,7 @@ fn check_stray(
     fix: bool,
     found: Findings<'_>,
     removed: &mut Vec<String>,
-) -> Result<bool, UpkeepError> {
+) -> Result<bool, CarryError> {
     let in_index = stray.path.parent().is_some_and(|d| d.ends_with("index"));
     let problem = match (stray.temporary, stray.stale, in_index) {
         (true, false, _) => return Ok(false), // being written by someone
@@ -431,13 +431,13 @@ pub struct Pruned {
 
 /// Removes every blob and index entry that none of `locks` needs, handing each removal to
 /// `found`; removes nothing when a lock's needs cannot be told.
-pub fn prune(cache: &Cache, locks: &[Locked], found: Findings<'_>) -> Result<Pruned, UpkeepError> {
+pub fn prune(cache: &Cache, locks: &[Locked], found: Findings<'_>) -> Result<Pruned, CarryError> {
     let mut keep = Needs::default();
     for Locked { file, lock } in locks {
         let needs = cache.needs(lock);
         if needs.incomplete {
             let gap = (needs.missing().next()).expect("an incomplete walk names a gap");
-            return Err(UpkeepError::from(Kind::Incomplete {
+            return Err(CarryError::from(Kind::Incomplete {
                 file: file.clone(),
                 what: gap.what.clone(),
                 digest: gap.digest.clone(),

@@ -6,6 +6,10 @@
 //! A module above [`crate::cache`], not inside it: it reads locks (and ISOs holding them) and
 //! judges index entries with [`crate::upstream`]'s ties and admission rules, which the cache
 //! itself must not know. What a lock needs is decided once, in [`crate::cache::Needs`].
+//!
+//! Named for what the air-gap guide calls the exported directory, a carry (docs/guide/air-gap.md,
+//! "What a carry can and cannot prove"): carrying a cache's content across is most of the work;
+//! listing, verifying and pruning share its reading of locks and index entries.
 
 mod delta;
 mod error;
@@ -16,7 +20,7 @@ mod inspect;
 use std::path::PathBuf;
 
 pub use delta::{from_iso, held};
-pub use error::UpkeepError;
+pub use error::CarryError;
 pub use export::export;
 pub use import::{Carry, import};
 pub use inspect::{Finding, inventory, prune, verify};

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use super::error::Kind;
-use super::{Locked, UpkeepError};
+use super::{CarryError, Locked};
 use crate::cache::{Cache, CacheError, IndexEntry, Key};
 use crate::reporter::Reporter;
 use crate::ui::printable;
@@ -33,9 +33,9 @@ impl Carry {
     }
 
     /// `dir`, when it holds blobs as a cache does.
-    pub fn open(dir: &Path) -> Result<Self, UpkeepError> {
+    pub fn open(dir: &Path) -> Result<Self, CarryError> {
         if !dir.join("blobs/sha256").is_dir() {
-            return Err(UpkeepError::from(Kind::NotACache {
+            return Err(CarryError::from(Kind::NotACache {
                 dir: dir.to_owned(),
             }));
         }
@@ -59,7 +59,7 @@ pub struct Imported {
     /// Index entries skipped (each named on stderr).
     pub skipped: usize,
     /// Why the import failed although it took the rest, if it did.
-    pub failure: Option<UpkeepError>,
+    pub failure: Option<CarryError>,
 }
 
 /// Blobs and index entries counted as they are taken.
@@ -79,7 +79,7 @@ pub fn import(
     trust: &admit::Trust,
     from_iso: &[PathBuf],
     reporter: &dyn Reporter,
-) -> Result<Imported, UpkeepError> {
+) -> Result<Imported, CarryError> {
     let (blobs, _) = carry.cache.blob_files()?;
     let progress = reporter.bytes(&format!("importing {} blob(s)", blobs.len()));
     progress.start(blobs.iter().map(|b| b.size).sum());
@@ -103,13 +103,13 @@ pub fn import(
     let taken = entries(carry, cache, locks, trust)?;
     super::delta::check_import(&carry.dir, cache, locks, from_iso)?;
     let failure = match (taken.refused.is_empty(), corrupt.is_empty()) {
-        (false, _) => Some(UpkeepError::from(Kind::Refused {
+        (false, _) => Some(CarryError::from(Kind::Refused {
             dir: carry.dir.clone(),
             files: locks.iter().map(|l| l.file.display().to_string()).collect(),
             refused: taken.refused,
             corrupt: !corrupt.is_empty(),
         })),
-        (true, false) => Some(UpkeepError::from(Kind::Corrupt {
+        (true, false) => Some(CarryError::from(Kind::Corrupt {
             dir: carry.dir.clone(),
             corrupt: corrupt.clone(),
         })),
@@ -131,7 +131,7 @@ fn entries(
     cache: &Cache,
     locked: &[Locked],
     trust: &admit::Trust,
-) -> Result<Taken, UpkeepError> {
+) -> Result<Taken, CarryError> {
     // What the locks name is the evidence from outside DIR.
     let mut locks = admit::Locks::default();
     for Locked { lock, file } in locked {
@@ -173,7 +173,7 @@ fn take(
     cache: &Cache,
     entry: &IndexEntry,
     why: Option<String>,
-) -> Result<bool, UpkeepError> {
+) -> Result<bool, CarryError> {
     // Only entries whose blob is now here: never one naming nothing.
     let why = why.or_else(|| {
         (cache.size_of(&entry.digest) != Some(entry.size)).then(|| {

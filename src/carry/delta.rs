@@ -7,7 +7,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use super::error::Kind;
-use super::{Locked, UpkeepError, human};
+use super::{CarryError, Locked, human};
 use crate::cache::{Cache, Delta, IsoSource, Members, Minus, lock_id};
 use crate::image::Digest;
 use crate::lock::Lock;
@@ -29,12 +29,12 @@ pub(super) fn name(path: &Path) -> String {
 }
 
 /// Whether `path` starts like a lock (JSON) rather than an ISO.
-fn is_lock(path: &Path) -> Result<bool, UpkeepError> {
+fn is_lock(path: &Path) -> Result<bool, CarryError> {
     let mut head = Vec::new();
     crate::input::open_regular(path)
         .and_then(|f| f.take(4096).read_to_end(&mut head))
         .map_err(|source| {
-            UpkeepError::from(Kind::MinusUnreadable {
+            CarryError::from(Kind::MinusUnreadable {
                 path: path.to_owned(),
                 source,
             })
@@ -45,9 +45,9 @@ fn is_lock(path: &Path) -> Result<bool, UpkeepError> {
 /// The ISO at `path`, its archives indexed as `members` says (hashed for what a delta assumes
 /// the far side holds: never a member's name alone) and its other files hashed (for seeding,
 /// the small ones).
-fn iso_digests(path: &Path, members: Members) -> Result<IsoSource, UpkeepError> {
+fn iso_digests(path: &Path, members: Members) -> Result<IsoSource, CarryError> {
     let unreadable = |source| {
-        UpkeepError::from(Kind::Iso {
+        CarryError::from(Kind::Iso {
             path: path.to_owned(),
             source,
         })
@@ -66,7 +66,7 @@ fn iso_digests(path: &Path, members: Members) -> Result<IsoSource, UpkeepError> 
 
 /// Reads each `--minus` file: a lock holds what its export carried (what it needs, read from
 /// this cache), an ISO what [`IsoSource`] finds in it (archives' blobs, every other file hashed).
-pub fn held(cache: &Cache, minus: &[PathBuf]) -> Result<Held, UpkeepError> {
+pub fn held(cache: &Cache, minus: &[PathBuf]) -> Result<Held, CarryError> {
     let mut held = Held {
         digests: BTreeMap::new(),
         minus: Vec::new(),
@@ -99,22 +99,22 @@ pub(super) fn check_import(
     cache: &Cache,
     locks: &[Locked],
     from_iso: &[PathBuf],
-) -> Result<(), UpkeepError> {
-    let Some(delta) = Delta::read(dir).map_err(|e| UpkeepError::from(Kind::Delta(e)))? else {
+) -> Result<(), CarryError> {
+    let Some(delta) = Delta::read(dir).map_err(|e| CarryError::from(Kind::Delta(e)))? else {
         return Ok(());
     };
     if let Some(Locked { file, .. }) = locks
         .iter()
         .find(|l| !delta.locks.contains(&lock_id(&l.lock)))
     {
-        return Err(UpkeepError::from(Kind::OtherLock {
+        return Err(CarryError::from(Kind::OtherLock {
             dir: dir.to_owned(),
             file: file.clone(),
         }));
     }
     let isos = (from_iso.iter())
         .map(|path| Ok(iso_digests(path, Members::Hashed)?.digests()))
-        .collect::<Result<Vec<_>, UpkeepError>>()?;
+        .collect::<Result<Vec<_>, CarryError>>()?;
     let in_iso = |d: &Digest| isos.iter().any(|s| s.contains(d));
     let from_isos: Vec<&str> = (delta.minus.iter())
         .filter(|m| m.kind == "iso")
@@ -135,7 +135,7 @@ pub(super) fn check_import(
         }
     }
     if let Some(first) = absent.first() {
-        return Err(UpkeepError::from(Kind::Absent {
+        return Err(CarryError::from(Kind::Absent {
             dir: dir.to_owned(),
             count: absent.len(),
             cache: cache.root().to_owned(),
@@ -184,7 +184,7 @@ pub fn from_iso(
     locked: &Path,
     isos: &[PathBuf],
     offline: bool,
-) -> Result<(), UpkeepError> {
+) -> Result<(), CarryError> {
     for path in isos {
         // Members by name: what is seeded is hashed as the cache stores it, and a member is read
         // only when it is copied.
@@ -201,7 +201,7 @@ pub fn from_iso(
     if !offline || (missing.is_empty() && !needs.incomplete) {
         return Ok(());
     }
-    Err(UpkeepError::from(Kind::Offline {
+    Err(CarryError::from(Kind::Offline {
         locked: locked.to_owned(),
         count: missing.len(),
         cache: cache.root().to_owned(),
