@@ -89,27 +89,61 @@ impl Delta {
     }
 
     /// Reads `dir/delta.json`: `None` when there is none (a full export).
-    pub fn read(dir: &Path) -> Result<Option<Self>, String> {
+    pub fn read(dir: &Path) -> Result<Option<Self>, DeltaError> {
         let path = dir.join(DELTA_FILE);
+        let unreadable = |source| DeltaError::Unreadable {
+            path: path.clone(),
+            source,
+        };
         let text = match crate::input::open_regular(&path) {
             Ok(file) => {
                 let mut text = String::new();
                 std::io::Read::read_to_string(&mut std::io::Read::take(file, 64 << 20), &mut text)
-                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                    .map_err(unreadable)?;
                 text
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+            Err(e) => return Err(unreadable(e)),
         };
-        let delta: Self = serde_json::from_str(&text)
-            .map_err(|e| format!("{} is not a delta manifest: {e}", path.display()))?;
+        let delta: Self = serde_json::from_str(&text).map_err(|source| DeltaError::NotDelta {
+            path: path.clone(),
+            source,
+        })?;
         if delta.format != FORMAT {
-            return Err(format!(
-                "{} has format {}, this cks-iso reads format {FORMAT}",
-                path.display(),
-                delta.format
-            ));
+            return Err(DeltaError::Format {
+                path,
+                found: delta.format,
+            });
         }
         Ok(Some(delta))
     }
+}
+
+/// A `delta.json` that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DeltaError {
+    /// It is there but cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Unreadable {
+        /// `dir/delta.json`.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not a delta manifest.
+    #[error("{} is not a delta manifest: {source}", path.display())]
+    NotDelta {
+        /// `dir/delta.json`.
+        path: std::path::PathBuf,
+        /// The parser's words.
+        source: serde_json::Error,
+    },
+    /// Another format.
+    #[error("{} has format {found}, this cks-iso reads format {FORMAT}", path.display())]
+    Format {
+        /// `dir/delta.json`.
+        path: std::path::PathBuf,
+        /// What it says.
+        found: u32,
+    },
 }

@@ -61,7 +61,9 @@ use std::sync::{Arc, Mutex};
 use crate::env;
 use crate::fetch::Sink as _;
 use crate::image::{BlobSource, Digest, Opened};
-pub use delta::{Assumed, DELTA_FILE, Delta, FORMAT as DELTA_FORMAT, Minus, Totals, lock_id};
+pub use delta::{
+    Assumed, DELTA_FILE, Delta, DeltaError, FORMAT as DELTA_FORMAT, Minus, Totals, lock_id,
+};
 pub use error::CacheError;
 pub use index::Recalled;
 pub use iso_source::{IsoSource, Members, Seeded};

@@ -117,7 +117,7 @@ pub enum Kind {
     },
     /// `import`: the delta manifest cannot be read.
     #[error("{0}")]
-    Delta(String),
+    Delta(crate::cache::DeltaError),
     /// `import`: the delta is for another lock than the one given.
     #[error("{} is a delta for another lock than {}", dir.display(), file.display())]
     OtherLock {

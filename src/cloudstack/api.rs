@@ -137,13 +137,9 @@ impl Api {
         &self.creds.endpoint
     }
 
-    /// Calls `command` with `params`; `post` for a state change. Returns the envelope's value.
-    pub async fn call(
-        &self,
-        command: &str,
-        params: &[(&str, String)],
-        post: bool,
-    ) -> Result<Value, ApiError> {
+    /// The call's query: the command, its parameters and the expiry, signed (signature
+    /// version 3) with the secret key, each value encoded as CloudStack's Java decodes it.
+    fn signed_query(&self, command: &str, params: &[(&str, String)]) -> String {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
@@ -157,11 +153,20 @@ impl Api {
         all.extend(params.iter().map(|(n, v)| ((*n).to_owned(), v.clone())));
         let signature = sign::signature(&all, self.creds.secret_key.expose());
         all.push(("signature".into(), signature));
-        let body: String = all
-            .iter()
+        all.iter()
             .map(|(n, v)| format!("{n}={}", sign::java_url_encode(v)))
             .collect::<Vec<_>>()
-            .join("&");
+            .join("&")
+    }
+
+    /// Calls `command` with `params`; `post` for a state change. Returns the envelope's value.
+    pub async fn call(
+        &self,
+        command: &str,
+        params: &[(&str, String)],
+        post: bool,
+    ) -> Result<Value, ApiError> {
+        let body = self.signed_query(command, params);
         let request = if post {
             self.http
                 .post(&self.creds.endpoint)
@@ -205,34 +210,7 @@ impl Api {
                 "HTTP {status}, not JSON ({e}); is the endpoint …/client/api?"
             ))
         })?;
-        let key = format!("{}response", command.to_ascii_lowercase());
-        let inner = json
-            .get(&key)
-            .or_else(|| json.as_object().and_then(|o| o.values().next()))
-            .cloned()
-            .ok_or_else(|| bad(format!("HTTP {status}, no {key}")))?;
-        if status == 200 {
-            return Ok(inner);
-        }
-        let text = inner
-            .get("errortext")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        if status == 401 {
-            return Err(ApiError::Unauthorized {
-                command: command.to_owned(),
-                text,
-            });
-        }
-        let number = |k: &str| inner.get(k).and_then(Value::as_i64).unwrap_or_default();
-        Err(ApiError::Failed {
-            command: command.to_owned(),
-            status,
-            errorcode: number("errorcode"),
-            cserrorcode: number("cserrorcode"),
-            text,
-        })
+        answer(command, status, &json)
     }
 
     fn typed<T: serde::de::DeserializeOwned>(command: &str, value: Value) -> Result<T, ApiError> {
@@ -385,14 +363,14 @@ impl Api {
     }
 
     /// `deleteKubernetesSupportedVersion id=…`, then its job polled to the end or for `timeout`
-    /// at most. `Ok(Err(text))` when the job failed (a cluster uses the version): CloudStack's own
-    /// words; [`ApiError::JobTimeout`] when it had not ended in time.
+    /// at most. [`Deleted::Refused`] when the job failed (a cluster uses the version), with
+    /// CloudStack's own words; [`ApiError::JobTimeout`] when it had not ended in time.
     pub async fn delete(
         &self,
         id: &str,
         poll: Duration,
         timeout: Duration,
-    ) -> Result<Result<(), String>, ApiError> {
+    ) -> Result<Deleted, ApiError> {
         let started = std::time::Instant::now();
         let v = self
             .call(
@@ -427,7 +405,7 @@ impl Api {
                     let left = timeout.saturating_sub(started.elapsed());
                     tokio::time::sleep(poll.min(left).max(Duration::from_millis(10))).await;
                 }
-                1 => return Ok(Ok(())),
+                1 => return Ok(Deleted::Done),
                 _ => {
                     let text = job
                         .jobresult
@@ -435,7 +413,7 @@ impl Api {
                         .and_then(Value::as_str)
                         .unwrap_or("the job failed")
                         .to_owned();
-                    return Ok(Err(text));
+                    return Ok(Deleted::Refused(text));
                 }
             }
         }
@@ -463,6 +441,52 @@ async fn read_capped(
         body.extend_from_slice(&chunk);
     }
     Ok(Some(body))
+}
+
+/// How a delete's job ended ([`Api::delete`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deleted {
+    /// The version is gone.
+    Done,
+    /// CloudStack refused (a cluster uses the version): its words.
+    Refused(String),
+}
+
+/// The value of a reply's envelope (`<command>response`, else its one key): on HTTP 200 the
+/// value, else the error it carries.
+fn answer(command: &str, status: u16, json: &Value) -> Result<Value, ApiError> {
+    let key = format!("{}response", command.to_ascii_lowercase());
+    let bad = |reason: String| ApiError::BadReply {
+        command: command.to_owned(),
+        reason,
+    };
+    let inner = json
+        .get(&key)
+        .or_else(|| json.as_object().and_then(|o| o.values().next()))
+        .cloned()
+        .ok_or_else(|| bad(format!("HTTP {status}, no {key}")))?;
+    if status == 200 {
+        return Ok(inner);
+    }
+    let text = inner
+        .get("errortext")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    if status == 401 {
+        return Err(ApiError::Unauthorized {
+            command: command.to_owned(),
+            text,
+        });
+    }
+    let number = |k: &str| inner.get(k).and_then(Value::as_i64).unwrap_or_default();
+    Err(ApiError::Failed {
+        command: command.to_owned(),
+        status,
+        errorcode: number("errorcode"),
+        cserrorcode: number("cserrorcode"),
+        text,
+    })
 }
 
 #[cfg(test)]

@@ -203,23 +203,7 @@ fn find_one(flags: &Flags, home: Option<&Path>) -> Result<Credentials, Credentia
         });
     }
     // 2. Our variables.
-    if let Some(found) = complete(
-        "CKS_ISO_CLOUDSTACK_URL, _API_KEY, _SECRET_KEY",
-        [
-            (
-                env::CKS_ISO_CLOUDSTACK_URL.name,
-                env::CKS_ISO_CLOUDSTACK_URL.get(),
-            ),
-            (
-                env::CKS_ISO_CLOUDSTACK_API_KEY.name,
-                env::CKS_ISO_CLOUDSTACK_API_KEY.get(),
-            ),
-            (
-                env::CKS_ISO_CLOUDSTACK_SECRET_KEY.name,
-                env::CKS_ISO_CLOUDSTACK_SECRET_KEY.get(),
-            ),
-        ],
-    )? {
+    if let Some(found) = from_own_variables()? {
         return Ok(found);
     }
     tried.push("CKS_ISO_CLOUDSTACK_*".to_owned());
@@ -249,7 +233,44 @@ fn find_one(flags: &Flags, home: Option<&Path>) -> Result<Credentials, Credentia
         tried.push(path.display().to_string());
     }
     // 5. The cs client's variables.
-    if let Some(found) = complete(
+    if let Some(found) = from_cs_variables()? {
+        return Ok(found);
+    }
+    tried.push("CLOUDSTACK_ENDPOINT/KEY/SECRET".to_owned());
+    // 6. One of the cs client's INI files.
+    if let Some(found) = from_cs_ini(home, &mut tried)? {
+        return Ok(found);
+    }
+    Err(CredentialsError::Missing {
+        tried: tried.join("; "),
+    })
+}
+
+/// Credentials from cks-iso's own variables, `CKS_ISO_CLOUDSTACK_*`, when all three are set.
+fn from_own_variables() -> Result<Option<Credentials>, CredentialsError> {
+    complete(
+        "CKS_ISO_CLOUDSTACK_URL, _API_KEY, _SECRET_KEY",
+        [
+            (
+                env::CKS_ISO_CLOUDSTACK_URL.name,
+                env::CKS_ISO_CLOUDSTACK_URL.get(),
+            ),
+            (
+                env::CKS_ISO_CLOUDSTACK_API_KEY.name,
+                env::CKS_ISO_CLOUDSTACK_API_KEY.get(),
+            ),
+            (
+                env::CKS_ISO_CLOUDSTACK_SECRET_KEY.name,
+                env::CKS_ISO_CLOUDSTACK_SECRET_KEY.get(),
+            ),
+        ],
+    )
+}
+
+/// Credentials from the cs client's variables, `CLOUDSTACK_ENDPOINT`, `_KEY`, `_SECRET`, when all
+/// three are set.
+fn from_cs_variables() -> Result<Option<Credentials>, CredentialsError> {
+    complete(
         "CLOUDSTACK_ENDPOINT, CLOUDSTACK_KEY, CLOUDSTACK_SECRET",
         [
             (
@@ -259,11 +280,16 @@ fn find_one(flags: &Flags, home: Option<&Path>) -> Result<Credentials, Credentia
             (env::CLOUDSTACK_KEY.name, env::CLOUDSTACK_KEY.get()),
             (env::CLOUDSTACK_SECRET.name, env::CLOUDSTACK_SECRET.get()),
         ],
-    )? {
-        return Ok(found);
-    }
-    tried.push("CLOUDSTACK_ENDPOINT/KEY/SECRET".to_owned());
-    // 6. One of the cs client's INI files.
+    )
+}
+
+/// Credentials from the cs client's INI file (`CLOUDSTACK_CONFIG`, else `~/.cloudstack.ini`),
+/// its `CLOUDSTACK_REGION` section (else `[cloudstack]`); the file is added to `tried` when it
+/// gives none.
+fn from_cs_ini(
+    home: Option<&Path>,
+    tried: &mut Vec<String>,
+) -> Result<Option<Credentials>, CredentialsError> {
     let asked = env::CLOUDSTACK_CONFIG.get().map(|p| expand_home(&p, home));
     let path = asked
         .clone()
@@ -283,14 +309,12 @@ fn find_one(flags: &Flags, home: Option<&Path>) -> Result<Credentials, Credentia
                     ("secret", keys.get("secret").cloned()),
                 ],
             )? {
-                return Ok(found);
+                return Ok(Some(found));
             }
         }
         tried.push(path.display().to_string());
     }
-    Err(CredentialsError::Missing {
-        tried: tried.join("; "),
-    })
+    Ok(None)
 }
 
 /// The warnings for `found` (see [`Credentials::warnings`]): endpoints named by the sources not

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::IsoToRegister;
-use super::api::{Api, ApiError, SupportedVersion};
+use super::api::{Api, ApiError, Deleted, SupportedVersion};
 use super::plan::{self, Action, Conflict, Existing};
 use super::url::{self, UrlError};
 
@@ -196,75 +196,12 @@ pub async fn register(
     opts: &Options,
 ) -> Result<Vec<Outcome>, RegistrationError> {
     // 1. The URLs, before CloudStack is told anything.
-    for t in targets {
-        let iso = t.iso.path.display().to_string();
-        let wrap = |source| RegistrationError::Url {
-            iso: iso.clone(),
-            source,
-        };
-        url::check_form(&t.url).map_err(wrap)?;
-        url::check_served(http, &t.url, &iso, t.iso.size)
-            .await
-            .map_err(wrap)?;
-        tracing::debug!("{} is served at {}", iso, crate::fetch::redact(&t.url));
-    }
+    check_urls(http, targets).await?;
     // 2. What the server can do.
-    let caps = api.capabilities().await?;
-    if !caps.kubernetesserviceenabled {
-        return Err(RegistrationError::CksDisabled {
-            version: caps.cloudstackversion,
-        });
-    }
-    let has_arch = caps.has_arch();
-    if let Some(t) = targets
-        .iter()
-        .find(|t| t.iso.arch == crate::image::Arch::Arm64 && !has_arch)
-    {
-        return Err(RegistrationError::NoArch {
-            iso: t.iso.path.display().to_string(),
-            version: caps.cloudstackversion,
-        });
-    }
-    let zones: Vec<(String, String)> = if opts.zones.is_empty() {
-        vec![(String::new(), String::new())]
-    } else {
-        let all = api.zones().await?;
-        opts.zones
-            .iter()
-            .map(|given| {
-                all.iter()
-                    .find(|z| z.id == *given || z.name == *given)
-                    .map(|z| (z.id.clone(), z.name.clone()))
-                    .ok_or_else(|| RegistrationError::UnknownZone {
-                        given: given.clone(),
-                        have: all
-                            .iter()
-                            .map(|z| z.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                    })
-            })
-            .collect::<Result<_, _>>()?
-    };
+    let has_arch = capabilities(api, targets).await?;
+    let zones = zones(api, opts).await?;
     // 3. Look first: every decision before anything is sent.
-    let names: Vec<&str> = targets.iter().map(|t| t.iso.name.as_str()).collect();
-    let mut existing = Vec::new();
-    for v in api.versions().await? {
-        if !names.contains(&v.name.as_str()) {
-            continue;
-        }
-        let checksum = api
-            .iso_zones(&v.isoid)
-            .await?
-            .into_iter()
-            .map(|z| z.checksum)
-            .find(|c| !c.is_empty())
-            .unwrap_or_default();
-        existing.push(Existing {
-            version: v,
-            checksum,
-        });
-    }
+    let existing = existing(api, targets).await?;
     let mut decided = Vec::new();
     for t in targets {
         for (zoneid, zonename) in &zones {
@@ -279,31 +216,11 @@ pub async fn register(
     for (t, zoneid, zonename, action) in decided {
         let (version, status, retire) = match action {
             Action::Already { version, retire } => (*version, "already registered", retire),
-            Action::Add { retire } => {
-                let mut params = vec![
-                    ("semanticversion", t.iso.semver.clone()),
-                    ("name", t.iso.name.clone()),
-                    ("url", t.url.clone()),
-                    ("checksum", t.iso.checksum()),
-                    ("mincpunumber", opts.min_cpu.to_string()),
-                    ("minmemory", opts.min_memory.to_string()),
-                ];
-                if has_arch {
-                    params.push(("arch", t.iso.cloudstack_arch().to_owned()));
-                }
-                if !zoneid.is_empty() {
-                    params.push(("zoneid", zoneid.clone()));
-                }
-                let v = api.add(&params).await?;
-                tracing::info!(
-                    "{}: registered as {} ({}), CloudStack downloads it from {}",
-                    t.iso.name,
-                    v.id,
-                    t.iso.cloudstack_arch(),
-                    crate::fetch::redact(&t.url)
-                );
-                (v, "registered", retire)
-            }
+            Action::Add { retire } => (
+                add(api, t, &zoneid, has_arch, opts).await?,
+                "registered",
+                retire,
+            ),
         };
         outcomes.push(Outcome {
             name: t.iso.name.clone(),
@@ -331,6 +248,127 @@ pub async fn register(
         }
     }
     Ok(outcomes)
+}
+
+/// Checks every target's URL: its form, and that it serves the ISO, before CloudStack is told
+/// anything.
+async fn check_urls(http: &reqwest::Client, targets: &[Target]) -> Result<(), RegistrationError> {
+    for t in targets {
+        let iso = t.iso.path.display().to_string();
+        let wrap = |source| RegistrationError::Url {
+            iso: iso.clone(),
+            source,
+        };
+        url::check_form(&t.url).map_err(wrap)?;
+        url::check_served(http, &t.url, &iso, t.iso.size)
+            .await
+            .map_err(wrap)?;
+        tracing::debug!("{} is served at {}", iso, crate::fetch::redact(&t.url));
+    }
+    Ok(())
+}
+
+/// Whether the server takes an architecture for a version (`arch`), refusing a server without
+/// the Kubernetes service, or an arm64 ISO where it takes no architecture.
+async fn capabilities(api: &Api, targets: &[Target]) -> Result<bool, RegistrationError> {
+    let caps = api.capabilities().await?;
+    if !caps.kubernetesserviceenabled {
+        return Err(RegistrationError::CksDisabled {
+            version: caps.cloudstackversion,
+        });
+    }
+    let has_arch = caps.has_arch();
+    if let Some(t) = targets
+        .iter()
+        .find(|t| t.iso.arch == crate::image::Arch::Arm64 && !has_arch)
+    {
+        return Err(RegistrationError::NoArch {
+            iso: t.iso.path.display().to_string(),
+            version: caps.cloudstackversion,
+        });
+    }
+    Ok(has_arch)
+}
+
+/// The zones asked for as `(id, name)`, each found by ID or name; one unnamed zone when none is.
+async fn zones(api: &Api, opts: &Options) -> Result<Vec<(String, String)>, RegistrationError> {
+    Ok(if opts.zones.is_empty() {
+        vec![(String::new(), String::new())]
+    } else {
+        let all = api.zones().await?;
+        opts.zones
+            .iter()
+            .map(|given| {
+                all.iter()
+                    .find(|z| z.id == *given || z.name == *given)
+                    .map(|z| (z.id.clone(), z.name.clone()))
+                    .ok_or_else(|| RegistrationError::UnknownZone {
+                        given: given.clone(),
+                        have: all
+                            .iter()
+                            .map(|z| z.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    })
+            })
+            .collect::<Result<_, _>>()?
+    })
+}
+
+/// The versions the server has under the targets' names, with the checksum of their ISO.
+async fn existing(api: &Api, targets: &[Target]) -> Result<Vec<Existing>, RegistrationError> {
+    let names: Vec<&str> = targets.iter().map(|t| t.iso.name.as_str()).collect();
+    let mut existing = Vec::new();
+    for v in api.versions().await? {
+        if !names.contains(&v.name.as_str()) {
+            continue;
+        }
+        let checksum = api
+            .iso_zones(&v.isoid)
+            .await?
+            .into_iter()
+            .map(|z| z.checksum)
+            .find(|c| !c.is_empty())
+            .unwrap_or_default();
+        existing.push(Existing {
+            version: v,
+            checksum,
+        });
+    }
+    Ok(existing)
+}
+
+/// Adds the target's version (in zone `zoneid`, or every zone when empty).
+async fn add(
+    api: &Api,
+    t: &Target,
+    zoneid: &str,
+    has_arch: bool,
+    opts: &Options,
+) -> Result<SupportedVersion, RegistrationError> {
+    let mut params = vec![
+        ("semanticversion", t.iso.semver.clone()),
+        ("name", t.iso.name.clone()),
+        ("url", t.url.clone()),
+        ("checksum", t.iso.checksum()),
+        ("mincpunumber", opts.min_cpu.to_string()),
+        ("minmemory", opts.min_memory.to_string()),
+    ];
+    if has_arch {
+        params.push(("arch", t.iso.cloudstack_arch().to_owned()));
+    }
+    if !zoneid.is_empty() {
+        params.push(("zoneid", zoneid.to_owned()));
+    }
+    let v = api.add(&params).await?;
+    tracing::info!(
+        "{}: registered as {} ({}), CloudStack downloads it from {}",
+        t.iso.name,
+        v.id,
+        t.iso.cloudstack_arch(),
+        crate::fetch::redact(&t.url)
+    );
+    Ok(v)
 }
 
 /// Polls every outcome's version until its ISO is Ready in every zone.
@@ -449,8 +487,8 @@ async fn retire_replaced(
             Ok(format!("{} disabled", v.id))
         }
         Retire::Delete => match api.delete(&v.id, opts.poll, opts.timeout).await? {
-            Ok(()) => Ok(format!("{} deleted", v.id)),
-            Err(why) => {
+            Deleted::Done => Ok(format!("{} deleted", v.id)),
+            Deleted::Refused(why) => {
                 tracing::warn!("cannot delete {}: {why}; disabling it instead", v.id);
                 api.disable(&v.id).await?;
                 Ok(format!("{} disabled (delete refused: {why})", v.id))
@@ -505,8 +543,8 @@ pub async fn retire(
                     "disabled".into()
                 }
                 Retire::Delete => match api.delete(&v.id, poll, timeout).await? {
-                    Ok(()) => "deleted".into(),
-                    Err(why) => format!("kept: {why}"),
+                    Deleted::Done => "deleted".into(),
+                    Deleted::Refused(why) => format!("kept: {why}"),
                 },
             }
         };

@@ -382,11 +382,6 @@ pub fn merge(file: Option<(PathBuf, Network)>, flags: Network) -> Result<Setting
     let origin = source
         .as_ref()
         .map_or("configuration".to_owned(), |p| p.display().to_string());
-    let value = |origin: &str, key: &str, reason: String| ConfigError::Value {
-        origin: origin.to_owned(),
-        key: key.to_owned(),
-        reason,
-    };
     let mut mirrors: BTreeMap<String, Mirror> = BTreeMap::new();
     for Mirror { from, to } in &file.mirrors {
         let rule: Mirror = format!("{from}={to}")
@@ -425,46 +420,16 @@ pub fn merge(file: Option<(PathBuf, Network)>, flags: Network) -> Result<Setting
     if jobs == 0 {
         return Err(value(&origin, "jobs", "must be at least 1".into()));
     }
-    let defaults = HttpConfig::default();
-    let retries = flags
-        .retries
-        .or(file.retries)
-        .unwrap_or(defaults.retry.attempts);
-    if retries == 0 {
-        return Err(value(
-            &origin,
-            "retries",
-            "must be at least 1 (the first attempt counts)".into(),
-        ));
-    }
-    let seconds =
-        |key: &str, flag: Option<u64>, file: Option<u64>, default: Duration| match flag.or(file) {
-            Some(0) => Err(value(&origin, key, "must be at least 1 second".into())),
-            Some(s) => Ok(Duration::from_secs(s)),
-            None => Ok(default),
-        };
-    let http = HttpConfig {
+    let http = http_config(
+        &origin,
+        (flags.retries, file.retries),
+        [
+            (flags.connect_timeout, file.connect_timeout),
+            (flags.idle_timeout, file.idle_timeout),
+        ],
         ca_files,
-        connect_timeout: seconds(
-            "connect-timeout",
-            flags.connect_timeout,
-            file.connect_timeout,
-            defaults.connect_timeout,
-        )?,
-        idle_timeout: seconds(
-            "idle-timeout",
-            flags.idle_timeout,
-            file.idle_timeout,
-            defaults.idle_timeout,
-        )?,
-        retry: RetryPolicy {
-            attempts: retries,
-            ..defaults.retry
-        },
-        max_redirects: defaults.max_redirects,
-        offline: false,
-        plain_http_hosts: insecure.clone(),
-    };
+        insecure.clone(),
+    )?;
     Ok(Settings {
         http,
         mirrors: Mirrors::new(mirrors.into_values().collect()),
@@ -484,6 +449,60 @@ pub fn merge(file: Option<(PathBuf, Network)>, flags: Network) -> Result<Setting
         kubernetes: file.kubernetes,
         source,
     })
+}
+
+/// The HTTP settings: CA files, retries and timeouts (the flag's and the file's `retries`, and
+/// connect and idle `timeouts`; a flag replaces the file's value, each at least 1) and the hosts
+/// spoken to in plain HTTP.
+fn http_config(
+    origin: &str,
+    retries: (Option<u32>, Option<u32>),
+    timeouts: [(Option<u64>, Option<u64>); 2],
+    ca_files: Vec<PathBuf>,
+    insecure: Vec<String>,
+) -> Result<HttpConfig, ConfigError> {
+    let [connect, idle] = timeouts;
+    let defaults = HttpConfig::default();
+    let retries = retries.0.or(retries.1).unwrap_or(defaults.retry.attempts);
+    if retries == 0 {
+        return Err(value(
+            origin,
+            "retries",
+            "must be at least 1 (the first attempt counts)".into(),
+        ));
+    }
+    let seconds =
+        |key: &str, flag: Option<u64>, file: Option<u64>, default: Duration| match flag.or(file) {
+            Some(0) => Err(value(origin, key, "must be at least 1 second".into())),
+            Some(s) => Ok(Duration::from_secs(s)),
+            None => Ok(default),
+        };
+    Ok(HttpConfig {
+        ca_files,
+        connect_timeout: seconds(
+            "connect-timeout",
+            connect.0,
+            connect.1,
+            defaults.connect_timeout,
+        )?,
+        idle_timeout: seconds("idle-timeout", idle.0, idle.1, defaults.idle_timeout)?,
+        retry: RetryPolicy {
+            attempts: retries,
+            ..defaults.retry
+        },
+        max_redirects: defaults.max_redirects,
+        offline: false,
+        plain_http_hosts: insecure,
+    })
+}
+
+/// A configuration value that cannot be used, in `origin`, at `key`.
+fn value(origin: &str, key: &str, reason: String) -> ConfigError {
+    ConfigError::Value {
+        origin: origin.to_owned(),
+        key: key.to_owned(),
+        reason,
+    }
 }
 
 /// An `extras.manifests` entry (`[NAME=]URL|FILE`) with a relative FILE made relative to `base`.

@@ -206,7 +206,7 @@ impl Download<'_> {
             });
         }
         let target = sink.path().map_or_else(|| url.into(), Path::to_path_buf);
-        let io = |source| {
+        let io = |source: std::io::Error| {
             Failed::Fatal(FetchError::Io {
                 path: target.clone(),
                 source,
@@ -257,7 +257,6 @@ impl Download<'_> {
         }
         let transport = |source: reqwest::Error| transport(url, attempt, source);
         let mut response = request.send().await.map_err(transport)?;
-        let status = response.status();
         let target = sink.path().map_or_else(|| url.into(), Path::to_path_buf);
         let io = |source| {
             Failed::Fatal(FetchError::Io {
@@ -265,67 +264,11 @@ impl Download<'_> {
                 source,
             })
         };
-        if offset > 0 && matches!(status.as_u16(), 400 | 416) {
-            // Some servers and proxies refuse ranges: start over without one.
-            sink.restart().map_err(io)?;
-            self.progress.advance(0);
-            return Err(Failed::Retry(
-                None,
-                get_status(url, status.as_u16(), attempt),
-            ));
-        }
-        if status.is_redirection()
-            && let Some(location) = response.headers().get(reqwest::header::LOCATION)
-        {
-            // The client follows http(s) redirects itself; one it returned leads elsewhere.
-            return Err(Failed::Fatal(FetchError::RedirectRefused {
-                url: url.to_owned(),
-                location: String::from_utf8_lossy(location.as_bytes()).into_owned(),
-            }));
-        }
-        if !status.is_success() {
-            let err = get_status(url, status.as_u16(), attempt);
-            return Err(match retry::retryable_status(status) {
-                true => Failed::Retry(retry::retry_after(response.headers()), err),
-                false => Failed::Fatal(err),
-            });
-        }
-        if offset > 0 && !resumes_at(&response, offset) {
-            // The server sent the whole body (200) or another range: start over.
-            sink.restart().map_err(io)?;
-            self.progress.advance(0);
-            if status == StatusCode::PARTIAL_CONTENT {
-                // Another range than asked is no body to keep: ask again for all of it.
-                return Err(Failed::Retry(
-                    None,
-                    get_status(url, status.as_u16(), attempt),
-                ));
-            }
-        }
+        self.judge_status(url, &response, sink, attempt, &io)?;
         let expected_total = total_len(&response, sink.written());
-        let bound = sink.bound();
-        let mut rate = Rate::start();
-        let mut past_bound = false;
-        while let Some(chunk) = response.chunk().await.map_err(transport)? {
-            // One byte past the declared size proves the body is not it: stop reading there.
-            let room = bound.map_or(u64::MAX, |b| (b + 1).saturating_sub(sink.written()));
-            let take = &chunk[..chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
-            let limit = sink.limit().unwrap_or(sink.written());
-            sink.write(take).map_err(|source| match source.kind() {
-                std::io::ErrorKind::FileTooLarge => Failed::Fatal(FetchError::TooLarge {
-                    url: url.to_owned(),
-                    limit,
-                }),
-                _ => io(source),
-            })?;
-            self.progress.advance(take.len() as u64);
-            if bound.is_some_and(|b| sink.written() > b) {
-                past_bound = true;
-                break;
-            }
-            rate.add(take.len() as u64)
-                .map_err(|slow| Failed::Fatal(slow.error(url, attempt)))?;
-        }
+        let past_bound = self
+            .read_body(url, &mut response, sink, attempt, &io)
+            .await?;
         if let Some(total) = expected_total
             && sink.written() != total
             && !past_bound
@@ -352,6 +295,99 @@ impl Download<'_> {
             framed: expected_total.is_some() || framed(&response),
             attempts: attempt,
         })
+    }
+
+    /// Judges the response's status before its body is read: a refused or other range starts
+    /// over, a redirect the client returned is refused, an error status fails (retried when
+    /// transient).
+    fn judge_status(
+        &self,
+        url: &str,
+        response: &Response,
+        sink: &mut dyn Sink,
+        attempt: u32,
+        io: &dyn Fn(std::io::Error) -> Failed,
+    ) -> Result<(), Failed> {
+        let offset = sink.written();
+        let status = response.status();
+        if offset > 0 && matches!(status.as_u16(), 400 | 416) {
+            // Some servers and proxies refuse ranges: start over without one.
+            sink.restart().map_err(io)?;
+            self.progress.advance(0);
+            return Err(Failed::Retry(
+                None,
+                get_status(url, status.as_u16(), attempt),
+            ));
+        }
+        if status.is_redirection()
+            && let Some(location) = response.headers().get(reqwest::header::LOCATION)
+        {
+            // The client follows http(s) redirects itself; one it returned leads elsewhere.
+            return Err(Failed::Fatal(FetchError::RedirectRefused {
+                url: url.to_owned(),
+                location: String::from_utf8_lossy(location.as_bytes()).into_owned(),
+            }));
+        }
+        if !status.is_success() {
+            let err = get_status(url, status.as_u16(), attempt);
+            return Err(match retry::retryable_status(status) {
+                true => Failed::Retry(retry::retry_after(response.headers()), err),
+                false => Failed::Fatal(err),
+            });
+        }
+        if offset > 0 && !resumes_at(response, offset) {
+            // The server sent the whole body (200) or another range: start over.
+            sink.restart().map_err(io)?;
+            self.progress.advance(0);
+            if status == StatusCode::PARTIAL_CONTENT {
+                // Another range than asked is no body to keep: ask again for all of it.
+                return Err(Failed::Retry(
+                    None,
+                    get_status(url, status.as_u16(), attempt),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the body into `sink`, at most one byte past its declared size and never slower
+    /// than [`MIN_RATE_BYTES`] per [`RATE_WINDOW`]; whether it went past that size.
+    async fn read_body(
+        &self,
+        url: &str,
+        response: &mut Response,
+        sink: &mut dyn Sink,
+        attempt: u32,
+        io: &dyn Fn(std::io::Error) -> Failed,
+    ) -> Result<bool, Failed> {
+        let bound = sink.bound();
+        let mut rate = Rate::start();
+        let mut past_bound = false;
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|source| transport(url, attempt, source))?
+        {
+            // One byte past the declared size proves the body is not it: stop reading there.
+            let room = bound.map_or(u64::MAX, |b| (b + 1).saturating_sub(sink.written()));
+            let take = &chunk[..chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
+            let limit = sink.limit().unwrap_or(sink.written());
+            sink.write(take).map_err(|source| match source.kind() {
+                std::io::ErrorKind::FileTooLarge => Failed::Fatal(FetchError::TooLarge {
+                    url: url.to_owned(),
+                    limit,
+                }),
+                _ => io(source),
+            })?;
+            self.progress.advance(take.len() as u64);
+            if bound.is_some_and(|b| sink.written() > b) {
+                past_bound = true;
+                break;
+            }
+            rate.add(take.len() as u64)
+                .map_err(|slow| Failed::Fatal(slow.error(url, attempt)))?;
+        }
+        Ok(past_bound)
     }
 }
 
@@ -479,125 +515,6 @@ pub async fn get_bytes(
     };
     let fetched = download.to_sink(url, headers, &mut sink).await?;
     Ok((sink.buf, fetched))
-}
-
-/// POSTs the JSON `body` to `url` and reads a small reply (a Rekor index query), retrying
-/// connection failures and transient statuses like a GET.
-pub async fn post_json(
-    download: &Download<'_>,
-    url: &str,
-    body: &[u8],
-    limit: u64,
-) -> Result<Vec<u8>, FetchError> {
-    post(download, url, "application/json", body, limit).await
-}
-
-/// POSTs `body` of `content_type` to `url` and reads a small reply, as [`post_json`] does.
-pub async fn post(
-    download: &Download<'_>,
-    url: &str,
-    content_type: &str,
-    body: &[u8],
-    limit: u64,
-) -> Result<Vec<u8>, FetchError> {
-    match post_hop(download, url, content_type, body, limit).await? {
-        Posted::Reply(bytes) => Ok(bytes),
-        // A redirect the client did not follow: an error status like any other.
-        Posted::Redirect { status, .. } => Err(FetchError::Status {
-            method: Method::POST,
-            url: url.to_owned(),
-            status,
-            attempts: 1,
-        }),
-    }
-}
-
-/// How a POST ended.
-#[derive(Debug)]
-pub enum Posted {
-    /// A success status, with its body.
-    Reply(Vec<u8>),
-    /// A redirect the client did not follow (one built with
-    /// [`super::build_client_without_redirects`]): where it leads, for the caller to judge.
-    Redirect {
-        /// The 3xx status.
-        status: u16,
-        /// The `Location` header, as sent (possibly relative).
-        location: String,
-    },
-}
-
-/// POSTs `body` to `url` like [`post`], but hands a redirect the client returned back to the
-/// caller instead of failing on it.
-pub async fn post_hop(
-    download: &Download<'_>,
-    url: &str,
-    content_type: &str,
-    body: &[u8],
-    limit: u64,
-) -> Result<Posted, FetchError> {
-    download.admit(url)?;
-    let attempts = std::cell::Cell::new(0u32);
-    let once = || async {
-        attempts.set(attempts.get() + 1);
-        let attempt = attempts.get();
-        let transport = |source: reqwest::Error| FetchError::Transport {
-            method: Method::POST,
-            url: url.to_owned(),
-            attempts: attempt,
-            source: source.without_url(),
-        };
-        let mut response = download
-            .client
-            .post(url)
-            .header(reqwest::header::CONTENT_TYPE, content_type)
-            .body(body.to_vec())
-            .send()
-            .await
-            .map_err(transport)?;
-        let status = response.status();
-        let location = response
-            .headers()
-            .get(reqwest::header::LOCATION)
-            .and_then(|v| v.to_str().ok());
-        if status.is_redirection()
-            && let Some(location) = location
-        {
-            return Ok(Posted::Redirect {
-                status: status.as_u16(),
-                location: location.to_owned(),
-            });
-        }
-        if !status.is_success() {
-            return Err(FetchError::Status {
-                method: Method::POST,
-                url: url.to_owned(),
-                status: status.as_u16(),
-                attempts: attempt,
-            });
-        }
-        let mut buf = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(transport)? {
-            if (buf.len() + chunk.len()) as u64 > limit {
-                return Err(FetchError::TooLarge {
-                    url: url.to_owned(),
-                    limit,
-                });
-            }
-            buf.extend_from_slice(&chunk);
-        }
-        Ok(Posted::Reply(buf))
-    };
-    retry::retrying(download.retry, once, |err: &FetchError| match err {
-        FetchError::Status { status, .. }
-            if retry::retryable_status(StatusCode::from_u16(*status).unwrap_or_default()) =>
-        {
-            Some(None)
-        }
-        FetchError::Transport { .. } => Some(None),
-        _ => None,
-    })
-    .await
 }
 
 /// The error of a GET that ended with `status` on attempt `attempts`.

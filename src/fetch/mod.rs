@@ -14,6 +14,7 @@ mod client;
 mod download;
 mod error;
 mod mirror;
+mod post;
 mod probe;
 mod retry;
 mod sink;
@@ -22,11 +23,12 @@ pub use client::{
     HttpConfig, Protocols, build_bulk_client, build_client, build_client_without_redirects,
     host_port, install_crypto_provider,
 };
-pub use download::{Download, Fetched, Origin, Posted, get_bytes, post, post_hop, post_json};
+pub use download::{Download, Fetched, Origin, get_bytes};
 pub(crate) use error::AUTH_HINT;
 pub use error::FetchError;
 pub(crate) use error::attempts_note;
 pub use mirror::{Mirror, Mirrors, redact, strip_userinfo};
+pub use post::{Posted, post, post_hop, post_json};
 pub use probe::{Probed, probe};
 pub use retry::{
     Attempt, Budget, Refetch, RetryPolicy, retry_after, retry_attempts, retryable_error,

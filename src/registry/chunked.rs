@@ -79,25 +79,7 @@ impl Registry {
             }
             tracing::debug!("{what}: chunk {range} broke ({cause}); asking where to resume");
             tokio::time::sleep(self.retry.delay(breaks, None)).await;
-            match self.upload_status(ep, reference, &session, &what).await {
-                Ok(resume) => {
-                    (offset, session) = resume;
-                    tally.resumed.fetch_add(1, Ordering::Relaxed);
-                }
-                // distribution cancels a session whose size no longer matches the state its
-                // URL carries (part of the broken chunk was written): start again.
-                Err(RegistryError::Refused {
-                    status: 400 | 404 | 416,
-                    answer,
-                    ..
-                }) => {
-                    tracing::debug!("{what}: the upload session is gone ({answer}); a new one");
-                    session = self.new_session(ep, reference, &what).await?;
-                    offset = 0;
-                    tally.restarted.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(other) => return Err(other),
-            }
+            (offset, session) = self.resume(ep, reference, session, &what, tally).await?;
         }
         let url = with_digest(&session, &desc.digest);
         let r = self
@@ -112,6 +94,37 @@ impl Registry {
         match r.status().as_u16() {
             201 | 204 => Ok(()),
             _ => Err(self.answered(ep, reference, &what, r).await),
+        }
+    }
+
+    /// After a broken chunk: where the session resumes (`(offset, session)`), or a new session
+    /// from byte 0 when distribution cancelled the old one.
+    async fn resume(
+        &self,
+        ep: &Endpoint,
+        reference: &Reference,
+        session: String,
+        what: &str,
+        tally: &Tally,
+    ) -> Result<(u64, String), RegistryError> {
+        match self.upload_status(ep, reference, &session, what).await {
+            Ok(resume) => {
+                tally.resumed.fetch_add(1, Ordering::Relaxed);
+                Ok(resume)
+            }
+            // distribution cancels a session whose size no longer matches the state its
+            // URL carries (part of the broken chunk was written): start again.
+            Err(RegistryError::Refused {
+                status: 400 | 404 | 416,
+                answer,
+                ..
+            }) => {
+                tracing::debug!("{what}: the upload session is gone ({answer}); a new one");
+                let session = self.new_session(ep, reference, what).await?;
+                tally.restarted.fetch_add(1, Ordering::Relaxed);
+                Ok((0, session))
+            }
+            Err(other) => Err(other),
         }
     }
 

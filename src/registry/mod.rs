@@ -67,7 +67,7 @@ pub use credentials::{AuthFiles, Credentials, DOCKER_HUB_AUTH_KEY};
 pub use endpoint::{DOCKER_HUB_API, Endpoint, RegistryMirror, Routes};
 pub use error::RegistryError;
 pub use push::{PushImage, PushOutcome};
-pub use target::{Mapping, Target};
+pub use target::{Mapping, Target, TargetError};
 pub use upload::{DEFAULT_CHUNK, Pushed, Tally};
 
 use crate::cache::{Cache, CacheError, Key};

@@ -13,6 +13,35 @@ use super::*;
 /// Redirects on the realm's own host an identity token's exchange follows.
 const MAX_TOKEN_REDIRECTS: u32 = 5;
 
+/// The token request's body: application/x-www-form-urlencoded, as a URL's query encodes it.
+fn form(url: &reqwest::Url, name: &str, service: Option<&str>, refresh: &str) -> Vec<u8> {
+    let mut form = url.clone();
+    form.query_pairs_mut()
+        .clear()
+        .append_pair("grant_type", "refresh_token")
+        .append_pair("refresh_token", refresh)
+        .append_pair("client_id", "docker")
+        .append_pair("service", service.unwrap_or_default())
+        .append_pair("scope", &format!("repository:{name}:pull"));
+    form.query().unwrap_or_default().as_bytes().to_vec()
+}
+
+/// A token POST that failed: a refusal of the identity token, or a failed fetch.
+fn post_failed(err: fetch::FetchError, reference: &Reference, token_host: &str) -> RegistryError {
+    match err.status() {
+        Some(status @ (400 | 401 | 403)) => RegistryError::Auth {
+            reference: reference.to_string(),
+            registry: token_host.to_owned(),
+            reason: format!("its token service answered HTTP {status} to the identity token"),
+        },
+        _ => RegistryError::Fetch {
+            reference: reference.to_string(),
+            what: "a pull token for the identity token".into(),
+            source: err,
+        },
+    }
+}
+
 impl Registry {
     /// A pull token for `ep.name` from `realm` (`url`, its query holding `service` and `scope`)
     /// in exchange for the identity token `refresh`.
@@ -26,16 +55,7 @@ impl Registry {
     ) -> Result<String, RegistryError> {
         let mut realm = url.clone();
         realm.set_query(None);
-        // application/x-www-form-urlencoded, as a URL's query encodes it.
-        let mut form = url.clone();
-        form.query_pairs_mut()
-            .clear()
-            .append_pair("grant_type", "refresh_token")
-            .append_pair("refresh_token", refresh)
-            .append_pair("client_id", "docker")
-            .append_pair("service", service.unwrap_or_default())
-            .append_pair("scope", &format!("repository:{}:pull", ep.name));
-        let body = form.query().unwrap_or_default().as_bytes().to_vec();
+        let body = form(&url, &ep.name, service, refresh);
         let token_host = fetch::host_port(&realm);
         let mut target = realm.clone();
         let mut hops = 0;
@@ -48,20 +68,7 @@ impl Registry {
                 MAX_TOKEN_SIZE,
             )
             .await
-            .map_err(|err| match err.status() {
-                Some(status @ (400 | 401 | 403)) => RegistryError::Auth {
-                    reference: reference.to_string(),
-                    registry: token_host.clone(),
-                    reason: format!(
-                        "its token service answered HTTP {status} to the identity token"
-                    ),
-                },
-                _ => RegistryError::Fetch {
-                    reference: reference.to_string(),
-                    what: "a pull token for the identity token".into(),
-                    source: err,
-                },
-            })?;
+            .map_err(|err| post_failed(err, reference, &token_host))?;
             let (status, location) = match posted {
                 fetch::Posted::Reply(bytes) => break bytes,
                 fetch::Posted::Redirect { status, location } => (status, location),

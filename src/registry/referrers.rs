@@ -248,7 +248,8 @@ impl Registry {
             // One page is kept byte for byte, as it always was; several as one index.
             let bytes = match count {
                 1 => pages.swap_remove(0),
-                _ => joined(&pages).map_err(|reason| self.protocol(ep, reference, reason))?,
+                _ => joined(&pages)
+                    .map_err(|reason| self.protocol(ep, reference, reason.to_string()))?,
             };
             let digest = self
                 .cache
@@ -343,12 +344,24 @@ fn next_page(url: &str, link: &str) -> Option<String> {
     (next.origin() == base.origin()).then(|| next.to_string())
 }
 
+/// A page of a referrers list that is not an image index.
+#[derive(Debug, thiserror::Error)]
+#[error("page {page} of the referrers is not an image index: {source}")]
+struct NotAnIndex {
+    /// 1-based.
+    page: usize,
+    source: serde_json::Error,
+}
+
 /// The manifests of every page as one OCI image index.
-fn joined(pages: &[Vec<u8>]) -> Result<Vec<u8>, String> {
+fn joined(pages: &[Vec<u8>]) -> Result<Vec<u8>, NotAnIndex> {
     let mut manifests = Vec::new();
     for (i, page) in pages.iter().enumerate() {
-        let index: serde_json::Value = serde_json::from_slice(page)
-            .map_err(|e| format!("page {} of the referrers is not an image index: {e}", i + 1))?;
+        let index: serde_json::Value =
+            serde_json::from_slice(page).map_err(|source| NotAnIndex {
+                page: i + 1,
+                source,
+            })?;
         if let Some(listed) = index.get("manifests").and_then(|m| m.as_array()) {
             manifests.extend(listed.iter().cloned());
         }

@@ -47,10 +47,23 @@ pub struct Target {
     pub mapping: Mapping,
 }
 
+/// A `--to` that names no registry cks-iso can push to.
+#[derive(Debug, thiserror::Error)]
+#[error("--to {given:?}: {why} (e.g. --to registry.example:5000/cks)")]
+pub struct TargetError {
+    /// The text given.
+    pub given: String,
+    /// What is wrong with it.
+    pub why: &'static str,
+}
+
 impl Target {
     /// Parses `--to REGISTRY[/PREFIX]`; plain HTTP when the host is among `insecure`.
-    pub fn parse(text: &str, insecure: &[String]) -> Result<Self, String> {
-        let bad = |why: &str| format!("--to {text:?}: {why} (e.g. --to registry.example:5000/cks)");
+    pub fn parse(text: &str, insecure: &[String]) -> Result<Self, TargetError> {
+        let bad = |why: &'static str| TargetError {
+            given: text.to_owned(),
+            why,
+        };
         let text = text.trim().trim_end_matches('/');
         if text.contains("://") {
             return Err(bad(
@@ -182,7 +195,7 @@ mod tests {
         assert_eq!(flat.repository(&hub), "cks/mirror/busybox");
         for bad in ["https://reg/x", "reg/Upper", "reg//x", "", "u@reg"] {
             let err = Target::parse(bad, &[]).unwrap_err();
-            assert!(err.contains("e.g."), "{bad}: {err}");
+            assert!(err.to_string().contains("e.g."), "{bad}: {err}");
         }
     }
 

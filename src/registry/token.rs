@@ -5,6 +5,26 @@
 
 use super::*;
 
+/// A token GET that failed: a refusal (HTTP 401 or 403), or a failed fetch.
+fn token_get_failed(
+    err: fetch::FetchError,
+    reference: &Reference,
+    token_host: &str,
+) -> RegistryError {
+    match err.status() {
+        Some(status @ (401 | 403)) => RegistryError::Auth {
+            reference: reference.to_string(),
+            registry: token_host.to_owned(),
+            reason: format!("its token service answered HTTP {status}"),
+        },
+        _ => RegistryError::Fetch {
+            reference: reference.to_string(),
+            what: "a pull token".into(),
+            source: err,
+        },
+    }
+}
+
 impl Registry {
     /// The `Authorization` header for requests on `ep`, fetching a fresh token when `renew`.
     pub(super) async fn auth_headers(
@@ -206,15 +226,14 @@ impl Registry {
         })
     }
 
-    /// An anonymous (or, with credentials, authenticated) pull token for `ep.name`.
-    pub(super) async fn token(
+    /// The token request's URL: `realm` with the `service` and the scope for `ep.name`.
+    fn token_url(
         &self,
-        host: &HostState,
         ep: &Endpoint,
         reference: &Reference,
         realm: &str,
         service: Option<&str>,
-    ) -> Result<String, RegistryError> {
+    ) -> Result<reqwest::Url, RegistryError> {
         let mut url = reqwest::Url::parse(realm).map_err(|_| RegistryError::Protocol {
             reference: reference.to_string(),
             registry: ep.host().to_owned(),
@@ -230,6 +249,19 @@ impl Registry {
                 query.append_pair("scope", &format!("repository:{from}:pull"));
             }
         }
+        Ok(url)
+    }
+
+    /// An anonymous (or, with credentials, authenticated) pull token for `ep.name`.
+    pub(super) async fn token(
+        &self,
+        host: &HostState,
+        ep: &Endpoint,
+        reference: &Reference,
+        realm: &str,
+        service: Option<&str>,
+    ) -> Result<String, RegistryError> {
+        let url = self.token_url(ep, reference, realm, service)?;
         // host[:port], named in full in messages.
         let token_host = fetch::host_port(&url);
         if token_host != ep.host() {
@@ -264,18 +296,7 @@ impl Registry {
             let (bytes, _) =
                 fetch::get_bytes(&self.download(&()), url.as_str(), &headers, MAX_TOKEN_SIZE)
                     .await
-                    .map_err(|err| match err.status() {
-                        Some(status @ (401 | 403)) => RegistryError::Auth {
-                            reference: reference.to_string(),
-                            registry: token_host.clone(),
-                            reason: format!("its token service answered HTTP {status}"),
-                        },
-                        _ => RegistryError::Fetch {
-                            reference: reference.to_string(),
-                            what: "a pull token".into(),
-                            source: err,
-                        },
-                    })?;
+                    .map_err(|err| token_get_failed(err, reference, &token_host))?;
             match serde_json::from_slice(&bytes) {
                 Ok(reply) => break reply,
                 // Damaged on the way until proven otherwise.

@@ -260,6 +260,33 @@ impl Checker {
         self.check_image_from(registry, image, named, false).await
     }
 
+    /// An image whose signature manifest the lock names (`named`): that manifest, fetched by
+    /// digest, must be accepted.
+    async fn check_locked(
+        &self,
+        registry: &Registry,
+        image: &Image,
+        named: &ImageSignature,
+        rule: &cks_iso_sigstore::Rule,
+        report: ImageReport,
+    ) -> Result<(ImageReport, Option<SignatureManifest>), CheckerError> {
+        let artifact = image.reference.to_string();
+        let found = locked_signature(registry, image, named).await?;
+        let accepted = cks_iso_sigstore::judge(&self.root, rule, &artifact, &found, now())?
+            .ok_or_else(|| SignatureError::Unsigned {
+                artifact: artifact.clone(),
+                digest: image.manifest.digest.to_string(),
+            })?;
+        let (signed, manifest_digest, verified) = accepted;
+        let manifest = found.into_iter().find(|m| m.digest == manifest_digest);
+        let accepted = Accepted {
+            signed,
+            manifest: manifest.expect("judge accepts only a manifest it was given"),
+            verified,
+        };
+        Ok(accepted_report(report, accepted))
+    }
+
     /// [`Self::check_image`]; unless `vouched` (the image's tags came from a lock, which says
     /// what is signed, not from the cache's index offline), an
     /// image a rule covers for which the cache, answering offline, holds no signature fails as
@@ -288,20 +315,9 @@ impl Checker {
             return Ok((report, None));
         };
         if let Some(named) = named {
-            let found = locked_signature(registry, image, named).await?;
-            let accepted = cks_iso_sigstore::judge(&self.root, rule, &artifact, &found, now())?
-                .ok_or_else(|| SignatureError::Unsigned {
-                    artifact: artifact.clone(),
-                    digest: image.manifest.digest.to_string(),
-                })?;
-            let (signed, manifest_digest, verified) = accepted;
-            let manifest = found.into_iter().find(|m| m.digest == manifest_digest);
-            let accepted = Accepted {
-                signed,
-                manifest: manifest.expect("judge accepts only a manifest it was given"),
-                verified,
-            };
-            return Ok(accepted_report(report, accepted));
+            return self
+                .check_locked(registry, image, named, rule, report)
+                .await;
         }
         // The platform manifest's own signature first; the index's only when that does not do.
         let mut digests = vec![&image.manifest.digest];

@@ -17,11 +17,10 @@
 //! and what changes, grouped ([`groups`]). An ISO that records nothing (no lock, no
 //! `versions.txt`) gets its Kubernetes version from its control-plane images' names.
 
+mod checks;
 pub mod groups;
 pub mod rule;
 mod scan;
-
-use std::collections::BTreeSet;
 
 use serde::Serialize;
 
@@ -29,7 +28,6 @@ use crate::cloudstack::CloudStack;
 use crate::diff::{self, Kind, Side, Source};
 use crate::image::Reference;
 use crate::release::KubeVersion;
-use crate::release::kubeadm::Extras;
 pub use scan::{ArchiveImport, IsoScan, scan};
 
 /// The version of the JSON form; a change that breaks readers bumps it.
@@ -131,6 +129,14 @@ pub struct Input<'a> {
     pub changes: &'a diff::Report,
 }
 
+/// A side's label and Kubernetes version as the version rule names them.
+struct Named<'a> {
+    label: &'a str,
+    version: Option<&'a str>,
+    from: VersionFrom,
+    parsed: Option<&'a KubeVersion>,
+}
+
 /// A side's version and where it came from.
 fn version_of(side: &Side, scan: Option<&IsoScan>) -> (Option<String>, VersionFrom) {
     if let Some(Some(v)) = side.versions.get("kubernetes") {
@@ -166,219 +172,41 @@ fn arches_of(side: &Side, scan: Option<&IsoScan>) -> Vec<String> {
     }
 }
 
-/// The images a side bundles, normalised: what its archives record when read, else its lock's or
-/// `versions.txt`'s list for `arch`.
-fn images_of(side: &Side, scan: Option<&IsoScan>, arch: Option<&str>) -> Option<BTreeSet<String>> {
-    let normal = |n: &str| Reference::parse(n).ok().map(|r| r.to_string());
-    if let Some(scan) = scan {
-        return Some(
-            scan.archives
-                .iter()
-                .filter_map(|a| a.outcome.as_ref().ok())
-                .flatten()
-                .filter_map(|n| normal(n))
-                .collect(),
-        );
-    }
-    let arch = arch
-        .and_then(|a| side.arches.get(a))
-        .or(side.arches.values().next())?;
-    Some(arch.images.keys().filter_map(|n| normal(n)).collect())
-}
-
-/// The names nodes take for pause images: those `grep pause` selects ([`crate::plan::sandbox`]).
-fn pauses(images: &BTreeSet<String>) -> Vec<String> {
-    images
-        .iter()
-        .filter(|n| crate::plan::sandbox::names_pause(n))
-        .cloned()
-        .collect()
-}
-
-/// Whether `images` holds `wanted` (by repository and tag; a digest pin does not matter).
-fn holds(images: &BTreeSet<String>, wanted: &str) -> bool {
-    let Ok(want) = Reference::parse(wanted) else {
-        return false;
-    };
-    // By path too: kubeadm names k8s.gcr.io where registry.k8s.io serves the same images.
-    images
-        .iter()
-        .filter_map(|n| Reference::parse(n).ok())
-        .any(|r| r.path() == want.path() && r.tag() == want.tag())
-}
-
 /// The verdict.
 pub fn check(input: &Input) -> Report {
     let (from_v, from_src) = version_of(input.from, input.from_scan);
     let (to_v, to_src) = version_of(input.to, input.to_scan);
     let from_arches = arches_of(input.from, input.from_scan);
     let to_arches = arches_of(input.to, input.to_scan);
-    let mut checks = Vec::new();
-    let mut notes = Vec::new();
-    let mut step = None;
-
-    // 1. CloudStack's rule.
     let parsed = |v: &Option<String>| v.as_deref().and_then(|v| v.parse::<KubeVersion>().ok());
     let (fk, tk) = (parsed(&from_v), parsed(&to_v));
-    checks.push(match (&fk, &tk) {
-        (Some(f), Some(t)) => match rule::check(f, t) {
-            Ok(s) => {
-                step = Some(s);
-                let kind = match s {
-                    rule::Step::Patch => "a later patch of the same minor",
-                    rule::Step::Minor => "the next minor",
-                };
-                pass("version rule", format!(
-                    "{} ({}) → {} ({}): {kind}, which CloudStack allows",
-                    from_v.as_deref().unwrap_or_default(),
-                    from_src.words(),
-                    to_v.as_deref().unwrap_or_default(),
-                    to_src.words()
-                ))
-            }
-            Err(refused) => fail(
-                "version rule",
-                refused.to_string(),
-                "CloudStack (canUpgradeKubernetesVersion) allows only a later patch of the \
-                 cluster's minor or the next minor: upgrade through each minor in turn",
-            ),
-        },
-        _ => {
-            let which = if fk.is_none() { &input.from.label } else { &input.to.label };
-            fail(
-                "version rule",
-                format!(
-                    "cannot tell {which}'s Kubernetes version: it has no cks-iso.lock, no \
-                     versions.txt and no kube-apiserver image in docker/"
-                ),
-                "give the ISO the cluster was built from and the one it upgrades to, or their locks",
-            )
-        }
-    });
-
-    // 2. One architecture.
-    let same = match (from_arches.as_slice(), to_arches.as_slice()) {
-        ([], _) | (_, []) => None,
-        ([a], [b]) => Some(a == b),
-        (a, b) => Some(a.iter().any(|x| b.contains(x))),
+    let from = Named {
+        label: &input.from.label,
+        version: from_v.as_deref(),
+        from: from_src,
+        parsed: fk.as_ref(),
     };
-    checks.push(match same {
-        Some(true) => pass(
-            "architecture",
-            format!("{} on both", common(&from_arches, &to_arches).join(", ")),
-        ),
-        Some(false) => fail(
-            "architecture",
-            format!(
-                "mixed architectures: {} is {}, {} is {}",
-                input.from.label,
-                from_arches.join(", "),
-                input.to.label,
-                to_arches.join(", ")
-            ),
-            "upgrade to the ISO of the cluster's architecture (-x86_64.iso for amd64, -aarch64.iso \
-             for arm64)",
-        ),
-        None => fail(
-            "architecture",
-            "cannot tell the architecture of both sides (no lock, no versions.txt, no readable \
-             k8s/kubeadm)"
-                .into(),
-            "give ISOs with k8s/kubeadm, or locks",
-        ),
-    });
-    let arch = common(&from_arches, &to_arches).into_iter().next();
-
-    // 3. Every archive imports.
+    let to = Named {
+        label: &input.to.label,
+        version: to_v.as_deref(),
+        from: to_src,
+        parsed: tk.as_ref(),
+    };
+    let (rule_check, step) = checks::version_rule(&from, &to);
+    let mut checks = vec![
+        rule_check,
+        checks::architecture(input, &from_arches, &to_arches),
+    ];
+    let mut notes = Vec::new();
+    let arch = checks::common(&from_arches, &to_arches).into_iter().next();
     match input.to_scan {
-        Some(scan) => {
-            let refused: Vec<&ArchiveImport> = scan
-                .archives
-                .iter()
-                .filter(|a| a.outcome.is_err())
-                .collect();
-            checks.push(match refused.first() {
-                None => pass(
-                    "archives",
-                    format!(
-                        "all {} archive(s) in docker/ import as containerd 1.6 imports them",
-                        scan.archives.len()
-                    ),
-                ),
-                Some(first) => fail(
-                    "archives",
-                    format!(
-                        "{}: nodes cannot import it: {}{}; upgrade-kubernetes.sh stops at the \
-                         first failing import",
-                        first.path,
-                        first.outcome.as_ref().err().map_or("", |e| e.as_str()),
-                        match refused.len() {
-                            1 => String::new(),
-                            n => format!(" (and {} more archive(s))", n - 1),
-                        }
-                    ),
-                    "rebuild TO (cks-iso build --locked TO), or replace the archive with a good \
-                     one of the same image; `cks-iso verify TO` names every problem",
-                ),
-            });
-        }
+        Some(scan) => checks.push(checks::archives(scan)),
         None => notes.push(format!(
             "{} is a lock: its archives were not imported (give the ISO to check them)",
             input.to.label
         )),
     }
-
-    // 4. kubeadm's images, and 5. the pause nodes will run.
-    let to_images = images_of(input.to, input.to_scan, arch.as_deref());
-    let extras = extras_of(input.to, tk.as_ref());
-    match (&tk, &to_images) {
-        (Some(t), Some(images)) => {
-            let mut wanted = crate::release::kubeadm::images(
-                t,
-                extras.as_ref().unwrap_or(&Extras {
-                    coredns: String::new(),
-                    etcd: String::new(),
-                    pause: String::new(),
-                }),
-            );
-            if extras.is_none() {
-                wanted.truncate(4);
-                notes.push(format!(
-                    "kubeadm v{t}'s pause, etcd and CoreDNS versions are not known to this \
-                     cks-iso and TO records none: only the control-plane images were checked"
-                ));
-            }
-            let missing: Vec<&String> = wanted.iter().filter(|w| !holds(images, w)).collect();
-            checks.push(match missing.is_empty() {
-                true => pass(
-                    "kubeadm images",
-                    format!(
-                        "TO holds the {} images kubeadm v{t} upgrades with",
-                        wanted.len()
-                    ),
-                ),
-                false => fail(
-                    "kubeadm images",
-                    format!(
-                        "TO lacks {} of the images `kubeadm upgrade` v{t} needs: {}",
-                        missing.len(),
-                        missing
-                            .iter()
-                            .map(|s| s.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                    "offline nodes cannot pull them: rebuild TO with cks-iso build, which bundles \
-                     kubeadm's images",
-                ),
-            });
-            if let Some(extras) = &extras {
-                checks.push(pause_check(input, t, extras, images, arch.as_deref()));
-            }
-        }
-        _ => notes
-            .push("TO's images or version are unknown: kubeadm's images were not checked".into()),
-    }
+    checks::kubeadm_images(input, tk.as_ref(), arch.as_deref(), &mut checks, &mut notes);
 
     // 6. The CloudStack release.
     let recorded = input
@@ -389,7 +217,7 @@ pub fn check(input: &Input) -> Report {
         .flatten()
         .and_then(|c| CloudStack::parse(&c).ok());
     let release = input.cloudstack.or(recorded);
-    checks.push(cloudstack_check(input, release));
+    checks.push(checks::cloudstack(input, release));
 
     let ok = checks.iter().all(|c| c.ok);
     Report {
@@ -414,166 +242,6 @@ pub fn check(input: &Input) -> Report {
         checks,
         notes,
         changes: groups::of(input.changes),
-    }
-}
-
-/// TO's kubeadm extras: what its lock recorded, else what this cks-iso knows for the release.
-fn extras_of(side: &Side, version: Option<&KubeVersion>) -> Option<Extras> {
-    let get = |k: &str| side.versions.get(k).cloned().flatten();
-    match (
-        get("kubeadm-pause"),
-        get("kubeadm-etcd"),
-        get("kubeadm-coredns"),
-    ) {
-        (Some(pause), Some(etcd), Some(coredns)) => Some(Extras {
-            coredns,
-            etcd,
-            pause,
-        }),
-        _ => version.and_then(Extras::embedded),
-    }
-}
-
-fn pause_check(
-    input: &Input,
-    to: &KubeVersion,
-    extras: &Extras,
-    images: &BTreeSet<String>,
-    arch: Option<&str>,
-) -> Check {
-    let want = format!(
-        "{}/pause:{}",
-        crate::release::kubeadm::registry(to),
-        extras.pause
-    );
-    let own = pauses(images);
-    let picked = |names: &[String]| crate::plan::sandbox::sandbox(names.iter().map(String::as_str));
-    if own.len() != 1 || !holds(images, &want) {
-        let runs = match picked(&own) {
-            Some(p) => format!("nodes would run {p}"),
-            None => "nodes would fall back to containerd's default sandbox image, which an \
-                     air-gapped node cannot pull"
-                .to_owned(),
-        };
-        return fail(
-            "pause",
-            format!(
-                "TO holds {} pause image(s) ({}), kubeadm v{to} and its kubelet want {want}: \
-                 nodes set their sandbox image to `{}`, which selects every image whose name \
-                 contains \"pause\"; {runs}",
-                own.len(),
-                own.join(", "),
-                crate::plan::sandbox::NODE_RULE,
-            ),
-            "bundle exactly one pause image, kubeadm's, and no other image whose name contains \
-             \"pause\": rebuild TO with cks-iso build",
-        );
-    }
-    // What a node holds after importing TO on top of FROM, and which one it then runs.
-    let mut all: BTreeSet<String> = own.iter().cloned().collect();
-    if let Some(from) = images_of(input.from, input.from_scan, arch) {
-        all.extend(pauses(&from));
-    }
-    let all: Vec<String> = all.into_iter().collect();
-    let picked = picked(&all).expect("TO holds one");
-    let tail = match picked.en_us == own[0] && picked.c == own[0] {
-        true => "nodes run it after the upgrade".to_owned(),
-        false => format!(
-            "after the upgrade nodes still run FROM's {picked} (`grep pause | sort | tail -n 1` \
-             over both ISOs' images), which they hold"
-        ),
-    };
-    pass(
-        "pause",
-        format!("TO holds {want}, the one kubeadm v{to} and its kubelet want; {tail}"),
-    )
-}
-
-fn cloudstack_check(input: &Input, release: Option<CloudStack>) -> Check {
-    let named = release.map_or("every release from 4.20".to_owned(), |c| {
-        format!("CloudStack {c}")
-    });
-    if let Some(report) = input.to_verify {
-        // Archives have their own check above.
-        let violations: Vec<_> = report
-            .violations
-            .iter()
-            .filter(|v| !v.path.starts_with(crate::contract::IMAGES_DIR))
-            .collect();
-        return match violations.first() {
-            None => pass(
-                "cloudstack",
-                format!("TO suits {named} (verify finds nothing wrong)"),
-            ),
-            Some(v) => fail(
-                "cloudstack",
-                format!(
-                    "TO does not suit {named}: {}: {}{}",
-                    v.path,
-                    v.problem,
-                    match violations.len() {
-                        1 => String::new(),
-                        n => format!(" (and {} more problem(s))", n - 1),
-                    }
-                ),
-                &format!(
-                    "`cks-iso verify TO{}` lists every problem; rebuild TO for that release",
-                    release.map_or(String::new(), |c| format!(" --cloudstack {c}"))
-                ),
-            ),
-        };
-    }
-    // A lock: what the release's management server applies must be among its manifests.
-    let has = |m: &str| input.to.manifests.contains_key(m);
-    let problem = match release {
-        Some(c) if c.dashboard_required() && !has(crate::contract::DASHBOARD) => Some(format!(
-            "CloudStack {c} applies {} and TO has none",
-            crate::contract::DASHBOARD
-        )),
-        Some(c)
-            if c.reads_headlamp()
-                && !has(crate::contract::HEADLAMP)
-                && !has(crate::contract::DASHBOARD) =>
-        {
-            Some(format!(
-                "CloudStack {c} applies headlamp.yaml (or dashboard.yaml) and TO has neither"
-            ))
-        }
-        _ => None,
-    };
-    match problem {
-        None => pass("cloudstack", format!("TO's manifests suit {named}")),
-        Some(p) => fail(
-            "cloudstack",
-            p,
-            "rebuild TO with --cloudstack set to the cluster's release",
-        ),
-    }
-}
-
-fn common(a: &[String], b: &[String]) -> Vec<String> {
-    match (a, b) {
-        ([x], [y]) if x != y => vec![],
-        ([x], [_]) => vec![x.clone()],
-        _ => a.iter().filter(|x| b.contains(x)).cloned().collect(),
-    }
-}
-
-fn pass(check: &'static str, detail: String) -> Check {
-    Check {
-        check,
-        ok: true,
-        detail,
-        hint: None,
-    }
-}
-
-fn fail(check: &'static str, detail: String, hint: &str) -> Check {
-    Check {
-        check,
-        ok: false,
-        detail,
-        hint: Some(hint.to_owned()),
     }
 }
 

@@ -18,7 +18,18 @@ pub struct ArchiveImport {
     /// Its ISO path (`docker/pause:3.10.tar`).
     pub path: String,
     /// The image names the import records, or why it fails (`fails with "…": cause`).
-    pub outcome: Result<Vec<String>, String>,
+    pub outcome: Result<Vec<String>, NotImported>,
+}
+
+/// Why an archive does not import.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotImported {
+    /// The ISO's reader cannot read it: why.
+    #[error("cannot be read: {0}")]
+    Unreadable(String),
+    /// containerd's import refuses it.
+    #[error("ctr image import {0}")]
+    Refused(containerd::Refused),
 }
 
 /// An ISO's archives and architecture.
@@ -47,10 +58,10 @@ pub fn scan(iso: &Path, arch: Option<Arch>) -> Result<IsoScan, ReadError> {
     let mut archives = Vec::new();
     for path in paths {
         let outcome = match reader.open_file(&path) {
-            Err(e) => Err(format!("cannot be read: {}", e.reason)),
+            Err(e) => Err(NotImported::Unreadable(e.reason)),
             Ok(file) => containerd::import(file, arch)
                 .map(|imported| imported.names)
-                .map_err(|refused| format!("ctr image import {refused}")),
+                .map_err(NotImported::Refused),
         };
         archives.push(ArchiveImport { path, outcome });
     }

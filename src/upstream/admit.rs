@@ -191,6 +191,34 @@ fn judge_one(
     })
 }
 
+/// Why the signature DIR holds for a download does not vouch for it ([`signed`]).
+#[derive(Debug, thiserror::Error)]
+pub enum NotSigned {
+    /// No rule of the policy covers the URL.
+    #[error("no signature rule covers its URL")]
+    NoRule,
+    /// Its bundle cannot be read.
+    #[error("its bundle is not one cks-iso reads: {0}")]
+    Bundle(rekor::BundleError),
+    /// Neither a bundle nor a `.sig` and `.cert`.
+    #[error("DIR holds no bundle, or no .sig and .cert, for it")]
+    NoMaterial,
+    /// No Rekor entry in DIR logs the file, its `.sig` and its `.cert`.
+    #[error("DIR holds no Rekor entry that logs it, its .sig and its .cert")]
+    NotLogged,
+    /// The Rekor entry cannot be read as evidence.
+    #[error("{0}")]
+    Entry(cks_iso_sigstore::Invalid),
+    /// A check of the signature fails.
+    #[error("{step}: {reason}")]
+    Fails {
+        /// The check's name.
+        step: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
 /// Verifies the signature DIR holds for the download at `url` (blob `digest`): the published
 /// bundle (`<url>.sigstore.json`), else `.sig`, `.cert` and a Rekor entry that logs them, as
 /// `build` reads them, under the policy rule covering `url`.
@@ -200,24 +228,20 @@ pub fn signed(
     url: &str,
     digest: &Digest,
     trust: &Trust,
-) -> Result<(), String> {
-    let rule = trust
-        .policy
-        .rule_for_url(url)
-        .ok_or("no signature rule covers its URL")?;
+) -> Result<(), NotSigned> {
+    let rule = trust.policy.rule_for_url(url).ok_or(NotSigned::NoRule)?;
     let file: [u8; 32] = digest.sum().into();
     let material = |suffix: &str, limit| {
         let found = from.recall(&Key::Url(format!("{url}{suffix}")))?;
         read(from, &found.digest, limit)
     };
     let evidence = match material(BUNDLE_SUFFIX, BUNDLE_LIMIT) {
-        Some(bundle) => rekor::Evidence::from_bundle(&bundle)
-            .map_err(|e| format!("its bundle is not one cks-iso reads: {e}"))?,
+        Some(bundle) => rekor::Evidence::from_bundle(&bundle).map_err(NotSigned::Bundle)?,
         None => {
             let (Some(sig), Some(cert)) =
                 (material(".sig", PAIR_LIMIT), material(".cert", PAIR_LIMIT))
             else {
-                return Err("DIR holds no bundle, or no .sig and .cert, for it".into());
+                return Err(NotSigned::NoMaterial);
             };
             let logged = entries
                 .iter()
@@ -228,13 +252,16 @@ pub fn signed(
                 .filter_map(|reply| rekor::entries(&reply).ok())
                 .flat_map(|map| map.into_values())
                 .find(|e| rekor::Evidence::logged_by(&file, &sig, &cert, e))
-                .ok_or("DIR holds no Rekor entry that logs it, its .sig and its .cert")?;
-            rekor::Evidence::from_rekor(&file, &sig, &cert, &logged).map_err(|e| e.to_string())?
+                .ok_or(NotSigned::NotLogged)?;
+            rekor::Evidence::from_rekor(&file, &sig, &cert, &logged).map_err(NotSigned::Entry)?
         }
     };
     rekor::verify_digest(&trust.root, rule, &file, &evidence, trust.now)
         .map(|_| ())
-        .map_err(|f| format!("{}: {}", f.step.name(), f.reason))
+        .map_err(|f| NotSigned::Fails {
+            step: f.step.name(),
+            reason: f.reason,
+        })
 }
 
 /// The downloads in `from` that carry signature material (a bundle, or a `.sig`) under a rule
@@ -263,7 +290,7 @@ pub fn unverifiable(from: &Cache, trust: &Trust) -> Vec<(String, String)> {
             }
             trust.policy.rule_for_url(url)?;
             let why = signed(from, &entries, url, &entry.digest, trust).err()?;
-            Some((url.to_owned(), why))
+            Some((url.to_owned(), why.to_string()))
         })
         .collect();
     out.sort();

@@ -1,6 +1,5 @@
 //! Downloads one [`Artifact`] through the mirrors, verifies it, and names it only when it passed.
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use reqwest::header::HeaderMap;
@@ -84,7 +83,7 @@ pub struct Expected {
 }
 
 /// The cache index key of an upstream URL (without any user or password).
-fn url_key(url: &str) -> Key {
+pub(super) fn url_key(url: &str) -> Key {
     Key::Url(strip_userinfo(url))
 }
 
@@ -110,121 +109,11 @@ pub struct Got {
     pub notes: Vec<String>,
 }
 
+/// A body fetched under an artifact's legacy name: the URL, its checksum, the sink with whether
+/// the transport knew where the body ends, and the URL it was fetched from.
+type LegacyBody = (String, Option<Checksum>, (FileSink, bool), String);
+
 impl Fetcher<'_> {
-    /// Where a request for the upstream `url` goes: through the mirrors, credentials hidden (for
-    /// what `resolve` shows).
-    pub fn fetch_url(&self, url: &str) -> String {
-        redact(&self.mirrors.rewrite(url))
-    }
-
-    /// GETs at most `limit` bytes of the upstream `url` through the mirrors, with the transport
-    /// retries; no cache (the caller keeps what it verified).
-    pub async fn bytes(&self, url: &str, limit: u64) -> Result<Vec<u8>, FetchError> {
-        let (bytes, _) = get_bytes(
-            &self.download,
-            &self.mirrors.rewrite(url),
-            &HeaderMap::new(),
-            limit,
-        )
-        .await?;
-        Ok(bytes)
-    }
-
-    /// POSTs `body` as JSON to the upstream `url` through the mirrors; at most `limit` bytes of
-    /// the reply (a Rekor index query).
-    pub async fn post_json(
-        &self,
-        url: &str,
-        body: &[u8],
-        limit: u64,
-    ) -> Result<Vec<u8>, FetchError> {
-        crate::fetch::post_json(&self.download, &self.mirrors.rewrite(url), body, limit).await
-    }
-
-    /// The refs under `prefix` of the upstream git repository `repo`, through the mirrors, with
-    /// the transport retries; offline, [`crate::release::ResolveError::Refused`].
-    pub async fn git_refs(
-        &self,
-        repo: &str,
-        prefix: &str,
-    ) -> Result<crate::release::git::Listing, crate::release::ResolveError> {
-        let repo = self.mirrors.rewrite(repo);
-        self.download
-            .admit(&repo)
-            .map_err(crate::release::ResolveError::Refused)?;
-        let tries = std::cell::Cell::new(0);
-        crate::fetch::retrying(
-            self.download.retry,
-            || {
-                tries.set(tries.get() + 1);
-                crate::release::git::ls_remote(self.download.client, &repo, prefix)
-            },
-            |e: &crate::release::ResolveError| e.is_transient().then_some(None),
-        )
-        .await
-        .map_err(|e| e.after(tries.get()))
-    }
-
-    /// GETs a small text through the mirrors (a checksum file, kubeadm's constants). Offline, the
-    /// copy the cache recorded for `url`.
-    pub async fn text(&self, url: &str, limit: u64) -> Result<String, FetchError> {
-        let recalled = || Ok::<_, FetchError>(self.recalled_text(url, limit));
-        let (bytes, _) = self
-            .download
-            .or_cached(recalled, self.fetch_text(url, limit))
-            .await?;
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
-    }
-
-    /// [`Fetcher::text`] from the network only, never the store's copy; offline the client
-    /// refuses it ([`FetchError::Offline`]).
-    pub async fn fresh_text(&self, url: &str, limit: u64) -> Result<String, FetchError> {
-        let bytes = self.fetch_text(url, limit).await?;
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
-    }
-
-    /// The bytes the store recorded for `url`, at most `limit`, when they still hash to it.
-    fn recalled_text(&self, url: &str, limit: u64) -> Option<Vec<u8>> {
-        let store = self.store?;
-        let found = store.recall(&url_key(url))?;
-        let file = store.open(&found.digest).ok()?;
-        let mut bytes = Vec::new();
-        file.take(limit).read_to_end(&mut bytes).ok()?;
-        (Digest::of(&bytes) == found.digest).then_some(bytes)
-    }
-
-    /// [`Fetcher::text`] from the network, kept in the store.
-    async fn fetch_text(&self, url: &str, limit: u64) -> Result<Vec<u8>, FetchError> {
-        let mut refetch = self.download.refetch();
-        let bytes = loop {
-            let (bytes, _) = get_bytes(
-                &refetch.download(&self.download),
-                &self.mirrors.rewrite(url),
-                &HeaderMap::new(),
-                limit,
-            )
-            .await
-            .map_err(|e| keyed_by(e, url))?;
-            // Text that is not UTF-8 was damaged on the way until proven otherwise; past the
-            // budget it is taken as it is (a lossy read names the damage where it is used).
-            let damaged = format!("{} sent text that is not UTF-8", redact(url));
-            if std::str::from_utf8(&bytes).is_ok() || !refetch.again(&damaged, "fetching it").await
-            {
-                break bytes;
-            }
-        };
-        if let Some(store) = self.store {
-            let recorded = strip_userinfo(url);
-            let kept = store.put_bytes(&bytes).and_then(|digest| {
-                store.remember(&url_key(url), &digest, bytes.len() as u64, &recorded)
-            });
-            if let Err(e) = kept {
-                tracing::warn!("cannot keep {recorded} in the cache: {e}");
-            }
-        }
-        Ok(bytes)
-    }
-
     /// Downloads `artifact` to `dest`; on any error nothing is left at `dest` or beside it.
     /// With a store, the file is kept there; offline, it is taken from there.
     pub async fn get(&self, artifact: &Artifact, dest: &Path) -> Result<Got, UpstreamError> {
@@ -410,32 +299,8 @@ impl Fetcher<'_> {
             match self.body(&artifact.url, dest, size, limit).await {
                 Ok((sink, from)) => (artifact.url.clone(), artifact.checksum.clone(), sink, from),
                 Err(err) if err.status() == Some(404) && artifact.legacy.is_some() => {
-                    let legacy = artifact.legacy.as_ref().expect("checked");
-                    tracing::info!(
-                        "{} answered 404; trying the legacy name {}",
-                        redact(&artifact.url),
-                        file_name(&legacy.url)
-                    );
-                    let (sink, from) =
-                        self.body(&legacy.url, dest, size, limit)
-                            .await
-                            .map_err(|source| UpstreamError::Fetch {
-                                name: format!(
-                                    "{} under its legacy name ({} answered 404)",
-                                    artifact.name,
-                                    file_name(&artifact.url)
-                                ),
-                                source,
-                            })?;
-                    notes.push(format!(
-                        "used the legacy file name {}",
-                        file_name(&legacy.url)
-                    ));
-                    let checksum = artifact
-                        .checksum
-                        .as_ref()
-                        .map(|c| c.at(format!("{}.sha256", legacy.url)));
-                    (legacy.url.clone(), checksum, sink, from)
+                    self.legacy_body(artifact, dest, size, limit, &mut notes)
+                        .await?
                 }
                 Err(source) => {
                     return Err(UpstreamError::Fetch {
@@ -491,6 +356,44 @@ impl Fetcher<'_> {
             checksum_verified,
             notes,
         })
+    }
+
+    /// After a 404, the body under the artifact's legacy name, with that URL and its checksum;
+    /// the note that says so pushed onto `notes`.
+    async fn legacy_body(
+        &self,
+        artifact: &Artifact,
+        dest: &Path,
+        size: Option<u64>,
+        limit: Option<u64>,
+        notes: &mut Vec<String>,
+    ) -> Result<LegacyBody, UpstreamError> {
+        let legacy = artifact.legacy.as_ref().expect("checked");
+        tracing::info!(
+            "{} answered 404; trying the legacy name {}",
+            redact(&artifact.url),
+            file_name(&legacy.url)
+        );
+        let (sink, from) = self
+            .body(&legacy.url, dest, size, limit)
+            .await
+            .map_err(|source| UpstreamError::Fetch {
+                name: format!(
+                    "{} under its legacy name ({} answered 404)",
+                    artifact.name,
+                    file_name(&artifact.url)
+                ),
+                source,
+            })?;
+        notes.push(format!(
+            "used the legacy file name {}",
+            file_name(&legacy.url)
+        ));
+        let checksum = artifact
+            .checksum
+            .as_ref()
+            .map(|c| c.at(format!("{}.sha256", legacy.url)));
+        Ok((legacy.url.clone(), checksum, sink, from))
     }
 
     /// The body of `url` (through the mirrors) in a temporary file beside `dest`, cut one byte
@@ -589,7 +492,7 @@ impl Fetcher<'_> {
 
 /// An `--offline` miss names the upstream URL the cache is keyed by, not the mirror's URL the
 /// request would have gone to: that is what `cache ls` lists and a lock records.
-fn keyed_by(err: FetchError, url: &str) -> FetchError {
+pub(super) fn keyed_by(err: FetchError, url: &str) -> FetchError {
     match err {
         FetchError::Offline { .. } => FetchError::Offline {
             url: strip_userinfo(url),

@@ -10,6 +10,7 @@ pub mod admit;
 mod error;
 mod get;
 pub mod label;
+mod text;
 pub mod tie;
 
 // The catalog (what each file is, its checksum's shape, its content checks) is the domain

@@ -6,12 +6,12 @@ use std::path::Path;
 use cks_iso_iso9660::read::FileKind;
 
 use super::ctx::{Ctx, matching, sha256_of, tarball};
+use super::yamls::yamls;
 use super::{Cause, Expect, Report};
 use crate::archive;
 use crate::cloudstack::CloudStack;
 use crate::contract::{self, K8S_BINARIES};
-use crate::image::{Arch, Reference};
-use crate::manifest;
+use crate::image::Arch;
 use crate::versions::Versions;
 use cks_iso_iso9660::read::{Entry, IsoReader, ReadError};
 
@@ -384,120 +384,6 @@ fn images(cx: &mut Ctx, versions: Option<&Versions>, arch: Option<Arch>) -> BTre
     bundled
 }
 
-/// Root manifests: valid YAML, no joined separators, `IfNotPresent` only (written, or by default
-/// for a container that says nothing), placeholders kept, and every image they reference bundled;
-/// returns the images they reference, normalised.
-fn yamls(cx: &mut Ctx, bundled: &BTreeSet<String>) -> BTreeSet<String> {
-    let bundled: BTreeSet<String> = bundled
-        .iter()
-        .filter_map(|n| Reference::parse(n).ok().map(|r| r.to_string()))
-        .collect();
-    let roots: Vec<String> = matching(cx, "", "", ".yaml");
-    let mut named = BTreeSet::new();
-    for path in roots {
-        let Some(text) = cx.text(&path) else { continue };
-        for joined in manifest::find_joined_separators(&text) {
-            cx.violation(
-                &path,
-                format!(
-                    "line {} joins two documents: {:?}",
-                    joined.line, joined.text
-                ),
-            );
-        }
-        for (i, line) in text.lines().enumerate() {
-            if let Some(v) = line
-                .trim_start()
-                .trim_start_matches("- ")
-                .strip_prefix("imagePullPolicy:")
-                && v.split('#')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .trim_matches(['"', '\''])
-                    != "IfNotPresent"
-            {
-                cx.violation(
-                    &path,
-                    format!(
-                        "line {}: imagePullPolicy:{v}; an air-gapped node needs IfNotPresent",
-                        i + 1
-                    ),
-                );
-            }
-        }
-        // Containers pulled `Always` because they say nothing: an explicit policy is judged above.
-        let mut unsaid: Vec<String> = Vec::new();
-        for c in manifest::containers(&text) {
-            if c.policy.is_none() && c.effective_policy() == "Always" {
-                cx.violation(
-                    &path,
-                    format!(
-                        "line {}: {} has no imagePullPolicy and an untagged or :latest image, so \
-                         Kubernetes pulls it Always; an air-gapped node needs IfNotPresent",
-                        c.line, c.image
-                    ),
-                );
-                unsaid.push(c.image);
-            }
-        }
-        if path == "autoscaler.yaml" {
-            for placeholder in ["<min>", "<max>", "<cluster-id>"] {
-                if !text.contains(placeholder) {
-                    cx.violation(
-                        &path,
-                        format!(
-                            "the placeholder {placeholder} is gone; CloudStack fills it in with sed"
-                        ),
-                    );
-                }
-            }
-        }
-        let docs = match manifest::check_yaml(&path, &text) {
-            Ok(docs) => docs,
-            Err(e) => {
-                cx.violation(&path, chain(&e));
-                continue;
-            }
-        };
-        for image in manifest::parsed_always(&docs) {
-            match unsaid.iter().position(|u| *u == image) {
-                Some(found) => {
-                    unsaid.remove(found);
-                }
-                None => cx.violation(
-                    &path,
-                    format!(
-                        "a container of {image} (in flow style) has no imagePullPolicy and an \
-                         untagged or :latest image, so Kubernetes pulls it Always; an air-gapped \
-                         node needs IfNotPresent"
-                    ),
-                ),
-            }
-        }
-        for image in manifest::images(&docs) {
-            match Reference::parse(&image) {
-                Ok(r) if bundled.contains(&r.to_string()) => {
-                    named.insert(r.to_string());
-                }
-                Ok(r) => {
-                    cx.violation(
-                        &path,
-                        format!(
-                            "references {r}, which is not bundled (an air-gapped node cannot pull \
-                             it): no archive in docker/ holds it; rebuild the ISO with cks-iso \
-                             build, which pulls every image a root *.yaml names"
-                        ),
-                    );
-                    named.insert(r.to_string());
-                }
-                Err(e) => cx.violation(&path, format!("references {image:?}: {e}")),
-            }
-        }
-    }
-    named
-}
-
 /// The kubelet unit and drop-in point at `/opt/bin`, where CKS installs the binaries.
 fn units(cx: &mut Ctx) {
     for path in ["kubelet.service", "10-kubeadm.conf"] {
@@ -512,16 +398,4 @@ fn units(cx: &mut Ctx) {
             );
         }
     }
-}
-
-/// An error and its causes on one line.
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut cur = err.source();
-    while let Some(e) = cur {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        cur = e.source();
-    }
-    text
 }

@@ -26,6 +26,7 @@ mod pause;
 mod render;
 mod sboms;
 mod signatures;
+mod yamls;
 
 use std::path::{Path, PathBuf};
 

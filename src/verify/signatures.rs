@@ -20,31 +20,8 @@ use cks_iso_sigstore::{BinaryEvidence, REPORT_PATH, Report, SignatureManifest, V
 
 pub(super) fn check(cx: &mut Ctx, versions: Option<&Versions>, sig: &SignatureCheck) {
     let Some(versions) = versions else { return };
-    if !cx.entries.contains_key(REPORT_PATH) {
-        let off = cx
-            .text(contract::VERSIONS)
-            .is_some_and(|t| t.lines().any(|l| l.starts_with("# signatures off:")));
-        match off {
-            true => cx.violation(
-                contract::VERSIONS,
-                "the ISO was built with --signatures off: no signature was checked, so there is \
-                 nothing to re-verify; rebuild it with --signatures verify (the default) to carry \
-                 the evidence",
-            ),
-            false => cx.violation(
-                REPORT_PATH,
-                "missing: the ISO carries no signature evidence (built by a cks-iso that did not \
-                 check signatures?); rebuild it with this cks-iso to carry the evidence",
-            ),
-        }
+    let Some(report) = read_report(cx) else {
         return;
-    }
-    let Some(text) = cx.text(REPORT_PATH) else {
-        return;
-    };
-    let report: Report = match serde_json::from_str(&text) {
-        Ok(r) => r,
-        Err(e) => return cx.violation(REPORT_PATH, format!("not a signature report: {e}")),
     };
     let reported: BTreeMap<&str, &cks_iso_sigstore::ImageReport> = report
         .images
@@ -107,6 +84,38 @@ pub(super) fn check(cx: &mut Ctx, versions: Option<&Versions>, sig: &SignatureCh
         }
     }
     binaries(cx, versions, &report, sig);
+}
+
+/// The ISO's signature report, read; a violation when it is missing (saying why when the ISO
+/// was built with signatures off) or unreadable.
+fn read_report(cx: &mut Ctx) -> Option<Report> {
+    if !cx.entries.contains_key(REPORT_PATH) {
+        let off = cx
+            .text(contract::VERSIONS)
+            .is_some_and(|t| t.lines().any(|l| l.starts_with("# signatures off:")));
+        match off {
+            true => cx.violation(
+                contract::VERSIONS,
+                "the ISO was built with --signatures off: no signature was checked, so there is \
+                 nothing to re-verify; rebuild it with --signatures verify (the default) to carry \
+                 the evidence",
+            ),
+            false => cx.violation(
+                REPORT_PATH,
+                "missing: the ISO carries no signature evidence (built by a cks-iso that did not \
+                 check signatures?); rebuild it with this cks-iso to carry the evidence",
+            ),
+        }
+        return None;
+    }
+    let text = cx.text(REPORT_PATH)?;
+    match serde_json::from_str(&text) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            cx.violation(REPORT_PATH, format!("not a signature report: {e}"));
+            None
+        }
+    }
 }
 
 /// Whether a covered artifact is reported verified; a violation when not.
@@ -177,43 +186,10 @@ fn binaries(cx: &mut Ctx, versions: &Versions, report: &Report, sig: &SignatureC
             contract::SIGNATURES_PREFIX,
             BinaryEvidence::bundle_path(&file.path)
         );
-        // Build keeps none larger (a published bundle, or one written from a `.sig`, `.cert`
-        // and Rekor entry at their caps).
-        let bundle = match cx
-            .reader
-            .read_small(&bundle_path, rekor::MAX_BUNDLE_SIZE as u64)
-        {
-            Ok(b) => b,
-            Err(e) => {
-                cx.violation(&bundle_path, e.reason);
-                continue;
-            }
+        let Some(evidence) = bundle(cx, &bundle_path) else {
+            continue;
         };
-        let evidence = match rekor::Evidence::from_bundle(&bundle) {
-            Ok(e) => e,
-            Err(e) => {
-                cx.violation(&bundle_path, format!("not a usable Sigstore bundle: {e}"));
-                continue;
-            }
-        };
-        // Hashed when versions.txt was checked (streamed out of the ISO, never held); read again
-        // only if that failed, for the error.
-        let actual = match cx.hashes.get(&file.path) {
-            Some(hex) => Ok(hex.clone()),
-            None => sha256_of(cx.reader, &file.path),
-        };
-        let actual = match actual {
-            Ok(a) => a,
-            Err(e) => {
-                cx.violation(&file.path, e.to_string());
-                continue;
-            }
-        };
-        let Ok(digest) = Sha256Sum::parse_hex(&actual).map(<[u8; 32]>::from) else {
-            cx.violation(
-                &file.path,
-                format!("sha256 {actual} is not 32 bytes of hex"),
-            );
+        let Some((actual, digest)) = file_digest(cx, &file.path) else {
             continue;
         };
         if actual != entry.sha256 {
@@ -287,4 +263,45 @@ fn load(cx: &mut Ctx, path: &str, signed: &str) -> Option<SignatureManifest> {
         bytes,
         layers,
     })
+}
+
+/// The bundle at `path` in the ISO, read as evidence; a violation when it cannot be. Build keeps
+/// none larger than [`rekor::MAX_BUNDLE_SIZE`] (a published bundle, or one written from a `.sig`,
+/// `.cert` and Rekor entry at their caps).
+fn bundle(cx: &mut Ctx, path: &str) -> Option<rekor::Evidence> {
+    let bundle = match cx.reader.read_small(path, rekor::MAX_BUNDLE_SIZE as u64) {
+        Ok(b) => b,
+        Err(e) => {
+            cx.violation(path, e.reason);
+            return None;
+        }
+    };
+    match rekor::Evidence::from_bundle(&bundle) {
+        Ok(e) => Some(e),
+        Err(e) => {
+            cx.violation(path, format!("not a usable Sigstore bundle: {e}"));
+            None
+        }
+    }
+}
+
+/// The sha256 of the file at `path` in the ISO, as hex and as bytes: hashed when versions.txt was
+/// checked (streamed out of the ISO, never held), read again only if that failed, for the error.
+fn file_digest(cx: &mut Ctx, path: &str) -> Option<(String, [u8; 32])> {
+    let actual = match cx.hashes.get(path) {
+        Some(hex) => Ok(hex.clone()),
+        None => sha256_of(cx.reader, path),
+    };
+    let actual = match actual {
+        Ok(a) => a,
+        Err(e) => {
+            cx.violation(path, e.to_string());
+            return None;
+        }
+    };
+    let Ok(digest) = Sha256Sum::parse_hex(&actual).map(<[u8; 32]>::from) else {
+        cx.violation(path, format!("sha256 {actual} is not 32 bytes of hex"));
+        return None;
+    };
+    Some((actual, digest))
 }

@@ -181,10 +181,24 @@ impl Sigstore {
             });
             return serde_json::to_vec_pretty(&bundle).expect("JSON");
         }
+        self.dsse_on_rekor_v1(logged, shipped, &leaf, &signature, t, opts.sign.flip_set)
+    }
+    /// The bundle of [`Self::sign_dsse`] on the Rekor v1 log: the envelope of `logged` as a
+    /// `dsse` 0.0.1 entry with its SET (its last byte flipped with `flip_set`) and an inclusion
+    /// proof in a tree of one, shipping the envelope of `shipped`.
+    fn dsse_on_rekor_v1(
+        &self,
+        logged: &[u8],
+        shipped: &[u8],
+        leaf: &[u8],
+        signature: &[u8],
+        t: i64,
+        flip_set: bool,
+    ) -> Vec<u8> {
         let envelope = json!({
             "payload": base64(logged),
             "payloadType": IN_TOTO,
-            "signatures": [{"sig": base64(&signature)}],
+            "signatures": [{"sig": base64(signature)}],
         });
         let body = json!({
             "apiVersion": "0.0.1",
@@ -196,8 +210,8 @@ impl Sigstore {
                 },
                 "payloadHash": {"algorithm": "sha256", "value": hex(&digest_bytes(logged))},
                 "signatures": [{
-                    "signature": base64(&signature),
-                    "verifier": base64(pem(&leaf).as_bytes()),
+                    "signature": base64(signature),
+                    "verifier": base64(pem(leaf).as_bytes()),
                 }],
             },
         });
@@ -211,7 +225,7 @@ impl Sigstore {
             "logIndex": index,
         });
         let mut set = self.rekor_sign(&serde_json::to_vec(&entry).expect("JSON"));
-        if opts.sign.flip_set {
+        if flip_set {
             let last = set.len() - 1;
             set[last] ^= 0x01;
         }
@@ -224,7 +238,7 @@ impl Sigstore {
         let bundle = json!({
             "mediaType": BUNDLE_V03,
             "verificationMaterial": {
-                "certificate": {"rawBytes": base64(&leaf)},
+                "certificate": {"rawBytes": base64(leaf)},
                 "tlogEntries": [{
                     "logIndex": index.to_string(),
                     "logId": {"keyId": base64(&log_id)},
@@ -244,7 +258,7 @@ impl Sigstore {
             "dsseEnvelope": {
                 "payload": base64(shipped),
                 "payloadType": IN_TOTO,
-                "signatures": [{"sig": base64(&signature)}],
+                "signatures": [{"sig": base64(signature)}],
             },
         });
         serde_json::to_vec_pretty(&bundle).expect("JSON")

@@ -202,28 +202,7 @@ impl Tsa {
     pub fn timestamp(&self, signature: &[u8], t: i64, serial: u64, nonce: u64) -> Vec<u8> {
         let (leaf_serial, issuer, subject) = cert_names(&self.leaf);
         let sha256 = der(SEQUENCE, &der(OID, OID_SHA256));
-        let imprint = der(
-            SEQUENCE,
-            &[
-                der(SEQUENCE, &[der(OID, OID_SHA256), der(0x05, &[])].concat()),
-                der(OCTET_STRING, &sha2::Sha256::digest(signature)),
-            ]
-            .concat(),
-        );
-        let tst_info = der(
-            SEQUENCE,
-            &[
-                integer(1),
-                der(OID, OID_POLICY),
-                imprint,
-                integer(serial),
-                generalized_time(t),
-                der(SEQUENCE, &integer(1)),
-                integer(nonce),
-                der(0xa0, &der(0xa4, &subject)),
-            ]
-            .concat(),
-        );
+        let tst_info = tst_info(signature, t, serial, nonce, &subject);
         // RFC 5035 ESSCertIDv2 with the default hash (SHA-256): the hash and issuer-serial.
         let issuer_serial = der(
             SEQUENCE,
@@ -289,6 +268,33 @@ impl Tsa {
         );
         der(SEQUENCE, &[der(SEQUENCE, &integer(0)), token].concat())
     }
+}
+
+/// The `TSTInfo` (RFC 3161) of a timestamp at `t` of `signature`, with `serial`, `nonce` and
+/// the TSA's name `subject`.
+fn tst_info(signature: &[u8], t: i64, serial: u64, nonce: u64, subject: &[u8]) -> Vec<u8> {
+    let imprint = der(
+        SEQUENCE,
+        &[
+            der(SEQUENCE, &[der(OID, OID_SHA256), der(0x05, &[])].concat()),
+            der(OCTET_STRING, &sha2::Sha256::digest(signature)),
+        ]
+        .concat(),
+    );
+    der(
+        SEQUENCE,
+        &[
+            integer(1),
+            der(OID, OID_POLICY),
+            imprint,
+            integer(serial),
+            generalized_time(t),
+            der(SEQUENCE, &integer(1)),
+            integer(nonce),
+            der(0xa0, &der(0xa4, subject)),
+        ]
+        .concat(),
+    )
 }
 
 #[cfg(test)]

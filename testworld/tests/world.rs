@@ -10,7 +10,7 @@ use std::process::Command;
 
 use cks_iso_testworld::http;
 use cks_iso_testworld::upstream::NETWORK_PATH;
-use cks_iso_testworld::world::{Options, World};
+use cks_iso_testworld::world::{Image, Options, World};
 use serde_json::Value;
 
 fn require(tool: &str) {
@@ -64,7 +64,16 @@ fn a_build_finds_every_image_for_both_arches() {
     let world = World::start(Options::default());
     assert_eq!(world.autoscaler_version(), Some("1.33.3"));
 
-    // Every listed image is in the registry, by its digest.
+    every_image_is_in_the_registry(&world);
+    let pinned = sample_images_have_both_arches(&world);
+    every_shape_is_served(&world);
+    the_cni_manifest_pins_the_real_digest(&world, pinned);
+    the_old_ccm_is_amd64_only(&world);
+    the_configuration_maps_every_registry(&world);
+}
+
+/// Every listed image is in the registry, by its digest.
+fn every_image_is_in_the_registry(world: &World) {
     for image in world.images() {
         let reply = http::request(
             &world.registry_host(),
@@ -80,6 +89,10 @@ fn a_build_finds_every_image_for_both_arches() {
             image.reference
         );
     }
+}
+
+/// A sample of images, one pinned by digest, each with both arches; the pinned one.
+fn sample_images_have_both_arches(world: &World) -> &Image {
     let sample = [
         "registry.k8s.io/kube-apiserver:v1.33.1",
         "registry.k8s.io/pause:3.10",
@@ -108,14 +121,18 @@ fn a_build_finds_every_image_for_both_arches() {
         };
         assert_eq!(image.arches, ["amd64", "arm64"], "{reference}");
         for arch in ["amd64", "arm64"] {
-            let seen = inspect(&world, reference, arch, false)
+            let seen = inspect(world, reference, arch, false)
                 .unwrap_or_else(|e| panic!("skopeo inspect {reference} for {arch}: {e}"));
             assert_eq!(seen["Architecture"], arch, "{reference}");
             assert_eq!(seen["Os"], "linux", "{reference}");
             assert_eq!(seen["Digest"], image.digest.as_str(), "{reference}");
         }
     }
-    // Shapes: OCI indexes with attestations, Docker lists, arm64 v8.
+    pinned
+}
+
+/// Shapes: OCI indexes with attestations, Docker lists, arm64 v8.
+fn every_shape_is_served(world: &World) {
     let shapes: Vec<&str> = world.images().iter().map(|i| i.shape.as_str()).collect();
     for want in [
         "OCI index",
@@ -129,7 +146,7 @@ fn a_build_finds_every_image_for_both_arches() {
         );
     }
     let raw = inspect(
-        &world,
+        world,
         "registry.k8s.io/kube-apiserver:v1.33.1",
         "amd64",
         true,
@@ -145,8 +162,10 @@ fn a_build_finds_every_image_for_both_arches() {
         platforms.iter().any(|p| p.contains("unknown")),
         "{platforms:?}"
     );
+}
 
-    // The CNI manifest the stand-in serves pins the real digest.
+/// The CNI manifest the stand-in serves pins the real digest.
+fn the_cni_manifest_pins_the_real_digest(world: &World, pinned: &Image) {
     let upstream = world.upstream().url();
     let addr = upstream.trim_start_matches("http://");
     let reply = http::request(
@@ -167,19 +186,23 @@ fn a_build_finds_every_image_for_both_arches() {
             .network_url()
             .starts_with("https://raw.githubusercontent.com/")
     );
+}
 
-    // The amd64-only CCM v1.1.0: a single Docker manifest, no arm64 to be had.
+/// The amd64-only CCM v1.1.0: a single Docker manifest, no arm64 to be had.
+fn the_old_ccm_is_amd64_only(world: &World) {
     let old = "docker.io/apache/cloudstack-kubernetes-provider:v1.1.0";
     assert_eq!(world.image(old).arches, ["amd64"]);
-    let raw = inspect(&world, old, "arm64", true).unwrap();
+    let raw = inspect(world, old, "arm64", true).unwrap();
     assert_eq!(
         raw["mediaType"],
         "application/vnd.docker.distribution.manifest.v2+json"
     );
-    let seen = inspect(&world, old, "arm64", false).unwrap();
+    let seen = inspect(world, old, "arm64", false).unwrap();
     assert_eq!(seen["Architecture"], "amd64");
+}
 
-    // The configuration parses and maps every upstream registry to the world's registry.
+/// The configuration parses and maps every upstream registry to the world's registry.
+fn the_configuration_maps_every_registry(world: &World) {
     let config: Value = serde_saphyr::from_str(world.config_yaml()).expect("YAML");
     let on_disk = std::fs::read_to_string(world.config_path()).unwrap();
     assert_eq!(on_disk, world.config_yaml());

@@ -175,7 +175,7 @@ struct FileRule {
 /// The globs a rule's `prefix` stands for: the repository itself and every one below it (`*` is
 /// not a character of a name, so the prefix is matched literally); a registry host alone covers
 /// only what is below it. An error saying why when it is neither.
-fn prefix_globs(prefix: &str) -> Result<Vec<String>, String> {
+fn prefix_globs(prefix: &str) -> Result<Vec<String>, Invalid> {
     let bare = prefix.trim_end_matches('/');
     let host_only = !bare.contains('/')
         && (bare.contains(['.', ':']) || bare == "localhost")
@@ -183,12 +183,14 @@ fn prefix_globs(prefix: &str) -> Result<Vec<String>, String> {
     if host_only {
         return Ok(vec![format!("{bare}/**")]);
     }
-    let parsed = cks_iso_oci::image::Reference::parse(bare).map_err(|e| e.to_string())?;
+    let parsed =
+        cks_iso_oci::image::Reference::parse(bare).map_err(|e| Invalid::from(e.to_string()))?;
     let last = bare.rsplit('/').next().unwrap_or_default();
     if bare.contains('@') || last.contains(':') {
         return Err(format!(
             "{prefix:?} names a tag or digest; a prefix is a repository or a registry host"
-        ));
+        )
+        .into());
     }
     let repository = parsed.repository();
     Ok(vec![repository.clone(), format!("{repository}/**")])

@@ -46,6 +46,36 @@ pub(super) fn forged(what: &str, locked: &str, expected: &str) -> RealizeError {
     }
 }
 
+/// A local manifest's text and the origin recorded for it (its file name alone); with the lock's
+/// `entry`, it must be the bytes that entry records.
+fn local(
+    dest: &str,
+    path: &Path,
+    entry: Option<&ManifestEntry>,
+) -> Result<(String, String), RealizeError> {
+    let text = crate::input::read_text(path, MANIFEST_LIMIT).map_err(|source| {
+        RealizeError::ManifestUnreadable {
+            dest: dest.to_owned(),
+            path: path.to_path_buf(),
+            source,
+        }
+    })?;
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into(),
+    );
+    if let Some(locked) = entry.filter(|e| e.sha256_taken != sha256(text.as_bytes())) {
+        return Err(RealizeError::Drift {
+            what: dest.to_owned(),
+            origin: path.display().to_string(),
+            expected: locked.sha256_taken.clone(),
+            actual: sha256(text.as_bytes()),
+        });
+    }
+    // No host path: the same file elsewhere makes the same ISO.
+    Ok((text, format!("file:{name}")))
+}
+
 /// Downloads a manifest (or reads a local one), edits it for `role`, and stores the result; with
 /// the lock's `entry` for it, it must be the bytes that entry records (and comes from the cache
 /// when it holds them).
@@ -90,29 +120,7 @@ pub(in crate::pipeline) async fn manifest(
             )))?;
             (text, got.url)
         }
-        Source::File(path) => {
-            let text = crate::input::read_text(path, MANIFEST_LIMIT).map_err(|source| {
-                RealizeError::ManifestUnreadable {
-                    dest: dest.to_owned(),
-                    path: path.clone(),
-                    source,
-                }
-            })?;
-            let name = path.file_name().map_or_else(
-                || path.display().to_string(),
-                |n| n.to_string_lossy().into(),
-            );
-            if let Some(locked) = entry.filter(|e| e.sha256_taken != sha256(text.as_bytes())) {
-                return Err(RealizeError::Drift {
-                    what: dest.to_owned(),
-                    origin: path.display().to_string(),
-                    expected: locked.sha256_taken.clone(),
-                    actual: sha256(text.as_bytes()),
-                });
-            }
-            // No host path: the same file elsewhere makes the same ISO.
-            (text, format!("file:{name}"))
-        }
+        Source::File(path) => local(dest, path, entry)?,
     };
     let taken = sha256(text.as_bytes());
     let edited = plan::edit(dest, &text, role).map_err(|source| RealizeError::Edit {

@@ -10,12 +10,13 @@ use crate::fetch::FetchError;
 use crate::image::Arch;
 use crate::image::{ImageError, Reference};
 use crate::plan::Partial;
-use crate::release::{AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, autoscaler_pin};
+use crate::release::kubeadm::{self, Extras};
 use crate::release::{
-    KubeVersion, ResolveError, VersionError, autoscaler_image, choose_autoscaler, kubeadm,
+    AUTOSCALER_REF_PREFIX, AUTOSCALER_REPO, AutoscalerChoice, AutoscalerVersion, KubeVersion,
+    ResolveError, VersionError, autoscaler_image, autoscaler_pin, choose_autoscaler,
     provider_image,
 };
-use crate::upstream::{Fetcher, Pins, catalog};
+use crate::upstream::{Artifact, Fetcher, Pins, catalog};
 use crate::upstream::{check_yaml, images_in_yaml};
 
 /// Manifests and constants files are small; more than this is not one.
@@ -258,15 +259,15 @@ pub async fn resolve(p: Partial, fetcher: &Fetcher<'_>) -> Result<Resolution, Re
     Err(err)
 }
 
-async fn resolve_as_given(
-    p: Partial,
+/// The autoscaler release for the Kubernetes minor, with its tag's commit when read from the tag
+/// listing.
+async fn autoscaler_choice(
+    p: &Partial,
     fetcher: &Fetcher<'_>,
-) -> Result<Resolution, ResolutionError> {
-    let mut warnings = Vec::new();
-    let mut notes = Vec::new();
+) -> Result<(AutoscalerChoice, Option<String>), ResolutionError> {
     // A pinned release needs no tag listing (upstream's script only downloads its manifest, and
     // a build that cannot reach git must still work); a wrong pin fails on that download.
-    let (choice, commit) = match p.pin.as_deref() {
+    Ok(match p.pin.as_deref() {
         Some(pin) => (autoscaler_pin(&p.kube, pin, p.pin_origin)?, None),
         None => {
             let listing = match fetcher
@@ -285,23 +286,19 @@ async fn resolve_as_given(
                 .map(|r| r.peeled.clone().unwrap_or_else(|| r.oid.clone()));
             (choice, commit)
         }
-    };
-    warnings.extend(choice.warning.clone());
-    let autoscaler_source = autoscaler_source(choice.pinned, &p.kube.to_string());
-    let (extras, extras_source) = kubeadm_extras(&p.kube, fetcher, &mut warnings).await?;
+    })
+}
 
-    let pins = Pins {
-        kubernetes: p.kube.clone(),
-        cni: p.cni.clone(),
-        crictl: p.crictl.clone(),
-        etcd: p.etcd.clone(),
-        etcd_own_name: p.etcd_own_name,
-        autoscaler: choice.version,
-        ccm_tag: p.ccm.clone(),
-        csi: p.csi.clone(),
-    };
-    let artifacts = catalog(&pins, p.arch);
-
+/// The images a build pulls, each once, with why: kubeadm's, the autoscaler's, the CCM's and
+/// the CSI driver's (read from its manifest, whose notes go to `notes`).
+async fn image_rows(
+    p: &Partial,
+    fetcher: &Fetcher<'_>,
+    extras: &Extras,
+    autoscaler: &AutoscalerVersion,
+    artifacts: &[Artifact],
+    notes: &mut Vec<String>,
+) -> Result<Vec<ImageRow>, ResolutionError> {
     let mut image_rows: Vec<ImageRow> = Vec::new();
     let mut add = |image: &str, source: ImageSource| -> Result<(), ResolutionError> {
         let normalised = Reference::parse(image)?.to_string();
@@ -313,10 +310,10 @@ async fn resolve_as_given(
         }
         Ok(())
     };
-    for image in kubeadm::images(&p.kube, &extras) {
+    for image in kubeadm::images(&p.kube, extras) {
         add(&image, ImageSource::Kubeadm)?;
     }
-    add(&autoscaler_image(&choice.version), ImageSource::Autoscaler)?;
+    add(&autoscaler_image(autoscaler), ImageSource::Autoscaler)?;
     add(&provider_image(&p.ccm), ImageSource::Ccm)?;
     if let Some(csi) = artifacts.iter().find(|a| a.dest == "manifest.yaml") {
         let text = fetcher
@@ -334,6 +331,41 @@ async fn resolve_as_given(
             add(&image, ImageSource::Csi)?;
         }
     }
+    Ok(image_rows)
+}
+
+async fn resolve_as_given(
+    p: Partial,
+    fetcher: &Fetcher<'_>,
+) -> Result<Resolution, ResolutionError> {
+    let mut warnings = Vec::new();
+    let mut notes = Vec::new();
+    let (choice, commit) = autoscaler_choice(&p, fetcher).await?;
+    warnings.extend(choice.warning.clone());
+    let autoscaler_source = autoscaler_source(choice.pinned, &p.kube.to_string());
+    let (extras, extras_source) = kubeadm_extras(&p.kube, fetcher, &mut warnings).await?;
+
+    let pins = Pins {
+        kubernetes: p.kube.clone(),
+        cni: p.cni.clone(),
+        crictl: p.crictl.clone(),
+        etcd: p.etcd.clone(),
+        etcd_own_name: p.etcd_own_name,
+        autoscaler: choice.version,
+        ccm_tag: p.ccm.clone(),
+        csi: p.csi.clone(),
+    };
+    let artifacts = catalog(&pins, p.arch);
+
+    let image_rows = image_rows(
+        &p,
+        fetcher,
+        &extras,
+        &choice.version,
+        &artifacts,
+        &mut notes,
+    )
+    .await?;
 
     let downloads = artifacts
         .iter()

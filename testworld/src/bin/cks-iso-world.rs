@@ -88,16 +88,7 @@ fn main() -> ExitCode {
         print!("{HELP}");
         return ExitCode::SUCCESS;
     }
-    let mut options = Options::default();
-    if let Ok(v) = std::env::var("CKS_WORLD_KUBERNETES") {
-        options.kubernetes = v;
-    }
-    if let Ok(v) = std::env::var("CKS_WORLD_ALSO_KUBERNETES") {
-        options.also_kubernetes = v.split(',').map(|v| v.trim().to_owned()).collect();
-    }
-    if let Ok(spec) = std::env::var("CKS_WORLD_SHAPE") {
-        options.shape = Some(Shape::from_spec(&spec));
-    }
+    let options = options_from_env();
     let bundles = std::env::var("CKS_WORLD_BINARY_BUNDLES").ok();
     let drop_pair = match bundles.as_deref() {
         None => None,
@@ -112,31 +103,7 @@ fn main() -> ExitCode {
     if let Some(drop_pair) = drop_pair {
         publish_bundles(&world, &BundleOptions::default(), drop_pair);
     }
-    eprintln!(
-        "cks-iso-world: Kubernetes {}, autoscaler {}, {} images in {} (amd64, arm64)",
-        world.kubernetes(),
-        world.autoscaler_version().unwrap_or("none"),
-        world.images().len(),
-        world.registry_url(),
-    );
-    eprintln!(
-        "cks-iso-world: CKS_ISO_CONFIG={}",
-        world.config_path().display()
-    );
-    eprintln!("cks-iso-world: CKS_WORLD_NETWORK={}", world.network_url());
-    eprintln!(
-        "cks-iso-world: CKS_WORLD_DASHBOARD={}",
-        world.dashboard_url()
-    );
-    eprintln!("cks-iso-world: CKS_WORLD_HEADLAMP={}", world.headlamp_url());
-    eprintln!(
-        "cks-iso-world: CKS_WORLD_TRUSTED_ROOT={}",
-        world.trusted_root_path().display()
-    );
-    eprintln!(
-        "cks-iso-world: XDG_CACHE_HOME={} (the world's own cache)",
-        world.cache_home().display()
-    );
+    announce(&world);
     if let Some(dir) = std::env::var_os("CKS_WORLD_FAR_SIDE") {
         match world.export_far_side(std::path::Path::new(&dir)) {
             Ok(root) => eprintln!(
@@ -180,11 +147,74 @@ fn main() -> ExitCode {
         drop(world);
         return ExitCode::SUCCESS;
     };
+    let status = run(&world, program, rest, &stopped);
+    drop(world);
+    match status {
+        Ok(s) => ExitCode::from(s.code().map_or(1, |c| c.clamp(0, 255) as u8)),
+        Err(e) => {
+            eprintln!("cks-iso-world: cannot run {program}: {e}");
+            ExitCode::from(127)
+        }
+    }
+}
+
+/// The world's options from the `CKS_WORLD_*` variables.
+fn options_from_env() -> Options {
+    let mut options = Options::default();
+    if let Ok(v) = std::env::var("CKS_WORLD_KUBERNETES") {
+        options.kubernetes = v;
+    }
+    if let Ok(v) = std::env::var("CKS_WORLD_ALSO_KUBERNETES") {
+        options.also_kubernetes = v.split(',').map(|v| v.trim().to_owned()).collect();
+    }
+    if let Ok(spec) = std::env::var("CKS_WORLD_SHAPE") {
+        options.shape = Some(Shape::from_spec(&spec));
+    }
+    options
+}
+
+/// What a shell needs to use the world, on stderr.
+fn announce(world: &World) {
+    eprintln!(
+        "cks-iso-world: Kubernetes {}, autoscaler {}, {} images in {} (amd64, arm64)",
+        world.kubernetes(),
+        world.autoscaler_version().unwrap_or("none"),
+        world.images().len(),
+        world.registry_url(),
+    );
+    eprintln!(
+        "cks-iso-world: CKS_ISO_CONFIG={}",
+        world.config_path().display()
+    );
+    eprintln!("cks-iso-world: CKS_WORLD_NETWORK={}", world.network_url());
+    eprintln!(
+        "cks-iso-world: CKS_WORLD_DASHBOARD={}",
+        world.dashboard_url()
+    );
+    eprintln!("cks-iso-world: CKS_WORLD_HEADLAMP={}", world.headlamp_url());
+    eprintln!(
+        "cks-iso-world: CKS_WORLD_TRUSTED_ROOT={}",
+        world.trusted_root_path().display()
+    );
+    eprintln!(
+        "cks-iso-world: XDG_CACHE_HOME={} (the world's own cache)",
+        world.cache_home().display()
+    );
+}
+
+/// Runs `program` with `rest` in the world's environment until it ends; once `stopped` says so, it
+/// gets 5 seconds before it is killed.
+fn run(
+    world: &World,
+    program: &str,
+    rest: &[String],
+    stopped: &mpsc::Receiver<()>,
+) -> std::io::Result<std::process::ExitStatus> {
     let child = Command::new(program)
         .args(rest)
         .envs(world.shell_env())
         .spawn();
-    let status = child.and_then(|mut child| {
+    child.and_then(|mut child| {
         let mut deadline = None;
         loop {
             if let Some(status) = child.try_wait()? {
@@ -199,13 +229,5 @@ fn main() -> ExitCode {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-    });
-    drop(world);
-    match status {
-        Ok(s) => ExitCode::from(s.code().map_or(1, |c| c.clamp(0, 255) as u8)),
-        Err(e) => {
-            eprintln!("cks-iso-world: cannot run {program}: {e}");
-            ExitCode::from(127)
-        }
-    }
+    })
 }

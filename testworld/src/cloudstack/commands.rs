@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 
 use super::{
-    Iso, Job, Options, State, Version, ZoneCopy, at_least, download, error, reply, zone_id,
+    Iso, Job, JobResult, Options, State, Version, ZoneCopy, at_least, download, error, reply,
+    zone_id,
 };
 use crate::server::Outgoing;
 
@@ -176,106 +177,8 @@ pub(super) fn run(
                 .collect();
             list(command, "iso", items)
         }
-        "listKubernetesClusters" => {
-            let state = state.lock().unwrap();
-            let items = state
-                .clusters
-                .iter()
-                .filter(|c| match (get("projectid"), &c.project) {
-                    (None, owner) => owner.is_none(),
-                    (Some("-1"), owner) => owner.is_some(),
-                    (Some(p), owner) => owner.as_deref() == Some(p),
-                })
-                .map(|c| {
-                    let mut v = json!({"id": c.id, "name": c.name, "kubernetesversionid": c.version, "state": "Running"});
-                    if let Some(p) = &c.project {
-                        v["projectid"] = json!(p);
-                        v["project"] = json!(format!("project-{p}"));
-                    }
-                    v
-                })
-                .collect();
-            list(command, "kubernetescluster", items)
-        }
-        "addKubernetesSupportedVersion" => {
-            let Some(semver) = get("semanticversion") else {
-                return invalid("Unable to execute API command addkubernetessupportedversion due to missing parameter semanticversion");
-            };
-            let parts: Vec<&str> = semver.split('.').collect();
-            if parts.len() != 3 || parts.iter().any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
-                return invalid(&format!("Invalid version format, {semver}. Semantic version should be specified in MAJOR.MINOR.PATCH format"));
-            }
-            let number = |k: &str| get(k).and_then(|v| v.parse::<u32>().ok());
-            let Some(cpu) = number("mincpunumber").filter(|c| *c >= 2) else {
-                return invalid("Invalid value for mincpunumber parameter. Minimum 2 vCPUs required.");
-            };
-            let Some(memory) = number("minmemory").filter(|m| *m >= 2048) else {
-                return invalid("Invalid value for minmemory parameter. Minimum 2048MB memory required");
-            };
-            let Some(url) = get("url") else {
-                return invalid("Invalid URL for ISO specified, null");
-            };
-            if url.len() > 255 {
-                return invalid(&format!("URL {url} is longer than 255 characters"));
-            }
-            let path = url.split(['?', '#']).next().unwrap_or_default().to_ascii_lowercase();
-            if !(url.starts_with("http://") || url.starts_with("https://")) || !path.ends_with(".iso") {
-                return invalid(&format!("Please specify a valid URL. URL:{url} is an invalid for the format iso"));
-            }
-            let arch = if at_least(&options.version, (4, 20, 1)) {
-                match get("arch") {
-                    None => "x86_64",
-                    Some(a @ ("x86_64" | "aarch64")) => a,
-                    Some(other) => return invalid(&format!("Unable to execute API command addkubernetessupportedversion due to invalid value. Invalid parameter arch value={other} due to incorrect type or invalid value")),
-                }
-            } else {
-                "x86_64"
-            };
-            let zone = match get("zoneid") {
-                None => None,
-                Some(z) => match (0..options.zones.len()).find(|i| zone_id(*i) == z) {
-                    Some(i) => Some(i),
-                    None => return invalid("Invalid zone specified"),
-                },
-            };
-            let name = get("name").map_or_else(
-                || match zone {
-                    Some(z) => format!("v{semver}-{}", options.zones[z]),
-                    None => format!("v{semver}"),
-                },
-                str::to_owned,
-            );
-            let mut s = state.lock().unwrap();
-            let iso_id = s.id(0x150);
-            let zones: Vec<usize> = zone.map_or_else(|| (0..options.zones.len()).collect(), |z| vec![z]);
-            s.isos.push(Iso {
-                id: iso_id.clone(),
-                name: format!("{name}-Kubernetes-Binaries-ISO"),
-                url: url.to_owned(),
-                checksum: get("checksum").unwrap_or_default().to_owned(),
-                copies: zones
-                    .iter()
-                    .map(|z| ZoneCopy { zone: *z, state: "Creating".into(), status: String::new() })
-                    .collect(),
-            });
-            let id = s.id(0x4b8);
-            let v = Version {
-                id,
-                name,
-                semver: semver.to_owned(),
-                arch: arch.to_owned(),
-                state: "Enabled".into(),
-                iso: iso_id.clone(),
-                zone,
-                min_cpu: cpu,
-                min_memory: memory,
-            };
-            let answer = version_json(&s, options, &v);
-            s.versions.push(v);
-            drop(s);
-            download::start(state.clone(), options.step_ms, iso_id);
-            one(command, "kubernetessupportedversion", answer)
-        }
+        "listKubernetesClusters" => list_clusters(state, command, p),
+        "addKubernetesSupportedVersion" => add_version(state, options, command, p),
         "updateKubernetesSupportedVersion" => {
             let mut s = state.lock().unwrap();
             let wanted = get("state");
@@ -292,57 +195,251 @@ pub(super) fn run(
             let v = v.clone();
             one(command, "kubernetessupportedversion", version_json(&s, options, &v))
         }
-        "deleteKubernetesSupportedVersion" => {
-            let mut s = state.lock().unwrap();
-            let Some(v) = s.versions.iter().find(|v| Some(v.id.as_str()) == get("id")).cloned() else {
-                return invalid("Invalid Kubernetes version id specified");
-            };
-            let used = s.clusters.iter().any(|c| c.version == v.id);
-            let result = if used {
-                Err(format!("Unable to delete Kubernetes version ID: {}. Existing clusters currently using the version.", v.id))
-            } else {
-                Ok(())
-            };
-            let jobid = s.id(0x70b);
-            s.jobs.insert(jobid.clone(), Job { cmd: "org.apache.cloudstack.api.command.admin.kubernetes.version.DeleteKubernetesSupportedVersionCmd".into(), polls_left: if options.job_never_ends { u32::MAX } else { 1 }, result });
-            if !used && !options.job_never_ends {
-                // The job runs at once; what it removes is gone for the next list.
-                s.versions.retain(|x| x.id != v.id);
-                s.isos.retain(|i| i.id != v.iso);
-            }
-            reply(200, &json!({"deletekubernetessupportedversionresponse": {"jobid": jobid}}))
-        }
-        "queryAsyncJobResult" => {
-            let mut s = state.lock().unwrap();
-            let Some(job) = get("jobid").and_then(|j| s.jobs.get_mut(j)) else {
-                return invalid("Unable to execute API command queryasyncjobresult due to invalid value. Invalid parameter jobid");
-            };
-            let mut out = json!({
-                "accountid": "0000", "userid": "0000", "cmd": job.cmd, "jobid": get("jobid"),
-                "jobprocstatus": 0, "created": "2026-12-02T10:00:00+0000",
-            });
-            if job.polls_left > 0 {
-                job.polls_left -= 1;
-                out["jobstatus"] = json!(0);
-                out["jobresultcode"] = json!(0);
-            } else {
-                match &job.result {
-                    Ok(()) => {
-                        out["jobstatus"] = json!(1);
-                        out["jobresultcode"] = json!(0);
-                        out["jobresulttype"] = json!("object");
-                        out["jobresult"] = json!({"success": true});
-                    }
-                    Err(text) => {
-                        out["jobstatus"] = json!(2);
-                        out["jobresultcode"] = json!(530);
-                        out["jobresulttype"] = json!("object");
-                        out["jobresult"] = json!({"uuidList": [], "errorcode": 530, "errortext": text});
-                    }
-                }
-            }
-            reply(200, &json!({"queryasyncjobresultresponse": out}))
-        }
+        "deleteKubernetesSupportedVersion" => delete_version(state, options, command, p),
+        "queryAsyncJobResult" => query_job(state, command, p),
         _ => error(command, 401, 9999, super::UNAUTHORIZED),
+    }
+}
+
+/// `listKubernetesClusters`: the clusters of the project asked for (`-1`: of every project; none: outside projects).
+fn list_clusters(
+    state: &Arc<Mutex<State>>,
+    command: &str,
+    p: &BTreeMap<String, String>,
+) -> Outgoing {
+    let get = |k: &str| p.get(k).map(String::as_str).filter(|v| !v.is_empty());
+    let state = state.lock().unwrap();
+    let items = state
+        .clusters
+        .iter()
+        .filter(|c| match (get("projectid"), &c.project) {
+            (None, owner) => owner.is_none(),
+            (Some("-1"), owner) => owner.is_some(),
+            (Some(p), owner) => owner.as_deref() == Some(p),
+        })
+        .map(|c| {
+            let mut v = json!({"id": c.id, "name": c.name, "kubernetesversionid": c.version, "state": "Running"});
+            if let Some(p) = &c.project {
+                v["projectid"] = json!(p);
+                v["project"] = json!(format!("project-{p}"));
+            }
+            v
+        })
+        .collect();
+    list(command, "kubernetescluster", items)
+}
+
+/// `addKubernetesSupportedVersion`: its parameters checked as the management server checks them, then the version and its ISO added and the ISO's download started.
+fn add_version(
+    state: &Arc<Mutex<State>>,
+    options: &Options,
+    command: &str,
+    p: &BTreeMap<String, String>,
+) -> Outgoing {
+    let get = |k: &str| p.get(k).map(String::as_str).filter(|v| !v.is_empty());
+    let invalid = |text: &str| error(command, 431, 4350, text);
+    let Some(semver) = get("semanticversion") else {
+        return invalid(
+            "Unable to execute API command addkubernetessupportedversion due to missing parameter semanticversion",
+        );
+    };
+    if !is_semver(semver) {
+        return invalid(&format!(
+            "Invalid version format, {semver}. Semantic version should be specified in MAJOR.MINOR.PATCH format"
+        ));
+    }
+    let number = |k: &str| get(k).and_then(|v| v.parse::<u32>().ok());
+    let Some(cpu) = number("mincpunumber").filter(|c| *c >= 2) else {
+        return invalid("Invalid value for mincpunumber parameter. Minimum 2 vCPUs required.");
+    };
+    let Some(memory) = number("minmemory").filter(|m| *m >= 2048) else {
+        return invalid("Invalid value for minmemory parameter. Minimum 2048MB memory required");
+    };
+    let Some(url) = get("url") else {
+        return invalid("Invalid URL for ISO specified, null");
+    };
+    if let Some(why) = url_refused(url) {
+        return invalid(&why);
+    }
+    let arch = match arch_of(options, command, get("arch")) {
+        Ok(arch) => arch,
+        Err(refused) => return refused,
+    };
+    let zone = match get("zoneid") {
+        None => None,
+        Some(z) => match (0..options.zones.len()).find(|i| zone_id(*i) == z) {
+            Some(i) => Some(i),
+            None => return invalid("Invalid zone specified"),
+        },
+    };
+    let name = get("name").map_or_else(
+        || match zone {
+            Some(z) => format!("v{semver}-{}", options.zones[z]),
+            None => format!("v{semver}"),
+        },
+        str::to_owned,
+    );
+    let mut s = state.lock().unwrap();
+    let iso_id = s.id(0x150);
+    let zones: Vec<usize> = zone.map_or_else(|| (0..options.zones.len()).collect(), |z| vec![z]);
+    s.isos.push(Iso {
+        id: iso_id.clone(),
+        name: format!("{name}-Kubernetes-Binaries-ISO"),
+        url: url.to_owned(),
+        checksum: get("checksum").unwrap_or_default().to_owned(),
+        copies: zones
+            .iter()
+            .map(|z| ZoneCopy {
+                zone: *z,
+                state: "Creating".into(),
+                status: String::new(),
+            })
+            .collect(),
+    });
+    let id = s.id(0x4b8);
+    let v = Version {
+        id,
+        name,
+        semver: semver.to_owned(),
+        arch: arch.to_owned(),
+        state: "Enabled".into(),
+        iso: iso_id.clone(),
+        zone,
+        min_cpu: cpu,
+        min_memory: memory,
+    };
+    let answer = version_json(&s, options, &v);
+    s.versions.push(v);
+    drop(s);
+    download::start(state.clone(), options.step_ms, iso_id);
+    one(command, "kubernetessupportedversion", answer)
+}
+
+/// `deleteKubernetesSupportedVersion`: an async job, which fails while a cluster uses the version.
+fn delete_version(
+    state: &Arc<Mutex<State>>,
+    options: &Options,
+    command: &str,
+    p: &BTreeMap<String, String>,
+) -> Outgoing {
+    let get = |k: &str| p.get(k).map(String::as_str).filter(|v| !v.is_empty());
+    let invalid = |text: &str| error(command, 431, 4350, text);
+    let mut s = state.lock().unwrap();
+    let Some(v) = s
+        .versions
+        .iter()
+        .find(|v| Some(v.id.as_str()) == get("id"))
+        .cloned()
+    else {
+        return invalid("Invalid Kubernetes version id specified");
+    };
+    let used = s.clusters.iter().any(|c| c.version == v.id);
+    let result = if used {
+        JobResult::Failed(format!(
+            "Unable to delete Kubernetes version ID: {}. Existing clusters currently using the version.",
+            v.id
+        ))
+    } else {
+        JobResult::Succeeded
+    };
+    let jobid = s.id(0x70b);
+    s.jobs.insert(jobid.clone(), Job { cmd: "org.apache.cloudstack.api.command.admin.kubernetes.version.DeleteKubernetesSupportedVersionCmd".into(), polls_left: if options.job_never_ends { u32::MAX } else { 1 }, result });
+    if !used && !options.job_never_ends {
+        // The job runs at once; what it removes is gone for the next list.
+        s.versions.retain(|x| x.id != v.id);
+        s.isos.retain(|i| i.id != v.iso);
+    }
+    reply(
+        200,
+        &json!({"deletekubernetessupportedversionresponse": {"jobid": jobid}}),
+    )
+}
+
+/// `queryAsyncJobResult`: pending until the job's polls are used up, then its result.
+fn query_job(state: &Arc<Mutex<State>>, command: &str, p: &BTreeMap<String, String>) -> Outgoing {
+    let get = |k: &str| p.get(k).map(String::as_str).filter(|v| !v.is_empty());
+    let invalid = |text: &str| error(command, 431, 4350, text);
+    let mut s = state.lock().unwrap();
+    let Some(job) = get("jobid").and_then(|j| s.jobs.get_mut(j)) else {
+        return invalid(
+            "Unable to execute API command queryasyncjobresult due to invalid value. Invalid parameter jobid",
+        );
+    };
+    let mut out = json!({
+        "accountid": "0000", "userid": "0000", "cmd": job.cmd, "jobid": get("jobid"),
+        "jobprocstatus": 0, "created": "2026-12-02T10:00:00+0000",
+    });
+    if job.polls_left > 0 {
+        job.polls_left -= 1;
+        out["jobstatus"] = json!(0);
+        out["jobresultcode"] = json!(0);
+    } else {
+        match &job.result {
+            JobResult::Succeeded => {
+                out["jobstatus"] = json!(1);
+                out["jobresultcode"] = json!(0);
+                out["jobresulttype"] = json!("object");
+                out["jobresult"] = json!({"success": true});
+            }
+            JobResult::Failed(text) => {
+                out["jobstatus"] = json!(2);
+                out["jobresultcode"] = json!(530);
+                out["jobresulttype"] = json!("object");
+                out["jobresult"] = json!({"uuidList": [], "errorcode": 530, "errortext": text});
+            }
+        }
+    }
+    reply(200, &json!({"queryasyncjobresultresponse": out}))
+}
+
+/// Whether `semver` is `MAJOR.MINOR.PATCH`, digits only.
+fn is_semver(semver: &str) -> bool {
+    let parts: Vec<&str> = semver.split('.').collect();
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Why the management server refuses an ISO's `url`: longer than 255 characters, not HTTP(S),
+/// or not ending in `.iso` (query and fragment aside).
+fn url_refused(url: &str) -> Option<String> {
+    if url.len() > 255 {
+        return Some(format!("URL {url} is longer than 255 characters"));
+    }
+    let path = url
+        .split(['?', '#'])
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if !(url.starts_with("http://") || url.starts_with("https://")) || !path.ends_with(".iso") {
+        return Some(format!(
+            "Please specify a valid URL. URL:{url} is an invalid for the format iso"
+        ));
+    }
+    None
+}
+
+/// The version's architecture: `arch` from 4.20.1 on (`x86_64` when not given), else `x86_64`;
+/// the error reply for another value.
+fn arch_of<'a>(
+    options: &Options,
+    command: &str,
+    given: Option<&'a str>,
+) -> Result<&'a str, Outgoing> {
+    if !at_least(&options.version, (4, 20, 1)) {
+        return Ok("x86_64");
+    }
+    match given {
+        None => Ok("x86_64"),
+        Some(a @ ("x86_64" | "aarch64")) => Ok(a),
+        Some(other) => Err(error(
+            command,
+            431,
+            4350,
+            &format!(
+                "Unable to execute API command addkubernetessupportedversion due to invalid value. Invalid parameter arch value={other} due to incorrect type or invalid value"
+            ),
+        )),
     }
 }

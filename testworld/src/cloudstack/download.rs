@@ -35,7 +35,7 @@ pub(super) fn start(state: Arc<Mutex<State>>, step_ms: u64, iso_id: String) {
         }
         for index in 0..zones {
             let (ready, status) = match fetch(&url) {
-                Err(status) => (false, status),
+                Err(failed) => (false, failed.to_string()),
                 Ok(body) => judge(&body, &checksum),
             };
             std::thread::sleep(Duration::from_millis(step_ms));
@@ -63,12 +63,42 @@ fn set_all(state: &Arc<Mutex<State>>, iso_id: &str, to: &str, status: &str) {
     }
 }
 
-/// The body, or the status text of a failed download.
-fn fetch(url: &str) -> Result<Vec<u8>, String> {
+/// A download the storage VM fails; its text is the ISO's status.
+#[derive(Debug)]
+enum Failed {
+    /// Not `http://`.
+    NotHttp { url: String },
+    /// The request failed.
+    Request { url: String, source: std::io::Error },
+    /// A redirect, which the storage VM does not follow.
+    Redirected { url: String, status: u16 },
+    /// Another status than 200.
+    Status { status: u16 },
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotHttp { url } => write!(
+                f,
+                "Failed to download {url}: the test world's storage VM speaks http only"
+            ),
+            Self::Request { url, source } => write!(f, "Failed to download {url}: {source}"),
+            Self::Redirected { url, status } => write!(
+                f,
+                "Failed to download {url} due to redirection, response code: {status}"
+            ),
+            Self::Status { status } => write!(f, "HTTP Server returned {status} (expected 200 OK)"),
+        }
+    }
+}
+
+/// The body, or why the download failed.
+fn fetch(url: &str) -> Result<Vec<u8>, Failed> {
     let Some(rest) = url.strip_prefix("http://") else {
-        return Err(format!(
-            "Failed to download {url}: the test world's storage VM speaks http only"
-        ));
+        return Err(Failed::NotHttp {
+            url: url.to_owned(),
+        });
     };
     let (addr, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     // A user and password in the URL are the storage VM's credentials, not part of the address.
@@ -80,13 +110,17 @@ fn fetch(url: &str) -> Result<Vec<u8>, String> {
         &[],
         &[],
     )
-    .map_err(|e| format!("Failed to download {url}: {e}"))?;
+    .map_err(|source| Failed::Request {
+        url: url.to_owned(),
+        source,
+    })?;
     match reply.status {
         200 => Ok(reply.body),
-        s @ 300..=399 => Err(format!(
-            "Failed to download {url} due to redirection, response code: {s}"
-        )),
-        s => Err(format!("HTTP Server returned {s} (expected 200 OK)")),
+        status @ 300..=399 => Err(Failed::Redirected {
+            url: url.to_owned(),
+            status,
+        }),
+        status => Err(Failed::Status { status }),
     }
 }
 

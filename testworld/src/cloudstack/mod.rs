@@ -181,7 +181,16 @@ pub(crate) struct Cluster {
 pub(crate) struct Job {
     pub(crate) cmd: String,
     pub(crate) polls_left: u32,
-    pub(crate) result: Result<(), String>,
+    pub(crate) result: JobResult,
+}
+
+/// How an async job ends.
+#[derive(Debug, Clone)]
+pub(crate) enum JobResult {
+    /// `jobstatus` 1.
+    Succeeded,
+    /// `jobstatus` 2, with its `errortext`.
+    Failed(String),
 }
 
 /// Everything the server holds.

@@ -347,40 +347,12 @@ fn serve(mut stream: TcpStream, state: &State, upstream: &Upstream) -> std::io::
     let text = [("content-type", "text/plain".to_string())];
     match fault {
         None => send(&mut stream, &fetch()),
-        Some(Fault::Status(code)) => send(
-            &mut stream,
-            &canned(
-                code,
-                reason(code),
-                &text,
-                &format!("fault proxy: injected {code}\n"),
-            ),
-        ),
-        Some(Fault::TooManyRequests { retry_after }) => send(
-            &mut stream,
-            &canned(
-                429,
-                "Too Many Requests",
-                &[
-                    ("content-type", "text/plain".into()),
-                    ("retry-after", retry_after.to_string()),
-                ],
-                "fault proxy: slow down\n",
-            ),
-        ),
-        Some(Fault::RedirectLoop) => send(
-            &mut stream,
-            &canned(
-                302,
-                "Found",
-                &[("location", request.target.clone())],
-                "redirecting\n",
-            ),
-        ),
-        Some(Fault::Redirect(to)) => send(
-            &mut stream,
-            &canned(302, "Found", &[("location", to)], "redirecting\n"),
-        ),
+        Some(Fault::Status(code)) => send(&mut stream, &status(code)),
+        Some(Fault::TooManyRequests { retry_after }) => {
+            send(&mut stream, &too_many_requests(retry_after))
+        }
+        Some(Fault::RedirectLoop) => send(&mut stream, &redirect(request.target.clone())),
+        Some(Fault::Redirect(to)) => send(&mut stream, &redirect(to)),
         Some(Fault::Reply {
             content_type,
             headers,
@@ -391,16 +363,7 @@ fn serve(mut stream: TcpStream, state: &State, upstream: &Upstream) -> std::io::
             answer.body = body;
             send(&mut stream, &answer)
         }
-        Some(Fault::HtmlOk) => send(
-            &mut stream,
-            &canned(
-                200,
-                "OK",
-                &[("content-type", "text/html; charset=utf-8".into())],
-                "<!DOCTYPE html>\n<html><head><title>Error</title></head>\n\
-                 <body><h1>Something went wrong</h1><p>Please try again later.</p></body></html>\n",
-            ),
-        ),
+        Some(Fault::HtmlOk) => send(&mut stream, &html_ok()),
         Some(Fault::FlipByte { offset }) => {
             let mut answer = fetch();
             if let Some(byte) = answer.body.get_mut(offset) {
@@ -408,25 +371,8 @@ fn serve(mut stream: TcpStream, state: &State, upstream: &Upstream) -> std::io::
             }
             send(&mut stream, &answer)
         }
-        Some(Fault::Truncate { after }) => {
-            let answer = fetch();
-            stream.write_all(&head_bytes(&answer, answer.body.len()))?;
-            stream.write_all(&answer.body[..after.min(answer.body.len())])?;
-            stream.flush()?;
-            stream.shutdown(Shutdown::Both)
-        }
-        Some(Fault::ResetAfter { after }) => {
-            let answer = fetch();
-            stream.write_all(&head_bytes(&answer, answer.body.len()))?;
-            stream.write_all(&answer.body[..after.min(answer.body.len())])?;
-            stream.flush()?;
-            // Give the bytes time to leave before the RST discards what is still queued.
-            std::thread::sleep(Duration::from_millis(50));
-            let socket = socket2::Socket::from(stream);
-            socket.set_linger(Some(Duration::ZERO))?;
-            drop(socket);
-            Ok(())
-        }
+        Some(Fault::Truncate { after }) => cut_short(&mut stream, &fetch(), after, None),
+        Some(Fault::ResetAfter { after }) => reset_after(stream, &fetch(), after),
         Some(Fault::IgnoreRange) => {
             let mut plain = request;
             plain.headers.retain(|(n, _)| n != "range");
@@ -438,61 +384,137 @@ fn serve(mut stream: TcpStream, state: &State, upstream: &Upstream) -> std::io::
             &canned(400, "Bad Request", &text, "fault proxy: no ranges here\n"),
         ),
         Some(Fault::WrongContentRange) if header(&request.headers, "range").is_some() => {
-            let mut answer = fetch();
-            if let Some((_, value)) = answer
-                .headers
-                .iter_mut()
-                .find(|(n, _)| n == "content-range")
-                && let Some(rest) = value.strip_prefix("bytes ")
-                && let Some((start, tail)) = rest.split_once('-')
-                && let Ok(start) = start.parse::<u64>()
-            {
-                *value = format!("bytes {}-{tail}", start + 1);
-                if !answer.body.is_empty() {
-                    answer.body.remove(0);
-                }
-            }
-            send(&mut stream, &answer)
+            send(&mut stream, &shifted_range(fetch()))
         }
         Some(Fault::RangeRejected | Fault::WrongContentRange) => send(&mut stream, &fetch()),
-        Some(Fault::Trickle { chunk, pause }) => {
-            let answer = fetch();
-            stream.write_all(&head_bytes(&answer, answer.body.len()))?;
-            for piece in answer.body.chunks(chunk.max(1)) {
-                stream.write_all(piece)?;
-                stream.flush()?;
-                std::thread::sleep(pause);
-            }
-            stream.shutdown(Shutdown::Write)
+        Some(Fault::Trickle { chunk, pause }) => trickle(&mut stream, &fetch(), chunk, pause),
+        Some(Fault::Endless) => endless(&mut stream, fetch(), state),
+        Some(Fault::Stall { after, pause }) => cut_short(&mut stream, &fetch(), after, Some(pause)),
+    }
+}
+
+/// An injected error status.
+fn status(code: u16) -> Answer {
+    canned(
+        code,
+        reason(code),
+        &[("content-type", "text/plain".to_string())],
+        &format!("fault proxy: injected {code}\n"),
+    )
+}
+
+/// 429 with a `Retry-After` of `retry_after` seconds.
+fn too_many_requests(retry_after: u32) -> Answer {
+    canned(
+        429,
+        "Too Many Requests",
+        &[
+            ("content-type", "text/plain".into()),
+            ("retry-after", retry_after.to_string()),
+        ],
+        "fault proxy: slow down\n",
+    )
+}
+
+/// 302 to `to`.
+fn redirect(to: String) -> Answer {
+    canned(302, "Found", &[("location", to)], "redirecting\n")
+}
+
+/// An HTML error page served as 200 OK, as captive portals and some proxies do.
+fn html_ok() -> Answer {
+    canned(
+        200,
+        "OK",
+        &[("content-type", "text/html; charset=utf-8".into())],
+        "<!DOCTYPE html>\n<html><head><title>Error</title></head>\n\
+         <body><h1>Something went wrong</h1><p>Please try again later.</p></body></html>\n",
+    )
+}
+
+/// The head and the first `after` bytes of the body, then (after `pause`, when given: a stall)
+/// the connection closed.
+fn cut_short(
+    stream: &mut TcpStream,
+    answer: &Answer,
+    after: usize,
+    pause: Option<Duration>,
+) -> std::io::Result<()> {
+    stream.write_all(&head_bytes(answer, answer.body.len()))?;
+    stream.write_all(&answer.body[..after.min(answer.body.len())])?;
+    stream.flush()?;
+    if let Some(pause) = pause {
+        std::thread::sleep(pause);
+    }
+    stream.shutdown(Shutdown::Both)
+}
+
+/// The head and the first `after` bytes of the body, then a reset (RST) instead of a close.
+fn reset_after(mut stream: TcpStream, answer: &Answer, after: usize) -> std::io::Result<()> {
+    stream.write_all(&head_bytes(answer, answer.body.len()))?;
+    stream.write_all(&answer.body[..after.min(answer.body.len())])?;
+    stream.flush()?;
+    // Give the bytes time to leave before the RST discards what is still queued.
+    std::thread::sleep(Duration::from_millis(50));
+    let socket = socket2::Socket::from(stream);
+    socket.set_linger(Some(Duration::ZERO))?;
+    drop(socket);
+    Ok(())
+}
+
+/// The answer to a range request with its `Content-Range` one byte later than asked, the body
+/// one byte shorter.
+fn shifted_range(mut answer: Answer) -> Answer {
+    if let Some((_, value)) = answer
+        .headers
+        .iter_mut()
+        .find(|(n, _)| n == "content-range")
+        && let Some(rest) = value.strip_prefix("bytes ")
+        && let Some((start, tail)) = rest.split_once('-')
+        && let Ok(start) = start.parse::<u64>()
+    {
+        *value = format!("bytes {}-{tail}", start + 1);
+        if !answer.body.is_empty() {
+            answer.body.remove(0);
         }
-        Some(Fault::Endless) => {
-            let mut answer = fetch();
-            answer.headers.retain(|(n, _)| n != "content-length");
-            // Framed as a reply without a body: no length is declared, the close ends it.
-            answer.head_only = true;
-            stream.write_all(&head_bytes(&answer, 0))?;
-            stream.write_all(&answer.body)?;
-            state
-                .endless
-                .fetch_add(answer.body.len() as u64, Ordering::SeqCst);
-            let zeros = vec![0u8; 64 * 1024];
-            loop {
-                stream.write_all(&zeros)?;
-                state
-                    .endless
-                    .fetch_add(zeros.len() as u64, Ordering::SeqCst);
-                if state.stop.load(Ordering::SeqCst) {
-                    return Ok(());
-                }
-            }
-        }
-        Some(Fault::Stall { after, pause }) => {
-            let answer = fetch();
-            stream.write_all(&head_bytes(&answer, answer.body.len()))?;
-            stream.write_all(&answer.body[..after.min(answer.body.len())])?;
-            stream.flush()?;
-            std::thread::sleep(pause);
-            stream.shutdown(Shutdown::Both)
+    }
+    answer
+}
+
+/// The body in pieces of `chunk` bytes, `pause` after each.
+fn trickle(
+    stream: &mut TcpStream,
+    answer: &Answer,
+    chunk: usize,
+    pause: Duration,
+) -> std::io::Result<()> {
+    stream.write_all(&head_bytes(answer, answer.body.len()))?;
+    for piece in answer.body.chunks(chunk.max(1)) {
+        stream.write_all(piece)?;
+        stream.flush()?;
+        std::thread::sleep(pause);
+    }
+    stream.shutdown(Shutdown::Write)
+}
+
+/// The body without a declared length, then zeros until the proxy stops, each byte counted.
+fn endless(stream: &mut TcpStream, mut answer: Answer, state: &State) -> std::io::Result<()> {
+    answer.headers.retain(|(n, _)| n != "content-length");
+    // Framed as a reply without a body: no length is declared, the close ends it.
+    answer.head_only = true;
+    stream.write_all(&head_bytes(&answer, 0))?;
+    stream.write_all(&answer.body)?;
+    state
+        .endless
+        .fetch_add(answer.body.len() as u64, Ordering::SeqCst);
+    let zeros = vec![0u8; 64 * 1024];
+    loop {
+        stream.write_all(&zeros)?;
+        state
+            .endless
+            .fetch_add(zeros.len() as u64, Ordering::SeqCst);
+        if state.stop.load(Ordering::SeqCst) {
+            return Ok(());
         }
     }
 }

@@ -198,9 +198,26 @@ impl Snapshot {
     /// Every file, by host-prefixed path.
     pub fn files(&self) -> BTreeMap<String, File> {
         let mut out = BTreeMap::new();
-        let mut put = |path: String, body: Vec<u8>, content_type: &'static str| {
-            out.insert(path, File { body, content_type });
-        };
+        self.kubernetes_files(&mut out);
+        self.cni_files(&mut out);
+        self.crictl_files(&mut out);
+        let versions: Vec<&str> = self.kubernetes.iter().map(|k| k.version.as_str()).collect();
+        for (path, body) in crate::labels::release_labels(&versions) {
+            put(&mut out, path, body.into_bytes(), TEXT);
+        }
+        self.etcd_files(&mut out);
+        self.manifest_files(&mut out);
+        for (path, file) in &self.overrides {
+            out.insert(path.clone(), file.clone());
+        }
+        for path in &self.removed {
+            out.remove(path);
+        }
+        out
+    }
+
+    /// Each release's kubeadm, kubelet and kubectl with their `.sha256`, and kubeadm's constants.
+    fn kubernetes_files(&self, out: &mut Files) {
         for k in &self.kubernetes {
             let v = &k.version;
             for arch in ARCHES {
@@ -208,14 +225,16 @@ impl Snapshot {
                     let path = format!("dl.k8s.io/release/v{v}/bin/linux/{arch}/{bin}");
                     let body = elf(arch, self.seed, &path, 96 * 1024);
                     put(
+                        out,
                         format!("{path}.sha256"),
                         sha256_hex(&body).into_bytes(),
                         TEXT,
                     );
-                    put(path, body, BINARY);
+                    put(out, path, body, BINARY);
                 }
             }
             put(
+                out,
                 format!(
                     "raw.githubusercontent.com/kubernetes/kubernetes/v{v}/cmd/kubeadm/app/constants/constants.go"
                 ),
@@ -224,6 +243,7 @@ impl Snapshot {
             );
             if k.pause_in_constants_unix() {
                 put(
+                    out,
                     format!(
                         "raw.githubusercontent.com/kubernetes/kubernetes/v{v}/cmd/kubeadm/app/constants/constants_unix.go"
                     ),
@@ -232,6 +252,10 @@ impl Snapshot {
                 );
             }
         }
+    }
+
+    /// The CNI plugins' tarballs (under the legacy name where that release used it).
+    fn cni_files(&self, out: &mut Files) {
         for v in &self.cni {
             for arch in ARCHES {
                 let name = if legacy_cni(v) {
@@ -253,13 +277,18 @@ impl Snapshot {
                     .collect();
                 let body = tgz(&entries);
                 put(
+                    out,
                     format!("{path}.sha256"),
                     format!("{}  {name}\n", sha256_hex(&body)).into_bytes(),
                     TEXT,
                 );
-                put(path, body, BINARY);
+                put(out, path, body, BINARY);
             }
         }
+    }
+
+    /// crictl's tarballs.
+    fn crictl_files(&self, out: &mut Files) {
         for v in &self.crictl {
             for arch in ARCHES {
                 let name = format!("crictl-v{v}-linux-{arch}.tar.gz");
@@ -271,17 +300,18 @@ impl Snapshot {
                     0o755,
                 )]);
                 put(
+                    out,
                     format!("{path}.sha256"),
                     format!("{}  {name}\n", sha256_hex(&body)).into_bytes(),
                     TEXT,
                 );
-                put(path, body, BINARY);
+                put(out, path, body, BINARY);
             }
         }
-        let versions: Vec<&str> = self.kubernetes.iter().map(|k| k.version.as_str()).collect();
-        for (path, body) in crate::labels::release_labels(&versions) {
-            put(path, body.into_bytes(), TEXT);
-        }
+    }
+
+    /// etcd's tarballs and their `SHA256SUMS`.
+    fn etcd_files(&self, out: &mut Files) {
         for v in &self.etcd {
             let dir = format!("github.com/etcd-io/etcd/releases/download/v{v}");
             let mut sums = String::new();
@@ -302,17 +332,23 @@ impl Snapshot {
                 entries.push((format!("{top}/README.md"), b"# etcd\n".to_vec(), 0o644));
                 let body = tgz(&entries);
                 sums.push_str(&format!("{}  {name}\n", sha256_hex(&body)));
-                put(path, body, BINARY);
+                put(out, path, body, BINARY);
             }
             // Upstream lists other assets too; the tool must pick its own line.
             sums.push_str(&format!(
                 "{}  etcd-v{v}-darwin-amd64.zip\n",
                 sha256_hex(b"darwin")
             ));
-            put(format!("{dir}/SHA256SUMS"), sums.into_bytes(), TEXT);
+            put(out, format!("{dir}/SHA256SUMS"), sums.into_bytes(), TEXT);
         }
+    }
+
+    /// The manifests (autoscaler examples, CCM, CSI, network, dashboard, Headlamp) and the
+    /// kubelet units.
+    fn manifest_files(&self, out: &mut Files) {
         for v in &self.autoscaler {
             put(
+                out,
                 format!(
                     "raw.githubusercontent.com/kubernetes/autoscaler/cluster-autoscaler-{v}/cluster-autoscaler/cloudprovider/cloudstack/examples/cluster-autoscaler-standard.yaml"
                 ),
@@ -322,6 +358,7 @@ impl Snapshot {
         }
         for tag in &self.ccm {
             put(
+                out,
                 format!(
                     "raw.githubusercontent.com/apache/cloudstack-kubernetes-provider/{tag}/deployment.yaml"
                 ),
@@ -333,57 +370,67 @@ impl Snapshot {
             let dir =
                 format!("github.com/cloudstack/cloudstack-csi-driver/releases/download/{tag}");
             put(
+                out,
                 format!("{dir}/manifest.yaml"),
                 csi_manifest(tag).into_bytes(),
                 TEXT,
             );
             put(
+                out,
                 format!("{dir}/snapshot-crds.yaml"),
                 SNAPSHOT_CRDS.as_bytes().to_vec(),
                 TEXT,
             );
         }
         put(
+            out,
             format!("raw.githubusercontent.com/{NETWORK_PATH}"),
             NETWORK_YAML.as_bytes().to_vec(),
             TEXT,
         );
         put(
+            out,
             format!("raw.githubusercontent.com/{DASHBOARD_PATH}"),
             DASHBOARD_YAML.as_bytes().to_vec(),
             TEXT,
         );
         put(
+            out,
             format!("raw.githubusercontent.com/{HEADLAMP_PATH}"),
             HEADLAMP_YAML.as_bytes().to_vec(),
             TEXT,
         );
         put(
+            out,
             format!("raw.githubusercontent.com/{HEADLAMP_RELEASE_PATH}"),
             HEADLAMP_RELEASE_YAML.as_bytes().to_vec(),
             TEXT,
         );
         put(
+            out,
             format!("raw.githubusercontent.com/{HEADLAMP_PROMOTED_RELEASE_PATH}"),
             HEADLAMP_RELEASE_YAML.as_bytes().to_vec(),
             TEXT,
         );
         put(
+            out,
             format!("raw.githubusercontent.com/{UNIT_DIR}/kubelet/kubelet.service"),
             KUBELET_SERVICE.as_bytes().to_vec(),
             TEXT,
         );
         put(
+            out,
             format!("raw.githubusercontent.com/{UNIT_DIR}/kubeadm/10-kubeadm.conf"),
             KUBEADM_CONF.as_bytes().to_vec(),
             TEXT,
         );
-        for (path, file) in &self.overrides {
-            out.insert(path.clone(), file.clone());
-        }
-        for path in &self.removed {
-            out.remove(path);
-        }
-        out
     }
+}
+
+/// Files by host-prefixed path.
+type Files = BTreeMap<String, File>;
+
+/// Serves `body` as `content_type` at `path`.
+fn put(out: &mut Files, path: String, body: Vec<u8>, content_type: &'static str) {
+    out.insert(path, File { body, content_type });
 }

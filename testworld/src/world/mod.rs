@@ -19,7 +19,7 @@ use regex::Regex;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::git::{GitServer, Mode, Repo, Tag};
+use crate::git::{GitServer, Repo};
 use crate::http::sha256;
 use crate::images::{
     DOCKER_MANIFEST, OCI_MANIFEST, Plan, Style, index, layer, noise, platform_manifest, push_blob,
@@ -30,13 +30,14 @@ use crate::rekor::RekorServer;
 use crate::shaper::{Shape, ShapingProxy};
 use crate::sigstore::{SignOptions, SignedLayer, Sigstore, signature_manifest, signature_tag};
 use crate::upstream::{
-    DASHBOARD_PATH, HEADLAMP_PATH, HEADLAMP_PROMOTED_RELEASE_PATH, HEADLAMP_PROMOTED_VERSION,
-    HEADLAMP_RELEASE_PATH, HEADLAMP_VERSION, KubeRelease, NETWORK_PATH, Snapshot, UpstreamServer,
+    DASHBOARD_PATH, HEADLAMP_PATH, HEADLAMP_PROMOTED_VERSION, HEADLAMP_VERSION, KubeRelease,
+    NETWORK_PATH, Snapshot, UpstreamServer,
 };
 
 mod names;
 mod publish;
 mod shell;
+mod start;
 pub use shell::FAR_SIDE_TRUSTED_ROOT;
 #[cfg(test)]
 mod tests;
@@ -189,236 +190,20 @@ impl World {
     /// tool) when something cannot start.
     pub fn start(options: Options) -> Self {
         let kubernetes = options.kubernetes.trim_start_matches('v').to_owned();
-        let mut snapshot = options.snapshot.clone().unwrap_or_else(|| {
-            let snapshot = default_snapshot(&kubernetes);
-            match ["v1.2.0", CCM_AMD64_ONLY].contains(&options.ccm_tag.as_str()) {
-                true => snapshot,
-                false => snapshot.ccm(&options.ccm_tag),
-            }
-        });
-        for version in &options.also_kubernetes {
-            let release = KubeRelease::known(version)
-                .unwrap_or_else(|| panic!("no kubeadm extras known for {version}"));
-            let minor = minor_of(&release.version).expect("a Kubernetes version x.y.z");
-            let etcd = release
-                .etcd
-                .split('-')
-                .next()
-                .unwrap_or_default()
-                .to_owned();
-            snapshot = snapshot
-                .kubernetes(release)
-                .crictl(&format!("1.{minor}.0"))
-                .etcd(&etcd);
-        }
+        let mut snapshot = start::snapshot_for(&options, &kubernetes);
         let files = snapshot.files();
+        let autoscaler = start::AutoscalerGit::start(&files, &kubernetes);
+        let (wanted, manifests) = start::wanted(&files, &kubernetes, &autoscaler, &options);
 
-        // git: a tag per autoscaler example in the snapshot, plus upstream-like noise.
-        let versions: Vec<String> = files
-            .keys()
-            .filter_map(|p| {
-                p.strip_prefix(
-                    "raw.githubusercontent.com/kubernetes/autoscaler/cluster-autoscaler-",
-                )
-                .and_then(|rest| rest.split('/').next())
-                .map(str::to_owned)
-            })
-            .collect();
-        let tags = autoscaler_tags(&versions);
-        let tag_refs: Vec<Tag<'_>> = tags
-            .iter()
-            .map(|(t, annotated)| match annotated {
-                true => Tag::Annotated(t),
-                false => Tag::Light(t),
-            })
-            .collect();
-        let repo = Repo::with_tags("kubernetes/autoscaler.git", &tag_refs);
-        let git = GitServer::start(repo.project_root(), Mode::Backend);
-        let tag_names: Vec<&str> = tags.iter().map(|(t, _)| t.as_str()).collect();
-        let autoscaler = newest_autoscaler(&tag_names, &kubernetes);
-
-        // The image list, from the snapshot.
-        let mut wanted = kubeadm_images(&files, &kubernetes);
-        if let Some(v) = &autoscaler {
-            wanted.push((
-                format!("registry.k8s.io/autoscaling/cluster-autoscaler:v{v}"),
-                "autoscaler",
-            ));
-        }
-        // The other releases, for a build given AUTOSCALER_VERSION of another release or minor.
-        for v in versions.iter().filter(|v| Some(*v) != autoscaler.as_ref()) {
-            wanted.push((
-                format!("registry.k8s.io/autoscaling/cluster-autoscaler:v{v}"),
-                "autoscaler-other",
-            ));
-        }
-        wanted.push((format!("{CCM_REPOSITORY}:{}", options.ccm_tag), "ccm"));
-        wanted.push((format!("{CCM_REPOSITORY}:{CCM_AMD64_ONLY}"), "ccm"));
-        let mut manifests: Vec<(String, &'static str)> = Vec::new();
-        for path in files.keys() {
-            let source = if path
-                .starts_with("raw.githubusercontent.com/apache/cloudstack-kubernetes-provider/")
-                && path.ends_with("/deployment.yaml")
-            {
-                "ccm"
-            } else if path.starts_with("github.com/cloudstack/cloudstack-csi-driver/")
-                && path.ends_with("/manifest.yaml")
-            {
-                "csi"
-            } else if path == &format!("raw.githubusercontent.com/{NETWORK_PATH}") {
-                "network"
-            } else if path == &format!("raw.githubusercontent.com/{DASHBOARD_PATH}") {
-                "dashboard"
-            } else if path == &format!("raw.githubusercontent.com/{HEADLAMP_PATH}")
-                || path == &format!("raw.githubusercontent.com/{HEADLAMP_RELEASE_PATH}")
-                || path == &format!("raw.githubusercontent.com/{HEADLAMP_PROMOTED_RELEASE_PATH}")
-            {
-                "headlamp"
-            } else {
-                continue;
-            };
-            manifests.push((path.clone(), source));
-            let text = String::from_utf8_lossy(&files[path].body);
-            for image in manifest_images(&text) {
-                wanted.push((normalise(&image), source));
-            }
-        }
-        // The tag a build from a Headlamp version pins the release manifest's `:latest` to.
-        wanted.push((
-            format!("ghcr.io/headlamp-k8s/headlamp:v{HEADLAMP_VERSION}"),
-            "headlamp",
-        ));
-        // A promoted release's image is taken from registry.k8s.io (signed below, as there).
-        wanted.push((
-            format!("registry.k8s.io/headlamp/headlamp:v{HEADLAMP_PROMOTED_VERSION}"),
-            "headlamp",
-        ));
-
-        // The other releases' kubeadm images, last: the images above keep their bytes.
-        for version in &options.also_kubernetes {
-            wanted.extend(kubeadm_images(&files, version.trim_start_matches('v')));
-        }
-
-        // Publish, each repository:tag once.
         let storage = tempfile::tempdir().expect("temp dir");
         let registry = DockerRegistry::start(storage.path(), None);
         let addr = registry.host();
-        let mut images: Vec<Image> = Vec::new();
-        let mut bases = Bases::default();
-        let mut renamed: BTreeMap<String, String> = BTreeMap::new(); // written → real reference
-        for (reference, source) in wanted {
-            let (repository, tag, digest) = split_reference(&reference);
-            let key = format!("{repository}:{}", tag.clone().unwrap_or_default());
-            if let Some(done) = images
-                .iter()
-                .find(|i| format!("{}:{}", i.repository, i.tag.clone().unwrap_or_default()) == key)
-            {
-                if let Some(old) = &digest {
-                    renamed.insert(old.clone(), done.digest.clone());
-                }
-                continue;
-            }
-            let amd64_only = reference == format!("{CCM_REPOSITORY}:{CCM_AMD64_ONLY}");
-            let no_arm64 = options.without_arm64.as_deref() == Some(reference.as_str());
-            let n = images.len();
-            let mut plan = Plan::default();
-            let (top, arches, shape) = if amd64_only {
-                single(&mut plan, &mut bases, &repository, tag.as_deref())
-            } else {
-                multi(
-                    &mut plan,
-                    &mut bases,
-                    &repository,
-                    tag.as_deref(),
-                    n,
-                    no_arm64,
-                )
-            };
-            push(&addr, &repository, &plan);
-            // registry.k8s.io serves everything k8s.gcr.io held, under the same paths.
-            if let Some(path) = repository.strip_prefix("k8s.gcr.io/") {
-                push(&addr, &format!("registry.k8s.io/{path}"), &plan);
-            }
-            let manifests = platform_manifests(&plan, &top);
-            if let Some(old) = &digest {
-                renamed.insert(old.clone(), top.clone());
-            }
-            let pinned = digest.is_some();
-            let mut reference = repository.clone();
-            if let Some(t) = &tag {
-                reference.push(':');
-                reference.push_str(t);
-            }
-            if pinned {
-                reference.push('@');
-                reference.push_str(&top);
-            }
-            images.push(Image {
-                reference,
-                repository,
-                tag,
-                digest: top,
-                pinned,
-                arches,
-                shape,
-                source,
-                manifests,
-            });
-        }
-        if let Some(missing) = &options.without_arm64 {
-            assert!(
-                images.iter().any(|i| &i.reference == missing
-                    || i.reference.split('@').next() == Some(missing.as_str())),
-                "without_arm64: {missing} is not an image of this world"
-            );
-        }
-
-        // Sign registry.k8s.io's images, as its promoter does: the index and every platform.
+        let (images, renamed) = start::publish_all(&addr, wanted, &options);
         let sigstore = Arc::new(Sigstore::generate());
-        for image in images
-            .iter()
-            .filter(|i| i.repository.starts_with("registry.k8s.io/"))
-        {
-            let name = image.reference.split('@').next().unwrap_or_default();
-            if options.unsigned.iter().any(|u| u == name) {
-                continue;
-            }
-            let mut digests = vec![image.digest.clone()];
-            digests.extend(image.manifests.values().cloned());
-            digests.dedup();
-            for digest in digests {
-                let layer = sigstore.sign(&image.repository, &digest, &SignOptions::default());
-                push_signature(&addr, &image.repository, &digest, &[layer]);
-            }
-        }
-
-        // Make digest pins in the manifests the real digests.
-        for (path, _) in &manifests {
-            let text = String::from_utf8_lossy(&files[path].body).into_owned();
-            let mut new = text.clone();
-            for (old, real) in &renamed {
-                new = new.replace(old.as_str(), real);
-            }
-            if new != text {
-                snapshot = snapshot.replace(path, new, "text/plain; charset=utf-8");
-            }
-        }
-        // Sign the Kubernetes binaries as dl.k8s.io does from 1.26 on (`.sig`/`.cert` beside
-        // each, logged in the world's Rekor); older releases stay unsigned, as upstream's are.
+        start::sign_images(&sigstore, &addr, &images, &options);
+        snapshot = start::pin_digests(snapshot, &files, &manifests, &renamed);
         let rekor = RekorServer::start();
-        let binaries: Vec<(&String, &Vec<u8>)> = files
-            .iter()
-            .filter(|(path, _)| signed_binary(path))
-            .map(|(path, file)| (path, &file.body))
-            .collect();
-        for (path, body) in binaries {
-            let blob = sigstore.sign_blob(body, rekor.next_index(), None, &binary_signer());
-            let (sig, cert) = (blob.sig.clone(), blob.cert.clone());
-            rekor.add(&sigstore, blob, &crate::upstream::sha256_hex(body));
-            snapshot = snapshot
-                .replace(&format!("{path}.sig"), sig, "text/plain; charset=utf-8")
-                .replace(&format!("{path}.cert"), cert, "text/plain; charset=utf-8");
-        }
+        snapshot = start::sign_binaries(snapshot, &files, &sigstore, &rekor);
         // Keyless signing: an OIDC issuer, a Fulcio trusting it, and the Rekor taking entries.
         rekor.accept_entries(sigstore.clone());
         let oidc = crate::oidc::OidcIssuer::start();
@@ -426,40 +211,10 @@ impl World {
         let upstream = UpstreamServer::start(&snapshot);
         let shaped = Shaped::start(options.shape, &upstream, &addr, &rekor);
 
-        let mut yaml = String::from(
-            "# written by cks-iso-world: the local upstream world (testworld/src/world.rs)\nmirrors:\n",
-        );
-        for rule in UpstreamServer::mirror_rules_via(&shaped.upstream) {
-            let (from, to) = rule.split_once('=').expect("FROM=TO");
-            yaml.push_str(&format!("  {from}: {to}\n"));
-        }
-        yaml.push_str(&format!(
-            "  https://github.com/kubernetes/autoscaler: {}\n",
-            git.url(&repo)
-        ));
-        yaml.push_str("registry-mirrors:\n");
-        let mut hosts: Vec<String> = REGISTRIES.iter().map(|h| (*h).to_owned()).collect();
-        for image in &images {
-            let host = image.repository.split('/').next().unwrap_or_default();
-            if !hosts.iter().any(|h| h == host) {
-                hosts.push(host.to_owned());
-            }
-        }
-        for host in &hosts {
-            yaml.push_str(&format!(
-                "  {host}: \"http://{}/{host}\"\n",
-                shaped.registry
-            ));
-        }
-        yaml.push_str(&format!("insecure-registries: [\"{}\"]\n", shaped.registry));
         let dir = tempfile::tempdir().expect("temp dir");
         let trusted_root = dir.path().join("trusted_root.json");
         std::fs::write(&trusted_root, sigstore.trusted_root()).expect("write the trusted root");
-        // Relative to the configuration file: a copy of both side by side still works.
-        yaml.push_str(
-            "# the world's own Sigstore signs registry.k8s.io's images and dl.k8s.io's binaries\ntrusted-root: trusted_root.json\n",
-        );
-        yaml.push_str(&format!("rekor-url: {}\n", shaped.rekor));
+        let yaml = start::config_yaml(&shaped, &autoscaler.git_url(), &images);
         let signing_config = dir.path().join("signing_config.json");
         let config = crate::fulcio::signing_config(&fulcio.url(), &shaped.rekor, oidc.url());
         std::fs::write(&signing_config, config.to_string()).expect("write the signing config");
@@ -468,7 +223,7 @@ impl World {
 
         Self {
             kubernetes,
-            autoscaler,
+            autoscaler: autoscaler.newest,
             images,
             config_yaml: yaml,
             config_path,
@@ -476,8 +231,8 @@ impl World {
             dashboard_url: format!("https://raw.githubusercontent.com/{DASHBOARD_PATH}"),
             headlamp_url: format!("https://raw.githubusercontent.com/{HEADLAMP_PATH}"),
             upstream,
-            git,
-            repo,
+            git: autoscaler.git,
+            repo: autoscaler.repo,
             registry,
             sigstore,
             rekor,

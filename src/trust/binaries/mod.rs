@@ -10,9 +10,12 @@
 //! looked for first, the pair fetched meanwhile and used only when the bundle is absent (404); a
 //! bundle that is there but does not verify fails the build, whatever the pair says.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use futures_util::{StreamExt, stream};
+
+mod hash;
+use hash::FileHash;
 
 use crate::contract::SIGNATURES_DIR as DIR;
 use crate::fetch::FetchError;
@@ -242,64 +245,40 @@ async fn check_file_retrying(
     }
 }
 
-/// A covered file's sha256, computed on a blocking thread (the file streams through a small
-/// buffer, so memory does not grow with its size) while its signature material is fetched, and
-/// kept across attempts.
-struct FileHash {
-    path: PathBuf,
-    state: HashState,
+/// The sha256 of `file` ([`FileHash::get`]), a read error as a failure no re-fetch mends.
+async fn digest_of(hash: &mut FileHash, file: &IsoFile) -> Result<[u8; 32], Failed> {
+    hash.get().await.map_err(|source| {
+        let err = BinaryError::Read {
+            path: file.path.clone(),
+            source,
+        };
+        (err, false)
+    })
 }
 
-enum HashState {
-    Idle,
-    Running(tokio::task::JoinHandle<std::io::Result<[u8; 32]>>),
-    Done([u8; 32]),
+/// What checking one file gives: its report and, when verified, the evidence the ISO keeps.
+type Checked = (BinaryReport, Option<BinaryEvidence>);
+
+/// Why checking one file failed, and whether fetching the material again may help.
+type Failed = (BinaryError, bool);
+
+/// A fetch of `artifact`'s signature material that failed, as [`Failed`].
+fn fetch_failed(artifact: &str) -> impl Fn(FetchError) -> Failed + '_ {
+    move |source| {
+        let err = BinaryError::Fetch {
+            artifact: artifact.to_owned(),
+            source,
+        };
+        (err, false)
+    }
 }
 
-impl FileHash {
-    fn new(path: &Path) -> Self {
-        Self {
-            path: path.to_owned(),
-            state: HashState::Idle,
-        }
-    }
-
-    /// Starts hashing, unless it has started.
-    fn start(&mut self) {
-        if let HashState::Idle = self.state {
-            let path = self.path.clone();
-            self.state = HashState::Running(tokio::task::spawn_blocking(move || {
-                crate::image::sha256_of(std::fs::File::open(&path)?)
-            }));
-        }
-    }
-
-    /// [`FileHash::get`] for `file`, a read error as a failure no re-fetch mends.
-    async fn digest_of(&mut self, file: &IsoFile) -> Result<[u8; 32], (BinaryError, bool)> {
-        self.get().await.map_err(|source| {
-            let err = BinaryError::Read {
-                path: file.path.clone(),
-                source,
-            };
-            (err, false)
-        })
-    }
-
-    /// The file's sha256 (hashing it now if it has not started).
-    async fn get(&mut self) -> std::io::Result<[u8; 32]> {
-        self.start();
-        let digest = match &mut self.state {
-            HashState::Done(digest) => return Ok(*digest),
-            HashState::Running(handle) => handle.await.map_err(std::io::Error::other),
-            HashState::Idle => unreachable!("started above"),
-        };
-        self.state = match digest {
-            Ok(Ok(digest)) => HashState::Done(digest),
-            // Read again should it be asked for again.
-            _ => HashState::Idle,
-        };
-        digest?
-    }
+/// The signature material published beside a file.
+enum Material {
+    /// A Sigstore bundle, from its URL.
+    Bundle(String, Vec<u8>),
+    /// The `.sig` and the `.cert`, each when there.
+    Pair(Option<Vec<u8>>, Option<Vec<u8>>),
 }
 
 /// Fetches and verifies one covered file's signature (see [`check_files`]); an error says
@@ -310,22 +289,39 @@ async fn check_file(
     kubernetes: &crate::release::KubeVersion,
     covered: Covered<'_>,
     hash: &mut FileHash,
-) -> Result<(BinaryReport, Option<BinaryEvidence>), (BinaryError, bool)> {
-    let Covered {
-        file,
-        rule,
-        lock_sig,
-    } = covered;
-    let digest = hex::decode(&file.sha256).unwrap_or_default();
-    let artifact = file.source.clone();
-    let shown = format!("sha256:{}", file.sha256);
-    let fetch_err = |source: FetchError| {
-        let err = BinaryError::Fetch {
-            artifact: artifact.clone(),
-            source,
-        };
-        (err, false)
+) -> Result<Checked, Failed> {
+    let (sig, cert) = match material(fetcher, covered).await? {
+        Material::Bundle(url, bytes) => {
+            return check_bundle(checker, covered, hash, &url, bytes).await;
+        }
+        Material::Pair(sig, cert) => (sig, cert),
     };
+    let file = covered.file;
+    let report = BinaryReport {
+        path: file.dest.clone(),
+        url: file.source.clone(),
+        sha256: file.sha256.clone(),
+        verdict: Verdict::Unsigned,
+        bundle: None,
+        signer: None,
+    };
+    match look_up(checker, fetcher, covered, sig, cert, hash).await? {
+        Found::Signed(sig, cert, entry) => {
+            verify_pair(checker, covered, hash, (sig, cert, entry), report).await
+        }
+        Found::Unsigned(why) => {
+            unsigned(checker, kubernetes, file, why)?;
+            Ok((report, None))
+        }
+    }
+}
+
+/// The material beside the file: the published bundle first, the pair fetched meanwhile (and
+/// dropped when the bundle is there); a lock that names the pair keeps to it, so a locked
+/// rebuild writes the same ISO.
+async fn material(fetcher: &Fetcher<'_>, covered: Covered<'_>) -> Result<Material, Failed> {
+    let Covered { file, lock_sig, .. } = covered;
+    let fetch_err = fetch_failed(&file.source);
     // The .sig and the .cert together; a failure of the .sig is told first, as it always was.
     let (sig_url, cert_url) = (
         format!("{}.sig", file.source),
@@ -345,8 +341,6 @@ async fn check_file(
             CERT_LIMIT,
         ),
     );
-    // The published bundle first, the pair fetched meanwhile (and dropped when the bundle is
-    // there); a lock that names the pair keeps to it, so a locked rebuild writes the same ISO.
     let (sig, cert) = match lock_sig.is_some_and(|s| s.bundle.is_none()) {
         true => pair.await,
         false => {
@@ -358,24 +352,24 @@ async fn check_file(
                     .await
                 {
                     futures_util::future::Either::Left((bundle, pair)) => {
-                        match bundle.map_err(fetch_err)? {
+                        match bundle.map_err(&fetch_err)? {
                             Ok(bytes) => (Ok(bytes), None),
                             Err(why) => (Err(why), Some(pair.await)),
                         }
                     }
                     futures_util::future::Either::Right((pair, bundle)) => {
-                        (bundle.await.map_err(fetch_err)?, Some(pair))
+                        (bundle.await.map_err(&fetch_err)?, Some(pair))
                     }
                 };
             let why = match bundle {
-                Ok(bytes) => return check_bundle(checker, covered, hash, &bundle_url, bytes).await,
+                Ok(bytes) => return Ok(Material::Bundle(bundle_url, bytes)),
                 Err(why) => why,
             };
             if let Some(locked) = locked {
                 // The pair would give another ISO than the lock's: as for an image's locked
                 // signature manifest, a gone bundle fails the locked build.
                 let err = BinaryError::BundleGone {
-                    artifact: artifact.clone(),
+                    artifact: file.source.clone(),
                     locked: locked.to_owned(),
                     bundle_url,
                     why,
@@ -385,11 +379,28 @@ async fn check_file(
             pair.expect("fetched when there is no bundle")
         }
     };
-    let (sig, cert) = (sig.map_err(fetch_err)?, cert.map_err(&fetch_err)?);
-    let found = match (sig, cert) {
+    Ok(Material::Pair(
+        sig.map_err(&fetch_err)?,
+        cert.map_err(&fetch_err)?,
+    ))
+}
+
+/// With a `.sig` and a `.cert`, the Rekor entry that logs them (the file hashed meanwhile);
+/// without, why the file counts as unsigned.
+async fn look_up(
+    checker: &Checker,
+    fetcher: &Fetcher<'_>,
+    covered: Covered<'_>,
+    sig: Option<Vec<u8>>,
+    cert: Option<Vec<u8>>,
+    hash: &mut FileHash,
+) -> Result<Found, Failed> {
+    let Covered { file, lock_sig, .. } = covered;
+    Ok(match (sig, cert) {
         (Some(sig), Some(cert)) => {
             // Signed: the file is hashed while its Rekor entry is looked up.
             hash.start();
+            let digest = hex::decode(&file.sha256).unwrap_or_default();
             let entry = trust::rekor::entry(
                 &checker.rekor_url,
                 fetcher,
@@ -399,13 +410,13 @@ async fn check_file(
                 lock_sig.and_then(|s| s.rekor.as_deref()),
             )
             .await
-            .map_err(fetch_err)?;
+            .map_err(fetch_failed(&file.source))?;
             match entry {
                 Some(entry) => Found::Signed(sig, cert, entry),
                 None => {
                     let err = untrusted(SignatureError::Invalid {
-                        artifact,
-                        digest: shown,
+                        artifact: file.source.clone(),
+                        digest: format!("sha256:{}", file.sha256),
                         step: cks_iso_sigstore::verify::Step::RekorEntry,
                         reason: format!(
                             "{} has no entry that logs this file, signature and certificate",
@@ -419,52 +430,60 @@ async fn check_file(
         (None, None) => Found::Unsigned("no .sig or .cert beside it".into()),
         (None, Some(_)) => Found::Unsigned("a .cert but no .sig beside it".into()),
         (Some(_), None) => Found::Unsigned("a .sig but no .cert beside it".into()),
+    })
+}
+
+/// An unsigned file: refused under `enforce`, or when it is a Kubernetes binary of a release
+/// that signs every one (unless `warn`); else recorded as unsigned with a warning.
+fn unsigned(
+    checker: &Checker,
+    kubernetes: &crate::release::KubeVersion,
+    file: &IsoFile,
+    why: String,
+) -> Result<(), Failed> {
+    let artifact = &file.source;
+    let kube_binary = artifact.starts_with("https://dl.k8s.io/release/");
+    let always_signed = kube_binary
+        && kubernetes.major == 1
+        && kubernetes.minor >= cks_iso_sigstore::ALWAYS_SIGNED_SINCE_MINOR;
+    // `warn` lets a withheld signature pass with the warning below.
+    let required = always_signed && checker.mode != Mode::Warn;
+    if checker.mode == Mode::Enforce || required {
+        let why = match required {
+            true => format!("{why}, and Kubernetes v{kubernetes} binaries are always signed"),
+            false => format!("{why} (--signatures enforce)"),
+        };
+        let err = untrusted(SignatureError::UnsignedFile {
+            artifact: artifact.clone(),
+            digest: format!("sha256:{}", file.sha256),
+            why,
+        });
+        return Err((err, false));
+    }
+    let hint = match always_signed {
+        true => "though upstream signs every copy; recorded as unsigned (--signatures warn)",
+        false => "recorded as unsigned (--signatures enforce refuses it)",
     };
-    let mut report = BinaryReport {
-        path: file.dest.clone(),
-        url: file.source.clone(),
-        sha256: file.sha256.clone(),
-        verdict: Verdict::Unsigned,
-        bundle: None,
-        signer: None,
-    };
-    let (sig, cert, entry) = match found {
-        Found::Signed(sig, cert, entry) => (sig, cert, entry),
-        Found::Unsigned(why) => {
-            let kube_binary = file.source.starts_with("https://dl.k8s.io/release/");
-            let always_signed = kube_binary
-                && kubernetes.major == 1
-                && kubernetes.minor >= cks_iso_sigstore::ALWAYS_SIGNED_SINCE_MINOR;
-            // `warn` lets a withheld signature pass with the warning below.
-            let required = always_signed && checker.mode != Mode::Warn;
-            if checker.mode == Mode::Enforce || required {
-                let why = match required {
-                    true => {
-                        format!("{why}, and Kubernetes v{kubernetes} binaries are always signed")
-                    }
-                    false => format!("{why} (--signatures enforce)"),
-                };
-                let err = untrusted(SignatureError::UnsignedFile {
-                    artifact,
-                    digest: shown,
-                    why,
-                });
-                return Err((err, false));
-            }
-            let hint = match always_signed {
-                true => {
-                    "though upstream signs every copy; recorded as unsigned (--signatures warn)"
-                }
-                false => "recorded as unsigned (--signatures enforce refuses it)",
-            };
-            tracing::warn!("{artifact}: UNSIGNED: {why}; {hint}");
-            return Ok((report, None));
-        }
-    };
+    tracing::warn!("{artifact}: UNSIGNED: {why}; {hint}");
+    Ok(())
+}
+
+/// Verifies the file against its `.sig`, `.cert` and Rekor entry (`signed`), offline, and
+/// turns them into the bundle the ISO keeps.
+async fn verify_pair(
+    checker: &Checker,
+    covered: Covered<'_>,
+    hash: &mut FileHash,
+    signed: (Vec<u8>, Vec<u8>, Vec<u8>),
+    mut report: BinaryReport,
+) -> Result<Checked, Failed> {
+    let Covered { file, rule, .. } = covered;
+    let (sig, cert, entry) = signed;
+    let digest = hex::decode(&file.sha256).unwrap_or_default();
     let invalid = |step, reason| {
         let err = untrusted(SignatureError::Invalid {
-            artifact: artifact.clone(),
-            digest: shown.clone(),
+            artifact: file.source.clone(),
+            digest: format!("sha256:{}", file.sha256),
             step,
             reason,
         });
@@ -483,7 +502,7 @@ async fn check_file(
         })?;
     let ev = rekor::Evidence::from_rekor(&digest, &sig, &cert, logged)
         .map_err(|e| invalid(cks_iso_sigstore::verify::Step::LayerIntegrity, e.into()))?;
-    let file_digest = hash.digest_of(file).await?;
+    let file_digest = digest_of(hash, file).await?;
     let verified = rekor::verify_digest(&checker.root, rule, &file_digest, &ev, now())
         .map_err(|f| invalid(f.step, f.reason))?;
     report.verdict = Verdict::Verified;
@@ -524,7 +543,7 @@ async fn check_bundle(
             format!("not a Sigstore bundle cks-iso reads: {e}"),
         )
     })?;
-    let file_digest = hash.digest_of(file).await?;
+    let file_digest = digest_of(hash, file).await?;
     let verified = rekor::verify_digest(&checker.root, rule, &file_digest, &ev, now())
         .map_err(|f| invalid(f.step, f.reason))?;
     tracing::debug!(
