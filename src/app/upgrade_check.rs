@@ -9,6 +9,7 @@ use crate::cli::UpgradeCheckArgs;
 use crate::cloudstack::CloudStack;
 use crate::diff::{self, Kind};
 use crate::image::Arch;
+use crate::trust::signer::SignerView;
 use crate::upgrade::{self, Input};
 use crate::verify::{self, Expect};
 
@@ -18,7 +19,8 @@ pub fn run(args: UpgradeCheckArgs) -> Result<(), AppError> {
         Some(text) => Some(CloudStack::parse(text).map_err(|e| AppError::usage(e, None))?),
         None => None,
     };
-    let report = judge(&args.from, &args.to, cloudstack)?;
+    let view = super::diff::signer_view(&args.signer)?;
+    let report = judge(&args.from, &args.to, cloudstack, Some(&view))?;
     print(&report, args.json);
     let failed = report.checks.iter().filter(|c| !c.ok).count();
     match failed {
@@ -36,11 +38,13 @@ pub fn run(args: UpgradeCheckArgs) -> Result<(), AppError> {
 }
 
 /// The verdict on FROM → TO (ISOs or locks) for the cluster's CloudStack release (else what TO
-/// records): what `upgrade-check` prints, and what `sync` gates its candidates on.
+/// records): what `upgrade-check` prints, and what `sync` gates its candidates on; with `view`,
+/// who signed each ISO too.
 pub(super) fn judge(
     from_path: &std::path::Path,
     to_path: &std::path::Path,
     cloudstack: Option<CloudStack>,
+    view: Option<&SignerView>,
 ) -> Result<upgrade::Report, AppError> {
     let read = |path| {
         load::side(path).map_err(|e| {
@@ -51,8 +55,12 @@ pub(super) fn judge(
             }
         })
     };
-    let from = read(from_path)?;
-    let to = read(to_path)?;
+    let mut from = read(from_path)?;
+    let mut to = read(to_path)?;
+    if let Some(view) = view {
+        super::diff::signed(&mut from, from_path, view)?;
+        super::diff::signed(&mut to, to_path, view)?;
+    }
     let from_scan = scan(&from, from_path)?;
     let to_scan = scan(&to, to_path)?;
     let recorded = to

@@ -468,7 +468,7 @@ impl Signers {
     }
 }
 
-fn read_bundle(path: &Path) -> std::io::Result<Vec<u8>> {
+pub(super) fn read_bundle(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read as _;
     let file = std::fs::File::open(path)?;
     let mut bytes = Vec::new();
