@@ -164,7 +164,7 @@ demo: deps-tools
 	RELEASE_DIR=$(TARGET_DIR)/release ./scripts/demo.sh
 
 bench: deps build
-	export RELEASE_DIR=$(TARGET_DIR)/release; ./bench/iso.sh && ./bench/build.sh && ./bench/pull.sh && \
+	export RELEASE_DIR=$(TARGET_DIR)/release; ./bench/iso.sh && ./bench/build.sh && ./bench/pull.sh && ./bench/push.sh && \
 		./bench/wan.sh && ./bench/tls.sh && ./bench/signatures.sh
 
 # Coverage-guided fuzzing of the parsers that read untrusted input (fuzz/fuzz_targets). cargo-fuzz

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# bench/lib.sh: what bench/pull.sh, bench/wan.sh and bench/tls.sh share, sourced by each after it
+# bench/lib.sh: what bench/pull.sh, bench/push.sh, bench/wan.sh and bench/tls.sh share, sourced by each after it
 # set BENCH (its name), RUNS and its defaults. One loop runs every round and measures it the same
 # way, so the three scripts' figures are comparable:
 #

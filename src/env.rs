@@ -206,6 +206,12 @@ pub const COSIGN_PASSWORD: Var = Var {
     about: "the password of a cosign encrypted key (`ENCRYPTED SIGSTORE PRIVATE KEY`) given to `build --sign-key` or `sign --key`; set and empty is an empty password (never printed)",
 };
 
+/// The OIDC identity token of keyless signing, as Sigstore's clients read it.
+pub const SIGSTORE_ID_TOKEN: Var = Var {
+    name: "SIGSTORE_ID_TOKEN",
+    about: "the OIDC identity token `build --sign` and `sign` sign keyless with, when `--identity-token` is not given (never printed)",
+};
+
 /// Every variable above, in the order `docs/reference/environment.md` lists them.
 pub const ALL: &[Var] = &[
     SOURCE_DATE_EPOCH,
@@ -227,6 +233,7 @@ pub const ALL: &[Var] = &[
     CLOUDSTACK_CONFIG,
     CLOUDSTACK_REGION,
     COSIGN_PASSWORD,
+    SIGSTORE_ID_TOKEN,
     HTTPS_PROXY,
     HTTP_PROXY,
     ALL_PROXY,

@@ -61,7 +61,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<Outcome, AppError> {
         Command::Pull(args) => done(pull::run(*args, ui)),
         Command::Push(args) => done(push::run(*args, ui)),
         Command::Build(args) => done(build::run(*args, ui)),
-        Command::Sign(args) => done(sign::run(args)),
+        Command::Sign(args) => done(sign::run(*args)),
         Command::Register(args) => done(register::run(*args)),
         Command::Sync(args) => done(sync::run(*args, ui)),
         Command::Versions(command) => done(versions::run(*command)),

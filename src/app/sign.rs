@@ -1,4 +1,5 @@
-//! `cks-iso sign ISO... --key FILE` (`build --sign-key` signs in the pipeline: `pipeline::Build::run`).
+//! `cks-iso sign ISO... --key FILE` and `cks-iso sign ISO... --identity-token TOKEN` (keyless;
+//! `build --sign-key` and `build --sign` sign in the pipeline: `pipeline::Build::run`).
 
 use super::AppError;
 use crate::cli::SignArgs;
@@ -16,10 +17,27 @@ impl From<SignError> for AppError {
 
 /// Signs each ISO given; prints the files written on stdout.
 pub fn run(args: SignArgs) -> Result<(), AppError> {
-    let key = sign::load_key(&args.key)?;
-    sign::sign_files(&args.isos, &key)?;
+    let suffixes: &[&str] = match &args.key {
+        Some(path) => {
+            let key = sign::load_key(path)?;
+            sign::sign_files(&args.isos, &key)?;
+            &[sign::SIG_SUFFIX, sign::BUNDLE_SUFFIX]
+        }
+        None => {
+            let settings = super::net::settings(args.net.clone())?;
+            let options =
+                (args.keyless).options(args.rekor_url.as_deref(), args.trusted_root.as_deref());
+            let signer = crate::trust::keyless::KeylessSigner::new(
+                &options,
+                &crate::pipeline::keyless_defaults(&settings),
+            )?;
+            let runtime = super::net::runtime()?;
+            crate::trust::keyless::sign_files(&args.isos, &signer, &runtime)?;
+            &[sign::BUNDLE_SUFFIX]
+        }
+    };
     for iso in &args.isos {
-        for suffix in [sign::SIG_SUFFIX, sign::BUNDLE_SUFFIX] {
+        for suffix in suffixes {
             crate::outln!("{}", sign::beside(iso, suffix).display());
         }
     }

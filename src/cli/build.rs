@@ -80,8 +80,16 @@ pub struct BuildArgs {
     /// Sign each ISO with this PEM ECDSA P-256 private key (PKCS #8, SEC 1 or cosign's, its
     /// password in COSIGN_PASSWORD): writes ISO.sig
     /// and ISO.sigstore.json beside it, as `cks-iso sign` does.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "sign")]
     pub sign_key: Option<PathBuf>,
+    /// Sign each ISO keyless: a short-lived Fulcio certificate for the OIDC identity of
+    /// --identity-token (or SIGSTORE_ID_TOKEN), the signature entered in Rekor (--rekor-url);
+    /// writes ISO.sigstore.json beside it.
+    #[arg(long)]
+    pub sign: bool,
+    /// Keyless signing's token and services.
+    #[command(flatten)]
+    pub keyless: super::sign::KeylessArgs,
     /// `--register` and its flags.
     #[command(flatten)]
     pub registering: BuildRegisterArgs,

@@ -120,7 +120,7 @@ pub enum Command {
     Build(Box<BuildArgs>),
     /// Sign ISOs with a key: writes ISO.sig (cosign's) and ISO.sigstore.json (a Sigstore bundle)
     /// beside each.
-    Sign(SignArgs),
+    Sign(Box<SignArgs>),
     /// Register ISOs in CloudStack as Kubernetes supported versions and wait until they are Ready.
     Register(Box<RegisterArgs>),
     /// Keep a CloudStack zone at a desired state: build, verify, gate on the running clusters,

@@ -29,6 +29,7 @@ pub(crate) use error::attempts_note;
 pub use mirror::{Mirror, Mirrors, redact, strip_userinfo};
 pub use probe::{Probed, probe};
 pub use retry::{
-    Budget, Refetch, RetryPolicy, retry_after, retryable_error, retryable_status, retrying,
+    Attempt, Budget, Refetch, RetryPolicy, retry_after, retry_attempts, retryable_error,
+    retryable_status, retrying,
 };
 pub use sink::{FileSink, Sink};

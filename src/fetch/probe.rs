@@ -6,7 +6,8 @@
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 
-use super::{Download, FetchError, retry};
+use super::retry::{self, Attempt};
+use super::{Download, FetchError};
 
 /// The final status and headers of `method url`.
 #[derive(Debug, Clone)]
@@ -26,35 +27,33 @@ pub async fn probe(
     headers: &HeaderMap,
 ) -> Result<Probed, FetchError> {
     download.admit(url)?;
-    let mut attempt = 1;
-    loop {
+    let method = &method;
+    retry::retry_attempts(download.retry, |attempt| async move {
         let sent = download
             .client
             .request(method.clone(), url)
             .headers(headers.clone())
             .send()
             .await;
-        let (wait, err) = match sent {
-            Ok(response) if !retry::retryable_status(response.status()) => {
-                return Ok(Probed {
-                    status: response.status(),
-                    headers: response.headers().clone(),
-                });
-            }
-            Ok(response) => (
-                retry::retry_after(response.headers()),
+        match sent {
+            Ok(response) if !retry::retryable_status(response.status()) => Ok(Probed {
+                status: response.status(),
+                headers: response.headers().clone(),
+            }),
+            Ok(response) => Err(Attempt::again(
                 FetchError::Status {
                     method: method.clone(),
                     url: url.to_owned(),
                     status: response.status().as_u16(),
                     attempts: attempt,
                 },
-            ),
+                retry::retry_after(response.headers()),
+            )),
             Err(source) if retry::is_certificate_error(&source) => {
-                return Err(FetchError::Certificate {
+                Err(Attempt::last(FetchError::Certificate {
                     url: url.to_owned(),
                     source: source.without_url(),
-                });
+                }))
             }
             Err(source) => {
                 let retryable = retry::retryable_error(&source);
@@ -64,18 +63,12 @@ pub async fn probe(
                     attempts: attempt,
                     source: source.without_url(),
                 };
-                if !retryable {
-                    return Err(err);
-                }
-                (None, err)
+                Err(match retryable {
+                    true => Attempt::again(err, None),
+                    false => Attempt::last(err),
+                })
             }
-        };
-        if attempt >= download.retry.attempts {
-            return Err(err);
         }
-        let delay = download.retry.delay(attempt, wait);
-        tracing::debug!("{err}; retrying in {delay:?} (attempt {})", attempt + 1);
-        tokio::time::sleep(delay).await;
-        attempt += 1;
-    }
+    })
+    .await
 }

@@ -109,6 +109,59 @@ where
     }
 }
 
+/// What one attempt of [`retry_attempts`] failed with: the error, and whether another attempt
+/// may follow (`Some`, with the server's `Retry-After` when it gave one) or not (`None`).
+#[derive(Debug)]
+pub struct Attempt<E> {
+    /// The error this attempt ended with.
+    pub error: E,
+    /// `Some(server's wait)` when it is worth another try.
+    pub again: Option<Option<Duration>>,
+}
+
+impl<E> Attempt<E> {
+    /// An error worth another attempt, after `wait` when the server said how long.
+    pub fn again(error: E, wait: Option<Duration>) -> Self {
+        Self {
+            error,
+            again: Some(wait),
+        }
+    }
+
+    /// An error no other attempt fixes.
+    pub fn last(error: E) -> Self {
+        Self { error, again: None }
+    }
+}
+
+impl<E: std::fmt::Display> std::fmt::Display for Attempt<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+/// [`retrying`] for a request whose every attempt says itself whether another may follow
+/// ([`Attempt`]): `op` is given the attempt's number (from 1), for errors that count attempts.
+/// The one loop of the requests sent as they are (`probe`'s `HEAD` and `GET /v2/`, the push
+/// uploader's requests), so their backoff, `Retry-After` and budget are the same.
+pub async fn retry_attempts<T, E, Fut>(
+    policy: RetryPolicy,
+    mut op: impl FnMut(u32) -> Fut,
+) -> Result<T, E>
+where
+    Fut: std::future::Future<Output = Result<T, Attempt<E>>>,
+    E: std::fmt::Display,
+{
+    let mut attempt = 0;
+    let numbered = || {
+        attempt += 1;
+        op(attempt)
+    };
+    retrying(policy, numbered, |a: &Attempt<E>| a.again)
+        .await
+        .map_err(|a| a.error)
+}
+
 /// The re-fetch of bytes that arrived but failed verification (a digest or checksum mismatch, a
 /// manifest that does not parse, text that is not UTF-8, a signature that does not verify):
 /// damaged on the way until proven otherwise, so fetched again within the same budget as a 5xx,
@@ -297,6 +350,46 @@ mod tests {
         calls.set(-5);
         let err = retrying(p, op, |_: &String| Some(None)).await.unwrap_err();
         assert_eq!(err, "try -2", "gave up after 3 attempts");
+    }
+
+    #[tokio::test]
+    async fn numbered_attempts_say_themselves_whether_another_may_follow() {
+        let p = RetryPolicy {
+            attempts: 4,
+            base: Duration::from_millis(1),
+            max: Duration::from_millis(2),
+        };
+        let seen = std::cell::RefCell::new(Vec::new());
+        let op = |last_at: u32| {
+            let seen = &seen;
+            move |attempt: u32| async move {
+                seen.borrow_mut().push(attempt);
+                match attempt >= last_at {
+                    true => Err::<(), _>(Attempt::last(format!("final at {attempt}"))),
+                    false => Err(Attempt::again(format!("try {attempt}"), None)),
+                }
+            }
+        };
+        assert_eq!(retry_attempts(p, op(2)).await, Err("final at 2".into()));
+        assert_eq!(
+            *seen.borrow(),
+            [1, 2],
+            "numbered from 1, stopped by a last error"
+        );
+        seen.borrow_mut().clear();
+        assert_eq!(retry_attempts(p, op(9)).await, Err("try 4".into()));
+        assert_eq!(
+            *seen.borrow(),
+            [1, 2, 3, 4],
+            "stopped by the policy's attempts"
+        );
+        let ok = retry_attempts(p, |n| async move {
+            match n {
+                3 => Ok(n),
+                _ => Err(Attempt::again("busy".to_owned(), None)),
+            }
+        });
+        assert_eq!(ok.await, Ok(3));
     }
 
     #[test]

@@ -121,6 +121,11 @@ impl<'a> Build<'a> {
         if let Some(path) = &options.sign_key {
             prepared.sign_key = Some(std::sync::Arc::new(sign::load_key(path)?));
         }
+        if let Some(keyless) = &options.keyless {
+            let signer =
+                crate::trust::keyless::KeylessSigner::new(keyless, &keyless_defaults(settings))?;
+            prepared.keyless = Some(std::sync::Arc::new(signer));
+        }
         let Some(lock) = lock else {
             return Ok(Input::Request(prepared));
         };
@@ -263,6 +268,19 @@ impl<'a> Build<'a> {
             remove(&isos);
             return Err(e.into());
         }
+        if let Some(signer) = &prepared.keyless
+            && let Err(e) = isos.iter().try_for_each(|b| {
+                let digest = hex::decode(&b.sha256).ok().and_then(|d| d.try_into().ok());
+                let digest: [u8; 32] = digest.expect("the writer's sha256 is 64 hex digits");
+                self.shared
+                    .runtime
+                    .block_on(signer.sign_iso(&b.path, &digest))
+                    .map(drop)
+            })
+        {
+            remove(&isos);
+            return Err(e.into());
+        }
         if let Some(path) = &prepared.lock_file
             && let Err(e) = author::write_lock(path, &lock)
         {
@@ -341,6 +359,15 @@ pub fn settings(config: &Path) -> Result<Settings, crate::config::ConfigError> {
         config: Some(config.to_owned()),
         ..Default::default()
     })
+}
+
+/// What keyless signing takes from the settings: HTTP, `rekor-url:`, `trusted-root:`.
+pub fn keyless_defaults(settings: &Settings) -> crate::trust::keyless::Defaults<'_> {
+    crate::trust::keyless::Defaults {
+        http: &settings.http,
+        rekor_url: settings.rekor_url.as_deref(),
+        trusted_root: settings.trusted_root.as_deref(),
+    }
 }
 
 /// Creates `dir` if needed and proves a file can be made in it.

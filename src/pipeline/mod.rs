@@ -20,7 +20,7 @@ mod prepare;
 
 /// The settings a build borrows ([`Shared::settings`]): the configuration file and the flags.
 pub use crate::config::Settings;
-pub use build::{Build, Built, Shared, release_of_label, settings};
+pub use build::{Build, Built, Shared, keyless_defaults, release_of_label, settings};
 pub use error::BuildError;
 pub use matrix::{Matrix, Outcome};
 pub use prepare::{

@@ -79,6 +79,8 @@ pub struct BuildOptions {
     pub lock_file: Option<PathBuf>,
     /// `--sign-key`: the key each ISO is signed with once written.
     pub sign_key: Option<PathBuf>,
+    /// `--sign`: each ISO signed keyless once written (token, services, root).
+    pub keyless: Option<crate::trust::keyless::KeylessOptions>,
 }
 
 /// A request set up and settled, before anything is fetched.
@@ -97,6 +99,8 @@ pub struct Prepared {
     pub lock_file: Option<PathBuf>,
     /// The key each ISO is signed with (`--sign-key`), read before anything is fetched.
     pub sign_key: Option<std::sync::Arc<cks_iso_sigstore::keyed::SigningKey>>,
+    /// The keyless signer (`--sign`), its token read before anything is fetched.
+    pub keyless: Option<std::sync::Arc<crate::trust::keyless::KeylessSigner>>,
 }
 
 /// What `build`'s options say before the configuration or the network is read: the request set
@@ -257,6 +261,7 @@ pub(super) fn fresh(options: &RequestOptions) -> Result<Prepared, BuildError> {
         epoch,
         lock_file: None,
         sign_key: None,
+        keyless: None,
     })
 }
 
@@ -288,6 +293,7 @@ pub(super) fn locked(
         epoch,
         lock_file: None,
         sign_key: None,
+        keyless: None,
     };
     Ok((prepared, lock))
 }

@@ -1,6 +1,6 @@
 //! Chunked uploads for `cks-iso push`: a blob larger than the chunk size goes up as `PATCH`es
-//! with `Content-Range`, each chunk read from the cache when it is sent (memory stays at one
-//! chunk per transfer). A connection broken mid-chunk is not retried blindly — the registry may
+//! with `Content-Range`, each chunk streamed from the cache as it is sent (memory stays at one
+//! frame per transfer, see `file_body`). A connection broken mid-chunk is not retried blindly — the registry may
 //! have kept part of it, and distribution refuses a `PATCH` that does not start where the
 //! session stands —: the session's status (`GET`, answering `Range: 0-<last byte>`) says where
 //! to resume, so what is sent again is the rest of that chunk, never the blob. distribution
@@ -8,7 +8,8 @@
 //! `_state` carries — when part of the broken chunk reached it —; the blob then starts again in a
 //! new session, which the summary counts apart.
 
-use super::upload::{Resend, Tally, next_offset, with_digest};
+use super::file_body::Resend;
+use super::upload::{Tally, next_offset, with_digest};
 use super::*;
 
 use std::sync::atomic::Ordering;
@@ -32,9 +33,9 @@ impl Registry {
         let mut breaks = 0u32;
         while offset < desc.size {
             let len = chunk.min(desc.size - offset);
-            let first = self.read_blob(reference, &desc.digest, offset, len)?;
+            let first = self.open_blob(reference, &desc.digest, offset, len)?;
             let body = Resend::new(first, || {
-                (self.read_blob(reference, &desc.digest, offset, len)).unwrap_or_default()
+                (self.open_blob(reference, &desc.digest, offset, len)).ok()
             });
             let range = format!("{offset}-{}", offset + len - 1);
             let patch = |b: reqwest::RequestBuilder| {

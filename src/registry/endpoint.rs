@@ -90,12 +90,24 @@ pub struct Endpoint {
     pub base: String,
     /// The repository name in API paths (`library/pause`, or `k8s/pause` behind a mirror).
     pub name: String,
+    /// For a push's cross-repository mount: the repository of the same registry the blob is
+    /// mounted from, on which its bearer token must grant `pull` too (distribution refuses the
+    /// mount otherwise); `None` for every other request.
+    pub mount_from: Option<String>,
 }
 
 impl Endpoint {
     /// `scheme://host[:port]/name`: where a blob of this repository comes from.
     pub fn scope(&self) -> String {
         format!("{}/{}", self.base, self.name)
+    }
+
+    /// What its bearer token is kept under: the repository, and the one a mount reads from.
+    pub fn token_key(&self) -> String {
+        match &self.mount_from {
+            Some(from) => format!("{} from {from}", self.name),
+            None => self.name.clone(),
+        }
     }
 
     /// `host[:port]` of the base, for credentials lookup and messages.
@@ -147,6 +159,7 @@ impl Routes {
             return Endpoint {
                 base: mirror.base.clone(),
                 name,
+                mount_from: None,
             };
         }
         let host = match domain {
@@ -160,6 +173,7 @@ impl Routes {
         Endpoint {
             base: format!("{scheme}://{host}"),
             name: reference.path().to_owned(),
+            mount_from: None,
         }
     }
 }

@@ -39,6 +39,7 @@ mod chunked;
 mod credentials;
 mod endpoint;
 mod error;
+mod file_body;
 mod helper;
 mod manifests;
 mod oauth;

@@ -113,6 +113,7 @@ impl Target {
         Endpoint {
             base: self.base.clone(),
             name: self.repository(reference),
+            mount_from: None,
         }
     }
 

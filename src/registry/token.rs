@@ -61,7 +61,7 @@ impl Registry {
                     .tokens
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .get(&ep.name)
+                    .get(&ep.token_key())
                     .cloned();
                 let token = match cached.filter(|_| !renew) {
                     Some(token) => token,
@@ -72,7 +72,7 @@ impl Registry {
                         host.tokens
                             .lock()
                             .unwrap_or_else(|p| p.into_inner())
-                            .insert(ep.name.clone(), token.clone());
+                            .insert(ep.token_key(), token.clone());
                         token
                     }
                 };
@@ -226,6 +226,9 @@ impl Registry {
                 query.append_pair("service", service);
             }
             query.append_pair("scope", &format!("repository:{}:{}", ep.name, self.actions));
+            if let Some(from) = &ep.mount_from {
+                query.append_pair("scope", &format!("repository:{from}:pull"));
+            }
         }
         // host[:port], named in full in messages.
         let token_host = fetch::host_port(&url);

@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
 
+use super::file_body::{FileSlice, Resend};
 use super::*;
 
 /// `PATCH` chunks of blobs larger than this (and the size of those chunks), unless chosen.
@@ -114,16 +115,18 @@ impl Registry {
         (method, url, what): (Method, &str, &str),
         build: impl Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, RegistryError> {
-        let mut attempt = 1;
-        loop {
+        let (method, build) = (&method, &build);
+        fetch::retry_attempts(self.retry, |attempt| async move {
             let sent = self
-                .send_authed(client, ep, reference, &build, method.clone(), url)
-                .await?;
-            let (wait, err) = match sent {
-                Ok(r) if !fetch::retryable_status(r.status()) => return Ok(r),
+                .send_authed(client, ep, reference, build, method.clone(), url)
+                .await
+                .map_err(fetch::Attempt::last)?;
+            match sent {
+                Ok(r) if !fetch::retryable_status(r.status()) => Ok(r),
                 Ok(r) => {
                     let wait = fetch::retry_after(r.headers());
-                    (wait, self.answered(ep, reference, what, r).await)
+                    let err = self.answered(ep, reference, what, r).await;
+                    Err(fetch::Attempt::again(err, wait))
                 }
                 Err(source) => {
                     let retryable = fetch::retryable_error(&source);
@@ -137,20 +140,14 @@ impl Registry {
                             source: source.without_url(),
                         },
                     };
-                    if !retryable {
-                        return Err(err);
-                    }
-                    (None, err)
+                    Err(match retryable {
+                        true => fetch::Attempt::again(err, None),
+                        false => fetch::Attempt::last(err),
+                    })
                 }
-            };
-            if attempt >= self.retry.attempts {
-                return Err(err);
             }
-            let delay = self.retry.delay(attempt, wait);
-            tracing::debug!("{err}; retrying in {delay:?} (attempt {})", attempt + 1);
-            tokio::time::sleep(delay).await;
-            attempt += 1;
-        }
+        })
+        .await
     }
 
     /// The error for an answer that is not the one expected: 401/403 as pulls word them, any
@@ -332,27 +329,33 @@ impl Registry {
             .get(&desc.digest)
             .filter(|from| **from != ep.name)
             .cloned();
-        let mut session = format!("{}/v2/{}/blobs/uploads/", ep.base, ep.name);
-        if let Some(from) = &from {
-            session.push_str(&format!("?mount={}&from={from}", desc.digest));
-        }
         let what = format!("blob {}", desc.digest);
-        let start = async {
-            self.send_retried(
-                &self.client,
-                ep,
-                reference,
-                (Method::POST, &session, &what),
-                |b| b.header(CONTENT_LENGTH, 0),
-            )
-            .await
+        let r = match &from {
+            Some(from) => {
+                self.start_mount(ep, reference, &desc.digest, from, &what)
+                    .await?
+            }
+            None => None,
         };
-        let r = start.await?;
-        if r.status().as_u16() == 201 && from.is_some() {
-            Tally::add(&tally.mounted, 1);
-            self.remember_pushed(ep, &desc.digest);
-            return Ok(Pushed::Mounted);
-        }
+        let r = match r {
+            Some(r) if r.status().as_u16() == 201 => {
+                Tally::add(&tally.mounted, 1);
+                self.remember_pushed(ep, &desc.digest);
+                return Ok(Pushed::Mounted);
+            }
+            Some(r) => r,
+            None => {
+                let session = format!("{}/v2/{}/blobs/uploads/", ep.base, ep.name);
+                self.send_retried(
+                    &self.client,
+                    ep,
+                    reference,
+                    (Method::POST, &session, &what),
+                    |b| b.header(CONTENT_LENGTH, 0),
+                )
+                .await?
+            }
+        };
         if r.status().as_u16() != 202 {
             return Err(self.answered(ep, reference, &what, r).await);
         }
@@ -369,6 +372,47 @@ impl Registry {
         Tally::add(&tally.uploaded_bytes, desc.size);
         self.remember_pushed(ep, &desc.digest);
         Ok(Pushed::Uploaded)
+    }
+
+    /// `POST …/blobs/uploads/?mount=<digest>&from=<from>` with a token that grants `pull` on
+    /// `from` too, as distribution requires for a mount: its answer (201 mounted, 202 an upload
+    /// session), or `None` when the mount was refused (a token service that would not grant
+    /// `from`), for a plain upload instead.
+    async fn start_mount(
+        &self,
+        ep: &Endpoint,
+        reference: &Reference,
+        digest: &Digest,
+        from: &str,
+        what: &str,
+    ) -> Result<Option<reqwest::Response>, RegistryError> {
+        let mount = Endpoint {
+            mount_from: Some(from.to_owned()),
+            ..ep.clone()
+        };
+        let url = format!(
+            "{}/v2/{}/blobs/uploads/?mount={digest}&from={from}",
+            ep.base, ep.name
+        );
+        let r = self
+            .send_retried(
+                &self.client,
+                &mount,
+                reference,
+                (Method::POST, &url, what),
+                |b| b.header(CONTENT_LENGTH, 0),
+            )
+            .await?;
+        match r.status().as_u16() {
+            401 | 403 => {
+                tracing::debug!(
+                    "{what}: the mount from {from} was refused (HTTP {}); uploading it",
+                    r.status().as_u16()
+                );
+                Ok(None)
+            }
+            _ => Ok(Some(r)),
+        }
     }
 
     pub(super) fn remember_pushed(&self, ep: &Endpoint, digest: &Digest) {
@@ -397,30 +441,25 @@ impl Registry {
         }
     }
 
-    /// Reads `len` bytes of the cached blob `digest` from `offset`.
-    pub(super) fn read_blob(
+    /// `len` bytes of the cached blob `digest` from `offset`, opened to be streamed as a body.
+    pub(super) fn open_blob(
         &self,
         reference: &Reference,
         digest: &Digest,
         offset: u64,
         len: u64,
-    ) -> Result<Vec<u8>, RegistryError> {
-        use std::io::{Read, Seek, SeekFrom};
+    ) -> Result<FileSlice, RegistryError> {
         let cache_err = |source| RegistryError::Cache {
             reference: reference.to_string(),
             source,
         };
-        let io_err = |source| {
+        let file = self.cache.open(digest).map_err(cache_err)?;
+        FileSlice::new(file, offset, len).map_err(|source| {
             cache_err(CacheError::Source {
                 digest: digest.clone(),
                 source,
             })
-        };
-        let mut file = self.cache.open(digest).map_err(cache_err)?;
-        file.seek(SeekFrom::Start(offset)).map_err(io_err)?;
-        let mut bytes = Vec::with_capacity(len as usize);
-        file.take(len).read_to_end(&mut bytes).map_err(io_err)?;
-        Ok(bytes)
+        })
     }
 
     /// `PUT <session>?digest=…` with the whole blob; after a broken connection, a new session.
@@ -431,9 +470,9 @@ impl Registry {
         desc: &Descriptor,
         session: String,
     ) -> Result<(), RegistryError> {
-        let first = self.read_blob(reference, &desc.digest, 0, desc.size)?;
+        let first = self.open_blob(reference, &desc.digest, 0, desc.size)?;
         let body = Resend::new(first, || {
-            (self.read_blob(reference, &desc.digest, 0, desc.size)).unwrap_or_default()
+            (self.open_blob(reference, &desc.digest, 0, desc.size)).ok()
         });
         let url = with_digest(&session, &desc.digest);
         let what = format!("blob {}", desc.digest);
@@ -445,6 +484,7 @@ impl Registry {
                 (Method::PUT, &url, &what),
                 |b| {
                     b.header(CONTENT_TYPE, "application/octet-stream")
+                        .header(CONTENT_LENGTH, desc.size)
                         .body(body.take())
                 },
             )
@@ -453,29 +493,6 @@ impl Registry {
             201 | 204 => Ok(()),
             _ => Err(self.answered(ep, reference, &what, r).await),
         }
-    }
-}
-
-/// A request body sent without a copy the first time and read from the cache again for another
-/// attempt (a retry, a renewed token): a transfer holds one copy of its bytes, not two. A read
-/// that fails the second time sends nothing, which the registry refuses by digest.
-pub(super) struct Resend<F: Fn() -> Vec<u8>> {
-    first: Mutex<Option<Vec<u8>>>,
-    again: F,
-}
-
-impl<F: Fn() -> Vec<u8>> Resend<F> {
-    pub(super) fn new(first: Vec<u8>, again: F) -> Self {
-        Self {
-            first: Mutex::new(Some(first)),
-            again,
-        }
-    }
-
-    /// The bytes for this attempt.
-    pub(super) fn take(&self) -> Vec<u8> {
-        let first = self.first.lock().unwrap_or_else(|p| p.into_inner()).take();
-        first.unwrap_or_else(&self.again)
     }
 }
 

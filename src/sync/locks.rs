@@ -251,3 +251,44 @@ pub fn from_isos(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    #[test]
+    fn what_differs_is_named_field_by_field() {
+        let locked = Fingerprint {
+            kubernetes: "1.33.1".into(),
+            cloudstack: Some("4.22".into()),
+            name: "setup-v1.33.1".into(),
+            manifests: BTreeSet::new(),
+            headlamp: None,
+            images: BTreeSet::new(),
+        };
+        assert!(differences(&locked, &locked).is_empty());
+        let mut asked = locked.clone();
+        asked.images.insert("docker.io/library/busybox:1.36".into());
+        asked.cloudstack = Some("4.23".into());
+        let named = differences(&locked, &asked);
+        assert_eq!(named.len(), 2, "{named:?}");
+        assert!(named[0].starts_with("cloudstack: the lock has Some(\"4.22\")"));
+        assert!(named[1].starts_with("images: the lock has {}, the desired state {\""));
+    }
+
+    #[test]
+    fn only_published_isos_are_taken_from() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["b.iso", "a.iso", "a.iso.sha256", ".a.iso.1234.partial"] {
+            std::fs::write(dir.path().join(name), b"").unwrap();
+        }
+        std::fs::create_dir(dir.path().join(".sync-staging-x")).unwrap();
+        std::fs::write(dir.path().join(".sync-staging-x/c.iso"), b"").unwrap();
+        let names: Vec<_> = (from_isos(dir.path()).iter())
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["a.iso", "b.iso"]);
+    }
+}

@@ -102,6 +102,26 @@ pub enum SignError {
         #[source]
         source: std::io::Error,
     },
+    /// Fulcio or Rekor refused, or could not be reached, while signing keyless.
+    #[error("{service} at {url} {}: {reason}", status.map_or_else(|| "could not be asked".to_owned(), |s| format!("answered HTTP {s}")))]
+    Service {
+        /// `Fulcio` or `Rekor`.
+        service: &'static str,
+        /// Its URL (without credentials).
+        url: String,
+        /// The status it answered, if it answered.
+        status: Option<u16>,
+        /// What it said, or why it could not be asked.
+        reason: String,
+    },
+    /// The bundle keyless signing made does not verify against the trusted root: not written.
+    #[error("the signature of {} does not verify against the trusted root, so no bundle was written: {reason}", iso.display())]
+    Unverifiable {
+        /// The ISO.
+        iso: PathBuf,
+        /// The check that failed.
+        reason: String,
+    },
     /// The signature files cannot be written.
     #[error("cannot write {}", path.display())]
     Write {
@@ -133,6 +153,21 @@ impl SignError {
                     .into(),
             ),
             Self::Flags { hint, .. } => hint.clone(),
+            Self::Service {
+                service: "Fulcio",
+                status: Some(400 | 401 | 403),
+                ..
+            } => Some(
+                "Fulcio did not accept the identity token: pass a fresh one (audience sigstore)                  from an issuer that Fulcio trusts, with --identity-token or SIGSTORE_ID_TOKEN"
+                    .into(),
+            ),
+            Self::Service { service, .. } => Some(format!(
+                "check that {service} is reachable, or name another with --signing-config,                  --fulcio-url or --rekor-url"
+            )),
+            Self::Unverifiable { .. } => Some(
+                "the trusted root (--trusted-root, or the configuration's trusted-root:) must                  name the Fulcio and Rekor that signed: pass the root of that Sigstore instance"
+                    .into(),
+            ),
             Self::Iso { .. } | Self::Write { .. } => None,
         }
     }
@@ -180,14 +215,7 @@ pub fn sign_iso(iso: &Path, sha256_hex: &str, key: &SigningKey) -> Result<(), Si
     };
     let bundle = keyed::key_bundle(&digest, &signature, key.public_spki());
     for (suffix, bytes) in [(SIG_SUFFIX, sig_text.as_bytes()), (BUNDLE_SUFFIX, &bundle)] {
-        let path = beside(iso, suffix);
-        let write = |path: &Path| -> std::io::Result<()> {
-            let mut file = AtomicFile::create(path)?;
-            file.file().write_all(bytes)?;
-            file.commit()?;
-            Ok(())
-        };
-        write(&path).map_err(|source| SignError::Write { path, source })?;
+        write_beside(iso, suffix, bytes)?;
     }
     tracing::info!(
         "signed {} with the key {} ({:.3} s)",
@@ -196,6 +224,20 @@ pub fn sign_iso(iso: &Path, sha256_hex: &str, key: &SigningKey) -> Result<(), Si
         start.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// Writes `<iso><suffix>` whole or not at all, readable by all as the ISO is (public material,
+/// published beside it).
+pub fn write_beside(iso: &Path, suffix: &str, bytes: &[u8]) -> Result<(), SignError> {
+    let path = beside(iso, suffix);
+    let write = |path: &Path| -> std::io::Result<()> {
+        let mut file = AtomicFile::create(path)?;
+        file.file().write_all(bytes)?;
+        file.set_mode(0o644)?;
+        file.commit()?;
+        Ok(())
+    };
+    write(&path).map_err(|source| SignError::Write { path, source })
 }
 
 /// Signs ISOs already written (`cks-iso sign`): each is read once to be hashed.
@@ -449,11 +491,12 @@ impl Signers {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let found = match cks_iso_sigstore::keyless::claimed_signer(&evidence.leaf) {
+            Some(claimed) => format!("a Fulcio certificate for {claimed}"),
+            None => "a Fulcio certificate".to_owned(),
+        };
         let Some(rule) = self.rules.as_ref().and_then(|p| p.rule_for(&name)) else {
-            return Err(refuse(
-                "a Fulcio certificate",
-                format!("no identity rule covers {name:?}"),
-            ));
+            return Err(refuse(&found, format!("no identity rule covers {name:?}")));
         };
         match cks_iso_sigstore::rekor::verify_digest(root, rule, digest, &evidence, now) {
             Ok(v) => Ok(Signed {
@@ -461,7 +504,7 @@ impl Signers {
                 when: Some(v.integrated_time),
             }),
             Err(f) => Err(refuse(
-                "a Fulcio certificate",
+                &found,
                 format!("fails the {} check: {}", f.step.name(), f.reason),
             )),
         }

@@ -51,6 +51,7 @@ pub mod registry;
 pub mod rekor;
 pub mod rekor_v2;
 pub mod relay;
+pub mod scopes;
 pub mod server;
 pub mod shaper;
 pub mod sig_tags;

@@ -312,8 +312,10 @@ pub enum FrontAuth {
 
 #[derive(Default)]
 struct FrontState {
-    /// Issued tokens and how often each was used.
-    tokens: Mutex<Vec<(String, usize)>>,
+    /// Issued tokens, how often each was used, and the scopes it was asked for.
+    tokens: Mutex<Vec<(String, usize, Vec<String>)>>,
+    /// Whether a token must grant what each request needs ([`crate::scopes`]).
+    require_scopes: AtomicBool,
     /// Uses after which a token expires; 0 for never.
     max_uses: AtomicUsize,
     token_requests: AtomicUsize,
@@ -402,10 +404,28 @@ impl TokenFront {
         *self.state.token_redirect.lock().unwrap() = Some((status, base.to_owned()));
     }
 
+    /// Makes the front refuse a request its token's scopes do not cover, as distribution's token
+    /// authorization does ([`crate::scopes`]): 401 with `error="insufficient_scope"` and the
+    /// scope needed in the challenge. Tokens are still granted for whatever scope is asked.
+    pub fn require_scopes(&self) {
+        self.state.require_scopes.store(true, Ordering::SeqCst);
+    }
+
     /// Makes every token expire after `uses` requests, as short-lived tokens do mid-pull.
     pub fn expire_tokens_after(&self, uses: usize) {
         self.state.max_uses.store(uses, Ordering::SeqCst);
     }
+}
+
+/// Every value of the query parameter `name` in `url`, decoded as [`query_param`] decodes one.
+fn all_params(url: &str, name: &str) -> Vec<String> {
+    let Some((_, query)) = url.split_once('?') else {
+        return Vec::new();
+    };
+    (query.split('&'))
+        .filter(|pair| pair.starts_with(&format!("{name}=")))
+        .filter_map(|pair| query_param(&format!("?{pair}"), name))
+        .collect()
 }
 
 fn query_param(url: &str, name: &str) -> Option<String> {
@@ -440,8 +460,9 @@ fn front_request(
     }
     if url.starts_with("/token") {
         let n = state.token_requests.fetch_add(1, Ordering::SeqCst) + 1;
-        if let Some(scope) = query_param(&url, "scope") {
-            state.scopes.lock().unwrap().push(scope);
+        let asked = all_params(&url, "scope");
+        if !asked.is_empty() {
+            state.scopes.lock().unwrap().push(asked.join(" "));
         }
         let allowed = match auth {
             FrontAuth::Anonymous => true,
@@ -476,7 +497,14 @@ fn front_request(
             return Outgoing::new(401, "{\"details\":\"bad credentials\"}");
         }
         let token = format!("testworld-token-{n}");
-        state.tokens.lock().unwrap().push((token.clone(), 0));
+        let granted = (asked.iter())
+            .map(|s| s.replace("%2C", ",").replace("%2c", ","))
+            .collect();
+        state
+            .tokens
+            .lock()
+            .unwrap()
+            .push((token.clone(), 0, granted));
         // Both spellings, as Docker Hub and others differ.
         // OAuth2 replies always say `access_token`.
         let oauth = matches!(auth, FrontAuth::RefreshToken(_));
@@ -486,30 +514,49 @@ fn front_request(
         };
         return Outgoing::new(200, body).with("Content-Type", "application/json");
     }
-    let max_uses = state.max_uses.load(Ordering::SeqCst);
-    let known = request
-        .header("authorization")
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|t| {
-            let mut tokens = state.tokens.lock().unwrap();
-            let Some((_, uses)) = tokens.iter_mut().find(|(k, _)| k == t) else {
-                return false;
-            };
-            *uses += 1;
-            max_uses == 0 || *uses <= max_uses
-        });
-    if !known {
-        state.unauthorized.fetch_add(1, Ordering::SeqCst);
-        let challenge =
-            format!("Bearer realm=\"http://{front}/token\",service=\"cks-iso-testworld\"");
-        return Outgoing::new(401, "{\"errors\":[{\"code\":\"UNAUTHORIZED\"}]}")
-            .with("WWW-Authenticate", &challenge)
-            .with("Content-Type", "application/json");
+    if let Some(refused) = unauthorized(&request, state, front) {
+        return refused;
     }
     if request.method == "GET" && url.contains("/blobs/sha256:") {
         return Outgoing::new(307, Vec::new()).with("Location", &format!("http://{cdn}{url}"));
     }
     proxy(&request, upstream)
+}
+
+/// The 401 a request gets when its bearer token is unknown, used up, or (with
+/// [`TokenFront::require_scopes`]) short of the scope it needs, which the challenge then names.
+fn unauthorized(request: &Incoming, state: &FrontState, front: &str) -> Option<Outgoing> {
+    let max_uses = state.max_uses.load(Ordering::SeqCst);
+    let needed = crate::scopes::required(&request.method, &request.target);
+    let mut short = false;
+    let known = request
+        .header("authorization")
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|t| {
+            let mut tokens = state.tokens.lock().unwrap();
+            let Some((_, uses, granted)) = tokens.iter_mut().find(|(k, _, _)| k == t) else {
+                return false;
+            };
+            *uses += 1;
+            short = state.require_scopes.load(Ordering::SeqCst)
+                && !crate::scopes::covered(granted, &needed);
+            (max_uses == 0 || *uses <= max_uses) && !short
+        });
+    if known {
+        return None;
+    }
+    state.unauthorized.fetch_add(1, Ordering::SeqCst);
+    let mut challenge =
+        format!("Bearer realm=\"http://{front}/token\",service=\"cks-iso-testworld\"");
+    if short {
+        let scope = crate::scopes::challenge_scope(&needed);
+        challenge.push_str(&format!(",scope=\"{scope}\",error=\"insufficient_scope\""));
+    }
+    Some(
+        Outgoing::new(401, "{\"errors\":[{\"code\":\"UNAUTHORIZED\"}]}")
+            .with("WWW-Authenticate", &challenge)
+            .with("Content-Type", "application/json"),
+    )
 }
 
 fn cdn_request(request: Incoming, state: &FrontState, upstream: &str) -> Outgoing {

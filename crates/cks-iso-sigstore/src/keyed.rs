@@ -160,6 +160,24 @@ impl SigningKey {
         })
     }
 
+    /// A fresh key (keyless signing's ephemeral one), from the system's randomness through ring;
+    /// it lives in memory only, for one signature.
+    pub fn generate() -> Self {
+        use ring::signature::{ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair};
+        let rng = ring::rand::SystemRandom::new();
+        let doc = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &rng)
+            .expect("the system's randomness");
+        let (scalar, _) = pkcs8_ec(doc.as_ref())
+            .and_then(ec_private_key)
+            .expect("ring's own PKCS #8");
+        let key = p256::ecdsa::SigningKey::from_slice(&scalar).expect("ring's own scalar");
+        let point = key.verifying_key().to_sec1_point(false).as_bytes().to_vec();
+        Self {
+            key,
+            spki: spki_of(&point),
+        }
+    }
+
     /// The public key, DER SubjectPublicKeyInfo.
     pub fn public_spki(&self) -> &[u8] {
         &self.spki
@@ -192,6 +210,11 @@ pub fn public_pem(spki: &[u8]) -> String {
     }
     out.push_str("-----END PUBLIC KEY-----\n");
     out
+}
+
+/// `der` as a PEM `CERTIFICATE`, as Fulcio and Rekor exchange certificates.
+pub fn certificate_pem(der: &[u8]) -> String {
+    public_pem(der).replace("PUBLIC KEY", "CERTIFICATE")
 }
 
 /// Reads a PEM public key (`PUBLIC KEY`, as `cosign generate-key-pair` and `openssl pkey -pubout`

@@ -31,7 +31,8 @@
 //! - [`referrer`]: cosign 3's referrer signatures; `image`: an image's verdict;
 //!   `report`: what the ISO records;
 //! - [`keyed`]: signatures cks-iso makes with an operator's key (the ISOs it writes), their
-//!   bundles, and their check against a public key.
+//!   bundles, and their check against a public key; [`keyless`]: the identity token, signing
+//!   configuration and Fulcio and Rekor request bodies of keyless signing.
 
 mod cosign;
 mod cosign_key;
@@ -39,6 +40,7 @@ pub mod dsse;
 mod image;
 mod invalid;
 pub mod keyed;
+pub mod keyless;
 pub mod policy;
 pub mod referrer;
 pub mod rekor;

@@ -102,5 +102,11 @@ fn options(args: &BuildArgs) -> BuildOptions {
         from_iso: args.from_iso.clone(),
         lock_file: args.lock_file.clone(),
         sign_key: args.sign_key.clone(),
+        keyless: args.sign.then(|| {
+            (args.keyless).options(
+                args.rekor_url.as_deref(),
+                args.signing.trust.trusted_root.as_deref(),
+            )
+        }),
     }
 }

@@ -163,3 +163,328 @@ fn the_real_sigstore_client_signs_with_the_world_stand_ins_and_verifies_offline(
         world.rekor.requests()
     );
 }
+
+/// Every file under `dir` and every output given: none holds the token (nor its signature part,
+/// the part that makes it usable).
+fn token_nowhere(token: &str, dir: &Path, outputs: &[&str]) {
+    let signature = token.rsplit('.').next().unwrap();
+    for out in outputs {
+        assert!(!out.contains(signature), "the token shows in:\n{out}");
+    }
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() && !path.is_symlink() {
+                stack.push(path);
+            } else if path.is_file() {
+                let bytes = fs::read(&path).unwrap();
+                assert!(
+                    !bytes
+                        .windows(signature.len())
+                        .any(|w| w == signature.as_bytes()),
+                    "{} holds the identity token",
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+fn iso_in(dir: &Path) -> PathBuf {
+    let isos: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "iso"))
+        .collect();
+    let [iso] = isos.as_slice() else {
+        panic!("{isos:?}")
+    };
+    iso.clone()
+}
+
+fn bundle_of(iso: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.sigstore.json", iso.display()))
+}
+
+#[test]
+fn build_sign_writes_a_bundle_sigstore_python_and_verify_accept_and_both_refuse_spoiled_ones() {
+    use cks_iso_testworld::world::{Options, World};
+    const RELEASER: &str = "release@cks.example";
+    let world = World::start(Options::default());
+    let issuer = world.oidc().url().to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let token = world.oidc().mint(&Claims::email(RELEASER));
+    let out_dir = dir.path().join("out");
+    let built = ok(build_in_world(
+        &world,
+        dir.path(),
+        &[
+            "--kubernetes",
+            world.kubernetes(),
+            "--network",
+            world.network_url(),
+            "--dashboard",
+            world.dashboard_url(),
+            "--output",
+            p(&out_dir),
+            "--sign",
+            "--identity-token",
+            &token,
+            "--signing-config",
+            p(world.signing_config_path()),
+        ],
+    ));
+    let (built_out, built_err) = text(&built);
+    let iso = iso_in(&out_dir);
+    assert!(bundle_of(&iso).exists(), "{built_err}");
+    assert!(!Path::new(&format!("{}.sig", iso.display())).exists());
+    // Public material, published beside the ISO: readable as the ISO is.
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &fs::metadata(bundle_of(&iso)).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o644);
+    assert!(
+        built_err.contains(&format!(
+            "signed {} keyless as {RELEASER} via {issuer}",
+            iso.display()
+        )),
+        "{built_err}"
+    );
+    assert!(
+        world.fulcio().requests() == ["POST /api/v2/signingCert 201"],
+        "{:?}",
+        world.fulcio().requests()
+    );
+
+    // The real client's offline verification, with the world's root.
+    let config = fs::read_to_string(world.signing_config_path()).unwrap();
+    let config: serde_json::Value = serde_json::from_str(&config).unwrap();
+    let trust = dir.path().join("trust_config.json");
+    fs::write(
+        &trust,
+        client_trust_config(&config, world.sigstore().trusted_root()),
+    )
+    .unwrap();
+    let python_accepts = |iso: &Path, bundle: &Path| {
+        let o = sigstore_verifies(dir.path(), &trust, iso, bundle, RELEASER, &issuer);
+        (o.status.success(), combined(&o))
+    };
+    let (yes, said) = python_accepts(&iso, &bundle_of(&iso));
+    assert!(yes, "sigstore verify refuses cks-iso's bundle:\n{said}");
+
+    // cks-iso's own, naming the signer and when.
+    let root = world.trusted_root_path();
+    let verify = |iso: &Path| {
+        cks_iso()
+            .arg("verify")
+            .arg(iso)
+            .args(["--iso-signature", "--signer-trusted-root", p(root)])
+            .args(["--certificate-identity", RELEASER])
+            .args(["--certificate-oidc-issuer", &issuer])
+            .output()
+            .unwrap()
+    };
+    let verified = verify(&iso);
+    let said = combined(&verified);
+    assert!(verified.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("signed by {RELEASER} via {issuer}, at 20")),
+        "{said}"
+    );
+
+    // One byte changed: both refuse.
+    let spoiled = dir.path().join("spoiled");
+    fs::create_dir_all(&spoiled).unwrap();
+    let changed = spoiled.join(iso.file_name().unwrap());
+    let mut bytes = fs::read(&iso).unwrap();
+    bytes[40_000] ^= 0x01;
+    fs::write(&changed, &bytes).unwrap();
+    fs::copy(bundle_of(&iso), bundle_of(&changed)).unwrap();
+    let (yes, said) = python_accepts(&changed, &bundle_of(&changed));
+    assert!(!yes, "sigstore verify accepts a changed ISO:\n{said}");
+    let o = verify(&changed);
+    let said = combined(&o);
+    assert_eq!(o.status.code(), Some(1), "{said}");
+    assert!(said.contains("its signature is refused"), "{said}");
+
+    // The bundle of another ISO (signed by `cks-iso sign`, the token in SIGSTORE_ID_TOKEN).
+    let other = spoiled.join("other.iso");
+    fs::write(&other, b"another ISO").unwrap();
+    let signed = ok(cks_iso()
+        .args([
+            "sign",
+            p(&other),
+            "--signing-config",
+            p(world.signing_config_path()),
+        ])
+        .args(["--trusted-root", p(root)])
+        .env("SIGSTORE_ID_TOKEN", &token)
+        .output()
+        .unwrap());
+    let (signed_out, signed_err) = text(&signed);
+    assert_eq!(signed_out.trim(), bundle_of(&other).display().to_string());
+    let (yes, said) = python_accepts(&other, &bundle_of(&other));
+    assert!(yes, "{said}");
+    let copy = spoiled.join("copy.iso");
+    fs::copy(&iso, &copy).unwrap();
+    fs::copy(bundle_of(&other), bundle_of(&copy)).unwrap();
+    let (yes, said) = python_accepts(&copy, &bundle_of(&copy));
+    assert!(
+        !yes,
+        "sigstore verify accepts another ISO's bundle:\n{said}"
+    );
+    let o = verify(&copy);
+    let said = combined(&o);
+    assert_eq!(o.status.code(), Some(1), "{said}");
+    assert!(said.contains("the file hashes to sha256:"), "{said}");
+
+    token_nowhere(
+        &token,
+        dir.path(),
+        &[&built_out, &built_err, &signed_out, &signed_err, &said],
+    );
+}
+
+#[test]
+fn keyless_signing_refuses_a_forged_or_missing_token_and_writes_nothing() {
+    let world = Keyless::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("signing_config.json");
+    let services = signing_config(&world.fulcio.url(), &world.rekor.url(), world.oidc.url());
+    fs::write(&config, services.to_string()).unwrap();
+    let root = dir.path().join("root.json");
+    fs::write(&root, world.sigstore.trusted_root()).unwrap();
+    let iso = dir.path().join("x.iso");
+    fs::write(&iso, b"an ISO").unwrap();
+    let sign = |token: Option<&str>| {
+        let mut cmd = cks_iso();
+        cmd.args(["sign", p(&iso), "--signing-config", p(&config)])
+            .args(["--trusted-root", p(&root)])
+            .env_remove("SIGSTORE_ID_TOKEN");
+        if let Some(token) = token {
+            cmd.env("SIGSTORE_ID_TOKEN", token);
+        }
+        cmd
+    };
+    let forged = world.oidc.forge(&Claims::email("mallory@cks.example"));
+    let said = fails(
+        &mut sign(Some(&forged)),
+        1,
+        &[
+            "Fulcio at http://127.0.0.1:",
+            "answered HTTP 400: There was an error processing the identity token",
+            "hint: Fulcio did not accept the identity token",
+        ],
+    );
+    assert!(!bundle_of(&iso).exists(), "{said}");
+    assert!(world.rekor.requests().is_empty());
+    token_nowhere(&forged, dir.path(), &[&said]);
+    // None at all: a usage error naming the flag and the variable, before any request.
+    fails(
+        &mut sign(None),
+        2,
+        &["the following required arguments were not provided"],
+    );
+    let expired = world.oidc.mint(&Claims {
+        lifetime: -60,
+        ..Claims::email("late@cks.example")
+    });
+    fails(
+        &mut sign(Some(&expired)),
+        2,
+        &[
+            "the token of late@cks.example expired at 20",
+            "hint: pass a fresh OIDC",
+        ],
+    );
+    assert_eq!(world.fulcio.requests().len(), 1);
+    // Signed and logged, but the root given names another Sigstore: no bundle is written.
+    let stranger = dir.path().join("stranger.json");
+    fs::write(&stranger, Sigstore::generate().trusted_root()).unwrap();
+    let token = world.oidc.mint(&Claims::email("release@cks.example"));
+    let said = fails(
+        cks_iso()
+            .args(["sign", p(&iso), "--signing-config", p(&config)])
+            .args(["--trusted-root", p(&stranger), "--identity-token", &token]),
+        1,
+        &[
+            "does not verify against the trusted root, so no bundle was written",
+            "hint: the trusted root",
+        ],
+    );
+    assert!(!bundle_of(&iso).exists(), "{said}");
+    token_nowhere(&token, dir.path(), &[&said]);
+}
+
+#[test]
+fn register_with_an_identity_policy_sends_no_add_for_an_iso_another_identity_signed() {
+    use crate::support::cloud::{Cloud, small_iso};
+    const OURS: &str = "release@cks.example";
+    const THEIRS: &str = "intruder@cks.example";
+    let world = Keyless::start();
+    let cloud = Cloud::start(cks_iso_testworld::cloudstack::Options::default());
+    let dir = cloud.dir.path();
+    let config = dir.join("signing_config.json");
+    let services = signing_config(&world.fulcio.url(), &world.rekor.url(), world.oidc.url());
+    fs::write(&config, services.to_string()).unwrap();
+    let root = dir.join("root.json");
+    fs::write(&root, world.sigstore.trusted_root()).unwrap();
+    let iso = small_iso(dir, "setup-v1.33.1-x86_64.iso", "1.33.1", "amd64", 6);
+    let published = cloud.publish(&iso);
+    let sign_as = |who: &str| {
+        let token = world.oidc.mint(&Claims::email(who));
+        ok(cks_iso()
+            .args(["sign", p(&published), "--signing-config", p(&config)])
+            .args(["--trusted-root", p(&root), "--identity-token", &token])
+            .output()
+            .unwrap());
+    };
+    let policy = dir.join("signers.yaml");
+    fs::write(
+        &policy,
+        format!(
+            "rules:\n  - match: \"setup-v1.33.*\"\n    certificate-identity: {OURS}\n    \
+             certificate-oidc-issuer: {}\n",
+            world.oidc.url()
+        ),
+    )
+    .unwrap();
+    let flags = [
+        "--signer-policy",
+        p(&policy),
+        "--signer-trusted-root",
+        p(&root),
+    ];
+    let added = |cloud: &Cloud| {
+        cloud
+            .api
+            .commands()
+            .contains(&"addKubernetesSupportedVersion".to_owned())
+    };
+
+    sign_as(THEIRS);
+    let said = fails(
+        &mut cloud.register(&[&published], &flags),
+        1,
+        &[
+            p(&published),
+            &format!(
+                "signer found: a Fulcio certificate for {THEIRS} via {}",
+                world.oidc.url()
+            ),
+            &format!("expected: {OURS} via {}", world.oidc.url()),
+            "nothing was registered",
+        ],
+    );
+    assert!(!added(&cloud), "{said}");
+
+    sign_as(OURS);
+    let out = ok(cloud.register(&[&published], &flags).output().unwrap());
+    let said = combined(&out);
+    assert!(
+        said.contains(&format!("signed by {OURS} via {}", world.oidc.url())),
+        "{said}"
+    );
+    assert!(added(&cloud), "{said}");
+}

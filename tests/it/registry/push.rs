@@ -440,3 +440,69 @@ fn a_token_registry_issues_push_scoped_tokens_for_the_targets_own_login() {
     );
     assert_eq!(raw_digest(&pushed), f.top);
 }
+
+#[test]
+fn a_mount_at_a_token_registry_asks_one_token_for_both_repositories() {
+    use cks_iso_testworld::registry::{FrontAuth, TokenFront};
+    let world = registry::world();
+    let images = fixtures(&world);
+    let tmp = tempfile::tempdir().unwrap();
+    let storage = tempfile::tempdir().unwrap();
+    let target = DockerRegistry::start(storage.path(), None);
+    let auth = FrontAuth::Password {
+        user: "bob".into(),
+        password: "s3cret".into(),
+    };
+    let front = TokenFront::start(&target.host(), auth);
+    // As distribution's token authorization: a mount needs `pull` on the repository it reads.
+    front.require_scopes();
+    let lock = write_lock(tmp.path(), &lock_of(&images));
+    let authfile = tmp.path().join("auth.json");
+    let basic = cks_iso_testworld::http::base64(b"bob:s3cret");
+    let text = format!(r#"{{"auths":{{"{}":{{"auth":"{basic}"}}}}}}"#, front.host());
+    std::fs::write(&authfile, text).unwrap();
+    let mut args: Vec<String> = vec![
+        "--locked".into(),
+        p(&lock).into(),
+        "--to".into(),
+        format!("{}/mirror", front.host()),
+        "--insecure-registry".into(),
+        front.host(),
+        "--to-authfile".into(),
+        p(&authfile).into(),
+    ];
+    args.extend(world.mirror_args(&world.registry.url()));
+    let out = push(&tmp.path().join("cache"), &args);
+    assert!(out.status.success(), "push: {}", stderr(&out));
+    let err = stderr(&out);
+    let mounted: u64 = (err
+        .split(", ")
+        .find_map(|part| part.strip_suffix(" mounted")))
+    .and_then(|n| n.parse().ok())
+    .unwrap_or_else(|| panic!("a summary with mounts in\n{err}"));
+    assert!(
+        mounted >= 1,
+        "the corpus's shared layers are mounted: {err}"
+    );
+    let scopes: Vec<String> = (front.scopes().iter())
+        .map(|s| s.replace("%2C", ","))
+        .collect();
+    let both = scopes
+        .iter()
+        .find(|s| s.contains(' '))
+        .unwrap_or_else(|| panic!("one token asked for two repositories in {scopes:?}"));
+    let words: Vec<&str> = both.split(' ').collect();
+    assert!(
+        words.len() == 2
+            && words[0].ends_with(":pull,push")
+            && words[1].starts_with("repository:mirror/")
+            && words[1].ends_with(":pull")
+            && words[0] != words[1],
+        "{both}"
+    );
+    for f in &images {
+        let tag = f.tag.as_deref().unwrap();
+        let pushed = format!("{}/mirror/{}:{tag}", target.host(), f.name);
+        assert_eq!(raw_digest(&pushed), f.top, "{pushed}");
+    }
+}

@@ -4,7 +4,8 @@
 //! side writes the far zone's locks with `sync --plan --write-locks` (asking its CloudStack
 //! nothing) and exports `--minus` the far side's ISO; the world is stopped; the far side imports
 //! the delta into an empty cache and `sync --locks --offline` registers the very checksum the
-//! connected run registered. A lock of another request than the desired state's is refused.
+//! connected run registered. A lock of another request than the desired state's is refused, and
+//! a minor no carried lock is of fails alone.
 
 use std::fs;
 use std::path::Path;
@@ -168,4 +169,32 @@ fn an_offline_sync_from_carried_locks_registers_what_a_connected_sync_registers(
     ] {
         assert!(all.contains(needle), "{needle:?} in:\n{all}");
     }
+    // A minor no carried lock is of fails alone, naming the command that writes its lock.
+    fs::write(
+        &far_desired,
+        yaml.replace("[\"1.33\"]", "[\"1.33\", \"1.32\"]"),
+    )
+    .unwrap();
+    let out = sync_with(
+        &config,
+        &far,
+        &["--locks", p(&locks), "--offline", "--json"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", combined(&out));
+    let doc = json(&out);
+    let states: Vec<_> = (doc["items"].as_array().unwrap().iter())
+        .map(|i| format!("{} {}", i["minor"], i["state"]))
+        .collect();
+    assert_eq!(
+        states,
+        ["\"1.33\" \"current\"", "\"1.32\" \"failed\""],
+        "{doc}"
+    );
+    let why = doc["items"][1]["why"].to_string();
+    assert!(
+        why.contains("no lock of Kubernetes stable-1.32 in") && why.contains("--write-locks"),
+        "{why}"
+    );
 }

@@ -50,6 +50,11 @@ with these variables set; stops everything and exits with COMMAND's status:
   CKS_WORLD_DASHBOARD     the manifest URL to pass as --dashboard
   CKS_WORLD_HEADLAMP      the manifest URL to pass as --headlamp
   CKS_WORLD_TRUSTED_ROOT  the world's Sigstore trusted_root.json, for verify --trusted-root
+  CKS_WORLD_SIGNING_CONFIG  a Sigstore signing config naming the world's Fulcio and Rekor,
+                          for build --sign --signing-config
+  CKS_WORLD_OIDC_ISSUER   the world's OIDC issuer URL, for --certificate-oidc-issuer
+  CKS_WORLD_ID_TOKEN      an identity token of builder@cks-world.example from that issuer,
+                          valid an hour, for --identity-token (SIGSTORE_ID_TOKEN)
   XDG_CACHE_HOME          a cache of the world's own, removed when it stops: the world's
                           stand-ins carry the real upstream URLs, so your ~/.cache/cks-iso
                           is never used

@@ -16,6 +16,9 @@ use super::World;
 /// The file [`World::export_far_side`] writes the trusted root to.
 pub const FAR_SIDE_TRUSTED_ROOT: &str = "trusted_root.json";
 
+/// The identity `CKS_WORLD_ID_TOKEN` names: who signs keyless in `cks-iso-world`.
+pub const SHELL_SIGNER: &str = "builder@cks-world.example";
+
 impl World {
     /// The cache a command inside the world uses (`XDG_CACHE_HOME`): in the world's own
     /// directory, so it goes when the world stops and never mixes with the user's.
@@ -25,9 +28,22 @@ impl World {
 
     /// Every variable `cks-iso-world` sets for its command: `CKS_ISO_CONFIG`, the manifest URLs
     /// (`CKS_WORLD_NETWORK`, `CKS_WORLD_DASHBOARD`, `CKS_WORLD_HEADLAMP`), the trusted root
-    /// (`CKS_WORLD_TRUSTED_ROOT`) and `XDG_CACHE_HOME` ([`World::cache_home`]).
+    /// (`CKS_WORLD_TRUSTED_ROOT`), keyless signing's signing config, issuer and an identity
+    /// token for `SHELL_SIGNER` valid an hour (`CKS_WORLD_SIGNING_CONFIG`,
+    /// `CKS_WORLD_OIDC_ISSUER`, `CKS_WORLD_ID_TOKEN`) and `XDG_CACHE_HOME`
+    /// ([`World::cache_home`]).
     pub fn shell_env(&self) -> Vec<(&'static str, OsString)> {
+        let claims = crate::oidc::Claims {
+            lifetime: 3600,
+            ..crate::oidc::Claims::email(SHELL_SIGNER)
+        };
         vec![
+            (
+                "CKS_WORLD_SIGNING_CONFIG",
+                self.signing_config_path().into(),
+            ),
+            ("CKS_WORLD_OIDC_ISSUER", self.oidc().url().into()),
+            ("CKS_WORLD_ID_TOKEN", self.oidc().mint(&claims).into()),
             ("CKS_ISO_CONFIG", self.config_path().into()),
             ("CKS_WORLD_NETWORK", self.network_url().into()),
             ("CKS_WORLD_DASHBOARD", self.dashboard_url().into()),

@@ -1,0 +1,322 @@
+//! Keyless signing of the ISOs cks-iso writes (`build --sign`, `cks-iso sign --identity-token`):
+//! an ephemeral P-256 key made in memory, a short-lived certificate for the operator's OIDC
+//! identity from Fulcio, the signature over the ISO's SHA-256 entered in Rekor v1, and the
+//! Sigstore bundle v0.3 `<iso>.sigstore.json` written beside the ISO once it verifies offline
+//! against the trusted root cks-iso judges signatures with.
+//!
+//! Its own module beside `sign` (keys) because it is the one place signing talks to servers: the
+//! identity token goes to Fulcio in an `Authorization` header and nowhere else (no log line, no
+//! message, no file, no redirect followed), and the key is dropped after its one signature.
+//! The request bodies and the token's reading are the sigstore crate's (`keyless`), without I/O.
+//!
+//! Where the services are: the per-service flags (`--fulcio-url`, `--rekor-url`), else the
+//! Sigstore signing configuration given (`--signing-config`), else the configuration file's
+//! `rekor-url:`, else Sigstore's public-good instances. No timestamp authority is asked: Rekor
+//! v1's signed integrated time is what vouches for the signing time, as cosign's bundles carry it.
+
+use std::path::{Path, PathBuf};
+
+use cks_iso_sigstore::keyed::SigningKey;
+use cks_iso_sigstore::keyless::{self, IdentityToken};
+use cks_iso_sigstore::policy::Identity;
+use cks_iso_sigstore::rekor::{self, Evidence};
+use cks_iso_sigstore::{Policy, TrustedRoot};
+
+use super::sign::{SignError, Signed};
+
+/// What the flags say about keyless signing.
+#[derive(Clone, Default)]
+pub struct KeylessOptions {
+    /// `--identity-token` or `SIGSTORE_ID_TOKEN`: the OIDC token (a secret).
+    pub token: Option<String>,
+    /// `--signing-config`.
+    pub signing_config: Option<PathBuf>,
+    /// `--fulcio-url`.
+    pub fulcio_url: Option<String>,
+    /// `--rekor-url` (or `CKS_ISO_REKOR_URL`).
+    pub rekor_url: Option<String>,
+    /// `--trusted-root`: the root the bundle is checked against before it is written.
+    pub trusted_root: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for KeylessOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token is a secret: whether there is one, never what it is.
+        f.debug_struct("KeylessOptions")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("signing_config", &self.signing_config)
+            .field("fulcio_url", &self.fulcio_url)
+            .field("rekor_url", &self.rekor_url)
+            .finish()
+    }
+}
+
+/// What the configuration says, for [`KeylessSigner::new`] (the settings' own type is not
+/// named here: the configuration reads this module's types, not the other way round).
+#[derive(Debug, Clone, Copy)]
+pub struct Defaults<'a> {
+    /// The HTTP settings (timeouts, CA files, `--offline`).
+    pub http: &'a crate::fetch::HttpConfig,
+    /// The configuration's `rekor-url:`.
+    pub rekor_url: Option<&'a str>,
+    /// The configuration's `trusted-root:`.
+    pub trusted_root: Option<&'a Path>,
+}
+
+/// Ready to sign: the token read, the services chosen, the root and the HTTP client at hand.
+#[derive(Debug)]
+pub struct KeylessSigner {
+    token: IdentityToken,
+    fulcio: String,
+    rekor: String,
+    root: TrustedRoot,
+    client: reqwest::Client,
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+impl KeylessSigner {
+    /// Reads the token and the signing configuration and picks the services; with `--offline`
+    /// or without a token, a usage error naming what to pass.
+    pub fn new(opts: &KeylessOptions, settings: &Defaults<'_>) -> Result<Self, SignError> {
+        let flags = |message: String, hint: &str| SignError::Flags {
+            message,
+            hint: Some(hint.to_owned()),
+        };
+        if settings.http.offline {
+            return Err(flags(
+                "keyless signing asks Fulcio and Rekor, and --offline forbids the network".into(),
+                "sign with a key (--sign-key) offline, or leave --offline out",
+            ));
+        }
+        let Some(raw) = opts.token.as_deref().filter(|t| !t.trim().is_empty()) else {
+            return Err(flags(
+                "keyless signing needs an OIDC identity token, and none was given".into(),
+                "pass --identity-token or set SIGSTORE_ID_TOKEN (in GitHub Actions, request one \
+                 with the audience sigstore; see docs/guide/signatures.md)",
+            ));
+        };
+        let token = IdentityToken::parse(raw, now()).map_err(|e| {
+            flags(
+                format!("the identity token: {e}"),
+                "pass a fresh OIDC identity token (audience sigstore) with --identity-token or \
+                 SIGSTORE_ID_TOKEN",
+            )
+        })?;
+        let configured = match &opts.signing_config {
+            Some(path) => read_signing_config(path)?,
+            None => keyless::Services::default(),
+        };
+        let fulcio = (opts.fulcio_url.clone())
+            .or(configured.fulcio)
+            .unwrap_or_else(|| keyless::PUBLIC_GOOD_FULCIO.to_owned());
+        let rekor = (opts.rekor_url.clone())
+            .or(configured.rekor)
+            .or_else(|| settings.rekor_url.map(str::to_owned))
+            .unwrap_or_else(|| keyless::PUBLIC_GOOD_REKOR.to_owned());
+        let root_file = settings.trusted_root;
+        let (root, _) =
+            super::trusted_root(opts.trusted_root.as_deref(), root_file).map_err(|e| {
+                flags(
+                    e.to_string(),
+                    "pass --trusted-root with a trusted_root.json",
+                )
+            })?;
+        let client = crate::fetch::build_client_without_redirects(settings.http)
+            .map_err(|e| flags(e.to_string(), "check the HTTP settings (--ca-file)"))?;
+        tracing::info!(
+            "signing keyless as {} via {} (Fulcio {}, Rekor {})",
+            token.identity(),
+            token.issuer,
+            crate::fetch::redact(&fulcio),
+            crate::fetch::redact(&rekor)
+        );
+        Ok(Self {
+            token,
+            fulcio: fulcio.trim_end_matches('/').to_owned(),
+            rekor: rekor.trim_end_matches('/').to_owned(),
+            root,
+            client,
+        })
+    }
+
+    /// Signs the ISO at `iso` whose SHA-256 is `digest`: writes `<iso>.sigstore.json`, complete
+    /// or not at all, once it verifies offline.
+    pub async fn sign_iso(&self, iso: &Path, digest: &[u8; 32]) -> Result<Signed, SignError> {
+        let start = std::time::Instant::now();
+        let key = SigningKey::generate();
+        let reply = self
+            .post(
+                "Fulcio",
+                &format!("{}{}", self.fulcio, keyless::FULCIO_PATH),
+                keyless::fulcio_request(&key, &self.token),
+                true,
+            )
+            .await?;
+        let refused = |service: &'static str, url: &str, reason: String| SignError::Service {
+            service,
+            url: url.to_owned(),
+            status: None,
+            reason,
+        };
+        let leaf = keyless::leaf_from_fulcio(&reply)
+            .map_err(|e| refused("Fulcio", &self.fulcio, e.to_string()))?;
+        let signature = key.sign_digest(digest);
+        drop(key);
+        let leaf_pem = cks_iso_sigstore::keyed::certificate_pem(&leaf);
+        let entries_url = format!("{}{}", self.rekor, keyless::REKOR_ENTRIES_PATH);
+        let reply = self
+            .post(
+                "Rekor",
+                &entries_url,
+                keyless::hashedrekord(digest, &signature, &leaf_pem),
+                false,
+            )
+            .await?;
+        let evidence = evidence(digest, &signature, &leaf_pem, &reply)
+            .map_err(|reason| refused("Rekor", &self.rekor, reason))?;
+        let identity = Identity::Exact(self.token.identity().to_owned());
+        let policy = Policy::one(identity, &self.token.issuer);
+        let rule = policy.rule_for("**").expect("the one rule covers all");
+        let verified =
+            rekor::verify_digest(&self.root, rule, digest, &evidence, now()).map_err(|f| {
+                SignError::Unverifiable {
+                    iso: iso.to_owned(),
+                    reason: format!("fails the {} check: {}", f.step.name(), f.reason),
+                }
+            })?;
+        super::sign::write_beside(iso, super::sign::BUNDLE_SUFFIX, &evidence.bundle())?;
+        tracing::info!(
+            "signed {} keyless as {} via {}, logged at index {} of {} ({:.3} s)",
+            iso.display(),
+            verified.identity,
+            verified.issuer,
+            evidence.log_index,
+            crate::fetch::redact(&self.rekor),
+            start.elapsed().as_secs_f64()
+        );
+        Ok(Signed {
+            signer: format!("{} via {}", verified.identity, verified.issuer),
+            when: Some(verified.integrated_time),
+        })
+    }
+
+    /// POSTs `body` (JSON) to `url`, with the token when `authorized`; the answer's body on a
+    /// 2xx, else the status and what the service said.
+    async fn post(
+        &self,
+        service: &'static str,
+        url: &str,
+        body: Vec<u8>,
+        authorized: bool,
+    ) -> Result<Vec<u8>, SignError> {
+        let mut request = self
+            .client
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, "application/json")
+            .body(body);
+        if authorized {
+            request = request.bearer_auth(self.token.secret());
+        }
+        let failed = |status: Option<u16>, reason: String| SignError::Service {
+            service,
+            url: crate::fetch::redact(url),
+            status,
+            reason,
+        };
+        let mut response = request
+            .send()
+            .await
+            .map_err(|e| failed(None, crate::failure::one_line(&e.without_url())))?;
+        let status = response.status();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = (response.chunk().await)
+            .map_err(|e| failed(Some(status.as_u16()), e.without_url().to_string()))?
+        {
+            if (bytes.len() + chunk.len()) as u64 > keyless::MAX_REPLY {
+                return Err(failed(
+                    Some(status.as_u16()),
+                    format!("an answer larger than {} bytes", keyless::MAX_REPLY),
+                ));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        if !status.is_success() {
+            return Err(failed(Some(status.as_u16()), said(&bytes)));
+        }
+        Ok(bytes)
+    }
+}
+
+/// A refusal's reason as the service said it (`message` of its JSON error), cut short.
+fn said(body: &[u8]) -> String {
+    let message = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v["message"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
+    let message: String = message
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(300)
+        .collect();
+    match message.is_empty() {
+        true => "no reason given".into(),
+        false => message,
+    }
+}
+
+/// The evidence of Rekor's answer to the entry just proposed: the entry must log this digest,
+/// signature and certificate.
+fn evidence(
+    digest: &[u8; 32],
+    signature: &[u8],
+    leaf_pem: &str,
+    reply: &[u8],
+) -> Result<Evidence, String> {
+    use base64::Engine as _;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let (sig, cert) = (b64(signature), b64(leaf_pem.as_bytes()));
+    let entries = rekor::entries(reply).map_err(|e| format!("its answer: {e}"))?;
+    let entry = entries
+        .values()
+        .find(|e| Evidence::logged_by(digest, sig.as_bytes(), cert.as_bytes(), e))
+        .ok_or("its answer holds no entry of this signature")?;
+    Evidence::from_rekor(digest, sig.as_bytes(), cert.as_bytes(), entry)
+        .map_err(|e| format!("its entry: {e}"))
+}
+
+fn read_signing_config(path: &Path) -> Result<keyless::Services, SignError> {
+    let text = crate::input::read_private_text(path, 1024 * 1024).map_err(|source| {
+        SignError::Unreadable {
+            what: "the signing config",
+            path: path.to_owned(),
+            source,
+        }
+    })?;
+    keyless::signing_config(text.as_bytes(), now()).map_err(|e| SignError::Flags {
+        message: format!("the signing config {}: {e}", path.display()),
+        hint: Some(
+            "pass a Sigstore signing config v0.2 (`signing_config.v0.2.json` of a TUF \
+             repository), or name the services with --fulcio-url and --rekor-url"
+                .into(),
+        ),
+    })
+}
+
+/// Signs ISOs already written (`cks-iso sign --identity-token`): each read once to be hashed.
+pub fn sign_files(
+    isos: &[PathBuf],
+    signer: &KeylessSigner,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<(), SignError> {
+    for iso in isos {
+        let digest = super::sign::hash(iso)?;
+        runtime.block_on(signer.sign_iso(iso, &digest))?;
+    }
+    Ok(())
+}
