@@ -8,4 +8,5 @@ mod keyless;
 mod large;
 mod readers;
 mod reproducible;
+mod password;
 pub(crate) mod signing;
