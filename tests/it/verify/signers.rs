@@ -1,6 +1,7 @@
 //! `cks-iso diff` naming who signed each ISO (the `.sigstore.json` or cosign `.sig` beside it):
-//! keys made by `openssl`, ISOs signed by `cks-iso sign`, fingerprints computed by `openssl pkey`
-//! and `sha256sum`, and signatures that do not verify (another ISO's bundle, a flipped signature,
+//! keys made by `openssl`, ISOs signed by `cks-iso sign` (with a key, and keyless with the test
+//! world's OIDC issuer, Fulcio and Rekor), fingerprints computed by `openssl pkey` and
+//! `sha256sum`, and signatures that do not verify (another ISO's bundle, a flipped signature,
 //! a damaged file) reported as such, never as signed. `upgrade-check`'s side of it is in
 //! `upgrade_check.rs`, on the ISOs that suite builds.
 
@@ -219,4 +220,70 @@ fn a_signature_that_does_not_verify_is_reported_as_such_with_its_reason() {
     let sig = &json["b"]["signature"];
     assert_eq!(sig["status"], "invalid", "{sig:#}");
     assert!(!sig["reason"].as_str().unwrap().is_empty());
+}
+
+/// A keyless bundle made by `cks-iso sign --identity-token` with the test world's OIDC issuer,
+/// Fulcio and Rekor (the stand-ins `iso::keyless` proves against sigstore-python).
+#[test]
+fn diff_names_a_keyless_signer_and_its_time_only_under_the_root_that_vouches_for_it() {
+    use cks_iso_testworld::fulcio::{FulcioServer, signing_config};
+    use cks_iso_testworld::oidc::{Claims, OidcIssuer};
+    use cks_iso_testworld::rekor::RekorServer;
+    use cks_iso_testworld::sigstore::Sigstore;
+    const RELEASER: &str = "release@cks.example";
+
+    let sigstore = std::sync::Arc::new(Sigstore::generate());
+    let rekor = RekorServer::start();
+    rekor.accept_entries(sigstore.clone());
+    let oidc = OidcIssuer::start();
+    let fulcio = FulcioServer::start(sigstore.clone(), vec![oidc.url().to_owned()]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("signing_config.json");
+    let services = signing_config(&fulcio.url(), &rekor.url(), oidc.url());
+    fs::write(&config, services.to_string()).unwrap();
+    let root = dir.path().join("root.json");
+    fs::write(&root, sigstore.trusted_root()).unwrap();
+    let a = small_iso(dir.path(), "a.iso", "1.33.1", "amd64", 1);
+    let b = small_iso(dir.path(), "b.iso", "1.33.1", "amd64", 2);
+    ok(cks_iso()
+        .args(["sign", p(&b), "--signing-config", p(&config)])
+        .args(["--trusted-root", p(&root)])
+        .env("SIGSTORE_ID_TOKEN", oidc.mint(&Claims::email(RELEASER)))
+        .output()
+        .unwrap());
+
+    let json = diff_json(&a, &b, &["--signer-trusted-root", p(&root)]);
+    let sig = &json["b"]["signature"];
+    assert_eq!(sig["status"], "verified", "{sig:#}");
+    assert_eq!(sig["kind"], "certificate");
+    assert_eq!(sig["identity"], RELEASER);
+    assert_eq!(sig["issuer"], oidc.url());
+    let time = sig["time"].as_str().unwrap();
+    assert!(time.len() == 20 && time.ends_with('Z'), "{time}");
+    let (stdout, _) = text(&diff(&a, &b, &["--signer-trusted-root", p(&root)]));
+    assert!(
+        stdout.contains(&format!("  b: signed by {RELEASER} via {} at {time}\n", oidc.url())),
+        "{stdout}"
+    );
+
+    // Under Sigstore's public-good root the world's Fulcio is nobody: named, not verified.
+    let json = diff_json(&a, &b, &[]);
+    let sig = &json["b"]["signature"];
+    assert_eq!(sig["status"], "invalid", "{sig:#}");
+    assert_eq!(sig["identity"], RELEASER);
+    assert!(
+        sig["reason"].as_str().unwrap().starts_with("fails the "),
+        "{sig:#}"
+    );
+    assert_eq!(sig["time"], serde_json::Value::Null);
+
+    // b's keyless bundle beside a: the certificate vouches for b's digest only.
+    fs::copy(beside(&b, ".sigstore.json"), beside(&a, ".sigstore.json")).unwrap();
+    let json = diff_json(&a, &b, &["--signer-trusted-root", p(&root)]);
+    let sig = &json["a"]["signature"];
+    assert_eq!(sig["status"], "invalid", "{sig:#}");
+    assert!(
+        sig["reason"].as_str().unwrap().contains("the file hashes to"),
+        "{sig:#}"
+    );
 }
