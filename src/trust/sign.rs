@@ -215,9 +215,11 @@ pub fn load_key(path: &Path) -> Result<SigningKey, SignError> {
 fn ask_password(path: &Path) -> Result<Vec<u8>, String> {
     use std::io::IsTerminal as _;
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-        return Err("a cosign encrypted key, and no password to open it: COSIGN_PASSWORD is \
+        return Err(
+            "a cosign encrypted key, and no password to open it: COSIGN_PASSWORD is \
                     unset and stdin is not a terminal to ask on"
-            .into());
+                .into(),
+        );
     }
     let term = console::Term::stderr();
     term.write_str(&format!("password for the cosign key {}: ", path.display()))

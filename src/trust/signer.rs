@@ -88,7 +88,10 @@ impl SignerView {
             Ok(sig) => sig,
             Err(e) => return invalid(file, Some(SignerKind::Key), None, e.to_string()),
         };
-        let named = sig.hint.as_ref().map(|h| format!("sha256:{}", hex::encode(h)));
+        let named = sig
+            .hint
+            .as_ref()
+            .map(|h| format!("sha256:{}", hex::encode(h)));
         if let Some(key) = self.verifying_key(digest, &sig) {
             return verified_key(file, key);
         }
@@ -197,8 +200,7 @@ impl SignerView {
             identity: Identity::Exact(identity),
             issuer,
         };
-        match cks_iso_sigstore::rekor::verify_digest(root, &rule, digest, &evidence, super::now())
-        {
+        match cks_iso_sigstore::rekor::verify_digest(root, &rule, digest, &evidence, super::now()) {
             Ok(v) => {
                 found.status = SignatureStatus::Verified;
                 found.time = Some(cks_iso_io::date::rfc3339(v.integrated_time));

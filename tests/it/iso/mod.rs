@@ -6,7 +6,7 @@
 mod errors;
 mod keyless;
 mod large;
+mod password;
 mod readers;
 mod reproducible;
-mod password;
 pub(crate) mod signing;

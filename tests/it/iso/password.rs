@@ -50,7 +50,10 @@ fn a_cosign_key_password_is_asked_on_the_terminal_without_echo() {
         "{shown}"
     );
     assert!(shown.contains("the password does not open it"), "{shown}");
-    assert!(!shown.contains("hunter2"), "the password was echoed:\n{shown}");
+    assert!(
+        !shown.contains("hunter2"),
+        "the password was echoed:\n{shown}"
+    );
     assert_eq!(code, Some(2), "{shown}");
     assert!(!Path::new(&format!("{}.sig", iso.display())).exists());
     // The key's own (empty) password: signed.

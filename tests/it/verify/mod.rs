@@ -5,6 +5,6 @@
 pub(crate) mod contract;
 mod diff;
 mod diff_e2e;
-mod signers;
 pub(crate) mod foreign_iso;
+mod signers;
 mod upgrade_check;

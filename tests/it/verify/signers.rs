@@ -22,7 +22,16 @@ fn fingerprint(public: &Path) -> String {
     let der = public.with_extension("der");
     run_tool(
         "openssl",
-        &["pkey", "-pubin", "-in", p(public), "-outform", "DER", "-out", p(&der)],
+        &[
+            "pkey",
+            "-pubin",
+            "-in",
+            p(public),
+            "-outform",
+            "DER",
+            "-out",
+            p(&der),
+        ],
     );
     let (out, _) = tool("sha256sum", [p(&der)]);
     format!("sha256:{}", out.split_whitespace().next().unwrap())
@@ -90,10 +99,16 @@ fn diff_names_the_key_that_signed_each_iso_and_checks_it_with_the_key_given() {
     assert_eq!(sig["status"], "verified", "{sig:#}");
     assert_eq!(sig["key"], fp.as_str());
     let signer = sig["signer"].as_str().unwrap();
-    assert!(signer.contains(&fp) && signer.contains(p(&public)), "{signer}");
+    assert!(
+        signer.contains(&fp) && signer.contains(p(&public)),
+        "{signer}"
+    );
     let (stdout, _) = text(&diff(&a, &b, &["--key", p(&public)]));
     assert!(
-        stdout.contains(&format!("  b: signed by the key {fp} ({}), at a time", p(&public))),
+        stdout.contains(&format!(
+            "  b: signed by the key {fp} ({}), at a time",
+            p(&public)
+        )),
         "{stdout}"
     );
 
@@ -102,7 +117,10 @@ fn diff_names_the_key_that_signed_each_iso_and_checks_it_with_the_key_given() {
     let sig = &json["b"]["signature"];
     assert_eq!(sig["status"], "unverified", "{sig:#}");
     assert!(
-        sig["reason"].as_str().unwrap().contains("not one of the keys given"),
+        sig["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not one of the keys given"),
         "{sig:#}"
     );
 
@@ -115,8 +133,14 @@ fn diff_names_the_key_that_signed_each_iso_and_checks_it_with_the_key_given() {
     let json = diff_json(&a, &b, &["--key", p(&public)]);
     assert_eq!(json["b"]["signature"]["status"], "verified");
     let json = diff_json(&a, &b, &["--key", p(&stranger)]);
-    let reason = json["b"]["signature"]["reason"].as_str().unwrap().to_owned();
-    assert!(reason.contains("verifies under none of the keys given"), "{reason}");
+    let reason = json["b"]["signature"]["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        reason.contains("verifies under none of the keys given"),
+        "{reason}"
+    );
 
     // A key file that is no public key is a usage error naming it.
     fails(
@@ -154,7 +178,10 @@ fn the_same_content_signed_by_another_key_or_not_at_all_is_not_identical() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
         stdout.contains(&format!("  a: signed by the key {}", fingerprint(&public)))
-            && stdout.contains(&format!("  b: signed by the key {}", fingerprint(&other_public))),
+            && stdout.contains(&format!(
+                "  b: signed by the key {}",
+                fingerprint(&other_public)
+            )),
         "{stdout}"
     );
     // Without the keys too: each bundle names its own key.
@@ -211,7 +238,10 @@ fn a_signature_that_does_not_verify_is_reported_as_such_with_its_reason() {
     let sig = &json["a"]["signature"];
     assert_eq!(sig["status"], "invalid", "{sig:#}");
     assert!(
-        sig["reason"].as_str().unwrap().contains("does not verify under the key"),
+        sig["reason"]
+            .as_str()
+            .unwrap()
+            .contains("does not verify under the key"),
         "{sig:#}"
     );
     // A damaged file: invalid, saying why; never a crash or "signed".
@@ -262,7 +292,10 @@ fn diff_names_a_keyless_signer_and_its_time_only_under_the_root_that_vouches_for
     assert!(time.len() == 20 && time.ends_with('Z'), "{time}");
     let (stdout, _) = text(&diff(&a, &b, &["--signer-trusted-root", p(&root)]));
     assert!(
-        stdout.contains(&format!("  b: signed by {RELEASER} via {} at {time}\n", oidc.url())),
+        stdout.contains(&format!(
+            "  b: signed by {RELEASER} via {} at {time}\n",
+            oidc.url()
+        )),
         "{stdout}"
     );
 
@@ -283,7 +316,10 @@ fn diff_names_a_keyless_signer_and_its_time_only_under_the_root_that_vouches_for
     let sig = &json["a"]["signature"];
     assert_eq!(sig["status"], "invalid", "{sig:#}");
     assert!(
-        sig["reason"].as_str().unwrap().contains("the file hashes to"),
+        sig["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the file hashes to"),
         "{sig:#}"
     );
 }

@@ -79,9 +79,19 @@ impl Signature {
     /// Whether `other` is the same signer in the same state: the time and the file aside, so
     /// that the same ISO signed again by the same key or identity is the same.
     pub fn same_signer(&self, other: &Self) -> bool {
-        (self.status, self.kind, &self.key, &self.identity, &self.issuer)
-            == (other.status, other.kind, &other.key, &other.identity, &other.issuer)
-            && (self.status != SignatureStatus::Invalid || self.reason == other.reason)
+        (
+            self.status,
+            self.kind,
+            &self.key,
+            &self.identity,
+            &self.issuer,
+        ) == (
+            other.status,
+            other.kind,
+            &other.key,
+            &other.identity,
+            &other.issuer,
+        ) && (self.status != SignatureStatus::Invalid || self.reason == other.reason)
     }
 
     /// One line: `signed by X at T`, `signed by X per FILE, not checked: …`, `FILE does not
@@ -130,8 +140,16 @@ mod tests {
 
     #[test]
     fn the_same_signer_at_another_time_is_the_same_and_another_key_is_not() {
-        let a = by_key(SignatureStatus::Verified, "sha256:aa", Some("2026-01-01T00:00:00Z"));
-        let again = by_key(SignatureStatus::Verified, "sha256:aa", Some("2026-02-01T00:00:00Z"));
+        let a = by_key(
+            SignatureStatus::Verified,
+            "sha256:aa",
+            Some("2026-01-01T00:00:00Z"),
+        );
+        let again = by_key(
+            SignatureStatus::Verified,
+            "sha256:aa",
+            Some("2026-02-01T00:00:00Z"),
+        );
         assert!(a.same_signer(&again));
         assert!(!a.same_signer(&by_key(SignatureStatus::Verified, "sha256:bb", None)));
         assert!(!a.same_signer(&by_key(SignatureStatus::Invalid, "sha256:aa", None)));
@@ -141,10 +159,21 @@ mod tests {
 
     #[test]
     fn each_status_reads_as_a_line_naming_the_signer() {
-        let verified = by_key(SignatureStatus::Verified, "sha256:aa", Some("2026-01-01T00:00:00Z"));
-        assert_eq!(verified.words(), "signed by the key sha256:aa at 2026-01-01T00:00:00Z");
+        let verified = by_key(
+            SignatureStatus::Verified,
+            "sha256:aa",
+            Some("2026-01-01T00:00:00Z"),
+        );
+        assert_eq!(
+            verified.words(),
+            "signed by the key sha256:aa at 2026-01-01T00:00:00Z"
+        );
         let untimed = by_key(SignatureStatus::Verified, "sha256:aa", None);
-        assert!(untimed.words().contains("nothing vouches"), "{}", untimed.words());
+        assert!(
+            untimed.words().contains("nothing vouches"),
+            "{}",
+            untimed.words()
+        );
         let unchecked = by_key(SignatureStatus::Unverified, "sha256:aa", None).words();
         assert!(unchecked.contains("not checked: why"), "{unchecked}");
         let bad = by_key(SignatureStatus::Invalid, "sha256:aa", None).words();

@@ -416,5 +416,8 @@ fn two_isos_alike_but_for_their_signer_differ_and_say_who_signed_each() {
     });
     assert!(compare(&a, &b).identical);
     assert!(compare(&side(&lock()), &b).b.signature.is_some());
-    assert_eq!(serde_json::to_value(compare(&side(&lock()), &b)).unwrap()["a"]["signature"], serde_json::Value::Null);
+    assert_eq!(
+        serde_json::to_value(compare(&side(&lock()), &b)).unwrap()["a"]["signature"],
+        serde_json::Value::Null
+    );
 }
