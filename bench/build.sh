@@ -3,6 +3,9 @@
 # an incompressible own layer of OWN_LAYER_MIB) against the upstream way and the floor, in one run:
 #   cks-iso cold   `build --arch amd64` with an empty blob cache
 #   cks-iso warm   the same with the cache of the cold build
+#   cks-iso cold+sign  `build --arch amd64 --sign-key KEY` with an empty blob cache, KEY a PKCS #8
+#                  P-256 key `openssl genpkey` made for the run (run right after the plain cold
+#                  build in every round: signing's cost is their ratio)
 #   cks-iso 2arch  `build --arch amd64 --arch arm64`, cold: both ISOs in one run
 #   cks-iso arm64  `build --arch arm64`, cold (with amd64 cold: the two arches one after the other)
 #   upstream       the upstream script's way re-enacted: a private containerd (root, state and
@@ -19,7 +22,8 @@
 # one), RUNS rounds run every case once each, interleaved; the machine is shared and noisy, so
 # only ratios of medians within one run mean anything. Printed: medians, peak RSS of cks-iso (GNU
 # time), the ratios and whether each goal is met: cold >= 20x faster than upstream, cold <= 1.5x
-# the floor, warm <= 1.2x the floor, two arches in one run <= 1.8x one arch, peak RSS <= 64 MiB.
+# the floor, warm <= 1.2x the floor, two arches in one run <= 1.8x one arch, a signed cold build
+# <= 1.05x a plain one, peak RSS <= 64 MiB.
 # Every cks-iso amd64 ISO's sha256 is printed at the end: identical inputs give one digest.
 #
 # Sizes: the world has 27 images (23 in an amd64 ISO). The default OWN_LAYER_MIB=26 is the
@@ -54,7 +58,7 @@ if [[ ${1:-} != --inside ]]; then
 	[[ -x $WORLD ]] || die "WORLD=$WORLD is not executable"
 	[[ -z ${CKS_ISO_BASE:-} || -x $CKS_ISO_BASE ]] || die "CKS_ISO_BASE=$CKS_ISO_BASE is not executable"
 	export UPSTREAM=${UPSTREAM:-1}
-	for c in /usr/bin/time bsdtar curl genisoimage; do
+	for c in /usr/bin/time bsdtar curl genisoimage openssl; do
 		command -v "$c" >/dev/null || die "'$c' is missing; run 'make deps'"
 	done
 	if [[ $UPSTREAM == 1 ]]; then
@@ -94,19 +98,28 @@ if [[ -n $CKS_ISO_BASE ]]; then BIN[cks-iso-base]=$CKS_ISO_BASE; TOOLS+=(cks-iso
 declare -A TIMES RSS
 SUMS=()
 
-one() { # one TOOL MODE: MODE is cold, warm (amd64), arm64 (cold) or 2arch (cold, amd64 + arm64)
-	local tool=$1 mode=$2 tf=$W/time secs kib arches=(--arch amd64)
-	case $mode in arm64) arches=(--arch arm64) ;; 2arch) arches=(--arch amd64 --arch arm64) ;; esac
+one() { # one TOOL MODE: MODE is cold, warm (amd64), signed (cold, amd64, --sign-key), arm64 (cold)
+	#       or 2arch (cold, amd64 + arm64)
+	local tool=$1 mode=$2 tf=$W/time secs kib arches=(--arch amd64) sign=()
+	case $mode in
+	arm64) arches=(--arch arm64) ;;
+	2arch) arches=(--arch amd64 --arch arm64) ;;
+	signed) sign=(--sign-key "$W/iso.key") ;;
+	esac
 	[[ $mode != warm ]] && rm -rf "$W/cache-$tool"
 	rm -rf "$W/out" && mkdir -p "$W/out" && sync
 	/usr/bin/time -f '%e %M' -o "$tf" "${BIN[$tool]}" build --kubernetes "$CKS_WORLD_KUBERNETES" \
 		"${arches[@]}" --network "$CKS_WORLD_NETWORK" --dashboard "$CKS_WORLD_DASHBOARD" \
-		--headlamp "$CKS_WORLD_HEADLAMP" --output "$W/out" --cache-dir "$W/cache-$tool" \
+		--headlamp "$CKS_WORLD_HEADLAMP" --output "$W/out" --cache-dir "$W/cache-$tool" "${sign[@]}" \
 		>"$W/log" 2>&1 || { tail -n 20 "$W/log" >&2; die "$tool $mode build failed"; }
+	if [[ $mode == signed ]]; then
+		ls "$W"/out/*.iso.sigstore.json "$W"/out/*.iso.sig >/dev/null 2>&1 ||
+			die "$tool $mode build wrote no .sigstore.json and .sig beside its ISO"
+	fi
 	read -r secs kib <"$tf"
 	TIMES[$tool-$mode]+="$secs "
 	RSS[$tool-$mode]+="$kib "
-	[[ $mode == cold || $mode == warm ]] && SUMS+=("$(sha256sum "$W"/out/*.iso | cut -c1-16)")
+	[[ $mode == cold || $mode == warm || $mode == signed ]] && SUMS+=("$(sha256sum "$W"/out/*.iso | cut -c1-16)")
 	printf '  %-14s %-8s %7.2f s %8d KiB\n' "$tool" "$mode" "$secs" "$kib"
 }
 
@@ -197,6 +210,9 @@ upstream() { # the whole upstream way into $W/up, its ISO $W/up.iso, synced
 }
 
 echo "bench/build.sh: $RUNS rounds, images with ${CKS_WORLD_OWN_LAYER_KIB} KiB own layers; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+# The key the signed builds sign with, made for this run (removed with $W on exit).
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$W/iso.key" 2>/dev/null ||
+	die "openssl cannot make a P-256 key"
 # The registry's first serving of each blob is far slower than any later one: one untimed build.
 echo "warm-up (untimed)"
 one cks-iso 2arch
@@ -211,7 +227,13 @@ fi
 TIMES=() RSS=() SUMS=()
 for ((r = 1; r <= RUNS; r++)); do
 	echo "round $r"
-	for tool in "${TOOLS[@]}"; do one "$tool" cold; one "$tool" warm; done
+	for tool in "${TOOLS[@]}"; do
+		one "$tool" cold
+		# Signed right after plain (both cold); warm then reads the cache the signed build filled,
+		# which holds the same blobs.
+		if [[ $tool == cks-iso ]]; then one cks-iso signed; fi
+		one "$tool" warm
+	done
 	iso=$(ls "$W"/out/*.iso)
 	rm -f "$W/floor.iso" && sync
 	/usr/bin/time -f '%e' -o "$W/time" sh -c 'cp "$1" "$2" && sync -- "$2"' sh "$iso" "$W/floor.iso"
@@ -240,6 +262,8 @@ for mode in arm64 2arch; do
 	m=$(median <<<"${TIMES[cks-iso-$mode]}")
 	printf '%-22s %9.2f %9.2f %13d\n' "cks-iso $mode (cold)" "$m" "$(ratio "$m" "$floor")" "$(maxof <<<"${RSS[cks-iso-$mode]}")"
 done
+m=$(median <<<"${TIMES[cks-iso-signed]}")
+printf '%-22s %9.2f %9.2f %13d\n' "cks-iso cold+sign" "$m" "$(ratio "$m" "$floor")" "$(maxof <<<"${RSS[cks-iso-signed]}")"
 [[ $UPSTREAM == 1 ]] && printf '%-22s %9.2f %9.2f\n' "upstream way" "$(median <<<"${TIMES[upstream]}")" \
 	"$(ratio "$(median <<<"${TIMES[upstream]}")" "$floor")"
 printf '%-22s %9.2f\n' "floor cp+sync" "$floor"
@@ -250,8 +274,8 @@ if [[ -n $CKS_ISO_BASE ]]; then
 	done
 fi
 cold=$(median <<<"${TIMES[cks-iso-cold]}") warm=$(median <<<"${TIMES[cks-iso-warm]}")
-two=$(median <<<"${TIMES[cks-iso-2arch]}")
-rss=$(tr ' ' '\n' <<<"${RSS[cks-iso-cold]} ${RSS[cks-iso-warm]} ${RSS[cks-iso-2arch]} ${RSS[cks-iso-arm64]}" | maxof)
+two=$(median <<<"${TIMES[cks-iso-2arch]}") signed=$(median <<<"${TIMES[cks-iso-signed]}")
+rss=$(tr ' ' '\n' <<<"${RSS[cks-iso-cold]} ${RSS[cks-iso-warm]} ${RSS[cks-iso-2arch]} ${RSS[cks-iso-arm64]} ${RSS[cks-iso-signed]}" | maxof)
 echo
 echo "goals:"
 if [[ $UPSTREAM == 1 ]]; then
@@ -262,5 +286,6 @@ fi
 r=$(ratio "$cold" "$floor"); echo "  cold / floor         = $r (goal <= 1.5: $(verdict "$r" "<=" 1.5))"
 r=$(ratio "$warm" "$floor"); echo "  warm / floor         = $r (goal <= 1.2: $(verdict "$r" "<=" 1.2))"
 r=$(ratio "$two" "$cold"); echo "  two arches / amd64   = $r (goal <= 1.8: $(verdict "$r" "<=" 1.8); amd64 then arm64 cold: $(ratio "$(awk -v a="$cold" -v b="$(median <<<"${TIMES[cks-iso-arm64]}")" 'BEGIN { print a + b }')" "$cold"))"
+r=$(ratio "$signed" "$cold"); echo "  signed cold / cold   = $r (goal <= 1.05: $(verdict "$r" "<=" 1.05))"
 echo "  peak RSS             = $((rss / 1024)) MiB (goal <= 64: $(verdict "$rss" "<=" 65536))"
 echo "ISO sha256 prefixes over all amd64 builds: $(printf '%s\n' "${SUMS[@]}" | sort | uniq -c | tr -s ' \n' ' ')"

@@ -203,7 +203,7 @@ pub const CLOUDSTACK_REGION: Var = Var {
 /// The password of a cosign encrypted signing key, as cosign reads it.
 pub const COSIGN_PASSWORD: Var = Var {
     name: "COSIGN_PASSWORD",
-    about: "the password of a cosign encrypted key (`ENCRYPTED SIGSTORE PRIVATE KEY`) given to `build --sign-key` or `sign --key`; set and empty is an empty password (never printed)",
+    about: "the password of a cosign encrypted key (`ENCRYPTED SIGSTORE PRIVATE KEY`) given to `build --sign-key` or `sign --key`; set and empty is an empty password; unset, it is asked for on the terminal without echo, and refused without one (never printed)",
 };
 
 /// The OIDC identity token of keyless signing, as Sigstore's clients read it.

@@ -1,4 +1,4 @@
-//! `cks-iso diff`'s arguments.
+//! `cks-iso diff`'s arguments, and the signature flags it shares with `upgrade-check`.
 
 use std::path::PathBuf;
 
@@ -16,4 +16,22 @@ pub struct DiffArgs {
     /// Print the differences as JSON on stdout (also when identical).
     #[arg(long)]
     pub json: bool,
+    /// What each ISO's own signature is checked with.
+    #[command(flatten)]
+    pub signer: ShowSignerArgs,
+}
+
+/// What `diff` and `upgrade-check` check the signature beside each ISO (ISO.sigstore.json, else
+/// ISO.sig) with, to say who signed it; an ISO is never refused for it.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ShowSignerArgs {
+    /// A PEM public key (PUBLIC KEY, ECDSA) to check an ISO's key signature with, naming its
+    /// signer; repeatable [default: none: a key signature is named by the fingerprint its bundle
+    /// gives, not checked].
+    #[arg(long = "key", value_name = "FILE", help_heading = "ISO signature")]
+    pub keys: Vec<PathBuf>,
+    /// Sigstore trusted_root.json keyless ISO signatures are checked against [default:
+    /// Sigstore's public-good root embedded in cks-iso].
+    #[arg(long, value_name = "FILE", help_heading = "ISO signature")]
+    pub signer_trusted_root: Option<PathBuf>,
 }

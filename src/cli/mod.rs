@@ -10,7 +10,7 @@ pub use self::cache::{
     CacheVerifyArgs,
 };
 pub use self::content::{AddonArgs, RequestArgs, VersionArgs};
-pub use self::diff::DiffArgs;
+pub use self::diff::{DiffArgs, ShowSignerArgs};
 pub use self::docs::{CompletionsArgs, ManArgs, Shell};
 pub use self::doctor::DoctorArgs;
 pub use self::env_args::FromEnv;

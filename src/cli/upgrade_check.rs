@@ -20,4 +20,7 @@ pub struct UpgradeCheckArgs {
     /// Print the verdict as one JSON object on stdout (see docs/guide/upgrades.md).
     #[arg(long)]
     pub json: bool,
+    /// What each ISO's own signature is checked with.
+    #[command(flatten)]
+    pub signer: super::diff::ShowSignerArgs,
 }

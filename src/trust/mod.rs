@@ -3,7 +3,8 @@
 //! and one image's verdict; (in [`image`]) an image's cosign `.sig` tags and referrers fetched
 //! through the registry and judged; (in [`rekor`]) a file's Rekor entry looked up; (in
 //! [`binaries`]) a downloaded file's signature found beside it and judged; (in [`sign`]) the ISOs
-//! cks-iso writes, signed with the operator's key and judged against the signers trusted.
+//! cks-iso writes, signed with the operator's key and judged against the signers trusted (and, in
+//! [`signer`], who signed one, as `diff` and `upgrade-check` show it).
 //! `build`, `pull`, `verify`, `verify-bundle` and `verify-image` share these, so that each judges
 //! a signature the same way.
 
@@ -14,6 +15,7 @@ pub mod keyless;
 pub mod material;
 pub mod rekor;
 pub mod sign;
+pub mod signer;
 pub mod standalone;
 
 use std::path::{Path, PathBuf};

@@ -140,7 +140,8 @@ impl SignError {
             Self::Unreadable { path, source, what } => crate::input::hint(source, path, what),
             Self::Key { reason, .. } if reason.contains("cosign encrypted key") => Some(
                 "set COSIGN_PASSWORD to the password the key was made with (`cosign \
-                 generate-key-pair` asked for it; set and empty for none)"
+                 generate-key-pair` asked for it; set and empty for none), or type it when \
+                 cks-iso asks on a terminal"
                     .into(),
             ),
             Self::Key { what, .. } => Some(format!(
@@ -181,8 +182,10 @@ impl SignError {
     }
 }
 
-/// Reads the private key to sign with (a cosign encrypted one opened with `COSIGN_PASSWORD`).
-/// Its bytes and the password never leave this function but as the key.
+/// Reads the private key to sign with. A cosign encrypted one is opened with `COSIGN_PASSWORD`,
+/// else with a password asked for on the terminal without echo (when stdin and stderr are one);
+/// with neither, it is refused saying so. Its bytes and the password never leave this function
+/// but as the key.
 pub fn load_key(path: &Path) -> Result<SigningKey, SignError> {
     let text = crate::input::read_private_text(path, MAX_KEY_SIZE).map_err(|source| {
         SignError::Unreadable {
@@ -191,13 +194,38 @@ pub fn load_key(path: &Path) -> Result<SigningKey, SignError> {
             source,
         }
     })?;
-    let password = crate::env::COSIGN_PASSWORD.get_os();
-    let password = password.as_ref().map(|p| p.as_encoded_bytes());
-    SigningKey::from_pem(&text, password).map_err(|e| SignError::Key {
+    let key_error = |reason: String| SignError::Key {
         what: "the signing key",
         path: path.to_owned(),
-        reason: e.into(),
-    })
+        reason,
+    };
+    let encrypted = keyed::COSIGN_ENCRYPTED_LABELS
+        .iter()
+        .any(|l| text.contains(&format!("-----BEGIN {l}-----")));
+    let password = match crate::env::COSIGN_PASSWORD.get_os() {
+        Some(p) => Some(p.into_encoded_bytes()),
+        None if encrypted => Some(ask_password(path).map_err(key_error)?),
+        None => None,
+    };
+    SigningKey::from_pem(&text, password.as_deref()).map_err(|e| key_error(e.into()))
+}
+
+/// The password of the cosign key at `path`, typed on the terminal without echo; an error when
+/// stdin or stderr is not a terminal (a build in CI must set `COSIGN_PASSWORD`).
+fn ask_password(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::IsTerminal as _;
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return Err(
+            "a cosign encrypted key, and no password to open it: COSIGN_PASSWORD is \
+                    unset and stdin is not a terminal to ask on"
+                .into(),
+        );
+    }
+    let term = console::Term::stderr();
+    term.write_str(&format!("password for the cosign key {}: ", path.display()))
+        .and_then(|()| term.read_secure_line())
+        .map(String::into_bytes)
+        .map_err(|e| format!("a cosign encrypted key, and its password could not be read: {e}"))
 }
 
 /// Signs the ISO at `iso` whose SHA-256 is `sha256_hex` (as its writer computed it): writes
@@ -511,7 +539,7 @@ impl Signers {
     }
 }
 
-fn read_bundle(path: &Path) -> std::io::Result<Vec<u8>> {
+pub(super) fn read_bundle(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read as _;
     let file = std::fs::File::open(path)?;
     let mut bytes = Vec::new();

@@ -73,6 +73,8 @@ pub struct SideInfo {
     pub version_from: VersionFrom,
     /// Its architectures (`amd64`, `arm64`).
     pub arches: Vec<String>,
+    /// An ISO's own signature, as `diff` shows it (who signed, when); `null` for a lock.
+    pub signature: Option<diff::Signature>,
 }
 
 /// One check's outcome.
@@ -229,6 +231,7 @@ pub fn check(input: &Input) -> Report {
             kubernetes: from_v,
             version_from: from_src,
             arches: from_arches,
+            signature: input.from.signature.clone(),
         },
         to: SideInfo {
             path: input.to.label.clone(),
@@ -236,6 +239,7 @@ pub fn check(input: &Input) -> Report {
             kubernetes: to_v,
             version_from: to_src,
             arches: to_arches,
+            signature: input.to.signature.clone(),
         },
         step,
         cloudstack: release.map(|c| c.to_string()),
@@ -272,6 +276,11 @@ pub fn render(report: &Report) -> String {
             n => format!("will fail ({n} of {} checks failed)", report.checks.len()),
         }
     );
+    for (name, s) in [("from", &report.from), ("to", &report.to)] {
+        if let Some(sig) = &s.signature {
+            let _ = writeln!(out, "{name}: {}", sig.words());
+        }
+    }
     for c in &report.checks {
         let mark = if c.ok { "ok  " } else { "FAIL" };
         let _ = writeln!(out, "{mark}  {}: {}", c.check, c.detail);

@@ -6,6 +6,7 @@
 mod errors;
 mod keyless;
 mod large;
+mod password;
 mod readers;
 mod reproducible;
 pub(crate) mod signing;

@@ -6,4 +6,5 @@ pub(crate) mod contract;
 mod diff;
 mod diff_e2e;
 pub(crate) mod foreign_iso;
+mod signers;
 mod upgrade_check;

@@ -413,3 +413,63 @@ fn a_second_image_named_like_pause_fails_the_pause_check_naming_what_nodes_would
     let (stdout, _) = text(&out);
     assert!(stdout.contains("ok    archives: all "), "{stdout}");
 }
+
+/// Who signed each side is shown (the signature beside the ISO, checked as `diff` checks it),
+/// and a signature that does not verify says so without changing the verdict; a lock has none.
+#[test]
+fn each_side_names_its_signer_and_a_bad_signature_is_reported_as_not_verifying() {
+    let i = isos();
+    let dir = tempfile::tempdir().unwrap();
+    let (key, public) = crate::iso::signing::openssl_keys(dir.path(), "iso");
+    let from = dir.path().join("from.iso");
+    let to = dir.path().join("to.iso");
+    fs::copy(&i.old, &from).unwrap();
+    fs::copy(&i.new, &to).unwrap();
+    ok(cks_iso()
+        .args(["sign", p(&to), "--key", p(&key)])
+        .output()
+        .unwrap());
+    let out = ok(check(&from, &to, &["--key", p(&public)]));
+    let (stdout, _) = text(&out);
+    assert!(
+        stdout.contains("\nfrom: unsigned (no .sigstore.json or .sig beside it)\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\nto: signed by the key sha256:")
+            && stdout.contains(&format!("({}), at a time", p(&public))),
+        "{stdout}"
+    );
+    let out = ok(check(&from, &to, &["--json", "--key", p(&public)]));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["from"]["signature"]["status"], "unsigned");
+    assert_eq!(json["to"]["signature"]["status"], "verified", "{json:#}");
+    assert_eq!(json["to"]["signature"]["kind"], "key");
+
+    // FROM's bundle beside TO: it signs another ISO; the upgrade verdict stands.
+    ok(cks_iso()
+        .args(["sign", p(&from), "--key", p(&key)])
+        .output()
+        .unwrap());
+    fs::copy(
+        format!("{}.sigstore.json", from.display()),
+        format!("{}.sigstore.json", to.display()),
+    )
+    .unwrap();
+    let out = ok(check(&from, &to, &[]));
+    let (stdout, _) = text(&out);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("to: "))
+        .unwrap_or_else(|| panic!("no to: line in\n{stdout}"));
+    assert!(
+        line.contains(".sigstore.json does not verify: it signs sha256:")
+            && line.contains(", the ISO hashes to sha256:"),
+        "{line}"
+    );
+    // A lock has no signature (whatever the verdict on an ISO and a lock of two arches).
+    let json: serde_json::Value =
+        serde_json::from_slice(&check(&from, &i.new_lock, &["--json"]).stdout).unwrap();
+    assert_eq!(json["to"]["signature"], serde_json::Value::Null);
+    assert_eq!(json["from"]["signature"]["status"], "unverified");
+}

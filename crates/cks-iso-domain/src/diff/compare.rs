@@ -58,7 +58,8 @@ pub fn compare(a: &Side, b: &Side) -> Report {
         && report.versions.is_empty()
         && report.arches.is_empty()
         && report.manifests.is_empty()
-        && report.entries.is_empty();
+        && report.entries.is_empty()
+        && same_signer(a, b);
     report
 }
 
@@ -68,6 +69,16 @@ fn summary(side: &Side) -> SideSummary {
         kind: side.kind,
         source: side.source,
         arches: side.arches.keys().cloned().collect(),
+        signature: side.signature.clone(),
+    }
+}
+
+/// Whether both sides' signatures name the same signer; only two ISOs whose signatures were
+/// looked at are compared (a lock has none).
+fn same_signer(a: &Side, b: &Side) -> bool {
+    match (&a.signature, &b.signature) {
+        (Some(x), Some(y)) => x.same_signer(y),
+        _ => true,
     }
 }
 

@@ -16,6 +16,7 @@ mod compare;
 mod gaps;
 mod render;
 mod side;
+mod signature;
 
 use std::collections::BTreeMap;
 
@@ -23,6 +24,7 @@ use serde::Serialize;
 
 pub use compare::compare;
 pub use render::render;
+pub use signature::{Signature, SignatureStatus, SignerKind};
 
 /// Where a side's versions, files and images come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -69,6 +71,9 @@ pub struct Side {
     pub texts: BTreeMap<String, String>,
     /// What an ISO's own lock names but the ISO does not hold as named (see [`Gap`]).
     pub gaps: Vec<Gap>,
+    /// The signature beside an ISO, as `app` checked it; `None` for a lock, or when not looked
+    /// for.
+    pub signature: Option<Signature>,
 }
 
 /// An entry an ISO's embedded lock names that the ISO lacks, or holds as another kind of entry
@@ -231,6 +236,8 @@ pub struct SideSummary {
     pub source: Source,
     /// Its architectures.
     pub arches: Vec<String>,
+    /// An ISO's own signature (who signed it, and when); `null` for a lock.
+    pub signature: Option<Signature>,
 }
 
 /// Everything that differs between A and B; empty lists when identical.

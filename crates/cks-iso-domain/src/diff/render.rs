@@ -16,6 +16,7 @@ pub fn render(report: &Report) -> String {
     }
     let _ = writeln!(out, "a: {}", describe(&report.a));
     let _ = writeln!(out, "b: {}", describe(&report.b));
+    signatures(&mut out, report);
     section(&mut out, "build", &report.build, |v| v.clone());
     section(&mut out, "versions", &report.versions, |v| short(v));
     for arch in &report.arches {
@@ -59,6 +60,20 @@ fn describe(side: &SideSummary) -> String {
         (_, Source::None) => ", no cks-iso.lock or versions.txt",
     };
     format!("{} ({kind}, {arches}{source})", side.path)
+}
+
+/// Who signed each ISO, when either was looked at: `signature:` and a line per side.
+fn signatures(out: &mut String, report: &Report) {
+    let sides = [("a", &report.a), ("b", &report.b)];
+    if sides.iter().all(|(_, s)| s.signature.is_none()) {
+        return;
+    }
+    out.push_str("signature:\n");
+    for (name, side) in sides {
+        if let Some(sig) = &side.signature {
+            let _ = writeln!(out, "  {name}: {}", sig.words());
+        }
+    }
 }
 
 fn section<T>(out: &mut String, title: &str, items: &[Change<T>], show: impl Fn(&T) -> String) {

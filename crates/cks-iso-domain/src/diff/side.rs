@@ -46,6 +46,7 @@ impl Side {
             entries: None,
             texts: BTreeMap::new(),
             gaps: Vec::new(),
+            signature: None,
         }
     }
 

@@ -381,3 +381,43 @@ fn an_iso_lacking_what_its_own_lock_names_is_not_identical_to_anything() {
         assert!(text.contains("the archive holds only 7"), "{text}");
     }
 }
+
+#[test]
+fn two_isos_alike_but_for_their_signer_differ_and_say_who_signed_each() {
+    let a = iso(&lock(), "a: 1\n", None);
+    let mut b = a.clone();
+    assert!(compare(&a, &b).identical);
+    let signed = Signature {
+        status: SignatureStatus::Verified,
+        file: Some("x.iso.sigstore.json".into()),
+        kind: Some(SignerKind::Key),
+        signer: Some("the key sha256:aa (iso.pub)".into()),
+        key: Some("sha256:aa".into()),
+        ..Signature::unsigned()
+    };
+    b.signature = Some(signed.clone());
+    let mut a = a;
+    a.signature = Some(Signature::unsigned());
+    let report = compare(&a, &b);
+    assert!(!report.identical, "{report:#?}");
+    let text = render(&report);
+    assert!(
+        text.contains("signature:\n  a: unsigned (no .sigstore.json or .sig beside it)\n  b: signed by the key sha256:aa (iso.pub), at a time"),
+        "{text}"
+    );
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["b"]["signature"]["status"], "verified");
+    assert_eq!(json["b"]["signature"]["key"], "sha256:aa");
+    assert_eq!(json["a"]["signature"]["status"], "unsigned");
+    // The same signer again (another signing time) is the same; a lock has no signature.
+    a.signature = Some(Signature {
+        time: Some("2026-01-01T00:00:00Z".into()),
+        ..signed
+    });
+    assert!(compare(&a, &b).identical);
+    assert!(compare(&side(&lock()), &b).b.signature.is_some());
+    assert_eq!(
+        serde_json::to_value(compare(&side(&lock()), &b)).unwrap()["a"]["signature"],
+        serde_json::Value::Null
+    );
+}
