@@ -14,11 +14,13 @@ use std::path::{Path, PathBuf};
 use cks_iso_iso9660::read::FileKind;
 
 use super::AppError;
+use crate::cli::ShowSignerArgs;
 use crate::cloudstack::CloudStack;
 use crate::contract;
 use crate::diff::{self, EntryInfo, EntryKind, Kind, Side};
 use crate::image::Arch;
 use crate::lock::{self, Lock, LockError};
+use crate::trust::signer::SignerView;
 use crate::upgrade::{self, Input};
 use crate::verify::{self, Expect};
 use crate::versions::{Versions, VersionsError};
@@ -42,14 +44,20 @@ pub(super) fn read_side(path: &Path) -> Result<Side, AppError> {
 }
 
 /// The verdict on FROM → TO (ISOs or locks) for the cluster's CloudStack release (else what TO
-/// records): what `upgrade-check` prints, and what `sync` gates its candidates on.
+/// records): what `upgrade-check` prints, and what `sync` gates its candidates on; with `view`,
+/// who signed each ISO too.
 pub(super) fn judge(
     from_path: &std::path::Path,
     to_path: &std::path::Path,
     cloudstack: Option<CloudStack>,
+    view: Option<&SignerView>,
 ) -> Result<upgrade::Report, AppError> {
-    let from = read_side(from_path)?;
-    let to = read_side(to_path)?;
+    let mut from = read_side(from_path)?;
+    let mut to = read_side(to_path)?;
+    if let Some(view) = view {
+        signed(&mut from, from_path, view)?;
+        signed(&mut to, to_path, view)?;
+    }
     let from_scan = scan(&from, from_path)?;
     let to_scan = scan(&to, to_path)?;
     let recorded = to
@@ -78,6 +86,33 @@ pub(super) fn judge(
         to_verify: to_verify.as_ref(),
         changes: &changes,
     }))
+}
+
+/// What the signatures beside the ISOs are checked with: the `--key` files and the
+/// `--signer-trusted-root` (read up front, so that a bad one is a usage error).
+pub(super) fn signer_view(args: &ShowSignerArgs) -> Result<SignerView, AppError> {
+    let flags = crate::trust::sign::SignerFlags {
+        keys: &args.keys,
+        ..Default::default()
+    };
+    let keys = crate::trust::sign::signers(&flags)?.map_or_else(Vec::new, |s| s.keys);
+    let root = match &args.signer_trusted_root {
+        Some(path) => Some(crate::trust::trusted_root(Some(path), None)?.0),
+        None => None,
+    };
+    Ok(SignerView::new(keys, root))
+}
+
+/// An ISO side gets the signature beside it, checked; a lock has none.
+pub(super) fn signed(
+    side: &mut Side,
+    path: &std::path::Path,
+    view: &SignerView,
+) -> Result<(), AppError> {
+    if side.kind == Kind::Iso {
+        side.signature = Some(view.of(path)?);
+    }
+    Ok(())
 }
 
 /// An ISO's archives as containerd imports them (for its one arch, when it has one); `None` for

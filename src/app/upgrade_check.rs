@@ -15,7 +15,7 @@ pub fn run(args: UpgradeCheckArgs) -> Result<(), AppError> {
         Some(text) => Some(CloudStack::parse(text).map_err(|e| AppError::usage(e, None))?),
         None => None,
     };
-    let view = super::diff::signer_view(&args.signer)?;
+    let view = super::sides::signer_view(&args.signer)?;
     let report = judge(&args.from, &args.to, cloudstack, Some(&view))?;
     print(&report, args.json);
     let failed = report.checks.iter().filter(|c| !c.ok).count();

@@ -13,8 +13,8 @@
 use std::cell::OnceCell;
 use std::path::Path;
 
+use cks_iso_sigstore::Identity;
 use cks_iso_sigstore::keyed::{self, KeySignature};
-use cks_iso_sigstore::policy::Identity;
 use cks_iso_sigstore::rekor::Evidence;
 use cks_iso_sigstore::{Rule, TrustedRoot};
 
