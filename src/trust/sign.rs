@@ -13,7 +13,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use cks_iso_sigstore::keyed::{self, SigningKey};
-use cks_iso_sigstore::policy::Identity;
+use cks_iso_sigstore::policy::{Identity, Issuer};
 use cks_iso_sigstore::rekor::{Evidence, MAX_BUNDLE_SIZE};
 use cks_iso_sigstore::{Policy, TrustedRoot};
 
@@ -300,6 +300,8 @@ pub struct SignerFlags<'a> {
     pub identity_regexp: Option<&'a str>,
     /// `--certificate-oidc-issuer`.
     pub issuer: Option<&'a str>,
+    /// `--certificate-oidc-issuer-regexp`.
+    pub issuer_regexp: Option<&'a str>,
     /// `--signer-policy` (else the configuration's `iso-signer-policy:`).
     pub policy: Option<&'a Path>,
 }
@@ -341,7 +343,16 @@ pub fn signers(flags: &SignerFlags<'_>) -> Result<Option<Signers>, SignError> {
         })?)),
         (None, None) => None,
     };
-    let mut rules = match (identity, flags.issuer) {
+    let issuer = Issuer::new(flags.issuer, flags.issuer_regexp)
+        .transpose()
+        .map_err(|e| SignError::Flags {
+            message: format!(
+                "--certificate-oidc-issuer-regexp {:?} is not a regexp: {e}",
+                flags.issuer_regexp.unwrap_or_default()
+            ),
+            hint: None,
+        })?;
+    let mut rules = match (identity, issuer) {
         (Some(identity), Some(issuer)) => Some(Policy::one(identity, issuer)),
         (None, None) => None,
         _ => {
@@ -350,8 +361,8 @@ pub fn signers(flags: &SignerFlags<'_>) -> Result<Option<Signers>, SignError> {
                           keyless signer is both"
                     .into(),
                 hint: Some(
-                    "pass --certificate-oidc-issuer with --certificate-identity (or \
-                     --certificate-identity-regexp)"
+                    "pass --certificate-oidc-issuer (or --certificate-oidc-issuer-regexp) with \
+                     --certificate-identity (or --certificate-identity-regexp)"
                         .into(),
                 ),
             });
@@ -419,7 +430,7 @@ impl Signers {
                 format!(
                     "{} via {} (for {})",
                     r.identity.describe(),
-                    r.issuer,
+                    r.issuer.describe(),
                     r.pattern
                 )
             }));
