@@ -148,8 +148,8 @@ impl SignError {
                  P-256 key to sign with, a PUBLIC KEY to verify with"
             )),
             Self::Policy { .. } => Some(
-                "a signer policy has keys: (public key files) and/or rules: (match, one of \
-                 identity, identity-regex, and issuer; see docs/guide/signatures.md)"
+                "a signer policy has keys: (public key files) and/or rules: (match, identity or \
+                 identity-regex, issuer or issuer-regex; see docs/guide/signatures.md)"
                     .into(),
             ),
             Self::Flags { hint, .. } => hint.clone(),
