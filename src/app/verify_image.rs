@@ -49,12 +49,14 @@ pub fn run(args: VerifyImageArgs, ui: &Ui) -> Result<(), AppError> {
     }
     let mut settings = net::settings(args.net.clone())?;
     settings.http.offline = args.offline;
-    let signer =
-        (args.certificate_oidc_issuer.as_deref()).map(|issuer| trust::standalone::SignerFlags {
-            issuer,
-            identity: args.certificate_identity.as_deref(),
-            regexp: args.certificate_identity_regexp.as_deref(),
-        });
+    let signer = (args.certificate_oidc_issuer.is_some()
+        || args.certificate_oidc_issuer_regexp.is_some())
+    .then_some(trust::standalone::SignerFlags {
+        issuer: args.certificate_oidc_issuer.as_deref(),
+        issuer_regexp: args.certificate_oidc_issuer_regexp.as_deref(),
+        identity: args.certificate_identity.as_deref(),
+        regexp: args.certificate_identity_regexp.as_deref(),
+    });
     let policy = (args.trust.signature_policy.as_deref()).or(settings.signature_policy.as_deref());
     let rules = trust::standalone::rules(signer, policy, &references)?;
     let (root, _) = trust::trusted_root(

@@ -97,8 +97,16 @@ pub struct SignerArgs {
     #[arg(long, value_name = "REGEXP", help_heading = "ISO signature")]
     pub certificate_identity_regexp: Option<String>,
     /// The OIDC issuer a keyless signature's certificate must name, exactly.
-    #[arg(long, value_name = "URL", help_heading = "ISO signature")]
+    #[arg(
+        long,
+        value_name = "URL",
+        help_heading = "ISO signature",
+        conflicts_with = "certificate_oidc_issuer_regexp"
+    )]
     pub certificate_oidc_issuer: Option<String>,
+    /// A regexp the whole OIDC issuer of a keyless signature's certificate must match.
+    #[arg(long, value_name = "REGEXP", help_heading = "ISO signature")]
+    pub certificate_oidc_issuer_regexp: Option<String>,
     /// Signer policy file: keys: (public key files) and rules: (the image signature policy's,
     /// matched against the ISO's file name) [default: config file's iso-signer-policy].
     #[arg(long, value_name = "FILE", help_heading = "ISO signature")]
@@ -117,6 +125,7 @@ impl SignerArgs {
             identity: self.certificate_identity.as_deref(),
             identity_regexp: self.certificate_identity_regexp.as_deref(),
             issuer: self.certificate_oidc_issuer.as_deref(),
+            issuer_regexp: self.certificate_oidc_issuer_regexp.as_deref(),
             policy: self.signer_policy.as_deref(),
         }
     }

@@ -10,6 +10,7 @@ use super::{Net, TrustArgs};
 #[derive(Debug, Args)]
 #[command(
     group(clap::ArgGroup::new("identity").args(["certificate_identity", "certificate_identity_regexp"])),
+    group(clap::ArgGroup::new("issuer").args(["certificate_oidc_issuer", "certificate_oidc_issuer_regexp"])),
     after_help = "Examples:\n  \
     cks-iso verify-image registry.k8s.io/pause:3.10 registry.k8s.io/etcd:3.5.21-0\n  \
     cks-iso verify-image --arch arm64 --enforce registry.k8s.io/coredns/coredns:v1.12.0\n  \
@@ -27,11 +28,11 @@ pub struct VerifyImageArgs {
     #[arg(long, value_name = "ARCH")]
     pub arch: Option<String>,
     /// The identity the certificate's SAN must be (an e-mail address or URI), exactly, for every
-    /// image named, instead of the signature policy; with --certificate-oidc-issuer.
-    #[arg(long, value_name = "ID", requires = "certificate_oidc_issuer")]
+    /// image named, instead of the signature policy; with --certificate-oidc-issuer[-regexp].
+    #[arg(long, value_name = "ID", requires = "issuer")]
     pub certificate_identity: Option<String>,
     /// A regular expression the whole SAN must match, instead of --certificate-identity.
-    #[arg(long, value_name = "REGEX", requires = "certificate_oidc_issuer")]
+    #[arg(long, value_name = "REGEX", requires = "issuer")]
     pub certificate_identity_regexp: Option<String>,
     /// The OIDC issuer the certificate must name, exactly; with --certificate-identity or
     /// --certificate-identity-regexp.
@@ -42,6 +43,15 @@ pub struct VerifyImageArgs {
         conflicts_with = "signature_policy"
     )]
     pub certificate_oidc_issuer: Option<String>,
+    /// A regular expression the whole OIDC issuer must match, instead of
+    /// --certificate-oidc-issuer.
+    #[arg(
+        long,
+        value_name = "REGEX",
+        requires = "identity",
+        conflicts_with = "signature_policy"
+    )]
+    pub certificate_oidc_issuer_regexp: Option<String>,
     /// What signatures are judged against, as for build.
     #[command(flatten)]
     pub trust: TrustArgs,

@@ -83,7 +83,7 @@ impl Verdicts {
             format!(
                 "{}\n{}\n{}",
                 rule.pattern,
-                rule.issuer,
+                rule.issuer.describe(),
                 rule.identity.describe()
             ),
             sig.signs.clone(),

@@ -16,10 +16,10 @@
 
 use std::path::{Path, PathBuf};
 
-use cks_iso_sigstore::Identity;
 use cks_iso_sigstore::keyed::SigningKey;
 use cks_iso_sigstore::keyless::{self, IdentityToken};
 use cks_iso_sigstore::rekor::{self, Evidence};
+use cks_iso_sigstore::{Identity, Issuer};
 use cks_iso_sigstore::{Policy, TrustedRoot};
 
 use super::sign::{SignError, Signed};
@@ -180,7 +180,7 @@ impl KeylessSigner {
         let evidence = evidence(digest, &signature, &leaf_pem, &reply)
             .map_err(|reason| refused("Rekor", &self.rekor, reason))?;
         let identity = Identity::Exact(self.token.identity().to_owned());
-        let policy = Policy::one(identity, &self.token.issuer);
+        let policy = Policy::one(identity, Issuer::Exact(self.token.issuer.clone()));
         let rule = policy.rule_for("**").expect("the one rule covers all");
         let verified =
             rekor::verify_digest(&self.root, rule, digest, &evidence, now()).map_err(|f| {

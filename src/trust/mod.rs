@@ -69,8 +69,8 @@ impl TrustError {
                 crate::input::hint(source, path, "a signature policy")
             }
             Self::Policy { .. } => Some(
-                "each rule has one of match, prefix, an issuer and one of identity, identity-regex \
-                 (see docs/guide/signatures.md)"
+                "each rule has one of match, prefix, one of issuer, issuer-regex and one of \
+                 identity, identity-regex (see docs/guide/signatures.md)"
                     .into(),
             ),
             Self::RootUnreadable { path, source } => {

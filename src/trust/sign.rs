@@ -12,9 +12,9 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use cks_iso_sigstore::Identity;
 use cks_iso_sigstore::keyed::{self, SigningKey};
 use cks_iso_sigstore::rekor::{Evidence, MAX_BUNDLE_SIZE};
+use cks_iso_sigstore::{Identity, Issuer};
 use cks_iso_sigstore::{Policy, TrustedRoot};
 
 use crate::atomic::AtomicFile;
@@ -149,8 +149,8 @@ impl SignError {
                  P-256 key to sign with, a PUBLIC KEY to verify with"
             )),
             Self::Policy { .. } => Some(
-                "a signer policy has keys: (public key files) and/or rules: (match, one of \
-                 identity, identity-regex, and issuer; see docs/guide/signatures.md)"
+                "a signer policy has keys: (public key files) and/or rules: (match, identity or \
+                 identity-regex, issuer or issuer-regex; see docs/guide/signatures.md)"
                     .into(),
             ),
             Self::Flags { hint, .. } => hint.clone(),
@@ -328,6 +328,8 @@ pub struct SignerFlags<'a> {
     pub identity_regexp: Option<&'a str>,
     /// `--certificate-oidc-issuer`.
     pub issuer: Option<&'a str>,
+    /// `--certificate-oidc-issuer-regexp`.
+    pub issuer_regexp: Option<&'a str>,
     /// `--signer-policy` (else the configuration's `iso-signer-policy:`).
     pub policy: Option<&'a Path>,
 }
@@ -369,7 +371,16 @@ pub fn signers(flags: &SignerFlags<'_>) -> Result<Option<Signers>, SignError> {
         })?)),
         (None, None) => None,
     };
-    let mut rules = match (identity, flags.issuer) {
+    let issuer = Issuer::new(flags.issuer, flags.issuer_regexp)
+        .transpose()
+        .map_err(|e| SignError::Flags {
+            message: format!(
+                "--certificate-oidc-issuer-regexp {:?} is not a regexp: {e}",
+                flags.issuer_regexp.unwrap_or_default()
+            ),
+            hint: None,
+        })?;
+    let mut rules = match (identity, issuer) {
         (Some(identity), Some(issuer)) => Some(Policy::one(identity, issuer)),
         (None, None) => None,
         _ => {
@@ -378,8 +389,8 @@ pub fn signers(flags: &SignerFlags<'_>) -> Result<Option<Signers>, SignError> {
                           keyless signer is both"
                     .into(),
                 hint: Some(
-                    "pass --certificate-oidc-issuer with --certificate-identity (or \
-                     --certificate-identity-regexp)"
+                    "pass --certificate-oidc-issuer (or --certificate-oidc-issuer-regexp) with \
+                     --certificate-identity (or --certificate-identity-regexp)"
                         .into(),
                 ),
             });
@@ -447,7 +458,7 @@ impl Signers {
                 format!(
                     "{} via {} (for {})",
                     r.identity.describe(),
-                    r.issuer,
+                    r.issuer.describe(),
                     r.pattern
                 )
             }));

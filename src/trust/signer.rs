@@ -13,9 +13,9 @@
 use std::cell::OnceCell;
 use std::path::Path;
 
-use cks_iso_sigstore::Identity;
 use cks_iso_sigstore::keyed::{self, KeySignature};
 use cks_iso_sigstore::rekor::Evidence;
+use cks_iso_sigstore::{Identity, Issuer};
 use cks_iso_sigstore::{Rule, TrustedRoot};
 
 use super::sign::{self, BUNDLE_SUFFIX, SIG_SUFFIX, SignError, TrustedKey};
@@ -198,7 +198,7 @@ impl SignerView {
         let rule = Rule {
             pattern: "**".into(),
             identity: Identity::Exact(identity),
-            issuer,
+            issuer: Issuer::Exact(issuer),
         };
         match cks_iso_sigstore::rekor::verify_digest(root, &rule, digest, &evidence, super::now()) {
             Ok(v) => {

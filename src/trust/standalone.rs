@@ -17,16 +17,19 @@ use super::{TrustError, now};
 use crate::fetch::Origin;
 use crate::image::{Arch, Digest, Reference};
 use crate::registry::{Registry, RegistryError};
-use cks_iso_sigstore::Identity;
 use cks_iso_sigstore::verify::Step;
+use cks_iso_sigstore::{Identity, Issuer};
 use cks_iso_sigstore::{Rule, SignatureError, Signer, TrustedRoot, Verdict, tag_for};
 
 /// Why no image could be judged, or why one failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StandaloneError {
-    /// `--certificate-identity-regexp` is not a regular expression.
-    #[error("--certificate-identity-regexp {re:?}: {reason}")]
+    /// `--certificate-identity-regexp` or `--certificate-oidc-issuer-regexp` is not a regular
+    /// expression.
+    #[error("--{flag} {re:?}: {reason}")]
     Regex {
+        /// The flag.
+        flag: &'static str,
         /// The expression.
         re: String,
         /// Why.
@@ -78,7 +81,8 @@ impl StandaloneError {
             Self::Regex { .. } => "pass a regular expression (Rust regex syntax)".into(),
             Self::Trust(e) => return e.hint(),
             Self::Uncovered(_) => "name the signer with --certificate-identity (or \
-                 --certificate-identity-regexp) and --certificate-oidc-issuer, or add a rule to \
+                 --certificate-identity-regexp) and --certificate-oidc-issuer (or \
+                 --certificate-oidc-issuer-regexp), or add a rule to \
                  --signature-policy"
                 .into(),
             Self::Registry(e) => return e.hint(),
@@ -135,7 +139,9 @@ fn check_hint(err: &CheckError) -> Option<String> {
 /// Who must have signed: the identity flags, when given.
 pub struct SignerFlags<'a> {
     /// `--certificate-oidc-issuer`.
-    pub issuer: &'a str,
+    pub issuer: Option<&'a str>,
+    /// `--certificate-oidc-issuer-regexp`.
+    pub issuer_regexp: Option<&'a str>,
     /// `--certificate-identity`.
     pub identity: Option<&'a str>,
     /// `--certificate-identity-regexp`.
@@ -154,16 +160,25 @@ pub fn rules(
             (Some(exact), _) => Identity::Exact(exact.to_owned()),
             (None, Some(re)) => {
                 Identity::Regex(regex::Regex::new(re).map_err(|e| StandaloneError::Regex {
+                    flag: "certificate-identity-regexp",
                     re: re.to_owned(),
                     reason: e.to_string(),
                 })?)
             }
             (None, None) => unreachable!("clap requires an identity with the issuer"),
         };
+        let issuer = match Issuer::new(signer.issuer, signer.issuer_regexp) {
+            Some(issuer) => issuer.map_err(|e| StandaloneError::Regex {
+                flag: "certificate-oidc-issuer-regexp",
+                re: signer.issuer_regexp.unwrap_or_default().to_owned(),
+                reason: e.to_string(),
+            })?,
+            None => unreachable!("clap requires an issuer with the identity"),
+        };
         let rule = Rule {
             pattern: "**".into(),
             identity,
-            issuer: signer.issuer.to_owned(),
+            issuer,
         };
         return Ok(vec![rule; references.len()]);
     }

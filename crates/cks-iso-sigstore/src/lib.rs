@@ -57,8 +57,8 @@ pub use cosign::{
 pub use image::{Rejection, SignatureError, SignatureManifest, judge, judge_manifest};
 pub use invalid::Invalid;
 pub use policy::{
-    ALWAYS_SIGNED_SINCE_MINOR, CONTROL_PLANE_IMAGES, GOOGLE_ISSUER, Identity, K8S_BINARY_IDENTITY,
-    K8S_IMAGE_IDENTITY, Policy, Rule, always_signed,
+    ALWAYS_SIGNED_SINCE_MINOR, CONTROL_PLANE_IMAGES, GOOGLE_ISSUER, Identity, Issuer,
+    K8S_BINARY_IDENTITY, K8S_IMAGE_IDENTITY, Policy, Rule, always_signed,
 };
 pub use report::{
     BUNDLE_SUFFIX, BinaryEvidence, BinaryReport, ImageReport, Mode, PairMaterial, REPORT_PATH,

@@ -8,7 +8,7 @@
 //!   - match: "quay.io/acme/**"          # `*` within one path segment, `**` across segments
 //!     identity: "release@acme.example"  # exactly this SAN (e-mail or URI), or:
 //!   # identity-regex: "^https://github.com/acme/.+$"   (the whole SAN must match)
-//!     issuer: "https://accounts.google.com"
+//!     issuer: "https://accounts.google.com"   # or issuer-regex:, the whole issuer matching
 //!   - prefix: "ghcr.io/acme"            # this repository and every one below it
 //!     certificate-identity-regexp: "^https://github.com/acme/.+$"
 //!     certificate-oidc-issuer: "https://token.actions.githubusercontent.com"
@@ -18,8 +18,9 @@
 //! `docker.io/acme/tool`), or a registry host alone; it covers whole path segments only
 //! (`ghcr.io/acme` covers `ghcr.io/acme/tool`, never `ghcr.io/acme-evil/tool`). The signer keys
 //! also take the names of cosign's flags (`certificate-identity`, `certificate-identity-regexp`,
-//! `certificate-oidc-issuer`), so that a rule reads like the `cosign verify` line a publisher
-//! documents; the regexp must match the whole SAN, where cosign's may match a part of it.
+//! `certificate-oidc-issuer`, `certificate-oidc-issuer-regexp`), so that a rule reads like the
+//! `cosign verify` line a publisher documents; a regexp must match the whole SAN or issuer, where
+//! cosign's may match a part of it.
 
 use crate::Invalid;
 use serde::Deserialize;
@@ -82,9 +83,7 @@ impl Identity {
     pub fn matches(&self, san: &str) -> bool {
         match self {
             Self::Exact(want) => want == san,
-            Self::Regex(re) => re
-                .find(san)
-                .is_some_and(|m| m.start() == 0 && m.end() == san.len()),
+            Self::Regex(re) => whole_match(re, san),
         }
     }
 
@@ -97,6 +96,50 @@ impl Identity {
     }
 }
 
+/// The OIDC issuer a rule requires.
+#[derive(Debug, Clone)]
+pub enum Issuer {
+    /// Exactly this issuer URL.
+    Exact(String),
+    /// An issuer URL the whole of which matches (`--certificate-oidc-issuer-regexp`).
+    Regex(regex::Regex),
+}
+
+impl Issuer {
+    /// Whether the certificate's `issuer` is acceptable.
+    pub fn matches(&self, issuer: &str) -> bool {
+        match self {
+            Self::Exact(want) => want == issuer,
+            Self::Regex(re) => whole_match(re, issuer),
+        }
+    }
+
+    /// For errors: what is wanted.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Exact(want) => want.clone(),
+            Self::Regex(re) => format!("an issuer matching /{}/", re.as_str()),
+        }
+    }
+
+    /// An exact issuer, or one matching the regexp `re` (the flags' and the files' two forms);
+    /// the regexp's error when it does not compile.
+    pub fn new(exact: Option<&str>, re: Option<&str>) -> Option<Result<Self, regex::Error>> {
+        match (exact, re) {
+            (Some(exact), _) => Some(Ok(Self::Exact(exact.to_owned()))),
+            (None, Some(re)) => Some(regex::Regex::new(re).map(Self::Regex)),
+            (None, None) => None,
+        }
+    }
+}
+
+/// Whether `re` matches the whole of `text`, not a part of it: `re` anchored at both ends (a
+/// leftmost match alone would take `a` of `a|ab` and refuse `ab`). Compiled per call: a policy
+/// is judged a few dozen times per run.
+fn whole_match(re: &regex::Regex, text: &str) -> bool {
+    regex::Regex::new(&format!(r"\A(?:{})\z", re.as_str())).is_ok_and(|a| a.is_match(text))
+}
+
 /// Who must have signed the images whose name matches.
 #[derive(Debug, Clone)]
 pub struct Rule {
@@ -105,7 +148,7 @@ pub struct Rule {
     /// The SAN (e-mail or URI) of the signing certificate.
     pub identity: Identity,
     /// The OIDC issuer the certificate records.
-    pub issuer: String,
+    pub issuer: Issuer,
 }
 
 impl Rule {
@@ -114,7 +157,7 @@ impl Rule {
         Self {
             pattern: pattern.into(),
             identity: Identity::Exact(identity.into()),
-            issuer: issuer.into(),
+            issuer: Issuer::Exact(issuer.into()),
         }
     }
 
@@ -169,7 +212,9 @@ struct FileRule {
     #[serde(alias = "identity-regexp", alias = "certificate-identity-regexp")]
     identity_regex: Option<String>,
     #[serde(alias = "certificate-oidc-issuer")]
-    issuer: String,
+    issuer: Option<String>,
+    #[serde(alias = "issuer-regexp", alias = "certificate-oidc-issuer-regexp")]
+    issuer_regex: Option<String>,
 }
 
 /// The globs a rule's `prefix` stands for: the repository itself and every one below it (`*` is
@@ -236,12 +281,12 @@ impl Policy {
     }
 
     /// A policy of one rule covering everything (the signer flags of `verify` and `register`).
-    pub fn one(identity: Identity, issuer: &str) -> Self {
+    pub fn one(identity: Identity, issuer: Issuer) -> Self {
         Self {
             rules: vec![Rule {
                 pattern: "**".into(),
                 identity,
-                issuer: issuer.into(),
+                issuer,
             }],
         }
     }
@@ -275,13 +320,25 @@ fn rules_of(file_rules: Vec<FileRule>) -> Result<Vec<Rule>, Invalid> {
                 );
             }
         };
-        if patterns.iter().any(String::is_empty) || r.issuer.is_empty() {
-            return Err(format!("rule {n}: match and issuer must not be empty").into());
+        let issuer = match (r.issuer, r.issuer_regex) {
+            (Some(exact), None) if !exact.is_empty() => Issuer::Exact(exact),
+            (None, Some(re)) => Issuer::Regex(
+                regex::Regex::new(&re).map_err(|e| format!("rule {n}: issuer-regex: {e}"))?,
+            ),
+            _ => {
+                return Err(format!(
+                    "rule {n}: give exactly one of issuer, issuer-regex (not empty)"
+                )
+                .into());
+            }
+        };
+        if patterns.iter().any(String::is_empty) {
+            return Err(format!("rule {n}: match must not be empty").into());
         }
         rules.extend(patterns.into_iter().map(|pattern| Rule {
             pattern,
             identity: identity.clone(),
-            issuer: r.issuer.clone(),
+            issuer: issuer.clone(),
         }));
     }
     Ok(rules)
@@ -387,6 +444,36 @@ mod tests {
     }
 
     #[test]
+    fn an_issuer_regexp_matches_whole_issuers_and_a_rule_takes_one_issuer_form() {
+        let policy = Policy::with_file(
+            "rules:\n  - match: \"ghcr.io/**\"\n    identity-regex: \"^https://github.com/acme/.+$\"\n    certificate-oidc-issuer-regexp: \"https://token[.]actions[.]githubusercontent[.]com|https://gitlab[.]example\"\n",
+        )
+        .unwrap();
+        let rule = policy.rule_for("ghcr.io/acme/tool").unwrap();
+        for (issuer, ok) in [
+            ("https://token.actions.githubusercontent.com", true),
+            ("https://gitlab.example", true),
+            ("https://gitlab.example.evil", false),
+            ("evil https://gitlab.example", false),
+            ("https://accounts.google.com", false),
+        ] {
+            assert_eq!(rule.issuer.matches(issuer), ok, "{issuer}");
+        }
+        assert!(rule.issuer.describe().starts_with("an issuer matching /"));
+        // The leftmost match of an alternation is not the whole: `a|ab` still accepts `ab`.
+        let alternation = Issuer::new(None, Some("a|ab")).unwrap().unwrap();
+        assert!(alternation.matches("ab"));
+        for both_or_none in [
+            "rules:\n  - match: a\n    identity: x\n    issuer: b\n    issuer-regexp: c\n",
+            "rules:\n  - match: a\n    identity: x\n",
+            "rules:\n  - match: a\n    identity: x\n    issuer: \"\"\n",
+            "rules:\n  - match: a\n    identity: x\n    issuer-regex: \"(\"\n",
+        ] {
+            assert!(Policy::with_file(both_or_none).is_err(), "{both_or_none}");
+        }
+    }
+
+    #[test]
     fn a_prefix_covers_whole_segments_of_the_normalised_name_with_cosign_s_key_names() {
         let policy = Policy::with_file(
             "rules:\n  - prefix: ghcr.io/acme/\n    certificate-identity-regexp: \"^https://github.com/acme/.+$\"\n    certificate-oidc-issuer: https://token.actions.githubusercontent.com\n  - prefix: bitnami/redis\n    certificate-identity: release@bitnami.example\n    issuer: https://accounts.google.com\n  - prefix: registry.acme.example:5000\n    identity-regexp: \"^ops@acme[.]example$\"\n    issuer: https://accounts.google.com\n",
@@ -404,7 +491,16 @@ mod tests {
             assert!(rule.identity.matches(identity), "{repository}");
         }
         let github = policy.rule_for("ghcr.io/acme/tool").unwrap();
-        assert_eq!(github.issuer, "https://token.actions.githubusercontent.com");
+        assert!(
+            github
+                .issuer
+                .matches("https://token.actions.githubusercontent.com")
+        );
+        assert!(
+            !github
+                .issuer
+                .matches("https://token.actions.githubusercontent.com.evil")
+        );
         assert!(!github.identity.matches("evil https://github.com/acme/x"));
         for uncovered in [
             "ghcr.io/acme-evil/tool",

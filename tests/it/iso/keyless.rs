@@ -292,6 +292,22 @@ fn build_sign_writes_a_bundle_sigstore_python_and_verify_accept_and_both_refuse_
         said.contains(&format!("signed by {RELEASER} via {issuer}, at 20")),
         "{said}"
     );
+    // The issuer as a regexp: the world's issuer (a loopback URL) matches as a whole; a regexp
+    // of a part of it does not.
+    let by_issuer_regexp = |re: &str| {
+        cks_iso()
+            .arg("verify")
+            .arg(&iso)
+            .args(["--iso-signature", "--signer-trusted-root", p(root)])
+            .args(["--certificate-identity", RELEASER])
+            .args(["--certificate-oidc-issuer-regexp", re])
+            .output()
+            .unwrap()
+    };
+    let o = by_issuer_regexp("http://127[.]0[.]0[.]1:[0-9]+(/.*)?");
+    assert!(o.status.success(), "{}", combined(&o));
+    let o = by_issuer_regexp("http://127[.]0[.]0[.]1");
+    assert_eq!(o.status.code(), Some(1), "{}", combined(&o));
 
     // One byte changed: both refuse.
     let spoiled = dir.path().join("spoiled");

@@ -138,6 +138,37 @@ fn a_signed_image_verifies_by_tag_and_by_digest_fetching_only_its_signature() {
     );
     assert_eq!(code(&done), Some(0), "{}", combined(&done));
 
+    // The issuer as a regular expression too: the whole issuer must match, not a part of it.
+    let issuer_regexp = |re: &str| {
+        verify_image(
+            &config,
+            &cache,
+            &[
+                "--certificate-identity",
+                "krel-trust@k8s-releng-prod.iam.gserviceaccount.com",
+                "--certificate-oidc-issuer-regexp",
+                re,
+                PAUSE,
+            ],
+        )
+    };
+    let done = issuer_regexp("https://accounts[.]google[.]com|https://token[.]actions.+");
+    assert_eq!(code(&done), Some(0), "{}", combined(&done));
+    let done = issuer_regexp("https://accounts");
+    assert_eq!(code(&done), Some(1), "{}", combined(&done));
+    assert!(
+        combined(&done).contains("an issuer matching /https://accounts/"),
+        "{}",
+        combined(&done)
+    );
+    let done = issuer_regexp("(");
+    assert_eq!(code(&done), Some(2), "{}", combined(&done));
+    assert!(
+        combined(&done).contains("--certificate-oidc-issuer-regexp \"(\""),
+        "{}",
+        combined(&done)
+    );
+
     // --arch: the index is fetched and the platform manifest's own signature taken, as build.
     let done = verify_image(&config, &cache, &["--arch", "arm64", "--json", PAUSE]);
     assert_eq!(code(&done), Some(0), "{}", combined(&done));

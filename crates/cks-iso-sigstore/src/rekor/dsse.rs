@@ -13,7 +13,7 @@ use crate::Invalid;
 use crate::dsse::{Envelope, IN_TOTO_PAYLOAD_TYPE, Logged, Statement, pae};
 use crate::policy::Rule;
 use crate::root::TrustedRoot;
-use crate::verify::{self, Blob, Failure, Step, Verified, b64, signed_at};
+use crate::verify::{self, Blob, Failure, Signer, Step, Verified, b64, signed_at};
 use crate::x509::{Cert, pem_certificates};
 
 fn field<'a>(v: &'a Value, path: &[&str]) -> &'a Value {
@@ -160,9 +160,9 @@ pub(crate) fn verify(
         .map_err(|e| failure(Step::RekorEntry, e.into()))?;
     let signed = pae(&env.payload_type, &env.payload);
     let signed_digest: [u8; 32] = Sha256::digest(&signed).into();
-    let mut identity = String::new();
+    let mut signer = Signer::default();
     for &when in &times {
-        identity = signed_at(
+        signer = signed_at(
             root,
             rule,
             &leaf,
@@ -192,8 +192,8 @@ pub(crate) fn verify(
     }
     logged(root, evidence, times[0].0)?;
     Ok(Verified {
-        identity,
-        issuer: rule.issuer.clone(),
+        identity: signer.identity,
+        issuer: signer.issuer,
         log_index: evidence.log_index,
         integrated_time: times[0].0,
         timestamped: evidence.version == EntryVersion::V002,

@@ -11,7 +11,7 @@ use super::{Evidence, MAX_TIMESTAMPS, logged};
 use crate::policy::Rule;
 use crate::root::TrustedRoot;
 use crate::tsa::TimeStamp;
-use crate::verify::{Blob, Failure, Step, Verified, b64, signed_at};
+use crate::verify::{Blob, Failure, Signer, Step, Verified, b64, signed_at};
 use crate::x509::Cert;
 
 #[derive(Deserialize)]
@@ -120,9 +120,9 @@ pub(crate) fn verify(
         }
     })?;
     let times = timestamps(root, evidence)?;
-    let mut identity = String::new();
+    let mut signer = Signer::default();
     for &t in &times {
-        identity = signed_at(
+        signer = signed_at(
             root,
             rule,
             &leaf,
@@ -135,8 +135,8 @@ pub(crate) fn verify(
     }
     logged(root, evidence, times[0])?;
     Ok(Verified {
-        identity,
-        issuer: rule.issuer.clone(),
+        identity: signer.identity,
+        issuer: signer.issuer,
         log_index: evidence.log_index,
         integrated_time: times[0],
         timestamped: true,

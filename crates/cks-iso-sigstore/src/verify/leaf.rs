@@ -15,7 +15,7 @@ use super::{Blob, Failure, Step, fail};
 /// established, "integrated" by Rekor v1 or "timestamped" by a timestamp authority): the leaf
 /// chains to a CA of the root at `t`, embeds a valid SCT, signed `payload` (whose sha256 is
 /// `digest`) with `signature`, was valid at `t` (not in the future of `now`), and names the
-/// rule's identity and issuer. Returns the identity that matched.
+/// rule's identity and issuer. Returns the signer: the identity and the issuer that matched.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn signed_at(
     root: &TrustedRoot,
@@ -26,7 +26,7 @@ pub(crate) fn signed_at(
     digest: &[u8; 32],
     (t, when): (i64, &str),
     now: i64,
-) -> Result<String, Failure> {
+) -> Result<Signer, Failure> {
     use Step::*;
     // 7. Time, its first half: the leaf's own validity. Before the path (check 4), which webpki
     // validates at `t` for the leaf too: a signature made outside the leaf's validity is refused
@@ -89,17 +89,24 @@ pub(crate) fn signed_at(
         step: Issuer,
         reason: e.into(),
     })?;
-    if issuer.as_deref() != Some(rule.issuer.as_str()) {
-        return fail(
+    match issuer {
+        Some(issuer) if rule.issuer.matches(&issuer) => Ok(Signer { identity, issuer }),
+        issuer => fail(
             Issuer,
             format!(
                 "issued for {}, the policy wants {}",
                 issuer.as_deref().unwrap_or("no OIDC issuer"),
-                rule.issuer
+                rule.issuer.describe()
             ),
-        );
+        ),
     }
-    Ok(identity)
+}
+
+/// Who a certificate says signed: the identity (SAN) and the OIDC issuer the rule accepted.
+#[derive(Debug, Default)]
+pub(crate) struct Signer {
+    pub(crate) identity: String,
+    pub(crate) issuer: String,
 }
 
 fn list(ids: &[String]) -> String {

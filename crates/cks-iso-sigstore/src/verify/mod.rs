@@ -21,7 +21,7 @@ use crate::x509::{Cert, pem_certificates};
 
 use entry::RekorBundle;
 pub(crate) use entry::{b64, logs, rekor_set};
-pub(crate) use leaf::signed_at;
+pub(crate) use leaf::{Signer, signed_at};
 
 /// The checks, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,7 +261,7 @@ pub fn blob(
         step: RekorEntry,
         reason: reason.into(),
     })?;
-    let identity = signed_at(
+    let signer = signed_at(
         root,
         rule,
         &leaf,
@@ -272,8 +272,8 @@ pub fn blob(
         now,
     )?;
     Ok(Verified {
-        identity,
-        issuer: rule.issuer.clone(),
+        identity: signer.identity,
+        issuer: signer.issuer,
         log_index: p.log_index,
         integrated_time: p.integrated_time,
         timestamped: false,
