@@ -57,6 +57,18 @@ pub struct TargetError {
     pub why: &'static str,
 }
 
+/// Two images of different repositories that one name of the target would hold.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{first} and {second} would both be pushed to {name}")]
+pub struct NameClash {
+    /// The image that took the name first.
+    pub first: String,
+    /// The image that would take it too.
+    pub second: String,
+    /// The target's repository both map to.
+    pub name: String,
+}
+
 impl Target {
     /// Parses `--to REGISTRY[/PREFIX]`; plain HTTP when the host is among `insecure`.
     pub fn parse(text: &str, insecure: &[String]) -> Result<Self, TargetError> {
@@ -140,15 +152,17 @@ impl Target {
     pub fn check_names<'a>(
         &self,
         references: impl IntoIterator<Item = &'a Reference>,
-    ) -> Result<(), String> {
+    ) -> Result<(), NameClash> {
         let mut taken: BTreeMap<String, &Reference> = BTreeMap::new();
         for reference in references {
             let name = self.name(reference);
             match taken.get(&name) {
                 Some(other) if other.repository() != reference.repository() => {
-                    return Err(format!(
-                        "{other} and {reference} would both be pushed to {name}"
-                    ));
+                    return Err(NameClash {
+                        first: other.to_string(),
+                        second: reference.to_string(),
+                        name,
+                    });
                 }
                 Some(_) => {}
                 None => {
@@ -213,7 +227,7 @@ mod tests {
         let flat = nested.with_mapping(Mapping::Flat);
         let err = flat.check_names(&refs).unwrap_err();
         assert_eq!(
-            err,
+            err.to_string(),
             "registry.k8s.io/pause:3.10 and quay.io/other/pause:1 would both be pushed to \
              reg:5000/p/pause"
         );

@@ -173,7 +173,7 @@ fn publish_built(desired: &Desired, slots: &mut [Slot], group: &[usize], built: 
 
 /// Moves the ISO at `built` and the files beside it (SBOMs, signatures, `.sha256`) to `served`
 /// and beside it, each by a rename, so a served name is never a partial file: the SBOMs and
-/// signatures first, then the ISO, then its `.sha256`, which [`super::run`] reads as "a whole
+/// signatures first, then the ISO, then its `.sha256`, which [`super::run()`] reads as "a whole
 /// ISO is here" (an old `.sha256` is removed before the ISO is replaced).
 fn publish(built: &Path, served: &Path) -> std::io::Result<()> {
     let beside = |base: &Path, suffix: &str| {

@@ -1,7 +1,7 @@
 //! A sync across an air gap. The connected side cannot see the far zone's CloudStack, and the far
 //! side cannot see upstream, so the one run is cut in two where a lock can carry it: on the
 //! connected side `sync --plan --write-locks DIR` resolves each minor as a run would and writes
-//! the run's lock of each version's build ([`write`]; everything the lock names is fetched into
+//! the run's lock of each version's build ([`write()`]; everything the lock names is fetched into
 //! the cache on the way, so `cache export --locked DIR/*.lock --minus …` can carry it); on the
 //! far side `sync --locks DIR --offline` takes each minor's version from its lock instead of its
 //! label ([`wanted`]) and builds exactly that lock, from the imported cache and the ISOs already

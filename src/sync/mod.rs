@@ -5,7 +5,7 @@
 //! holds a lock so two runs do not both act ([`runlock`]), and reports per minor × arch
 //! ([`report`]). The build is the pipeline's, its second caller after `build`: a
 //! [`crate::pipeline::matrix::Matrix`] of one build per version on one shared cache, registry client and
-//! checker ([`run`]). Across an air gap the run is cut in two where a lock carries it ([`locks`]).
+//! checker ([`run()`]). Across an air gap the run is cut in two where a lock carries it ([`locks`]).
 
 mod act;
 pub mod decide;

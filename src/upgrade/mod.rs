@@ -4,7 +4,7 @@
 //! imports every `docker/*` archive with `ctr` (no retry: one failure aborts the upgrade), copies
 //! kubeadm, runs `kubeadm upgrade`, then swaps kubelet and kubectl. This module gives the verdict
 //! before any node sees TO, from what `app` read: both sides as `diff` reads them ([`diff::Side`]),
-//! TO's archives as containerd imports them ([`scan`]), and TO's `verify` report for the
+//! TO's archives as containerd imports them ([`scan()`]), and TO's `verify` report for the
 //! CloudStack release the cluster runs. The checks:
 //!
 //! - CloudStack's version rule ([`rule`]) and the same architecture on both sides;
