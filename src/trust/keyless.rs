@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use cks_iso_sigstore::keyed::SigningKey;
 use cks_iso_sigstore::keyless::{self, IdentityToken};
 use cks_iso_sigstore::rekor::{self, Evidence};
-use cks_iso_sigstore::{Identity, Issuer};
+use cks_iso_sigstore::{Identity, Invalid, Issuer};
 use cks_iso_sigstore::{Policy, TrustedRoot};
 
 use super::sign::{SignError, Signed};
@@ -178,7 +178,7 @@ impl KeylessSigner {
             )
             .await?;
         let evidence = evidence(digest, &signature, &leaf_pem, &reply)
-            .map_err(|reason| refused("Rekor", &self.rekor, reason))?;
+            .map_err(|e| refused("Rekor", &self.rekor, e.to_string()))?;
         let identity = Identity::Exact(self.token.identity().to_owned());
         let policy = Policy::one(identity, Issuer::Exact(self.token.issuer.clone()));
         let rule = policy.rule_for("**").expect("the one rule covers all");
@@ -277,17 +277,17 @@ fn evidence(
     signature: &[u8],
     leaf_pem: &str,
     reply: &[u8],
-) -> Result<Evidence, String> {
+) -> Result<Evidence, Invalid> {
     use base64::Engine as _;
     let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
     let (sig, cert) = (b64(signature), b64(leaf_pem.as_bytes()));
-    let entries = rekor::entries(reply).map_err(|e| format!("its answer: {e}"))?;
+    let entries = rekor::entries(reply).map_err(|e| Invalid::from(format!("its answer: {e}")))?;
     let entry = entries
         .values()
         .find(|e| Evidence::logged_by(digest, sig.as_bytes(), cert.as_bytes(), e))
-        .ok_or("its answer holds no entry of this signature")?;
+        .ok_or_else(|| Invalid::from("its answer holds no entry of this signature"))?;
     Evidence::from_rekor(digest, sig.as_bytes(), cert.as_bytes(), entry)
-        .map_err(|e| format!("its entry: {e}"))
+        .map_err(|e| Invalid::from(format!("its entry: {e}")))
 }
 
 fn read_signing_config(path: &Path) -> Result<keyless::Services, SignError> {

@@ -42,11 +42,11 @@ impl SignerView {
         Self { keys, root: cell }
     }
 
-    fn root(&self) -> Result<&TrustedRoot, String> {
+    fn root(&self) -> Result<&TrustedRoot, super::TrustError> {
         if let Some(root) = self.root.get() {
             return Ok(root);
         }
-        let (root, _) = super::trusted_root(None, None).map_err(|e| e.to_string())?;
+        let (root, _) = super::trusted_root(None, None)?;
         Ok(self.root.get_or_init(|| root))
     }
 
@@ -191,7 +191,7 @@ impl SignerView {
             Ok(root) => root,
             Err(why) => {
                 found.status = SignatureStatus::Invalid;
-                found.reason = Some(why);
+                found.reason = Some(why.to_string());
                 return found;
             }
         };
