@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
+use super::common::{cache_cmd, contents, ls_json, text};
 use crate::support::registry::{pull, succeeded};
 use crate::support::{cks_iso, ended_quietly, ok, p};
 use cks_iso::cache::{Cache, Key};
@@ -38,10 +38,9 @@ struct Setup {
     file: Digest,
 }
 
-fn setup() -> Setup {
-    let world = world();
-    let tmp = tempfile::tempdir().unwrap();
-    let cache = tmp.path().join("cache");
+/// Pulls every image of [`LOCKED`], and [`UNLOCKED`] for amd64, into `cache` from the world's
+/// registry.
+fn pull_images(world: &RegistryWorld, cache: &Path, tmp: &Path) {
     for arch in ["amd64", "arm64"] {
         let mut refs: Vec<String> = LOCKED
             .iter()
@@ -54,14 +53,15 @@ fn setup() -> Setup {
         let mut args = refs.clone();
         args.extend(["--arch".into(), arch.into()]);
         args.extend(world.mirror_args(&world.registry.url()));
-        let lines = succeeded(&pull(
-            &args,
-            &cache,
-            &tmp.path().join(format!("out-{arch}")),
-        ));
+        let lines = succeeded(&pull(&args, cache, &tmp.join(format!("out-{arch}"))));
         assert_eq!(lines.len(), refs.len());
     }
-    let store = Cache::new(&cache);
+}
+
+/// A downloaded file and a manifest kept by URL, the way a build keeps them, and the file's
+/// published checksum, which no lock needs; the file's digest and size, the manifest's digest.
+fn remember_downloads(cache: &Path) -> (Digest, u64, Digest) {
+    let store = Cache::new(cache);
     let kubeadm = b"\x7fELF kubeadm for the cache tests".to_vec();
     let file = store.put_bytes(&kubeadm).unwrap();
     let size = kubeadm.len() as u64;
@@ -74,16 +74,23 @@ fn setup() -> Setup {
     store
         .remember(&key, &taken, network.len() as u64, MANIFEST_URL)
         .unwrap();
-    // Things no lock needs: the file's published checksum and its entry.
     let published = format!("{}\n", file.hex());
     let sum = store.put_bytes(published.as_bytes()).unwrap();
     let sum_url = format!("{FILE_URL}.sha256");
     store
         .remember(&Key::Url(sum_url.clone()), &sum, 65, &sum_url)
         .unwrap();
+    (file, size, taken)
+}
 
-    let mut needed = BTreeSet::from([file.to_string(), taken.to_string()]);
-    let mut needed_keys = BTreeSet::from([format!("url:{FILE_URL}"), key.to_string()]);
+/// The lock's `arches`: [`LOCKED`]'s images per arch and the file for amd64; adds every digest
+/// and index key they need to `needed` and `needed_keys`.
+fn locked_arches(
+    world: &RegistryWorld,
+    (file, size): (&Digest, u64),
+    needed: &mut BTreeSet<String>,
+    needed_keys: &mut BTreeSet<String>,
+) -> serde_json::Map<String, Value> {
     let mut arches = serde_json::Map::new();
     for arch in ["amd64", "arm64"] {
         let mut images = Vec::new();
@@ -110,7 +117,12 @@ fn setup() -> Setup {
             json!({"iso": format!("setup-{arch}.iso"), "files": files, "images": images}),
         );
     }
-    let lock = json!({
+    arches
+}
+
+/// A lock of 1.33.1 with `arches` and the manifest `taken`.
+fn lock_document(arches: serde_json::Map<String, Value>, taken: &Digest) -> Value {
+    json!({
         "version": 1, "cks_iso": env!("CARGO_PKG_VERSION"), "epoch": 1700000000,
         "request": {
             "kubernetes": "1.33.1", "arches": ["amd64", "arm64"], "cni": "1.6.2",
@@ -128,8 +140,23 @@ fn setup() -> Setup {
              "sha256_taken": Digest::of(b"unit").hex(), "sha256": Digest::of(b"unit").hex()},
         ],
         "arches": arches,
-    });
+    })
+}
+
+fn setup() -> Setup {
+    let world = world();
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    pull_images(&world, &cache, tmp.path());
+    let (file, size, taken) = remember_downloads(&cache);
+    let mut needed = BTreeSet::from([file.to_string(), taken.to_string()]);
+    let mut needed_keys = BTreeSet::from([
+        format!("url:{FILE_URL}"),
+        Key::Url(MANIFEST_URL.into()).to_string(),
+    ]);
+    let arches = locked_arches(&world, (&file, size), &mut needed, &mut needed_keys);
     let lock_path = tmp.path().join("cks-iso.lock");
+    let lock = lock_document(arches, &taken);
     fs::write(&lock_path, serde_json::to_string_pretty(&lock).unwrap()).unwrap();
     Setup {
         _world: world,
@@ -140,37 +167,6 @@ fn setup() -> Setup {
         needed_keys,
         file,
     }
-}
-
-/// `cks-iso cache <args> --cache-dir <cache>`.
-fn cache_cmd(cache: &Path, args: &[&str]) -> Output {
-    cks_iso()
-        .arg("cache")
-        .args(args)
-        .arg("--cache-dir")
-        .arg(cache)
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// `sha256:<hex>` of every blob under its final name, and every index key, in `cache`.
-fn contents(cache: &Path) -> (BTreeSet<String>, BTreeSet<String>) {
-    let store = Cache::new(cache);
-    let (blobs, _) = store.blob_files().unwrap();
-    let keys = store.index().unwrap().into_iter().map(|e| e.key).collect();
-    (
-        blobs.into_iter().map(|b| b.digest.to_string()).collect(),
-        keys,
-    )
-}
-
-fn ls_json(cache: &Path, locked: &Path) -> Value {
-    let out = ok(cache_cmd(cache, &["ls", "--json", "--locked", p(locked)]));
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]
@@ -445,128 +441,6 @@ fn prune_keeps_exactly_what_the_locks_need() {
         text(&out.stdout).starts_with("freed 0 B: 0 blob(s) and 0 index entries removed"),
         "{}",
         text(&out.stdout)
-    );
-}
-
-/// The whole air-gap trip: an online build writes its lock, the cache is exported for it and
-/// imported into an empty cache, every server stops, and `build --locked --offline` from that
-/// cache makes the same ISO byte for byte. On the way, a corrupt blob removed by `verify --fix`
-/// is fetched again by the next build.
-#[test]
-fn a_cache_exported_for_a_build_rebuilds_it_offline_elsewhere() {
-    use cks_iso_testworld::world::{Options, World};
-    let world = World::start(Options::default());
-    let tmp = tempfile::tempdir().unwrap();
-    let at = |rel: &str| tmp.path().join(rel);
-    fs::create_dir_all(at("tmp")).unwrap();
-    let lock = at("cks-iso.lock");
-    ok(cks_iso()
-        .env("CKS_ISO_CONFIG", world.config_path())
-        .env("TMPDIR", at("tmp"))
-        .env("SOURCE_DATE_EPOCH", "1700000000")
-        .args([
-            "build",
-            "--arch",
-            "amd64",
-            "--kubernetes",
-            world.kubernetes(),
-        ])
-        .args([
-            "--network",
-            world.network_url(),
-            "--dashboard",
-            world.dashboard_url(),
-        ])
-        .args(["--headlamp", world.headlamp_url()])
-        .args(["--output", p(&at("online")), "--cache-dir", p(&at("cache"))])
-        .args(["--lock-file", p(&lock)])
-        .output()
-        .unwrap());
-    ok(cache_cmd(
-        &at("cache"),
-        &["export", "--locked", p(&lock), "-o", p(&at("export"))],
-    ));
-    ok(cache_cmd(
-        &at("carried"),
-        &["import", p(&at("export")), "--locked", p(&lock)],
-    ));
-    assert_eq!(contents(&at("carried")), contents(&at("export")));
-    let listed = ls_json(&at("carried"), &lock);
-    assert_eq!(listed["locks"][0]["missing"], 0, "{listed:#}");
-
-    // A flipped byte in the online cache: verify names it, --fix removes it, and the next
-    // locked build fetches it again and makes the same ISO.
-    let (blobs, _) = Cache::new(at("cache")).blob_files().unwrap();
-    let biggest = blobs.iter().max_by_key(|b| b.size).unwrap().digest.clone();
-    let path = at("cache/blobs/sha256").join(biggest.hex());
-    let mut bytes = fs::read(&path).unwrap();
-    bytes[7] ^= 0x20;
-    fs::write(&path, bytes).unwrap();
-    let out = cache_cmd(&at("cache"), &["verify"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stdout).contains(&format!("corrupt {biggest}")));
-    ok(cache_cmd(&at("cache"), &["verify", "--fix"]));
-    assert!(!path.exists());
-    ok(cks_iso()
-        .env("CKS_ISO_CONFIG", world.config_path())
-        .env("TMPDIR", at("tmp"))
-        .args([
-            "build",
-            "--locked",
-            p(&lock),
-            "--output",
-            p(&at("refetched")),
-        ])
-        .args(["--cache-dir", p(&at("cache"))])
-        .output()
-        .unwrap());
-    assert_eq!(
-        Cache::new(at("cache")).rehash(&biggest).unwrap().actual,
-        biggest
-    );
-    // The world's Sigstore root, which its signatures chain to, outlives the world.
-    let root = at("trusted_root.json");
-    fs::copy(
-        world.config_path().with_file_name("trusted_root.json"),
-        &root,
-    )
-    .unwrap();
-    drop(world);
-
-    let out = ok(cks_iso()
-        .env_remove("CKS_ISO_CONFIG")
-        .env("TMPDIR", at("tmp"))
-        .args(["build", "--locked", p(&lock), "--offline"])
-        .args(["--trusted-root", p(&root)])
-        .args([
-            "--output",
-            p(&at("offline")),
-            "--cache-dir",
-            p(&at("carried")),
-        ])
-        .output()
-        .unwrap());
-    let isos = |dir: &str| -> Vec<String> {
-        crate::support::names(&at(dir))
-            .into_iter()
-            .filter(|n| n.ends_with(".iso"))
-            .collect()
-    };
-    assert_eq!(isos("online").len(), 1, "{}", text(&out.stderr));
-    assert_eq!(isos("online"), isos("offline"));
-    let name = &isos("online")[0];
-    let (online, offline) = (at("online").join(name), at("offline").join(name));
-    assert!(
-        fs::read(&online).unwrap() == fs::read(&offline).unwrap(),
-        "{name} differs between the online build and the offline one from the carried cache"
-    );
-    assert!(
-        fs::read(&online).unwrap() == fs::read(at("refetched").join(name)).unwrap(),
-        "{name} differs after the corrupt blob was fetched again"
-    );
-    assert!(
-        crate::support::names(&at("tmp")).is_empty(),
-        "nothing left behind"
     );
 }
 

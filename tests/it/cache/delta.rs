@@ -154,22 +154,11 @@ fn export_both(dir: &Path, new_lock: &Path, minus: &Path, name: &str) -> (u64, u
     (d, f)
 }
 
-#[test]
-fn a_patch_delta_is_small_and_rebuilds_new_offline_from_the_old_iso_byte_for_byte() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let built = build_online(dir, &["1.33.0", "1.33.1"]);
-    let [(old_iso, old_lock), (new_iso, new_lock)] = [built[0].clone(), built[1].clone()];
-    let (delta, full) = export_both(dir, &new_lock, &old_iso, "patch");
-    assert!(
-        delta < full,
-        "a patch delta of {delta} bytes is no smaller than {full}"
-    );
-    // The world is stopped: everything below runs with no server.
-
-    // Without the delta: the build names what is missing and the export that brings it.
+/// Without the delta (an empty cache), the offline build names what is missing and the export
+/// that brings it, and writes no ISO.
+fn assert_missing_blobs_named_with_the_export(dir: &Path, new_lock: &Path, old_iso: &Path) {
     let bare = dir.join("bare");
-    let out = offline_build(dir, &new_lock, &bare, &dir.join("none"), &[&old_iso])
+    let out = offline_build(dir, new_lock, &bare, &dir.join("none"), &[old_iso])
         .output()
         .unwrap();
     let (_, stderr) = text(&out);
@@ -184,35 +173,32 @@ fn a_patch_delta_is_small_and_rebuilds_new_offline_from_the_old_iso_byte_for_byt
         assert!(stderr.contains(want), "{want:?} not in:\n{stderr}");
     }
     assert!(!dir.join("none").join("setup-v1.33.1-x86_64.iso").exists());
+}
 
-    // A delta for another lock is refused at import.
-    let out = cache_cmd(
-        &dir.join("wrong"),
-        &[
-            "import",
-            p(&dir.join("patch-delta")),
-            "--locked",
-            p(&old_lock),
-        ],
-    );
+/// `cache import` of the patch delta into `into` with `--locked LOCK` and `extra`.
+fn import_patch_delta(dir: &Path, into: &str, lock: &Path, extra: &[&str]) -> Output {
+    let delta = dir.join("patch-delta");
+    let mut args = vec!["import", p(&delta), "--locked", p(lock)];
+    args.extend(extra);
+    cache_cmd(&dir.join(into), &args)
+}
+
+/// A delta for another lock is refused at import; with its own lock, the import says what it
+/// expects from the old ISO, and checks it when given (the new ISO is no stand-in for the old
+/// one: what the delta assumes is not all in it). Returns the far cache the delta went into.
+fn import_the_delta_checking_what_it_assumes(
+    dir: &Path,
+    (old_iso, old_lock): (&Path, &Path),
+    (new_iso, new_lock): (&Path, &Path),
+) -> PathBuf {
+    let out = import_patch_delta(dir, "wrong", old_lock, &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         text(&out).1.contains("is a delta for another lock than"),
         "{}",
         text(&out).1
     );
-
-    // Import only the delta; its import says what it expects from the old ISO, and checks it.
-    let far = dir.join("far");
-    let out = ok(cache_cmd(
-        &far,
-        &[
-            "import",
-            p(&dir.join("patch-delta")),
-            "--locked",
-            p(&new_lock),
-        ],
-    ));
+    let out = ok(import_patch_delta(dir, "far", new_lock, &[]));
     assert!(
         text(&out)
             .1
@@ -220,28 +206,18 @@ fn a_patch_delta_is_small_and_rebuilds_new_offline_from_the_old_iso_byte_for_byt
         "{}",
         text(&out).1
     );
-    ok(cache_cmd(
-        &dir.join("far-checked"),
-        &[
-            "import",
-            p(&dir.join("patch-delta")),
-            "--locked",
-            p(&new_lock),
-            "--from-iso",
-            p(&old_iso),
-        ],
+    ok(import_patch_delta(
+        dir,
+        "far-checked",
+        new_lock,
+        &["--from-iso", p(old_iso)],
     ));
-    // The new ISO is no stand-in for the old one: what the delta assumes is not all in it.
-    let out = cache_cmd(
-        &dir.join("far-wrong-iso"),
-        &[
-            "import",
-            p(&dir.join("patch-delta")),
-            "--locked",
-            p(&new_lock),
-            "--from-iso",
-            p(&built_minor_stand_in(dir, &new_iso)),
-        ],
+    let stand_in = built_minor_stand_in(dir, new_iso);
+    let out = import_patch_delta(
+        dir,
+        "far-wrong-iso",
+        new_lock,
+        &["--from-iso", p(&stand_in)],
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out).1);
     assert!(
@@ -249,9 +225,19 @@ fn a_patch_delta_is_small_and_rebuilds_new_offline_from_the_old_iso_byte_for_byt
         "{}",
         text(&out).1
     );
+    dir.join("far")
+}
 
+/// The offline build from the far cache takes the rest from the old ISO, saying so, and gives
+/// the new ISO byte for byte.
+fn assert_rebuilt_from_the_old_iso(
+    dir: &Path,
+    far: &Path,
+    old_iso: &Path,
+    (new_iso, new_lock): (&Path, &Path),
+) {
     let rebuilt = dir.join("rebuilt");
-    let out = ok(offline_build(dir, &new_lock, &far, &rebuilt, &[&old_iso])
+    let out = ok(offline_build(dir, new_lock, far, &rebuilt, &[old_iso])
         .output()
         .unwrap());
     assert!(text(&out).1.contains("blob(s)"), "{}", text(&out).1);
@@ -264,11 +250,30 @@ fn a_patch_delta_is_small_and_rebuilds_new_offline_from_the_old_iso_byte_for_byt
     );
     let again = rebuilt.join("setup-v1.33.1-x86_64.iso");
     assert!(
-        same_bytes(&new_iso, &again),
+        same_bytes(new_iso, &again),
         "{} differs from {}",
         again.display(),
         new_iso.display()
     );
+}
+
+#[test]
+fn a_patch_delta_is_small_and_rebuilds_new_offline_from_the_old_iso_byte_for_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let built = build_online(dir, &["1.33.0", "1.33.1"]);
+    let [(old_iso, old_lock), (new_iso, new_lock)] = [built[0].clone(), built[1].clone()];
+    let (delta, full) = export_both(dir, &new_lock, &old_iso, "patch");
+    assert!(
+        delta < full,
+        "a patch delta of {delta} bytes is no smaller than {full}"
+    );
+    // The world is stopped: everything below runs with no server.
+    assert_missing_blobs_named_with_the_export(dir, &new_lock, &old_iso);
+    let old = (old_iso.as_path(), old_lock.as_path());
+    let new = (new_iso.as_path(), new_lock.as_path());
+    let far = import_the_delta_checking_what_it_assumes(dir, old, new);
+    assert_rebuilt_from_the_old_iso(dir, &far, &old_iso, new);
 }
 
 /// An ISO holding only part of what the old one holds: NEW's tree without its archives.
