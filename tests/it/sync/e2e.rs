@@ -19,19 +19,13 @@ use crate::support::cloud::{Cloud, sha256_of, small_iso};
 use crate::support::sync::{changing, json, move_label, sync, versions_of, write_desired};
 use crate::support::*;
 
-#[test]
-fn sync_registers_every_arch_then_does_nothing_then_follows_the_label() {
-    let world = World::start(Options {
-        also_kubernetes: vec!["1.33.0".into()],
-        ..Options::default()
-    });
-    let cloud = Cloud::start(CloudOptions::default());
-    move_label(&world, "1.33.0");
+/// The sync's last line says the zone already matches.
+const NOTHING_TO_DO: &str = "nothing to do: the zone matches the desired state\n";
 
-    // 1. The first sync builds, publishes and registers both arches in both zones.
-    let started = std::time::Instant::now();
-    let first = ok(sync(&world, &cloud, &["--json"]).output().unwrap());
-    let first_secs = started.elapsed().as_secs_f64();
+/// The first sync builds, publishes and registers both arches in both zones, at the checksum and
+/// URL of the published file, and leaves no staging file. The publish directory's listing.
+fn first_sync_registers_both_arches(world: &World, cloud: &Cloud) -> Vec<String> {
+    let first = ok(sync(world, cloud, &["--json"]).output().unwrap());
     let doc = json(&first);
     assert_eq!(
         (doc["format"].as_u64(), &doc["acted"], &doc["ok"]),
@@ -58,7 +52,7 @@ fn sync_registers_every_arch_then_does_nothing_then_follows_the_label() {
         assert_eq!(item["sha256"], sha256_of(&file).as_str());
         assert_eq!(item["before"]["published"], "absent");
     }
-    let v0 = versions_of(&cloud, "1.33.0");
+    let v0 = versions_of(cloud, "1.33.0");
     assert_eq!(v0.len(), 4, "one per arch and zone: {v0:?}");
     assert!(
         v0.iter().all(|v| v.2 == "Enabled" && v.3 == "Ready"),
@@ -74,16 +68,17 @@ fn sync_registers_every_arch_then_does_nothing_then_follows_the_label() {
         !listing.iter().any(|n| n.starts_with(".sync-staging-")),
         "{listing:?}"
     );
+    listing
+}
 
-    // 2. Again, nothing changed upstream: nothing built, nothing sent, "nothing to do"; and
-    // nothing downloaded, as the world's own logs say: no registry request at all, and of the
-    // download server only the label.
+/// Again, nothing changed upstream: nothing built, nothing sent, "nothing to do"; and nothing
+/// downloaded, as the world's own logs say: no registry request at all, and of the download
+/// server only the label.
+fn second_sync_does_nothing(world: &World, cloud: &Cloud, listing: &[String]) {
     cloud.api.clear_seen();
     let (registry_before, upstream_before) =
         (world.registry_log().len(), world.upstream().served().len());
-    let started = std::time::Instant::now();
-    let second = ok(sync(&world, &cloud, &[]).output().unwrap());
-    let second_secs = started.elapsed().as_secs_f64();
+    let second = ok(sync(world, cloud, &[]).output().unwrap());
     let registry: Vec<_> = world.registry_log().split_off(registry_before);
     assert!(registry_before > 0 && registry.is_empty(), "{registry:?}");
     let fetched = world.upstream().served().split_off(upstream_before);
@@ -98,26 +93,21 @@ fn sync_registers_every_arch_then_does_nothing_then_follows_the_label() {
         "{fetched:?}"
     );
     let (out, _) = text(&second);
-    assert!(
-        out.ends_with("nothing to do: the zone matches the desired state\n"),
-        "{}",
-        combined(&second)
-    );
-    assert!(changing(&cloud).is_empty(), "{:?}", changing(&cloud));
+    assert!(out.ends_with(NOTHING_TO_DO), "{}", combined(&second));
+    assert!(changing(cloud).is_empty(), "{:?}", changing(cloud));
     assert_eq!(names(&cloud.published), listing);
-    eprintln!("first sync {first_secs:.2} s, no-change sync {second_secs:.2} s");
+}
 
-    // 3. A cluster runs the amd64 1.33.0 in zone-a; the label moves to 1.33.1: the plan names
-    // the builds, the registrations and the retirements, and changes nothing.
+/// A cluster runs the amd64 1.33.0 in zone-a; the label moves to 1.33.1: the plan names the
+/// builds, the registrations and the retirements, and changes nothing. The cluster's version's id.
+fn plan_after_the_label_moves(world: &World, cloud: &Cloud, listing: &[String]) -> String {
     let amd = (cloud.api.versions().into_iter())
         .find(|v| v["arch"] == "x86_64")
         .unwrap();
     cloud.api.add_cluster("prod", &amd["id"]);
-    move_label(&world, "1.33.1");
+    move_label(world, "1.33.1");
     cloud.api.clear_seen();
-    let plan = ok(sync(&world, &cloud, &["--plan", "--json"])
-        .output()
-        .unwrap());
+    let plan = ok(sync(world, cloud, &["--plan", "--json"]).output().unwrap());
     let doc = json(&plan);
     assert_eq!(
         (&doc["plan"], &doc["acted"], &doc["ok"]),
@@ -134,17 +124,18 @@ fn sync_registers_every_arch_then_does_nothing_then_follows_the_label() {
         assert!(done.contains("retire setup-v1.33.0-"), "{item}");
     }
     assert!(doc.to_string().contains("in use by cluster prod"), "{doc}");
-    assert!(changing(&cloud).is_empty(), "{:?}", changing(&cloud));
+    assert!(changing(cloud).is_empty(), "{:?}", changing(cloud));
     assert_eq!(names(&cloud.published), listing);
+    amd["id"].clone()
+}
 
-    // 4. The sync builds 1.33.1, gates it on the cluster (passes), registers it, and retires
-    // 1.33.0 but where the cluster runs it.
-    let started = std::time::Instant::now();
-    let third = ok(sync(&world, &cloud, &["--json"]).output().unwrap());
-    let third_secs = started.elapsed().as_secs_f64();
+/// The sync builds 1.33.1, gates it on the cluster (passes), registers it, and retires 1.33.0
+/// but the cluster's version, `kept`.
+fn sync_follows_the_label_keeping_the_clusters(world: &World, cloud: &Cloud, kept: &str) {
+    let third = ok(sync(world, cloud, &["--json"]).output().unwrap());
     let doc = json(&third);
     assert_eq!(doc["ok"], true, "{doc}");
-    let v1 = versions_of(&cloud, "1.33.1");
+    let v1 = versions_of(cloud, "1.33.1");
     assert_eq!(v1.len(), 4, "{v1:?}");
     assert!(
         v1.iter().all(|v| v.2 == "Enabled" && v.3 == "Ready"),
@@ -154,26 +145,46 @@ fn sync_registers_every_arch_then_does_nothing_then_follows_the_label() {
         .filter(|v| v["semanticversion"] == "1.33.0" && v["state"] == "Enabled")
         .map(|v| v["id"].clone())
         .collect();
-    assert_eq!(
-        still,
-        [amd["id"].clone()],
-        "only the cluster's version stays: {doc}"
-    );
+    assert_eq!(still, [kept], "only the cluster's version stays: {doc}");
     let text_doc = doc.to_string();
     assert!(
         text_doc.contains("cluster prod on v1.33.0: upgrade-check passed"),
         "{doc}"
     );
     assert!(text_doc.contains("in use by cluster prod"), "{doc}");
-    eprintln!("one-patch sync {third_secs:.2} s");
+}
 
-    // 5. And then, nothing to do, the cluster's version kept without a word sent.
+/// Runs `step`, printing how long it took as `what`.
+fn timed<T>(what: &str, step: impl FnOnce() -> T) -> T {
+    let started = std::time::Instant::now();
+    let result = step();
+    eprintln!("{what} {:.2} s", started.elapsed().as_secs_f64());
+    result
+}
+
+#[test]
+fn sync_registers_every_arch_then_does_nothing_then_follows_the_label() {
+    let world = World::start(Options {
+        also_kubernetes: vec!["1.33.0".into()],
+        ..Options::default()
+    });
+    let cloud = Cloud::start(CloudOptions::default());
+    move_label(&world, "1.33.0");
+    let listing = timed("first sync", || {
+        first_sync_registers_both_arches(&world, &cloud)
+    });
+    timed("no-change sync", || {
+        second_sync_does_nothing(&world, &cloud, &listing)
+    });
+    let kept = plan_after_the_label_moves(&world, &cloud, &listing);
+    timed("one-patch sync", || {
+        sync_follows_the_label_keeping_the_clusters(&world, &cloud, &kept)
+    });
+    // And then, nothing to do, the cluster's version kept without a word sent.
     cloud.api.clear_seen();
     let fourth = ok(sync(&world, &cloud, &[]).output().unwrap());
     assert!(
-        text(&fourth)
-            .0
-            .ends_with("nothing to do: the zone matches the desired state\n"),
+        text(&fourth).0.ends_with(NOTHING_TO_DO),
         "{}",
         combined(&fourth)
     );
