@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::support::*;
@@ -51,31 +51,29 @@ fn build(config: &Path, dir: &Path, world: &World) -> std::process::Output {
         .unwrap()
 }
 
-#[test]
-fn builds_under_a_fifth_of_requests_faulted_end_identical_or_cleanly_and_nine_in_ten_succeed() {
-    let rate: f64 = std::env::var("CKS_ISO_SOAK_RATE")
+/// The value of the environment variable `var`, or `default` when unset or unreadable.
+fn env_or<T: std::str::FromStr>(var: &str, default: T) -> T {
+    std::env::var(var)
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(RATE);
-    let builds: u64 = std::env::var("CKS_ISO_SOAK_BUILDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10);
-    let world = World::start(Options::default());
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+        .unwrap_or(default)
+}
 
-    // The fault-free ISO every build is held to.
+/// The fault-free ISO every build is held to, built in `d/clean`.
+fn fault_free_iso(world: &World, d: &Path) -> Vec<u8> {
     let clean = d.join("clean");
-    let out = build(world.config_path(), &clean, &world);
+    let out = build(world.config_path(), &clean, world);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let reference = fs::read(clean.join("out").join(ISO)).unwrap();
+    fs::read(clean.join("out").join(ISO)).unwrap()
+}
 
-    // Proxies in front of the registry, the upstream stand-in and git, named in the config.
+/// Proxies in front of the registry, the upstream stand-in and git, and a configuration in `d`
+/// that names them (beside the world's Sigstore root, which it names relative to itself).
+fn behind_fault_proxies(world: &World, d: &Path) -> (Vec<FaultProxy>, PathBuf) {
     let bases = [
         origin(&world.registry_url()),
         origin(&world.upstream().url()),
@@ -93,16 +91,32 @@ fn builds_under_a_fifth_of_requests_faulted_end_identical_or_cleanly_and_nine_in
     );
     let config_path = d.join("chaos.yaml");
     fs::write(&config_path, &config).unwrap();
-    // The configuration names the world's Sigstore root beside itself.
     fs::copy(world.trusted_root_path(), d.join("trusted_root.json")).unwrap();
+    (proxies, config_path)
+}
 
-    let mut tally: BTreeMap<String, usize> = BTreeMap::new();
-    let mut requests = 0;
-    let mut outcomes = Vec::new();
-    // Builds that ended neither identical nor cleanly: reported after the tally, then fatal.
-    let mut broken = Vec::new();
-    let started = Instant::now();
-    for i in 0..builds {
+/// What the soak saw: faults by kind, requests, each build's (number, faults, time, verdict), and
+/// the builds that ended neither identical nor cleanly (reported after the tally, then fatal).
+#[derive(Default)]
+struct Soak {
+    tally: BTreeMap<String, usize>,
+    requests: usize,
+    outcomes: Vec<(u64, usize, Duration, String)>,
+    broken: Vec<String>,
+}
+
+impl Soak {
+    /// Build `i` through `proxies` faulting at `rate` with seeds of its own, judged against
+    /// `reference`; its faults, time and verdict recorded.
+    fn run_build(
+        &mut self,
+        i: u64,
+        rate: f64,
+        proxies: &[FaultProxy],
+        setup: (&World, &Path, &Path),
+        reference: &[u8],
+    ) {
+        let (world, config, d) = setup;
         for (n, proxy) in proxies.iter().enumerate() {
             proxy.clear_log();
             let seed = 0x5eed_0000 + i * 16 + n as u64;
@@ -111,55 +125,82 @@ fn builds_under_a_fifth_of_requests_faulted_end_identical_or_cleanly_and_nine_in
         }
         let run = d.join(format!("run{i}"));
         let begun = Instant::now();
-        let out = build(&config_path, &run, &world);
+        let out = build(config, &run, world);
         let took = begun.elapsed();
         let mut faults = 0;
-        for proxy in &proxies {
+        for proxy in proxies {
             let log = proxy.log();
-            requests += log.len();
+            self.requests += log.len();
             for name in log.into_iter().filter_map(|r| r.fault) {
                 let kind = name.split(' ').take(2).collect::<Vec<_>>().join(" ");
-                *tally.entry(kind).or_default() += 1;
+                *self.tally.entry(kind).or_default() += 1;
                 faults += 1;
             }
         }
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        let verdict = judge(&run, &out, &stderr, &reference);
+        let verdict = judge(&run, &out, &stderr, reference);
         if verdict.starts_with("BROKEN") {
-            broken.push(format!("build {i}: {verdict}\n{stderr}"));
+            self.broken.push(format!("build {i}: {verdict}\n{stderr}"));
         }
-        outcomes.push((i, faults, took, verdict));
+        self.outcomes.push((i, faults, took, verdict));
+    }
+
+    /// Prints the fault tally and every build's outcome; how many builds succeeded.
+    fn report(&self, builds: u64, rate: f64, started: Instant) -> u64 {
+        eprintln!(
+            "\nchaos soak: {builds} builds, {} requests, {:.0} % faulted",
+            self.requests,
+            rate * 100.0
+        );
+        eprintln!("fault tally:");
+        for (kind, count) in &self.tally {
+            eprintln!("  {count:>5}  {kind}");
+        }
+        eprintln!("outcomes:");
+        for (i, faults, took, verdict) in &self.outcomes {
+            eprintln!(
+                "  build {i}: {faults:>3} faults, {:>5.1} s, {verdict}",
+                took.as_secs_f64()
+            );
+        }
+        let succeeded = self
+            .outcomes
+            .iter()
+            .filter(|o| o.3 == "identical ISO")
+            .count() as u64;
+        eprintln!(
+            "{succeeded} of {builds} succeeded ({:.0} %) in {:.0} s",
+            100.0 * succeeded as f64 / builds as f64,
+            started.elapsed().as_secs_f64()
+        );
+        succeeded
+    }
+}
+
+#[test]
+fn builds_under_a_fifth_of_requests_faulted_end_identical_or_cleanly_and_nine_in_ten_succeed() {
+    let rate: f64 = env_or("CKS_ISO_SOAK_RATE", RATE);
+    let builds: u64 = env_or("CKS_ISO_SOAK_BUILDS", 10);
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let reference = fault_free_iso(&world, d);
+    let (proxies, config) = behind_fault_proxies(&world, d);
+    let mut soak = Soak::default();
+    let started = Instant::now();
+    for i in 0..builds {
+        soak.run_build(i, rate, &proxies, (&world, &config, d), &reference);
     }
     for proxy in &proxies {
         proxy.chaos(None);
     }
-
-    eprintln!(
-        "\nchaos soak: {builds} builds, {requests} requests, {:.0} % faulted",
-        rate * 100.0
-    );
-    eprintln!("fault tally:");
-    for (kind, count) in &tally {
-        eprintln!("  {count:>5}  {kind}");
-    }
-    eprintln!("outcomes:");
-    for (i, faults, took, verdict) in &outcomes {
-        eprintln!(
-            "  build {i}: {faults:>3} faults, {:>5.1} s, {verdict}",
-            took.as_secs_f64()
-        );
-    }
-    let succeeded = outcomes.iter().filter(|o| o.3 == "identical ISO").count() as u64;
-    eprintln!(
-        "{succeeded} of {builds} succeeded ({:.0} %) in {:.0} s",
-        100.0 * succeeded as f64 / builds as f64,
-        started.elapsed().as_secs_f64()
-    );
-    assert!(broken.is_empty(), "{}", broken.join("\n\n"));
-    let faulted: usize = tally.values().sum();
+    let succeeded = soak.report(builds, rate, started);
+    assert!(soak.broken.is_empty(), "{}", soak.broken.join("\n\n"));
+    let faulted: usize = soak.tally.values().sum();
     assert!(
-        faulted as f64 >= requests as f64 * rate * 0.5,
-        "the proxies faulted only {faulted} of {requests} requests"
+        faulted as f64 >= soak.requests as f64 * rate * 0.5,
+        "the proxies faulted only {faulted} of {} requests",
+        soak.requests
     );
     assert!(
         succeeded * 10 >= builds * 9,

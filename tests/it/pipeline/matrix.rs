@@ -3,6 +3,7 @@
 //! once, and a release that fails stops no other.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Instant;
 
 use super::*;
@@ -56,61 +57,48 @@ fn blob_gets(proxy: &FaultProxy) -> BTreeMap<String, usize> {
     gets
 }
 
-/// Two releases × two arches in one run: four ISOs, each with its `.sha256`, SBOMs and the
-/// release's lock, every file the same bytes as the single build of that release (each on a cold
-/// cache); every blob fetched once, blobs the two releases share among them.
-#[test]
-fn two_releases_build_at_once_as_their_single_builds_do_and_share_blobs() {
-    let world = two_releases();
-    let dir = tempfile::tempdir().unwrap();
-    let proxy = FaultProxy::start(&world.registry_url());
-    let arches = ["amd64", "arm64"];
-    let releases = [world.kubernetes(), OTHER];
-    // The single builds, one after another, each on its own cold cache.
-    let mut single: BTreeMap<&str, BTreeMap<String, usize>> = BTreeMap::new();
-    let started = Instant::now();
+/// Blob GETs per release, as the proxy saw them.
+type GetsPerRelease<'a> = BTreeMap<&'a str, BTreeMap<String, usize>>;
+
+/// The single builds of `releases`, one after another, each on its own cold cache, into
+/// `dir/single`; the blob GETs each made.
+fn single_builds<'a>(
+    world: &World,
+    dir: &Path,
+    proxy: &FaultProxy,
+    releases: [&'a str; 2],
+) -> GetsPerRelease<'a> {
+    let mut single = BTreeMap::new();
     for release in releases {
-        let tools = Tools::through(
-            &world,
-            &dir.path().join(format!("cache-{release}")),
-            &proxy.url(),
-        );
-        let mut request = request(&world, &arches, &dir.path().join("single"));
+        let tools = Tools::through(world, &dir.join(format!("cache-{release}")), &proxy.url());
+        let mut request = request(world, &["amd64", "arm64"], &dir.join("single"));
         request.kubernetes = Some(release.into());
         let options = BuildOptions {
             request,
-            lock_file: Some(dir.path().join(format!("single/{release}.lock"))),
+            lock_file: Some(dir.join(format!("single/{release}.lock"))),
             ..BuildOptions::default()
         };
         proxy.clear_log();
         let (built, _) = build(&tools, &options);
         assert_eq!(built.unwrap().isos.len(), 2);
-        single.insert(release, blob_gets(&proxy));
+        single.insert(release, blob_gets(proxy));
     }
-    let singles = started.elapsed();
-    proxy.clear_log();
-    let tools = Tools::through(&world, &dir.path().join("cache"), &proxy.url());
-    let base = BuildOptions {
-        request: request(&world, &arches, &dir.path().join("matrix")),
-        lock_file: Some(dir.path().join("matrix/{kubernetes}.lock")),
-        ..BuildOptions::default()
-    };
-    let started = Instant::now();
-    let (outcomes, events) = build_all(&tools, &base, &releases);
-    let at_once = started.elapsed();
-    eprintln!(
-        "two releases × two arches: at once {:.1}s, one after another {:.1}s (ratio {:.2})",
-        at_once.as_secs_f64(),
-        singles.as_secs_f64(),
-        at_once.as_secs_f64() / singles.as_secs_f64()
-    );
+    single
+}
+
+/// Each outcome is its release's, built with two ISOs; each release said its lock once, whatever
+/// the interleaving, and the four ISOs were written.
+fn assert_each_release_built_and_said_once(
+    outcomes: &[Outcome],
+    events: &[String],
+    releases: [&str; 2],
+) {
     for (o, release) in outcomes.iter().zip(releases) {
         assert_eq!(o.asked, release);
         let built = o.result.as_ref().unwrap();
         assert_eq!(built.lock.request.kubernetes, release);
         assert_eq!(built.isos.len(), 2, "{built:?}");
     }
-    // Each release said its lock and its ISOs once, whatever the interleaving.
     for release in releases {
         let locks = events
             .iter()
@@ -121,9 +109,12 @@ fn two_releases_build_at_once_as_their_single_builds_do_and_share_blobs() {
         events.iter().filter(|e| e.starts_with("written ")).count(),
         4
     );
-    // Every file the single builds wrote, the matrix wrote the same, and nothing else.
+}
+
+/// Every file the single builds wrote, the matrix wrote the same, and nothing else.
+fn assert_matrix_wrote_what_the_singles_wrote(dir: &Path) {
     let names = |d: &str| -> Vec<String> {
-        let files = files_in(&dir.path().join(d));
+        let files = files_in(&dir.join(d));
         files
             .iter()
             .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
@@ -133,16 +124,22 @@ fn two_releases_build_at_once_as_their_single_builds_do_and_share_blobs() {
     assert!(names("matrix").len() >= 4 * 2 + 2, "{:?}", names("matrix"));
     for name in names("single") {
         let (a, b) = (
-            dir.path().join("single").join(&name),
-            dir.path().join("matrix").join(&name),
+            dir.join("single").join(&name),
+            dir.join("matrix").join(&name),
         );
         assert!(
             crate::support::same_bytes(&a, &b),
             "{name} differs from its single build"
         );
     }
-    // One fetch per blob; the blobs both releases use were among them, fetched once too.
-    let gets = blob_gets(&proxy);
+}
+
+/// One fetch per blob; the blobs both releases use were among them, fetched once too.
+fn assert_each_blob_fetched_once(
+    gets: &BTreeMap<String, usize>,
+    single: &GetsPerRelease,
+    releases: [&str; 2],
+) {
     assert!(
         gets.values().all(|&n| n == 1),
         "fetched more than once: {gets:?}"
@@ -159,6 +156,39 @@ fn two_releases_build_at_once_as_their_single_builds_do_and_share_blobs() {
         union.len(),
         "the matrix fetched other blobs than the singles"
     );
+}
+
+/// Two releases × two arches in one run: four ISOs, each with its `.sha256`, SBOMs and the
+/// release's lock, every file the same bytes as the single build of that release (each on a cold
+/// cache); every blob fetched once, blobs the two releases share among them.
+#[test]
+fn two_releases_build_at_once_as_their_single_builds_do_and_share_blobs() {
+    let world = two_releases();
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = FaultProxy::start(&world.registry_url());
+    let releases = [world.kubernetes(), OTHER];
+    let started = Instant::now();
+    let single = single_builds(&world, dir.path(), &proxy, releases);
+    let singles = started.elapsed();
+    proxy.clear_log();
+    let tools = Tools::through(&world, &dir.path().join("cache"), &proxy.url());
+    let base = BuildOptions {
+        request: request(&world, &["amd64", "arm64"], &dir.path().join("matrix")),
+        lock_file: Some(dir.path().join("matrix/{kubernetes}.lock")),
+        ..BuildOptions::default()
+    };
+    let started = Instant::now();
+    let (outcomes, events) = build_all(&tools, &base, &releases);
+    let at_once = started.elapsed();
+    eprintln!(
+        "two releases × two arches: at once {:.1}s, one after another {:.1}s (ratio {:.2})",
+        at_once.as_secs_f64(),
+        singles.as_secs_f64(),
+        at_once.as_secs_f64() / singles.as_secs_f64()
+    );
+    assert_each_release_built_and_said_once(&outcomes, &events, releases);
+    assert_matrix_wrote_what_the_singles_wrote(dir.path());
+    assert_each_blob_fetched_once(&blob_gets(&proxy), &single, releases);
 }
 
 /// A release the world does not publish fails alone: the other release is built and its files

@@ -3,7 +3,7 @@
 //! upload (counted at a front that sees every request), an ISO pushed with the world stopped,
 //! and the failures a user meets (a target refusing a blob, wrong credentials).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::support::push::{CuttingFront, Front, fixtures, lock_of, push, raw_digest, write_lock};
 use crate::support::*;
@@ -307,12 +307,9 @@ fn a_session_distribution_cancels_after_a_partial_chunk_starts_again() {
     );
 }
 
-#[test]
-fn a_tls_registry_with_htpasswd_takes_the_push_with_its_own_login() {
-    let world = registry::world();
-    let images = fixtures(&world);
-    let tmp = tempfile::tempdir().unwrap();
-    // distribution's htpasswd wants bcrypt; perl's crypt() (libxcrypt) writes it.
+/// An htpasswd file in `dir` for alice with the password "right", in bcrypt as distribution's
+/// htpasswd wants it (perl's crypt(), from libxcrypt, writes it).
+fn alices_htpasswd(dir: &Path) -> PathBuf {
     let hash = run_tool(
         "perl",
         &[
@@ -320,64 +317,31 @@ fn a_tls_registry_with_htpasswd_takes_the_push_with_its_own_login() {
             r#"print crypt("right", q($2y$05$cksisotestworldsaltsaa))"#,
         ],
     );
-    let htpasswd = tmp.path().join("htpasswd");
+    let htpasswd = dir.join("htpasswd");
     std::fs::write(
         &htpasswd,
         format!("alice:{}\n", String::from_utf8_lossy(&hash.stdout)),
     )
     .unwrap();
-    let tls = registry::Tls::generate();
-    let storage = tempfile::tempdir().unwrap();
-    let auth = format!(
-        "auth:\n  htpasswd:\n    realm: cks-iso-testworld\n    path: {}\n",
-        htpasswd.display()
-    );
-    let target = DockerRegistry::start_with(storage.path(), Some(&tls), &auth);
-    let lock = write_lock(tmp.path(), &lock_of(&images[..1]));
-    let login = |password: &str| {
-        let file = tmp.path().join(format!("auth-{password}.json"));
-        let basic = cks_iso_testworld::http::base64(format!("alice:{password}").as_bytes());
-        let text = format!(
-            r#"{{"auths":{{"{}":{{"auth":"{basic}"}}}}}}"#,
-            target.host()
-        );
-        std::fs::write(&file, text).unwrap();
-        file
-    };
-    let args = |authfile: &Path| -> Vec<String> {
-        let mut args: Vec<String> = vec![
-            "--locked".into(),
-            p(&lock).into(),
-            "--to".into(),
-            format!("{}/cks", target.host()),
-            "--ca-file".into(),
-            p(&tls.ca()).into(),
-            "--to-authfile".into(),
-            p(authfile).into(),
-        ];
-        args.extend(world.mirror_args(&world.registry.url()));
-        args
-    };
-    let cache = tmp.path().join("cache");
-    let out = push(&cache, &args(&login("wrong")));
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let err = stderr(&out);
-    for needle in ["refused access", "HTTP 401", "docker login"] {
-        assert!(err.contains(needle), "{needle:?} in\n{err}");
-    }
-    let out = push(&cache, &args(&login("right")));
-    assert!(out.status.success(), "push: {}", stderr(&out));
-    let f = &images[0];
-    let pushed = format!(
-        "docker://{}/cks/{}:{}",
-        target.host(),
-        f.name,
-        f.tag.as_deref().unwrap()
-    );
+    htpasswd
+}
+
+/// An auth file in `dir` logging alice in at `host` with `password`.
+fn alices_login(dir: &Path, host: &str, password: &str) -> PathBuf {
+    let file = dir.join(format!("auth-{password}.json"));
+    let basic = cks_iso_testworld::http::base64(format!("alice:{password}").as_bytes());
+    let text = format!(r#"{{"auths":{{"{host}":{{"auth":"{basic}"}}}}}}"#);
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+/// skopeo, trusting `ca` and logged in as alice, reads `pushed`'s manifest, whose digest is
+/// `top`.
+fn assert_skopeo_reads_as_alice(dir: &Path, ca: &Path, pushed: &str, top: &str) {
     // skopeo takes CAs from `*.crt` files in --cert-dir.
-    let certs = tmp.path().join("certs");
+    let certs = dir.join("certs");
     std::fs::create_dir_all(&certs).unwrap();
-    std::fs::copy(tls.ca(), certs.join("ca.crt")).unwrap();
+    std::fs::copy(ca, certs.join("ca.crt")).unwrap();
     let raw = run_tool(
         "skopeo",
         &[
@@ -387,11 +351,59 @@ fn a_tls_registry_with_htpasswd_takes_the_push_with_its_own_login() {
             "alice:right",
             "--cert-dir",
             p(&certs),
-            &pushed,
+            pushed,
         ],
     );
     assert!(raw.status.success(), "skopeo: {}", stderr(&raw));
-    assert_eq!(cks_iso_testworld::http::sha256(&raw.stdout), f.top);
+    assert_eq!(cks_iso_testworld::http::sha256(&raw.stdout), top);
+}
+
+#[test]
+fn a_tls_registry_with_htpasswd_takes_the_push_with_its_own_login() {
+    let world = registry::world();
+    let images = fixtures(&world);
+    let tmp = tempfile::tempdir().unwrap();
+    let htpasswd = alices_htpasswd(tmp.path());
+    let tls = registry::Tls::generate();
+    let storage = tempfile::tempdir().unwrap();
+    let auth = format!(
+        "auth:\n  htpasswd:\n    realm: cks-iso-testworld\n    path: {}\n",
+        htpasswd.display()
+    );
+    let target = DockerRegistry::start_with(storage.path(), Some(&tls), &auth);
+    let lock = write_lock(tmp.path(), &lock_of(&images[..1]));
+    let args = |password: &str| -> Vec<String> {
+        let authfile = alices_login(tmp.path(), &target.host(), password);
+        let mut args: Vec<String> = vec![
+            "--locked".into(),
+            p(&lock).into(),
+            "--to".into(),
+            format!("{}/cks", target.host()),
+            "--ca-file".into(),
+            p(&tls.ca()).into(),
+            "--to-authfile".into(),
+            p(&authfile).into(),
+        ];
+        args.extend(world.mirror_args(&world.registry.url()));
+        args
+    };
+    let cache = tmp.path().join("cache");
+    let out = push(&cache, &args("wrong"));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    for needle in ["refused access", "HTTP 401", "docker login"] {
+        assert!(err.contains(needle), "{needle:?} in\n{err}");
+    }
+    let out = push(&cache, &args("right"));
+    assert!(out.status.success(), "push: {}", stderr(&out));
+    let f = &images[0];
+    let pushed = format!(
+        "docker://{}/cks/{}:{}",
+        target.host(),
+        f.name,
+        f.tag.as_deref().unwrap()
+    );
+    assert_skopeo_reads_as_alice(tmp.path(), &tls.ca(), &pushed, &f.top);
 }
 
 #[test]

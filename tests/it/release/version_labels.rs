@@ -6,6 +6,7 @@
 
 use std::fs;
 use std::path::Path;
+use std::process::Output;
 
 use crate::support::*;
 use cks_iso_testworld::world::{Options, World};
@@ -21,27 +22,40 @@ fn served(world: &World, path: &str) -> usize {
         .count()
 }
 
-#[test]
-fn stable_1_33_builds_the_iso_of_the_release_it_names_and_is_locked_not_reread() {
-    let world = World::start(Options::default());
-    let dir = tempfile::tempdir().unwrap();
-    let manifests = [
+/// The release's amd64 ISO, as every build here names it.
+const ISO: &str = "setup-v1.33.1-x86_64.iso";
+
+/// `build --kubernetes KUBERNETES --output OUT` with the world's manifests, then `extra`.
+fn build_release(
+    world: &World,
+    dir: &Path,
+    out: &Path,
+    kubernetes: &str,
+    extra: &[&str],
+) -> Output {
+    let mut args = vec!["--kubernetes", kubernetes, "--output", p(out)];
+    args.extend([
         "--network",
         world.network_url(),
         "--dashboard",
         world.dashboard_url(),
-    ];
-    let with = |out: &Path, kubernetes: &str, extra: &[&str]| {
-        let mut args = vec!["--kubernetes", kubernetes, "--output"];
-        args.push(p(out));
-        args.extend(manifests);
-        args.extend(extra);
-        build_in_world(&world, dir.path(), &args)
-    };
-    let (plain, labelled) = (dir.path().join("plain"), dir.path().join("labelled"));
-    ok(with(&plain, "1.33.1", &[]));
-    let lock = dir.path().join("labelled.lock");
-    let out = ok(with(&labelled, "stable-1.33", &["--lock-file", p(&lock)]));
+    ]);
+    args.extend(extra);
+    build_in_world(world, dir, &args)
+}
+
+/// `stable-1.33` builds what 1.33.1 builds, saying which release the label names on stderr and
+/// stdout, and the lock `lock` records both.
+fn assert_label_builds_its_release(world: &World, dir: &Path, lock: &Path) {
+    let (plain, labelled) = (dir.join("plain"), dir.join("labelled"));
+    ok(build_release(world, dir, &plain, "1.33.1", &[]));
+    let out = ok(build_release(
+        world,
+        dir,
+        &labelled,
+        "stable-1.33",
+        &["--lock-file", p(lock)],
+    ));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains(
@@ -51,38 +65,36 @@ fn stable_1_33_builds_the_iso_of_the_release_it_names_and_is_locked_not_reread()
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("(kubernetes from stable-1.33)"), "{stdout}");
-    let iso = "setup-v1.33.1-x86_64.iso";
     assert!(
-        same_bytes(&plain.join(iso), &labelled.join(iso)),
+        same_bytes(&plain.join(ISO), &labelled.join(ISO)),
         "stable-1.33 and 1.33.1 build different ISOs"
     );
-    let doc: serde_json::Value = serde_json::from_slice(&fs::read(&lock).unwrap()).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&fs::read(lock).unwrap()).unwrap();
     assert_eq!(doc["request"]["kubernetes"], "1.33.1");
     assert_eq!(doc["request"]["kubernetes_label"], "stable-1.33");
+}
 
-    // A locked rebuild never reads the label again, and the label may be repeated.
-    let before = served(&world, "/release/stable-1.33.txt");
+/// A locked rebuild never reads the label again, and the label may be repeated; another label
+/// contradicts the lock. How often the label was read.
+fn assert_locked_rebuild_does_not_reread(world: &World, dir: &Path, lock: &Path) -> usize {
+    let before = served(world, "/release/stable-1.33.txt");
     assert_eq!(before, 1);
-    let again = dir.path().join("again");
-    ok(build_in_world(
-        &world,
-        dir.path(),
-        &[
-            "--locked",
-            p(&lock),
-            "--kubernetes",
-            "stable-1.33",
-            "--output",
-            p(&again),
-        ],
-    ));
-    assert_eq!(served(&world, "/release/stable-1.33.txt"), before);
-    assert!(same_bytes(&plain.join(iso), &again.join(iso)));
-    // Another label contradicts the lock.
+    let again = dir.join("again");
+    let args = [
+        "--locked",
+        p(lock),
+        "--kubernetes",
+        "stable-1.33",
+        "--output",
+        p(&again),
+    ];
+    ok(build_in_world(world, dir, &args));
+    assert_eq!(served(world, "/release/stable-1.33.txt"), before);
+    assert!(same_bytes(&dir.join("plain").join(ISO), &again.join(ISO)));
     let other = build_in_world(
-        &world,
-        dir.path(),
-        &["--locked", p(&lock), "--kubernetes", "stable-1.32"],
+        world,
+        dir,
+        &["--locked", p(lock), "--kubernetes", "stable-1.32"],
     );
     assert_eq!(
         other.status.code(),
@@ -90,24 +102,41 @@ fn stable_1_33_builds_the_iso_of_the_release_it_names_and_is_locked_not_reread()
         "{}",
         String::from_utf8_lossy(&other.stderr)
     );
+    before
+}
 
-    // Offline, the label comes from the cache; `1.33` is `stable-1.33`; the positional form
-    // takes a label too and names the ISO after the release.
-    // (Offline the autoscaler must be pinned, which the lock inside the ISO records.)
-    let (pinned, offline) = (dir.path().join("pinned"), dir.path().join("offline"));
+/// Offline, the label comes from the cache (`before` reads of it stay as they were); `1.33` is
+/// `stable-1.33`. (Offline the autoscaler must be pinned, which the lock inside the ISO records.)
+fn assert_offline_label_comes_from_the_cache(world: &World, dir: &Path, before: usize) {
+    let (pinned, offline) = (dir.join("pinned"), dir.join("offline"));
     let autoscaler = world.autoscaler_version().unwrap().to_owned();
-    ok(with(
+    ok(build_release(
+        world,
+        dir,
         &pinned,
         "1.33.1",
         &["--autoscaler-version", &autoscaler],
     ));
-    ok(with(
+    ok(build_release(
+        world,
+        dir,
         &offline,
         "1.33",
         &["--offline", "--autoscaler-version", &autoscaler],
     ));
-    assert!(same_bytes(&pinned.join(iso), &offline.join(iso)));
-    assert_eq!(served(&world, "/release/stable-1.33.txt"), before);
+    assert!(same_bytes(&pinned.join(ISO), &offline.join(ISO)));
+    assert_eq!(served(world, "/release/stable-1.33.txt"), before);
+}
+
+#[test]
+fn stable_1_33_builds_the_iso_of_the_release_it_names_and_is_locked_not_reread() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("labelled.lock");
+    assert_label_builds_its_release(&world, dir.path(), &lock);
+    let before = assert_locked_rebuild_does_not_reread(&world, dir.path(), &lock);
+    assert_offline_label_comes_from_the_cache(&world, dir.path(), before);
+    // The positional form takes a label too and names the ISO after the release.
     let positional = dir.path().join("positional");
     ok(build_in_world(
         &world,
@@ -122,7 +151,10 @@ fn stable_1_33_builds_the_iso_of_the_release_it_names_and_is_locked_not_reread()
             "setup-v1.33.1",
         ],
     ));
-    assert!(same_bytes(&plain.join(iso), &positional.join(iso)));
+    assert!(same_bytes(
+        &dir.path().join("plain").join(ISO),
+        &positional.join(ISO)
+    ));
 }
 
 #[test]

@@ -1,12 +1,13 @@
 //! `cks-iso doctor` in the local world: healthy, every check `ok` and exit 0; then with a dead
 //! download mirror and a dead registry mirror, each named in its `FAIL` line with a hint, exit 1.
 
+use std::path::Path;
 use std::process::Output;
 
 use crate::support::*;
 use cks_iso_testworld::world::{Options, World};
 
-fn doctor(world: &World, cache: &std::path::Path, extra: &[&str]) -> Output {
+fn doctor(world: &World, cache: &Path, extra: &[&str]) -> Output {
     cks_iso()
         .env("CKS_ISO_CONFIG", world.config_path())
         .args(["doctor", "--cache-dir", p(cache)])
@@ -21,15 +22,11 @@ fn dead_port() -> u16 {
     listener.local_addr().unwrap().port()
 }
 
-#[test]
-fn healthy_world_passes_every_check_and_a_dead_mirror_is_named() {
-    let world = World::start(Options::default());
-    let dir = tempfile::tempdir().unwrap();
-    let cache = dir.path().join("cache");
-
+/// In the healthy world, every check of both arches is `ok`, each kind named, and doctor exits 0.
+fn assert_every_check_ok(world: &World, cache: &Path) {
     let out = doctor(
-        &world,
-        &cache,
+        world,
+        cache,
         &[
             "--kubernetes",
             world.kubernetes(),
@@ -66,13 +63,29 @@ fn healthy_world_passes_every_check_and_a_dead_mirror_is_named() {
     ] {
         assert!(stdout.contains(want), "{want:?} missing:\n{stdout}");
     }
+}
 
-    // The same world with one dead download mirror and one dead registry mirror.
-    let dead_files = format!("http://127.0.0.1:{}", dead_port());
-    let dead_registry = format!("http://127.0.0.1:{}", dead_port());
+/// The `FAIL` line of `lines` naming `needle` is followed by a hint.
+fn assert_fails_with_a_hint(lines: &[&str], needle: &str) {
+    let i = lines
+        .iter()
+        .position(|l| l.starts_with("FAIL  ") && l.contains(needle))
+        .unwrap_or_else(|| panic!("no FAIL naming {needle}:\n{}", lines.join("\n")));
+    assert!(
+        lines
+            .get(i + 1)
+            .is_some_and(|l| l.trim_start().starts_with("hint: ")),
+        "no hint after {}",
+        lines[i]
+    );
+}
+
+/// The same world with one dead download mirror and one dead registry mirror: each is named in a
+/// `FAIL` line with a hint, nothing else fails, and doctor exits 1 counting them.
+fn assert_dead_mirrors_named(world: &World, cache: &Path, dead_files: &str, dead_registry: &str) {
     let out = doctor(
-        &world,
-        &cache,
+        world,
+        cache,
         &[
             "--mirror",
             &format!("https://dl.k8s.io={dead_files}/dl.k8s.io"),
@@ -87,23 +100,11 @@ fn healthy_world_passes_every_check_and_a_dead_mirror_is_named() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let lines: Vec<&str> = stdout.lines().collect();
-    let fail = |needle: &str| {
-        let i = lines
-            .iter()
-            .position(|l| l.starts_with("FAIL  ") && l.contains(needle))
-            .unwrap_or_else(|| panic!("no FAIL naming {needle}:\n{stdout}"));
-        assert!(
-            lines
-                .get(i + 1)
-                .is_some_and(|l| l.trim_start().starts_with("hint: ")),
-            "no hint after {}",
-            lines[i]
-        );
-    };
-    fail(&format!(
-        "mirror {dead_files}/dl.k8s.io (for https://dl.k8s.io)"
-    ));
-    fail(&dead_registry.replace("http://", ""));
+    assert_fails_with_a_hint(
+        &lines,
+        &format!("mirror {dead_files}/dl.k8s.io (for https://dl.k8s.io)"),
+    );
+    assert_fails_with_a_hint(&lines, &dead_registry.replace("http://", ""));
     assert_eq!(
         lines.iter().filter(|l| l.starts_with("FAIL")).count(),
         2,
@@ -115,11 +116,13 @@ fn healthy_world_passes_every_check_and_a_dead_mirror_is_named() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("2 of "));
     println!("{stdout}");
+}
 
-    // `--json`: the same checks as one object, the failures with their hints.
+/// `--json`: the same checks as one object, the failure of the dead mirror with its hint.
+fn assert_json_reports_the_failure(world: &World, cache: &Path, dead_files: &str) {
     let out = doctor(
-        &world,
-        &cache,
+        world,
+        cache,
         &[
             "--json",
             "--mirror",
@@ -151,6 +154,18 @@ fn healthy_world_passes_every_check_and_a_dead_mirror_is_named() {
             .any(|c| c["check"] == "configuration" && c["ok"] == true),
         "{report}"
     );
+}
+
+#[test]
+fn healthy_world_passes_every_check_and_a_dead_mirror_is_named() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    assert_every_check_ok(&world, &cache);
+    let dead_files = format!("http://127.0.0.1:{}", dead_port());
+    let dead_registry = format!("http://127.0.0.1:{}", dead_port());
+    assert_dead_mirrors_named(&world, &cache, &dead_files, &dead_registry);
+    assert_json_reports_the_failure(&world, &cache, &dead_files);
 }
 
 /// Neither `--config` nor `CKS_ISO_CONFIG`: `$XDG_CONFIG_HOME/cks-iso/config.yaml` is read, and

@@ -180,43 +180,23 @@ fn build_json(world: &World, out: &Path, cache: &Path, tmp: &Path, dashboard: &s
         .unwrap()
 }
 
-#[test]
-fn a_whole_build_is_followable_from_its_json_stderr() {
-    let world = World::start(Options::default());
-    let dir = tempfile::tempdir().unwrap();
-    let (out, cache, tmp) = (
-        dir.path().join("out"),
-        dir.path().join("cache"),
-        dir.path().join("tmp"),
-    );
-    fs::create_dir_all(&tmp).unwrap();
-
-    let cold = build_json(&world, &out, &cache, &tmp, world.dashboard_url());
-    assert!(
-        cold.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cold.stderr)
-    );
-    let iso = out.join(format!("setup-v{}-x86_64.iso", world.kubernetes()));
-    assert!(
-        String::from_utf8_lossy(&cold.stdout).contains(p(&iso)),
-        "summary on stdout"
-    );
-    let records = parse_stderr(&cold);
-    assert!(errors(&records).is_empty());
-    let events = progress(&records);
-    let items = |source: &str| {
-        events
-            .iter()
-            .filter(|e| e["event"] == "item" && e["source"] == source)
-            .count()
-    };
-    // Cold: blobs and files come from the network, each downloaded once (a layer shared by
-    // several images is downloaded for the first and taken from the cache for the others).
-    assert!(items("network") > 10, "{} network items", items("network"));
-    let mut downloaded: Vec<&str> = events
+/// The progress items of `events` that came from `source` (`network`, `cache`).
+fn items_from<'a>(events: &[&'a Value], source: &str) -> Vec<&'a Value> {
+    events
         .iter()
-        .filter(|e| e["event"] == "item" && e["source"] == "network")
+        .filter(|e| e["event"] == "item" && e["source"] == source)
+        .copied()
+        .collect()
+}
+
+/// A cold build's progress: blobs and files come from the network, each downloaded once (a layer
+/// shared by several images is downloaded for the first and taken from the cache for the
+/// others); every item names itself, its size and its phase, and image blobs are among them.
+fn assert_cold_progress_is_followable(events: &[&Value]) {
+    let network = items_from(events, "network");
+    assert!(network.len() > 10, "{} network items", network.len());
+    let mut downloaded: Vec<&str> = network
+        .iter()
         .map(|e| e["item"].as_str().unwrap().rsplit(' ').next().unwrap())
         .collect();
     let count = downloaded.len();
@@ -245,22 +225,14 @@ fn a_whole_build_is_followable_from_its_json_stderr() {
             .any(|e| e["event"] == "item" && e["item"].as_str().unwrap().contains("sha256:")),
         "no image blob among the items"
     );
+}
 
-    fs::remove_dir_all(&out).unwrap();
-    let warm = build_json(&world, &out, &cache, &tmp, world.dashboard_url());
-    assert!(
-        warm.status.success(),
-        "{}",
-        String::from_utf8_lossy(&warm.stderr)
-    );
-    let records = parse_stderr(&warm);
-    let events = progress(&records);
-    // Warm: every image blob from the cache (files are fetched again unless --locked/--offline:
-    // their published checksums may have moved).
+/// A warm build's progress: every image blob from the cache (files are fetched again unless
+/// `--locked`/`--offline`: their published checksums may have moved).
+fn assert_warm_blobs_come_from_the_cache(events: &[&Value]) {
     let blobs = |source: &str| {
-        events
+        items_from(events, source)
             .iter()
-            .filter(|e| e["event"] == "item" && e["source"] == source)
             .filter(|e| e["phase"].as_str().unwrap().starts_with("pulling images"))
             .count()
     };
@@ -270,6 +242,42 @@ fn a_whole_build_is_followable_from_its_json_stderr() {
         blobs("cache")
     );
     assert_eq!(blobs("network"), 0, "a warm build downloaded a blob");
+}
+
+#[test]
+fn a_whole_build_is_followable_from_its_json_stderr() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let (out, cache, tmp) = (
+        dir.path().join("out"),
+        dir.path().join("cache"),
+        dir.path().join("tmp"),
+    );
+    fs::create_dir_all(&tmp).unwrap();
+
+    let cold = build_json(&world, &out, &cache, &tmp, world.dashboard_url());
+    assert!(
+        cold.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cold.stderr)
+    );
+    let iso = out.join(format!("setup-v{}-x86_64.iso", world.kubernetes()));
+    assert!(
+        String::from_utf8_lossy(&cold.stdout).contains(p(&iso)),
+        "summary on stdout"
+    );
+    let records = parse_stderr(&cold);
+    assert!(errors(&records).is_empty());
+    assert_cold_progress_is_followable(&progress(&records));
+
+    fs::remove_dir_all(&out).unwrap();
+    let warm = build_json(&world, &out, &cache, &tmp, world.dashboard_url());
+    assert!(
+        warm.status.success(),
+        "{}",
+        String::from_utf8_lossy(&warm.stderr)
+    );
+    assert_warm_blobs_come_from_the_cache(&progress(&parse_stderr(&warm)));
 
     // A failing build: JSON to the last line, one error record naming the URL.
     let missing = world
