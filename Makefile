@@ -154,7 +154,7 @@ notices:
 # in a test: under `cargo test` the environment differs enough that build scripts rebuild the
 # whole release tree, while from make it reuses the build `make deb` just made.
 test-deb: deps deb
-	$(CARGO) test --locked --test it -- --ignored project::packaging::
+	$(CARGO) test --locked --test it -- --ignored project::debian_package::
 	root=$$(mktemp -d) && trap 'rm -rf "$$root"' EXIT && \
 	$(CARGO) install --locked --path . --root "$$root" && \
 	"$$root/bin/cks-iso" --version | grep -q "^cks-iso $$($(RELEASE_BIN) --version | cut -d' ' -f2)" && \

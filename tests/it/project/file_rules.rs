@@ -1,5 +1,5 @@
-//! The rules inside the main crate's modules, read with `layers`' lexer: a command module
-//! (`src/app/<command>`) imports no other command; no glob import of our own modules outside a
+//! The rules inside the main crate's modules, read with `lexer` and walked by `modules`: a
+//! command module (`src/app/<command>`) imports no other command; no glob import of our own modules outside a
 //! test module; and no two files of one module that use each other. STYLE.md ("Where code goes")
 //! says why; each rule has a self-test that shows it fails on a bad example.
 //!
@@ -11,7 +11,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use super::layers::{Token, group_heads, lex, module_file, path_at, path_attributes, relative};
+use super::lexer::{Token, group_heads, lex, path_at, relative};
+use super::modules::walk;
 
 /// The modules of `src/app/` that are not commands: CLI glue several commands share. Every other
 /// module of `app` is a command (one per subcommand, or a family such as `docs`).
@@ -129,40 +130,27 @@ fn scan(tokens: &[Token], module: &[String]) -> (Vec<(Vec<String>, String)>, Vec
     (declared, uses)
 }
 
-/// Every file of the crate whose root is `src/lib.rs`, found as rustc finds them.
+/// Every file of the crate whose root is `src/lib.rs` (or `src/main.rs`), found as rustc finds
+/// them.
 fn files(src: &Path) -> Vec<File> {
     let mut found = Vec::new();
+    let mut read = |file: &Path, module: &[String], tokens: &[Token]| {
+        let (declared, uses) = scan(tokens, module);
+        found.push(File {
+            name: relative(file),
+            module: module.to_vec(),
+            uses,
+        });
+        declared
+    };
     let lib = src.join("lib.rs");
     let root = if lib.exists() {
         lib
     } else {
         src.join("main.rs")
     };
-    walk(&root, src, Vec::new(), &mut found);
+    walk(&root, src, Vec::new(), &mut read);
     found
-}
-
-fn walk(file: &Path, children: &Path, module: Vec<String>, found: &mut Vec<File>) {
-    let text = std::fs::read_to_string(file)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
-    let (declared, uses) = scan(&lex(&text), &module);
-    let paths = path_attributes(&text);
-    let dir = file.parent().expect("a file in a directory");
-    found.push(File {
-        name: relative(file),
-        module: module.clone(),
-        uses,
-    });
-    for (inline, name) in declared {
-        let base = inline
-            .iter()
-            .fold(children.to_owned(), |base, part| base.join(part));
-        let child = module_file(&base, &name, paths.get(&name), dir);
-        let mut path = module.clone();
-        path.extend(inline);
-        path.push(name.clone());
-        walk(&child, &base.join(&name), path, found);
-    }
 }
 
 /// Rule (a): `app::<command>` naming `app::<other command>`.

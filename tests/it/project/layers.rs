@@ -4,19 +4,14 @@
 //! the other; the leaf crates' rule is `leaf_crates_depend_on_no_network_stack` in `packaging`,
 //! this is the same rule for the modules of the main crate.
 //!
-//! The sources are read by a small lexer here rather than with `syn`: adding `syn` (with `full`
-//! and `visit`) and `proc-macro2` as dev-dependencies changed the features of the copies the
-//! derive macros use, so every proc macro and every crate built with one compiled again (measured
-//! on a warm target: `thiserror-impl`, `hadris-iso`, … a rebuild of most of the tree) — too high a
-//! price for one test. The lexer drops comments (doc comments included), strings and character
-//! literals, so that only code counts; `super::` is resolved against the module it is written in
-//! (inline `mod tests { … }` included), `use crate::{a, b::C}` counts both, and paths inside macro
-//! calls and attributes (`format!(…, crate::fetch::redact(url))`, `#[error(…)]`) count like any
-//! other code. Files are found as rustc finds them: from `src/lib.rs` through each `mod x;`
-//! (`x.rs`, `x/mod.rs`, or its `#[path]`).
+//! The sources are read by `lexer` (why not `syn`: its module doc) and walked by `modules`, as
+//! `file_rules` reads them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+use super::lexer::{Token, group_heads, lex, path_at, relative};
+use super::modules::{module_file, walk};
 
 /// Uses that close a cycle known to be on its way out, each with why it is still here: the test
 /// leaves these edges out of the graph before it looks for cycles. An entry whose use is gone
@@ -28,173 +23,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
 
 /// Where one module uses another: the first place found, as `file:line`.
 type Edges = BTreeMap<(String, String), String>;
-
-/// A token of Rust source that matters here: an identifier, or one punctuation character (`::`
-/// is two `:`), with its line. Comments, strings, characters and numbers are left out.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum Token {
-    Ident(String, usize),
-    Punct(char, usize),
-}
-
-impl Token {
-    pub(super) fn is(&self, c: char) -> bool {
-        matches!(self, Token::Punct(p, _) if *p == c)
-    }
-
-    pub(super) fn ident(&self) -> Option<&str> {
-        match self {
-            Token::Ident(name, _) => Some(name),
-            Token::Punct(..) => None,
-        }
-    }
-
-    pub(super) fn line(&self) -> usize {
-        match self {
-            Token::Ident(_, line) | Token::Punct(_, line) => *line,
-        }
-    }
-}
-
-/// The tokens of `text`, without comments, string, byte-string, raw-string and character
-/// literals, lifetimes and numbers.
-pub(super) fn lex(text: &str) -> Vec<Token> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut tokens = Vec::new();
-    let (mut i, mut line) = (0, 1);
-    let at = |i: usize| chars.get(i).copied().unwrap_or('\0');
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '\n' {
-            line += 1;
-            i += 1;
-        } else if c.is_whitespace() {
-            i += 1;
-        } else if c == '/' && at(i + 1) == '/' {
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
-            }
-        } else if c == '/' && at(i + 1) == '*' {
-            let mut depth = 0;
-            while i < chars.len() {
-                if chars[i] == '/' && at(i + 1) == '*' {
-                    depth += 1;
-                    i += 2;
-                } else if chars[i] == '*' && at(i + 1) == '/' {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    line += usize::from(chars[i] == '\n');
-                    i += 1;
-                }
-            }
-        } else if c == '"' {
-            i = skip_string(&chars, i + 1, &mut line);
-        } else if c == '\'' {
-            // A character literal ('x', '\n', '\u{2192}'), else a lifetime or label ('a).
-            if at(i + 1) == '\\' {
-                i += 2;
-                while i < chars.len() && chars[i] != '\'' {
-                    i += 1;
-                }
-                i += 1;
-            } else if at(i + 2) == '\'' {
-                i += 3;
-            } else {
-                i += 1;
-            }
-        } else if c.is_ascii_digit() {
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
-                i += 1;
-            }
-        } else if c.is_alphabetic() || c == '_' {
-            let start = i;
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
-                i += 1;
-            }
-            let word: String = chars[start..i].iter().collect();
-            // String prefixes: b"…", c"…", r"…", r#"…"#, br"…", cr#"…"#.
-            let raw = matches!(word.as_str(), "r" | "br" | "cr");
-            let hashes = chars[i..].iter().take_while(|c| **c == '#').count();
-            if matches!(word.as_str(), "b" | "c") && at(i) == '"' {
-                i = skip_string(&chars, i + 1, &mut line);
-            } else if raw && at(i + hashes) == '"' {
-                i = skip_raw(&chars, i + hashes + 1, hashes, &mut line);
-            } else if word == "b" && at(i) == '\'' {
-                i += 1;
-                while i < chars.len() && chars[i] != '\'' {
-                    i += 1 + usize::from(chars[i] == '\\');
-                }
-                i += 1;
-            } else if word == "r" && hashes == 1 {
-                // A raw identifier: r#type.
-                i += 1;
-            } else {
-                tokens.push(Token::Ident(word, line));
-            }
-        } else {
-            tokens.push(Token::Punct(c, line));
-            i += 1;
-        }
-    }
-    tokens
-}
-
-/// Past the closing quote of a string whose body starts at `i` (escapes honoured).
-fn skip_string(chars: &[char], mut i: usize, line: &mut usize) -> usize {
-    while i < chars.len() && chars[i] != '"' {
-        *line += usize::from(chars[i] == '\n');
-        i += 1 + usize::from(chars[i] == '\\');
-    }
-    i + 1
-}
-
-/// Past the closing `"###` of a raw string with `hashes` hashes whose body starts at `i`.
-fn skip_raw(chars: &[char], mut i: usize, hashes: usize, line: &mut usize) -> usize {
-    while i < chars.len() {
-        if chars[i] == '"'
-            && chars[i + 1..]
-                .iter()
-                .take(hashes)
-                .filter(|c| **c == '#')
-                .count()
-                == hashes
-        {
-            return i + 1 + hashes;
-        }
-        *line += usize::from(chars[i] == '\n');
-        i += 1;
-    }
-    i
-}
-
-/// `#[path = "…"] mod name;` in `text`: name → the path given.
-pub(super) fn path_attributes(text: &str) -> BTreeMap<String, String> {
-    let mut found = BTreeMap::new();
-    for (n, _) in text.match_indices("#[path") {
-        let rest = &text[n..];
-        let Some(open) = rest.find('"') else { continue };
-        let Some(close) = rest[open + 1..].find('"') else {
-            continue;
-        };
-        let path = &rest[open + 1..open + 1 + close];
-        let after = &rest[open + close + 2..];
-        let after = after.trim_start().trim_start_matches(']').trim_start();
-        let after = after.strip_prefix("pub ").unwrap_or(after).trim_start();
-        if let Some(decl) = after.strip_prefix("mod ") {
-            let name: String = decl
-                .trim_start()
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
-            found.insert(name, path.to_owned());
-        }
-    }
-    found
-}
 
 /// The edges between the top-level modules declared in `src/lib.rs`.
 fn module_graph(src: &Path) -> (BTreeSet<String>, Edges) {
@@ -212,60 +40,12 @@ fn module_graph(src: &Path) -> (BTreeSet<String>, Edges) {
     let mut edges = Edges::new();
     for name in &names {
         let file = module_file(src, name, None, src);
-        read_module(
-            &file,
-            &src.join(name),
-            vec![name.clone()],
-            &names,
-            &mut edges,
-        );
+        let mut read = |file: &Path, module: &[String], tokens: &[Token]| {
+            read_tokens(file, tokens, module, &names, &mut edges)
+        };
+        walk(&file, &src.join(name), vec![name.clone()], &mut read);
     }
     (names, edges)
-}
-
-/// The file of module `name` declared in a file of `dir` (`name.rs` or `name/mod.rs` under
-/// `children`, or its `#[path]`, relative to `dir`).
-pub(super) fn module_file(
-    children: &Path,
-    name: &str,
-    given: Option<&String>,
-    dir: &Path,
-) -> PathBuf {
-    if let Some(path) = given {
-        return dir.join(path);
-    }
-    let flat = children.join(format!("{name}.rs"));
-    match flat.exists() {
-        true => flat,
-        false => children.join(name).join("mod.rs"),
-    }
-}
-
-/// Reads the module in `file` (path `module`), then the files of the modules it declares, which
-/// live in `children`.
-fn read_module(
-    file: &Path,
-    children: &Path,
-    module: Vec<String>,
-    names: &BTreeSet<String>,
-    edges: &mut Edges,
-) {
-    let text = std::fs::read_to_string(file)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
-    let declared = read_tokens(file, &lex(&text), &module, names, edges);
-    let paths = path_attributes(&text);
-    let dir = file.parent().expect("a file in a directory");
-    for (inline, name) in declared {
-        // Inline modules nest the directory: `mod a { mod b; }` is `a/b.rs`.
-        let base = inline
-            .iter()
-            .fold(children.to_owned(), |base, part| base.join(part));
-        let child = module_file(&base, &name, paths.get(&name), dir);
-        let mut path = module.clone();
-        path.extend(inline);
-        path.push(name.clone());
-        read_module(&child, &base.join(&name), path, names, edges);
-    }
 }
 
 /// Records in `edges` the top-level modules the tokens of `file` (module `module`) use; returns
@@ -340,58 +120,6 @@ fn read_tokens(
     declared
 }
 
-/// The path starting at token `i` (`first`): its segments, and the index after the last `::`
-/// followed by an identifier (where a `{` group may start).
-pub(super) fn path_at(tokens: &[Token], i: usize, first: &str) -> (Vec<String>, usize) {
-    let mut segments = vec![first.to_owned()];
-    let mut j = i + 1;
-    while tokens.get(j).is_some_and(|t| t.is(':')) && tokens.get(j + 1).is_some_and(|t| t.is(':')) {
-        match tokens.get(j + 2).and_then(Token::ident) {
-            Some(next) => {
-                segments.push(next.to_owned());
-                j += 3;
-            }
-            None => {
-                j += 2;
-                break;
-            }
-        }
-    }
-    (segments, j)
-}
-
-/// The first identifier of each comma-separated item of the `{ … }` group opening at `open`
-/// (`self` included: it names the prefix, which `top_of` resolves the same).
-pub(super) fn group_heads(tokens: &[Token], open: usize) -> Vec<(String, usize)> {
-    let mut heads = Vec::new();
-    let mut depth = 0;
-    let mut expecting = true;
-    for token in &tokens[open..] {
-        if token.is('{') {
-            depth += 1;
-            if depth == 1 {
-                continue;
-            }
-        } else if token.is('}') {
-            depth -= 1;
-            if depth == 0 {
-                break;
-            }
-        } else if depth == 1 && token.is(',') {
-            expecting = true;
-            continue;
-        }
-        if depth == 1
-            && expecting
-            && let Some(name) = token.ident()
-        {
-            heads.push((name.to_owned(), token.line()));
-            expecting = false;
-        }
-    }
-    heads
-}
-
 /// The top-level module a path written in `module` starts in: `crate::x…` is `x`, `super::…`
 /// climbs from `module`, `self::…` stays; `None` for a path that starts elsewhere (a local name,
 /// another crate, `crate::*`).
@@ -413,14 +141,6 @@ fn top_of(module: &[String], segments: &[String]) -> Option<String> {
         _ => return None,
     }
     at.first().or(rest.first()).cloned()
-}
-
-pub(super) fn relative(file: &Path) -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    file.strip_prefix(root)
-        .unwrap_or(file)
-        .display()
-        .to_string()
 }
 
 /// The strongly connected components of more than one module (each holds a cycle).

@@ -1,7 +1,7 @@
 //! The tool as operators get it: what the published crate holds, the completions and the man page.
-//! (The `.deb` itself is checked by `make test-deb`, which needs a release build.)
+//! (The `.deb` itself is checked in `debian_package`, by `make test-deb`, which needs a release
+//! build.)
 
-use std::path::Path;
 use std::process::Command;
 
 use crate::support::run;
@@ -252,7 +252,7 @@ fn stdout_of(args: &[&str]) -> String {
 
 /// Sources the bash completion and drives its function the way readline does for `line`, whose
 /// last word is the one completed; returns COMPREPLY.
-fn bash_complete(script: &std::path::Path, line: &str) -> Vec<String> {
+pub(super) fn bash_complete(script: &std::path::Path, line: &str) -> Vec<String> {
     crate::support::require("bash");
     let driver = r#"
         source "$1" || exit 1
@@ -445,147 +445,4 @@ fn man_for_an_unknown_subcommand_is_a_usage_error_listing_them() {
         "{err}"
     );
     assert!(out.stdout.is_empty());
-}
-
-/// The `.deb` that `make deb` wrote for this version, in the target dir this test was built in
-/// (`CARGO_TARGET_DIR` or `target/`): the binary's is `<target dir>/debug/cks-iso`.
-fn built_deb() -> std::path::PathBuf {
-    let target_dir = std::path::Path::new(env!("CARGO_BIN_EXE_cks-iso"))
-        .ancestors()
-        .nth(2)
-        .expect("the binary is in <target dir>/<profile>/");
-    let dir = target_dir.join("debian");
-    let prefix = format!("cks-iso_{}-", env!("CARGO_PKG_VERSION"));
-    let debs: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}: run `make test-deb`", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            let name = p.file_name().unwrap().to_string_lossy();
-            name.starts_with(&prefix) && name.ends_with(".deb")
-        })
-        .collect();
-    assert_eq!(
-        debs.len(),
-        1,
-        "one {prefix}*.deb expected in {}: {debs:?}",
-        dir.display()
-    );
-    debs.into_iter().next().unwrap()
-}
-
-/// The Debian package `make deb` builds: lintian finds no error, it holds the binary, every man
-/// page, the three completions, README and licence where Debian expects them, and the packaged
-/// binary runs. Needs the release build `make deb` makes, too slow for `make test`: run by
-/// `make test-deb` (which `.ci/run` calls).
-#[test]
-#[ignore = "needs `make deb` (a release build); run by `make test-deb`"]
-fn debian_package_passes_lintian_and_its_binary_runs() {
-    let deb = built_deb();
-
-    crate::support::require("lintian");
-    let lintian = Command::new("lintian")
-        .args(["--fail-on", "error", "--tag-display-limit", "0"])
-        .arg(&deb)
-        .output()
-        .expect("run lintian");
-    let report = String::from_utf8_lossy(&lintian.stdout);
-    assert!(
-        lintian.status.success(),
-        "lintian found errors in {}:\n{report}{}",
-        deb.display(),
-        String::from_utf8_lossy(&lintian.stderr)
-    );
-    assert!(!report.lines().any(|l| l.starts_with("E:")), "{report}");
-
-    let root = tempfile::tempdir().unwrap();
-    crate::support::run_tool(
-        "dpkg-deb",
-        &["-x", deb.to_str().unwrap(), root.path().to_str().unwrap()],
-    );
-    let at = |rel: &str| root.path().join(rel);
-    for rel in [
-        "usr/bin/cks-iso",
-        "usr/share/man/man1/cks-iso.1.gz",
-        "usr/share/bash-completion/completions/cks-iso",
-        "usr/share/zsh/vendor-completions/_cks-iso",
-        "usr/share/fish/vendor_completions.d/cks-iso.fish",
-        "usr/share/doc/cks-iso/README.md",
-        "usr/share/doc/cks-iso/LICENSE",
-        "usr/share/doc/cks-iso/copyright",
-        "usr/share/doc/cks-iso/THIRD-PARTY-NOTICES",
-        "usr/share/doc/cks-iso/changelog.gz",
-        "usr/share/doc/cks-iso/docs/guide/install.md",
-    ] {
-        assert!(at(rel).is_file(), "{rel} is not in {}", deb.display());
-    }
-    // The README's links (into docs/, to LICENSE, THIRD-PARTY-NOTICES, CHANGELOG.md) resolve in
-    // the installed doc directory, and docs/ is the repository's whole.
-    let root_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let links = run(Command::new(root_dir.join(".venv-sbom/bin/python"))
-        .arg(root_dir.join("scripts/check-doc-links.py"))
-        .arg(at("usr/share/doc/cks-iso"))
-        .arg("--docs-from")
-        .arg(root_dir));
-    assert!(
-        String::from_utf8_lossy(&links.stdout).contains("every one resolves"),
-        "{links:?}"
-    );
-    let licence = std::fs::read_to_string(at("usr/share/doc/cks-iso/LICENSE")).unwrap();
-    assert!(licence.contains("Apache License") && licence.contains("Version 2.0"));
-
-    let bin = at("usr/bin/cks-iso");
-    let version = run(Command::new(&bin).arg("--version"));
-    let version = String::from_utf8(version.stdout).unwrap();
-    assert!(
-        version.starts_with(&format!("cks-iso {}", env!("CARGO_PKG_VERSION"))),
-        "{version}"
-    );
-
-    // One page per subcommand each page names (cks-iso-cache-export(1) too), each rendering
-    // without a warning.
-    let listed = |args: &[&str]| -> Vec<String> {
-        let page = run(Command::new(&bin).arg("man").args(args));
-        String::from_utf8(page.stdout)
-            .unwrap()
-            .lines()
-            .filter_map(|l| l.strip_prefix("cks\\-iso\\-")?.strip_suffix("(1)"))
-            .map(|s| s.replace("\\-", "-"))
-            .collect()
-    };
-    let mut todo = listed(&[]);
-    assert!(todo.iter().any(|s| s == "build"), "{todo:?}");
-    // A page is a top-level command (`verify-bundle`) or a path of them (`cache-export`).
-    let top = todo.clone();
-    let mut pages = vec!["cks-iso".to_owned()];
-    while let Some(sub) = todo.pop() {
-        let words: Vec<&str> = match top.contains(&sub) {
-            true => vec![sub.as_str()],
-            false => sub.split('-').collect(),
-        };
-        todo.extend(listed(&words));
-        pages.push(format!("cks-iso-{sub}"));
-    }
-    assert!(
-        pages.iter().any(|p| p == "cks-iso-cache-export"),
-        "{pages:?}"
-    );
-    for page in &pages {
-        let path = at(&format!("usr/share/man/man1/{page}.1.gz"));
-        assert!(path.is_file(), "{page}(1) is not packaged");
-        let out = run(Command::new("man")
-            .args(["--warnings", "-l"])
-            .arg(&path)
-            .env("MANPAGER", "cat")
-            .env("LC_ALL", "C.UTF-8"));
-        assert!(
-            out.stderr.is_empty(),
-            "{page}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(String::from_utf8_lossy(&out.stdout).contains("NAME"));
-    }
-
-    // The packaged bash completion works as bash-completion would load it.
-    let script = at("usr/share/bash-completion/completions/cks-iso");
-    assert_eq!(bash_complete(&script, "cks-iso bu"), ["build"]);
 }
