@@ -5,6 +5,7 @@
 
 mod bounds;
 mod cache;
+mod common;
 mod files;
 mod iso;
 mod lock;
