@@ -4,7 +4,7 @@
 //! image pinned and pulled `IfNotPresent`, that image bundled for both arches, no
 //! `dashboard.yaml`; `verify --cloudstack` judges the ISO by the release it is for; the summary
 //! gives each ISO its `addKubernetesSupportedVersion` parameters, the checksum its sha256. The
-//! rules of each release are in `cloudstack_profiles.rs`.
+//! rules of each release are in `profiles.rs` beside this file.
 
 use std::fs;
 use std::path::Path;
