@@ -11,3 +11,4 @@ mod lexer;
 /// The main crate's module tree, walked as rustc finds its files.
 mod modules;
 mod packaging;
+mod typed_errors;
