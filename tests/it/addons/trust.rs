@@ -10,7 +10,7 @@
 use std::fs;
 use std::path::Path;
 
-use crate::signatures::images::build;
+use crate::signatures::common::build;
 use crate::support::*;
 use cks_iso_testworld::sigstore::SignOptions;
 use cks_iso_testworld::world::{Options, World};

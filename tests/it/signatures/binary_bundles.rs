@@ -24,9 +24,9 @@ use sha2::Digest as _;
 
 use cks_iso_testworld::sigstore::K8S_BINARY_IDENTITY as STAGING;
 
-/// [`crate::signatures::images::build`] for amd64 alone.
+/// [`crate::signatures::common::build`] for amd64 alone.
 fn build(world: &World, dir: &Path, out: &str, args: &[&str]) -> Command {
-    crate::signatures::images::build(world, dir, out, &[&["--arch", "amd64"], args].concat())
+    crate::signatures::common::build(world, dir, out, &[&["--arch", "amd64"], args].concat())
 }
 
 fn kubeadm(world: &World) -> String {
@@ -187,7 +187,7 @@ fn a_rekor_v2_signed_release_builds_and_its_iso_reverifies_offline() {
     );
     // Sigstore's own Python client verifies the same bundles, offline: the world's Rekor v2
     // log, timestamps and bundles are in the shapes the real verifiers read.
-    let oracle = crate::signatures::images::bundle_oracle(&tree, &root);
+    let oracle = crate::signatures::common::bundle_oracle(&tree, &root);
     let said = String::from_utf8_lossy(&oracle.stdout).into_owned();
     assert!(
         oracle.status.success(),

@@ -13,7 +13,7 @@
 
 use std::process::Output;
 
-use crate::signatures::images::build;
+use crate::signatures::common::build;
 use crate::signatures::referrers::{
     PAUSE, TRUST, config_through, json, verify_image, world_without_sig_tags,
 };
