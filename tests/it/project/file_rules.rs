@@ -133,7 +133,11 @@ fn scan(tokens: &[Token], module: &[String]) -> (Vec<(Vec<String>, String)>, Vec
 fn files(src: &Path) -> Vec<File> {
     let mut found = Vec::new();
     let lib = src.join("lib.rs");
-    let root = if lib.exists() { lib } else { src.join("main.rs") };
+    let root = if lib.exists() {
+        lib
+    } else {
+        src.join("main.rs")
+    };
     walk(&root, src, Vec::new(), &mut found);
     found
 }
