@@ -181,6 +181,30 @@ fn form_decoded(value: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// The scopes a token is granted: for OAuth2 the POSTed form's one `scope` field, its scopes
+/// separated by spaces (distribution's token server reads `scope` from the form and splits it on
+/// spaces); otherwise the GET query's `scope` parameters.
+fn granted(auth: &FrontAuth, request: &Incoming, asked: &[String]) -> Vec<String> {
+    match auth {
+        FrontAuth::RefreshToken(_) => {
+            let form = String::from_utf8_lossy(&request.body).into_owned();
+            (form.split('&'))
+                .filter_map(|pair| pair.strip_prefix("scope="))
+                .flat_map(|s| {
+                    form_decoded(s)
+                        .split(' ')
+                        .map(str::to_owned)
+                        .collect::<Vec<_>>()
+                })
+                .filter(|s| !s.is_empty())
+                .collect()
+        }
+        _ => (asked.iter())
+            .map(|s| s.replace("%2C", ",").replace("%2c", ","))
+            .collect(),
+    }
+}
+
 fn front_request(
     request: Incoming,
     state: &FrontState,
@@ -233,26 +257,7 @@ fn front_request(
             return Outgoing::new(401, "{\"details\":\"bad credentials\"}");
         }
         let token = format!("testworld-token-{n}");
-        let granted = match auth {
-            // OAuth2: the form's one `scope` field, its scopes separated by spaces (distribution's
-            // token server reads `scope` from the POSTed form and splits it on spaces).
-            FrontAuth::RefreshToken(_) => {
-                let form = String::from_utf8_lossy(&request.body).into_owned();
-                (form.split('&'))
-                    .filter_map(|pair| pair.strip_prefix("scope="))
-                    .flat_map(|s| {
-                        form_decoded(s)
-                            .split(' ')
-                            .map(str::to_owned)
-                            .collect::<Vec<_>>()
-                    })
-                    .filter(|s| !s.is_empty())
-                    .collect()
-            }
-            _ => (asked.iter())
-                .map(|s| s.replace("%2C", ",").replace("%2c", ","))
-                .collect(),
-        };
+        let granted = granted(auth, &request, &asked);
         state
             .tokens
             .lock()
