@@ -8,10 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use cks_iso::lock::{ArchEntry, Autoscaler, ImageEntry, Kubeadm, Lock, LockedRequest, VERSION};
-use cks_iso_testworld::http::Incoming;
 use cks_iso_testworld::images::Fixture;
 use cks_iso_testworld::registry::{RegistryWorld, proxy};
-use cks_iso_testworld::server::{HttpServer, Outgoing};
+use cks_iso_testworld::server::{HttpServer, Incoming, Outgoing};
 
 use super::{cks_iso, require, run_tool, stderr};
 
@@ -163,9 +162,30 @@ pub struct CuttingFront {
     pub cut: Arc<Mutex<Option<String>>>,
 }
 
-/// What the front's handler shares with the test: the sessions and the cut; and what it needs to
-/// forward: its upstream, its own host (known once it listens) and how it breaks the chunk.
-#[derive(Clone)]
+impl CuttingFront {
+    pub fn start(upstream: &str, partial: bool) -> Self {
+        let cutter = Arc::new(Cutter {
+            sessions: Arc::default(),
+            cut: Arc::default(),
+            me: Arc::default(),
+            upstream: upstream.to_owned(),
+            partial,
+        });
+        let server = {
+            let cutter = cutter.clone();
+            HttpServer::start(move |request| cutter.handle(&request))
+        };
+        cutter.me.set(server.host()).unwrap();
+        Self {
+            server,
+            sessions: cutter.sessions.clone(),
+            cut: cutter.cut.clone(),
+        }
+    }
+}
+
+/// The state of a [`CuttingFront`]'s handler: what it counted and cut, its own address (to
+/// rewrite `Location`) and the registry it forwards to.
 struct Cutter {
     sessions: Sessions,
     cut: Arc<Mutex<Option<String>>>,
@@ -175,8 +195,36 @@ struct Cutter {
 }
 
 impl Cutter {
-    /// Counts a `PATCH`'s bytes for its session and halves the first chunk of 2 KiB or more (its
-    /// body and `Content-Range`); whether this one was cut.
+    /// Counts, maybe cuts, forwards, and answers 503 for the broken chunk.
+    fn handle(&self, request: &Incoming) -> Outgoing {
+        let path = request
+            .target
+            .split('?')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let mut body = request.body.clone();
+        let mut range = request.header("content-range").map(str::to_owned);
+        let broken = request.method == "PATCH" && self.count_and_cut(&path, &mut body, &mut range);
+        if request.method == "PUT" && path.contains("/blobs/uploads/") {
+            let digest = request.target.split("digest=").nth(1).map(str::to_owned);
+            self.sessions.lock().unwrap().entry(path).or_default().1 = digest;
+        }
+        if broken && !self.partial {
+            return Outgoing::new(503, "upstream connection lost");
+        }
+        let reply = match self.forward(request, &body, range.as_deref()) {
+            Ok(reply) => reply,
+            Err(unreachable) => return unreachable,
+        };
+        if broken {
+            return Outgoing::new(503, "upstream connection lost");
+        }
+        reply
+    }
+
+    /// Counts a `PATCH` body's bytes for its session; the first chunk of 2 KiB or more is cut to
+    /// its first half (its `Content-Range` to match). Whether this one was cut.
     fn count_and_cut(&self, path: &str, body: &mut Vec<u8>, range: &mut Option<String>) -> bool {
         self.sessions
             .lock()
@@ -199,50 +247,31 @@ impl Cutter {
         true
     }
 
-    /// Forwards `request` (its body and range as cut) upstream, or answers 503 for the broken
-    /// chunk, as a proxy whose upstream connection dropped does.
-    fn handle(&self, request: &Incoming) -> Outgoing {
-        let path = request
-            .target
-            .split('?')
-            .next()
-            .unwrap_or_default()
-            .to_owned();
-        let mut body = request.body.clone();
-        let mut range = request.header("content-range").map(str::to_owned);
-        let broken = request.method == "PATCH" && self.count_and_cut(&path, &mut body, &mut range);
-        if request.method == "PUT" && path.contains("/blobs/uploads/") {
-            let digest = request.target.split("digest=").nth(1).map(str::to_owned);
-            self.sessions.lock().unwrap().entry(path).or_default().1 = digest;
-        }
+    /// `request` with `body` and `range` sent on to the registry; its answer, addresses of the
+    /// registry in its headers rewritten to this front's (or a 502 when it cannot be reached).
+    fn forward(
+        &self,
+        request: &Incoming,
+        body: &[u8],
+        range: Option<&str>,
+    ) -> Result<Outgoing, Outgoing> {
         let mut headers: Vec<(&str, &str)> = ["accept", "content-type"]
             .into_iter()
             .filter_map(|name| request.header(name).map(|v| (name, v)))
             .collect();
-        if let Some(range) = &range {
+        if let Some(range) = range {
             headers.push(("content-range", range));
-        }
-        if broken && !self.partial {
-            return Outgoing::new(503, "upstream connection lost");
         }
         let reply = match cks_iso_testworld::http::request(
             &self.upstream,
             &request.method,
             &request.target,
             &headers,
-            &body,
+            body,
         ) {
             Ok(reply) => reply,
-            Err(e) => return Outgoing::new(502, e.to_string()),
+            Err(e) => return Err(Outgoing::new(502, e.to_string())),
         };
-        if broken {
-            return Outgoing::new(503, "upstream connection lost");
-        }
-        self.relay(request, reply)
-    }
-
-    /// Upstream's `reply`, its locations rewritten to this front.
-    fn relay(&self, request: &Incoming, reply: cks_iso_testworld::http::Reply) -> Outgoing {
         let mut out = Outgoing::new(reply.status, Vec::new());
         for name in ["content-type", "docker-content-digest", "range", "location"] {
             if let Some(value) = reply.header(name) {
@@ -254,29 +283,7 @@ impl Cutter {
             out.length = reply.header("content-length").and_then(|l| l.parse().ok());
         }
         out.body = reply.body;
-        out
-    }
-}
-
-impl CuttingFront {
-    pub fn start(upstream: &str, partial: bool) -> Self {
-        let cutter = Cutter {
-            sessions: Arc::default(),
-            cut: Arc::default(),
-            me: Arc::default(),
-            upstream: upstream.to_owned(),
-            partial,
-        };
-        let server = {
-            let cutter = cutter.clone();
-            HttpServer::start(move |request| cutter.handle(&request))
-        };
-        cutter.me.set(server.host()).unwrap();
-        Self {
-            server,
-            sessions: cutter.sessions,
-            cut: cutter.cut,
-        }
+        Ok(out)
     }
 }
 
