@@ -111,11 +111,23 @@ pub fn policy(file: Option<&Path>) -> Result<Policy, TrustError> {
 }
 
 /// The trusted root: `flag`, else `file` (the configuration's), else the embedded public-good
-/// root; with its text.
+/// root; with its text. Says which on stderr: see [`read_trusted_root`] for a root read quietly.
 pub fn trusted_root(
     flag: Option<&Path>,
     file: Option<&Path>,
 ) -> Result<(TrustedRoot, String), TrustError> {
+    let (root, text, origin) = read_trusted_root(flag, file)?;
+    tracing::info!("trusted root for signatures: {origin}");
+    Ok((root, text))
+}
+
+/// [`trusted_root`] without a word on stderr, and where it came from: for a second reader of
+/// the root a run already named (signing after the build's checks), or a check that only needs
+/// it when a signature turns out to carry a log entry.
+pub fn read_trusted_root(
+    flag: Option<&Path>,
+    file: Option<&Path>,
+) -> Result<(TrustedRoot, String, String), TrustError> {
     let (text, origin) = match flag.or(file) {
         Some(path) => {
             let text = crate::input::read_private_text(path, MAX_ROOT_SIZE).map_err(|source| {
@@ -135,8 +147,7 @@ pub fn trusted_root(
         origin: origin.clone(),
         reason,
     })?;
-    tracing::info!("trusted root for signatures: {origin}");
-    Ok((root, text))
+    Ok((root, text, origin))
 }
 
 /// Seconds since 1970, the time signatures are judged at.

@@ -4,7 +4,8 @@
 //! of the DER ECDSA signature, which `openssl dgst -sha256 -verify` and `cosign verify-blob`
 //! accept); `verify --iso-signature` and `register` judge that bundle against the signers the
 //! operator trusts ([`Signers`]: public keys, or identity rules in the image signature policy
-//! language), offline.
+//! language), offline. A key signature entered in Rekor (`--tlog`) carries its entry in the
+//! bundle, and that entry is judged against the trusted root too.
 //!
 //! Its own module so that building, verifying and registering share one reading of "signed by
 //! whom the operator trusts", and so that the build pipeline needs one call after the ISOs exist.
@@ -34,9 +35,10 @@ pub fn beside(iso: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// The trusted root keyless ISO signatures are judged against: `flag`, else `file` (the
-/// configuration's), else the embedded public-good root; read (and logged) only when a rule may
-/// need it, so that a check by keys alone says nothing of roots.
+/// The trusted root ISO signatures are judged against (a keyless one's certificate and log
+/// entry, a key signature's log entry when it was entered in Rekor with `--tlog`): `flag`, else
+/// `file` (the configuration's), else the embedded public-good root; logged only when a rule
+/// may need it, so that a check by keys alone says nothing of roots.
 pub fn root_for(
     signers: &Signers,
     flag: Option<&Path>,
@@ -44,12 +46,7 @@ pub fn root_for(
 ) -> Result<TrustedRoot, super::TrustError> {
     match signers.rules {
         Some(_) => Ok(super::trusted_root(flag, file)?.0),
-        None => TrustedRoot::from_json(cks_iso_sigstore::PUBLIC_GOOD_ROOT).map_err(|reason| {
-            super::TrustError::Root {
-                origin: "Sigstore's public-good root (embedded)".into(),
-                reason,
-            }
-        }),
+        None => Ok(super::read_trusted_root(flag, file)?.0),
     }
 }
 
@@ -229,7 +226,8 @@ fn ask_password(path: &Path) -> Result<Vec<u8>, String> {
 }
 
 /// Signs the ISO at `iso` whose SHA-256 is `sha256_hex` (as its writer computed it): writes
-/// `<iso>.sig` and `<iso>.sigstore.json`, each complete or not at all.
+/// `<iso>.sig` and `<iso>.sigstore.json`, each complete or not at all. Offline: no log entry
+/// (`--tlog` signs through `keyless::KeyLog`).
 pub fn sign_iso(iso: &Path, sha256_hex: &str, key: &SigningKey) -> Result<(), SignError> {
     let digest: [u8; 32] = hex::decode(sha256_hex)
         .ok()
@@ -237,20 +235,33 @@ pub fn sign_iso(iso: &Path, sha256_hex: &str, key: &SigningKey) -> Result<(), Si
         .expect("the writer's sha256 is 64 hex digits");
     let start = std::time::Instant::now();
     let signature = key.sign_digest(&digest);
-    let sig_text = {
-        use base64::Engine as _;
-        base64::engine::general_purpose::STANDARD.encode(&signature)
-    };
-    let bundle = keyed::key_bundle(&digest, &signature, key.public_spki());
-    for (suffix, bytes) in [(SIG_SUFFIX, sig_text.as_bytes()), (BUNDLE_SUFFIX, &bundle)] {
-        write_beside(iso, suffix, bytes)?;
-    }
+    write_signature(iso, &digest, &signature, key.public_spki(), None)?;
     tracing::info!(
         "signed {} with the key {} ({:.3} s)",
         iso.display(),
         keyed::fingerprint(key.public_spki()),
         start.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// Writes a key signature beside `iso`: cosign's `<iso>.sig` and the bundle, with the Rekor
+/// `entry` that logged it when there is one.
+pub fn write_signature(
+    iso: &Path,
+    digest: &[u8; 32],
+    signature: &[u8],
+    spki: &[u8],
+    entry: Option<&cks_iso_sigstore::rekor::Entry>,
+) -> Result<(), SignError> {
+    let sig_text = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(signature)
+    };
+    let bundle = keyed::key_bundle(digest, signature, spki, entry);
+    for (suffix, bytes) in [(SIG_SUFFIX, sig_text.as_bytes()), (BUNDLE_SUFFIX, &bundle)] {
+        write_beside(iso, suffix, bytes)?;
+    }
     Ok(())
 }
 
@@ -514,9 +525,11 @@ impl Signers {
             for key in &self.keys {
                 match keyed::verify_key_signature(&key.spki, digest, &sig) {
                     Ok(()) => {
+                        let when = logged_at(root, key, digest, &sig)
+                            .map_err(|reason| refuse(&key.describe(), reason))?;
                         return Ok(Signed {
                             signer: key.describe(),
-                            when: None,
+                            when,
                         });
                     }
                     Err(e) => reasons.push(e.to_string()),
@@ -548,6 +561,30 @@ impl Signers {
             )),
         }
     }
+}
+
+/// When the log entry of a key signature `sig` (verified under `key`) says it was made, once the
+/// entry is proven against `root`; `None` for a signature that was never logged. A bundle from a
+/// log the root does not name, or whose entry logs another hash, signature or key, is refused.
+pub(super) fn logged_at(
+    root: &TrustedRoot,
+    key: &TrustedKey,
+    digest: &[u8; 32],
+    sig: &keyed::KeySignature,
+) -> Result<Option<i64>, String> {
+    let Some(entry) = &sig.entry else {
+        return Ok(None);
+    };
+    cks_iso_sigstore::rekor::verify_key_entry(root, &key.spki, digest, &sig.signature, entry)
+        .map(Some)
+        .map_err(|f| {
+            format!(
+                "its Rekor entry (index {}) fails the {} check: {}",
+                entry.log_index,
+                f.step.name(),
+                f.reason
+            )
+        })
 }
 
 pub(super) fn read_bundle(path: &Path) -> std::io::Result<Vec<u8>> {

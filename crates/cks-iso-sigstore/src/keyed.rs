@@ -1,7 +1,8 @@
 //! Signatures made with a key the operator holds (cosign's `--key` signatures): reading the
 //! private key (PKCS #8 or SEC 1 PEM, ECDSA P-256), signing a file's SHA-256 while nothing but the
 //! digest is at hand, and the Sigstore bundle v0.3 that carries such a signature (a public-key
-//! hint instead of a certificate, no log entry), read back and judged against a public key.
+//! hint instead of a certificate, and the Rekor entry when it was logged), read back and judged
+//! against a public key (the entry, against the trusted root: [`crate::rekor::verify_key_entry`]).
 //!
 //! A module of this crate so that the bundle written is read by the same reader family that reads
 //! every other bundle, and so that signing stays as network-free as verifying: an ISO is signed
@@ -17,9 +18,9 @@ use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
 use crate::Invalid;
-use crate::rekor::{BUNDLE_MEDIA_TYPE, BUNDLE_MEDIA_TYPES};
+use crate::rekor::{BUNDLE_MEDIA_TYPE, BUNDLE_MEDIA_TYPES, Entry};
 use crate::x509::der::{self, Reader};
-use crate::x509::{Hash, KeyKind, PublicKey};
+use crate::x509::{Hash, KeyKind, PublicKey, pem_block};
 
 const OID_EC_PUBLIC_KEY: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 2, 1];
 const OID_P256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 3, 1, 7];
@@ -28,30 +29,6 @@ pub use crate::cosign_key::LABELS as COSIGN_ENCRYPTED_LABELS;
 
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-/// The first PEM block of `text`: its label and DER.
-fn pem_block(text: &str) -> Result<(String, Vec<u8>), Invalid> {
-    let mut label = None;
-    let mut body = String::new();
-    for line in text.lines().map(str::trim) {
-        match (&label, line.strip_prefix("-----BEGIN ")) {
-            (None, Some(rest)) => label = Some(rest.trim_end_matches('-').to_owned()),
-            (None, None) => {}
-            (Some(l), _) if line == format!("-----END {l}-----") => {
-                let der = base64::engine::general_purpose::STANDARD
-                    .decode(body.as_bytes())
-                    .map_err(|_| format!("the PEM block {l:?} is not base64"))?;
-                return Ok((l.clone(), der));
-            }
-            (Some(_), _) if line.contains(':') => {} // PEM headers (RFC 1421), none used here
-            (Some(_), _) => body.push_str(line),
-        }
-    }
-    Err(match label {
-        Some(l) => format!("the PEM block {l:?} has no END line").into(),
-        None => "no PEM block (-----BEGIN ...-----)".into(),
-    })
 }
 
 /// A private ECDSA P-256 key to sign with.
@@ -238,14 +215,23 @@ pub fn fingerprint(spki: &[u8]) -> String {
 }
 
 /// The bundle v0.3 of a key signature over a file hashing to `digest` (JSON, pretty, newline):
-/// a message signature with the public-key hint cosign writes (base64 of the key's SHA-256) and no
-/// log entry.
-pub fn key_bundle(digest: &[u8; 32], signature: &[u8], spki: &[u8]) -> Vec<u8> {
+/// a message signature with the public-key hint cosign writes (base64 of the key's SHA-256), and
+/// the Rekor v1 entry that logged it when it was entered in a log (`--tlog`), else none.
+pub fn key_bundle(
+    digest: &[u8; 32],
+    signature: &[u8],
+    spki: &[u8],
+    entry: Option<&Entry>,
+) -> Vec<u8> {
+    let entries: Vec<Value> = entry
+        .map(|e| e.bundle_entry("hashedrekord", "0.0.1", true))
+        .into_iter()
+        .collect();
     let value = json!({
         "mediaType": BUNDLE_MEDIA_TYPE,
         "verificationMaterial": {
             "publicKey": {"hint": b64(&Sha256::digest(spki))},
-            "tlogEntries": [],
+            "tlogEntries": entries,
         },
         "messageSignature": {
             "messageDigest": {"algorithm": "SHA2_256", "digest": b64(digest)},
@@ -266,6 +252,8 @@ pub struct KeySignature {
     pub signature: Vec<u8>,
     /// The public-key hint, decoded (the SHA-256 of the signer's key, as cosign writes it).
     pub hint: Option<Vec<u8>>,
+    /// The Rekor v1 entry that logged it, when it was entered in a log.
+    pub entry: Option<Entry>,
 }
 
 /// Whether a bundle carries a key signature (a public-key hint and no certificate) rather than a
@@ -300,10 +288,20 @@ pub fn read_key_bundle(input: &[u8]) -> Result<KeySignature, Invalid> {
         Value::Null => None,
         h => Some(field(h, "publicKey.hint")?),
     };
+    let entry = match v["verificationMaterial"]["tlogEntries"].as_array().map(Vec::as_slice) {
+        None | Some([]) => None,
+        Some([e]) => Some(
+            Entry::from_bundle_entry(e).map_err(|e| format!("the bundle's tlog entry: {e}"))?,
+        ),
+        Some(more) => {
+            return Err(format!("the bundle holds {} tlog entries, expected one", more.len()).into());
+        }
+    };
     Ok(KeySignature {
         digest: field(&ms["messageDigest"]["digest"], "messageDigest.digest")?,
         signature: field(&ms["signature"], "signature")?,
         hint,
+        entry,
     })
 }
 
@@ -376,7 +374,7 @@ mod tests {
         ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_ASN1, point)
             .verify(b"an ISO", &sig)
             .unwrap();
-        let bundle = key_bundle(&digest, &sig, key.public_spki());
+        let bundle = key_bundle(&digest, &sig, key.public_spki(), None);
         assert!(is_key_bundle(&bundle));
         let read = read_key_bundle(&bundle).unwrap();
         let spki = public_key_from_pem(&key.public_pem()).unwrap();
