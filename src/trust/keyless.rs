@@ -291,38 +291,73 @@ async fn post(
     let mut request = client
         .post(url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header(reqwest::header::ACCEPT, "application/json")
         .body(body);
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }
+    send(request, service, url).await?.ok(service, url)
+}
+
+/// What a service answered: its status, its `Location` (Rekor names an entry it already holds
+/// there) and its body, read within [`keyless::MAX_REPLY`].
+struct Answer {
+    status: u16,
+    location: Option<String>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    /// The body of a 2xx; else the status and what the service said.
+    fn ok(self, service: &'static str, url: &str) -> Result<Vec<u8>, SignError> {
+        match (200..300).contains(&self.status) {
+            true => Ok(self.body),
+            false => Err(SignError::Service {
+                service,
+                url: crate::fetch::redact(url),
+                status: Some(self.status),
+                reason: said(&self.body),
+            }),
+        }
+    }
+}
+
+/// Sends `request` (JSON accepted) and reads the answer.
+async fn send(
+    request: reqwest::RequestBuilder,
+    service: &'static str,
+    url: &str,
+) -> Result<Answer, SignError> {
     let failed = |status: Option<u16>, reason: String| SignError::Service {
         service,
         url: crate::fetch::redact(url),
         status,
         reason,
     };
-    let mut response = request
+    let mut response = (request.header(reqwest::header::ACCEPT, "application/json"))
         .send()
         .await
         .map_err(|e| failed(None, crate::failure::one_line(&e.without_url())))?;
-    let status = response.status();
-    let mut bytes = Vec::new();
+    let status = response.status().as_u16();
+    let location = (response.headers().get(reqwest::header::LOCATION))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let mut body = Vec::new();
     while let Some(chunk) = (response.chunk().await)
-        .map_err(|e| failed(Some(status.as_u16()), e.without_url().to_string()))?
+        .map_err(|e| failed(Some(status), e.without_url().to_string()))?
     {
-        if (bytes.len() + chunk.len()) as u64 > keyless::MAX_REPLY {
+        if (body.len() + chunk.len()) as u64 > keyless::MAX_REPLY {
             return Err(failed(
-                Some(status.as_u16()),
+                Some(status),
                 format!("an answer larger than {} bytes", keyless::MAX_REPLY),
             ));
         }
-        bytes.extend_from_slice(&chunk);
+        body.extend_from_slice(&chunk);
     }
-    if !status.is_success() {
-        return Err(failed(Some(status.as_u16()), said(&bytes)));
-    }
-    Ok(bytes)
+    Ok(Answer {
+        status,
+        location,
+        body,
+    })
 }
 
 /// Rekor, ready to take key signatures (`--sign-key … --tlog`): where it is, the root its
@@ -377,7 +412,7 @@ impl KeyLog {
         let signature = key.sign_digest(digest);
         let url = format!("{}{}", self.rekor, keyless::REKOR_ENTRIES_PATH);
         let body = keyless::hashedrekord(digest, &signature, &key.public_pem());
-        let reply = post(&self.client, "Rekor", &url, body, None).await?;
+        let reply = self.enter(&url, body).await?;
         let spki = key.public_spki();
         let entry = rekor::key_entry(&reply, digest, &signature, spki).map_err(|e| {
             SignError::Service {
@@ -459,6 +494,30 @@ fn read_signing_config(path: &Path) -> Result<keyless::Services, SignError> {
                 .into(),
         ),
     })
+}
+
+impl KeyLog {
+    /// Proposes the entry `body` at `url`: Rekor's answer, or, when it holds the entry already
+    /// (409: a key signature is deterministic, so signing the same ISO again proposes the same
+    /// entry), the entry it names in `Location`, fetched from this Rekor by its UUID.
+    async fn enter(&self, url: &str, body: Vec<u8>) -> Result<Vec<u8>, SignError> {
+        let request = (self.client.post(url))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
+        let answer = send(request, "Rekor", url).await?;
+        let uuid = (answer.location.as_deref())
+            .and_then(|l| l.rsplit('/').next())
+            .filter(|u| !u.is_empty() && u.bytes().all(|b| b.is_ascii_hexdigit()))
+            .map(str::to_owned);
+        let (409, Some(uuid)) = (answer.status, uuid) else {
+            return answer.ok("Rekor", url);
+        };
+        tracing::info!("Rekor holds this signature already, as entry {uuid}");
+        let url = format!("{}{}/{uuid}", self.rekor, keyless::REKOR_ENTRIES_PATH);
+        send(self.client.get(&url), "Rekor", &url)
+            .await?
+            .ok("Rekor", &url)
+    }
 }
 
 /// Signs ISOs already written with `key`, each entered in `log` (`cks-iso sign --key --tlog`):
