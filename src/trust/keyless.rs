@@ -119,7 +119,9 @@ impl KeylessSigner {
         );
         Ok(Self {
             token,
-            token_file: (opts.token.is_none()).then(|| opts.token_file.clone()).flatten(),
+            token_file: (opts.token.is_none())
+                .then(|| opts.token_file.clone())
+                .flatten(),
             fulcio: fulcio.trim_end_matches('/').to_owned(),
             rekor: rekor.trim_end_matches('/').to_owned(),
             root,
@@ -229,9 +231,9 @@ fn read_token(
         ));
     };
     IdentityToken::parse(raw, now()).map_err(|e| {
-        let origin = file.filter(|_| given.is_none()).map_or_else(String::new, |p| {
-            format!(" of {}", p.display())
-        });
+        let origin = file
+            .filter(|_| given.is_none())
+            .map_or_else(String::new, |p| format!(" of {}", p.display()));
         flags(
             format!(
                 "the identity token{origin} for Fulcio at {}: {e}",
@@ -253,7 +255,11 @@ fn configured(opts: &KeylessOptions) -> Result<keyless::Services, SignError> {
 
 /// The Rekor v1 signatures are entered in, keyless or `--tlog`: `--rekor-url`, else the signing
 /// configuration's, else the configuration file's `rekor-url:`, else the public-good one.
-fn rekor_url(opts: &KeylessOptions, configured: keyless::Services, settings: &Defaults<'_>) -> String {
+fn rekor_url(
+    opts: &KeylessOptions,
+    configured: keyless::Services,
+    settings: &Defaults<'_>,
+) -> String {
     (opts.rekor_url.clone())
         .or(configured.rekor)
         .or_else(|| settings.rekor_url.map(str::to_owned))
@@ -271,8 +277,14 @@ fn root_and_client(
         hint: Some(hint.to_owned()),
     };
     let (root, _, origin) =
-        super::read_trusted_root(opts.trusted_root.as_deref(), settings.trusted_root)
-            .map_err(|e| flags(e.to_string(), "pass --trusted-root with a trusted_root.json"))?;
+        super::read_trusted_root(opts.trusted_root.as_deref(), settings.trusted_root).map_err(
+            |e| {
+                flags(
+                    e.to_string(),
+                    "pass --trusted-root with a trusted_root.json",
+                )
+            },
+        )?;
     tracing::debug!("signatures made are checked against the trusted root {origin}");
     let client = crate::fetch::build_client_without_redirects(settings.http)
         .map_err(|e| flags(e.to_string(), "check the HTTP settings (--ca-file)"))?;
@@ -342,8 +354,8 @@ async fn send(
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let mut body = Vec::new();
-    while let Some(chunk) = (response.chunk().await)
-        .map_err(|e| failed(Some(status), e.without_url().to_string()))?
+    while let Some(chunk) =
+        (response.chunk().await).map_err(|e| failed(Some(status), e.without_url().to_string()))?
     {
         if (body.len() + chunk.len()) as u64 > keyless::MAX_REPLY {
             return Err(failed(
@@ -414,18 +426,21 @@ impl KeyLog {
         let body = keyless::hashedrekord(digest, &signature, &key.public_pem());
         let reply = self.enter(&url, body).await?;
         let spki = key.public_spki();
-        let entry = rekor::key_entry(&reply, digest, &signature, spki).map_err(|e| {
-            SignError::Service {
+        let entry =
+            rekor::key_entry(&reply, digest, &signature, spki).map_err(|e| SignError::Service {
                 service: "Rekor",
                 url: crate::fetch::redact(&self.rekor),
                 status: None,
                 reason: e.to_string(),
-            }
-        })?;
+            })?;
         rekor::verify_key_entry(&self.root, spki, digest, &signature, &entry).map_err(|f| {
             SignError::Unverifiable {
                 iso: iso.to_owned(),
-                reason: format!("its log entry fails the {} check: {}", f.step.name(), f.reason),
+                reason: format!(
+                    "its log entry fails the {} check: {}",
+                    f.step.name(),
+                    f.reason
+                ),
             }
         })?;
         super::sign::write_signature(iso, digest, &signature, spki, Some(&entry))?;

@@ -288,13 +288,18 @@ pub fn read_key_bundle(input: &[u8]) -> Result<KeySignature, Invalid> {
         Value::Null => None,
         h => Some(field(h, "publicKey.hint")?),
     };
-    let entry = match v["verificationMaterial"]["tlogEntries"].as_array().map(Vec::as_slice) {
+    let entry = match v["verificationMaterial"]["tlogEntries"]
+        .as_array()
+        .map(Vec::as_slice)
+    {
         None | Some([]) => None,
-        Some([e]) => Some(
-            Entry::from_bundle_entry(e).map_err(|e| format!("the bundle's tlog entry: {e}"))?,
-        ),
+        Some([e]) => {
+            Some(Entry::from_bundle_entry(e).map_err(|e| format!("the bundle's tlog entry: {e}"))?)
+        }
         Some(more) => {
-            return Err(format!("the bundle holds {} tlog entries, expected one", more.len()).into());
+            return Err(
+                format!("the bundle holds {} tlog entries, expected one", more.len()).into(),
+            );
         }
     };
     Ok(KeySignature {

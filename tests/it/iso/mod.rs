@@ -4,6 +4,7 @@
 //! ISO's bytes or of `sign` goes here; one of what the ISO must hold goes in `verify/`.
 
 mod errors;
+mod key_tlog;
 mod keyless;
 mod large;
 mod password;

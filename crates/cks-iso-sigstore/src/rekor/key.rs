@@ -110,12 +110,17 @@ pub fn verify_key_entry(
     entry: &Entry,
 ) -> Result<i64, Failure> {
     let e = entry;
-    verify::rekor_set(root, &e.body, e.integrated_time, &e.log_id, e.log_index, &e.set)?;
-    verify::logs_key(&e.body, &hex::encode(digest), signature, spki).map_err(|reason| {
-        Failure {
-            step: Step::RekorEntry,
-            reason: reason.into(),
-        }
+    verify::rekor_set(
+        root,
+        &e.body,
+        e.integrated_time,
+        &e.log_id,
+        e.log_index,
+        &e.set,
+    )?;
+    verify::logs_key(&e.body, &hex::encode(digest), signature, spki).map_err(|reason| Failure {
+        step: Step::RekorEntry,
+        reason: reason.into(),
     })?;
     proven(root, &e.body, &e.log_id, &e.proof, e.integrated_time)?;
     Ok(e.integrated_time)

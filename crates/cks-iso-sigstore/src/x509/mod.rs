@@ -344,9 +344,11 @@ pub(crate) fn pem_block(text: &str) -> Result<(String, Vec<u8>), Invalid> {
             (None, Some(rest)) => label = Some(rest.trim_end_matches('-').to_owned()),
             (None, None) => {}
             (Some(l), _) if line == format!("-----END {l}-----") => {
-                let der = base64::Engine::decode(&base64::engine::general_purpose::STANDARD
-                    , body.as_bytes())
-                    .map_err(|_| format!("the PEM block {l:?} is not base64"))?;
+                let der = base64::Engine::decode(
+                    &base64::engine::general_purpose::STANDARD,
+                    body.as_bytes(),
+                )
+                .map_err(|_| format!("the PEM block {l:?} is not base64"))?;
                 return Ok((l.clone(), der));
             }
             (Some(_), _) if line.contains(':') => {} // PEM headers (RFC 1421), none used here
