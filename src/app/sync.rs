@@ -83,7 +83,8 @@ pub fn run(args: SyncArgs, ui: &Ui) -> Result<(), AppError> {
     let shared = tools.shared(&settings);
     let release = CloudStack::parse(&desired.cloudstack.release).ok();
     let gate = |from: &std::path::Path, to: &std::path::Path| {
-        super::sides::judge(from, to, release, None).map_err(|e| format!("{:#}", e.error))
+        super::sides::judge(from, to, release, None)
+            .map_err(|e| crate::sync::GateError::from(e.error))
     };
     // Who must have signed an ISO before it is registered: the desired state's policy, else the
     // configuration's, as `register` takes it.

@@ -3,7 +3,11 @@
 //! written, resumed with `Range`, named only when digest and size match); a mismatch is fetched
 //! again within the retry budget.
 
-use super::*;
+use super::{Endpoint, Failed, Kind, Registry, RegistryError, adapt, once, ranged};
+use crate::cache::CacheError;
+use crate::fetch;
+use crate::image::{Descriptor, Reference};
+use crate::progress::{Progress, Source};
 
 /// The largest blob cks-iso takes: far above any real layer, far below what a file system
 /// holds, so a descriptor declaring exabytes fails as the lie it is.

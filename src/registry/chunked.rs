@@ -10,7 +10,10 @@
 
 use super::file_body::Resend;
 use super::upload::{Tally, next_offset, with_digest};
-use super::*;
+use super::{Endpoint, Registry, RegistryError};
+use crate::fetch;
+use crate::image::{Descriptor, Reference};
+use reqwest::Method;
 
 use std::sync::atomic::Ordering;
 

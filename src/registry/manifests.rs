@@ -2,7 +2,12 @@
 //! in `Accept`, capped, verified (a damaged reply is fetched again within the retry budget) and
 //! stored byte for byte; a cached copy is used unless it no longer hashes to its digest.
 
-use super::*;
+use super::{Endpoint, Kind, Registry, RegistryError, accept};
+use crate::cache::CacheError;
+use crate::fetch;
+use crate::image::{Digest, Index, MAX_MANIFEST_SIZE, Manifest, MediaType, Reference};
+use reqwest::Method;
+use reqwest::header::ACCEPT;
 
 impl Registry {
     /// The bytes of the manifest `digest`, from the cache or else fetched, verified and cached.

@@ -56,9 +56,7 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 use futures_util::stream;
-use reqwest::Method;
-use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue, WWW_AUTHENTICATE};
-use serde::Deserialize;
+use reqwest::header::HeaderValue;
 use tokio::sync::{OnceCell, Semaphore};
 
 pub use adapt::MAX_JOBS;
@@ -72,11 +70,8 @@ pub use upload::{DEFAULT_CHUNK, Pushed, Tally};
 
 use crate::cache::{Cache, CacheError, Key};
 use crate::fetch::{self, Download, FetchError, HttpConfig, Origin, RetryPolicy};
-use crate::image::{
-    Arch, Descriptor, Digest, Image, ImageError, Index, MAX_MANIFEST_SIZE, Manifest, MediaType,
-    Reference, parse,
-};
-use crate::progress::{Progress, Source};
+use crate::image::{Arch, Digest, Image, ImageError, Index, Manifest, MediaType, Reference, parse};
+use crate::progress::Progress;
 
 /// Largest token reply we read.
 const MAX_TOKEN_SIZE: u64 = 1024 * 1024;

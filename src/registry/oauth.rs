@@ -8,7 +8,10 @@
 //! A redirect is followed only on the realm's own host and port, and never from HTTPS to plain
 //! HTTP; anything else fails naming where it led.
 
-use super::*;
+use super::{Endpoint, MAX_TOKEN_SIZE, Registry, RegistryError};
+use crate::fetch;
+use crate::image::Reference;
+use serde::Deserialize;
 
 /// Redirects on the realm's own host an identity token's exchange follows.
 const MAX_TOKEN_REDIRECTS: u32 = 5;

@@ -19,7 +19,14 @@ use reqwest::header::HeaderMap;
 
 use super::target::Target;
 use super::upload::{Pushed, Tally};
-use super::*;
+use super::{Endpoint, Registry, RegistryError};
+use crate::image::{
+    Descriptor, Digest, ImageError, Index, MAX_MANIFEST_SIZE, Manifest, MediaType, Reference, parse,
+};
+use futures_util::{StreamExt, stream};
+use reqwest::Method;
+use reqwest::header::ACCEPT;
+use serde::Deserialize;
 
 /// An OCI image index: what a referrers fallback tag holds.
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";

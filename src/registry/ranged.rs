@@ -31,7 +31,11 @@ use std::sync::{Arc, Mutex};
 use futures_util::future::join_all;
 use tokio::sync::Semaphore;
 
-use super::*;
+use super::{Endpoint, Registry, RegistryError};
+use crate::cache::CacheError;
+use crate::fetch;
+use crate::image::{Descriptor, Reference};
+use crate::progress::Progress;
 
 /// Blobs at least this large are fetched in parts.
 pub(super) const RANGED_MIN: u64 = 16 << 20;

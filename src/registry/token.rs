@@ -3,7 +3,15 @@
 //! from the Docker config; `check_access` for `doctor`. Parsing challenges and credential files is
 //! `auth`'s.
 
-use super::*;
+use super::{
+    Challenge, Credentials, Endpoint, Failed, HostState, MAX_TOKEN_SIZE, Registry, RegistryError,
+    once,
+};
+use crate::fetch;
+use crate::image::Reference;
+use reqwest::Method;
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, WWW_AUTHENTICATE};
+use serde::Deserialize;
 
 /// A token GET that failed: a refusal (HTTP 401 or 403), or a failed fetch.
 fn token_get_failed(

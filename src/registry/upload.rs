@@ -23,7 +23,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
 
 use super::file_body::{FileSlice, Resend};
-use super::*;
+use super::{Endpoint, Registry, RegistryError, accept};
+use crate::cache::CacheError;
+use crate::fetch;
+use crate::fetch::FetchError;
+use crate::image::{Descriptor, Digest, Reference};
+use reqwest::Method;
+use reqwest::header::ACCEPT;
+use serde::Deserialize;
 
 /// `PATCH` chunks of blobs larger than this (and the size of those chunks), unless chosen.
 pub const DEFAULT_CHUNK: u64 = 16 << 20;

@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 
 use super::decide;
 use super::desired::Desired;
+use super::failure::{ItemError, error_text};
 use super::report::{Item, Report};
 use super::run::{
-    Context, Listed, STAGING_PREFIX, Slot, carried, error_text, in_use, is_pinned, options, slot_of,
+    Context, Listed, STAGING_PREFIX, Slot, carried, in_use, is_pinned, options, slot_of,
 };
 use crate::cloudstack::IsoToRegister;
 use crate::cloudstack::plan::listed_arch;
@@ -71,7 +72,7 @@ fn build_round(
                 setups.push((slots[group[0]].wanted.version.clone(), setup));
                 staged.push((group, staging));
             }
-            Err(why) => failed.push((group, why)),
+            Err(e) => failed.push((group, e.text())),
         }
     }
     if setups.is_empty() {
@@ -95,12 +96,15 @@ fn setup(
     desired: &Desired,
     slots: &[Slot],
     group: &[usize],
-) -> Result<(tempfile::TempDir, Setup), String> {
+) -> Result<(tempfile::TempDir, Setup), ItemError> {
     let dir = &desired.publish.dir;
     let staging = tempfile::Builder::new()
         .prefix(STAGING_PREFIX)
         .tempdir_in(dir)
-        .map_err(|e| format!("cannot make a staging directory in {}: {e}", dir.display()))?;
+        .map_err(|source| ItemError::Staging {
+            dir: dir.clone(),
+            source,
+        })?;
     let first = &slots[group[0]].wanted;
     let label = (!is_pinned(desired, first)).then(|| format!("stable-{}", first.minor));
     let arches = group.iter().map(|i| slots[*i].wanted.arch.k8s().to_owned());
@@ -124,7 +128,7 @@ fn setup(
         sign_key: desired.sign_key.clone(),
         ..BuildOptions::default()
     };
-    let setup = Setup::new(&options).map_err(|e| error_text(&e, e.hint()))?;
+    let setup = Setup::new(&options)?;
     Ok((staging, setup))
 }
 
@@ -259,7 +263,11 @@ pub(super) fn gate_all(ctx: &Context<'_>, desired: &Desired, listed: &Listed, sl
                 Err(why) => {
                     fail(
                         &mut s.item,
-                        format!("upgrade-check from {}: {why}", from.display()),
+                        format!(
+                            "upgrade-check from {}: {}",
+                            from.display(),
+                            error_text(&*why, None)
+                        ),
                     );
                     s.decision.register = false;
                 }
@@ -291,9 +299,9 @@ pub(super) fn register_all(
     for s in slots.iter_mut().filter(|s| s.decision.register) {
         let Some(iso) = s.iso.clone() else { continue };
         if let Some((signers, root)) = ctx.signers
-            && let Err(why) = signed(&iso, signers, root)
+            && let Err(e) = signed(&iso, signers, root)
         {
-            fail(&mut s.item, format!("not registered: {why}"));
+            fail(&mut s.item, e.text());
             continue;
         }
         let target = Target {
@@ -331,15 +339,15 @@ pub(super) fn register_all(
 /// Whether `iso` is signed by one of `signers` (its bundle beside it, judged offline against
 /// `root`), with the SHA-256 already known of it: `register`'s rule, applied before CloudStack is
 /// told anything of this ISO.
-fn signed(iso: &IsoToRegister, signers: &Signers, root: &TrustedRoot) -> Result<(), String> {
-    let digest = cks_iso_io::Sha256Sum::parse_hex(&iso.sha256).map_err(|e| e.to_string())?;
+fn signed(iso: &IsoToRegister, signers: &Signers, root: &TrustedRoot) -> Result<(), ItemError> {
+    let digest = cks_iso_io::Sha256Sum::parse_hex(&iso.sha256)?;
     match signers.check(&iso.path, digest.as_bytes(), root, crate::trust::now()) {
         Ok(s) => {
             let when = crate::trust::sign::when(s.when);
             tracing::info!("{}: signed by {}, {when}", iso.path.display(), s.signer);
             Ok(())
         }
-        Err(refused) => Err(refused.to_string()),
+        Err(refused) => Err(ItemError::from(Box::new(refused))),
     }
 }
 

@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 
 use super::decide::{Fingerprint, Wanted};
 use super::desired::{Desired, Minor};
+use super::failure::ItemError;
 use super::report::{FORMAT, Item, Report};
-use super::run::{error_text, from_of, options, resolve};
+use super::run::{from_of, options, resolve};
 use crate::lock::Lock;
 use crate::pipeline::{Build, BuildOptions};
 
@@ -54,7 +55,7 @@ pub fn write(build: &Build<'_>, desired: &Desired, dir: &Path) -> Report {
                 state: "would act".into(),
                 ..Item::default()
             })),
-            Err(why) => report.items.push(failed(&minor, why)),
+            Err(e) => report.items.push(failed(&minor, &e)),
         }
     }
     report.acted = report.items.iter().any(|i| i.state != "failed");
@@ -76,37 +77,36 @@ fn write_one(
     minor: &Minor,
     wanted: &[Wanted],
     dir: &Path,
-) -> Result<PathBuf, String> {
-    let first = wanted.first().ok_or("no arch")?;
+) -> Result<PathBuf, ItemError> {
+    let first = wanted
+        .first()
+        .expect("a desired state has at least one arch");
     let label = minor
         .pin
         .is_none()
         .then(|| format!("stable-{}", minor.minor));
-    let scratch =
-        tempfile::tempdir().map_err(|e| format!("cannot make a scratch directory: {e}"))?;
+    let scratch = tempfile::tempdir().map_err(ItemError::Scratch)?;
     let mut request = options(desired, first.version.clone(), label);
     request.output = Some(scratch.path().to_owned());
     let options = BuildOptions {
         request,
         ..BuildOptions::default()
     };
-    let lock = (build.prepare(&options))
-        .and_then(|input| build.lock_only(input))
-        .map_err(|e| error_text(&e, e.hint()))?;
+    let lock = (build.prepare(&options)).and_then(|input| build.lock_only(input))?;
     let path = dir.join(format!("{}{SUFFIX}", first.version));
-    crate::pipeline::author::write_lock(&path, &lock).map_err(|e| error_text(&e, None))?;
+    crate::pipeline::author::write_lock(&path, &lock)?;
     tracing::info!("wrote {} (Kubernetes v{})", path.display(), first.version);
     Ok(path)
 }
 
 /// A minor that could not be had, as one item with no arch.
-pub(super) fn failed(minor: &Minor, why: String) -> Item {
+pub(super) fn failed(minor: &Minor, why: &ItemError) -> Item {
     Item {
         minor: minor.minor.clone(),
         from: from_of(minor),
         state: "failed".into(),
         done: vec!["failed".into()],
-        why: vec![why],
+        why: vec![why.text()],
         ..Item::default()
     }
 }
@@ -120,33 +120,27 @@ pub fn wanted(
     desired: &Desired,
     minor: &Minor,
     dir: &Path,
-) -> Result<Vec<Wanted>, String> {
+) -> Result<Vec<Wanted>, ItemError> {
     let (path, lock) = lock_of(minor, dir)?;
     let version = lock.request.kubernetes.trim_start_matches('v').to_owned();
-    let prepared = build
-        .request(&options(desired, version.clone(), None))
-        .map_err(|e| error_text(&e, e.hint()))?;
+    let prepared = build.request(&options(desired, version.clone(), None))?;
     let request = &prepared.request;
     let asked = Fingerprint::of_request(request);
     let mut out = Vec::new();
     for arch in desired.arches() {
         if !lock.arches.contains_key(arch.k8s()) {
-            return Err(format!(
-                "{} locks {}, not {}: write it again with `sync --plan --write-locks` for the \
-                 desired state's arches",
-                path.display(),
-                lock.arch_list(),
-                arch.k8s()
-            ));
+            return Err(ItemError::LockArch {
+                path,
+                locked: lock.arch_list(),
+                arch: arch.k8s().to_owned(),
+            });
         }
         let locked = Fingerprint::of_lock(&lock, arch);
         if locked != asked {
-            return Err(format!(
-                "{} was written for another request than the desired state's ({}): write it \
-                 again with `sync --plan --write-locks` from this desired state",
-                path.display(),
-                differences(&locked, &asked).join("; ")
-            ));
+            return Err(ItemError::LockRequest {
+                path,
+                differences: differences(&locked, &asked),
+            });
         }
         out.push(Wanted {
             minor: minor.minor.clone(),
@@ -161,17 +155,21 @@ pub fn wanted(
 }
 
 /// The lock for `minor` among `dir`'s `*.lock` files: its pin's, else its newest patch's.
-fn lock_of(minor: &Minor, dir: &Path) -> Result<(PathBuf, Lock), String> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read the lock directory {}: {e}", dir.display()))?;
+fn lock_of(minor: &Minor, dir: &Path) -> Result<(PathBuf, Lock), ItemError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| ItemError::LockDir {
+        dir: dir.to_owned(),
+        source,
+    })?;
     let mut found: Vec<((u64, u64, u64), PathBuf, Lock)> = Vec::new();
     for e in entries.flatten() {
         let path = e.path();
         if !path.to_string_lossy().ends_with(SUFFIX) {
             continue;
         }
-        let (lock, _) = crate::lock::source::read(&path)
-            .map_err(|e| format!("{}: {}", path.display(), error_text(&e, None)))?;
+        let (lock, _) = crate::lock::source::read(&path).map_err(|source| ItemError::LockFile {
+            path: path.clone(),
+            source,
+        })?;
         let version = lock.request.kubernetes.trim_start_matches('v').to_owned();
         let Some((major, m, patch)) = crate::cloudstack::retire::semver(&version) else {
             continue;
@@ -186,13 +184,9 @@ fn lock_of(minor: &Minor, dir: &Path) -> Result<(PathBuf, Lock), String> {
         }
     }
     found.sort_by_key(|f| f.0);
-    let (_, path, lock) = found.pop().ok_or_else(|| {
-        format!(
-            "no lock of Kubernetes {} in {}: on the connected side, run `cks-iso sync --desired \
-             FILE --plan --write-locks DIR` and carry DIR here",
-            minor.kubernetes(),
-            dir.display()
-        )
+    let (_, path, lock) = found.pop().ok_or_else(|| ItemError::NoLock {
+        kubernetes: minor.kubernetes(),
+        dir: dir.to_owned(),
     })?;
     Ok((path, lock))
 }

@@ -10,12 +10,14 @@
 mod act;
 pub mod decide;
 mod desired;
+mod failure;
 pub mod locks;
 pub mod report;
 mod run;
 mod runlock;
 
 pub use desired::{Desired, DesiredError};
+pub use failure::GateError;
 pub use run::{Context, Mode, SyncError};
 pub use runlock::{LockError, RunLock};
 
@@ -59,7 +61,7 @@ pub fn run(desired: &Desired, ctx: &Context<'_>, mode: &Mode) -> Result<Report, 
                     .into_iter()
                     .map(|w| run::slot(w, desired, &listed, ctx)),
             ),
-            Err(why) => report.items.push(locks::failed(&minor, why)),
+            Err(e) => report.items.push(locks::failed(&minor, &e)),
         }
     }
     let slots = slots.into_iter().collect::<Result<Vec<_>, _>>()?;

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::decide::{self, Decision, Fingerprint, OnDisk, Published, Wanted};
 use super::desired::{Desired, Minor};
+use super::failure::{GateError, ItemError};
 use super::report::Item;
 use crate::cloudstack::IsoToRegister;
 use crate::cloudstack::api::{Api, ApiError, Cluster, SupportedVersion};
@@ -26,7 +27,7 @@ pub const STAGING_PREFIX: &str = ".sync-staging-";
 
 /// An upgrade-check verdict of FROM → TO (both ISOs): the caller's `upgrade-check`, or why it
 /// could not judge.
-pub type Gate<'a> = dyn Fn(&Path, &Path) -> Result<crate::upgrade::Report, String> + 'a;
+pub type Gate<'a> = dyn Fn(&Path, &Path) -> Result<crate::upgrade::Report, GateError> + 'a;
 
 /// What a sync borrows.
 pub struct Context<'a> {
@@ -198,18 +199,16 @@ pub(super) fn resolve(
     build: &Build<'_>,
     desired: &Desired,
     minor: &Minor,
-) -> Result<Vec<Wanted>, String> {
-    let prepared = build
-        .request(&options(desired, minor.kubernetes(), None))
-        .map_err(|e| error_text(&e, e.hint()))?;
+) -> Result<Vec<Wanted>, ItemError> {
+    let prepared = build.request(&options(desired, minor.kubernetes(), None))?;
     let request = &prepared.request;
     let version = request.kubernetes.trim_start_matches('v').to_owned();
     if !version.starts_with(&format!("{}.", minor.minor)) {
-        return Err(format!(
-            "{} names v{version}, not a {} release",
-            minor.kubernetes(),
-            minor.minor
-        ));
+        return Err(ItemError::OtherMinor {
+            label: minor.kubernetes(),
+            version,
+            minor: minor.minor.clone(),
+        });
     }
     let fingerprint = Fingerprint::of_request(request);
     Ok((desired.arches().into_iter())
@@ -435,18 +434,4 @@ pub(super) fn settle(item: &mut Item, plan: bool) {
         "acted"
     }
     .into();
-}
-
-/// An error with its causes and hint, on one line.
-pub(super) fn error_text(e: &(dyn std::error::Error + 'static), hint: Option<String>) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    if let Some(h) = hint {
-        text.push_str(&format!(" (hint: {h})"));
-    }
-    text
 }

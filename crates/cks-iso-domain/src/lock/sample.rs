@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::*;
+use super::{ArchEntry, Autoscaler, FileEntry, ImageEntry, Kubeadm, Lock, LockedRequest, VERSION};
 
 /// A lock of two arches, for the tests of the modules that read locks.
 pub fn sample() -> Lock {
