@@ -543,8 +543,8 @@ impl Signers {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let found = match cks_iso_sigstore::keyless::claimed_signer(&evidence.leaf) {
-            Some(claimed) => format!("a Fulcio certificate for {claimed}"),
+        let found = match keyed::certificate_signer(&evidence.leaf) {
+            Some((identity, issuer)) => format!("a Fulcio certificate for {identity} via {issuer}"),
             None => "a Fulcio certificate".to_owned(),
         };
         let Some(rule) = self.rules.as_ref().and_then(|p| p.rule_for(&name)) else {

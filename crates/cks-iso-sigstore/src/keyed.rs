@@ -346,8 +346,9 @@ pub fn verify_key_signature(
 
 /// The identity (the first SAN) and OIDC issuer a Fulcio leaf (DER) names, read without
 /// verifying anything: what a certificate bundle's signer is checked as, by `verify_digest` with
-/// a rule of exactly these, when no rule is expected (`diff`, `upgrade-check`). `None` when the
-/// certificate does not read or names no identity or no issuer.
+/// a rule of exactly these, when no rule is expected (`diff`, `upgrade-check`), and who a refused
+/// one claims to be (a refusal's "signer found"). `None` when the certificate does not read or
+/// names no identity or no issuer.
 pub fn certificate_signer(leaf: &[u8]) -> Option<(String, String)> {
     let cert = crate::x509::Cert::parse(leaf).ok()?;
     let identity = cert.identities().ok()?.into_iter().next()?;

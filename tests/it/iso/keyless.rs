@@ -236,6 +236,8 @@ fn build_sign_writes_a_bundle_sigstore_python_and_verify_accept_and_both_refuse_
         ],
     ));
     let (built_out, built_err) = text(&built);
+    let roots_named = built_err.matches("trusted root for signatures").count();
+    assert_eq!(roots_named, 1, "the root named once:\n{built_err}");
     let iso = iso_in(&out_dir);
     assert!(bundle_of(&iso).exists(), "{built_err}");
     assert!(!Path::new(&format!("{}.sig", iso.display())).exists());
