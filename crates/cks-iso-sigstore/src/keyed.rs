@@ -398,6 +398,44 @@ mod tests {
     }
 
     #[test]
+    fn a_key_bundle_carries_its_log_entry_and_reads_it_back() {
+        let key = SigningKey::from_pem(&pkcs8_pem(), None).unwrap();
+        let digest: [u8; 32] = Sha256::digest(b"an ISO").into();
+        let sig = key.sign_digest(&digest);
+        let entry = Entry {
+            body: b64(b"{}"),
+            integrated_time: 1_765_000_000,
+            log_id: vec![7; 32],
+            log_index: 42,
+            set: vec![1, 2, 3],
+            proof: crate::rekor::Proof {
+                log_index: 42,
+                root_hash: vec![9; 32],
+                tree_size: 43,
+                hashes: vec![vec![8; 32]],
+                checkpoint: "a note\n".into(),
+            },
+        };
+        let bundle = key_bundle(&digest, &sig, key.public_spki(), Some(&entry));
+        assert!(is_key_bundle(&bundle));
+        let read = read_key_bundle(&bundle).unwrap();
+        assert_eq!(read.entry.as_ref(), Some(&entry));
+        assert_eq!(read.signature, sig);
+        // Two entries, or an entry of another kind: refused, naming what was found.
+        let mut v: Value = serde_json::from_slice(&bundle).unwrap();
+        let one = v["verificationMaterial"]["tlogEntries"][0].clone();
+        v["verificationMaterial"]["tlogEntries"] = json!([one.clone(), one.clone()]);
+        let err = read_key_bundle(v.to_string().as_bytes()).unwrap_err();
+        assert!(err.reason().contains("2 tlog entries"), "{err}");
+        let mut dsse = one;
+        dsse["kindVersion"] = json!({"kind": "dsse", "version": "0.0.1"});
+        v["verificationMaterial"]["tlogEntries"] = json!([dsse]);
+        let err = read_key_bundle(v.to_string().as_bytes()).unwrap_err();
+        assert!(err.reason().contains("the bundle's tlog entry"), "{err}");
+        assert!(err.reason().contains("dsse 0.0.1"), "{err}");
+    }
+
+    #[test]
     fn keys_that_cannot_sign_here_are_refused_saying_what_they_are() {
         let cosign = "-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n";
         let err = SigningKey::from_pem(cosign, None).unwrap_err();
