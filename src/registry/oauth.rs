@@ -17,7 +17,19 @@ use serde::Deserialize;
 const MAX_TOKEN_REDIRECTS: u32 = 5;
 
 /// The token request's body: application/x-www-form-urlencoded, as a URL's query encodes it.
+/// The scopes are the GET request's (`url`'s `scope` pairs: the repository with the actions the
+/// caller needs, `pull,push` for a push, and a mount's source), in one `scope` field separated
+/// by spaces, as distribution's OAuth2 spec and Docker's client send them; a URL with none asks
+/// `pull` on `name`.
 fn form(url: &reqwest::Url, name: &str, service: Option<&str>, refresh: &str) -> Vec<u8> {
+    let scopes: Vec<String> = (url.query_pairs())
+        .filter(|(k, _)| k == "scope")
+        .map(|(_, v)| v.into_owned())
+        .collect();
+    let scope = match scopes.is_empty() {
+        true => format!("repository:{name}:pull"),
+        false => scopes.join(" "),
+    };
     let mut form = url.clone();
     form.query_pairs_mut()
         .clear()
@@ -25,7 +37,7 @@ fn form(url: &reqwest::Url, name: &str, service: Option<&str>, refresh: &str) ->
         .append_pair("refresh_token", refresh)
         .append_pair("client_id", "docker")
         .append_pair("service", service.unwrap_or_default())
-        .append_pair("scope", &format!("repository:{name}:pull"));
+        .append_pair("scope", &scope);
     form.query().unwrap_or_default().as_bytes().to_vec()
 }
 
@@ -39,14 +51,14 @@ fn post_failed(err: fetch::FetchError, reference: &Reference, token_host: &str) 
         },
         _ => RegistryError::Fetch {
             reference: reference.to_string(),
-            what: "a pull token for the identity token".into(),
+            what: "a token for the identity token".into(),
             source: err,
         },
     }
 }
 
 impl Registry {
-    /// A pull token for `ep.name` from `realm` (`url`, its query holding `service` and `scope`)
+    /// A token for `ep.name` from `realm` (`url`, its query holding `service` and the scopes)
     /// in exchange for the identity token `refresh`.
     pub(super) async fn oauth_token(
         &self,

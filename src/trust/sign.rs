@@ -74,6 +74,16 @@ pub enum SignError {
         /// What it holds instead.
         reason: String,
     },
+    /// A cosign encrypted key, and no password for it: `COSIGN_PASSWORD` unset and no terminal
+    /// to ask on (`source` none), or the terminal could not be read.
+    #[error("the signing key {}: a cosign encrypted key, and {}", path.display(), if source.is_some() { "its password could not be read" } else { "no password to open it: COSIGN_PASSWORD is unset and stdin is not a terminal to ask on" })]
+    Password {
+        /// The key file.
+        path: PathBuf,
+        /// Why the terminal could not be read.
+        #[source]
+        source: Option<std::io::Error>,
+    },
     /// The signer policy file is not a policy.
     #[error("signer policy {}: {reason}", path.display())]
     Policy {
@@ -130,17 +140,20 @@ pub enum SignError {
     },
 }
 
+/// What to do about a cosign encrypted key that could not be opened.
+const PASSWORD_HINT: &str = "set COSIGN_PASSWORD to the password the key was made with (`cosign \
+     generate-key-pair` asked for it; set and empty for none), or type it when cks-iso asks on a \
+     terminal";
+
 impl SignError {
     /// What the user can do about it.
     pub fn hint(&self) -> Option<String> {
         match self {
             Self::Unreadable { path, source, what } => crate::input::hint(source, path, what),
-            Self::Key { reason, .. } if reason.contains("cosign encrypted key") => Some(
-                "set COSIGN_PASSWORD to the password the key was made with (`cosign \
-                 generate-key-pair` asked for it; set and empty for none), or type it when \
-                 cks-iso asks on a terminal"
-                    .into(),
-            ),
+            Self::Password { .. } => Some(PASSWORD_HINT.into()),
+            Self::Key { reason, .. } if reason.contains("cosign encrypted key") => {
+                Some(PASSWORD_HINT.into())
+            }
             Self::Key { what, .. } => Some(format!(
                 "pass {what} as PEM: a PKCS #8 (PRIVATE KEY) or SEC 1 (EC PRIVATE KEY) ECDSA \
                  P-256 key to sign with, a PUBLIC KEY to verify with"
@@ -174,7 +187,11 @@ impl SignError {
     pub fn is_usage(&self) -> bool {
         matches!(
             self,
-            Self::Unreadable { .. } | Self::Key { .. } | Self::Policy { .. } | Self::Flags { .. }
+            Self::Unreadable { .. }
+                | Self::Key { .. }
+                | Self::Password { .. }
+                | Self::Policy { .. }
+                | Self::Flags { .. }
         )
     }
 }
@@ -201,7 +218,7 @@ pub fn load_key(path: &Path) -> Result<SigningKey, SignError> {
         .any(|l| text.contains(&format!("-----BEGIN {l}-----")));
     let password = match crate::env::COSIGN_PASSWORD.get_os() {
         Some(p) => Some(p.into_encoded_bytes()),
-        None if encrypted => Some(ask_password(path).map_err(key_error)?),
+        None if encrypted => Some(ask_password(path)?),
         None => None,
     };
     SigningKey::from_pem(&text, password.as_deref()).map_err(|e| key_error(e.into()))
@@ -209,20 +226,20 @@ pub fn load_key(path: &Path) -> Result<SigningKey, SignError> {
 
 /// The password of the cosign key at `path`, typed on the terminal without echo; an error when
 /// stdin or stderr is not a terminal (a build in CI must set `COSIGN_PASSWORD`).
-fn ask_password(path: &Path) -> Result<Vec<u8>, String> {
+fn ask_password(path: &Path) -> Result<Vec<u8>, SignError> {
     use std::io::IsTerminal as _;
+    let refuse = |source| SignError::Password {
+        path: path.to_owned(),
+        source,
+    };
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-        return Err(
-            "a cosign encrypted key, and no password to open it: COSIGN_PASSWORD is \
-                    unset and stdin is not a terminal to ask on"
-                .into(),
-        );
+        return Err(refuse(None));
     }
     let term = console::Term::stderr();
     term.write_str(&format!("password for the cosign key {}: ", path.display()))
         .and_then(|()| term.read_secure_line())
         .map(String::into_bytes)
-        .map_err(|e| format!("a cosign encrypted key, and its password could not be read: {e}"))
+        .map_err(|e| refuse(Some(e)))
 }
 
 /// Signs the ISO at `iso` whose SHA-256 is `sha256_hex` (as its writer computed it): writes

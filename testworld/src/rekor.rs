@@ -387,14 +387,46 @@ fn signer_key(content: &str) -> Option<Vec<u8>> {
     }
 }
 
+/// Why a proposed entry is refused: each answered with Rekor's own words for it (a 400's
+/// `message`).
+#[derive(Debug)]
+enum Refused {
+    Json(serde_json::Error),
+    NotHashedrekord,
+    Hash,
+    NoKey,
+    NotP256,
+    SignatureEncoding,
+    Signature,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Json(e) => write!(f, "invalid JSON: {e}"),
+            Self::NotHashedrekord => {
+                f.write_str("only hashedrekord 0.0.1 entries are accepted here")
+            }
+            Self::Hash => {
+                f.write_str("validation failure: the hash is not a sha256 of 64 hex digits")
+            }
+            Self::NoKey => f.write_str("invalid public key: neither a certificate nor a key"),
+            Self::NotP256 => f.write_str("invalid public key: not an ECDSA P-256 key"),
+            Self::SignatureEncoding => f.write_str("invalid signature: not a DER ECDSA signature"),
+            Self::Signature => f.write_str(
+                "verifying signature: invalid signature when validating ASN.1 encoded signature",
+            ),
+        }
+    }
+}
+
 /// The canonical body of a proposed hashedrekord whose signature verifies, or the refusal.
-fn canonical(proposed: &[u8]) -> Result<Vec<u8>, String> {
+fn canonical(proposed: &[u8]) -> Result<Vec<u8>, Refused> {
     use p256::ecdsa::signature::hazmat::PrehashVerifier as _;
     use p256::pkcs8::DecodePublicKey as _;
-    let entry: serde_json::Value =
-        serde_json::from_slice(proposed).map_err(|e| format!("invalid JSON: {e}"))?;
+    let entry: serde_json::Value = serde_json::from_slice(proposed).map_err(Refused::Json)?;
     if entry["kind"] != "hashedrekord" || entry["apiVersion"] != "0.0.1" {
-        return Err("only hashedrekord 0.0.1 entries are accepted here".into());
+        return Err(Refused::NotHashedrekord);
     }
     let spec = &entry["spec"];
     let hash = spec["data"]["hash"]["value"].as_str().unwrap_or_default();
@@ -405,20 +437,19 @@ fn canonical(proposed: &[u8]) -> Result<Vec<u8>, String> {
                 .collect::<Option<Vec<u8>>>()
         })
         .flatten()
-        .ok_or("validation failure: the hash is not a sha256 of 64 hex digits")?;
+        .ok_or(Refused::Hash)?;
     let signature = spec["signature"]["content"].as_str().unwrap_or_default();
     let key_b64 = spec["signature"]["publicKey"]["content"]
         .as_str()
         .unwrap_or_default();
-    let spki = signer_key(key_b64).ok_or("invalid public key: neither a certificate nor a key")?;
-    let key = p256::ecdsa::VerifyingKey::from_public_key_der(&spki)
-        .map_err(|_| "invalid public key: not an ECDSA P-256 key")?;
+    let spki = signer_key(key_b64).ok_or(Refused::NoKey)?;
+    let key =
+        p256::ecdsa::VerifyingKey::from_public_key_der(&spki).map_err(|_| Refused::NotP256)?;
     let sig = crate::http::unbase64(signature)
         .and_then(|s| p256::ecdsa::Signature::from_der(&s).ok())
-        .ok_or("invalid signature: not a DER ECDSA signature")?;
-    key.verify_prehash(&digest, &sig).map_err(
-        |_| "verifying signature: invalid signature when validating ASN.1 encoded signature",
-    )?;
+        .ok_or(Refused::SignatureEncoding)?;
+    key.verify_prehash(&digest, &sig)
+        .map_err(|_| Refused::Signature)?;
     let body = json!({
         "apiVersion": "0.0.1",
         "kind": "hashedrekord",
@@ -438,7 +469,7 @@ fn create(state: &mut State, proposed: &[u8]) -> Outgoing {
     };
     let body = match canonical(proposed) {
         Ok(body) => body,
-        Err(message) => return refusal(400, &message),
+        Err(refused) => return refusal(400, &refused.to_string()),
     };
     let uuid = hex(&leaf(&body));
     let location = format!("/api/v1/log/entries/{uuid}");

@@ -43,27 +43,26 @@ fn usage_error(out: &Output, words: &[&str]) {
     assert!(err.contains("hint:"), "{err}");
 }
 
-#[test]
-fn each_release_gets_its_iso_name_manifests_etcd_and_csi_and_records_it() {
-    let world = World::start(Options::default());
-    let dir = tempfile::tempdir().unwrap();
-    let k = world.kubernetes().to_owned();
-    let dash = ["--dashboard", world.dashboard_url()];
+/// `--dashboard` with the world's dashboard manifest, followed by `more`.
+fn with_dashboard<'a>(world: &'a World, more: &[&'a str]) -> Vec<&'a str> {
+    [&["--dashboard", world.dashboard_url()][..], more].concat()
+}
 
-    // 4.20: NAME.iso, no CSI pair (4.20 does not copy it), the release recorded everywhere.
-    let out = dir.path().join("4.20");
-    let run = build_for(
-        &world,
-        dir.path(),
-        &out,
-        &[&dash[..], &["--cloudstack", "4.20"]].concat(),
-        &[],
-    );
-    ok(run);
-    let iso = out.join(format!("setup-v{k}.iso"));
-    let root = dir.path().join("x-4.20");
-    fs::create_dir_all(&root).unwrap();
-    tool("bsdtar", ["-x", "-f", p(&iso), "-C", p(&root)]);
+/// `iso` extracted with bsdtar into `root`.
+fn extract(iso: &Path, root: &Path) {
+    fs::create_dir_all(root).unwrap();
+    tool("bsdtar", ["-x", "-f", p(iso), "-C", p(root)]);
+}
+
+/// 4.20: NAME.iso, no CSI pair (4.20 does not copy it), the release recorded in `versions.txt`,
+/// the lock and both SBOMs, which validate; `verify` takes the release the ISO records.
+fn assert_4_20_names_the_iso_alone_and_records_the_release(world: &World, dir: &Path) {
+    let out = dir.join("4.20");
+    let extra = with_dashboard(world, &["--cloudstack", "4.20"]);
+    ok(build_for(world, dir, &out, &extra, &[]));
+    let iso = out.join(format!("setup-v{}.iso", world.kubernetes()));
+    let root = dir.join("x-4.20");
+    extract(&iso, &root);
     assert!(!root.join("manifest.yaml").exists() && !root.join("snapshot-crds.yaml").exists());
     let versions = fs::read_to_string(root.join("versions.txt")).unwrap();
     assert!(versions.contains("\ncloudstack 4.20\n"), "{versions}");
@@ -87,59 +86,56 @@ fn each_release_gets_its_iso_name_manifests_etcd_and_csi_and_records_it() {
         "verify takes the release the ISO records: {report}"
     );
     // Two arches would both be NAME.iso.
-    let two = build_for(
-        &world,
-        dir.path(),
-        &out,
-        &[
-            &dash[..],
-            &["--cloudstack", "4.20", "--arch", "amd64", "--arch", "arm64"],
-        ]
-        .concat(),
-        &[],
+    let two = with_dashboard(
+        world,
+        &["--cloudstack", "4.20", "--arch", "amd64", "--arch", "arm64"],
     );
     usage_error(
-        &two,
+        &build_for(world, dir, &out, &two, &[]),
         &["CloudStack 4.20's script names the ISO", "two --arch"],
     );
+}
 
-    // 4.21 from the configuration file: NAME-<uname>.iso, still no CSI pair.
-    let config = dir.path().join("cks-iso.yaml");
+/// 4.21 from the configuration file: NAME-<uname>.iso, still no CSI pair, and it verifies for
+/// 4.21.
+fn assert_4_21_from_the_configuration_names_the_iso_by_arch(world: &World, dir: &Path) {
+    let config = dir.join("cks-iso.yaml");
     fs::write(
         &config,
         format!("{}cloudstack: 4.21\n", world.config_yaml()),
     )
     .unwrap();
-    fs::copy(
-        world.trusted_root_path(),
-        dir.path().join("trusted_root.json"),
-    )
-    .unwrap();
-    let out = dir.path().join("4.21");
+    fs::copy(world.trusted_root_path(), dir.join("trusted_root.json")).unwrap();
+    let out = dir.join("4.21");
+    let dash = with_dashboard(world, &[]);
     ok(build_for(
-        &world,
-        dir.path(),
+        world,
+        dir,
         &out,
         &dash,
         &[("CKS_ISO_CONFIG", p(&config))],
     ));
-    let iso = out.join(format!("setup-v{k}-x86_64.iso"));
+    let iso = out.join(format!("setup-v{}-x86_64.iso", world.kubernetes()));
     let (listing, _) = tool("bsdtar", ["-t", "-f", p(&iso)]);
     assert!(!listing.contains("manifest.yaml"), "{listing}");
     let (code, report) = verify_iso(&iso, &["--cloudstack", "4.21"]);
     assert_eq!(code, Some(0), "{report}");
+}
 
-    // 4.21 and later etcd nodes extract only etcd/etcd-linux-amd64.tar.gz, whatever their
-    // arch: an arm64 ISO for them carries the arm64 etcd under that name, and verifies.
-    let out = dir.path().join("etcd");
+/// 4.21 and later etcd nodes extract only etcd/etcd-linux-amd64.tar.gz, whatever their arch: an
+/// arm64 ISO for them (4.22 from `CKS_ISO_CLOUDSTACK`) carries the arm64 etcd under that name,
+/// and verifies for each of those releases.
+fn assert_later_etcd_nodes_get_the_amd64_name(world: &World, dir: &Path) {
+    let out = dir.join("etcd");
+    let extra = with_dashboard(world, &["--arch", "arm64", "--etcd", "3.5.21"]);
     ok(build_for(
-        &world,
-        dir.path(),
+        world,
+        dir,
         &out,
-        &[&dash[..], &["--arch", "arm64", "--etcd", "3.5.21"]].concat(),
+        &extra,
         &[("CKS_ISO_CLOUDSTACK", "4.22")],
     ));
-    let iso = out.join(format!("setup-v{k}-aarch64.iso"));
+    let iso = out.join(format!("setup-v{}-aarch64.iso", world.kubernetes()));
     let (listing, _) = tool("bsdtar", ["-t", "-f", p(&iso)]);
     assert!(
         listing.contains("etcd/etcd-linux-amd64.tar.gz")
@@ -154,28 +150,25 @@ fn each_release_gets_its_iso_name_manifests_etcd_and_csi_and_records_it() {
         let (code, report) = verify_iso(&iso, release);
         assert_eq!(code, Some(0), "{release:?}: {report}");
     }
-    // 4.20 etcd nodes read no ISO: its arm64 ISO keeps the arm64 name, as it always had, which
-    // verify names for a release whose etcd nodes read the ISO.
-    let out = dir.path().join("etcd-4.20");
-    ok(build_for(
-        &world,
-        dir.path(),
-        &out,
+}
+
+/// 4.20 etcd nodes read no ISO: its arm64 ISO keeps the arm64 name, as it always had, which
+/// verify names for a release whose etcd nodes read the ISO.
+fn assert_4_20_etcd_keeps_the_arm64_name(world: &World, dir: &Path) {
+    let out = dir.join("etcd-4.20");
+    let extra = with_dashboard(
+        world,
         &[
-            &dash[..],
-            &[
-                "--arch",
-                "arm64",
-                "--etcd",
-                "3.5.21",
-                "--cloudstack",
-                "4.20",
-            ],
-        ]
-        .concat(),
-        &[],
-    ));
-    let iso = out.join(format!("setup-v{k}.iso"));
+            "--arch",
+            "arm64",
+            "--etcd",
+            "3.5.21",
+            "--cloudstack",
+            "4.20",
+        ],
+    );
+    ok(build_for(world, dir, &out, &extra, &[]));
+    let iso = out.join(format!("setup-v{}.iso", world.kubernetes()));
     let (code, report) = verify_iso(&iso, &[]);
     assert_eq!(code, Some(0), "{report}");
     let (code, report) = verify_iso(&iso, &["--cloudstack", "4.23"]);
@@ -184,36 +177,39 @@ fn each_release_gets_its_iso_name_manifests_etcd_and_csi_and_records_it() {
         report.contains("etcd/etcd-linux-arm64.tar.gz: CloudStack 4.23 etcd nodes extract only"),
         "{report}"
     );
+}
 
-    // 4.22 applies dashboard.yaml: a Headlamp version alone cannot make its ISO.
-    let out = dir.path().join("4.22");
-    let headlamp = build_for(
-        &world,
-        dir.path(),
-        &out,
-        &[
-            "--headlamp-version",
-            world.headlamp_version(),
-            "--cloudstack",
-            "4.22",
-        ],
-        &[],
-    );
+/// 4.22 applies dashboard.yaml: a Headlamp version alone cannot make its ISO; 4.19 is no
+/// release cks-iso builds for. Both are usage errors naming what is accepted.
+fn assert_4_22_needs_a_dashboard_and_4_19_is_refused(world: &World, dir: &Path) {
+    let out = dir.join("4.22");
+    let headlamp = [
+        "--headlamp-version",
+        world.headlamp_version(),
+        "--cloudstack",
+        "4.22",
+    ];
     usage_error(
-        &headlamp,
+        &build_for(world, dir, &out, &headlamp, &[]),
         &["CloudStack 4.22 applies dashboard.yaml", "--dashboard"],
     );
-    let bad = build_for(
-        &world,
-        dir.path(),
-        &out,
-        &[&dash[..], &["--cloudstack", "4.19"]].concat(),
-        &[],
-    );
+    let old = with_dashboard(world, &["--cloudstack", "4.19"]);
     usage_error(
-        &bad,
+        &build_for(world, dir, &out, &old, &[]),
         &["--cloudstack \"4.19\"", "4.20, 4.21, 4.22, 4.23 or 24"],
     );
+}
+
+#[test]
+fn each_release_gets_its_iso_name_manifests_etcd_and_csi_and_records_it() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_4_20_names_the_iso_alone_and_records_the_release(&world, d);
+    assert_4_21_from_the_configuration_names_the_iso_by_arch(&world, d);
+    assert_later_etcd_nodes_get_the_amd64_name(&world, d);
+    assert_4_20_etcd_keeps_the_arm64_name(&world, d);
+    assert_4_22_needs_a_dashboard_and_4_19_is_refused(&world, d);
 }
 
 /// CloudStack 24 (the release after 4.23) builds and verifies as 4.23 does; a release newer than
@@ -244,8 +240,7 @@ fn cloudstack_24_reads_as_4_23_and_a_newer_release_builds_with_one_warning() {
         );
         let iso = out.join(format!("setup-v{k}-x86_64.iso"));
         let root = dir.path().join(format!("x-{given}"));
-        fs::create_dir_all(&root).unwrap();
-        tool("bsdtar", ["-x", "-f", p(&iso), "-C", p(&root)]);
+        extract(&iso, &root);
         assert!(root.join("headlamp.yaml").exists() && !root.join("dashboard.yaml").exists());
         let versions = fs::read_to_string(root.join("versions.txt")).unwrap();
         assert!(

@@ -4,15 +4,20 @@
 //! CloudStack's own download failures, `versions list`/`retire`, and credentials from
 //! CloudMonkey's and `cs`'s settings that never show.
 
+use std::collections::BTreeMap;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cks_iso_testworld::cloudstack::Options;
+use cks_iso_testworld::world::{Options as WorldOptions, World};
 use serde_json::Value;
 
 use crate::support::cloud::{Cloud, sha256_of, small_iso};
 use crate::support::*;
+
+/// A version as the stand-in keeps it, field by field.
+type Version = BTreeMap<String, String>;
 
 /// `scripts/cs-calls.py PHASE ARGS` with the venv's `cs` against `cloud`'s stand-in.
 fn cs(cloud: &Cloud, secret: &str, phase: &str, args: &[&str]) -> Value {
@@ -98,85 +103,75 @@ fn the_stand_in_answers_the_cs_client_as_cloudstack_does() {
     assert_eq!(cs(&cloud, &secret, "tilde", &[])["refused"], 401);
 }
 
-#[test]
-fn build_register_registers_both_arches_once_and_replace_leaves_one_enabled() {
-    let world =
-        cks_iso_testworld::world::World::start(cks_iso_testworld::world::Options::default());
-    let cloud = Cloud::start(Options::default());
-    let out = cloud.dir.path().join("out");
+/// `build --register` of the world's request for both arches into `out`, published at `cloud`'s
+/// web server, with `extra`.
+fn build_register(world: &World, cloud: &Cloud, out: &Path, extra: &[&str]) -> Command {
     let tmp = cloud.dir.path().join("tmp");
     fs::create_dir_all(&tmp).unwrap();
-    let host = cloud.host.url();
-    let build = |extra: &[&str]| {
-        let mut cmd = build_in(world.config_path(), &tmp);
-        cmd.env("HOME", &cloud.home)
-            .args([
-                "--kubernetes",
-                world.kubernetes(),
-                "--network",
-                world.network_url(),
-            ])
-            .args([
-                "--dashboard",
-                world.dashboard_url(),
-                "--arch",
-                "amd64",
-                "--arch",
-                "arm64",
-            ])
-            .args([
-                "--output",
-                p(&out),
-                "--cache-dir",
-                p(&cloud.dir.path().join("cache")),
-            ])
-            .args([
-                "--register",
-                "--publish-url",
-                &host,
-                "--poll-interval",
-                "0.1",
-            ])
-            .args(extra);
-        cmd
-    };
-    // The build writes into `out`; the web server serves `published`: publish between build and
-    // registration by making them one directory.
-    fs::remove_dir(&cloud.published).unwrap();
-    std::os::unix::fs::symlink(&out, &cloud.published).unwrap();
-    let first = ok(build(&[]).output().unwrap());
-    let log = combined(&first);
+    let mut cmd = build_in(world.config_path(), &tmp);
+    cmd.env("HOME", &cloud.home)
+        .args([
+            "--kubernetes",
+            world.kubernetes(),
+            "--network",
+            world.network_url(),
+        ])
+        .args([
+            "--dashboard",
+            world.dashboard_url(),
+            "--arch",
+            "amd64",
+            "--arch",
+            "arm64",
+        ])
+        .args([
+            "--output",
+            p(out),
+            "--cache-dir",
+            p(&cloud.dir.path().join("cache")),
+        ])
+        .args([
+            "--register",
+            "--publish-url",
+            &cloud.host.url(),
+            "--poll-interval",
+            "0.1",
+        ])
+        .args(extra);
+    cmd
+}
+
+/// The ISO in `out` whose name ends in `-UNAME.iso`.
+fn iso_of(out: &Path, uname: &str) -> PathBuf {
+    fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(&format!("-{uname}.iso")))
+        .unwrap()
+}
+
+/// After the first `build --register`: one version per arch, each with its ISO's checksum and
+/// name, Ready in both zones. Returns the versions.
+fn assert_both_arches_registered(cloud: &Cloud, out: &Path, log: &str) -> Vec<Version> {
     let versions = cloud.api.versions();
     assert_eq!(versions.len(), 2, "{versions:?}\n{log}");
-    for (arch, file) in [("x86_64", "x86_64"), ("aarch64", "aarch64")] {
+    for arch in ["x86_64", "aarch64"] {
         let v = versions
             .iter()
             .find(|v| v["arch"] == arch)
             .unwrap_or_else(|| panic!("{arch}: {versions:?}"));
-        let iso = fs::read_dir(&out)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| p.to_string_lossy().ends_with(&format!("-{file}.iso")))
-            .unwrap();
+        let iso = iso_of(out, arch);
         assert_eq!(v["checksum"], format!("{{SHA-256}}{}", sha256_of(&iso)));
         assert_eq!(v["isostate"], "Ready");
         assert_eq!(v["name"], iso.file_stem().unwrap().to_string_lossy());
     }
     assert!(log.contains("zone-a: Ready, zone-b: Ready"), "{log}");
-    // A second run sends no add.
-    cloud.api.clear_seen();
-    let second = ok(build(&[]).output().unwrap());
-    assert!(
-        !cloud
-            .api
-            .commands()
-            .contains(&"addKubernetesSupportedVersion".to_owned()),
-        "{}",
-        combined(&second)
-    );
-    assert!(combined(&second).contains("already registered"));
-    // --replace with a changed ISO under the same name: one enabled version of the name.
-    let amd = versions.iter().find(|v| v["arch"] == "x86_64").unwrap();
+    versions
+}
+
+/// `--replace` with a changed ISO under the amd64 version's name: refused without it, then one
+/// enabled version of the name, with the new checksum, the old one disabled, not deleted.
+fn assert_replace_leaves_one_enabled(cloud: &Cloud, out: &Path, amd: &Version) {
     let name = amd["name"].clone();
     let changed_dir = cloud.dir.path().join("changed");
     fs::create_dir_all(&changed_dir).unwrap();
@@ -187,8 +182,8 @@ fn build_register_registers_both_arches_once_and_replace_leaves_one_enabled() {
         "amd64",
         7,
     );
-    fs::copy(&changed, out.join(format!("{name}.iso"))).unwrap();
     let local = out.join(format!("{name}.iso"));
+    fs::copy(&changed, &local).unwrap();
     fails(
         &mut cloud.register(&[&local], &[]),
         1,
@@ -217,37 +212,79 @@ fn build_register_registers_both_arches_once_and_replace_leaves_one_enabled() {
     );
 }
 
-/// Checks cks-iso makes before CloudStack is asked, and CloudStack's own download failures.
 #[test]
-fn bad_urls_and_failed_downloads_exit_1_with_the_reason_and_a_hint() {
+fn build_register_registers_both_arches_once_and_replace_leaves_one_enabled() {
+    let world = World::start(WorldOptions::default());
     let cloud = Cloud::start(Options::default());
-    let d = cloud.dir.path();
-    let iso = small_iso(d, "setup-v1.33.1-x86_64.iso", "1.33.1", "amd64", 1);
-    let url = |path: &str| format!("{}/{path}", cloud.host.url());
-    // A redirect: cks-iso's HEAD, before CloudStack hears of it.
+    let out = cloud.dir.path().join("out");
+    // The build writes into `out`; the web server serves `published`: publish between build and
+    // registration by making them one directory.
+    fs::remove_dir(&cloud.published).unwrap();
+    std::os::unix::fs::symlink(&out, &cloud.published).unwrap();
+    let first = ok(build_register(&world, &cloud, &out, &[]).output().unwrap());
+    let versions = assert_both_arches_registered(&cloud, &out, &combined(&first));
+    // A second run sends no add.
+    cloud.api.clear_seen();
+    let second = ok(build_register(&world, &cloud, &out, &[]).output().unwrap());
+    assert!(
+        !cloud
+            .api
+            .commands()
+            .contains(&"addKubernetesSupportedVersion".to_owned()),
+        "{}",
+        combined(&second)
+    );
+    assert!(combined(&second).contains("already registered"));
+    let amd = versions.iter().find(|v| v["arch"] == "x86_64").unwrap();
+    assert_replace_leaves_one_enabled(&cloud, &out, amd);
+}
+
+/// A cloud whose web server publishes an amd64 ISO of Kubernetes 1.33.1, and the local ISO.
+fn cloud_publishing_one_iso() -> (Cloud, PathBuf) {
+    let cloud = Cloud::start(Options::default());
+    let iso = small_iso(
+        cloud.dir.path(),
+        "setup-v1.33.1-x86_64.iso",
+        "1.33.1",
+        "amd64",
+        1,
+    );
     cloud.publish(&iso);
+    (cloud, iso)
+}
+
+/// A redirect (found by cks-iso's HEAD) and a URL longer than 255 characters exit 1 with the
+/// reason and a hint before CloudStack hears of them.
+#[test]
+fn redirects_and_overlong_urls_are_refused_before_cloudstack_is_asked() {
+    let (cloud, iso) = cloud_publishing_one_iso();
+    let url = |path: &str| format!("{}/{path}", cloud.host.url());
     let redirect = url("redirect/setup-v1.33.1-x86_64.iso");
     fails(
         &mut cloud.cks(&["register", p(&iso), "--url", &redirect]),
         1,
         &["302", "store.download.follow.redirects", "hint:"],
     );
-    // Longer than 255 characters.
     let long = url(&format!("{}.iso", "a".repeat(250)));
     fails(
         &mut cloud.cks(&["register", p(&iso), "--url", &long]),
         1,
         &["at most 255", "hint:"],
     );
-    // Nothing reached CloudStack.
     assert!(
         cloud.api.commands().is_empty(),
         "{:?}",
         cloud.api.commands()
     );
-    // A file of the same size but other bytes: CloudStack's checksum comparison fails.
+}
+
+/// A file of the same size but other bytes at the URL: CloudStack's checksum comparison fails,
+/// and cks-iso exits 1 with CloudStack's reason, the zone and a hint.
+#[test]
+fn a_published_file_with_other_bytes_fails_cloudstack_s_checksum_with_a_hint() {
+    let (cloud, iso) = cloud_publishing_one_iso();
     let other = small_iso(
-        &d.join("other"),
+        &cloud.dir.path().join("other"),
         "setup-v1.33.1-x86_64.iso",
         "1.33.1",
         "amd64",
@@ -267,23 +304,39 @@ fn bad_urls_and_failed_downloads_exit_1_with_the_reason_and_a_hint() {
             "hint: the file at the URL is not this ISO",
         ],
     );
-    // Not ISO 9660 at all.
-    let iso2 = small_iso(d, "setup-v1.33.2-x86_64.iso", "1.33.2", "amd64", 1);
-    let size = fs::metadata(&iso2).unwrap().len() as usize;
+}
+
+/// A published file that is not ISO 9660 at all: CloudStack refuses its content, and cks-iso
+/// exits 1 with the reason and a hint.
+#[test]
+fn a_published_file_that_is_not_iso_9660_fails_with_a_hint() {
+    let cloud = Cloud::start(Options::default());
+    let iso = small_iso(
+        cloud.dir.path(),
+        "setup-v1.33.2-x86_64.iso",
+        "1.33.2",
+        "amd64",
+        1,
+    );
+    let size = fs::metadata(&iso).unwrap().len() as usize;
     fs::write(
         cloud.published.join("setup-v1.33.2-x86_64.iso"),
         vec![b'x'; size],
     )
     .unwrap();
     fails(
-        &mut cloud.register(&[&iso2], &[]),
+        &mut cloud.register(&[&iso], &[]),
         1,
         &[
             "Template content is unsupported",
             "hint: the file at the URL is not an ISO 9660 image",
         ],
     );
-    // arm64 on a server without `arch` (4.20.0): refused before any add.
+}
+
+/// arm64 on a server without `arch` (4.20.0): refused after `listCapabilities`, before any add.
+#[test]
+fn arm64_on_a_server_without_arch_is_refused_before_any_add() {
     let old = Cloud::start(Options {
         version: "4.20.0.0".into(),
         ..Options::default()
@@ -333,8 +386,9 @@ fn a_tilde_in_a_value_is_signed_as_cloudstack_verifies_it() {
     );
 }
 
-#[test]
-fn versions_retire_keeps_the_newest_patch_and_the_one_in_use() {
+/// A cloud with 1.33.1, 1.33.2, 1.33.3 and 1.32.5 registered, 1.33.1 used by the cluster
+/// `prod`.
+fn cloud_with_four_versions_one_in_use() -> Cloud {
     let cloud = Cloud::start(Options::default());
     let d = cloud.dir.path();
     let isos: Vec<_> = ["1.33.1", "1.33.2", "1.33.3", "1.32.5"]
@@ -347,31 +401,29 @@ fn versions_retire_keeps_the_newest_patch_and_the_one_in_use() {
         .collect();
     let refs: Vec<&Path> = isos.iter().map(|p| p.as_path()).collect();
     ok(cloud.register(&refs, &[]).output().unwrap());
-    let id_of = |semver: &str| {
-        cloud
-            .api
-            .versions()
-            .into_iter()
-            .find(|v| v["semanticversion"] == semver)
-            .unwrap()["id"]
-            .clone()
-    };
-    cloud.api.add_cluster("prod", &id_of("1.33.1"));
-    // --dry-run: only reads.
+    let in_use = cloud
+        .api
+        .versions()
+        .into_iter()
+        .find(|v| v["semanticversion"] == "1.33.1")
+        .unwrap()["id"]
+        .clone();
+    cloud.api.add_cluster("prod", &in_use);
+    cloud
+}
+
+/// `versions retire --keep 1 --retire delete` with `extra`, which must succeed; its output.
+fn retire(cloud: &Cloud, extra: &[&str]) -> String {
+    let mut cmd = cloud.cks(&["versions", "retire", "--keep", "1", "--retire", "delete"]);
+    combined(&ok(cmd.args(extra).output().unwrap()))
+}
+
+/// `versions retire --dry-run` says what it would delete and what is in use, and only reads.
+#[test]
+fn versions_retire_dry_run_only_reads() {
+    let cloud = cloud_with_four_versions_one_in_use();
     cloud.api.clear_seen();
-    let dry = ok(cloud
-        .cks(&[
-            "versions",
-            "retire",
-            "--keep",
-            "1",
-            "--retire",
-            "delete",
-            "--dry-run",
-        ])
-        .output()
-        .unwrap());
-    let text = combined(&dry);
+    let text = retire(&cloud, &["--dry-run"]);
     assert!(
         text.contains("would delete") && text.contains("in use by cluster prod"),
         "{text}"
@@ -385,21 +437,14 @@ fn versions_retire_keeps_the_newest_patch_and_the_one_in_use() {
         "{:?}",
         cloud.api.commands()
     );
-    // For real: 1.33.2 goes; 1.33.1's delete job fails (a cluster uses it), reported, exit 0.
-    let real = ok(cloud
-        .cks(&[
-            "versions",
-            "retire",
-            "--keep",
-            "1",
-            "--retire",
-            "delete",
-            "--poll-interval",
-            "0.05",
-        ])
-        .output()
-        .unwrap());
-    let text = combined(&real);
+}
+
+/// For real: 1.33.2 goes; 1.33.1's delete job fails (a cluster uses it), reported, exit 0; the
+/// list then shows what is left, as JSON and as a table.
+#[test]
+fn versions_retire_keeps_the_newest_patch_and_the_one_in_use() {
+    let cloud = cloud_with_four_versions_one_in_use();
+    let text = retire(&cloud, &["--poll-interval", "0.05"]);
     assert!(
         text.contains("Existing clusters currently using the version"),
         "{text}"
@@ -411,7 +456,6 @@ fn versions_retire_keeps_the_newest_patch_and_the_one_in_use() {
         .map(|v| v["semanticversion"].clone())
         .collect();
     assert_eq!(left, ["1.33.1", "1.33.3", "1.32.5"], "{text}");
-    // The list, as JSON.
     let listed = ok(cloud.cks(&["versions", "list", "--json"]).output().unwrap());
     let json: Value = serde_json::from_slice(&listed.stdout).unwrap();
     assert_eq!(json["format"], 1);

@@ -5,9 +5,14 @@
 //! that a cache directory others can write is refused.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use cks_iso::cache::{Cache, Key};
+use cks_iso::image::Digest;
+use cks_iso_testworld::upstream::sha256_hex;
+
+use super::common::Scene;
 use crate::support::hostile::*;
 use crate::support::*;
 
@@ -17,7 +22,6 @@ const CNI: &str = "url:https://github.com/containernetworking/plugins/releases/d
 /// Plants `bytes` in the cache at `cache` as what `key` names, as someone with write access to a
 /// shared cache directory (or a crafted `cache import` directory) would.
 fn plant(cache: &Path, key: &str, bytes: &[u8]) {
-    use cks_iso_testworld::upstream::sha256_hex;
     let hex = sha256_hex(bytes);
     fs::create_dir_all(cache.join("blobs/sha256")).unwrap();
     fs::write(cache.join("blobs/sha256").join(&hex), bytes).unwrap();
@@ -43,36 +47,34 @@ fn cache_cmd(cache: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-#[test]
-fn an_unlocked_offline_build_ships_no_planted_or_imported_download() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let (world, config) = world_in(d);
-    let cache = d.join("cache");
-    let autoscaler = world.autoscaler_version().unwrap().to_owned();
-    let offline_in = |cache: &Path, out: &Path, offline: bool| {
-        let mut args = world_args(&world, world.dashboard_url());
-        args.extend(["--cache-dir", p(cache), "--autoscaler-version", &autoscaler]);
-        args.extend(["--output", p(out)]);
-        let mut cmd = build(&config, d, &args);
-        if offline {
-            cmd.arg("--offline");
-        }
-        cmd
-    };
-    run(&mut offline_in(&cache, &d.join("online"), false));
-    // What the online build kept is enough, verifies again, and `cache verify` finds it sound.
-    run(&mut offline_in(&cache, &d.join("offline"), true));
-    run(&mut cache_cmd(&cache, &["verify"]));
-    let (cache2, bare) = (d.join("cache2"), d.join("bare"));
-    copy_cache(&cache, &cache2);
-    copy_cache(&cache, &bare);
+/// `bsdtar -x -O` of the CNI tarball an amd64 ISO in `out` ships.
+fn shipped_cni(out: &Path) -> Vec<u8> {
+    let iso = out.join("setup-v1.33.1-x86_64.iso");
+    let member = "cni/cni-plugins-amd64.tgz";
+    run(Command::new("bsdtar").args(["-x", "-O", "-f", p(&iso), member])).stdout
+}
 
-    let planted = cks_iso_testworld::upstream::elf("amd64", 99, "planted", 4096);
-    plant(&cache, KUBEADM, &planted);
-    let out = d.join("planted");
+/// A kubeadm for amd64 that no release published, as a planter would put it in a cache.
+fn planted_kubeadm() -> Vec<u8> {
+    cks_iso_testworld::upstream::elf("amd64", 99, "planted", 4096)
+}
+
+/// Fills `cache` online; what it kept is enough offline, verifies again, and `cache verify`
+/// finds it sound.
+fn fill_sound_cache(scene: &Scene, cache: &Path) {
+    let d = scene.dir();
+    run(&mut scene.build_pinned(cache, &d.join("online"), &[]));
+    run(&mut scene.build_pinned(cache, &d.join("offline"), &["--offline"]));
+    run(&mut cache_cmd(cache, &["verify"]));
+}
+
+/// `planted` as kubeadm in a cache that keeps kubeadm's published checksum: the offline build
+/// refuses it and leaves nothing in `out`; `cache verify` names the entry the checksum no longer
+/// vouches for.
+fn assert_planted_kubeadm_refused(scene: &Scene, cache: &Path, planted: &[u8], out: &Path) {
+    plant(cache, KUBEADM, planted);
     fails(
-        &mut offline_in(&cache, &out, true),
+        &mut scene.build_pinned(cache, out, &["--offline"]),
         1,
         &[
             KUBEADM,
@@ -81,10 +83,9 @@ fn an_unlocked_offline_build_ships_no_planted_or_imported_download() {
             "hint:",
         ],
     );
-    assert!(files_under(&out).is_empty(), "{:?}", files_under(&out));
-    // `cache verify` names the entry its published checksum no longer vouches for.
+    assert!(files_under(out).is_empty(), "{:?}", files_under(out));
     let said = fails(
-        &mut cache_cmd(&cache, &["verify"]),
+        &mut cache_cmd(cache, &["verify"]),
         1,
         &[
             &format!("unverified index entry {KUBEADM}"),
@@ -92,31 +93,43 @@ fn an_unlocked_offline_build_ships_no_planted_or_imported_download() {
         ],
     );
     assert!(said.contains("1 problem(s)"), "{said}");
+}
 
-    // An entry whose published checksum the cache never kept is refused too.
+/// `planted` as kubeadm in a cache that never kept kubeadm's published checksum: refused too, by
+/// the build and by `cache verify`, and `cache verify --fix` leaves a sound cache.
+fn assert_kubeadm_without_its_checksum_refused(
+    scene: &Scene,
+    cache: &Path,
+    planted: &[u8],
+    out: &Path,
+) {
     let sum_key = format!("{KUBEADM}.sha256");
-    let sum_entry = bare
-        .join("index")
-        .join(cks_iso_testworld::upstream::sha256_hex(sum_key.as_bytes()));
+    let sum_entry = cache.join("index").join(sha256_hex(sum_key.as_bytes()));
     fs::remove_file(&sum_entry).unwrap();
-    plant(&bare, KUBEADM, &planted);
+    plant(cache, KUBEADM, planted);
     let no_sum = [
         "cannot be tied to a verification",
         "holds no published checksum",
     ];
-    fails(&mut offline_in(&bare, &out, true), 1, &no_sum);
-    fails(&mut cache_cmd(&bare, &["verify"]), 1, &no_sum);
-    run(&mut cache_cmd(&bare, &["verify", "--fix"]));
-    run(&mut cache_cmd(&bare, &["verify"]));
+    fails(
+        &mut scene.build_pinned(cache, out, &["--offline"]),
+        1,
+        &no_sum,
+    );
+    fails(&mut cache_cmd(cache, &["verify"]), 1, &no_sum);
+    run(&mut cache_cmd(cache, &["verify", "--fix"]));
+    run(&mut cache_cmd(cache, &["verify"]));
+}
 
-    // Through `cache import` of a crafted directory: the planted CNI tarball's entry is named
-    // and skipped, with or without a published checksum naming another file; its blob (verified
-    // by its name) comes in, and the build still ships the CNI tarball it verified online.
+/// `cache import` of a crafted directory into `cache`: the planted CNI tarball's entry is named
+/// and skipped, with or without a published checksum naming another file; its blob (verified by
+/// its name) comes in, and the offline build still ships the CNI tarball it verified online.
+fn assert_crafted_import_skips_the_cni_tarball(scene: &Scene, cache: &Path) {
+    let d = scene.dir();
     let crafted = d.join("crafted");
     let tgz = hostile_tgz(&[file("./bridge")]);
     plant(&crafted, CNI, &tgz);
-    let imported = run(&mut cache_cmd(&cache2, &["import", p(&crafted)]));
-    let said = stderr(&imported);
+    let said = stderr(&run(&mut cache_cmd(cache, &["import", p(&crafted)])));
     assert!(
         said.contains(&format!("index entry {CNI} not imported")),
         "{said}"
@@ -125,8 +138,7 @@ fn an_unlocked_offline_build_ships_no_planted_or_imported_download() {
     let other = "0".repeat(64);
     let sum = format!("{other}  cni-plugins-linux-amd64-v1.6.2.tgz\n");
     plant(&crafted, &format!("{CNI}.sha256"), sum.as_bytes());
-    let imported = run(&mut cache_cmd(&cache2, &["import", p(&crafted)]));
-    let said = stderr(&imported);
+    let said = stderr(&run(&mut cache_cmd(cache, &["import", p(&crafted)])));
     assert!(
         said.contains(&format!("index entry {CNI} not imported")),
         "{said}"
@@ -138,61 +150,64 @@ fn an_unlocked_offline_build_ships_no_planted_or_imported_download() {
         "{said}"
     );
     let out = d.join("imported");
-    run(&mut offline_in(&cache2, &out, true));
-    let iso = out.join("setup-v1.33.1-x86_64.iso");
-    let shipped =
-        run(Command::new("bsdtar").args(["-x", "-O", "-f", p(&iso), "cni/cni-plugins-amd64.tgz"]))
-            .stdout;
+    run(&mut scene.build_pinned(cache, &out, &["--offline"]));
+    let shipped = shipped_cni(&out);
     assert!(
         !shipped.is_empty() && shipped != tgz,
         "the planted tarball shipped"
     );
 }
 
-/// The carry the second probe found: exported for a lock, then its CNI tarball replaced (one
-/// `bridge`) and a "published checksum" naming the replacement put beside it. A carry vouches
-/// for nothing by itself: unlocked, the entry is skipped and named; with the lock, refused
-/// naming both digests; a cache that lacks the tarball then builds offline only with the lock.
-/// Signed downloads still come in unlocked when their signature verifies against the trusted
-/// root the import is given.
 #[test]
-fn a_carry_vouches_for_no_download_by_itself() {
-    use cks_iso::cache::{Cache, Key};
-    use cks_iso_testworld::upstream::sha256_hex;
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let (world, config) = world_in(d);
+fn an_unlocked_offline_build_ships_no_planted_or_imported_download() {
+    let scene = Scene::start();
+    let d = scene.dir();
     let cache = d.join("cache");
-    let lock = d.join("run.lock");
-    let autoscaler = world.autoscaler_version().unwrap().to_owned();
-    let build_in = |cache: &Path, out: &str, extra: &[&str]| {
-        let mut args = world_args(&world, world.dashboard_url());
-        args.extend(["--autoscaler-version", &autoscaler, "--cache-dir", p(cache)]);
-        let mut cmd = build(&config, d, &args);
-        cmd.arg("--output").arg(d.join(out)).args(extra);
-        cmd
-    };
-    run(&mut build_in(&cache, "online", &["--lock-file", p(&lock)]));
-    let genuine = Cache::new(&cache)
+    fill_sound_cache(&scene, &cache);
+    let (cache2, bare) = (d.join("cache2"), d.join("bare"));
+    copy_cache(&cache, &cache2);
+    copy_cache(&cache, &bare);
+
+    let planted = planted_kubeadm();
+    let out = d.join("planted");
+    assert_planted_kubeadm_refused(&scene, &cache, &planted, &out);
+    assert_kubeadm_without_its_checksum_refused(&scene, &bare, &planted, &out);
+    assert_crafted_import_skips_the_cni_tarball(&scene, &cache2);
+}
+
+/// The digest under which `cache` keeps the CNI tarball.
+fn cni_digest(cache: &Path) -> Digest {
+    Cache::new(cache)
         .recall(&Key::parse(CNI).unwrap())
-        .expect("the online build kept the CNI tarball")
-        .digest;
-    let carry = d.join("carry");
+        .expect("the cache keeps the CNI tarball")
+        .digest
+}
+
+/// The carry the second probe found: `cache export --locked LOCK` into `carry`, then its CNI
+/// tarball replaced (one `bridge`) and a "published checksum" naming the replacement put beside
+/// it. Returns the replacement's digest.
+fn swapped_carry(cache: &Path, lock: &Path, carry: &Path) -> String {
     run(&mut cache_cmd(
-        &cache,
-        &["export", "--locked", p(&lock), "-o", p(&carry)],
+        cache,
+        &["export", "--locked", p(lock), "-o", p(carry)],
     ));
     let tgz = hostile_tgz(&[file("./bridge")]);
-    let swapped = format!("sha256:{}", sha256_hex(&tgz));
-    plant(&carry, CNI, &tgz);
+    plant(carry, CNI, &tgz);
     let sum = format!("{}  cni-plugins-linux-amd64-v1.6.2.tgz\n", sha256_hex(&tgz));
-    plant(&carry, &format!("{CNI}.sha256"), sum.as_bytes());
+    plant(carry, &format!("{CNI}.sha256"), sum.as_bytes());
+    format!("sha256:{}", sha256_hex(&tgz))
+}
 
-    // Unlocked into a good cache: named and skipped, with its checksum; the good entry stays
-    // and the offline build ships the tarball the online one verified.
-    let good = d.join("good");
-    copy_cache(&cache, &good);
-    let said = stderr(&run(&mut cache_cmd(&good, &["import", p(&carry)])));
+/// Unlocked into `good` (a copy of a good cache): the swapped entry is named and skipped, with
+/// its checksum; the good entry stays and the offline build ships the tarball the online one
+/// verified.
+fn assert_unlocked_import_skips_the_swap(
+    scene: &Scene,
+    good: &Path,
+    carry: &Path,
+    genuine: &Digest,
+) {
+    let said = stderr(&run(&mut cache_cmd(good, &["import", p(carry)])));
     assert!(
         said.contains(&format!(
             "index entry {CNI} not imported: only DIR's own published checksum vouches for it"
@@ -203,24 +218,30 @@ fn a_carry_vouches_for_no_download_by_itself() {
         said.contains(&format!("index entry {CNI}.sha256 not imported")),
         "{said}"
     );
-    run(&mut build_in(&good, "unlocked", &["--offline"]));
-    let iso = d.join("unlocked/setup-v1.33.1-x86_64.iso");
-    let shipped =
-        run(Command::new("bsdtar").args(["-x", "-O", "-f", p(&iso), "cni/cni-plugins-amd64.tgz"]))
-            .stdout;
+    let out = scene.dir().join("unlocked");
+    run(&mut scene.build_pinned(good, &out, &["--offline"]));
     assert_eq!(
-        format!("sha256:{}", sha256_hex(&shipped)),
+        format!("sha256:{}", sha256_hex(&shipped_cni(&out))),
         genuine.to_string(),
         "the swapped tarball shipped"
     );
+}
 
-    // With the lock: refused naming both digests and the lock, exit 1 with a hint.
+/// With the lock: the swapped entry is refused naming both digests and the lock, exit 1 with a
+/// hint, and `good` keeps the genuine entry.
+fn assert_locked_import_refuses_the_swap(
+    good: &Path,
+    carry: &Path,
+    lock: &Path,
+    genuine: &Digest,
+    swapped: &str,
+) {
     let said = fails(
-        &mut cache_cmd(&good, &["import", p(&carry), "--locked", p(&lock)]),
+        &mut cache_cmd(good, &["import", p(carry), "--locked", p(lock)]),
         1,
         &[
             &format!("index entry {CNI} refused"),
-            &format!("names {swapped}, but the lock {} names {genuine}", p(&lock)),
+            &format!("names {swapped}, but the lock {} names {genuine}", p(lock)),
             "hint:",
             "cache export --locked",
         ],
@@ -229,17 +250,20 @@ fn a_carry_vouches_for_no_download_by_itself() {
         !said.contains(&format!("index entry {CNI}.sha256 refused")),
         "{said}"
     );
-    let kept = Cache::new(&good).recall(&Key::parse(CNI).unwrap()).unwrap();
-    assert_eq!(kept.digest, genuine, "the good entry was replaced");
+    assert_eq!(&cni_digest(good), genuine, "the good entry was replaced");
+}
 
-    // A cache without the tarball: the unlocked offline build that needs it fails and says to
-    // import with the lock; the locked one builds.
+/// A copy of `cache` without the CNI tarball, the carry imported unlocked: the unlocked offline
+/// build that needs the tarball fails, leaves nothing, and says to import with the lock.
+fn assert_a_cache_lacking_the_tarball_asks_for_the_lock(scene: &Scene, cache: &Path, carry: &Path) {
+    let d = scene.dir();
     let lacking = d.join("lacking");
-    copy_cache(&cache, &lacking);
+    copy_cache(cache, &lacking);
     fs::remove_file(lacking.join("index").join(sha256_hex(CNI.as_bytes()))).unwrap();
-    run(&mut cache_cmd(&lacking, &["import", p(&carry)]));
+    run(&mut cache_cmd(&lacking, &["import", p(carry)]));
+    let out = d.join("lacking-out");
     fails(
-        &mut build_in(&lacking, "lacking-out", &["--offline"]),
+        &mut scene.build_pinned(&lacking, &out, &["--offline"]),
         1,
         &[
             "cni-plugins-linux-amd64-v1.6.2.tgz with --offline: it is not in the cache",
@@ -247,15 +271,18 @@ fn a_carry_vouches_for_no_download_by_itself() {
             "cks-iso cache import --locked LOCK",
         ],
     );
-    assert!(files_under(&d.join("lacking-out")).is_empty());
+    assert!(files_under(&out).is_empty());
+}
 
-    // A signed download comes in without the lock when its signature in DIR verifies against
-    // the trusted root given (the world's), not against another root, and not for other bytes.
+/// A signed download (kubeadm) comes in without the lock when its signature in the carry
+/// verifies against the trusted root given (the world's), not without that root, and not for
+/// other bytes.
+fn assert_signed_downloads_come_in_against_the_trusted_root(d: &Path, carry: &Path) {
     let root = d.join("trusted_root.json");
     let signed = d.join("signed");
     let said = stderr(&run(&mut cache_cmd(
         &signed,
-        &["import", p(&carry), "--trusted-root", p(&root)],
+        &["import", p(carry), "--trusted-root", p(&root)],
     )));
     assert!(
         !said.contains(&format!("index entry {KUBEADM} not")),
@@ -267,17 +294,16 @@ fn a_carry_vouches_for_no_download_by_itself() {
             .is_some()
     );
     let unsigned = d.join("unsigned");
-    let said = stderr(&run(&mut cache_cmd(&unsigned, &["import", p(&carry)])));
+    let said = stderr(&run(&mut cache_cmd(&unsigned, &["import", p(carry)])));
     assert!(
         said.contains(&format!("index entry {KUBEADM} not imported"))
             && said.contains("its signature does not verify"),
         "{said}"
     );
-    let planted = cks_iso_testworld::upstream::elf("amd64", 99, "planted", 4096);
-    plant(&carry, KUBEADM, &planted);
+    plant(carry, KUBEADM, &planted_kubeadm());
     let said = stderr(&run(&mut cache_cmd(
         &d.join("planted"),
-        &["import", p(&carry), "--trusted-root", p(&root)],
+        &["import", p(carry), "--trusted-root", p(&root)],
     )));
     assert!(
         said.contains(&format!("index entry {KUBEADM} not imported"))
@@ -286,30 +312,35 @@ fn a_carry_vouches_for_no_download_by_itself() {
     );
 }
 
+/// The carry the second probe found vouches for nothing by itself: unlocked, its swapped CNI
+/// entry is skipped and named; with the lock, refused naming both digests; a cache that lacks the
+/// tarball then builds offline only with the lock. Signed downloads still come in unlocked when
+/// their signature verifies against the trusted root the import is given.
 #[test]
-fn an_unlocked_offline_build_refuses_a_planted_tag_with_no_cached_signature() {
-    use cks_iso_testworld::upstream::sha256_hex;
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let (world, config) = world_in(d);
-    let cache = d.join("cache");
-    let autoscaler = world.autoscaler_version().unwrap().to_owned();
-    let in_cache = |out: &str, extra: &[&str]| {
-        let mut args = world_args(&world, world.dashboard_url());
-        args.extend(["--autoscaler-version", &autoscaler]);
-        args.extend(["--cache-dir", p(&cache), "--output"]);
-        let out = d.join(out);
-        let mut cmd = build(&config, d, &args);
-        cmd.arg(&out).args(extra);
-        cmd
-    };
-    let lock = d.join("run.lock");
-    run(&mut in_cache("online", &["--lock-file", p(&lock)]));
-    let iso = |out: &str| fs::read(d.join(out).join("setup-v1.33.1-x86_64.iso")).unwrap();
+fn a_carry_vouches_for_no_download_by_itself() {
+    let scene = Scene::start();
+    let d = scene.dir();
+    let (cache, lock, carry) = (d.join("cache"), d.join("run.lock"), d.join("carry"));
+    let online = d.join("online");
+    run(&mut scene.build_pinned(&cache, &online, &["--lock-file", p(&lock)]));
+    let genuine = cni_digest(&cache);
+    let swapped = swapped_carry(&cache, &lock, &carry);
 
-    // pause:3.10 planted as another cached image: signed, but not as pause, so the cache holds
-    // no signature for it in pause's repository.
-    const PAUSE: &str = "tag:registry.k8s.io/pause:3.10";
+    let good = d.join("good");
+    copy_cache(&cache, &good);
+    assert_unlocked_import_skips_the_swap(&scene, &good, &carry, &genuine);
+    assert_locked_import_refuses_the_swap(&good, &carry, &lock, &genuine, &swapped);
+    assert_a_cache_lacking_the_tarball_asks_for_the_lock(&scene, &cache, &carry);
+    assert_signed_downloads_come_in_against_the_trusted_root(d, &carry);
+}
+
+/// pause's tag in the cache's index.
+const PAUSE: &str = "tag:registry.k8s.io/pause:3.10";
+
+/// Plants pause:3.10 in `cache` as another cached registry.k8s.io image: signed, but not as
+/// pause, so the cache holds no signature for it in pause's repository. Returns the path of
+/// pause's index entry and its genuine bytes.
+fn plant_another_image_as_pause(cache: &Path) -> (PathBuf, Vec<u8>) {
     let index = cache.join("index");
     let other = fs::read_dir(&index)
         .unwrap()
@@ -327,8 +358,23 @@ fn an_unlocked_offline_build_refuses_a_planted_tag_with_no_cached_signature() {
         format!("{first}\n{PAUSE}\nregistry.k8s.io/pause:3.10\n"),
     )
     .unwrap();
+    (planted, genuine)
+}
+
+/// What `cache verify` lists on stdout for `cache`.
+fn verify_listing(cache: &Path) -> String {
+    let verified = run(&mut cache_cmd(cache, &["verify"]));
+    String::from_utf8_lossy(&verified.stdout).into_owned()
+}
+
+/// The unlocked offline build refuses the planted pause naming the entry and `--locked`, and
+/// writes nothing; `cache verify` says so too; `cache import` of that cache skips the entry,
+/// naming it.
+fn assert_planted_pause_refused(scene: &Scene, cache: &Path) {
+    let d = scene.dir();
+    let out = d.join("planted");
     let said = fails(
-        &mut in_cache("planted", &["--offline"]),
+        &mut scene.build_pinned(cache, &out, &["--offline"]),
         1,
         &[
             "registry.k8s.io/pause:3.10",
@@ -339,48 +385,52 @@ fn an_unlocked_offline_build_refuses_a_planted_tag_with_no_cached_signature() {
         ],
     );
     assert!(!said.contains("UNSIGNED"), "{said}");
-    assert!(files_under(&d.join("planted")).is_empty());
-    // `cache verify` says so too; `cache import` of that cache skips the entry, naming it.
-    let verified = run(&mut cache_cmd(&cache, &["verify"]));
-    let listed = String::from_utf8_lossy(&verified.stdout).into_owned();
+    assert!(files_under(&out).is_empty());
+    let listed = verify_listing(cache);
     assert!(
         listed.contains(&format!("unsigned index entry {PAUSE}: no signature for")),
         "{listed}"
     );
     let other_side = d.join("other-side");
-    let imported = run(&mut cache_cmd(&other_side, &["import", p(&cache)]));
+    let imported = run(&mut cache_cmd(&other_side, &["import", p(cache)]));
     let skipped = stderr(&imported);
     assert!(
         skipped.contains(&format!("index entry {PAUSE} not imported"))
             && skipped.contains("DIR holds no signature for it"),
         "{skipped}"
     );
+}
+
+/// The ISO an amd64 build wrote into `out`.
+fn iso_in(out: &Path) -> Vec<u8> {
+    fs::read(out.join("setup-v1.33.1-x86_64.iso")).unwrap()
+}
+
+#[test]
+fn an_unlocked_offline_build_refuses_a_planted_tag_with_no_cached_signature() {
+    let scene = Scene::start();
+    let d = scene.dir();
+    let (cache, lock) = (d.join("cache"), d.join("run.lock"));
+    let online = d.join("online");
+    run(&mut scene.build_pinned(&cache, &online, &["--lock-file", p(&lock)]));
+
+    let (planted, genuine) = plant_another_image_as_pause(&cache);
+    assert_planted_pause_refused(&scene, &cache);
 
     // The lock still names what the online build verified: the locked path does not read the
     // tag, and makes the online ISO byte for byte, offline.
     let locked = d.join("locked");
-    run(&mut build(
-        &config,
-        d,
-        &[
-            "--locked",
-            p(&lock),
-            "--offline",
-            "--cache-dir",
-            p(&cache),
-            "--output",
-            p(&locked),
-        ],
-    ));
+    let args = ["--locked", p(&lock), "--offline", "--cache-dir", p(&cache)];
+    let mut cmd = build(&scene.config, d, &args);
+    run(cmd.args(["--output", p(&locked)]));
     assert!(
-        iso("locked") == iso("online"),
+        iso_in(&locked) == iso_in(&online),
         "the locked offline ISO differs"
     );
     // The genuine entry back: the unlocked offline build verifies pause's cached signature.
     fs::write(&planted, genuine).unwrap();
-    run(&mut in_cache("offline", &["--offline"]));
-    let verified = run(&mut cache_cmd(&cache, &["verify"]));
-    let listed = String::from_utf8_lossy(&verified.stdout).into_owned();
+    run(&mut scene.build_pinned(&cache, &d.join("offline"), &["--offline"]));
+    let listed = verify_listing(&cache);
     assert!(!listed.contains("unsigned index entry"), "{listed}");
 }
 

@@ -47,12 +47,67 @@ fn refused(cmd: &mut Command, code: i32, needles: &[&str]) -> String {
     all
 }
 
+/// Makes a FIFO at `path`: a reader that opens it waits for a writer that never comes.
+fn fifo_at(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+}
+
+/// `file`, read by `pull` with `args` and named `what` in errors: refused (exit 2) when its group
+/// or others can write it, and (as root, on nobody's file) when another user owns it.
+fn assert_refused_unless_only_ours(d: &Path, file: &Path, args: &[&str], what: &str) {
+    let named = format!("{what} {}", file.display());
+    for (m, who) in [(0o664, "group-writable"), (0o646, "world-writable")] {
+        mode(file, m);
+        let shown = format!("others can write to it (mode {m:04o}, {who})");
+        refused(
+            &mut pull_in(d, args),
+            2,
+            &[&named, &shown, "hint:", "chmod go-w"],
+        );
+    }
+    mode(file, 0o644);
+    if root_or_skip("a file owned by another user") {
+        std::os::unix::fs::chown(file, Some(65534), Some(65534)).unwrap();
+        refused(
+            &mut pull_in(d, args),
+            2,
+            &[&named, "owned by uid 65534", "hint:"],
+        );
+        std::os::unix::fs::chown(file, Some(0), Some(0)).unwrap();
+    }
+}
+
+/// `doctor` fails its configuration check for a configuration others can write.
+fn assert_doctor_fails_a_writable_configuration(d: &Path, config: &Path) {
+    let mut doctor = cks_iso();
+    doctor.args([
+        "doctor",
+        "--config",
+        p(config),
+        "--cache-dir",
+        p(&d.join("cache")),
+    ]);
+    mode(config, 0o666);
+    refused(
+        &mut doctor,
+        1,
+        &["FAIL", "others can write to it", "chmod go-w"],
+    );
+    mode(config, 0o644);
+}
+
 /// The configuration, trusted root and policy: each refused, naming it, when others can write
-/// it, when another user owns it (as root, on nobody's file), and when a FIFO, `/dev/zero` or an
-/// oversized file stands in its place; `doctor` fails its configuration check the same way.
+/// it and when another user owns it (as root, on nobody's file); `doctor` fails its
+/// configuration check the same way.
 #[test]
-fn configuration_trust_root_and_policy_files_others_could_write_or_that_are_not_files_are_refused()
-{
+fn configuration_trust_root_and_policy_files_others_could_write_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let config = d.join("config.yaml");
@@ -62,74 +117,28 @@ fn configuration_trust_root_and_policy_files_others_could_write_or_that_are_not_
     fs::write(&root, "{}").unwrap();
     let policy = d.join("policy.yaml");
     fs::write(&policy, "rules: []\n").unwrap();
-    let cases: [(&Path, Vec<&str>, &str); 3] = [
-        (
-            &config,
-            vec!["--config", p(&config)],
-            "cannot read the configuration file",
-        ),
-        (
-            &root,
-            vec!["--signatures", "verify", "--trusted-root", p(&root)],
-            "cannot read the trusted root",
-        ),
-        (
-            &policy,
-            vec!["--signatures", "verify", "--signature-policy", p(&policy)],
-            "cannot read the signature policy",
-        ),
-    ];
-    for (file, args, what) in &cases {
-        let named = format!("{what} {}", file.display());
-        for (m, who) in [(0o664, "group-writable"), (0o646, "world-writable")] {
-            mode(file, m);
-            let shown = format!("others can write to it (mode {m:04o}, {who})");
-            refused(
-                &mut pull_in(d, args),
-                2,
-                &[&named, &shown, "hint:", "chmod go-w"],
-            );
-        }
-        mode(file, 0o644);
-        if root_or_skip("a file owned by another user") {
-            std::os::unix::fs::chown(file, Some(65534), Some(65534)).unwrap();
-            refused(
-                &mut pull_in(d, args),
-                2,
-                &[&named, "owned by uid 65534", "hint:"],
-            );
-            std::os::unix::fs::chown(file, Some(0), Some(0)).unwrap();
-        }
-    }
-    let doctor = |config: &Path| {
-        let mut cmd = cks_iso();
-        cmd.args([
-            "doctor",
-            "--config",
-            p(config),
-            "--cache-dir",
-            p(&d.join("cache")),
-        ]);
-        cmd
-    };
-    mode(&config, 0o666);
-    refused(
-        &mut doctor(&config),
-        1,
-        &["FAIL", "others can write to it", "chmod go-w"],
+    let configured = ["--config", p(&config)];
+    assert_refused_unless_only_ours(
+        d,
+        &config,
+        &configured,
+        "cannot read the configuration file",
     );
-    mode(&config, 0o644);
+    let trusted = ["--signatures", "verify", "--trusted-root", p(&root)];
+    assert_refused_unless_only_ours(d, &root, &trusted, "cannot read the trusted root");
+    let policed = ["--signatures", "verify", "--signature-policy", p(&policy)];
+    assert_refused_unless_only_ours(d, &policy, &policed, "cannot read the signature policy");
+    assert_doctor_fails_a_writable_configuration(d, &config);
+}
 
-    // What is not a regular file, or too large to be one of these.
+/// The configuration, trusted root and policy: each refused, naming it, when a FIFO (which hung
+/// the run), `/dev/zero` (which filled memory) or an oversized file stands in its place.
+#[test]
+fn configuration_trust_root_and_policy_that_are_not_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
     let fifo = d.join("fifo");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
+    fifo_at(&fifo);
     let big = d.join("big.yaml");
     fs::write(&big, format!("# {}\n", "x".repeat(5 << 20))).unwrap();
     let zero = PathBuf::from("/dev/zero");
@@ -178,14 +187,7 @@ fn ca_files_others_could_write_or_that_are_not_files_are_refused() {
         &[&named, "no PEM certificate", "hint:"],
     );
     let fifo = d.join("fifo");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
+    fifo_at(&fifo);
     for (file, said) in [
         (fifo.as_path(), "a FIFO"),
         (Path::new("/dev/zero"), "a character device"),
@@ -240,14 +242,7 @@ fn auth_files_others_could_write_or_that_are_not_files_are_refused() {
     run(&mut pull(true));
 
     fs::remove_file(&authfile).unwrap();
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &authfile,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
+    fifo_at(&authfile);
     for explicit in [true, false] {
         refused(&mut pull(explicit), 1, &[p(&authfile), "a FIFO", "hint:"]);
     }

@@ -96,11 +96,9 @@ fn paths_below(iso: &[u8], dir: &Record, memo: &mut HashMap<u32, u64>) -> u64 {
     n
 }
 
-#[test]
-fn an_iso_whose_directories_share_records_ends_every_iso_command_within_5_s() {
-    let b = built();
-    let d = b.dir.join("bomb");
-    fs::create_dir_all(&d).unwrap();
+/// The bomb: an ISO of 30 directories 6 deep whose sibling records all share one directory, a
+/// 1 MB file holding more than 30^6 paths, written into `d`.
+fn bomb_iso(d: &Path) -> PathBuf {
     let tree = d.join("tree");
     iso_craft::bomb_tree(&tree, 30, 6);
     let bomb = d.join("bomb.iso");
@@ -112,75 +110,105 @@ fn an_iso_whose_directories_share_records_ends_every_iso_command_within_5_s() {
     eprintln!("the bomb ISO: {} bytes, {paths} paths", bytes.len());
     assert!(bytes.len() < 2 << 20, "{} bytes", bytes.len());
     assert!(paths > 30u64.pow(6), "{paths} paths");
+    bomb
+}
 
-    // A delta minus the good ISO, for `cache import --from-iso BOMB`.
-    let delta = d.join("delta");
-    let minus = [
+/// `cache export --locked LOCK --minus MINUS -o OUT` of the built cache's arguments.
+fn export_minus<'a>(b: &'a Built, minus: &'a Path, out: &'a Path) -> [&'a str; 7] {
+    [
         "export",
         "--locked",
         p(&b.lock),
         "--minus",
-        p(&b.iso),
+        p(minus),
         "-o",
-        p(&delta),
-    ];
-    ok(cache_cmd(&b.cache, &minus).output().unwrap());
+        p(out),
+    ]
+}
 
-    let (good, lock, out) = (p(&b.iso), p(&b.lock), d.join("out"));
+/// `cache import DELTA --locked LOCK --from-iso ISO`'s arguments.
+fn import_from_iso<'a>(b: &'a Built, delta: &'a Path, iso: &'a Path) -> [&'a str; 6] {
+    [
+        "import",
+        p(delta),
+        "--locked",
+        p(&b.lock),
+        "--from-iso",
+        p(iso),
+    ]
+}
+
+/// Each command that reads an ISO, given `bomb` where it takes an ISO: `verify`, `diff` and
+/// `upgrade-check` against the good ISO, `cache export --minus` into `delta2`, `cache import
+/// --from-iso` of `delta`, `build --from-iso` into `out`.
+fn commands_on(
+    b: &Built,
+    d: &Path,
+    bomb: &Path,
+    delta: &Path,
+    delta2: &Path,
+    out: &Path,
+) -> Vec<(&'static str, Command)> {
+    let good = p(&b.iso);
     let mut runs: Vec<(&str, Command)> = Vec::new();
     let mut cmd = cks_iso();
-    cmd.args(["verify", p(&bomb)]);
+    cmd.args(["verify", p(bomb)]);
     runs.push(("verify", cmd));
     let mut cmd = cks_iso();
-    cmd.args(["diff", good, p(&bomb)]);
+    cmd.args(["diff", good, p(bomb)]);
     runs.push(("diff", cmd));
     let mut cmd = cks_iso();
-    cmd.args(["upgrade-check", good, p(&bomb)]);
+    cmd.args(["upgrade-check", good, p(bomb)]);
     runs.push(("upgrade-check", cmd));
-    let delta2 = d.join("delta2");
-    let export = [
-        "export",
-        "--locked",
-        lock,
-        "--minus",
-        p(&bomb),
-        "-o",
-        p(&delta2),
-    ];
+    let export = export_minus(b, bomb, delta2);
     runs.push(("cache export --minus", cache_cmd(&b.cache, &export)));
-    let import = [
-        "import",
-        p(&delta),
-        "--locked",
-        lock,
-        "--from-iso",
-        p(&bomb),
-    ];
+    let import = import_from_iso(b, delta, bomb);
     runs.push((
         "cache import --from-iso",
         cache_cmd(&d.join("far"), &import),
     ));
     let far2 = d.join("far2");
-    runs.push(("build --from-iso", offline_build(b, &far2, &out, &bomb)));
-    for (what, mut cmd) in runs {
-        let started = Instant::now();
-        let (done, rss) =
-            output_within_rss(&mut cmd, 5).unwrap_or_else(|| panic!("{what} ran past 5 s"));
-        let said = combined(&done);
-        eprintln!(
-            "{what} on the bomb: exit {:?} in {:.2} s, peak RSS {} MiB",
-            done.status.code(),
-            started.elapsed().as_secs_f64(),
-            rss >> 20
-        );
-        assert_eq!(done.status.code(), Some(1), "{what}: {said}");
-        assert!(rss < PEAK_RSS, "{what}: peak RSS {rss} bytes");
-        assert!(
-            said.contains(p(&bomb)),
-            "{what} does not name the ISO: {said}"
-        );
-        assert!(said.contains("is the directory"), "{what}: {said}");
-        assert!(said.contains("hint: do not use this ISO"), "{what}: {said}");
+    runs.push(("build --from-iso", offline_build(b, &far2, out, bomb)));
+    runs
+}
+
+/// `cmd` (named `what`) given `bomb` ends within 5 s and [`PEAK_RSS`] with exit 1, naming the ISO
+/// and the shared directory, and saying not to use it.
+fn assert_ends_within_5_s(what: &str, cmd: &mut Command, bomb: &Path) {
+    let started = Instant::now();
+    let (done, rss) = output_within_rss(cmd, 5).unwrap_or_else(|| panic!("{what} ran past 5 s"));
+    let said = combined(&done);
+    eprintln!(
+        "{what} on the bomb: exit {:?} in {:.2} s, peak RSS {} MiB",
+        done.status.code(),
+        started.elapsed().as_secs_f64(),
+        rss >> 20
+    );
+    assert_eq!(done.status.code(), Some(1), "{what}: {said}");
+    assert!(rss < PEAK_RSS, "{what}: peak RSS {rss} bytes");
+    assert!(
+        said.contains(p(bomb)),
+        "{what} does not name the ISO: {said}"
+    );
+    assert!(said.contains("is the directory"), "{what}: {said}");
+    assert!(said.contains("hint: do not use this ISO"), "{what}: {said}");
+}
+
+#[test]
+fn an_iso_whose_directories_share_records_ends_every_iso_command_within_5_s() {
+    let b = built();
+    let d = b.dir.join("bomb");
+    fs::create_dir_all(&d).unwrap();
+    let bomb = bomb_iso(&d);
+    // A delta minus the good ISO, for `cache import --from-iso BOMB`.
+    let delta = d.join("delta");
+    ok(cache_cmd(&b.cache, &export_minus(b, &b.iso, &delta))
+        .output()
+        .unwrap());
+
+    let (delta2, out) = (d.join("delta2"), d.join("out"));
+    for (what, mut cmd) in commands_on(b, &d, &bomb, &delta, &delta2, &out) {
+        assert_ends_within_5_s(what, &mut cmd, &bomb);
     }
     // The output directory is made before the ISOs are read; nothing is left in it.
     assert!(
@@ -301,16 +329,9 @@ fn a_delta_minus_an_iso_with_right_names_but_wrong_bytes_carries_those_blobs() {
     fs::write(&wrong, &bytes).unwrap();
 
     let export = |minus: &Path, out: &Path| {
-        let args = [
-            "export",
-            "--locked",
-            p(&b.lock),
-            "--minus",
-            p(minus),
-            "-o",
-            p(out),
-        ];
-        ok(cache_cmd(&b.cache, &args).output().unwrap())
+        ok(cache_cmd(&b.cache, &export_minus(b, minus, out))
+            .output()
+            .unwrap())
     };
     // Minus the good ISO, the blob is left out: the far side holds it.
     let good_delta = d.join("good-delta");
@@ -335,14 +356,7 @@ fn a_delta_minus_an_iso_with_right_names_but_wrong_bytes_carries_those_blobs() {
 
     // The far side, with the delta and the altered ISO alone, builds the same ISO offline.
     let far = d.join("far");
-    let import = [
-        "import",
-        p(&delta),
-        "--locked",
-        p(&b.lock),
-        "--from-iso",
-        p(&wrong),
-    ];
+    let import = import_from_iso(b, &delta, &wrong);
     ok(cache_cmd(&far, &import).output().unwrap());
     let rebuilt = d.join("rebuilt");
     ok(offline_build(b, &far, &rebuilt, &wrong).output().unwrap());

@@ -6,9 +6,11 @@
 
 use std::fs;
 use std::path::Path;
+use std::process::Command;
 
 use serde_json::Value;
 
+use super::common::Scene;
 use crate::support::hostile::*;
 use crate::support::*;
 
@@ -31,50 +33,35 @@ fn file_entry<'a>(lock: &'a mut Value, path: &str) -> &'a mut Value {
         .unwrap_or_else(|| panic!("no {path} in the lock"))
 }
 
-#[test]
-fn a_lock_naming_another_url_or_an_entry_twice_is_refused_with_a_warm_cache() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let (world, config) = world_in(d);
-    let cache = d.join("cache");
-    let lock = d.join("run.lock");
-    let autoscaler = world.autoscaler_version().unwrap().to_owned();
-    let online = d.join("online");
-    let mut args = world_args(&world, world.dashboard_url());
-    args.extend([
-        "--autoscaler-version",
-        &autoscaler,
-        "--cache-dir",
-        p(&cache),
-    ]);
-    args.extend(["--lock-file", p(&lock), "--output", p(&online)]);
-    run(&mut build(&config, d, &args));
-    let locked = |lock: &Path, out: &str| {
-        let out = d.join(out);
-        let args = ["--locked", p(lock), "--offline", "--cache-dir", p(&cache)];
-        let mut cmd = build(&config, d, &args);
-        cmd.arg("--output").arg(out);
-        cmd
-    };
-    // The genuine lock rebuilds offline from the warm cache: what follows fails for its edit.
-    run(&mut locked(&lock, "genuine"));
+/// `build --locked LOCK --offline` with `cache`, into `out` under the scene's directory.
+fn locked_offline(scene: &Scene, cache: &Path, lock: &Path, out: &str) -> Command {
+    let args = ["--locked", p(lock), "--offline", "--cache-dir", p(cache)];
+    let mut cmd = build(&scene.config, scene.dir(), &args);
+    cmd.arg("--output").arg(scene.dir().join(out));
+    cmd
+}
 
-    // The CNI tarball's entry with the genuine digest and size but another URL.
-    let genuine_url = {
-        let mut text: Value = serde_json::from_slice(&fs::read(&lock).unwrap()).unwrap();
-        file_entry(&mut text, CNI_PATH)["url"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
+/// The URL the lock at `lock` names for the amd64 file at `path`.
+fn locked_url(lock: &Path, path: &str) -> String {
+    let mut text: Value = serde_json::from_slice(&fs::read(lock).unwrap()).unwrap();
+    file_entry(&mut text, path)["url"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The CNI tarball's entry with the genuine digest and size but another URL: refused naming both
+/// URLs and the way to write a lock, nothing written.
+fn assert_another_file_url_refused(scene: &Scene, cache: &Path, lock: &Path) {
+    let genuine_url = locked_url(lock, CNI_PATH);
     let forged_url = "https://github.com/evil/plugins/releases/download/v1.6.2/cni.tgz";
-    let forged = d.join("forged.lock");
-    edited(&lock, &forged, |l| {
+    let forged = scene.dir().join("forged.lock");
+    edited(lock, &forged, |l| {
         file_entry(l, CNI_PATH)["url"] = forged_url.into();
     });
     let out = "forged-out";
     fails(
-        &mut locked(&forged, out),
+        &mut locked_offline(scene, cache, &forged, out),
         2,
         &[
             &format!("the lock's {CNI_PATH} for linux/amd64 names the URL {forged_url}"),
@@ -83,12 +70,15 @@ fn a_lock_naming_another_url_or_an_entry_twice_is_refused_with_a_warm_cache() {
             "cks-iso build --lock-file",
         ],
     );
-    assert!(files_under(&d.join(out)).is_empty());
+    assert!(files_under(&scene.dir().join(out)).is_empty());
+}
 
-    // A manifest of the catalogue (the autoscaler's example) under another URL.
-    let forged_manifest = d.join("forged-manifest.lock");
+/// A manifest of the catalogue (the autoscaler's example) under another URL: refused naming both
+/// URLs, nothing written.
+fn assert_another_manifest_url_refused(scene: &Scene, cache: &Path, lock: &Path) {
+    let forged_manifest = scene.dir().join("forged-manifest.lock");
     let mut manifest_url = String::new();
-    edited(&lock, &forged_manifest, |l| {
+    edited(lock, &forged_manifest, |l| {
         let entry = l["manifests"]
             .as_array_mut()
             .unwrap()
@@ -99,7 +89,7 @@ fn a_lock_naming_another_url_or_an_entry_twice_is_refused_with_a_warm_cache() {
         entry["source"] = "https://example.org/autoscaler.yaml".into();
     });
     fails(
-        &mut locked(&forged_manifest, "forged-manifest-out"),
+        &mut locked_offline(scene, cache, &forged_manifest, "forged-manifest-out"),
         2,
         &[
             "the lock's autoscaler.yaml names the URL https://example.org/autoscaler.yaml",
@@ -107,11 +97,14 @@ fn a_lock_naming_another_url_or_an_entry_twice_is_refused_with_a_warm_cache() {
             "hint:",
         ],
     );
-    assert!(files_under(&d.join("forged-manifest-out")).is_empty());
+    assert!(files_under(&scene.dir().join("forged-manifest-out")).is_empty());
+}
 
-    // kubeadm listed twice, the second time under another URL.
-    let twice = d.join("twice.lock");
-    edited(&lock, &twice, |l| {
+/// kubeadm listed twice, the second time under another URL: refused naming the entry and the
+/// other URL, nothing written.
+fn assert_an_entry_listed_twice_refused(scene: &Scene, cache: &Path, lock: &Path) {
+    let twice = scene.dir().join("twice.lock");
+    edited(lock, &twice, |l| {
         let mut copy = file_entry(l, "k8s/kubeadm").clone();
         copy["url"] = "https://example.org/kubeadm".into();
         l["arches"]["amd64"]["files"]
@@ -120,7 +113,7 @@ fn a_lock_naming_another_url_or_an_entry_twice_is_refused_with_a_warm_cache() {
             .push(copy);
     });
     fails(
-        &mut locked(&twice, "twice-out"),
+        &mut locked_offline(scene, cache, &twice, "twice-out"),
         2,
         &[
             "arches.amd64.files: k8s/kubeadm is listed more than once",
@@ -128,5 +121,20 @@ fn a_lock_naming_another_url_or_an_entry_twice_is_refused_with_a_warm_cache() {
             "hint: pass a cks-iso.lock written by `cks-iso build --lock-file`",
         ],
     );
-    assert!(files_under(&d.join("twice-out")).is_empty());
+    assert!(files_under(&scene.dir().join("twice-out")).is_empty());
+}
+
+#[test]
+fn a_lock_naming_another_url_or_an_entry_twice_is_refused_with_a_warm_cache() {
+    let scene = Scene::start();
+    let d = scene.dir();
+    let (cache, lock) = (d.join("cache"), d.join("run.lock"));
+    let online = d.join("online");
+    run(&mut scene.build_pinned(&cache, &online, &["--lock-file", p(&lock)]));
+    // The genuine lock rebuilds offline from the warm cache: what follows fails for its edit.
+    run(&mut locked_offline(&scene, &cache, &lock, "genuine"));
+
+    assert_another_file_url_refused(&scene, &cache, &lock);
+    assert_another_manifest_url_refused(&scene, &cache, &lock);
+    assert_an_entry_listed_twice_refused(&scene, &cache, &lock);
 }

@@ -11,9 +11,9 @@
 //! fetched once, not retried as corruption. A lock listing such an image is refused too.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::addons::content::{build, build_with, deployment, push, serve_manifest};
+use crate::addons::content::{Pushed, build, build_with, deployment, push, serve_manifest};
 use crate::support::hostile::files_under;
 use crate::support::*;
 use cks_iso_testworld::world::{Options, World};
@@ -31,24 +31,34 @@ fn resolve(world: &World, config: &Path, cache: &Path, args: &[&str]) -> std::pr
     cmd
 }
 
-#[test]
-fn a_second_pause_image_is_refused_whichever_way_it_arrives_and_resolve_agrees() {
-    let world = World::start(Options::default());
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let out = d.join("out");
-    // Published: pulled, it would be bundled as any add-on image is.
-    let pushed = push(&world, "quay.io/evil/pause-sandbox", "1", &["amd64"]);
-    let url = serve_manifest(&world, "evil/addon/v1/addon.yaml", &deployment(&[EVIL]));
+/// What the add-on refusals name when the image comes by `--image`, `--images-file` or
+/// `extras:`.
+const ASKED: &str = "the add-on images asked for (--image, --images-file, extras: images:) \
+                     include quay.io/evil/pause-sandbox:1, a second pause image";
+
+/// The ways [`EVIL`] can arrive, written into `d`: an images file, a configuration with it in
+/// `extras:` and a manifest naming it served by the world, as `(list, config, manifest URL)`.
+fn ways_in(world: &World, d: &Path) -> (PathBuf, PathBuf, String) {
+    let url = serve_manifest(world, "evil/addon/v1/addon.yaml", &deployment(&[EVIL]));
     let list = d.join("images.txt");
     fs::write(&list, format!("# add-ons\n{EVIL}\n")).unwrap();
     let config = d.join("config.yaml");
     let extras = format!("extras:\n  images: [\"{EVIL}\"]\n");
     fs::write(&config, format!("{}{extras}", world.config_yaml())).unwrap();
     fs::copy(world.trusted_root_path(), d.join("trusted_root.json")).unwrap();
+    (list, config, url)
+}
 
-    let asked = "the add-on images asked for (--image, --images-file, extras: images:) include \
-                 quay.io/evil/pause-sandbox:1, a second pause image";
+/// Each way [`EVIL`] arrives makes `build` exit 1 naming it, the rule, kubeadm's pause and the
+/// hint for that way, with no ISO written to `out`.
+fn assert_each_way_refused(
+    world: &World,
+    d: &Path,
+    out: &Path,
+    list: &Path,
+    config: &Path,
+    url: &str,
+) {
     let drop = "hint: drop quay.io/evil/pause-sandbox:1 from --image, --images-file and extras";
     let manifest = format!("addon.yaml={url}");
     let named = format!("addon.yaml ({url}) line 15 names {EVIL}, a second pause image");
@@ -56,25 +66,25 @@ fn a_second_pause_image_is_refused_whichever_way_it_arrives_and_resolve_agrees()
     let cases = [
         (
             "--image",
-            build(&world, d, &out, &["--image", EVIL]),
-            asked,
+            build(world, d, out, &["--image", EVIL]),
+            ASKED,
             drop,
         ),
         (
             "--images-file",
-            build(&world, d, &out, &["--images-file", p(&list)]),
-            asked,
+            build(world, d, out, &["--images-file", p(list)]),
+            ASKED,
             drop,
         ),
         (
             "extras:",
-            build_with(&config, &world, d, &out, &[]),
-            asked,
+            build_with(config, world, d, out, &[]),
+            ASKED,
             drop,
         ),
         (
             "--manifest",
-            build(&world, d, &out, &["--manifest", &manifest]),
+            build(world, d, out, &["--manifest", &manifest]),
             &named,
             leave,
         ),
@@ -93,14 +103,17 @@ fn a_second_pause_image_is_refused_whichever_way_it_arrives_and_resolve_agrees()
         );
         assert!(!said.contains("NOT COVERED"), "{way}: {said}");
         assert!(
-            !out.exists() || names(&out).is_empty(),
+            !out.exists() || names(out).is_empty(),
             "{way}: an ISO was written"
         );
     }
-    // The probe's image sorts after kubeadm's: nodes would run it.
+}
+
+/// The probe's image sorts after kubeadm's: refused, naming it as the image nodes would run.
+fn assert_the_probe_refused(world: &World, d: &Path, out: &Path) {
     let probe = "zz.example.org/evil/pause-sandbox:1";
     fails(
-        &mut build(&world, d, &out, &["--image", probe]),
+        &mut build(world, d, out, &["--image", probe]),
         1,
         &[
             probe,
@@ -108,17 +121,26 @@ fn a_second_pause_image_is_refused_whichever_way_it_arrives_and_resolve_agrees()
             "with both, nodes would run zz.example.org/evil/pause-sandbox:1",
         ],
     );
-    // Refused before the pull: not one of its layers reached the cache.
+}
+
+/// Refused before the pull: not one of the pushed image's layers, nor its manifest, reached the
+/// cache under `d`.
+fn assert_nothing_pulled(d: &Path, pushed: &Pushed) {
     let cached = files_under(&d.join("cache")).join("\n");
     for layer in &pushed.layers {
         let hex = layer.trim_start_matches("sha256:");
         assert!(!cached.contains(hex), "layer {layer} was downloaded");
     }
     assert!(!cached.contains(pushed.top.trim_start_matches("sha256:")));
+}
 
-    // `resolve` refuses what `build` refuses: the probe's image, and another pause tag.
+/// `resolve` refuses what `build` refuses: the probe's image, another pause tag, the manifest
+/// naming it and the configuration's `extras:`; an add-on image without `pause` in its name is
+/// still sized.
+fn assert_resolve_agrees(world: &World, d: &Path, config: &Path, url: &str) {
     let cache = d.join("xdg-cache");
     let plain = world.config_path();
+    let manifest = format!("addon.yaml={url}");
     for (args, theirs) in [
         (vec!["--image", EVIL], EVIL),
         (
@@ -128,28 +150,36 @@ fn a_second_pause_image_is_refused_whichever_way_it_arrives_and_resolve_agrees()
         (vec!["--manifest", manifest.as_str()], EVIL),
     ] {
         fails(
-            &mut resolve(&world, plain, &cache, &args),
+            &mut resolve(world, plain, &cache, &args),
             1,
             &[theirs, "a second pause image", RULE, "hint:"],
         );
     }
-    fails(
-        &mut resolve(&world, &config, &cache, &[]),
-        1,
-        &[asked, RULE],
+    fails(&mut resolve(world, config, &cache, &[]), 1, &[ASKED, RULE]);
+    push(world, "quay.io/evil/sandbox", "1", &["amd64"]);
+    let listed = ok(
+        resolve(world, plain, &cache, &["--image", "quay.io/evil/sandbox:1"])
+            .output()
+            .unwrap(),
     );
-    // An add-on image without `pause` in its name is still sized.
-    push(&world, "quay.io/evil/sandbox", "1", &["amd64"]);
-    let listed = ok(resolve(
-        &world,
-        plain,
-        &cache,
-        &["--image", "quay.io/evil/sandbox:1"],
-    )
-    .output()
-    .unwrap());
     let listed = String::from_utf8(listed.stdout).unwrap();
     assert!(listed.contains("quay.io/evil/sandbox:1"), "{listed}");
+}
+
+#[test]
+fn a_second_pause_image_is_refused_whichever_way_it_arrives_and_resolve_agrees() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("out");
+    // Published: pulled, it would be bundled as any add-on image is.
+    let pushed = push(&world, "quay.io/evil/pause-sandbox", "1", &["amd64"]);
+    let (list, config, url) = ways_in(&world, d);
+
+    assert_each_way_refused(&world, d, &out, &list, &config, &url);
+    assert_the_probe_refused(&world, d, &out);
+    assert_nothing_pulled(d, &pushed);
+    assert_resolve_agrees(&world, d, &config, &url);
 }
 
 #[test]

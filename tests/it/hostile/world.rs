@@ -6,6 +6,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::common::Scene;
 use crate::support::hostile::*;
 use crate::support::*;
 
@@ -223,18 +224,10 @@ fn an_https_registry_naming_a_plain_http_token_realm_never_gets_the_credentials_
 const CNI: &str = "github.com/containernetworking/plugins/releases/download/v1.6.2/cni-plugins-linux-amd64-v1.6.2.tgz";
 const CRICTL: &str = "github.com/kubernetes-sigs/cri-tools/releases/download/v1.33.0/crictl-v1.33.0-linux-amd64.tar.gz";
 
-#[test]
-fn tarballs_whose_members_leave_the_tree_fail_build_and_verify() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let (world, config) = world_in(d);
-    let cache = d.join("cache");
-    let good = d.join("good");
-    let mut args = world_args(&world, world.dashboard_url());
-    args.extend(["--output", p(&good), "--cache-dir", p(&cache)]);
-    run(&mut build(&config, d, &args));
-
-    let cases: Vec<(&str, Vec<Member>, &str)> = vec![
+/// Tarballs whose members leave the tree, as `(download path, members, the member named)`:
+/// `..`, absolute paths, `..` through a directory, symbolic and hard links out of it.
+fn leaving_tarballs() -> Vec<(&'static str, Vec<Member>, &'static str)> {
+    vec![
         (CNI, vec![file("./bridge"), file("../evil")], "../evil"),
         (
             CNI,
@@ -267,23 +260,29 @@ fn tarballs_whose_members_leave_the_tree_fail_build_and_verify() {
             "./h",
         ),
         (CRICTL, vec![file("../crictl")], "../crictl"),
-    ];
-    for (i, (path, members, bad)) in cases.iter().enumerate() {
-        publish(&world, path, &hostile_tgz(members));
-        let out = d.join(format!("out{i}"));
-        let mut args = world_args(&world, world.dashboard_url());
-        args.extend(["--output", p(&out), "--cache-dir", p(&cache)]);
+    ]
+}
+
+/// Each leaving tarball, published in place of the genuine one, fails the build naming the
+/// download and the member, and leaves nothing in its output directory.
+fn assert_each_leaving_tarball_fails_build(scene: &Scene, cache: &Path) {
+    for (i, (path, members, bad)) in leaving_tarballs().iter().enumerate() {
+        publish(&scene.world, path, &hostile_tgz(members));
+        let out = scene.dir().join(format!("out{i}"));
         let name = path.rsplit('/').next().unwrap();
         fails(
-            &mut build(&config, d, &args),
+            &mut scene.build(cache, &out, &[]),
             1,
             &[name, &format!("{bad:?}")],
         );
         assert!(files_under(&out).is_empty(), "{:?}", files_under(&out));
     }
-    // Links and `..` that stay inside are what real releases ship.
+}
+
+/// Links and `..` that stay inside are what real releases ship: published, they build.
+fn assert_links_that_stay_inside_build(scene: &Scene, cache: &Path) {
     publish(
-        &world,
+        &scene.world,
         CNI,
         &hostile_tgz(&[
             link("./", b'5', ""),
@@ -293,13 +292,13 @@ fn tarballs_whose_members_leave_the_tree_fail_build_and_verify() {
             link("./hard", b'1', "./bridge"),
         ]),
     );
-    publish(&world, CRICTL, &hostile_tgz(&[file("crictl")]));
-    let fine = d.join("fine");
-    let mut args = world_args(&world, world.dashboard_url());
-    args.extend(["--output", p(&fine), "--cache-dir", p(&cache)]);
-    run(&mut build(&config, d, &args));
+    publish(&scene.world, CRICTL, &hostile_tgz(&[file("crictl")]));
+    run(&mut scene.build(cache, &scene.dir().join("fine"), &[]));
+}
 
-    // verify reads the tarballs in the ISO the same way: a good ISO with the CNI tarball swapped.
+/// The good ISO in `good` with its CNI tarball swapped for one holding a link to `/etc/passwd`,
+/// every checksum of it in the tree changed to match, written by `cks-iso iso` into `d`.
+fn iso_with_a_leaving_cni_tarball(d: &Path, good: &Path) -> PathBuf {
     let tree = d.join("tree");
     fs::create_dir_all(&tree).unwrap();
     tool("bsdtar", ["-x", "-f", p(&good.join(ISO)), "-C", p(&tree)]);
@@ -319,6 +318,20 @@ fn tarballs_whose_members_leave_the_tree_fail_build_and_verify() {
     }
     let iso = d.join("swapped.iso");
     run(cks_iso().args(["iso", p(&tree), "-o", p(&iso), "--source-date-epoch", EPOCH]));
+    iso
+}
+
+#[test]
+fn tarballs_whose_members_leave_the_tree_fail_build_and_verify() {
+    let scene = Scene::start();
+    let d = scene.dir();
+    let (cache, good) = (d.join("cache"), d.join("good"));
+    run(&mut scene.build(&cache, &good, &[]));
+
+    assert_each_leaving_tarball_fails_build(&scene, &cache);
+    assert_links_that_stay_inside_build(&scene, &cache);
+    // verify reads the tarballs in the ISO the same way: a good ISO with the CNI tarball swapped.
+    let iso = iso_with_a_leaving_cni_tarball(d, &good);
     fails(
         cks_iso().arg("verify").arg(&iso),
         1,

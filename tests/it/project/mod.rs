@@ -5,3 +5,4 @@
 mod file_rules;
 mod layers;
 mod packaging;
+mod typed_errors;

@@ -8,6 +8,7 @@ mod credentials_reach;
 mod faults;
 mod pull;
 mod push;
+mod push_identity;
 mod push_list;
 mod push_signatures;
 mod ranged_pull;

@@ -1,6 +1,6 @@
-//! The hostile world's tools for the hostile suites (`hostile.rs`, `hostile_bounds.rs`,
-//! `hostile_cache.rs`): the world with its configuration, runs with a deadline and their peak
-//! memory, and tarballs written header by header as a hostile release would ship them.
+//! The hostile world's tools for the suites of `tests/it/hostile/` (and the few elsewhere that
+//! build against a hostile release): the world with its configuration, runs with a deadline and
+//! their peak memory, and tarballs written header by header as a hostile release would ship them.
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -157,6 +157,54 @@ fn query_param(url: &str, name: &str) -> Option<String> {
     })
 }
 
+/// A value of an `application/x-www-form-urlencoded` body: `+` is a space, `%XX` a byte.
+fn form_decoded(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |at: usize| {
+            (bytes.get(at..at + 2))
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        };
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if hex(i + 1).is_some() => {
+                out.extend(hex(i + 1));
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The scopes a token is granted: for OAuth2 the POSTed form's one `scope` field, its scopes
+/// separated by spaces (distribution's token server reads `scope` from the form and splits it on
+/// spaces); otherwise the GET query's `scope` parameters.
+fn granted(auth: &FrontAuth, request: &Incoming, asked: &[String]) -> Vec<String> {
+    match auth {
+        FrontAuth::RefreshToken(_) => {
+            let form = String::from_utf8_lossy(&request.body).into_owned();
+            (form.split('&'))
+                .filter_map(|pair| pair.strip_prefix("scope="))
+                .flat_map(|s| {
+                    form_decoded(s)
+                        .split(' ')
+                        .map(str::to_owned)
+                        .collect::<Vec<_>>()
+                })
+                .filter(|s| !s.is_empty())
+                .collect()
+        }
+        _ => (asked.iter())
+            .map(|s| s.replace("%2C", ",").replace("%2c", ","))
+            .collect(),
+    }
+}
+
 fn front_request(
     request: Incoming,
     state: &FrontState,
@@ -200,11 +248,7 @@ fn front_request(
                     && field("grant_type").as_deref() == Some("refresh_token")
                     && field("refresh_token").as_deref() == Some(refresh.as_str())
                     && field("scope").is_some_and(|scope| {
-                        state
-                            .scopes
-                            .lock()
-                            .unwrap()
-                            .push(scope.replace("%3A", ":").replace("%2F", "/"));
+                        state.scopes.lock().unwrap().push(form_decoded(&scope));
                         true
                     })
             }
@@ -213,9 +257,7 @@ fn front_request(
             return Outgoing::new(401, "{\"details\":\"bad credentials\"}");
         }
         let token = format!("testworld-token-{n}");
-        let granted = (asked.iter())
-            .map(|s| s.replace("%2C", ",").replace("%2c", ","))
-            .collect();
+        let granted = granted(auth, &request, &asked);
         state
             .tokens
             .lock()
