@@ -543,7 +543,7 @@ impl Signers {
                 match keyed::verify_key_signature(&key.spki, digest, &sig) {
                     Ok(()) => {
                         let when = logged_at(root, key, digest, &sig)
-                            .map_err(|reason| refuse(&key.describe(), reason))?;
+                            .map_err(|e| refuse(&key.describe(), e.to_string()))?;
                         return Ok(Signed {
                             signer: key.describe(),
                             when,
@@ -580,6 +580,16 @@ impl Signers {
     }
 }
 
+/// Why a key signature's Rekor entry is refused: the check of the entry that failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("its Rekor entry (index {index}) fails the {} check: {}", failure.step.name(), failure.reason)]
+pub struct EntryRefused {
+    /// The entry's log index.
+    pub index: i64,
+    /// The check that failed, and what it found.
+    pub failure: cks_iso_sigstore::verify::Failure,
+}
+
 /// When the log entry of a key signature `sig` (verified under `key`) says it was made, once the
 /// entry is proven against `root`; `None` for a signature that was never logged. A bundle from a
 /// log the root does not name, or whose entry logs another hash, signature or key, is refused.
@@ -588,19 +598,15 @@ pub(super) fn logged_at(
     key: &TrustedKey,
     digest: &[u8; 32],
     sig: &keyed::KeySignature,
-) -> Result<Option<i64>, String> {
+) -> Result<Option<i64>, EntryRefused> {
     let Some(entry) = &sig.entry else {
         return Ok(None);
     };
     cks_iso_sigstore::rekor::verify_key_entry(root, &key.spki, digest, &sig.signature, entry)
         .map(Some)
-        .map_err(|f| {
-            format!(
-                "its Rekor entry (index {}) fails the {} check: {}",
-                entry.log_index,
-                f.step.name(),
-                f.reason
-            )
+        .map_err(|failure| EntryRefused {
+            index: entry.log_index,
+            failure,
         })
 }
 

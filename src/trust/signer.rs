@@ -96,7 +96,7 @@ impl SignerView {
             let mut found = verified_key(file, key);
             if sig.entry.is_some() {
                 let logged = match self.root() {
-                    Ok(root) => sign::logged_at(root, key, digest, &sig),
+                    Ok(root) => sign::logged_at(root, key, digest, &sig).map_err(|e| e.to_string()),
                     Err(why) => Err(why.to_string()),
                 };
                 match logged {
