@@ -145,11 +145,21 @@ fn build_sign_key_tlog_logs_the_signature_and_verify_proves_the_entry() {
     let mut runs = Vec::new();
     for round in 0..3 {
         let before = entries_posted(world.rekor());
-        let (_, t, _) = build(&format!("key{round}"), &["--sign-key", p(&key)]);
+        let (o, t, _) = build(&format!("key{round}"), &["--sign-key", p(&key)]);
+        let signing = |o: &std::process::Output| {
+            let all = stderr(o);
+            let line = all
+                .lines()
+                .find(|l| l.starts_with("signed "))
+                .map(str::to_owned);
+            line.unwrap_or_else(|| panic!("no signing line in:\n{all}"))
+        };
+        eprintln!("--sign-key: {}", signing(&o));
         assert_eq!(entries_posted(world.rekor()), before, "no --tlog, no entry");
         offline.push(t);
         let (o, t, out) = build(&format!("tlog{round}"), &["--sign-key", p(&key), "--tlog"]);
         logged.push(t);
+        eprintln!("--sign-key --tlog: {}", signing(&o));
         runs.push((o, out));
     }
     let median = |v: &mut Vec<f64>| {
@@ -174,6 +184,12 @@ fn build_sign_key_tlog_logs_the_signature_and_verify_proves_the_entry() {
     assert!(said.contains("logged at index"), "{said}");
     let iso = only_iso(&runs[2].1);
     let bundle = bundle_json(&iso);
+    let size = |suffix| fs::metadata(beside(&iso, suffix)).unwrap().len();
+    eprintln!(
+        "bundle with its entry: {} bytes (the .sig: {} bytes)",
+        size(".sigstore.json"),
+        size(".sig")
+    );
     let material = &bundle["verificationMaterial"];
     assert!(material["certificate"].is_null() && material["publicKey"]["hint"].is_string());
     let entries = material["tlogEntries"].as_array().unwrap();
