@@ -234,6 +234,47 @@ fn build_sign_key_tlog_logs_the_signature_and_verify_proves_the_entry() {
         said.contains("signed by the key sha256:") && said.contains(", at 20"),
         "{said}"
     );
+    // diff names the signer of both, with the log's time.
+    let earlier = only_iso(&runs[1].1);
+    let o = cks_iso()
+        .args(["diff", p(&earlier), p(&iso), "--json", "--key", p(&public)])
+        .args(["--signer-trusted-root", p(root)])
+        .output()
+        .unwrap();
+    let doc: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", combined(&o)));
+    for side in ["a", "b"] {
+        let signature = &doc[side]["signature"];
+        assert_eq!(signature["status"], "verified", "{doc:#}");
+        assert!(
+            signature["time"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("20")),
+            "{doc:#}"
+        );
+    }
+    // --tlog and --offline: a usage error before anything is fetched.
+    let mut args = vec![
+        "--kubernetes",
+        world.kubernetes(),
+        "--offline",
+        "--sign-key",
+        p(&key),
+    ];
+    args.extend([
+        "--network",
+        world.network_url(),
+        "--dashboard",
+        world.dashboard_url(),
+    ]);
+    args.extend(["--tlog", "--output", "offline"]);
+    let o = build_in_world(&world, dir.path(), &args);
+    let said = combined(&o);
+    assert_eq!(o.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("--tlog enters each signature in Rekor, and --offline forbids"),
+        "{said}"
+    );
 }
 
 /// A Rekor with the world's Sigstore behind it, and nothing else: what `sign --tlog` needs.
