@@ -19,7 +19,7 @@ impl From<SignError> for AppError {
 pub fn run(args: SignArgs) -> Result<(), AppError> {
     let suffixes: &[&str] = match &args.key {
         Some(path) if args.tlog => {
-            let key = sign::load_key(path)?;
+            let key = crate::trust::key::load_key(path)?;
             let settings = super::net::settings(args.net.clone())?;
             let log = crate::trust::keyless::KeyLog::new(
                 &options(&args),
@@ -30,7 +30,7 @@ pub fn run(args: SignArgs) -> Result<(), AppError> {
             &[sign::SIG_SUFFIX, sign::BUNDLE_SUFFIX]
         }
         Some(path) => {
-            let key = sign::load_key(path)?;
+            let key = crate::trust::key::load_key(path)?;
             sign::sign_files(&args.isos, &key)?;
             &[sign::SIG_SUFFIX, sign::BUNDLE_SUFFIX]
         }

@@ -119,7 +119,7 @@ impl<'a> Build<'a> {
             .map(|path| super::matrix::lock_file_for(path, kubernetes));
         // A wrong key path, format or password stops the build before anything is fetched.
         if let Some(path) = &options.sign_key {
-            prepared.sign_key = Some(std::sync::Arc::new(sign::load_key(path)?));
+            prepared.sign_key = Some(std::sync::Arc::new(crate::trust::key::load_key(path)?));
         }
         if let (Some(_), Some(services)) = (&options.sign_key, &options.tlog) {
             let log = crate::trust::keyless::KeyLog::new(services, &keyless_defaults(settings))?;

@@ -11,6 +11,7 @@
 pub mod binaries;
 pub mod checker;
 pub mod image;
+pub mod key;
 pub mod keyless;
 pub mod material;
 pub mod rekor;
