@@ -3,8 +3,9 @@
 //! and one image's verdict; (in [`image`]) an image's cosign `.sig` tags and referrers fetched
 //! through the registry and judged; (in [`rekor`]) a file's Rekor entry looked up; (in
 //! [`binaries`]) a downloaded file's signature found beside it and judged; (in [`sign`]) the ISOs
-//! cks-iso writes, signed with the operator's key and judged against the signers trusted (and, in
-//! [`signer`], who signed one, as `diff` and `upgrade-check` show it).
+//! cks-iso writes, signed with the operator's key (read in [`key`]; keyless and `--tlog` through
+//! Fulcio and Rekor in [`keyless`]) and judged against the signers trusted (and, in [`signer`],
+//! who signed one, as `diff` and `upgrade-check` show it).
 //! `build`, `pull`, `verify`, `verify-bundle` and `verify-image` share these, so that each judges
 //! a signature the same way.
 
