@@ -106,7 +106,7 @@ impl Ui {
         if self.json {
             let _ = tracing_subscriber::fmt()
                 .json()
-                .with_current_span(false)
+                .with_current_span(true)
                 .with_span_list(false)
                 .with_env_filter(filter)
                 .with_writer(std::io::stderr)
@@ -275,9 +275,31 @@ where
                 false => write!(writer, "{label}")?,
             }
         }
+        if let Some(release) = build_of(ctx) {
+            write!(writer, "[{release}] ")?;
+        }
         ctx.format_fields(writer.by_ref(), event)?;
         writeln!(writer)
     }
+}
+
+/// The release of the build an event happened in (the `build` span several builds at once run
+/// in, [`crate::pipeline::matrix::Matrix::run`]): the lines of several builds interleave, and
+/// each says whose it is.
+fn build_of<S, N>(ctx: &FmtContext<'_, S, N>) -> Option<String>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    let scope = ctx.event_scope()?;
+    scope
+        .from_root()
+        .find(|s| s.name() == "build")
+        .and_then(|span| {
+            let extensions = span.extensions();
+            let fields = extensions.get::<tracing_subscriber::fmt::FormattedFields<N>>()?;
+            fields.fields.strip_prefix("kubernetes=").map(str::to_owned)
+        })
 }
 
 #[cfg(test)]

@@ -88,7 +88,10 @@ pub fn all(run: Run<'_>, reporter: &dyn Reporter) -> Result<Vec<BuiltIso>, Autho
             .enumerate()
             .map(|(i, (arch, progress))| {
                 let first_failure = &first_failure;
+                // The writers log in the build's span (several builds' lines say whose they are).
+                let span = tracing::Span::current();
                 scope.spawn(move || {
+                    let _span = span.entered();
                     let stop = || first_failure.load(Ordering::SeqCst) != usize::MAX;
                     let result = one(run, arch, progress.as_ref(), &stop);
                     if result.is_err() {

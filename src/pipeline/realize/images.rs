@@ -210,11 +210,20 @@ async fn pull(
 /// The first of the failed pulls, with the others said once (one cause) or listed.
 pub(in crate::pipeline) fn grouped(mut failures: Vec<RegistryError>, arch: Arch) -> RealizeError {
     let count = failures.len();
-    let first = failures.swap_remove(0);
+    // The first to fail at a registry has the details; the others that met it copy its reason.
+    let at = (failures.iter())
+        .position(|e| !matches!(e, RegistryError::Unreachable { .. }))
+        .unwrap_or(0);
+    let first = failures.swap_remove(at);
     let others: Vec<String> = failures.iter().map(ToString::to_string).collect();
     let mut context = format!("cannot bundle the images for linux/{}", arch.k8s());
-    let root = |e: &dyn std::error::Error| {
-        let mut cause = e;
+    let root = |e: &RegistryError| {
+        // An image that met a registry another image could not reach carries that image's
+        // causes as text: its root cause is the last of them.
+        if let RegistryError::Unreachable { reason, .. } = e {
+            return reason.rsplit(": ").next().unwrap_or(reason).to_owned();
+        }
+        let mut cause: &dyn std::error::Error = e;
         while let Some(next) = cause.source() {
             cause = next;
         }

@@ -10,7 +10,7 @@
 use std::fs;
 use std::path::Path;
 
-use crate::signatures::images::build;
+use crate::signatures::common::build;
 use crate::support::*;
 use cks_iso_testworld::sigstore::SignOptions;
 use cks_iso_testworld::world::{Options, World};
@@ -87,9 +87,10 @@ fn extra_images_are_judged_as_core_images_and_verify_accounts_for_their_archives
     sign(&world, SIGNED, SIGNER);
     sign(&world, MISSIGNED, "mallory@example.com");
     let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
     // A prefix rule, as a publisher's `cosign verify` line names the signer.
     fs::write(
-        dir.path().join("policy.yaml"),
+        d.join("policy.yaml"),
         format!(
             "rules:\n  - prefix: ghcr.io/headlamp-k8s\n    certificate-identity: {SIGNER}\n    \
              certificate-oidc-issuer: {GOOGLE}\n"
@@ -97,29 +98,65 @@ fn extra_images_are_judged_as_core_images_and_verify_accounts_for_their_archives
     )
     .unwrap();
     let k8s = other_k8s_image(&world);
-    let image = |r: &str| ["--image".to_owned(), r.to_owned()];
+    let lock = d.join("run.lock");
+    let report = build_warned_of_unsigned_and_uncovered(&world, d, &k8s, &lock);
+    assert_verified_extras_locked_by_signature(&report, &d.join("tree-warn"), &lock, &k8s);
+    assert_enforce_refuses_unsigned_and_uncovered(&world, d);
 
-    // verify (the default): the unsigned and the uncovered extra are loud warnings, recorded.
-    let lock = dir.path().join("run.lock");
-    let args: Vec<String> = [SIGNED, k8s.as_str(), UNSIGNED, UNCOVERED]
-        .iter()
-        .flat_map(|r| image(r))
-        .chain(["--lock-file".into(), p(&lock).into()])
-        .collect();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = ok(build_with(&world, dir.path(), "warn", &args));
+    // A wrong signer fails whatever the mode, naming the image and who signed it.
+    let out = build_with(&world, d, "bad", &["--image", MISSIGNED]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    for w in [MISSIGNED, "fails the identity check", "mallory@example.com"] {
+        assert!(err.contains(w), "{w:?} missing:\n{err}");
+    }
+    no_iso(&d.join("bad"));
+
+    // enforce with the two that verify: the ISO re-verifies offline, and verify accounts for it.
+    let enforce = [
+        "--signatures",
+        "enforce",
+        "--image",
+        SIGNED,
+        "--image",
+        &k8s,
+    ];
+    ok(build_with(&world, d, "good", &enforce));
+    let iso = d.join(format!("good/setup-v{}-x86_64.iso", world.kubernetes()));
+    let policy = d.join("policy.yaml");
+    run(cks_iso()
+        .args(["verify", "--signatures", "--trusted-root"])
+        .arg(world.trusted_root_path())
+        .args(["--signature-policy", p(&policy), p(&iso)]));
+    run(cks_iso().args(["verify", p(&iso)]));
+    removed_archive_is_named(&iso, d);
+}
+
+/// Under verify (the default), with every extra and a lock: the unsigned and the uncovered extra
+/// are loud warnings, recorded; the signed one verified by the policy's signer, the other
+/// registry.k8s.io one by the built-in rule. Returns the ISO's signature report.
+fn build_warned_of_unsigned_and_uncovered(
+    world: &World,
+    d: &Path,
+    k8s: &str,
+    lock: &Path,
+) -> serde_json::Value {
+    let mut args = Vec::new();
+    for reference in [SIGNED, k8s, UNSIGNED, UNCOVERED] {
+        args.extend(["--image", reference]);
+    }
+    args.extend(["--lock-file", p(lock)]);
+    let out = ok(build_with(world, d, "warn", &args));
     let err = stderr(&out);
     assert!(err.contains(&format!("{UNSIGNED}: UNSIGNED")), "{err}");
     assert!(err.contains(&format!("{UNCOVERED}: NOT COVERED")), "{err}");
-    let iso = dir
-        .path()
-        .join(format!("warn/setup-v{}-x86_64.iso", world.kubernetes()));
-    let report = signature_report(&iso, &dir.path().join("tree-warn"));
+    let iso = d.join(format!("warn/setup-v{}-x86_64.iso", world.kubernetes()));
+    let report = signature_report(&iso, &d.join("tree-warn"));
     let signed = image_entry(&report, SIGNED);
     assert_eq!(signed["verdict"], "verified", "{signed:#}");
     assert_eq!(signed["identity"], SIGNER);
     assert_eq!(signed["issuer"], GOOGLE);
-    let builtin = image_entry(&report, &k8s);
+    let builtin = image_entry(&report, k8s);
     assert_eq!(builtin["verdict"], "verified", "{builtin:#}");
     assert_eq!(
         builtin["identity"],
@@ -127,13 +164,23 @@ fn extra_images_are_judged_as_core_images_and_verify_accounts_for_their_archives
     );
     assert_eq!(image_entry(&report, UNSIGNED)["verdict"], "unsigned");
     assert_eq!(image_entry(&report, UNCOVERED)["verdict"], "not-covered");
-    // The evidence: each verified extra's signature manifest in signatures/, named in the lock.
-    let locked: serde_json::Value = serde_json::from_slice(&fs::read(&lock).unwrap()).unwrap();
-    for reference in [SIGNED, k8s.as_str()] {
-        let entry = image_entry(&report, reference);
+    report
+}
+
+/// The evidence: each verified extra's signature manifest in the ISO's `signatures/` (extracted
+/// in `tree`), named in the lock; the unsigned and uncovered extras locked without one.
+fn assert_verified_extras_locked_by_signature(
+    report: &serde_json::Value,
+    tree: &Path,
+    lock: &Path,
+    k8s: &str,
+) {
+    let locked: serde_json::Value = serde_json::from_slice(&fs::read(lock).unwrap()).unwrap();
+    let images = locked["arches"]["amd64"]["images"].as_array().unwrap();
+    for reference in [SIGNED, k8s] {
+        let entry = image_entry(report, reference);
         let path = entry["signature_manifest"].as_str().unwrap();
-        assert!(dir.path().join("tree-warn").join(path).is_file(), "{path}");
-        let images = locked["arches"]["amd64"]["images"].as_array().unwrap();
+        assert!(tree.join(path).is_file(), "{path}");
         let in_lock = images
             .iter()
             .find(|i| i["reference"] == reference)
@@ -146,12 +193,13 @@ fn extra_images_are_judged_as_core_images_and_verify_accounts_for_their_archives
         );
     }
     for reference in [UNSIGNED, UNCOVERED] {
-        let images = locked["arches"]["amd64"]["images"].as_array().unwrap();
         let entry = images.iter().find(|i| i["reference"] == reference).unwrap();
         assert!(entry.get("signature").is_none(), "{entry:#}");
     }
+}
 
-    // enforce: the unsigned one and the uncovered one each fail the build, by name.
+/// enforce: the unsigned one and the uncovered one each fail the build, by name.
+fn assert_enforce_refuses_unsigned_and_uncovered(world: &World, d: &Path) {
     for (reference, wanted) in [
         (UNSIGNED, vec!["no signature"]),
         (
@@ -162,55 +210,16 @@ fn extra_images_are_judged_as_core_images_and_verify_accounts_for_their_archives
             ],
         ),
     ] {
-        let out = build_with(
-            &world,
-            dir.path(),
-            "enforced",
-            &["--signatures", "enforce", "--image", reference],
-        );
+        let args = ["--signatures", "enforce", "--image", reference];
+        let out = build_with(world, d, "enforced", &args);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(err.contains(reference), "{reference} not named:\n{err}");
         for w in wanted {
             assert!(err.contains(w), "{w:?} missing:\n{err}");
         }
-        no_iso(&dir.path().join("enforced"));
+        no_iso(&d.join("enforced"));
     }
-
-    // A wrong signer fails whatever the mode, naming the image and who signed it.
-    let out = build_with(&world, dir.path(), "bad", &["--image", MISSIGNED]);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    for w in [MISSIGNED, "fails the identity check", "mallory@example.com"] {
-        assert!(err.contains(w), "{w:?} missing:\n{err}");
-    }
-    no_iso(&dir.path().join("bad"));
-
-    // enforce with the two that verify: the ISO re-verifies offline, and verify accounts for it.
-    let out = build_with(
-        &world,
-        dir.path(),
-        "good",
-        &[
-            "--signatures",
-            "enforce",
-            "--image",
-            SIGNED,
-            "--image",
-            &k8s,
-        ],
-    );
-    ok(out);
-    let iso = dir
-        .path()
-        .join(format!("good/setup-v{}-x86_64.iso", world.kubernetes()));
-    let policy = dir.path().join("policy.yaml");
-    run(cks_iso()
-        .args(["verify", "--signatures", "--trusted-root"])
-        .arg(world.trusted_root_path())
-        .args(["--signature-policy", p(&policy), p(&iso)]));
-    run(cks_iso().args(["verify", p(&iso)]));
-    removed_archive_is_named(&iso, dir.path());
 }
 
 /// An unpacked copy of `iso` without the signed extra's archive, authored again, fails `verify`

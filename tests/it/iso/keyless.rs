@@ -14,6 +14,7 @@ use cks_iso_testworld::fulcio::{FulcioServer, client_trust_config, signing_confi
 use cks_iso_testworld::oidc::{Claims, OidcIssuer};
 use cks_iso_testworld::rekor::RekorServer;
 use cks_iso_testworld::sigstore::Sigstore;
+use cks_iso_testworld::world::{Options, World};
 
 use crate::support::*;
 
@@ -207,18 +208,59 @@ fn bundle_of(iso: &Path) -> PathBuf {
     PathBuf::from(format!("{}.sigstore.json", iso.display()))
 }
 
+const RELEASER: &str = "release@cks.example";
+
 #[test]
 fn build_sign_writes_a_bundle_sigstore_python_and_verify_accept_and_both_refuse_spoiled_ones() {
-    use cks_iso_testworld::world::{Options, World};
-    const RELEASER: &str = "release@cks.example";
     let world = World::start(Options::default());
-    let issuer = world.oidc().url().to_owned();
     let dir = tempfile::tempdir().unwrap();
     let token = world.oidc().mint(&Claims::email(RELEASER));
     let out_dir = dir.path().join("out");
-    let built = ok(build_in_world(
-        &world,
+    let built = build_signed_keyless(&world, dir.path(), &out_dir, &token);
+    let (built_out, built_err) = text(&built);
+    let iso = iso_in(&out_dir);
+    assert_the_bundle_is_published_beside_the_iso(&world, &iso, &built_err);
+    let judges = Judges::new(&world, dir.path());
+    let (yes, said) = judges.python_accepts(&iso);
+    assert!(yes, "sigstore verify refuses cks-iso's bundle:\n{said}");
+    assert_verify_names_the_signer_and_matches_the_whole_issuer(&judges, &iso);
+
+    let spoiled = dir.path().join("spoiled");
+    fs::create_dir_all(&spoiled).unwrap();
+    assert_a_changed_byte_is_refused_by_both(&judges, &iso, &spoiled);
+    // The bundle of another ISO (signed by `cks-iso sign`, the token in SIGSTORE_ID_TOKEN).
+    let other = spoiled.join("other.iso");
+    fs::write(&other, b"another ISO").unwrap();
+    let signed = ok(cks_iso()
+        .args([
+            "sign",
+            p(&other),
+            "--signing-config",
+            p(world.signing_config_path()),
+        ])
+        .args(["--trusted-root", p(&judges.root)])
+        .env("SIGSTORE_ID_TOKEN", &token)
+        .output()
+        .unwrap());
+    let (signed_out, signed_err) = text(&signed);
+    assert_eq!(signed_out.trim(), bundle_of(&other).display().to_string());
+    let (yes, said) = judges.python_accepts(&other);
+    assert!(yes, "{said}");
+    let said = assert_another_isos_bundle_is_refused_by_both(&judges, &iso, &other, &spoiled);
+
+    token_nowhere(
+        &token,
         dir.path(),
+        &[&built_out, &built_err, &signed_out, &signed_err, &said],
+    );
+}
+
+/// `build --sign` of the world's release into `out_dir` with `token`, through the world's
+/// signing configuration.
+fn build_signed_keyless(world: &World, dir: &Path, out_dir: &Path, token: &str) -> Output {
+    ok(build_in_world(
+        world,
+        dir,
         &[
             "--kubernetes",
             world.kubernetes(),
@@ -227,23 +269,26 @@ fn build_sign_writes_a_bundle_sigstore_python_and_verify_accept_and_both_refuse_
             "--dashboard",
             world.dashboard_url(),
             "--output",
-            p(&out_dir),
+            p(out_dir),
             "--sign",
             "--identity-token",
-            &token,
+            token,
             "--signing-config",
             p(world.signing_config_path()),
         ],
-    ));
-    let (built_out, built_err) = text(&built);
+    ))
+}
+
+/// A bundle and no `.sig` beside the ISO, public material readable as the ISO is (0644), the log
+/// naming the signer and its issuer, and one certificate asked of Fulcio.
+fn assert_the_bundle_is_published_beside_the_iso(world: &World, iso: &Path, built_err: &str) {
+    let issuer = world.oidc().url();
+    assert!(bundle_of(iso).exists(), "{built_err}");
     let roots_named = built_err.matches("trusted root for signatures").count();
     assert_eq!(roots_named, 1, "the root named once:\n{built_err}");
-    let iso = iso_in(&out_dir);
-    assert!(bundle_of(&iso).exists(), "{built_err}");
     assert!(!Path::new(&format!("{}.sig", iso.display())).exists());
-    // Public material, published beside the ISO: readable as the ISO is.
     let mode = std::os::unix::fs::PermissionsExt::mode(
-        &fs::metadata(bundle_of(&iso)).unwrap().permissions(),
+        &fs::metadata(bundle_of(iso)).unwrap().permissions(),
     );
     assert_eq!(mode & 0o777, 0o644);
     assert!(
@@ -258,110 +303,122 @@ fn build_sign_writes_a_bundle_sigstore_python_and_verify_accept_and_both_refuse_
         "{:?}",
         world.fulcio().requests()
     );
+}
 
-    // The real client's offline verification, with the world's root.
-    let config = fs::read_to_string(world.signing_config_path()).unwrap();
-    let config: serde_json::Value = serde_json::from_str(&config).unwrap();
-    let trust = dir.path().join("trust_config.json");
-    fs::write(
-        &trust,
-        client_trust_config(&config, world.sigstore().trusted_root()),
-    )
-    .unwrap();
-    let python_accepts = |iso: &Path, bundle: &Path| {
-        let o = sigstore_verifies(dir.path(), &trust, iso, bundle, RELEASER, &issuer);
+/// The two verifiers of a keyless bundle: the real client's offline verification with the
+/// world's root, and cks-iso's own.
+struct Judges {
+    home: PathBuf,
+    trust: PathBuf,
+    root: PathBuf,
+    issuer: String,
+}
+
+impl Judges {
+    /// The client trust configuration of `world` written under `dir`.
+    fn new(world: &World, dir: &Path) -> Self {
+        let config = fs::read_to_string(world.signing_config_path()).unwrap();
+        let config: serde_json::Value = serde_json::from_str(&config).unwrap();
+        let trust = dir.join("trust_config.json");
+        fs::write(
+            &trust,
+            client_trust_config(&config, world.sigstore().trusted_root()),
+        )
+        .unwrap();
+        Self {
+            home: dir.to_owned(),
+            trust,
+            root: world.trusted_root_path().to_owned(),
+            issuer: world.oidc().url().to_owned(),
+        }
+    }
+
+    /// Whether sigstore-python accepts `iso` with the bundle beside it, and what it said.
+    fn python_accepts(&self, iso: &Path) -> (bool, String) {
+        let o = sigstore_verifies(
+            &self.home,
+            &self.trust,
+            iso,
+            &bundle_of(iso),
+            RELEASER,
+            &self.issuer,
+        );
         (o.status.success(), combined(&o))
-    };
-    let (yes, said) = python_accepts(&iso, &bundle_of(&iso));
-    assert!(yes, "sigstore verify refuses cks-iso's bundle:\n{said}");
+    }
 
-    // cks-iso's own, naming the signer and when.
-    let root = world.trusted_root_path();
-    let verify = |iso: &Path| {
+    /// `verify --iso-signature` of `iso` for the releaser, the issuer given by `issuer_flag`.
+    fn verify_with(&self, iso: &Path, issuer_flag: &str, issuer: &str) -> Output {
         cks_iso()
             .arg("verify")
             .arg(iso)
-            .args(["--iso-signature", "--signer-trusted-root", p(root)])
+            .args(["--iso-signature", "--signer-trusted-root", p(&self.root)])
             .args(["--certificate-identity", RELEASER])
-            .args(["--certificate-oidc-issuer", &issuer])
+            .args([issuer_flag, issuer])
             .output()
             .unwrap()
-    };
-    let verified = verify(&iso);
+    }
+
+    /// `verify --iso-signature` of `iso` for the releaser and the world's issuer.
+    fn verify(&self, iso: &Path) -> Output {
+        self.verify_with(iso, "--certificate-oidc-issuer", &self.issuer)
+    }
+}
+
+/// cks-iso's own verdict names the signer and when; the issuer as a regexp: the world's issuer (a
+/// loopback URL) matches as a whole, a regexp of a part of it does not.
+fn assert_verify_names_the_signer_and_matches_the_whole_issuer(judges: &Judges, iso: &Path) {
+    let verified = judges.verify(iso);
     let said = combined(&verified);
     assert!(verified.status.success(), "{said}");
     assert!(
-        said.contains(&format!("signed by {RELEASER} via {issuer}, at 20")),
+        said.contains(&format!(
+            "signed by {RELEASER} via {}, at 20",
+            judges.issuer
+        )),
         "{said}"
     );
-    // The issuer as a regexp: the world's issuer (a loopback URL) matches as a whole; a regexp
-    // of a part of it does not.
-    let by_issuer_regexp = |re: &str| {
-        cks_iso()
-            .arg("verify")
-            .arg(&iso)
-            .args(["--iso-signature", "--signer-trusted-root", p(root)])
-            .args(["--certificate-identity", RELEASER])
-            .args(["--certificate-oidc-issuer-regexp", re])
-            .output()
-            .unwrap()
-    };
-    let o = by_issuer_regexp("http://127[.]0[.]0[.]1:[0-9]+(/.*)?");
+    let regexp = "--certificate-oidc-issuer-regexp";
+    let o = judges.verify_with(iso, regexp, "http://127[.]0[.]0[.]1:[0-9]+(/.*)?");
     assert!(o.status.success(), "{}", combined(&o));
-    let o = by_issuer_regexp("http://127[.]0[.]0[.]1");
+    let o = judges.verify_with(iso, regexp, "http://127[.]0[.]0[.]1");
     assert_eq!(o.status.code(), Some(1), "{}", combined(&o));
+}
 
-    // One byte changed: both refuse.
-    let spoiled = dir.path().join("spoiled");
-    fs::create_dir_all(&spoiled).unwrap();
+/// One byte of the ISO changed, its bundle beside it: both refuse.
+fn assert_a_changed_byte_is_refused_by_both(judges: &Judges, iso: &Path, spoiled: &Path) {
     let changed = spoiled.join(iso.file_name().unwrap());
-    let mut bytes = fs::read(&iso).unwrap();
+    let mut bytes = fs::read(iso).unwrap();
     bytes[40_000] ^= 0x01;
     fs::write(&changed, &bytes).unwrap();
-    fs::copy(bundle_of(&iso), bundle_of(&changed)).unwrap();
-    let (yes, said) = python_accepts(&changed, &bundle_of(&changed));
+    fs::copy(bundle_of(iso), bundle_of(&changed)).unwrap();
+    let (yes, said) = judges.python_accepts(&changed);
     assert!(!yes, "sigstore verify accepts a changed ISO:\n{said}");
-    let o = verify(&changed);
+    let o = judges.verify(&changed);
     let said = combined(&o);
     assert_eq!(o.status.code(), Some(1), "{said}");
     assert!(said.contains("its signature is refused"), "{said}");
+}
 
-    // The bundle of another ISO (signed by `cks-iso sign`, the token in SIGSTORE_ID_TOKEN).
-    let other = spoiled.join("other.iso");
-    fs::write(&other, b"another ISO").unwrap();
-    let signed = ok(cks_iso()
-        .args([
-            "sign",
-            p(&other),
-            "--signing-config",
-            p(world.signing_config_path()),
-        ])
-        .args(["--trusted-root", p(root)])
-        .env("SIGSTORE_ID_TOKEN", &token)
-        .output()
-        .unwrap());
-    let (signed_out, signed_err) = text(&signed);
-    assert_eq!(signed_out.trim(), bundle_of(&other).display().to_string());
-    let (yes, said) = python_accepts(&other, &bundle_of(&other));
-    assert!(yes, "{said}");
+/// A copy of `iso` with `other`'s bundle beside it: both refuse. Returns what verify said.
+fn assert_another_isos_bundle_is_refused_by_both(
+    judges: &Judges,
+    iso: &Path,
+    other: &Path,
+    spoiled: &Path,
+) -> String {
     let copy = spoiled.join("copy.iso");
-    fs::copy(&iso, &copy).unwrap();
-    fs::copy(bundle_of(&other), bundle_of(&copy)).unwrap();
-    let (yes, said) = python_accepts(&copy, &bundle_of(&copy));
+    fs::copy(iso, &copy).unwrap();
+    fs::copy(bundle_of(other), bundle_of(&copy)).unwrap();
+    let (yes, said) = judges.python_accepts(&copy);
     assert!(
         !yes,
         "sigstore verify accepts another ISO's bundle:\n{said}"
     );
-    let o = verify(&copy);
+    let o = judges.verify(&copy);
     let said = combined(&o);
     assert_eq!(o.status.code(), Some(1), "{said}");
     assert!(said.contains("the file hashes to sha256:"), "{said}");
-
-    token_nowhere(
-        &token,
-        dir.path(),
-        &[&built_out, &built_err, &signed_out, &signed_err, &said],
-    );
+    said
 }
 
 #[test]

@@ -5,10 +5,12 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::time::Instant;
 
 use base64::Engine as _;
+use cks_iso_testworld::rekor_v2::BundleOptions;
+use cks_iso_testworld::sigstore::{SignOptions, Sigstore};
 use cks_iso_testworld::world::{Options, World};
 
 use crate::support::cloud::{Cloud, small_iso};
@@ -117,41 +119,36 @@ fn only_iso(dir: &Path) -> PathBuf {
     iso.clone()
 }
 
-#[test]
-fn build_sign_key_writes_a_sig_openssl_accepts_and_a_bundle_verify_accepts() {
-    let world = World::start(Options::default());
-    let dir = tempfile::tempdir().unwrap();
-    let (key, public) = openssl_keys(dir.path(), "iso");
-    let (_, stranger) = openssl_keys(dir.path(), "stranger");
-    let request = |out: &Path| {
-        vec![
-            "--kubernetes".to_owned(),
-            world.kubernetes().to_owned(),
-            "--network".to_owned(),
-            world.network_url().to_owned(),
-            "--dashboard".to_owned(),
-            world.dashboard_url().to_owned(),
-            "--output".to_owned(),
-            p(out).to_owned(),
-        ]
-    };
-    let build_with = |cache_home: &Path, out: &Path, extra: &[&str]| {
-        let mut args = request(out);
-        args.extend(extra.iter().map(|s| (*s).to_owned()));
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let start = Instant::now();
-        let o = ok(build_in_world(&world, cache_home, &args));
-        (o, start.elapsed().as_secs_f64())
-    };
-    let build = |out: &Path, extra: &[&str]| build_with(dir.path(), out, extra);
-    // Warm the cache, then time unsigned and signed builds of the same request, alternating
-    // (medians of three each: a warm world build takes a fraction of a second, so one pair is
-    // noise). Printed for the record; signing's own work is one ECDSA signature and two writes.
-    // Cold: each with a cache of its own (the first fills the one the others then use).
-    let (_, cold_unsigned) = build(&dir.path().join("warm"), &[]);
-    let cold = dir.path().join("cold");
+/// A build of the world's release into `out` with `cache_home`'s cache and `extra` flags; its
+/// output and how many seconds it took.
+fn timed_build(world: &World, cache_home: &Path, out: &Path, extra: &[&str]) -> (Output, f64) {
+    let mut args = vec![
+        "--kubernetes",
+        world.kubernetes(),
+        "--network",
+        world.network_url(),
+        "--dashboard",
+        world.dashboard_url(),
+        "--output",
+        p(out),
+    ];
+    args.extend(extra);
+    let start = Instant::now();
+    let o = ok(build_in_world(world, cache_home, &args));
+    (o, start.elapsed().as_secs_f64())
+}
+
+/// Warms the cache, then times unsigned and signed builds of the same request, alternating
+/// (medians of three each: a warm world build takes a fraction of a second, so one pair is
+/// noise). Printed for the record; signing's own work is one ECDSA signature and two writes.
+/// Cold: each with a cache of its own (the first fills the one the others then use). The last
+/// rounds write `dir/unsigned2` and `dir/signed2`; returns the last signed build's output.
+fn time_unsigned_and_signed_builds(world: &World, dir: &Path, key: &Path) -> Output {
+    let sign = ["--sign-key", p(key)];
+    let (_, cold_unsigned) = timed_build(world, dir, &dir.join("warm"), &[]);
+    let cold = dir.join("cold");
     fs::create_dir_all(&cold).unwrap();
-    let (_, cold_signed) = build_with(&cold, &cold.join("out"), &["--sign-key", p(&key)]);
+    let (_, cold_signed) = timed_build(world, &cold, &cold.join("out"), &sign);
     eprintln!(
         "build (cold cache): unsigned {cold_unsigned:.3} s, signed {cold_signed:.3} s, ratio {:.3}",
         cold_signed / cold_unsigned
@@ -159,11 +156,8 @@ fn build_sign_key_writes_a_sig_openssl_accepts_and_a_bundle_verify_accepts() {
     let (mut unsigned, mut signed) = (Vec::new(), Vec::new());
     let mut signed_out = None;
     for round in 0..3 {
-        unsigned.push(build(&dir.path().join(format!("unsigned{round}")), &[]).1);
-        let (o, t) = build(
-            &dir.path().join(format!("signed{round}")),
-            &["--sign-key", p(&key)],
-        );
+        unsigned.push(timed_build(world, dir, &dir.join(format!("unsigned{round}")), &[]).1);
+        let (o, t) = timed_build(world, dir, &dir.join(format!("signed{round}")), &sign);
         signed.push(t);
         signed_out = Some(o);
     }
@@ -177,9 +171,36 @@ fn build_sign_key_writes_a_sig_openssl_accepts_and_a_bundle_verify_accepts() {
          ratio {:.3}",
         signed / unsigned
     );
-    let signed_out = signed_out.unwrap();
-    let signed_dir = dir.path().join("signed2");
-    let iso = only_iso(&signed_dir);
+    signed_out.unwrap()
+}
+
+/// `verify --iso-signature --key public` of `iso`.
+fn verify_with_key(iso: &Path, public: &Path) -> Output {
+    cks_iso()
+        .arg("verify")
+        .arg(iso)
+        .args(["--iso-signature", "--key", p(public)])
+        .output()
+        .unwrap()
+}
+
+/// `verify` of `iso` under `public` exits 1 saying `wanted`.
+fn assert_verify_refuses(iso: &Path, public: &Path, wanted: &str) {
+    let out = verify_with_key(iso, public);
+    let said = combined(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains(wanted), "{said}");
+}
+
+#[test]
+fn build_sign_key_writes_a_sig_openssl_accepts_and_a_bundle_verify_accepts() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (key, public) = openssl_keys(d, "iso");
+    let (_, stranger) = openssl_keys(d, "stranger");
+    let signed_out = time_unsigned_and_signed_builds(&world, d, &key);
+    let iso = only_iso(&d.join("signed2"));
     let logged = stderr(&signed_out);
     let line = logged
         .lines()
@@ -189,70 +210,21 @@ fn build_sign_key_writes_a_sig_openssl_accepts_and_a_bundle_verify_accepts() {
         fs::metadata(&iso).unwrap().len(),
         line.unwrap_or_else(|| panic!("no signing line in:\n{logged}"))
     );
-    let sig = beside(&iso, ".sig");
     // The same ISO bytes as the unsigned build's: signing adds files, changes none.
-    assert!(same_bytes(&iso, &only_iso(&dir.path().join("unsigned2"))));
-    assert!(openssl_accepts(&public, &sig, &iso), "openssl refuses");
-    let verify = |iso: &Path, public: &Path| {
-        cks_iso()
-            .arg("verify")
-            .arg(iso)
-            .args(["--iso-signature", "--key", p(public)])
-            .output()
-            .unwrap()
-    };
-    let good = ok(verify(&iso, &public));
+    assert!(same_bytes(&iso, &only_iso(&d.join("unsigned2"))));
+    assert!(
+        openssl_accepts(&public, &beside(&iso, ".sig"), &iso),
+        "openssl refuses"
+    );
+    let good = ok(verify_with_key(&iso, &public));
     let said = combined(&good);
     assert!(said.contains("signed by the key sha256:"), "{said}");
     assert!(said.contains(p(&public)), "{said}");
-
-    // One flipped byte: both refuse.
-    let flipped_dir = dir.path().join("flipped");
-    fs::create_dir_all(&flipped_dir).unwrap();
-    let flipped = flipped_dir.join(iso.file_name().unwrap());
-    let mut bytes = fs::read(&iso).unwrap();
-    let middle = bytes.len() / 2;
-    bytes[middle] ^= 1;
-    fs::write(&flipped, bytes).unwrap();
-    for suffix in [".sig", ".sigstore.json"] {
-        fs::copy(beside(&iso, suffix), beside(&flipped, suffix)).unwrap();
-    }
-    assert!(!openssl_accepts(
-        &public,
-        &beside(&flipped, ".sig"),
-        &flipped
-    ));
-    let out = verify(&flipped, &public);
-    let said = combined(&out);
-    assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(
-        said.contains("its signature is refused: the bundle signs sha256:"),
-        "{said}"
-    );
-
-    // Another ISO's signature beside this one: both refuse.
-    let other = small_iso(dir.path(), "other.iso", "1.33.1", "amd64", 7);
-    ok(cks_iso()
-        .args(["sign", p(&other), "--key", p(&key)])
-        .output()
-        .unwrap());
-    assert!(!openssl_accepts(&public, &beside(&other, ".sig"), &iso));
-    let swapped_dir = dir.path().join("swapped");
-    fs::create_dir_all(&swapped_dir).unwrap();
-    let swapped = swapped_dir.join(iso.file_name().unwrap());
-    fs::copy(&iso, &swapped).unwrap();
-    fs::copy(
-        beside(&other, ".sigstore.json"),
-        beside(&swapped, ".sigstore.json"),
-    )
-    .unwrap();
-    let out = verify(&swapped, &public);
-    let said = combined(&out);
-    assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(said.contains("the bundle signs sha256:"), "{said}");
+    assert_a_flipped_byte_is_refused_by_both(d, &iso, &public);
+    assert_another_isos_signature_is_refused_by_both(d, &iso, &key, &public);
 
     // A wrong key, named.
-    let out = verify(&iso, &stranger);
+    let out = verify_with_key(&iso, &stranger);
     let said = combined(&out);
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(
@@ -267,9 +239,58 @@ fn build_sign_key_writes_a_sig_openssl_accepts_and_a_bundle_verify_accepts() {
     // The private key shows in no output and no file written.
     nowhere(
         &pem_body(&key),
-        dir.path(),
+        d,
         &[&combined(&signed_out), &combined(&good)],
     );
+}
+
+/// One flipped byte in a copy of `iso` beside its `.sig` and bundle: openssl and verify refuse.
+fn assert_a_flipped_byte_is_refused_by_both(dir: &Path, iso: &Path, public: &Path) {
+    let flipped_dir = dir.join("flipped");
+    fs::create_dir_all(&flipped_dir).unwrap();
+    let flipped = flipped_dir.join(iso.file_name().unwrap());
+    let mut bytes = fs::read(iso).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    fs::write(&flipped, bytes).unwrap();
+    for suffix in [".sig", ".sigstore.json"] {
+        fs::copy(beside(iso, suffix), beside(&flipped, suffix)).unwrap();
+    }
+    assert!(!openssl_accepts(
+        public,
+        &beside(&flipped, ".sig"),
+        &flipped
+    ));
+    assert_verify_refuses(
+        &flipped,
+        public,
+        "its signature is refused: the bundle signs sha256:",
+    );
+}
+
+/// Another ISO's signature (by the same key) beside this one: openssl and verify refuse.
+fn assert_another_isos_signature_is_refused_by_both(
+    dir: &Path,
+    iso: &Path,
+    key: &Path,
+    public: &Path,
+) {
+    let other = small_iso(dir, "other.iso", "1.33.1", "amd64", 7);
+    ok(cks_iso()
+        .args(["sign", p(&other), "--key", p(key)])
+        .output()
+        .unwrap());
+    assert!(!openssl_accepts(public, &beside(&other, ".sig"), iso));
+    let swapped_dir = dir.join("swapped");
+    fs::create_dir_all(&swapped_dir).unwrap();
+    let swapped = swapped_dir.join(iso.file_name().unwrap());
+    fs::copy(iso, &swapped).unwrap();
+    fs::copy(
+        beside(&other, ".sigstore.json"),
+        beside(&swapped, ".sigstore.json"),
+    )
+    .unwrap();
+    assert_verify_refuses(&swapped, public, "the bundle signs sha256:");
 }
 
 #[test]
@@ -427,6 +448,17 @@ fn register_with_a_signer_policy_sends_no_add_for_unsigned_or_foreign_isos() {
     nowhere(&pem_body(&key), &cloud.published, &[&said]);
 }
 
+/// The keyless signer of the tests below, and its issuer.
+const ID: &str = "release@acme.example";
+const ISSUER: &str = "https://issuer.acme.example";
+/// The flags naming that signer exactly.
+const EXACT: [&str; 4] = [
+    "--certificate-identity",
+    ID,
+    "--certificate-oidc-issuer",
+    ISSUER,
+];
+
 /// A keyless bundle beside an ISO (a Fulcio-like leaf for a CI identity, its Rekor v2 entry and
 /// RFC 3161 timestamp, made by the test world's Sigstore as `cosign sign-blob --bundle` makes
 /// them): `verify --iso-signature` accepts it under the identity and issuer, exact or by regexp,
@@ -435,15 +467,26 @@ fn register_with_a_signer_policy_sends_no_add_for_unsigned_or_foreign_isos() {
 /// rules from a signer policy file.
 #[test]
 fn keyless_bundles_verify_against_the_identity_and_the_root_given() {
-    use cks_iso_testworld::rekor_v2::BundleOptions;
-    use cks_iso_testworld::sigstore::{SignOptions, Sigstore};
-    const ID: &str = "release@acme.example";
-    const ISSUER: &str = "https://issuer.acme.example";
     let dir = tempfile::tempdir().unwrap();
     let store = Sigstore::generate();
     let root = dir.path().join("root.json");
     fs::write(&root, store.trusted_root()).unwrap();
     let iso = small_iso(dir.path(), "setup-v1.33.1-x86_64.iso", "1.33.1", "amd64", 4);
+    sign_keyless(&store, &iso);
+    assert_accepted(verify_keyless(&iso, &root, &EXACT));
+    let regexp = [
+        "--certificate-identity-regexp",
+        r"^release@acme\.example$",
+        "--certificate-oidc-issuer",
+        ISSUER,
+    ];
+    assert_accepted(verify_keyless(&iso, &root, &regexp));
+    assert_other_signers_roots_and_isos_refused(dir.path(), &iso, &root);
+    assert_register_takes_the_rule_from_a_signer_policy(&iso, &root);
+}
+
+/// Writes `iso`'s keyless bundle beside it, signed by `ID` via `ISSUER` on `store`'s Rekor v2.
+fn sign_keyless(store: &Sigstore, iso: &Path) {
     let opts = BundleOptions {
         signer: SignOptions {
             identity: ID.into(),
@@ -452,78 +495,72 @@ fn keyless_bundles_verify_against_the_identity_and_the_root_given() {
         },
         ..BundleOptions::default()
     };
-    let bundle = store
-        .rekor_v2()
-        .sign(&store, &fs::read(&iso).unwrap(), &opts);
-    fs::write(beside(&iso, ".sigstore.json"), &bundle).unwrap();
-    let verify = |iso: &Path, root: &Path, signer: &[&str]| {
-        cks_iso()
-            .arg("verify")
-            .arg(iso)
-            .args(["--iso-signature", "--signer-trusted-root", p(root)])
-            .args(signer)
-            .output()
-            .unwrap()
-    };
-    // (A small ISO breaks the contract's rules, which verify also reports; the signature's
-    // verdict is its own line.)
-    let accepted = |out: std::process::Output| {
-        let said = combined(&out);
-        assert!(!said.contains("its signature is refused"), "{said}");
-        assert!(
-            said.contains(&format!("signed by {ID} via {ISSUER}, at 20")),
-            "{said}"
-        );
-    };
-    let exact = [
-        "--certificate-identity",
-        ID,
-        "--certificate-oidc-issuer",
-        ISSUER,
-    ];
-    accepted(verify(&iso, &root, &exact));
-    let regexp = [
-        "--certificate-identity-regexp",
-        r"^release@acme\.example$",
-        "--certificate-oidc-issuer",
-        ISSUER,
-    ];
-    accepted(verify(&iso, &root, &regexp));
+    let bundle = store.rekor_v2().sign(store, &fs::read(iso).unwrap(), &opts);
+    fs::write(beside(iso, ".sigstore.json"), &bundle).unwrap();
+}
 
-    let refused = |out: std::process::Output, needle: &str| {
-        let said = combined(&out);
-        assert_eq!(out.status.code(), Some(1), "{said}");
-        assert!(said.contains("its signature is refused"), "{said}");
-        assert!(said.contains(needle), "{needle:?} missing:\n{said}");
-    };
+/// `verify --iso-signature` of `iso` against `root` for `signer`.
+fn verify_keyless(iso: &Path, root: &Path, signer: &[&str]) -> Output {
+    cks_iso()
+        .arg("verify")
+        .arg(iso)
+        .args(["--iso-signature", "--signer-trusted-root", p(root)])
+        .args(signer)
+        .output()
+        .unwrap()
+}
+
+/// The signature's verdict line names the signer, its issuer and the time. (A small ISO breaks
+/// the contract's rules, which verify also reports; the signature's verdict is its own line.)
+fn assert_accepted(out: Output) {
+    let said = combined(&out);
+    assert!(!said.contains("its signature is refused"), "{said}");
+    assert!(
+        said.contains(&format!("signed by {ID} via {ISSUER}, at 20")),
+        "{said}"
+    );
+}
+
+/// verify exits 1, the signature refused, saying `needle`.
+fn assert_refused(out: Output, needle: &str) {
+    let said = combined(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("its signature is refused"), "{said}");
+    assert!(said.contains(needle), "{needle:?} missing:\n{said}");
+}
+
+/// Another identity, exact or a regexp matching part of it; another Sigstore's root, whose CA and
+/// Rekor sign nothing here; the bundle of another ISO: each refused.
+fn assert_other_signers_roots_and_isos_refused(dir: &Path, iso: &Path, root: &Path) {
     let other_id = ["--certificate-identity", "mallory@acme.example"];
     let other_id = [&other_id[..], &["--certificate-oidc-issuer", ISSUER]].concat();
-    refused(verify(&iso, &root, &other_id), "identity");
+    assert_refused(verify_keyless(iso, root, &other_id), "identity");
     let partial = [
         "--certificate-identity-regexp",
         "acme",
         "--certificate-oidc-issuer",
         ISSUER,
     ];
-    refused(verify(&iso, &root, &partial), "identity");
-    // Another Sigstore's root: its CA and Rekor sign nothing here.
-    let stranger_root = dir.path().join("stranger.json");
+    assert_refused(verify_keyless(iso, root, &partial), "identity");
+    let stranger_root = dir.join("stranger.json");
     fs::write(&stranger_root, Sigstore::generate().trusted_root()).unwrap();
-    refused(verify(&iso, &stranger_root, &exact), "fails the");
-    // The bundle of another ISO.
-    let other = small_iso(dir.path(), "other.iso", "1.33.1", "amd64", 5);
+    assert_refused(verify_keyless(iso, &stranger_root, &EXACT), "fails the");
+    let other = small_iso(dir, "other.iso", "1.33.1", "amd64", 5);
     fs::copy(
-        beside(&iso, ".sigstore.json"),
+        beside(iso, ".sigstore.json"),
         beside(&other, ".sigstore.json"),
     )
     .unwrap();
-    refused(verify(&other, &root, &exact), "sha256:");
+    assert_refused(verify_keyless(&other, root, &EXACT), "sha256:");
+}
 
-    // register, with the rule in a signer policy file (matched against the ISO's name).
+/// register, with the rule in a signer policy file (matched against the ISO's name): another
+/// identity sends no add, the signer's own registers.
+fn assert_register_takes_the_rule_from_a_signer_policy(iso: &Path, root: &Path) {
     let cloud = Cloud::start(cks_iso_testworld::cloudstack::Options::default());
-    let published = cloud.publish(&iso);
+    let published = cloud.publish(iso);
     fs::copy(
-        beside(&iso, ".sigstore.json"),
+        beside(iso, ".sigstore.json"),
         beside(&published, ".sigstore.json"),
     )
     .unwrap();
@@ -539,7 +576,7 @@ fn keyless_bundles_verify_against_the_identity_and_the_root_given() {
         "--signer-policy",
         p(&policy),
         "--signer-trusted-root",
-        p(&root),
+        p(root),
     ];
     fails(
         &mut cloud.register(&[&published], &flags),

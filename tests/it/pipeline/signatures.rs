@@ -2,8 +2,8 @@
 //! evidence each image and binary verified with is locked, a locked build takes that evidence
 //! again after the publisher signed anew, and evidence that is gone or does not verify fails the
 //! realize step naming the image or file and the check, before any ISO is written. In-process
-//! ports of `signatures::images` and `signatures::binary_bundles`, which keep what the command
-//! prints and its exit codes.
+//! ports of `signatures::image_locks`, `signatures::image_refusals`, `signatures::binary_refusals`
+//! and `signatures::binary_bundles`, which keep what the command prints and its exit codes.
 
 use super::*;
 use cks_iso::pipeline::realize::RealizeError;

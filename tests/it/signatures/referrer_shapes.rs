@@ -13,7 +13,7 @@
 
 use std::process::Output;
 
-use crate::signatures::images::build;
+use crate::signatures::common::build;
 use crate::signatures::referrers::{
     PAUSE, TRUST, config_through, json, verify_image, world_without_sig_tags,
 };
@@ -92,17 +92,56 @@ fn dangling_oversized_mismatched_and_attestation_referrers_are_passed_over_besid
     let proxy = FaultProxy::start(&world.registry_url());
     let config = config_through(&world, &proxy, dir.path());
     let image = world.image(PAUSE).clone();
-    let signed = DsseOptions::default();
-
-    // Gone: a listed digest the registry does not have.
-    let mut dangling = attach(&world, PAUSE, &ReferrerShape::signature(), &signed);
-    dangling["digest"] = format!("sha256:{}", "7".repeat(64)).into();
-    // A valid signature listed with another size: not what its descriptor names.
-    let mut resized = attach(&world, PAUSE, &ReferrerShape::signature(), &signed);
-    resized["size"] = (resized["size"].as_u64().unwrap() + 1).into();
-    // A bundle declared bigger than a bundle may be.
-    let oversized = attach(
+    let broken = attach_broken_signatures(&world, &proxy);
+    let [promotion, bare, spdx, sbom] = attach_attestations(&world);
+    let good = attach(
         &world,
+        PAUSE,
+        &ReferrerShape::signature(),
+        &DsseOptions::default(),
+    );
+    let mut odd = broken;
+    odd.extend([promotion.clone(), bare, spdx.clone(), sbom.clone()]);
+    let mut listed = odd.clone();
+    listed.push(good.clone());
+    api_answers(&proxy, &listed);
+
+    let by_digest = format!("registry.k8s.io/pause@{}", image.digest);
+    let cache = dir.path().join("cache");
+    let done = verify_image(&config, &cache, &["-v", "--json", &by_digest]);
+    assert_eq!(done.status.code(), Some(0), "{}", combined(&done));
+    let entry = &json(&done)["images"][0];
+    assert_eq!(entry["verdict"], "verified", "{entry:#}");
+    assert_eq!(entry["found"], "referrer", "{entry:#}");
+    assert_eq!(entry["identity"], TRUST, "{entry:#}");
+    assert_eq!(entry["signature"]["manifest"], good["digest"], "{entry:#}");
+    for d in &odd {
+        let digest = d["digest"].as_str().unwrap();
+        assert_eq!(
+            passed_over(&done, digest),
+            1,
+            "one debug line for {digest}:\n{}",
+            stderr(&done)
+        );
+    }
+    // A plain SBOM and an annotated attestation are known by the list: never fetched.
+    for d in [&promotion, &spdx, &sbom] {
+        let digest = d["digest"].as_str().unwrap();
+        assert!(proxy.requests_to(digest).is_empty(), "{digest} fetched");
+    }
+}
+
+/// Signature referrers of pause that cannot be taken: gone (a listed digest the registry does
+/// not have), listed with another size than a valid signature's, a bundle declared bigger than
+/// a bundle may be, and one whose bytes always arrive altered through `proxy`.
+fn attach_broken_signatures(world: &World, proxy: &FaultProxy) -> Vec<Value> {
+    let signed = DsseOptions::default();
+    let mut dangling = attach(world, PAUSE, &ReferrerShape::signature(), &signed);
+    dangling["digest"] = format!("sha256:{}", "7".repeat(64)).into();
+    let mut resized = attach(world, PAUSE, &ReferrerShape::signature(), &signed);
+    resized["size"] = (resized["size"].as_u64().unwrap() + 1).into();
+    let oversized = attach(
+        world,
         PAUSE,
         &ReferrerShape {
             declared_layer_size: Some(5 << 20),
@@ -110,11 +149,10 @@ fn dangling_oversized_mismatched_and_attestation_referrers_are_passed_over_besid
         },
         &signed,
     );
-    // A bundle whose bytes always arrive altered.
-    let altered = attach(&world, PAUSE, &ReferrerShape::signature(), &signed);
+    let altered = attach(world, PAUSE, &ReferrerShape::signature(), &signed);
     let altered_manifest: Value = {
         let hex = altered["digest"].as_str().unwrap();
-        let path = format!("/v2/{}/manifests/{hex}", image.repository);
+        let path = format!("/v2/{}/manifests/{hex}", world.image(PAUSE).repository);
         let got = cks_iso_testworld::http::request(
             &world.registry_host(),
             "GET",
@@ -130,58 +168,37 @@ fn dangling_oversized_mismatched_and_attestation_referrers_are_passed_over_besid
         .unwrap()
         .to_owned();
     proxy.add(Rule::path_contains(&altered_blob).fault(Fault::FlipByte { offset: 40 }));
-    // Attestations: registry.k8s.io's promotion record with and without its annotation, an
-    // SPDX attestation, and a plain SBOM artifact.
+    vec![dangling, resized, oversized, altered]
+}
+
+/// Attestations of pause: registry.k8s.io's promotion record with and without its annotation,
+/// an SPDX attestation, and a plain SBOM artifact.
+fn attach_attestations(world: &World) -> [Value; 4] {
     let promotion = attach(
-        &world,
+        world,
         PAUSE,
         &ReferrerShape::attestation(PROMOTION_PREDICATE),
         &attestation(PROMOTION_PREDICATE),
     );
     let bare = attach(
-        &world,
+        world,
         PAUSE,
         &ReferrerShape::attestation(PROMOTION_PREDICATE).unannotated(),
         &attestation(PROMOTION_PREDICATE),
     );
     let spdx = attach(
-        &world,
+        world,
         PAUSE,
         &ReferrerShape::attestation(SPDX_PREDICATE),
         &attestation(SPDX_PREDICATE),
     );
-    let sbom = attach(&world, PAUSE, &ReferrerShape::spdx_sbom(), &signed);
-    let good = attach(&world, PAUSE, &ReferrerShape::signature(), &signed);
-    let odd = [
-        &dangling, &resized, &oversized, &altered, &promotion, &bare, &spdx, &sbom,
-    ];
-    let mut listed: Vec<Value> = odd.iter().map(|d| (*d).clone()).collect();
-    listed.push(good.clone());
-    api_answers(&proxy, &listed);
-
-    let by_digest = format!("registry.k8s.io/pause@{}", image.digest);
-    let cache = dir.path().join("cache");
-    let done = verify_image(&config, &cache, &["-v", "--json", &by_digest]);
-    assert_eq!(done.status.code(), Some(0), "{}", combined(&done));
-    let entry = &json(&done)["images"][0];
-    assert_eq!(entry["verdict"], "verified", "{entry:#}");
-    assert_eq!(entry["found"], "referrer", "{entry:#}");
-    assert_eq!(entry["identity"], TRUST, "{entry:#}");
-    assert_eq!(entry["signature"]["manifest"], good["digest"], "{entry:#}");
-    for d in odd {
-        let digest = d["digest"].as_str().unwrap();
-        assert_eq!(
-            passed_over(&done, digest),
-            1,
-            "one debug line for {digest}:\n{}",
-            stderr(&done)
-        );
-    }
-    // A plain SBOM and an annotated attestation are known by the list: never fetched.
-    for d in [&promotion, &spdx, &sbom] {
-        let digest = d["digest"].as_str().unwrap();
-        assert!(proxy.requests_to(digest).is_empty(), "{digest} fetched");
-    }
+    let sbom = attach(
+        world,
+        PAUSE,
+        &ReferrerShape::spdx_sbom(),
+        &DsseOptions::default(),
+    );
+    [promotion, bare, spdx, sbom]
 }
 
 #[test]

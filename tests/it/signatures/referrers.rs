@@ -331,37 +331,64 @@ fn a_referrer_of_another_signer_digest_or_payload_fails_naming_the_check() {
     }
 }
 
+/// `build` of the world for amd64 under `--signatures enforce` into `dir/out`, with `extra`.
+fn build_enforced(world: &World, dir: &Path, out: &str, extra: &[&str]) -> Output {
+    let tmp = dir.join("tmp");
+    fs::create_dir_all(&tmp).unwrap();
+    let mut cmd = build_in(world.config_path(), &tmp);
+    cmd.env_remove("CKS_ISO_SIGNATURES")
+        .args(["--kubernetes", world.kubernetes()])
+        .args(["--network", world.network_url()])
+        .args(["--dashboard", world.dashboard_url()])
+        .args(["--output", p(&dir.join(out))])
+        .args(["--cache-dir", p(&dir.join("cache"))])
+        .args(["--arch", "amd64", "--signatures", "enforce"])
+        .args(extra);
+    cmd.output().unwrap()
+}
+
 #[test]
 fn build_takes_a_referrer_signed_image_locks_it_and_the_iso_reverifies_offline() {
     let world = world_without_sig_tags(&[PAUSE]);
     let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
     let image = world.image(PAUSE).clone();
     let referrer = sign_referrer(&world, PAUSE, &DsseOptions::default());
-    let lock = dir.path().join("run.lock");
-    let build = |out: &str, extra: &[&str]| {
-        let tmp = dir.path().join("tmp");
-        fs::create_dir_all(&tmp).unwrap();
-        let mut cmd = build_in(world.config_path(), &tmp);
-        cmd.env_remove("CKS_ISO_SIGNATURES")
-            .args(["--kubernetes", world.kubernetes()])
-            .args(["--network", world.network_url()])
-            .args(["--dashboard", world.dashboard_url()])
-            .args(["--output", p(&dir.path().join(out))])
-            .args(["--cache-dir", p(&dir.path().join("cache"))])
-            .args(["--arch", "amd64", "--signatures", "enforce"])
-            .args(extra);
-        cmd.output().unwrap()
-    };
-    ok(build("out", &["--lock-file", p(&lock)]));
-    let iso = dir
-        .path()
-        .join(format!("out/setup-v{}-x86_64.iso", world.kubernetes()));
-    let tree = dir.path().join("tree");
-    let report = signature_report(&iso, &tree);
+    let lock = d.join("run.lock");
+    ok(build_enforced(&world, d, "out", &["--lock-file", p(&lock)]));
+    let iso = d.join(format!("out/setup-v{}-x86_64.iso", world.kubernetes()));
+    let tree = d.join("tree");
+    assert_the_iso_keeps_the_referrer(&iso, &tree, &image.digest, &referrer);
+    assert_the_lock_names_the_referrer(&lock, &image.digest, &referrer);
+    // A locked rebuild takes the same referrer by digest and makes the same ISO.
+    ok(build_enforced(&world, d, "again", &["--locked", p(&lock)]));
+    let again = d.join(format!("again/setup-v{}-x86_64.iso", world.kubernetes()));
+    assert!(
+        fs::read(&iso).unwrap() == fs::read(&again).unwrap(),
+        "a locked rebuild makes the same ISO"
+    );
+    assert_cache_import_takes_the_referrers_list(d, &lock);
+
+    // Offline, every server stopped, against the world's root given by hand.
+    let root = d.join("root.json");
+    fs::copy(world.trusted_root_path(), &root).unwrap();
+    drop(world);
+    // Sigstore's own Python client verifies the kept bundle (the world's cosign 3 signer judged
+    // by a verifier cks-iso did not write), and its statement names the signed digest.
+    referrer_oracle(&tree, &root, TRUST, "https://accounts.google.com");
+    let out = verify_signatures(&iso, &root);
+    assert!(out.status.success(), "{}", combined(&out));
+    assert_a_flipped_byte_in_the_kept_bundle_is_caught(d, &tree, &root);
+}
+
+/// The ISO's report says pause was verified through a referrer of its top digest, and the ISO
+/// keeps the referrer manifest under its digest.
+fn assert_the_iso_keeps_the_referrer(iso: &Path, tree: &Path, signed: &str, referrer: &str) {
+    let report = signature_report(iso, tree);
     let entry = image_entry(&report, PAUSE);
     assert_eq!(entry["verdict"], "verified", "{entry:#}");
     assert_eq!(entry["found"], "referrer", "{entry:#}");
-    assert_eq!(entry["signed_digest"], image.digest.as_str());
+    assert_eq!(entry["signed_digest"], signed);
     let hex = referrer.trim_start_matches("sha256:");
     let kept = tree.join(format!("signatures/images/{hex}.json"));
     assert_eq!(
@@ -369,42 +396,40 @@ fn build_takes_a_referrer_signed_image_locks_it_and_the_iso_reverifies_offline()
         format!("signatures/images/{hex}.json")
     );
     assert!(kept.exists(), "the referrer manifest is kept");
-    // The lock names the referrer by digest, under the tag schema's name of the signed digest.
-    let locked: serde_json::Value = serde_json::from_slice(&fs::read(&lock).unwrap()).unwrap();
+}
+
+/// The lock names the referrer by digest, under the tag schema's name of the signed digest.
+fn assert_the_lock_names_the_referrer(lock: &Path, signed: &str, referrer: &str) {
+    let locked: serde_json::Value = serde_json::from_slice(&fs::read(lock).unwrap()).unwrap();
     let images = locked["arches"]["amd64"]["images"].as_array().unwrap();
     let pause = images.iter().find(|i| i["reference"] == PAUSE).unwrap();
-    let image_hex = image.digest.trim_start_matches("sha256:");
+    let image_hex = signed.trim_start_matches("sha256:");
     assert_eq!(pause["signature"]["tag"], format!("sha256-{image_hex}"));
-    assert_eq!(pause["signature"]["manifest"], referrer.as_str());
-    // A locked rebuild takes the same referrer by digest and makes the same ISO.
-    ok(build("again", &["--locked", p(&lock)]));
-    let again = dir
-        .path()
-        .join(format!("again/setup-v{}-x86_64.iso", world.kubernetes()));
-    assert!(
-        fs::read(&iso).unwrap() == fs::read(&again).unwrap(),
-        "a locked rebuild makes the same ISO"
-    );
+    assert_eq!(pause["signature"]["manifest"], referrer);
+}
 
-    // `cache import` without a lock takes what verifies: the referrers list is signature
-    // material, and pause's tag is signed through it, as a `.sig`-signed image's tag is.
-    let carry = dir.path().join("carry");
-    let cache_cmd = |args: &[&str]| {
-        let out = cks_iso().arg("cache").args(args).output().unwrap();
-        assert!(out.status.success(), "cache {args:?}: {}", combined(&out));
-        combined(&out)
-    };
-    let source = dir.path().join("cache");
+/// `cache` with `args` succeeds; what it said.
+fn cache_cmd(args: &[&str]) -> String {
+    let out = cks_iso().arg("cache").args(args).output().unwrap();
+    assert!(out.status.success(), "cache {args:?}: {}", combined(&out));
+    combined(&out)
+}
+
+/// `cache import` without a lock takes what verifies: the referrers list is signature material,
+/// and pause's tag is signed through it, as a `.sig`-signed image's tag is.
+fn assert_cache_import_takes_the_referrers_list(dir: &Path, lock: &Path) {
+    let carry = dir.join("carry");
+    let source = dir.join("cache");
     cache_cmd(&[
         "export",
         "--cache-dir",
         p(&source),
         "--locked",
-        p(&lock),
+        p(lock),
         "-o",
         p(&carry),
     ]);
-    let fresh = dir.path().join("fresh");
+    let fresh = dir.join("fresh");
     let said = cache_cmd(&["import", p(&carry), "--cache-dir", p(&fresh)]);
     for taken in ["referrers:registry.k8s.io/pause@", &format!("tag:{PAUSE} ")] {
         assert!(
@@ -414,24 +439,19 @@ fn build_takes_a_referrer_signed_image_locks_it_and_the_iso_reverifies_offline()
             "{taken} is imported:\n{said}"
         );
     }
+}
 
-    // Offline, every server stopped, against the world's root given by hand.
-    let root = dir.path().join("root.json");
-    fs::copy(world.trusted_root_path(), &root).unwrap();
-    drop(world);
-    // Sigstore's own Python client verifies the kept bundle (the world's cosign 3 signer judged
-    // by a verifier cks-iso did not write), and its statement names the signed digest.
-    referrer_oracle(&tree, &root, TRUST, "https://accounts.google.com");
-    let verify = |iso: &Path| {
-        cks_iso()
-            .args(["verify", "--signatures", "--trusted-root", p(&root)])
-            .arg(iso)
-            .output()
-            .unwrap()
-    };
-    let out = verify(&iso);
-    assert!(out.status.success(), "{}", combined(&out));
-    // The bundle in the ISO is what is judged: a flipped byte in it is caught.
+/// `verify --signatures` of `iso` against `root`.
+fn verify_signatures(iso: &Path, root: &Path) -> Output {
+    cks_iso()
+        .args(["verify", "--signatures", "--trusted-root", p(root)])
+        .arg(iso)
+        .output()
+        .unwrap()
+}
+
+/// The bundle in the ISO is what is judged: a flipped byte in it is caught.
+fn assert_a_flipped_byte_in_the_kept_bundle_is_caught(dir: &Path, tree: &Path, root: &Path) {
     let bundle_dir = tree.join("signatures/images/blobs/sha256");
     let bundle = fs::read_dir(&bundle_dir)
         .unwrap()
@@ -442,9 +462,9 @@ fn build_takes_a_referrer_signed_image_locks_it_and_the_iso_reverifies_offline()
     let at = bytes.len() / 2;
     bytes[at] ^= 0x01;
     fs::write(&bundle, bytes).unwrap();
-    let spoiled = dir.path().join("spoiled.iso");
-    run(cks_iso().args(["iso", p(&tree), "-o", p(&spoiled)]));
-    let out = verify(&spoiled);
+    let spoiled = dir.join("spoiled.iso");
+    run(cks_iso().args(["iso", p(tree), "-o", p(&spoiled)]));
+    let out = verify_signatures(&spoiled, root);
     assert_eq!(out.status.code(), Some(1), "{}", combined(&out));
     assert!(
         combined(&out).contains("fails the layer integrity check"),

@@ -71,25 +71,7 @@ fn an_image_signed_onto_rekor_v2_verifies_everywhere_and_its_iso_reverifies_offl
     let image = world.image(PAUSE).clone();
     let referrer = sign_referrer(&world, PAUSE, &on_rekor_v2(OnRekorV2::default()));
     let by_digest = format!("registry.k8s.io/pause@{}", image.digest);
-
-    let done = verify_image(&config, &d.join("cache"), &["--json", &by_digest]);
-    assert_eq!(done.status.code(), Some(0), "{}", combined(&done));
-    let entry = &json(&done)["images"][0];
-    assert_eq!(entry["verdict"], "verified", "{entry:#}");
-    assert_eq!(entry["found"], "referrer", "{entry:#}");
-    assert_eq!(entry["identity"], TRUST, "{entry:#}");
-    assert_eq!(entry["signed_digest"], image.digest.as_str());
-    assert_eq!(entry["signature"]["manifest"], referrer.as_str());
-    // The plain line says the time is a timestamp's: a Rekor v2 entry integrates at no time.
-    let line = verify_image(&config, &d.join("cache"), &["--offline", &by_digest]);
-    assert_eq!(line.status.code(), Some(0), "{}", combined(&line));
-    let text = String::from_utf8_lossy(&line.stdout).into_owned();
-    assert!(
-        text.contains(&format!("verified: {TRUST}"))
-            && text.contains("timestamped at")
-            && text.contains(&format!("referrer {referrer} of {}", image.digest)),
-        "{text}"
-    );
+    assert_verify_image_takes_the_referrer(&config, d, &image.digest, &referrer);
 
     let pulled = d.join("pulled");
     let done = pull(&config, &d.join("cache-pull"), &pulled, &by_digest);
@@ -106,25 +88,7 @@ fn an_image_signed_onto_rekor_v2_verifies_everywhere_and_its_iso_reverifies_offl
     assert!(out.status.success(), "{}", combined(&out));
     let iso = d.join(format!("out/setup-v{}-x86_64.iso", world.kubernetes()));
     let tree = d.join("tree");
-    let report = signature_report(&iso, &tree);
-    let entry = image_entry(&report, PAUSE);
-    assert_eq!(entry["verdict"], "verified", "{entry:#}");
-    assert_eq!(entry["found"], "referrer", "{entry:#}");
-    // The bundle kept is the Rekor v2 one, byte for byte as the registry holds it.
-    let manifest: serde_json::Value = serde_json::from_slice(
-        &fs::read(tree.join(entry["signature_manifest"].as_str().unwrap())).unwrap(),
-    )
-    .unwrap();
-    let layer = manifest["layers"][0]["digest"].as_str().unwrap();
-    let kept = tree.join(format!(
-        "signatures/images/blobs/sha256/{}",
-        layer.trim_start_matches("sha256:")
-    ));
-    let bundle: serde_json::Value = serde_json::from_slice(&fs::read(&kept).unwrap()).unwrap();
-    let tlog = &bundle["verificationMaterial"]["tlogEntries"][0];
-    assert_eq!(tlog["kindVersion"]["kind"], "hashedrekord", "{tlog:#}");
-    assert_eq!(tlog["kindVersion"]["version"], "0.0.2", "{tlog:#}");
-    assert!(tlog.get("inclusionPromise").is_none(), "{tlog:#}");
+    let kept = kept_rekor_v2_bundle(&iso, &tree);
 
     // Every server stopped, against the world's root given by hand.
     let root = d.join("root.json");
@@ -141,11 +105,65 @@ fn an_image_signed_onto_rekor_v2_verifies_everywhere_and_its_iso_reverifies_offl
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", combined(&out));
-    // The kept bundle on its own: the artifact a cosign 3 bundle signs is the image digest.
+    assert_the_kept_bundle_verifies_on_its_own(&kept, &root, &image.digest);
+    // Sigstore's own Python client judges the same bundle: the world's Rekor v2 DSSE entry,
+    // checkpoint and timestamp are in the shapes a verifier cks-iso did not write reads.
+    referrer_oracle(&tree, &root, TRUST, GOOGLE);
+}
+
+/// `verify-image --json` finds pause verified through the referrer, and the plain line says the
+/// time is a timestamp's: a Rekor v2 entry integrates at no time.
+fn assert_verify_image_takes_the_referrer(config: &Path, d: &Path, signed: &str, referrer: &str) {
+    let by_digest = format!("registry.k8s.io/pause@{signed}");
+    let done = verify_image(config, &d.join("cache"), &["--json", &by_digest]);
+    assert_eq!(done.status.code(), Some(0), "{}", combined(&done));
+    let entry = &json(&done)["images"][0];
+    assert_eq!(entry["verdict"], "verified", "{entry:#}");
+    assert_eq!(entry["found"], "referrer", "{entry:#}");
+    assert_eq!(entry["identity"], TRUST, "{entry:#}");
+    assert_eq!(entry["signed_digest"], signed);
+    assert_eq!(entry["signature"]["manifest"], referrer);
+    let line = verify_image(config, &d.join("cache"), &["--offline", &by_digest]);
+    assert_eq!(line.status.code(), Some(0), "{}", combined(&line));
+    let text = String::from_utf8_lossy(&line.stdout).into_owned();
+    assert!(
+        text.contains(&format!("verified: {TRUST}"))
+            && text.contains("timestamped at")
+            && text.contains(&format!("referrer {referrer} of {signed}")),
+        "{text}"
+    );
+}
+
+/// The ISO verified pause through the referrer and keeps the Rekor v2 bundle (a `hashedrekord`
+/// 0.0.2 entry, no inclusion promise), byte for byte as the registry holds it. Returns its path.
+fn kept_rekor_v2_bundle(iso: &Path, tree: &Path) -> std::path::PathBuf {
+    let report = signature_report(iso, tree);
+    let entry = image_entry(&report, PAUSE);
+    assert_eq!(entry["verdict"], "verified", "{entry:#}");
+    assert_eq!(entry["found"], "referrer", "{entry:#}");
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &fs::read(tree.join(entry["signature_manifest"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    let layer = manifest["layers"][0]["digest"].as_str().unwrap();
+    let kept = tree.join(format!(
+        "signatures/images/blobs/sha256/{}",
+        layer.trim_start_matches("sha256:")
+    ));
+    let bundle: serde_json::Value = serde_json::from_slice(&fs::read(&kept).unwrap()).unwrap();
+    let tlog = &bundle["verificationMaterial"]["tlogEntries"][0];
+    assert_eq!(tlog["kindVersion"]["kind"], "hashedrekord", "{tlog:#}");
+    assert_eq!(tlog["kindVersion"]["version"], "0.0.2", "{tlog:#}");
+    assert!(tlog.get("inclusionPromise").is_none(), "{tlog:#}");
+    kept
+}
+
+/// The kept bundle on its own: the artifact a cosign 3 bundle signs is the image digest.
+fn assert_the_kept_bundle_verifies_on_its_own(kept: &Path, root: &Path, signed: &str) {
     let out = cks_iso()
-        .args(["verify-bundle", "--offline", "--trusted-root", p(&root)])
-        .args(["--bundle", p(&kept), "--certificate-identity", TRUST])
-        .args(["--certificate-oidc-issuer", GOOGLE, &image.digest])
+        .args(["verify-bundle", "--offline", "--trusted-root", p(root)])
+        .args(["--bundle", p(kept), "--certificate-identity", TRUST])
+        .args(["--certificate-oidc-issuer", GOOGLE, signed])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", combined(&out));
@@ -154,9 +172,6 @@ fn an_image_signed_onto_rekor_v2_verifies_everywhere_and_its_iso_reverifies_offl
         "{}",
         combined(&out)
     );
-    // Sigstore's own Python client judges the same bundle: the world's Rekor v2 DSSE entry,
-    // checkpoint and timestamp are in the shapes a verifier cks-iso did not write reads.
-    referrer_oracle(&tree, &root, TRUST, GOOGLE);
 }
 
 #[test]

@@ -15,7 +15,7 @@ use crate::support::*;
 use cks_iso_testworld::faults::FaultProxy;
 use cks_iso_testworld::registry::{FrontAuth, TokenFront};
 use cks_iso_testworld::sigstore::SignOptions;
-use cks_iso_testworld::world::{Options, World};
+use cks_iso_testworld::world::{Image, Options, World};
 
 const PAUSE: &str = "registry.k8s.io/pause:3.10";
 const TRUST: &str = "krel-trust@k8s-releng-prod.iam.gserviceaccount.com";
@@ -61,68 +61,15 @@ fn a_signed_image_verifies_by_tag_and_by_digest_fetching_only_its_signature() {
     let proxy = FaultProxy::start(&world.registry_url());
     let config = config_through(&world, &proxy, dir.path());
     let pause = world.image(PAUSE).clone();
-    let hex = pause.digest.trim_start_matches("sha256:").to_owned();
-    let sig_tag = format!("sha256-{hex}.sig");
-
-    // By digest, cold cache: the .sig tag and its one payload, nothing of the image.
-    let cache = dir.path().join("cache-digest");
     let by_digest = format!("registry.k8s.io/pause@{}", pause.digest);
-    let before = proxy.log().len();
-    let done = verify_image(&config, &cache, &[&by_digest]);
-    assert_eq!(code(&done), Some(0), "{}", combined(&done));
-    let line = out(&done);
-    assert_eq!(line.lines().count(), 1, "{line}");
-    assert!(
-        line.starts_with(&format!(
-            "{by_digest} {} verified: {TRUST} via {GOOGLE}",
-            pause.digest
-        )),
-        "{line}"
+    assert_by_digest_fetches_only_the_signature(
+        &config,
+        &proxy,
+        &dir.path().join("cache-digest"),
+        &pause,
     );
-    assert!(line.contains(&sig_tag), "{line}");
-    let requests = seen(&proxy, before);
-    let manifests: Vec<_> = requests
-        .iter()
-        .filter(|r| r.contains("/manifests/"))
-        .collect();
-    assert!(
-        !manifests.is_empty() && manifests.iter().all(|r| r.ends_with(&sig_tag)),
-        "only the .sig tag's manifest may be fetched: {requests:#?}"
-    );
-    let blobs: Vec<_> = requests.iter().filter(|r| r.contains("/blobs/")).collect();
-    assert_eq!(blobs.len(), 1, "the signature payload only: {requests:#?}");
-    let cached = fs::read_dir(cache.join("blobs/sha256")).unwrap().count();
-    assert_eq!(cached, 2, "the .sig manifest and its payload");
-    assert!(!cache.join("blobs/sha256").join(&hex).exists());
-    for manifest in pause.manifests.values() {
-        let platform = manifest.trim_start_matches("sha256:");
-        assert!(!cache.join("blobs/sha256").join(platform).exists());
-    }
-
-    // By tag: the tag's digest by HEAD, then the same signature; still no image manifest body.
     let cache = dir.path().join("cache-tag");
-    let before = proxy.log().len();
-    let done = verify_image(&config, &cache, &[PAUSE]);
-    assert_eq!(code(&done), Some(0), "{}", combined(&done));
-    assert!(
-        out(&done).starts_with(&format!("{PAUSE} {} verified: {TRUST}", pause.digest)),
-        "{}",
-        out(&done)
-    );
-    let requests = seen(&proxy, before);
-    assert!(
-        requests
-            .iter()
-            .any(|r| r.starts_with("HEAD ") && r.ends_with("/manifests/3.10")),
-        "{requests:#?}"
-    );
-    assert!(
-        !requests
-            .iter()
-            .any(|r| r.starts_with("GET ") && r.ends_with("/manifests/3.10")),
-        "the tag's manifest is not downloaded: {requests:#?}"
-    );
-    assert!(!cache.join("blobs/sha256").join(&hex).exists());
+    assert_by_tag_only_heads_the_tag(&config, &proxy, &cache, &pause);
 
     // The identity as a regular expression, and the exact one, instead of the policy.
     let done = verify_image(
@@ -137,15 +84,105 @@ fn a_signed_image_verifies_by_tag_and_by_digest_fetching_only_its_signature() {
         ],
     );
     assert_eq!(code(&done), Some(0), "{}", combined(&done));
+    assert_the_issuer_regexp_matches_whole(&config, &cache);
+    assert_arch_takes_the_platform_signature(&config, &cache, &pause);
 
-    // The issuer as a regular expression too: the whole issuer must match, not a part of it.
+    // Offline, from what the cache saw.
+    let done = verify_image(&config, &cache, &["--offline", PAUSE, &by_digest]);
+    assert_eq!(code(&done), Some(0), "{}", combined(&done));
+    assert_eq!(
+        out(&done).matches(" verified: ").count(),
+        2,
+        "{}",
+        out(&done)
+    );
+}
+
+/// By digest, cold `cache`: the `.sig` tag and its one payload, nothing of the image.
+fn assert_by_digest_fetches_only_the_signature(
+    config: &Path,
+    proxy: &FaultProxy,
+    cache: &Path,
+    pause: &Image,
+) {
+    let hex = pause.digest.trim_start_matches("sha256:");
+    let sig_tag = format!("sha256-{hex}.sig");
+    let by_digest = format!("registry.k8s.io/pause@{}", pause.digest);
+    let before = proxy.log().len();
+    let done = verify_image(config, cache, &[&by_digest]);
+    assert_eq!(code(&done), Some(0), "{}", combined(&done));
+    let line = out(&done);
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(
+        line.starts_with(&format!(
+            "{by_digest} {} verified: {TRUST} via {GOOGLE}",
+            pause.digest
+        )),
+        "{line}"
+    );
+    assert!(line.contains(&sig_tag), "{line}");
+    let requests = seen(proxy, before);
+    let manifests: Vec<_> = requests
+        .iter()
+        .filter(|r| r.contains("/manifests/"))
+        .collect();
+    assert!(
+        !manifests.is_empty() && manifests.iter().all(|r| r.ends_with(&sig_tag)),
+        "only the .sig tag's manifest may be fetched: {requests:#?}"
+    );
+    let blobs: Vec<_> = requests.iter().filter(|r| r.contains("/blobs/")).collect();
+    assert_eq!(blobs.len(), 1, "the signature payload only: {requests:#?}");
+    let cached = fs::read_dir(cache.join("blobs/sha256")).unwrap().count();
+    assert_eq!(cached, 2, "the .sig manifest and its payload");
+    assert!(!cache.join("blobs/sha256").join(hex).exists());
+    for manifest in pause.manifests.values() {
+        let platform = manifest.trim_start_matches("sha256:");
+        assert!(!cache.join("blobs/sha256").join(platform).exists());
+    }
+}
+
+/// By tag: the tag's digest by HEAD, then the same signature; still no image manifest body.
+fn assert_by_tag_only_heads_the_tag(
+    config: &Path,
+    proxy: &FaultProxy,
+    cache: &Path,
+    pause: &Image,
+) {
+    let hex = pause.digest.trim_start_matches("sha256:");
+    let before = proxy.log().len();
+    let done = verify_image(config, cache, &[PAUSE]);
+    assert_eq!(code(&done), Some(0), "{}", combined(&done));
+    assert!(
+        out(&done).starts_with(&format!("{PAUSE} {} verified: {TRUST}", pause.digest)),
+        "{}",
+        out(&done)
+    );
+    let requests = seen(proxy, before);
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.starts_with("HEAD ") && r.ends_with("/manifests/3.10")),
+        "{requests:#?}"
+    );
+    assert!(
+        !requests
+            .iter()
+            .any(|r| r.starts_with("GET ") && r.ends_with("/manifests/3.10")),
+        "the tag's manifest is not downloaded: {requests:#?}"
+    );
+    assert!(!cache.join("blobs/sha256").join(hex).exists());
+}
+
+/// The issuer as a regular expression too: the whole issuer must match, not a part of it, and a
+/// malformed one is a usage error naming it.
+fn assert_the_issuer_regexp_matches_whole(config: &Path, cache: &Path) {
     let issuer_regexp = |re: &str| {
         verify_image(
-            &config,
-            &cache,
+            config,
+            cache,
             &[
                 "--certificate-identity",
-                "krel-trust@k8s-releng-prod.iam.gserviceaccount.com",
+                TRUST,
                 "--certificate-oidc-issuer-regexp",
                 re,
                 PAUSE,
@@ -168,9 +205,11 @@ fn a_signed_image_verifies_by_tag_and_by_digest_fetching_only_its_signature() {
         "{}",
         combined(&done)
     );
+}
 
-    // --arch: the index is fetched and the platform manifest's own signature taken, as build.
-    let done = verify_image(&config, &cache, &["--arch", "arm64", "--json", PAUSE]);
+/// --arch: the index is fetched and the platform manifest's own signature taken, as build.
+fn assert_arch_takes_the_platform_signature(config: &Path, cache: &Path, pause: &Image) {
+    let done = verify_image(config, cache, &["--arch", "arm64", "--json", PAUSE]);
     assert_eq!(code(&done), Some(0), "{}", combined(&done));
     let report: serde_json::Value = serde_json::from_slice(&done.stdout).unwrap();
     let entry = &report["images"][0];
@@ -182,16 +221,6 @@ fn a_signed_image_verifies_by_tag_and_by_digest_fetching_only_its_signature() {
     assert_eq!(
         entry["signed_digest"], pause.manifests["arm64"],
         "{entry:#}"
-    );
-
-    // Offline, from what the cache saw.
-    let done = verify_image(&config, &cache, &["--offline", PAUSE, &by_digest]);
-    assert_eq!(code(&done), Some(0), "{}", combined(&done));
-    assert_eq!(
-        out(&done).matches(" verified: ").count(),
-        2,
-        "{}",
-        out(&done)
     );
 }
 
@@ -285,17 +314,11 @@ fn an_unsigned_image_is_reported_and_fails_only_under_enforce() {
     );
 }
 
-#[test]
-fn another_signer_or_a_tampered_signature_fails_naming_the_check() {
-    let world = World::start(Options::default());
-    let dir = tempfile::tempdir().unwrap();
-    let cache = dir.path().join("cache");
-    let config = world.config_path();
-
-    // Signed by krel-trust, asked for mallory: both identities named.
+/// Signed by krel-trust, asked for mallory: both identities named, with a hint.
+fn assert_another_signer_is_named(world: &World, cache: &Path) {
     let done = verify_image(
-        config,
-        &cache,
+        world.config_path(),
+        cache,
         &[
             "--certificate-identity",
             "mallory@example.com",
@@ -324,6 +347,15 @@ fn another_signer_or_a_tampered_signature_fails_naming_the_check() {
         "{}",
         out(&done)
     );
+}
+
+#[test]
+fn another_signer_or_a_tampered_signature_fails_naming_the_check() {
+    let world = World::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let config = world.config_path();
+    assert_another_signer_is_named(&world, &cache);
 
     // The index's signature replaced by one whose SET has a flipped bit.
     let etcd = world
@@ -424,20 +456,12 @@ fn a_registry_that_wants_credentials_gets_them_from_the_auth_file_as_for_build()
     assert!(front.token_requests() > 0, "the front issued no token");
 }
 
-#[test]
-fn bad_usage_exits_2_before_any_request() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = dir.path().join("cache");
-    let run = |args: &[&str]| -> Output {
-        let mut cmd: Command = cks_iso();
-        cmd.args(["verify-image", "--cache-dir", p(&cache)])
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    // Nothing listens at this registry: exit 2 proves no request was made.
-    let nowhere = "127.0.0.1:9/library/app:1";
-    for (args, wanted) in [
+/// Nothing listens at this registry: exit 2 proves no request was made.
+const NOWHERE: &str = "127.0.0.1:9/library/app:1";
+
+/// Bad usages of `verify-image`, with a word the refusal must say.
+fn bad_usages() -> Vec<(Vec<&'static str>, &'static str)> {
+    vec![
         (vec![], "IMAGE"),
         (
             vec!["--certificate-oidc-issuer", GOOGLE, PAUSE],
@@ -477,7 +501,7 @@ fn bad_usage_exits_2_before_any_request() {
             "cannot read the signature policy",
         ),
         (
-            vec![nowhere],
+            vec![NOWHERE],
             "no signature policy rule says who must have signed",
         ),
         (
@@ -486,7 +510,7 @@ fn bad_usage_exits_2_before_any_request() {
                 "(",
                 "--certificate-oidc-issuer",
                 GOOGLE,
-                nowhere,
+                NOWHERE,
             ],
             "--certificate-identity-regexp",
         ),
@@ -495,7 +519,21 @@ fn bad_usage_exits_2_before_any_request() {
             "cannot read the trusted root",
         ),
         (vec!["registry.k8s.io/Pause:3.10"], "Pause"),
-    ] {
+    ]
+}
+
+#[test]
+fn bad_usage_exits_2_before_any_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let run = |args: &[&str]| -> Output {
+        let mut cmd: Command = cks_iso();
+        cmd.args(["verify-image", "--cache-dir", p(&cache)])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    for (args, wanted) in bad_usages() {
         let done = run(&args);
         let said = combined(&done);
         assert_eq!(code(&done), Some(2), "{args:?}: {said}");
@@ -505,9 +543,9 @@ fn bad_usage_exits_2_before_any_request() {
         );
         assert!(done.stdout.is_empty(), "{args:?}: {said}");
     }
-    let done = run(&[nowhere]);
+    let done = run(&[NOWHERE]);
     let err = stderr(&done);
-    assert!(err.contains(nowhere.split('/').next().unwrap()), "{err}");
+    assert!(err.contains(NOWHERE.split('/').next().unwrap()), "{err}");
     assert!(
         err.contains("hint:") && err.contains("--signature-policy"),
         "{err}"

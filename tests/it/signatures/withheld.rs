@@ -8,7 +8,7 @@
 //! warning under `verify`. `verify-image` holds them to the same rule, with or without
 //! `--enforce`.
 
-use crate::signatures::images::{build, config_through};
+use crate::signatures::common::{build, config_through};
 use crate::support::*;
 use cks_iso_testworld::faults::{Fault, FaultProxy, Rule};
 use cks_iso_testworld::world::{Options, World};

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use cks_iso::lock::{ArchEntry, Autoscaler, ImageEntry, Kubeadm, Lock, LockedRequest, VERSION};
 use cks_iso_testworld::images::Fixture;
 use cks_iso_testworld::registry::{RegistryWorld, proxy};
-use cks_iso_testworld::server::{HttpServer, Outgoing};
+use cks_iso_testworld::server::{HttpServer, Incoming, Outgoing};
 
 use super::{cks_iso, require, run_tool, stderr};
 
@@ -164,89 +164,126 @@ pub struct CuttingFront {
 
 impl CuttingFront {
     pub fn start(upstream: &str, partial: bool) -> Self {
-        let sessions: Sessions = Arc::default();
-        let cut: Arc<Mutex<Option<String>>> = Arc::default();
-        let me: Arc<std::sync::OnceLock<String>> = Arc::default();
+        let cutter = Arc::new(Cutter {
+            sessions: Arc::default(),
+            cut: Arc::default(),
+            me: Arc::default(),
+            upstream: upstream.to_owned(),
+            partial,
+        });
         let server = {
-            let (sessions, cut, me, upstream) = (
-                sessions.clone(),
-                cut.clone(),
-                me.clone(),
-                upstream.to_owned(),
-            );
-            HttpServer::start(move |request| {
-                let path = request
-                    .target
-                    .split('?')
-                    .next()
-                    .unwrap_or_default()
-                    .to_owned();
-                let mut body = request.body.clone();
-                let mut range = request.header("content-range").map(str::to_owned);
-                let mut broken = false;
-                if request.method == "PATCH" {
-                    sessions.lock().unwrap().entry(path.clone()).or_default().0 +=
-                        body.len() as u64;
-                    let mut cut = cut.lock().unwrap();
-                    if cut.is_none() && body.len() >= 2048 {
-                        let start: u64 = range
-                            .as_deref()
-                            .and_then(|r| r.split('-').next()?.parse().ok())
-                            .unwrap();
-                        let half = body.len() / 2;
-                        body.truncate(half);
-                        range = Some(format!("{start}-{}", start + half as u64 - 1));
-                        *cut = Some(path.clone());
-                        broken = true;
-                    }
-                }
-                if request.method == "PUT" && path.contains("/blobs/uploads/") {
-                    let digest = request.target.split("digest=").nth(1).map(str::to_owned);
-                    sessions.lock().unwrap().entry(path.clone()).or_default().1 = digest;
-                }
-                let mut headers: Vec<(&str, &str)> = ["accept", "content-type"]
-                    .into_iter()
-                    .filter_map(|name| request.header(name).map(|v| (name, v)))
-                    .collect();
-                if let Some(range) = &range {
-                    headers.push(("content-range", range));
-                }
-                if broken && !partial {
-                    return Outgoing::new(503, "upstream connection lost");
-                }
-                let reply = match cks_iso_testworld::http::request(
-                    &upstream,
-                    &request.method,
-                    &request.target,
-                    &headers,
-                    &body,
-                ) {
-                    Ok(reply) => reply,
-                    Err(e) => return Outgoing::new(502, e.to_string()),
-                };
-                if broken {
-                    return Outgoing::new(503, "upstream connection lost");
-                }
-                let mut out = Outgoing::new(reply.status, Vec::new());
-                for name in ["content-type", "docker-content-digest", "range", "location"] {
-                    if let Some(value) = reply.header(name) {
-                        let value = value.replace(&upstream, me.get().unwrap());
-                        out = out.with(name, &value);
-                    }
-                }
-                if request.method == "HEAD" {
-                    out.length = reply.header("content-length").and_then(|l| l.parse().ok());
-                }
-                out.body = reply.body;
-                out
-            })
+            let cutter = cutter.clone();
+            HttpServer::start(move |request| cutter.handle(&request))
         };
-        me.set(server.host()).unwrap();
+        cutter.me.set(server.host()).unwrap();
         Self {
             server,
-            sessions,
-            cut,
+            sessions: cutter.sessions.clone(),
+            cut: cutter.cut.clone(),
         }
+    }
+}
+
+/// The state of a [`CuttingFront`]'s handler: what it counted and cut, its own address (to
+/// rewrite `Location`) and the registry it forwards to.
+struct Cutter {
+    sessions: Sessions,
+    cut: Arc<Mutex<Option<String>>>,
+    me: Arc<std::sync::OnceLock<String>>,
+    upstream: String,
+    partial: bool,
+}
+
+impl Cutter {
+    /// Counts, maybe cuts, forwards, and answers 503 for the broken chunk.
+    fn handle(&self, request: &Incoming) -> Outgoing {
+        let path = request
+            .target
+            .split('?')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let mut body = request.body.clone();
+        let mut range = request.header("content-range").map(str::to_owned);
+        let broken = request.method == "PATCH" && self.count_and_cut(&path, &mut body, &mut range);
+        if request.method == "PUT" && path.contains("/blobs/uploads/") {
+            let digest = request.target.split("digest=").nth(1).map(str::to_owned);
+            self.sessions.lock().unwrap().entry(path).or_default().1 = digest;
+        }
+        if broken && !self.partial {
+            return Outgoing::new(503, "upstream connection lost");
+        }
+        let reply = match self.forward(request, &body, range.as_deref()) {
+            Ok(reply) => reply,
+            Err(unreachable) => return unreachable,
+        };
+        if broken {
+            return Outgoing::new(503, "upstream connection lost");
+        }
+        reply
+    }
+
+    /// Counts a `PATCH` body's bytes for its session; the first chunk of 2 KiB or more is cut to
+    /// its first half (its `Content-Range` to match). Whether this one was cut.
+    fn count_and_cut(&self, path: &str, body: &mut Vec<u8>, range: &mut Option<String>) -> bool {
+        self.sessions
+            .lock()
+            .unwrap()
+            .entry(path.to_owned())
+            .or_default()
+            .0 += body.len() as u64;
+        let mut cut = self.cut.lock().unwrap();
+        if cut.is_some() || body.len() < 2048 {
+            return false;
+        }
+        let start: u64 = range
+            .as_deref()
+            .and_then(|r| r.split('-').next()?.parse().ok())
+            .unwrap();
+        let half = body.len() / 2;
+        body.truncate(half);
+        *range = Some(format!("{start}-{}", start + half as u64 - 1));
+        *cut = Some(path.to_owned());
+        true
+    }
+
+    /// `request` with `body` and `range` sent on to the registry; its answer, addresses of the
+    /// registry in its headers rewritten to this front's (or a 502 when it cannot be reached).
+    fn forward(
+        &self,
+        request: &Incoming,
+        body: &[u8],
+        range: Option<&str>,
+    ) -> Result<Outgoing, Outgoing> {
+        let mut headers: Vec<(&str, &str)> = ["accept", "content-type"]
+            .into_iter()
+            .filter_map(|name| request.header(name).map(|v| (name, v)))
+            .collect();
+        if let Some(range) = range {
+            headers.push(("content-range", range));
+        }
+        let reply = match cks_iso_testworld::http::request(
+            &self.upstream,
+            &request.method,
+            &request.target,
+            &headers,
+            body,
+        ) {
+            Ok(reply) => reply,
+            Err(e) => return Err(Outgoing::new(502, e.to_string())),
+        };
+        let mut out = Outgoing::new(reply.status, Vec::new());
+        for name in ["content-type", "docker-content-digest", "range", "location"] {
+            if let Some(value) = reply.header(name) {
+                let value = value.replace(&self.upstream, self.me.get().unwrap());
+                out = out.with(name, &value);
+            }
+        }
+        if request.method == "HEAD" {
+            out.length = reply.header("content-length").and_then(|l| l.parse().ok());
+        }
+        out.body = reply.body;
+        Ok(out)
     }
 }
 

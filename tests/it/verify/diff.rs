@@ -21,28 +21,12 @@ fn sha(bytes: &[u8]) -> String {
 
 /// A lock of `arch` for the tree `cks_tree` writes, with `network` as network.yaml.
 fn lock(arch: &str, network: &str) -> Lock {
-    let uname = if arch == "amd64" { "x86_64" } else { "aarch64" };
     Lock {
         version: VERSION,
         cks_iso: "0.1.0".into(),
         epoch: 1_700_000_000,
         epoch_from: None,
-        request: LockedRequest {
-            kubernetes: "1.33.1".into(),
-            kubernetes_label: None,
-            arches: vec![arch.into()],
-            cni: "1.6.2".into(),
-            crictl: "1.33.0".into(),
-            etcd: None,
-            csi: None,
-            ccm: "v1.2.0".into(),
-            autoscaler: "1.33.3".into(),
-            headlamp: None,
-            headlamp_image: None,
-            cloudstack: None,
-            volume_id: "CDROM".into(),
-            name: "setup-v1.33.1".into(),
-        },
+        request: locked_request(arch),
         autoscaler: Autoscaler {
             version: "1.33.3".into(),
             tag: "cluster-autoscaler-1.33.3".into(),
@@ -55,58 +39,86 @@ fn lock(arch: &str, network: &str) -> Lock {
             coredns: "v1.12.0".into(),
             source: "embedded table".into(),
         },
-        manifests: [
-            ("network.yaml", network),
-            ("dashboard.yaml", "apiVersion: v1\nkind: Namespace\n"),
-            (
-                "autoscaler.yaml",
-                "args:\n  - --nodes=<min>:<max>:<cluster-id>\n",
-            ),
-            (
-                "provider.yaml",
-                "image: apache/cloudstack-kubernetes-provider:v1.2.0\n",
-            ),
-        ]
-        .iter()
-        .map(|(path, text)| ManifestEntry {
-            path: (*path).into(),
-            role: path.trim_end_matches(".yaml").into(),
-            source: format!("file:{path}"),
-            sha256_taken: sha(text.as_bytes()),
-            sha256: sha(text.as_bytes()),
-        })
-        .collect(),
-        arches: BTreeMap::from([(
-            arch.to_owned(),
-            ArchEntry {
-                iso: format!("setup-v1.33.1-{uname}.iso"),
-                files: vec![FileEntry {
-                    path: "k8s/kubeadm".into(),
-                    url: "https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm".into(),
-                    size: 70_000,
-                    sha256: "a".repeat(64),
-                    signature: None,
-                }],
-                images: vec![
-                    ImageEntry {
-                        reference: "registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.3".into(),
-                        digest: format!("sha256:{}", "b".repeat(64)),
-                        manifest: format!("sha256:{}", "c".repeat(64)),
-                        size: 1000,
-                        extra: None,
-                        signature: None,
-                    },
-                    ImageEntry {
-                        reference: "registry.k8s.io/pause:3.10".into(),
-                        digest: format!("sha256:{}", "d".repeat(64)),
-                        manifest: format!("sha256:{}", "e".repeat(64)),
-                        size: 500,
-                        extra: None,
-                        signature: None,
-                    },
-                ],
+        manifests: locked_manifests(network),
+        arches: BTreeMap::from([(arch.to_owned(), arch_entry(arch))]),
+    }
+}
+
+/// The request of [`lock`]: Kubernetes 1.33.1 for `arch` and the versions that go with it.
+fn locked_request(arch: &str) -> LockedRequest {
+    LockedRequest {
+        kubernetes: "1.33.1".into(),
+        kubernetes_label: None,
+        arches: vec![arch.into()],
+        cni: "1.6.2".into(),
+        crictl: "1.33.0".into(),
+        etcd: None,
+        csi: None,
+        ccm: "v1.2.0".into(),
+        autoscaler: "1.33.3".into(),
+        headlamp: None,
+        headlamp_image: None,
+        cloudstack: None,
+        volume_id: "CDROM".into(),
+        name: "setup-v1.33.1".into(),
+    }
+}
+
+/// The four manifests of [`lock`], `network` as network.yaml, each taken as written.
+fn locked_manifests(network: &str) -> Vec<ManifestEntry> {
+    [
+        ("network.yaml", network),
+        ("dashboard.yaml", "apiVersion: v1\nkind: Namespace\n"),
+        (
+            "autoscaler.yaml",
+            "args:\n  - --nodes=<min>:<max>:<cluster-id>\n",
+        ),
+        (
+            "provider.yaml",
+            "image: apache/cloudstack-kubernetes-provider:v1.2.0\n",
+        ),
+    ]
+    .iter()
+    .map(|(path, text)| ManifestEntry {
+        path: (*path).into(),
+        role: path.trim_end_matches(".yaml").into(),
+        source: format!("file:{path}"),
+        sha256_taken: sha(text.as_bytes()),
+        sha256: sha(text.as_bytes()),
+    })
+    .collect()
+}
+
+/// The ISO of `arch` in [`lock`]: kubeadm, the autoscaler's image and pause.
+fn arch_entry(arch: &str) -> ArchEntry {
+    let uname = if arch == "amd64" { "x86_64" } else { "aarch64" };
+    ArchEntry {
+        iso: format!("setup-v1.33.1-{uname}.iso"),
+        files: vec![FileEntry {
+            path: "k8s/kubeadm".into(),
+            url: "https://dl.k8s.io/release/v1.33.1/bin/linux/amd64/kubeadm".into(),
+            size: 70_000,
+            sha256: "a".repeat(64),
+            signature: None,
+        }],
+        images: vec![
+            ImageEntry {
+                reference: "registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.3".into(),
+                digest: format!("sha256:{}", "b".repeat(64)),
+                manifest: format!("sha256:{}", "c".repeat(64)),
+                size: 1000,
+                extra: None,
+                signature: None,
             },
-        )]),
+            ImageEntry {
+                reference: "registry.k8s.io/pause:3.10".into(),
+                digest: format!("sha256:{}", "d".repeat(64)),
+                manifest: format!("sha256:{}", "e".repeat(64)),
+                size: 500,
+                extra: None,
+                signature: None,
+            },
+        ],
     }
 }
 

@@ -15,7 +15,7 @@ use std::path::Path;
 use crate::support::containerd::Containerd;
 use crate::support::world::world;
 use crate::support::*;
-use crate::verify::contract::{good_tree, verify};
+use crate::verify::tree::{good_tree, verify};
 use cks_iso::image::Arch;
 
 /// Rewrites the archive at `path` keeping only the entries `keep` accepts, headers as they were.
@@ -67,10 +67,33 @@ fn an_iso_from_elsewhere_names_the_archive_nodes_cannot_import_first() {
     let src = dir.path().join("src");
     upstream_tree(&src);
     let good_pause = fs::read(src.join(PAUSE)).unwrap();
+    assert_good_archives_pass_with_one_note(dir.path(), &src);
 
-    // The same ISO with good archives passes, with one note.
-    let good = dir.path().join("setup-v1.34.7-calico-x86_64.iso");
-    build_iso(&src, &good);
+    // apache/cloudstack#13157: the pause archive holds only blobs/.
+    keep_only(&src.join(PAUSE), |name| name.starts_with("blobs/"));
+    let bad = dir.path().join("bad-x86_64.iso");
+    build_iso(&src, &bad);
+    assert_the_blobs_only_archive_is_named_first(&bad);
+    let json = cks_iso()
+        .args(["verify", "--json", p(&bad)])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        report["isos"][0]["notes"],
+        serde_json::json!(["not built by cks-iso: checking what nodes read"])
+    );
+    assert_eq!(
+        report["isos"][0]["violations"][0]["path"], PAUSE,
+        "{report:#}"
+    );
+    assert_containerd_agrees(dir.path(), &src, good_pause);
+}
+
+/// The ISO of the upstream tree `src`, its archives good, passes, with one note.
+fn assert_good_archives_pass_with_one_note(dir: &Path, src: &Path) {
+    let good = dir.join("setup-v1.34.7-calico-x86_64.iso");
+    build_iso(src, &good);
     let (code, out, err) = verify(&good);
     assert_eq!(code, 0, "{out}{err}");
     let note = format!(
@@ -88,27 +111,24 @@ fn an_iso_from_elsewhere_names_the_archive_nodes_cannot_import_first() {
         ],
         "{out}"
     );
+}
 
-    // apache/cloudstack#13157: the pause archive holds only blobs/.
-    keep_only(&src.join(PAUSE), |name| name.starts_with("blobs/"));
-    let bad = dir.path().join("bad-x86_64.iso");
-    build_iso(&src, &bad);
-    let (code, out, err) = verify(&bad);
+/// verify of `bad` says once, first, that cks-iso did not build it, then names the pause archive
+/// with containerd's reason, and complains of nothing of cks-iso's own.
+fn assert_the_blobs_only_archive_is_named_first(bad: &Path) {
+    let (code, out, err) = verify(bad);
     assert_eq!(code, 1, "{out}{err}");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
         lines[0],
-        format!(
-            "{}: not built by cks-iso: checking what nodes read",
-            p(&bad)
-        ),
+        format!("{}: not built by cks-iso: checking what nodes read", p(bad)),
         "said once, first:\n{out}"
     );
     assert!(
         lines[1].starts_with(&format!(
             "{}: {PAUSE}: nodes cannot import it: ctr -n k8s.io image import fails with \
              \"unrecognized image format\": it holds only blobs/",
-            p(&bad)
+            p(bad)
         )),
         "the archive is named first, with containerd's reason:\n{out}"
     );
@@ -121,25 +141,15 @@ fn an_iso_from_elsewhere_names_the_archive_nodes_cannot_import_first() {
         assert!(!out.contains(own), "no complaint about {own}:\n{out}");
     }
     assert!(err.contains("contract violation"), "{err}");
-    let json = cks_iso()
-        .args(["verify", "--json", p(&bad)])
-        .output()
-        .unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert_eq!(
-        report["isos"][0]["notes"],
-        serde_json::json!(["not built by cks-iso: checking what nodes read"])
-    );
-    assert_eq!(
-        report["isos"][0]["violations"][0]["path"], PAUSE,
-        "{report:#}"
-    );
+}
 
-    // What containerd itself says of both archives.
+/// What containerd itself says of both archives: the good pause and the Docker-shaped busybox
+/// import, the blobs-only pause does not, for the same reason.
+fn assert_containerd_agrees(dir: &Path, src: &Path, good_pause: Vec<u8>) {
     let Some(containerd) = Containerd::start() else {
         return;
     };
-    let tmp = dir.path().join("archives");
+    let tmp = dir.join("archives");
     fs::create_dir_all(&tmp).unwrap();
     let good_archive = tmp.join("good-pause.tar");
     fs::write(&good_archive, good_pause).unwrap();
