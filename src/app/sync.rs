@@ -153,7 +153,8 @@ fn keyless(
             "sign with sign-key on the far side of an air gap, or leave --offline out",
         ));
     }
-    if options.token.is_none() && options.token_file.is_none() {
+    let no_token = (options.token.as_deref()).is_none_or(|t| t.trim().is_empty());
+    if no_token && options.token_file.is_none() {
         return Err(usage(
             "desired state: sign: keyless, and no identity token: no --identity-token, \
              SIGSTORE_ID_TOKEN or identity-token-file",

@@ -119,7 +119,8 @@ impl KeylessSigner {
         );
         Ok(Self {
             token,
-            token_file: (opts.token.is_none())
+            token_file: (opts.token.as_deref())
+                .is_none_or(|t| t.trim().is_empty())
                 .then(|| opts.token_file.clone())
                 .flatten(),
             fulcio: fulcio.trim_end_matches('/').to_owned(),
@@ -193,8 +194,9 @@ impl KeylessSigner {
 /// The largest identity token file read: a JWT is a few KiB.
 const MAX_TOKEN_SIZE: u64 = 64 * 1024;
 
-/// The identity token: `given` (flag or variable), else the file's; read, its claims parsed and
-/// its expiry checked (Fulcio at `fulcio` checks the rest). The token never appears in an error.
+/// The identity token: `given` (flag or variable; blank is none), else the file's; read, its
+/// claims parsed and its expiry checked (Fulcio at `fulcio` checks the rest). The token never
+/// appears in an error.
 fn read_token(
     given: &Option<String>,
     file: Option<&Path>,
@@ -204,6 +206,7 @@ fn read_token(
         message,
         hint: Some(hint.to_owned()),
     };
+    let given = &given.clone().filter(|t| !t.trim().is_empty());
     let from_file = match (given, file) {
         (Some(_), _) | (None, None) => None,
         (None, Some(path)) => Some(
