@@ -209,7 +209,7 @@ pub const COSIGN_PASSWORD: Var = Var {
 /// The OIDC identity token of keyless signing, as Sigstore's clients read it.
 pub const SIGSTORE_ID_TOKEN: Var = Var {
     name: "SIGSTORE_ID_TOKEN",
-    about: "the OIDC identity token `build --sign` and `sign` sign keyless with, when `--identity-token` is not given (never printed)",
+    about: "the OIDC identity token `build --sign`, `sign` and `sync` (`sign: keyless`) sign keyless with, when `--identity-token` is not given; for `sync`, over the desired state's `identity-token-file:` (never printed)",
 };
 
 /// Every variable above, in the order `docs/reference/environment.md` lists them.

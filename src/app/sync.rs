@@ -66,6 +66,7 @@ pub fn run(args: SyncArgs, ui: &Ui) -> Result<(), AppError> {
             Some("give the credentials of that endpoint (--profile, or cloudstack.profile)".into()),
         ));
     }
+    let keyless = keyless(&args, &desired)?;
     // Only a run that acts takes the lock: a plan changes nothing.
     let _lock = match args.plan {
         true => None,
@@ -109,6 +110,7 @@ pub fn run(args: SyncArgs, ui: &Ui) -> Result<(), AppError> {
         http: &http,
         gate: &gate,
         signers: signers.as_ref().zip(root.as_ref()),
+        keyless: keyless.as_ref(),
         poll: Duration::from_secs_f64(args.poll_interval.max(0.05)),
         timeout: Duration::from_secs(args.timeout),
     };
@@ -118,6 +120,49 @@ pub fn run(args: SyncArgs, ui: &Ui) -> Result<(), AppError> {
     };
     let report = crate::sync::run(&desired, &ctx, &mode)?;
     print(&report, &args)
+}
+
+/// `sign: keyless`: the token (the flag or `SIGSTORE_ID_TOKEN`, else the desired state's
+/// `identity-token-file:`) and the services, flags over the desired state's keys. A run that
+/// builds with no token to sign with, or `--offline`, is refused before it takes the lock.
+fn keyless(
+    args: &SyncArgs,
+    desired: &Desired,
+) -> Result<Option<crate::trust::keyless::KeylessOptions>, AppError> {
+    if desired.sign != Some(crate::sync::SignHow::Keyless) {
+        return Ok(None);
+    }
+    let flags = &args.keyless;
+    let options = crate::trust::keyless::KeylessOptions {
+        token: flags.identity_token.clone(),
+        token_file: desired.identity_token_file.clone(),
+        signing_config: (flags.signing_config.clone()).or(desired.signing_config.clone()),
+        fulcio_url: (flags.fulcio_url.clone()).or(desired.fulcio_url.clone()),
+        rekor_url: args.rekor_url.clone(),
+        trusted_root: desired.trusted_root.clone(),
+    };
+    let usage = |message: &str, hint: &str| {
+        AppError::usage(anyhow::anyhow!("{message}"), Some(hint.to_owned()))
+    };
+    if args.plan {
+        return Ok(Some(options));
+    }
+    if args.offline {
+        return Err(usage(
+            "desired state: sign: keyless asks Fulcio and Rekor, and --offline forbids the network",
+            "sign with sign-key on the far side of an air gap, or leave --offline out",
+        ));
+    }
+    let no_token = (options.token.as_deref()).is_none_or(|t| t.trim().is_empty());
+    if no_token && options.token_file.is_none() {
+        return Err(usage(
+            "desired state: sign: keyless, and no identity token: no --identity-token, \
+             SIGSTORE_ID_TOKEN or identity-token-file",
+            "set SIGSTORE_ID_TOKEN to a fresh token each run (CI), or point identity-token-file \
+             at the file a token helper keeps fresh (see docs/guide/sync.md)",
+        ));
+    }
+    Ok(Some(options))
 }
 
 /// The signature flags of the builds, from the desired state.

@@ -82,6 +82,11 @@ pub struct BuildArgs {
     /// and ISO.sigstore.json beside it, as `cks-iso sign` does.
     #[arg(long, value_name = "FILE", conflicts_with = "sign")]
     pub sign_key: Option<PathBuf>,
+    /// Enter each --sign-key signature in Rekor (--rekor-url, else --signing-config's, else the
+    /// config file's rekor-url) and put the entry in ISO.sigstore.json [default: off: a key
+    /// signature stays offline].
+    #[arg(long, requires = "sign_key")]
+    pub tlog: bool,
     /// Sign each ISO keyless: a short-lived Fulcio certificate for the OIDC identity of
     /// --identity-token (or SIGSTORE_ID_TOKEN), the signature entered in Rekor (--rekor-url);
     /// writes ISO.sigstore.json beside it.

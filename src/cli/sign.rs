@@ -14,6 +14,7 @@ use crate::env;
     openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out iso.key\n  \
     openssl pkey -in iso.key -pubout -out iso.pub\n  \
     cks-iso sign out/*.iso --key iso.key\n  \
+    cks-iso sign out/*.iso --key iso.key --tlog\n  \
     openssl dgst -sha256 -verify iso.pub -signature <(base64 -d < x.iso.sig) x.iso\n  \
     SIGSTORE_ID_TOKEN=\"$TOKEN\" cks-iso sign out/*.iso"
 )]
@@ -26,11 +27,16 @@ pub struct SignArgs {
     /// cosign's ENCRYPTED SIGSTORE PRIVATE KEY with its password in COSIGN_PASSWORD).
     #[arg(long, value_name = "FILE", conflicts_with = "identity_token")]
     pub key: Option<PathBuf>,
+    /// Enter each --key signature in Rekor (--rekor-url) and put the entry in ISO.sigstore.json,
+    /// so that the log vouches for when it was made [default: off: a key signature stays offline].
+    #[arg(long, requires = "key")]
+    pub tlog: bool,
     /// Keyless signing's services and token.
     #[command(flatten)]
     pub keyless: KeylessArgs,
-    /// Rekor v1 log keyless signatures are entered in [default: --signing-config's, else the
-    /// config file's rekor-url, else https://rekor.sigstore.dev].
+    /// Rekor v1 log keyless signatures (and --key signatures with --tlog) are entered in
+    /// [default: --signing-config's, else the config file's rekor-url, else
+    /// https://rekor.sigstore.dev].
     #[arg(long, value_name = "URL", env = env::CKS_ISO_REKOR_URL.name, hide_env_values = true)]
     pub rekor_url: Option<String>,
     /// Sigstore trusted_root.json a keyless bundle is checked against before it is written
@@ -70,6 +76,7 @@ impl KeylessArgs {
     ) -> crate::trust::keyless::KeylessOptions {
         crate::trust::keyless::KeylessOptions {
             token: self.identity_token.clone(),
+            token_file: None,
             signing_config: self.signing_config.clone(),
             fulcio_url: self.fulcio_url.clone(),
             rekor_url: rekor_url.map(str::to_owned),

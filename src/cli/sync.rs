@@ -52,6 +52,10 @@ pub struct SyncArgs {
     /// Seconds between polls of CloudStack.
     #[arg(long, value_name = "SECS", default_value_t = 10.0, hide = true)]
     pub poll_interval: f64,
+    /// The identity token and services of the desired state's `sign: keyless` (over its
+    /// identity-token-file, signing-config and fulcio-url).
+    #[command(flatten)]
+    pub keyless: super::sign::KeylessArgs,
     /// Where the CloudStack API is and the key pair (found as `register` finds them).
     #[command(flatten)]
     pub api: ApiArgs,

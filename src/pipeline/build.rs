@@ -119,7 +119,11 @@ impl<'a> Build<'a> {
             .map(|path| super::matrix::lock_file_for(path, kubernetes));
         // A wrong key path, format or password stops the build before anything is fetched.
         if let Some(path) = &options.sign_key {
-            prepared.sign_key = Some(std::sync::Arc::new(sign::load_key(path)?));
+            prepared.sign_key = Some(std::sync::Arc::new(crate::trust::key::load_key(path)?));
+        }
+        if let (Some(_), Some(services)) = (&options.sign_key, &options.tlog) {
+            let log = crate::trust::keyless::KeyLog::new(services, &keyless_defaults(settings))?;
+            prepared.key_log = Some(std::sync::Arc::new(log));
         }
         if let Some(keyless) = &options.keyless {
             let signer =
@@ -261,9 +265,14 @@ impl<'a> Build<'a> {
         let isos = self.author(&prepared, &realized, &lock)?;
         // Signed with the sha256 the writer computed: no ISO is read again.
         if let Some(key) = &prepared.sign_key
-            && let Err(e) = isos
-                .iter()
-                .try_for_each(|b| sign::sign_iso(&b.path, &b.sha256, key))
+            && let Err(e) = isos.iter().try_for_each(|b| match &prepared.key_log {
+                None => sign::sign_iso(&b.path, &b.sha256, key),
+                Some(log) => {
+                    let digest = hex::decode(&b.sha256).ok().and_then(|d| d.try_into().ok());
+                    let digest: [u8; 32] = digest.expect("the writer's sha256 is 64 hex digits");
+                    (self.shared.runtime).block_on(log.sign_iso(&b.path, &digest, key))
+                }
+            })
         {
             remove(&isos);
             return Err(e.into());

@@ -81,6 +81,8 @@ pub struct BuildOptions {
     pub sign_key: Option<PathBuf>,
     /// `--sign`: each ISO signed keyless once written (token, services, root).
     pub keyless: Option<crate::trust::keyless::KeylessOptions>,
+    /// `--tlog`: each `--sign-key` signature entered in this Rekor (services, root).
+    pub tlog: Option<crate::trust::keyless::KeylessOptions>,
 }
 
 /// A request set up and settled, before anything is fetched.
@@ -101,6 +103,8 @@ pub struct Prepared {
     pub sign_key: Option<std::sync::Arc<cks_iso_sigstore::keyed::SigningKey>>,
     /// The keyless signer (`--sign`), its token read before anything is fetched.
     pub keyless: Option<std::sync::Arc<crate::trust::keyless::KeylessSigner>>,
+    /// The Rekor `--sign-key` signatures are entered in (`--tlog`).
+    pub key_log: Option<std::sync::Arc<crate::trust::keyless::KeyLog>>,
 }
 
 /// What `build`'s options say before the configuration or the network is read: the request set
@@ -262,6 +266,7 @@ pub(super) fn fresh(options: &RequestOptions) -> Result<Prepared, BuildError> {
         lock_file: None,
         sign_key: None,
         keyless: None,
+        key_log: None,
     })
 }
 
@@ -294,6 +299,7 @@ pub(super) fn locked(
         lock_file: None,
         sign_key: None,
         keyless: None,
+        key_log: None,
     };
     Ok((prepared, lock))
 }

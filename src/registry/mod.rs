@@ -11,7 +11,7 @@
 //! - **Manifests** (`manifests`): a tag is resolved with `HEAD` (Docker Hub does not count those
 //!   against its pull limit), a manifest already cached under that digest is not fetched again, others are
 //!   fetched by digest with the four manifest media types in `Accept`, capped at
-//!   [`MAX_MANIFEST_SIZE`], verified, and stored byte for byte. The platform is chosen by
+//!   [`crate::image::MAX_MANIFEST_SIZE`], verified, and stored byte for byte. The platform is chosen by
 //!   [`crate::image::select`]; [`Image::load`] then re-reads and re-checks everything from the
 //!   cache, so the registry path and the offline path share one set of rules.
 //! - **Blobs** (`blobs`) stream into the cache through a temporary file hashed while written,

@@ -54,6 +54,23 @@ pub struct Desired {
     /// published beside it).
     #[serde(default)]
     pub sign_key: Option<PathBuf>,
+    /// `build --sign`: `keyless` signs every ISO keyless (a short-lived Fulcio certificate for
+    /// the OIDC identity of the token, the signature entered in Rekor; `ISO.sigstore.json`
+    /// published beside it). Not with `sign-key`.
+    #[serde(default)]
+    pub sign: Option<SignHow>,
+    /// The file holding the OIDC identity token `sign: keyless` signs with, read when each build
+    /// starts and again before each signature, so that a token helper (or the CI) can keep it
+    /// fresh [default: sync's --identity-token, else SIGSTORE_ID_TOKEN].
+    #[serde(default)]
+    pub identity_token_file: Option<PathBuf>,
+    /// `--signing-config`: the Sigstore signing config naming the Fulcio and Rekor `sign:
+    /// keyless` uses.
+    #[serde(default)]
+    pub signing_config: Option<PathBuf>,
+    /// `--fulcio-url`: the Fulcio `sign: keyless` asks, over `signing-config`'s.
+    #[serde(default)]
+    pub fulcio_url: Option<String>,
     /// Who must have signed an ISO before it is registered (`register --signer-policy`'s file:
     /// `keys:` and keyless `rules:`) [default: the configuration's `iso-signer-policy:`, else no
     /// check].
@@ -98,6 +115,14 @@ pub struct CloudStackSide {
     /// How versions beyond `keep` are retired: `disable` or `delete` [default: disable].
     #[serde(default)]
     pub retire: RetireHow,
+}
+
+/// `sign:` in the file.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum SignHow {
+    /// `build --sign`: keyless, with the OIDC identity token of the run.
+    Keyless,
 }
 
 /// `retire:` in the file.
@@ -221,6 +246,8 @@ impl Desired {
         desired.signature_policy.as_mut().map(anchor);
         desired.sign_key.as_mut().map(anchor);
         desired.iso_signer_policy.as_mut().map(anchor);
+        desired.identity_token_file.as_mut().map(anchor);
+        desired.signing_config.as_mut().map(anchor);
         desired.check(path)?;
         Ok(desired)
     }
@@ -273,6 +300,7 @@ impl Desired {
                 &self.cloudstack.release,
             )
         })?;
+        self.check_signing(path)?;
         if self.dashboard.is_some() == self.headlamp_version.is_some() {
             let found = if self.dashboard.is_some() {
                 "both"
@@ -284,6 +312,35 @@ impl Desired {
                 "dashboard or headlamp-version, one of them",
                 found,
             ));
+        }
+        Ok(())
+    }
+
+    /// `sign: keyless` and `sign-key` are one or the other; the keyless keys come with
+    /// `sign: keyless` only (a typo never leaves ISOs unsigned without a word).
+    fn check_signing(&self, path: &Path) -> Result<(), DesiredError> {
+        let bad = |key: &str, expected: &str, found: &str| DesiredError::Value {
+            path: path.to_owned(),
+            key: key.into(),
+            expected: expected.into(),
+            found: found.into(),
+        };
+        if self.sign.is_some() && self.sign_key.is_some() {
+            return Err(bad(
+                "sign",
+                "sign: keyless or sign-key, one of them",
+                "both",
+            ));
+        }
+        let keyless_keys = [
+            ("identity-token-file", self.identity_token_file.is_some()),
+            ("signing-config", self.signing_config.is_some()),
+            ("fulcio-url", self.fulcio_url.is_some()),
+        ];
+        if self.sign.is_none()
+            && let Some((key, _)) = keyless_keys.iter().find(|(_, given)| *given)
+        {
+            return Err(bad(key, "sign: keyless beside it", "no sign: keyless"));
         }
         Ok(())
     }
@@ -377,6 +434,19 @@ keep: 1
             err.contains("kubernetes[1]") && err.contains("\"1.x\""),
             "{err}"
         );
+        let d = Desired::parse(&format!("{FULL}sign: keyless\nsign-key: k.pem\n")).unwrap();
+        let err = d.check(Path::new("d.yaml")).unwrap_err().to_string();
+        assert!(err.contains("sign: keyless or sign-key"), "{err}");
+        let d = Desired::parse(&format!("{FULL}identity-token-file: t\n")).unwrap();
+        let err = d.check(Path::new("d.yaml")).unwrap_err().to_string();
+        assert!(
+            err.contains("identity-token-file: expected sign: keyless"),
+            "{err}"
+        );
+        let d = Desired::parse(&format!("{FULL}sign: keyless\nidentity-token-file: t\n")).unwrap();
+        d.check(Path::new("d.yaml")).unwrap();
+        assert_eq!(d.sign, Some(SignHow::Keyless));
+        assert!(Desired::parse(&format!("{FULL}sign: key\n")).is_err());
         let d = Desired::parse(&FULL.replace("\"1.32.4\"", "\"1.33.2\"")).unwrap();
         let err = d.check(Path::new("d.yaml")).unwrap_err().to_string();
         assert!(err.contains("each minor once"), "{err}");

@@ -16,7 +16,7 @@ pub mod report;
 mod run;
 mod runlock;
 
-pub use desired::{Desired, DesiredError};
+pub use desired::{Desired, DesiredError, SignHow};
 pub use failure::GateError;
 pub use run::{Context, Mode, SyncError};
 pub use runlock::{LockError, RunLock};

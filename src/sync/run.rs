@@ -44,6 +44,9 @@ pub struct Context<'a> {
     /// Who must have signed an ISO before it is registered, and the root keyless signatures are
     /// judged against; `None`: no signer policy, no check.
     pub signers: Option<(&'a Signers, &'a TrustedRoot)>,
+    /// `sign: keyless`: the token (or its file) and services every build signs with; `None`:
+    /// no keyless signing.
+    pub keyless: Option<&'a crate::trust::keyless::KeylessOptions>,
     /// Between polls of Ready and of async jobs.
     pub poll: Duration,
     /// The longest wait for Ready, and for a delete's job.

@@ -6,7 +6,10 @@
 //!
 //! Its own module beside `sign` (keys) because it is the one place signing talks to servers: the
 //! identity token goes to Fulcio in an `Authorization` header and nowhere else (no log line, no
-//! message, no file, no redirect followed), and the key is dropped after its one signature.
+//! message, no file, no redirect followed), and the key is dropped after its one signature. A
+//! key signature entered in Rekor (`--sign-key … --tlog`, [`KeyLog`]) goes through the same
+//! POST to the same Rekor, a `hashedrekord` with the public key where keyless puts the
+//! certificate, and its entry is checked against the same root before the bundle is written.
 //! The request bodies and the token's reading are the sigstore crate's (`keyless`), without I/O.
 //!
 //! Where the services are: the per-service flags (`--fulcio-url`, `--rekor-url`), else the
@@ -29,6 +32,9 @@ use super::sign::{SignError, Signed};
 pub struct KeylessOptions {
     /// `--identity-token` or `SIGSTORE_ID_TOKEN`: the OIDC token (a secret).
     pub token: Option<String>,
+    /// Else a file holding it (sync's `identity-token-file:`), read when signing starts and
+    /// again before each signature.
+    pub token_file: Option<PathBuf>,
     /// `--signing-config`.
     pub signing_config: Option<PathBuf>,
     /// `--fulcio-url`.
@@ -44,6 +50,7 @@ impl std::fmt::Debug for KeylessOptions {
         // The token is a secret: whether there is one, never what it is.
         f.debug_struct("KeylessOptions")
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("token_file", &self.token_file)
             .field("signing_config", &self.signing_config)
             .field("fulcio_url", &self.fulcio_url)
             .field("rekor_url", &self.rekor_url)
@@ -67,6 +74,9 @@ pub struct Defaults<'a> {
 #[derive(Debug)]
 pub struct KeylessSigner {
     token: IdentityToken,
+    /// The file the token came from, read again before each signature (a token helper keeps it
+    /// fresh; a CI's tokens live minutes, a build may take longer).
+    token_file: Option<PathBuf>,
     fulcio: String,
     rekor: String,
     root: TrustedRoot,
@@ -93,41 +103,13 @@ impl KeylessSigner {
                 "sign with a key (--sign-key) offline, or leave --offline out",
             ));
         }
-        let Some(raw) = opts.token.as_deref().filter(|t| !t.trim().is_empty()) else {
-            return Err(flags(
-                "keyless signing needs an OIDC identity token, and none was given".into(),
-                "pass --identity-token or set SIGSTORE_ID_TOKEN (in GitHub Actions, request one \
-                 with the audience sigstore; see docs/guide/signatures.md)",
-            ));
-        };
-        let token = IdentityToken::parse(raw, now()).map_err(|e| {
-            flags(
-                format!("the identity token: {e}"),
-                "pass a fresh OIDC identity token (audience sigstore) with --identity-token or \
-                 SIGSTORE_ID_TOKEN",
-            )
-        })?;
-        let configured = match &opts.signing_config {
-            Some(path) => read_signing_config(path)?,
-            None => keyless::Services::default(),
-        };
+        let configured = configured(opts)?;
         let fulcio = (opts.fulcio_url.clone())
-            .or(configured.fulcio)
+            .or(configured.fulcio.clone())
             .unwrap_or_else(|| keyless::PUBLIC_GOOD_FULCIO.to_owned());
-        let rekor = (opts.rekor_url.clone())
-            .or(configured.rekor)
-            .or_else(|| settings.rekor_url.map(str::to_owned))
-            .unwrap_or_else(|| keyless::PUBLIC_GOOD_REKOR.to_owned());
-        let root_file = settings.trusted_root;
-        let (root, _) =
-            super::trusted_root(opts.trusted_root.as_deref(), root_file).map_err(|e| {
-                flags(
-                    e.to_string(),
-                    "pass --trusted-root with a trusted_root.json",
-                )
-            })?;
-        let client = crate::fetch::build_client_without_redirects(settings.http)
-            .map_err(|e| flags(e.to_string(), "check the HTTP settings (--ca-file)"))?;
+        let rekor = rekor_url(opts, configured, settings);
+        let token = read_token(&opts.token, opts.token_file.as_deref(), &fulcio)?;
+        let (root, client) = root_and_client(opts, settings)?;
         tracing::info!(
             "signing keyless as {} via {} (Fulcio {}, Rekor {})",
             token.identity(),
@@ -137,6 +119,10 @@ impl KeylessSigner {
         );
         Ok(Self {
             token,
+            token_file: (opts.token.as_deref())
+                .is_none_or(|t| t.trim().is_empty())
+                .then(|| opts.token_file.clone())
+                .flatten(),
             fulcio: fulcio.trim_end_matches('/').to_owned(),
             rekor: rekor.trim_end_matches('/').to_owned(),
             root,
@@ -148,15 +134,20 @@ impl KeylessSigner {
     /// or not at all, once it verifies offline.
     pub async fn sign_iso(&self, iso: &Path, digest: &[u8; 32]) -> Result<Signed, SignError> {
         let start = std::time::Instant::now();
+        let fresh = match &self.token_file {
+            Some(path) => Some(read_token(&None, Some(path), &self.fulcio)?),
+            None => None,
+        };
+        let token = fresh.as_ref().unwrap_or(&self.token);
         let key = SigningKey::generate();
-        let reply = self
-            .post(
-                "Fulcio",
-                &format!("{}{}", self.fulcio, keyless::FULCIO_PATH),
-                keyless::fulcio_request(&key, &self.token),
-                true,
-            )
-            .await?;
+        let reply = post(
+            &self.client,
+            "Fulcio",
+            &format!("{}{}", self.fulcio, keyless::FULCIO_PATH),
+            keyless::fulcio_request(&key, token),
+            Some(token.secret()),
+        )
+        .await?;
         let refused = |service: &'static str, url: &str, reason: String| SignError::Service {
             service,
             url: url.to_owned(),
@@ -169,18 +160,12 @@ impl KeylessSigner {
         drop(key);
         let leaf_pem = cks_iso_sigstore::keyed::certificate_pem(&leaf);
         let entries_url = format!("{}{}", self.rekor, keyless::REKOR_ENTRIES_PATH);
-        let reply = self
-            .post(
-                "Rekor",
-                &entries_url,
-                keyless::hashedrekord(digest, &signature, &leaf_pem),
-                false,
-            )
-            .await?;
+        let body = keyless::hashedrekord(digest, &signature, &leaf_pem);
+        let reply = post(&self.client, "Rekor", &entries_url, body, None).await?;
         let evidence = evidence(digest, &signature, &leaf_pem, &reply)
             .map_err(|e| refused("Rekor", &self.rekor, e.to_string()))?;
-        let identity = Identity::Exact(self.token.identity().to_owned());
-        let policy = Policy::one(identity, Issuer::Exact(self.token.issuer.clone()));
+        let identity = Identity::Exact(token.identity().to_owned());
+        let policy = Policy::one(identity, Issuer::Exact(token.issuer.clone()));
         let rule = policy.rule_for("**").expect("the one rule covers all");
         let verified =
             rekor::verify_digest(&self.root, rule, digest, &evidence, now()).map_err(|f| {
@@ -204,52 +189,273 @@ impl KeylessSigner {
             when: Some(verified.integrated_time),
         })
     }
+}
 
-    /// POSTs `body` (JSON) to `url`, with the token when `authorized`; the answer's body on a
-    /// 2xx, else the status and what the service said.
-    async fn post(
+/// The largest identity token file read: a JWT is a few KiB.
+const MAX_TOKEN_SIZE: u64 = 64 * 1024;
+
+/// The identity token: `given` (flag or variable; blank is none), else the file's; read, its
+/// claims parsed and its expiry checked (Fulcio at `fulcio` checks the rest). The token never
+/// appears in an error.
+fn read_token(
+    given: &Option<String>,
+    file: Option<&Path>,
+    fulcio: &str,
+) -> Result<IdentityToken, SignError> {
+    let flags = |message: String, hint: &str| SignError::Flags {
+        message,
+        hint: Some(hint.to_owned()),
+    };
+    let given = &given.clone().filter(|t| !t.trim().is_empty());
+    let from_file = match (given, file) {
+        (Some(_), _) | (None, None) => None,
+        (None, Some(path)) => Some(
+            crate::input::read_private_text(path, MAX_TOKEN_SIZE).map_err(|source| {
+                SignError::Unreadable {
+                    what: "the identity token file",
+                    path: path.to_owned(),
+                    source,
+                }
+            })?,
+        ),
+    };
+    let raw = given.as_deref().or(from_file.as_deref());
+    let Some(raw) = raw.filter(|t| !t.trim().is_empty()) else {
+        return Err(flags(
+            match file {
+                Some(path) => format!(
+                    "keyless signing needs an OIDC identity token, and {} is empty",
+                    path.display()
+                ),
+                None => "keyless signing needs an OIDC identity token, and none was given".into(),
+            },
+            "pass --identity-token or set SIGSTORE_ID_TOKEN (in GitHub Actions, request one \
+             with the audience sigstore; see docs/guide/signatures.md)",
+        ));
+    };
+    IdentityToken::parse(raw, now()).map_err(|e| {
+        let origin = file
+            .filter(|_| given.is_none())
+            .map_or_else(String::new, |p| format!(" of {}", p.display()));
+        flags(
+            format!(
+                "the identity token{origin} for Fulcio at {}: {e}",
+                crate::fetch::redact(fulcio)
+            ),
+            "pass a fresh OIDC identity token (audience sigstore) with --identity-token or \
+             SIGSTORE_ID_TOKEN, or have the token helper refresh the identity token file",
+        )
+    })
+}
+
+/// The signing configuration `--signing-config` names, read; none: no service named.
+fn configured(opts: &KeylessOptions) -> Result<keyless::Services, SignError> {
+    match &opts.signing_config {
+        Some(path) => read_signing_config(path),
+        None => Ok(keyless::Services::default()),
+    }
+}
+
+/// The Rekor v1 signatures are entered in, keyless or `--tlog`: `--rekor-url`, else the signing
+/// configuration's, else the configuration file's `rekor-url:`, else the public-good one.
+fn rekor_url(
+    opts: &KeylessOptions,
+    configured: keyless::Services,
+    settings: &Defaults<'_>,
+) -> String {
+    (opts.rekor_url.clone())
+        .or(configured.rekor)
+        .or_else(|| settings.rekor_url.map(str::to_owned))
+        .unwrap_or_else(|| keyless::PUBLIC_GOOD_REKOR.to_owned())
+}
+
+/// The trusted root what the services answer is checked against before a bundle is written
+/// (read quietly: a build named it already), and the HTTP client that follows no redirect.
+fn root_and_client(
+    opts: &KeylessOptions,
+    settings: &Defaults<'_>,
+) -> Result<(TrustedRoot, reqwest::Client), SignError> {
+    let flags = |message: String, hint: &str| SignError::Flags {
+        message,
+        hint: Some(hint.to_owned()),
+    };
+    let (root, _, origin) =
+        super::read_trusted_root(opts.trusted_root.as_deref(), settings.trusted_root).map_err(
+            |e| {
+                flags(
+                    e.to_string(),
+                    "pass --trusted-root with a trusted_root.json",
+                )
+            },
+        )?;
+    tracing::debug!("signatures made are checked against the trusted root {origin}");
+    let client = crate::fetch::build_client_without_redirects(settings.http)
+        .map_err(|e| flags(e.to_string(), "check the HTTP settings (--ca-file)"))?;
+    Ok((root, client))
+}
+
+/// POSTs `body` (JSON) to `url`, with the bearer `token` when given (Fulcio's, never Rekor's);
+/// the answer's body on a 2xx, else the status and what the service said.
+async fn post(
+    client: &reqwest::Client,
+    service: &'static str,
+    url: &str,
+    body: Vec<u8>,
+    token: Option<&str>,
+) -> Result<Vec<u8>, SignError> {
+    let mut request = client
+        .post(url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    send(request, service, url).await?.ok(service, url)
+}
+
+/// What a service answered: its status, its `Location` (Rekor names an entry it already holds
+/// there) and its body, read within [`keyless::MAX_REPLY`].
+struct Answer {
+    status: u16,
+    location: Option<String>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    /// The body of a 2xx; else the status and what the service said.
+    fn ok(self, service: &'static str, url: &str) -> Result<Vec<u8>, SignError> {
+        match (200..300).contains(&self.status) {
+            true => Ok(self.body),
+            false => Err(SignError::Service {
+                service,
+                url: crate::fetch::redact(url),
+                status: Some(self.status),
+                reason: said(&self.body),
+            }),
+        }
+    }
+}
+
+/// Sends `request` (JSON accepted) and reads the answer.
+async fn send(
+    request: reqwest::RequestBuilder,
+    service: &'static str,
+    url: &str,
+) -> Result<Answer, SignError> {
+    let failed = |status: Option<u16>, reason: String| SignError::Service {
+        service,
+        url: crate::fetch::redact(url),
+        status,
+        reason,
+    };
+    let mut response = (request.header(reqwest::header::ACCEPT, "application/json"))
+        .send()
+        .await
+        .map_err(|e| failed(None, crate::failure::one_line(&e.without_url())))?;
+    let status = response.status().as_u16();
+    let location = (response.headers().get(reqwest::header::LOCATION))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let mut body = Vec::new();
+    while let Some(chunk) =
+        (response.chunk().await).map_err(|e| failed(Some(status), e.without_url().to_string()))?
+    {
+        if (body.len() + chunk.len()) as u64 > keyless::MAX_REPLY {
+            return Err(failed(
+                Some(status),
+                format!("an answer larger than {} bytes", keyless::MAX_REPLY),
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Answer {
+        status,
+        location,
+        body,
+    })
+}
+
+/// Rekor, ready to take key signatures (`--sign-key … --tlog`): where it is, the root its
+/// answers are checked against, the HTTP client. No token: Rekor asks for none.
+#[derive(Debug)]
+pub struct KeyLog {
+    rekor: String,
+    root: TrustedRoot,
+    client: reqwest::Client,
+}
+
+impl KeyLog {
+    /// Picks the Rekor as keyless signing picks it (`--rekor-url`, the signing configuration,
+    /// the configuration's `rekor-url:`, the public-good one); with `--offline`, a usage error.
+    pub fn new(opts: &KeylessOptions, settings: &Defaults<'_>) -> Result<Self, SignError> {
+        if settings.http.offline {
+            return Err(SignError::Flags {
+                message: "--tlog enters each signature in Rekor, and --offline forbids the \
+                          network"
+                    .into(),
+                hint: Some(
+                    "leave --tlog out to sign offline (a key signature needs no log), or leave \
+                     --offline out"
+                        .into(),
+                ),
+            });
+        }
+        let rekor = rekor_url(opts, configured(opts)?, settings);
+        let (root, client) = root_and_client(opts, settings)?;
+        tracing::info!(
+            "key signatures are entered in Rekor {}",
+            crate::fetch::redact(&rekor)
+        );
+        Ok(Self {
+            rekor: rekor.trim_end_matches('/').to_owned(),
+            root,
+            client,
+        })
+    }
+
+    /// Signs the ISO at `iso` whose SHA-256 is `digest` with `key`, enters the signature in
+    /// Rekor (a `hashedrekord` with the public key), checks the entry against the trusted root,
+    /// and writes `<iso>.sig` and `<iso>.sigstore.json` (the entry in it), each whole or not at
+    /// all.
+    pub async fn sign_iso(
         &self,
-        service: &'static str,
-        url: &str,
-        body: Vec<u8>,
-        authorized: bool,
-    ) -> Result<Vec<u8>, SignError> {
-        let mut request = self
-            .client
-            .post(url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(reqwest::header::ACCEPT, "application/json")
-            .body(body);
-        if authorized {
-            request = request.bearer_auth(self.token.secret());
-        }
-        let failed = |status: Option<u16>, reason: String| SignError::Service {
-            service,
-            url: crate::fetch::redact(url),
-            status,
-            reason,
-        };
-        let mut response = request
-            .send()
-            .await
-            .map_err(|e| failed(None, crate::failure::one_line(&e.without_url())))?;
-        let status = response.status();
-        let mut bytes = Vec::new();
-        while let Some(chunk) = (response.chunk().await)
-            .map_err(|e| failed(Some(status.as_u16()), e.without_url().to_string()))?
-        {
-            if (bytes.len() + chunk.len()) as u64 > keyless::MAX_REPLY {
-                return Err(failed(
-                    Some(status.as_u16()),
-                    format!("an answer larger than {} bytes", keyless::MAX_REPLY),
-                ));
+        iso: &Path,
+        digest: &[u8; 32],
+        key: &SigningKey,
+    ) -> Result<(), SignError> {
+        let start = std::time::Instant::now();
+        let signature = key.sign_digest(digest);
+        let url = format!("{}{}", self.rekor, keyless::REKOR_ENTRIES_PATH);
+        let body = keyless::hashedrekord(digest, &signature, &key.public_pem());
+        let reply = self.enter(&url, body).await?;
+        let spki = key.public_spki();
+        let entry =
+            rekor::key_entry(&reply, digest, &signature, spki).map_err(|e| SignError::Service {
+                service: "Rekor",
+                url: crate::fetch::redact(&self.rekor),
+                status: None,
+                reason: e.to_string(),
+            })?;
+        rekor::verify_key_entry(&self.root, spki, digest, &signature, &entry).map_err(|f| {
+            SignError::Unverifiable {
+                iso: iso.to_owned(),
+                reason: format!(
+                    "its log entry fails the {} check: {}",
+                    f.step.name(),
+                    f.reason
+                ),
             }
-            bytes.extend_from_slice(&chunk);
-        }
-        if !status.is_success() {
-            return Err(failed(Some(status.as_u16()), said(&bytes)));
-        }
-        Ok(bytes)
+        })?;
+        super::sign::write_signature(iso, digest, &signature, spki, Some(&entry))?;
+        tracing::info!(
+            "signed {} with the key {}, logged at index {} of {} ({:.3} s)",
+            iso.display(),
+            cks_iso_sigstore::keyed::fingerprint(spki),
+            entry.log_index,
+            crate::fetch::redact(&self.rekor),
+            start.elapsed().as_secs_f64()
+        );
+        Ok(())
     }
 }
 
@@ -306,6 +512,45 @@ fn read_signing_config(path: &Path) -> Result<keyless::Services, SignError> {
                 .into(),
         ),
     })
+}
+
+impl KeyLog {
+    /// Proposes the entry `body` at `url`: Rekor's answer, or, when it holds the entry already
+    /// (409: a key signature is deterministic, so signing the same ISO again proposes the same
+    /// entry), the entry it names in `Location`, fetched from this Rekor by its UUID.
+    async fn enter(&self, url: &str, body: Vec<u8>) -> Result<Vec<u8>, SignError> {
+        let request = (self.client.post(url))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
+        let answer = send(request, "Rekor", url).await?;
+        let uuid = (answer.location.as_deref())
+            .and_then(|l| l.rsplit('/').next())
+            .filter(|u| !u.is_empty() && u.bytes().all(|b| b.is_ascii_hexdigit()))
+            .map(str::to_owned);
+        let (409, Some(uuid)) = (answer.status, uuid) else {
+            return answer.ok("Rekor", url);
+        };
+        tracing::info!("Rekor holds this signature already, as entry {uuid}");
+        let url = format!("{}{}/{uuid}", self.rekor, keyless::REKOR_ENTRIES_PATH);
+        send(self.client.get(&url), "Rekor", &url)
+            .await?
+            .ok("Rekor", &url)
+    }
+}
+
+/// Signs ISOs already written with `key`, each entered in `log` (`cks-iso sign --key --tlog`):
+/// each read once to be hashed.
+pub fn sign_files_logged(
+    isos: &[PathBuf],
+    key: &SigningKey,
+    log: &KeyLog,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<(), SignError> {
+    for iso in isos {
+        let digest = super::sign::hash(iso)?;
+        runtime.block_on(log.sign_iso(iso, &digest, key))?;
+    }
+    Ok(())
 }
 
 /// Signs ISOs already written (`cks-iso sign --identity-token`): each read once to be hashed.

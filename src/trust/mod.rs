@@ -3,14 +3,16 @@
 //! and one image's verdict; (in [`image`]) an image's cosign `.sig` tags and referrers fetched
 //! through the registry and judged; (in [`rekor`]) a file's Rekor entry looked up; (in
 //! [`binaries`]) a downloaded file's signature found beside it and judged; (in [`sign`]) the ISOs
-//! cks-iso writes, signed with the operator's key and judged against the signers trusted (and, in
-//! [`signer`], who signed one, as `diff` and `upgrade-check` show it).
+//! cks-iso writes, signed with the operator's key (read in [`key`]; keyless and `--tlog` through
+//! Fulcio and Rekor in [`keyless`]) and judged against the signers trusted (and, in [`signer`],
+//! who signed one, as `diff` and `upgrade-check` show it).
 //! `build`, `pull`, `verify`, `verify-bundle` and `verify-image` share these, so that each judges
 //! a signature the same way.
 
 pub mod binaries;
 pub mod checker;
 pub mod image;
+pub mod key;
 pub mod keyless;
 pub mod material;
 pub mod rekor;
@@ -111,11 +113,23 @@ pub fn policy(file: Option<&Path>) -> Result<Policy, TrustError> {
 }
 
 /// The trusted root: `flag`, else `file` (the configuration's), else the embedded public-good
-/// root; with its text.
+/// root; with its text. Says which on stderr: see [`read_trusted_root`] for a root read quietly.
 pub fn trusted_root(
     flag: Option<&Path>,
     file: Option<&Path>,
 ) -> Result<(TrustedRoot, String), TrustError> {
+    let (root, text, origin) = read_trusted_root(flag, file)?;
+    tracing::info!("trusted root for signatures: {origin}");
+    Ok((root, text))
+}
+
+/// [`trusted_root`] without a word on stderr, and where it came from: for a second reader of
+/// the root a run already named (signing after the build's checks), or a check that only needs
+/// it when a signature turns out to carry a log entry.
+pub fn read_trusted_root(
+    flag: Option<&Path>,
+    file: Option<&Path>,
+) -> Result<(TrustedRoot, String, String), TrustError> {
     let (text, origin) = match flag.or(file) {
         Some(path) => {
             let text = crate::input::read_private_text(path, MAX_ROOT_SIZE).map_err(|source| {
@@ -135,8 +149,7 @@ pub fn trusted_root(
         origin: origin.clone(),
         reason,
     })?;
-    tracing::info!("trusted root for signatures: {origin}");
-    Ok((root, text))
+    Ok((root, text, origin))
 }
 
 /// Seconds since 1970, the time signatures are judged at.

@@ -4,7 +4,8 @@
 //! of the DER ECDSA signature, which `openssl dgst -sha256 -verify` and `cosign verify-blob`
 //! accept); `verify --iso-signature` and `register` judge that bundle against the signers the
 //! operator trusts ([`Signers`]: public keys, or identity rules in the image signature policy
-//! language), offline.
+//! language), offline. A key signature entered in Rekor (`--tlog`) carries its entry in the
+//! bundle, and that entry is judged against the trusted root too.
 //!
 //! Its own module so that building, verifying and registering share one reading of "signed by
 //! whom the operator trusts", and so that the build pipeline needs one call after the ISOs exist.
@@ -25,7 +26,7 @@ pub const BUNDLE_SUFFIX: &str = ".sigstore.json";
 pub const SIG_SUFFIX: &str = ".sig";
 
 /// The largest key or policy file read: a PEM key is a few hundred bytes.
-const MAX_KEY_SIZE: u64 = 64 * 1024;
+pub(super) const MAX_KEY_SIZE: u64 = 64 * 1024;
 
 /// `<iso><suffix>`.
 pub fn beside(iso: &Path, suffix: &str) -> PathBuf {
@@ -34,9 +35,10 @@ pub fn beside(iso: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// The trusted root keyless ISO signatures are judged against: `flag`, else `file` (the
-/// configuration's), else the embedded public-good root; read (and logged) only when a rule may
-/// need it, so that a check by keys alone says nothing of roots.
+/// The trusted root ISO signatures are judged against (a keyless one's certificate and log
+/// entry, a key signature's log entry when it was entered in Rekor with `--tlog`): `flag`, else
+/// `file` (the configuration's), else the embedded public-good root; logged only when a rule
+/// may need it, so that a check by keys alone says nothing of roots.
 pub fn root_for(
     signers: &Signers,
     flag: Option<&Path>,
@@ -44,12 +46,7 @@ pub fn root_for(
 ) -> Result<TrustedRoot, super::TrustError> {
     match signers.rules {
         Some(_) => Ok(super::trusted_root(flag, file)?.0),
-        None => TrustedRoot::from_json(cks_iso_sigstore::PUBLIC_GOOD_ROOT).map_err(|reason| {
-            super::TrustError::Root {
-                origin: "Sigstore's public-good root (embedded)".into(),
-                reason,
-            }
-        }),
+        None => Ok(super::read_trusted_root(flag, file)?.0),
     }
 }
 
@@ -199,54 +196,9 @@ impl SignError {
     }
 }
 
-/// Reads the private key to sign with. A cosign encrypted one is opened with `COSIGN_PASSWORD`,
-/// else with a password asked for on the terminal without echo (when stdin and stderr are one);
-/// with neither, it is refused saying so. Its bytes and the password never leave this function
-/// but as the key.
-pub fn load_key(path: &Path) -> Result<SigningKey, SignError> {
-    let text = crate::input::read_private_text(path, MAX_KEY_SIZE).map_err(|source| {
-        SignError::Unreadable {
-            what: "the signing key",
-            path: path.to_owned(),
-            source,
-        }
-    })?;
-    let key_error = |reason: String| SignError::Key {
-        what: "the signing key",
-        path: path.to_owned(),
-        reason,
-    };
-    let encrypted = keyed::COSIGN_ENCRYPTED_LABELS
-        .iter()
-        .any(|l| text.contains(&format!("-----BEGIN {l}-----")));
-    let password = match crate::env::COSIGN_PASSWORD.get_os() {
-        Some(p) => Some(p.into_encoded_bytes()),
-        None if encrypted => Some(ask_password(path)?),
-        None => None,
-    };
-    SigningKey::from_pem(&text, password.as_deref()).map_err(|e| key_error(e.into()))
-}
-
-/// The password of the cosign key at `path`, typed on the terminal without echo; an error when
-/// stdin or stderr is not a terminal (a build in CI must set `COSIGN_PASSWORD`).
-fn ask_password(path: &Path) -> Result<Vec<u8>, SignError> {
-    use std::io::IsTerminal as _;
-    let refuse = |source| SignError::Password {
-        path: path.to_owned(),
-        source,
-    };
-    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-        return Err(refuse(None));
-    }
-    let term = console::Term::stderr();
-    term.write_str(&format!("password for the cosign key {}: ", path.display()))
-        .and_then(|()| term.read_secure_line())
-        .map(String::into_bytes)
-        .map_err(|e| refuse(Some(e)))
-}
-
 /// Signs the ISO at `iso` whose SHA-256 is `sha256_hex` (as its writer computed it): writes
-/// `<iso>.sig` and `<iso>.sigstore.json`, each complete or not at all.
+/// `<iso>.sig` and `<iso>.sigstore.json`, each complete or not at all. Offline: no log entry
+/// (`--tlog` signs through `keyless::KeyLog`).
 pub fn sign_iso(iso: &Path, sha256_hex: &str, key: &SigningKey) -> Result<(), SignError> {
     let digest: [u8; 32] = hex::decode(sha256_hex)
         .ok()
@@ -254,20 +206,33 @@ pub fn sign_iso(iso: &Path, sha256_hex: &str, key: &SigningKey) -> Result<(), Si
         .expect("the writer's sha256 is 64 hex digits");
     let start = std::time::Instant::now();
     let signature = key.sign_digest(&digest);
-    let sig_text = {
-        use base64::Engine as _;
-        base64::engine::general_purpose::STANDARD.encode(&signature)
-    };
-    let bundle = keyed::key_bundle(&digest, &signature, key.public_spki());
-    for (suffix, bytes) in [(SIG_SUFFIX, sig_text.as_bytes()), (BUNDLE_SUFFIX, &bundle)] {
-        write_beside(iso, suffix, bytes)?;
-    }
+    write_signature(iso, &digest, &signature, key.public_spki(), None)?;
     tracing::info!(
         "signed {} with the key {} ({:.3} s)",
         iso.display(),
         keyed::fingerprint(key.public_spki()),
         start.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// Writes a key signature beside `iso`: cosign's `<iso>.sig` and the bundle, with the Rekor
+/// `entry` that logged it when there is one.
+pub fn write_signature(
+    iso: &Path,
+    digest: &[u8; 32],
+    signature: &[u8],
+    spki: &[u8],
+    entry: Option<&cks_iso_sigstore::rekor::Entry>,
+) -> Result<(), SignError> {
+    let sig_text = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(signature)
+    };
+    let bundle = keyed::key_bundle(digest, signature, spki, entry);
+    for (suffix, bytes) in [(SIG_SUFFIX, sig_text.as_bytes()), (BUNDLE_SUFFIX, &bundle)] {
+        write_beside(iso, suffix, bytes)?;
+    }
     Ok(())
 }
 
@@ -531,9 +496,11 @@ impl Signers {
             for key in &self.keys {
                 match keyed::verify_key_signature(&key.spki, digest, &sig) {
                     Ok(()) => {
+                        let when = logged_at(root, key, digest, &sig)
+                            .map_err(|e| refuse(&key.describe(), e.to_string()))?;
                         return Ok(Signed {
                             signer: key.describe(),
-                            when: None,
+                            when,
                         });
                     }
                     Err(e) => reasons.push(e.to_string()),
@@ -547,8 +514,8 @@ impl Signers {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let found = match cks_iso_sigstore::keyless::claimed_signer(&evidence.leaf) {
-            Some(claimed) => format!("a Fulcio certificate for {claimed}"),
+        let found = match keyed::certificate_signer(&evidence.leaf) {
+            Some((identity, issuer)) => format!("a Fulcio certificate for {identity} via {issuer}"),
             None => "a Fulcio certificate".to_owned(),
         };
         let Some(rule) = self.rules.as_ref().and_then(|p| p.rule_for(&name)) else {
@@ -565,6 +532,36 @@ impl Signers {
             )),
         }
     }
+}
+
+/// Why a key signature's Rekor entry is refused: the check of the entry that failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("its Rekor entry (index {index}) fails the {} check: {}", failure.step.name(), failure.reason)]
+pub struct EntryRefused {
+    /// The entry's log index.
+    pub index: i64,
+    /// The check that failed, and what it found.
+    pub failure: cks_iso_sigstore::verify::Failure,
+}
+
+/// When the log entry of a key signature `sig` (verified under `key`) says it was made, once the
+/// entry is proven against `root`; `None` for a signature that was never logged. A bundle from a
+/// log the root does not name, or whose entry logs another hash, signature or key, is refused.
+pub(super) fn logged_at(
+    root: &TrustedRoot,
+    key: &TrustedKey,
+    digest: &[u8; 32],
+    sig: &keyed::KeySignature,
+) -> Result<Option<i64>, EntryRefused> {
+    let Some(entry) = &sig.entry else {
+        return Ok(None);
+    };
+    cks_iso_sigstore::rekor::verify_key_entry(root, &key.spki, digest, &sig.signature, entry)
+        .map(Some)
+        .map_err(|failure| EntryRefused {
+            index: entry.log_index,
+            failure,
+        })
 }
 
 pub(super) fn read_bundle(path: &Path) -> std::io::Result<Vec<u8>> {

@@ -93,7 +93,21 @@ impl SignerView {
             .as_ref()
             .map(|h| format!("sha256:{}", hex::encode(h)));
         if let Some(key) = self.verifying_key(digest, &sig) {
-            return verified_key(file, key);
+            let mut found = verified_key(file, key);
+            if sig.entry.is_some() {
+                let logged = match self.root() {
+                    Ok(root) => sign::logged_at(root, key, digest, &sig).map_err(|e| e.to_string()),
+                    Err(why) => Err(why.to_string()),
+                };
+                match logged {
+                    Ok(t) => found.time = t.map(cks_iso_io::date::rfc3339),
+                    Err(why) => {
+                        found.status = SignatureStatus::Invalid;
+                        found.reason = Some(why);
+                    }
+                }
+            }
+            return found;
         }
         let mut found = key_signature(file, named.clone());
         let hinted = self
@@ -131,6 +145,7 @@ impl SignerView {
             digest: digest.to_vec(),
             signature,
             hint: None,
+            entry: None,
         };
         if let Some(key) = self.verifying_key(digest, &sig) {
             return verified_key(file, key);

@@ -1,7 +1,8 @@
 //! Signatures made with a key the operator holds (cosign's `--key` signatures): reading the
 //! private key (PKCS #8 or SEC 1 PEM, ECDSA P-256), signing a file's SHA-256 while nothing but the
 //! digest is at hand, and the Sigstore bundle v0.3 that carries such a signature (a public-key
-//! hint instead of a certificate, no log entry), read back and judged against a public key.
+//! hint instead of a certificate, and the Rekor entry when it was logged), read back and judged
+//! against a public key (the entry, against the trusted root: [`crate::rekor::verify_key_entry`]).
 //!
 //! A module of this crate so that the bundle written is read by the same reader family that reads
 //! every other bundle, and so that signing stays as network-free as verifying: an ISO is signed
@@ -17,9 +18,9 @@ use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
 use crate::Invalid;
-use crate::rekor::{BUNDLE_MEDIA_TYPE, BUNDLE_MEDIA_TYPES};
+use crate::rekor::{BUNDLE_MEDIA_TYPE, BUNDLE_MEDIA_TYPES, Entry};
 use crate::x509::der::{self, Reader};
-use crate::x509::{Hash, KeyKind, PublicKey};
+use crate::x509::{Hash, KeyKind, PublicKey, pem_block};
 
 const OID_EC_PUBLIC_KEY: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 2, 1];
 const OID_P256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 3, 1, 7];
@@ -28,30 +29,6 @@ pub use crate::cosign_key::LABELS as COSIGN_ENCRYPTED_LABELS;
 
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-/// The first PEM block of `text`: its label and DER.
-fn pem_block(text: &str) -> Result<(String, Vec<u8>), Invalid> {
-    let mut label = None;
-    let mut body = String::new();
-    for line in text.lines().map(str::trim) {
-        match (&label, line.strip_prefix("-----BEGIN ")) {
-            (None, Some(rest)) => label = Some(rest.trim_end_matches('-').to_owned()),
-            (None, None) => {}
-            (Some(l), _) if line == format!("-----END {l}-----") => {
-                let der = base64::engine::general_purpose::STANDARD
-                    .decode(body.as_bytes())
-                    .map_err(|_| format!("the PEM block {l:?} is not base64"))?;
-                return Ok((l.clone(), der));
-            }
-            (Some(_), _) if line.contains(':') => {} // PEM headers (RFC 1421), none used here
-            (Some(_), _) => body.push_str(line),
-        }
-    }
-    Err(match label {
-        Some(l) => format!("the PEM block {l:?} has no END line").into(),
-        None => "no PEM block (-----BEGIN ...-----)".into(),
-    })
 }
 
 /// A private ECDSA P-256 key to sign with.
@@ -238,14 +215,23 @@ pub fn fingerprint(spki: &[u8]) -> String {
 }
 
 /// The bundle v0.3 of a key signature over a file hashing to `digest` (JSON, pretty, newline):
-/// a message signature with the public-key hint cosign writes (base64 of the key's SHA-256) and no
-/// log entry.
-pub fn key_bundle(digest: &[u8; 32], signature: &[u8], spki: &[u8]) -> Vec<u8> {
+/// a message signature with the public-key hint cosign writes (base64 of the key's SHA-256), and
+/// the Rekor v1 entry that logged it when it was entered in a log (`--tlog`), else none.
+pub fn key_bundle(
+    digest: &[u8; 32],
+    signature: &[u8],
+    spki: &[u8],
+    entry: Option<&Entry>,
+) -> Vec<u8> {
+    let entries: Vec<Value> = entry
+        .map(|e| e.bundle_entry("hashedrekord", "0.0.1", true))
+        .into_iter()
+        .collect();
     let value = json!({
         "mediaType": BUNDLE_MEDIA_TYPE,
         "verificationMaterial": {
             "publicKey": {"hint": b64(&Sha256::digest(spki))},
-            "tlogEntries": [],
+            "tlogEntries": entries,
         },
         "messageSignature": {
             "messageDigest": {"algorithm": "SHA2_256", "digest": b64(digest)},
@@ -266,6 +252,8 @@ pub struct KeySignature {
     pub signature: Vec<u8>,
     /// The public-key hint, decoded (the SHA-256 of the signer's key, as cosign writes it).
     pub hint: Option<Vec<u8>>,
+    /// The Rekor v1 entry that logged it, when it was entered in a log.
+    pub entry: Option<Entry>,
 }
 
 /// Whether a bundle carries a key signature (a public-key hint and no certificate) rather than a
@@ -300,10 +288,25 @@ pub fn read_key_bundle(input: &[u8]) -> Result<KeySignature, Invalid> {
         Value::Null => None,
         h => Some(field(h, "publicKey.hint")?),
     };
+    let entry = match v["verificationMaterial"]["tlogEntries"]
+        .as_array()
+        .map(Vec::as_slice)
+    {
+        None | Some([]) => None,
+        Some([e]) => {
+            Some(Entry::from_bundle_entry(e).map_err(|e| format!("the bundle's tlog entry: {e}"))?)
+        }
+        Some(more) => {
+            return Err(
+                format!("the bundle holds {} tlog entries, expected one", more.len()).into(),
+            );
+        }
+    };
     Ok(KeySignature {
         digest: field(&ms["messageDigest"]["digest"], "messageDigest.digest")?,
         signature: field(&ms["signature"], "signature")?,
         hint,
+        entry,
     })
 }
 
@@ -343,8 +346,9 @@ pub fn verify_key_signature(
 
 /// The identity (the first SAN) and OIDC issuer a Fulcio leaf (DER) names, read without
 /// verifying anything: what a certificate bundle's signer is checked as, by `verify_digest` with
-/// a rule of exactly these, when no rule is expected (`diff`, `upgrade-check`). `None` when the
-/// certificate does not read or names no identity or no issuer.
+/// a rule of exactly these, when no rule is expected (`diff`, `upgrade-check`), and who a refused
+/// one claims to be (a refusal's "signer found"). `None` when the certificate does not read or
+/// names no identity or no issuer.
 pub fn certificate_signer(leaf: &[u8]) -> Option<(String, String)> {
     let cert = crate::x509::Cert::parse(leaf).ok()?;
     let identity = cert.identities().ok()?.into_iter().next()?;
@@ -376,7 +380,7 @@ mod tests {
         ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_ASN1, point)
             .verify(b"an ISO", &sig)
             .unwrap();
-        let bundle = key_bundle(&digest, &sig, key.public_spki());
+        let bundle = key_bundle(&digest, &sig, key.public_spki(), None);
         assert!(is_key_bundle(&bundle));
         let read = read_key_bundle(&bundle).unwrap();
         let spki = public_key_from_pem(&key.public_pem()).unwrap();
@@ -391,6 +395,44 @@ mod tests {
             err.reason().contains(&fingerprint(stranger.public_spki())),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_key_bundle_carries_its_log_entry_and_reads_it_back() {
+        let key = SigningKey::from_pem(&pkcs8_pem(), None).unwrap();
+        let digest: [u8; 32] = Sha256::digest(b"an ISO").into();
+        let sig = key.sign_digest(&digest);
+        let entry = Entry {
+            body: b64(b"{}"),
+            integrated_time: 1_765_000_000,
+            log_id: vec![7; 32],
+            log_index: 42,
+            set: vec![1, 2, 3],
+            proof: crate::rekor::Proof {
+                log_index: 42,
+                root_hash: vec![9; 32],
+                tree_size: 43,
+                hashes: vec![vec![8; 32]],
+                checkpoint: "a note\n".into(),
+            },
+        };
+        let bundle = key_bundle(&digest, &sig, key.public_spki(), Some(&entry));
+        assert!(is_key_bundle(&bundle));
+        let read = read_key_bundle(&bundle).unwrap();
+        assert_eq!(read.entry.as_ref(), Some(&entry));
+        assert_eq!(read.signature, sig);
+        // Two entries, or an entry of another kind: refused, naming what was found.
+        let mut v: Value = serde_json::from_slice(&bundle).unwrap();
+        let one = v["verificationMaterial"]["tlogEntries"][0].clone();
+        v["verificationMaterial"]["tlogEntries"] = json!([one.clone(), one.clone()]);
+        let err = read_key_bundle(v.to_string().as_bytes()).unwrap_err();
+        assert!(err.reason().contains("2 tlog entries"), "{err}");
+        let mut dsse = one;
+        dsse["kindVersion"] = json!({"kind": "dsse", "version": "0.0.1"});
+        v["verificationMaterial"]["tlogEntries"] = json!([dsse]);
+        let err = read_key_bundle(v.to_string().as_bytes()).unwrap_err();
+        assert!(err.reason().contains("the bundle's tlog entry"), "{err}");
+        assert!(err.reason().contains("dsse 0.0.1"), "{err}");
     }
 
     #[test]

@@ -172,15 +172,6 @@ pub fn hashedrekord(digest: &[u8; 32], signature: &[u8], leaf_pem: &str) -> Vec<
     serde_json::to_vec(&body).expect("plain JSON")
 }
 
-/// Who a Fulcio leaf (DER) says it certifies, read without verifying anything (for a refusal's
-/// "signer found"): `identity via issuer`, or `None` when the certificate does not read.
-pub fn claimed_signer(leaf: &[u8]) -> Option<String> {
-    let cert = crate::x509::Cert::parse(leaf).ok()?;
-    let identity = cert.identities().ok()?.into_iter().next()?;
-    let issuer = cert.oidc_issuer().ok().flatten()?;
-    Some(format!("{identity} via {issuer}"))
-}
-
 /// Where keyless signing goes, as a signing configuration names it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Services {

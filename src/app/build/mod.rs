@@ -85,6 +85,14 @@ fn register(
     super::cloudstack_api::after_build(isos.collect(), publish, &args.registering, settings)
 }
 
+/// Where keyless signing and `--tlog` find Fulcio and Rekor, and the root they check against.
+fn services(args: &BuildArgs) -> crate::trust::keyless::KeylessOptions {
+    (args.keyless).options(
+        args.rekor_url.as_deref(),
+        args.signing.trust.trusted_root.as_deref(),
+    )
+}
+
 /// What `args` ask the build for (the first `--kubernetes` and `--locked`: see
 /// [`matrix::options_for`] for several).
 fn options(args: &BuildArgs) -> BuildOptions {
@@ -103,11 +111,7 @@ fn options(args: &BuildArgs) -> BuildOptions {
         from_iso: args.from_iso.clone(),
         lock_file: args.lock_file.clone(),
         sign_key: args.sign_key.clone(),
-        keyless: args.sign.then(|| {
-            (args.keyless).options(
-                args.rekor_url.as_deref(),
-                args.signing.trust.trusted_root.as_deref(),
-            )
-        }),
+        keyless: args.sign.then(|| services(args)),
+        tlog: args.tlog.then(|| services(args)),
     }
 }

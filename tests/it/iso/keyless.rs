@@ -280,10 +280,13 @@ fn build_signed_keyless(world: &World, dir: &Path, out_dir: &Path, token: &str) 
 }
 
 /// A bundle and no `.sig` beside the ISO, public material readable as the ISO is (0644), the log
-/// naming the signer and its issuer, and one certificate asked of Fulcio.
+/// naming the signer and its issuer (and the trusted root once), and one certificate asked of
+/// Fulcio.
 fn assert_the_bundle_is_published_beside_the_iso(world: &World, iso: &Path, built_err: &str) {
     let issuer = world.oidc().url();
     assert!(bundle_of(iso).exists(), "{built_err}");
+    let roots_named = built_err.matches("trusted root for signatures").count();
+    assert_eq!(roots_named, 1, "the root named once:\n{built_err}");
     assert!(!Path::new(&format!("{}.sig", iso.display())).exists());
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &fs::metadata(bundle_of(iso)).unwrap().permissions(),

@@ -5,6 +5,8 @@
 
 /// Bad input: a clear error, the right exit code, nothing left behind.
 mod errors;
+/// Key signatures entered in Rekor (`--tlog`), proven by sigstore-python's entry verifier.
+mod key_tlog;
 /// Keyless signing's stand-ins proven against sigstore-python, then `build --sign` judged.
 mod keyless;
 /// Files of 4 GiB and more, in flat memory.

@@ -3,4 +3,5 @@
 
 mod e2e;
 mod faults;
+mod keyless;
 mod offline;

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{EntryVersion, Evidence, Proof, b64_encode, pem};
+use super::{Entry, EntryVersion, Evidence, b64_encode, pem};
 use crate::Invalid;
 use crate::verify::{self, b64};
 use crate::x509::pem_certificates;
@@ -127,10 +127,6 @@ pub fn read_pair(sig: &[u8], cert: &[u8]) -> Result<(Vec<u8>, Vec<u8>), Invalid>
     Ok((signature, certs.remove(0)))
 }
 
-fn unhex(text: &str, what: &str) -> Result<Vec<u8>, Invalid> {
-    hex::decode(text).map_err(|_| format!("{what} is not hex").into())
-}
-
 impl Evidence {
     /// The evidence for a file hashing to `digest`, from its `.sig` and `.cert` bytes and the
     /// Rekor entry that logs them.
@@ -141,11 +137,7 @@ impl Evidence {
         entry: &LogEntry,
     ) -> Result<Self, Invalid> {
         let (signature, leaf) = read_pair(sig, cert)?;
-        let p = entry
-            .verification
-            .inclusion_proof
-            .as_ref()
-            .ok_or("the Rekor entry has no inclusion proof")?;
+        let e = Entry::from_api(entry)?;
         Ok(Self {
             version: EntryVersion::V001,
             timestamps: Vec::new(),
@@ -153,23 +145,12 @@ impl Evidence {
             digest: digest.to_vec(),
             signature,
             leaf,
-            body: entry.body.clone(),
-            integrated_time: entry.integrated_time,
-            log_id: unhex(&entry.log_id, "the logID")?,
-            log_index: entry.log_index,
-            set: b64(&entry.verification.signed_entry_timestamp)
-                .ok_or("the signedEntryTimestamp is not base64")?,
-            proof: Proof {
-                log_index: p.log_index,
-                root_hash: unhex(&p.root_hash, "the rootHash")?,
-                tree_size: p.tree_size,
-                hashes: p
-                    .hashes
-                    .iter()
-                    .map(|h| unhex(h, "a proof hash"))
-                    .collect::<Result<_, _>>()?,
-                checkpoint: p.checkpoint.clone(),
-            },
+            body: e.body,
+            integrated_time: e.integrated_time,
+            log_id: e.log_id,
+            log_index: e.log_index,
+            set: e.set,
+            proof: e.proof,
         })
     }
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use serde_json::json;
 
-use super::{BUNDLE_MEDIA_TYPE, EntryVersion, Evidence, Proof, b64_encode};
+use super::{BUNDLE_MEDIA_TYPE, Entry, EntryVersion, Evidence, Proof, b64_encode};
 
 use crate::dsse::{Envelope, Logged};
 use crate::verify::b64;
@@ -394,15 +394,11 @@ fn dsse(env: &Value, logged: Logged) -> Result<(Vec<u8>, Envelope), BundleError>
     ))
 }
 
-impl Evidence {
-    /// The Sigstore bundle v0.3 (JSON, keys sorted, pretty): byte-identical for the same
-    /// evidence.
-    pub fn bundle(&self) -> Vec<u8> {
+impl Entry {
+    /// The entry as a bundle's `tlogEntries` list holds it, logged as `kind` `version`; with
+    /// `promise` (a Rekor v1 entry), its integrated time and signed entry timestamp.
+    pub fn bundle_entry(&self, kind: &str, version: &str, promise: bool) -> Value {
         let p = &self.proof;
-        let (kind, version) = match &self.envelope {
-            Some(env) => env.logged.kind_version(),
-            None => ("hashedrekord", self.version.as_str()),
-        };
         let mut entry = json!({
             "logIndex": self.log_index.to_string(),
             "logId": {"keyId": b64_encode(&self.log_id)},
@@ -416,10 +412,55 @@ impl Evidence {
             },
             "canonicalizedBody": self.body,
         });
-        if self.version == EntryVersion::V001 {
+        if promise {
             entry["integratedTime"] = json!(self.integrated_time.to_string());
             entry["inclusionPromise"] = json!({"signedEntryTimestamp": b64_encode(&self.set)});
         }
+        entry
+    }
+
+    /// A bundle's `tlogEntries` item holding a `hashedrekord` 0.0.1 of Rekor v1 (a key
+    /// signature's: its SET and integrated time, its inclusion proof).
+    pub fn from_bundle_entry(e: &Value) -> Result<Self, BundleError> {
+        let kind_version = (
+            e["kindVersion"]["kind"].as_str().unwrap_or_default(),
+            e["kindVersion"]["version"].as_str().unwrap_or_default(),
+        );
+        if kind_version != ("hashedrekord", "0.0.1") {
+            return Err(BundleError::EntryKind {
+                kind: kind_version.0.to_owned(),
+                version: kind_version.1.to_owned(),
+                expected: "a hashedrekord 0.0.1 (a key signature is entered in Rekor v1)",
+            });
+        }
+        if e["inclusionProof"].is_null() {
+            return Err(BundleError::Missing {
+                field: "inclusionProof",
+            });
+        }
+        Ok(Self {
+            body: text(&e["canonicalizedBody"], "canonicalizedBody")?,
+            integrated_time: number(&e["integratedTime"], "integratedTime")?,
+            log_id: bytes(&e["logId"]["keyId"], "logId")?,
+            log_index: non_negative(&e["logIndex"], "logIndex")?,
+            set: bytes(
+                &e["inclusionPromise"]["signedEntryTimestamp"],
+                "signedEntryTimestamp",
+            )?,
+            proof: proof(&e["inclusionProof"])?,
+        })
+    }
+}
+
+impl Evidence {
+    /// The Sigstore bundle v0.3 (JSON, keys sorted, pretty): byte-identical for the same
+    /// evidence.
+    pub fn bundle(&self) -> Vec<u8> {
+        let (kind, version) = match &self.envelope {
+            Some(env) => env.logged.kind_version(),
+            None => ("hashedrekord", self.version.as_str()),
+        };
+        let entry = (self.entry()).bundle_entry(kind, version, self.version == EntryVersion::V001);
         let mut material = json!({
             "certificate": {"rawBytes": b64_encode(&self.leaf)},
             "tlogEntries": [entry],

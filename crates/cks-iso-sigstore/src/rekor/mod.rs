@@ -13,11 +13,13 @@
 //!
 //! Inside: `api` (Rekor's replies and search), `bundle` (the Sigstore bundle, read and
 //! written), `tlog` (inclusion proofs and checkpoints), `v2` (Rekor v2 entries, dated by RFC 3161
-//! timestamps) and `dsse` (DSSE bundles, whose entries log an envelope).
+//! timestamps), `dsse` (DSSE bundles, whose entries log an envelope) and `key` (a key signature's
+//! entry, which has no certificate: [`Entry`]).
 
 mod api;
 mod bundle;
 mod dsse;
+mod key;
 mod tlog;
 mod v2;
 #[cfg(test)]
@@ -43,6 +45,7 @@ pub use self::api::{
     read_pair, search_query,
 };
 pub use self::bundle::{BUNDLE_MEDIA_TYPES, BundleError, MAX_BUNDLE_SIZE, MAX_TIMESTAMPS};
+pub use self::key::{Entry, key_entry, verify_key_entry};
 pub use self::tlog::{
     Checkpoint, CheckpointError, MAX_NOTE_SIGNATURES, checkpoint, inclusion, leaf_hash, node_hash,
 };
@@ -223,9 +226,13 @@ pub fn verify_digest(
 /// The last two checks of any entry: its RFC 6962 inclusion proof leads to the proof's root, and
 /// a checkpoint of the entry's log, whose key is valid at the signing time `t`, commits to it.
 pub(crate) fn logged(root: &TrustedRoot, evidence: &Evidence, t: i64) -> Result<(), Failure> {
+    proven(root, &evidence.body, &evidence.log_id, &evidence.proof, t)
+}
+
+/// [`logged`] of an entry given by its parts: its `body` (base64), its log's id and its proof.
+fn proven(root: &TrustedRoot, body: &str, log_id: &[u8], p: &Proof, t: i64) -> Result<(), Failure> {
     // The inclusion proof, from the entry's leaf to the proof's root.
-    let p = &evidence.proof;
-    let body = b64(&evidence.body).ok_or_else(|| Failure {
+    let body = b64(body).ok_or_else(|| Failure {
         step: Step::InclusionProof,
         reason: "the entry body is not base64".into(),
     })?;
@@ -241,17 +248,17 @@ pub(crate) fn logged(root: &TrustedRoot, evidence: &Evidence, t: i64) -> Result<
         reason: reason.into(),
     })?;
     // The checkpoint, signed by the entry's log, commits to that root.
-    let log = root.tlogs.iter().find(|l| l.id == evidence.log_id);
+    let log = root.tlogs.iter().find(|l| l.id == log_id);
     if log.is_some_and(|l| !l.valid.covers(t)) {
         return Err(Failure {
             step: Step::Checkpoint,
             reason: format!(
                 "log {} of the trusted root is not valid at the signing time {t}",
-                hex::encode(&evidence.log_id)
+                hex::encode(log_id)
             ),
         });
     }
-    let cp = checkpoint(root, &evidence.log_id, &p.checkpoint).map_err(|reason| Failure {
+    let cp = checkpoint(root, log_id, &p.checkpoint).map_err(|reason| Failure {
         step: Step::Checkpoint,
         reason: reason.to_string(),
     })?;

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::{Failure, Step, fail};
 use crate::Invalid;
 use crate::root::TrustedRoot;
-use crate::x509::{Hash, pem_certificates};
+use crate::x509::{Hash, pem_block, pem_certificates};
 
 /// One `dev.sigstore.cosign/bundle` annotation.
 #[derive(Deserialize)]
@@ -131,6 +131,35 @@ pub(crate) fn logs(
     signature: &[u8],
     leaf_der: &[u8],
 ) -> Result<(), Invalid> {
+    let pem = logged_key(body, payload_hex, signature)?;
+    let logged_cert = pem_certificates(&String::from_utf8_lossy(&pem)).ok();
+    if !logged_cert.is_some_and(|certs| certs.len() == 1 && certs[0] == leaf_der) {
+        return Err("the entry logs another certificate".into());
+    }
+    Ok(())
+}
+
+/// Whether the Rekor entry `body` is the hashedrekord 0.0.1 of a blob hashing to `payload_hex`,
+/// with `signature` and the public key `spki` (DER SubjectPublicKeyInfo): a key signature
+/// entered in the log, whose `publicKey` is the key's PEM rather than a certificate.
+pub(crate) fn logs_key(
+    body: &str,
+    payload_hex: &str,
+    signature: &[u8],
+    spki: &[u8],
+) -> Result<(), Invalid> {
+    let pem = logged_key(body, payload_hex, signature)?;
+    match pem_block(&String::from_utf8_lossy(&pem)) {
+        Ok((label, der)) if label == "PUBLIC KEY" && der == spki => Ok(()),
+        Ok((label, _)) if label == "PUBLIC KEY" => Err("the entry logs another public key".into()),
+        Ok((label, _)) => Err(format!("the entry logs a {label:?}, not a PUBLIC KEY").into()),
+        Err(e) => Err(format!("the entry's public key: {e}").into()),
+    }
+}
+
+/// The `publicKey.content` (PEM bytes) of the hashedrekord 0.0.1 `body`, once its hash is
+/// `payload_hex` and its signature `signature`.
+fn logged_key(body: &str, payload_hex: &str, signature: &[u8]) -> Result<Vec<u8>, Invalid> {
     let entry = b64(body)
         .and_then(|body| serde_json::from_slice::<HashedRekord>(&body).ok())
         .ok_or("the body is not a hashedrekord")?;
@@ -152,10 +181,6 @@ pub(crate) fn logs(
     if b64(&entry.spec.signature.content).as_deref() != Some(signature) {
         return Err("the entry logs another signature".into());
     }
-    let logged_cert = b64(&entry.spec.signature.public_key.content)
-        .and_then(|pem| pem_certificates(&String::from_utf8_lossy(&pem)).ok());
-    if !logged_cert.is_some_and(|certs| certs.len() == 1 && certs[0] == leaf_der) {
-        return Err("the entry logs another certificate".into());
-    }
-    Ok(())
+    b64(&entry.spec.signature.public_key.content)
+        .ok_or_else(|| "the entry's publicKey is not base64".into())
 }

@@ -20,7 +20,7 @@ use crate::root::TrustedRoot;
 use crate::x509::{Cert, pem_certificates};
 
 use entry::RekorBundle;
-pub(crate) use entry::{b64, logs, rekor_set};
+pub(crate) use entry::{b64, logs, logs_key, rekor_set};
 pub(crate) use leaf::{Signer, signed_at};
 
 /// The checks, in the order they run.

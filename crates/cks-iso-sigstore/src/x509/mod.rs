@@ -335,6 +335,32 @@ pub(crate) fn pem_certificates(text: &str) -> Result<Vec<Vec<u8>>, Invalid> {
     }
 }
 
+/// The first PEM block of `text`: its label and DER.
+pub(crate) fn pem_block(text: &str) -> Result<(String, Vec<u8>), Invalid> {
+    let mut label = None;
+    let mut body = String::new();
+    for line in text.lines().map(str::trim) {
+        match (&label, line.strip_prefix("-----BEGIN ")) {
+            (None, Some(rest)) => label = Some(rest.trim_end_matches('-').to_owned()),
+            (None, None) => {}
+            (Some(l), _) if line == format!("-----END {l}-----") => {
+                let der = base64::Engine::decode(
+                    &base64::engine::general_purpose::STANDARD,
+                    body.as_bytes(),
+                )
+                .map_err(|_| format!("the PEM block {l:?} is not base64"))?;
+                return Ok((l.clone(), der));
+            }
+            (Some(_), _) if line.contains(':') => {} // PEM headers (RFC 1421), none used here
+            (Some(_), _) => body.push_str(line),
+        }
+    }
+    Err(match label {
+        Some(l) => format!("the PEM block {l:?} has no END line").into(),
+        None => "no PEM block (-----BEGIN ...-----)".into(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
