@@ -42,14 +42,10 @@ fn token_nowhere(token: &str, dir: &Path, outputs: &[&str]) {
     }
 }
 
-#[test]
-fn sync_signs_keyless_with_the_token_file_and_refuses_a_token_fulcio_refuses() {
-    let world = World::start(Options::default());
-    let cloud = Cloud::start(CloudOptions::default());
-    let issuer = world.oidc().url().to_owned();
-    // The token lives outside the directories the sync writes, as a token helper's file would.
-    let secrets = tempfile::tempdir().unwrap();
-    let token_file = secrets.path().join("token");
+/// A desired state signing keyless with the token in `token_file`, through the world's signing
+/// config, and a signer policy letting only [`RELEASER`] of the world's issuer through.
+fn desire_keyless_signed_by_the_releaser(world: &World, cloud: &Cloud, token_file: &Path) {
+    let issuer = world.oidc().url();
     let policy = cloud.dir.path().join("signers.yaml");
     fs::write(
         &policy,
@@ -59,7 +55,7 @@ fn sync_signs_keyless_with_the_token_file_and_refuses_a_token_fulcio_refuses() {
         ),
     )
     .unwrap();
-    let d = write_desired(&world, &cloud, "[amd64]");
+    let d = write_desired(world, cloud, "[amd64]");
     let yaml = fs::read_to_string(&d).unwrap();
     let keyless = format!(
         "{yaml}sign: keyless\nidentity-token-file: {}\nsigning-config: {}\niso-signer-policy: {}\n",
@@ -68,15 +64,26 @@ fn sync_signs_keyless_with_the_token_file_and_refuses_a_token_fulcio_refuses() {
         policy.display()
     );
     fs::write(&d, keyless).unwrap();
-    let added = || cloud.api.commands().iter().any(|c| c == ADD);
-    let iso = cloud.published.join("setup-v1.33.1-x86_64.iso");
-    let mut outputs = Vec::new();
+}
 
-    // A token the issuer did not sign: built, refused by Fulcio, nothing published or added.
+/// Nothing was registered and no ISO published: `said` is the failed sync's output.
+fn assert_nothing_published_or_added(cloud: &Cloud, iso: &Path, said: &str) {
+    let added = cloud.api.commands().iter().any(|c| c == ADD);
+    assert!(!added && !iso.exists(), "{said}");
+}
+
+/// A token the issuer did not sign: built, refused by Fulcio, nothing published or added. The
+/// token and what the sync said.
+fn forged_token_refused_by_fulcio(
+    world: &World,
+    cloud: &Cloud,
+    token_file: &Path,
+    iso: &Path,
+) -> (String, String) {
     let forged = world.oidc().forge(&Claims::email(RELEASER));
-    fs::write(&token_file, &forged).unwrap();
+    fs::write(token_file, &forged).unwrap();
     let said = fails(
-        &mut sync(&world, &cloud, &[]),
+        &mut sync(world, cloud, &[]),
         1,
         &[
             "Fulcio at http://127.0.0.1:",
@@ -84,17 +91,25 @@ fn sync_signs_keyless_with_the_token_file_and_refuses_a_token_fulcio_refuses() {
             "1 failed",
         ],
     );
-    assert!(!added() && !iso.exists(), "{said}");
-    outputs.push(said);
+    assert_nothing_published_or_added(cloud, iso, &said);
+    (forged, said)
+}
 
-    // An expired one: refused before the build, naming the file and Fulcio.
+/// An expired token: refused before the build, naming the file and Fulcio. The token and what
+/// the sync said.
+fn expired_token_refused(
+    world: &World,
+    cloud: &Cloud,
+    token_file: &Path,
+    iso: &Path,
+) -> (String, String) {
     let expired = world.oidc().mint(&Claims {
         lifetime: -60,
         ..Claims::email(RELEASER)
     });
-    fs::write(&token_file, &expired).unwrap();
+    fs::write(token_file, &expired).unwrap();
     let said = fails(
-        &mut sync(&world, &cloud, &[]),
+        &mut sync(world, cloud, &[]),
         1,
         &[
             &format!("the identity token of {}", token_file.display()),
@@ -102,31 +117,43 @@ fn sync_signs_keyless_with_the_token_file_and_refuses_a_token_fulcio_refuses() {
             &format!("the token of {RELEASER} expired at 20"),
         ],
     );
-    assert!(!added() && !iso.exists(), "{said}");
-    outputs.push(said);
+    assert_nothing_published_or_added(cloud, iso, &said);
+    (expired, said)
+}
 
-    // A fresh one: signed, the signer policy lets it through, registered (an empty
-    // SIGSTORE_ID_TOKEN, as a CI may leave it, is no token: the file's is taken).
+/// A fresh token: signed, the signer policy lets it through, registered (an empty
+/// SIGSTORE_ID_TOKEN, as a CI may leave it, is no token: the file's is taken). The token and what
+/// the sync said.
+fn fresh_token_signs_and_registers(
+    world: &World,
+    cloud: &Cloud,
+    token_file: &Path,
+) -> (String, String) {
     let token = world.oidc().mint(&Claims::email(RELEASER));
-    fs::write(&token_file, &token).unwrap();
-    let out = sync(&world, &cloud, &[])
+    fs::write(token_file, &token).unwrap();
+    let out = sync(world, cloud, &[])
         .env("SIGSTORE_ID_TOKEN", "")
         .output();
     let out = ok(out.unwrap());
     let said = combined(&out);
-    assert!(added(), "{said}");
+    assert!(cloud.api.commands().iter().any(|c| c == ADD), "{said}");
     assert!(
-        said.contains(&format!("signed by {RELEASER} via {issuer}")),
+        said.contains(&format!("signed by {RELEASER} via {}", world.oidc().url())),
         "{said}"
     );
-    outputs.push(said);
+    (token, said)
+}
+
+/// `verify --iso-signature` with the releaser's identity and issuer accepts the published ISO.
+fn assert_verify_accepts_the_releasers_signature(world: &World, iso: &Path) {
+    let issuer = world.oidc().url();
     let verified = ok(cks_iso()
         .arg("verify")
-        .arg(&iso)
+        .arg(iso)
         .args(["--iso-signature", "--signer-trusted-root"])
         .arg(world.trusted_root_path())
         .args(["--certificate-identity", RELEASER])
-        .args(["--certificate-oidc-issuer", &issuer])
+        .args(["--certificate-oidc-issuer", issuer])
         .output()
         .unwrap());
     let said = combined(&verified);
@@ -134,7 +161,22 @@ fn sync_signs_keyless_with_the_token_file_and_refuses_a_token_fulcio_refuses() {
         said.contains(&format!("signed by {RELEASER} via {issuer}, at 20")),
         "{said}"
     );
-    let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
+}
+
+#[test]
+fn sync_signs_keyless_with_the_token_file_and_refuses_a_token_fulcio_refuses() {
+    let world = World::start(Options::default());
+    let cloud = Cloud::start(CloudOptions::default());
+    // The token lives outside the directories the sync writes, as a token helper's file would.
+    let secrets = tempfile::tempdir().unwrap();
+    let token_file = secrets.path().join("token");
+    desire_keyless_signed_by_the_releaser(&world, &cloud, &token_file);
+    let iso = cloud.published.join("setup-v1.33.1-x86_64.iso");
+    let (forged, refused) = forged_token_refused_by_fulcio(&world, &cloud, &token_file, &iso);
+    let (expired, too_late) = expired_token_refused(&world, &cloud, &token_file, &iso);
+    let (token, signed) = fresh_token_signs_and_registers(&world, &cloud, &token_file);
+    assert_verify_accepts_the_releasers_signature(&world, &iso);
+    let outputs = [refused.as_str(), too_late.as_str(), signed.as_str()];
     for t in [&forged, &expired, &token] {
         token_nowhere(t, cloud.dir.path(), &outputs);
     }
