@@ -4,15 +4,6 @@
 //! area goes. Run an area with `cargo test --test it AREA::` (e.g. `cargo test --test it
 //! build::`), one suite with `cargo test --test it AREA::SUITE::` (e.g. `build::e2e::`).
 
-// The workspace's function-length rule (Cargo.toml, clippy.toml) holds everywhere but here, for
-// now: these suites still have integration tests over 80 lines to split into named helpers.
-// Remove this line to list them (`cargo clippy --all-targets`); once none is left, `expect`
-// fails the lint run until the line goes.
-#![expect(
-    clippy::too_many_lines,
-    reason = "integration tests over 80 lines are still to be split into named helpers"
-)]
-
 mod support;
 
 /// Add-on images and manifests a user puts on an ISO.

@@ -11,4 +11,5 @@ mod lexer;
 /// The main crate's module tree, walked as rustc finds its files.
 mod modules;
 mod packaging;
+mod sizes;
 mod typed_errors;
