@@ -126,16 +126,50 @@ fn blocks(page: &str, markdown: &str) -> Vec<Block> {
     out
 }
 
+/// What is wrong with a block or a command of a page.
+#[derive(Debug)]
+enum Problem {
+    /// A code block without an info string.
+    NoInfo,
+    /// A shell block whose second word is not a place it runs.
+    Unmarked {
+        language: String,
+        second: Option<String>,
+    },
+    /// A line shlex cannot split into words.
+    Unsplittable(String),
+    /// cks-iso's parser refuses the command: its first line.
+    Parse(String),
+    /// A `build` whose request is not whole.
+    Request(String),
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoInfo => f.write_str(
+                "a code block without an info string: say what it holds (```text, ```yaml, \
+                 ```json), or for commands ```sh world, ```sh far-side, ```sh upstream or \
+                 ```sh host (tests/it/docs/commands/mod.rs)",
+            ),
+            Self::Unmarked { language, second } => write!(
+                f,
+                "a ```{language} block marked {second:?}: add `world` (the test runs it in the \
+                 test world), `far-side`, `upstream` or `host` (not run; its cks-iso commands are \
+                 parsed) or `synopsis` (a command's form; its flags are checked) after the \
+                 language"
+            ),
+            Self::Unsplittable(line) => write!(f, "cannot split into words: {line}"),
+            Self::Parse(first) | Self::Request(first) => f.write_str(first),
+        }
+    }
+}
+
 /// What `info` marks its block as, or why it does not.
-fn mark(info: &str) -> Result<Mark, String> {
+fn mark(info: &str) -> Result<Mark, Problem> {
     let mut words = info.split_whitespace();
     let Some(language) = words.next() else {
-        return Err(
-            "a code block without an info string: say what it holds (```text, ```yaml, \
-                    ```json), or for commands ```sh world, ```sh far-side, ```sh upstream or \
-                    ```sh host (tests/it/docs/commands/mod.rs)"
-                .into(),
-        );
+        return Err(Problem::NoInfo);
     };
     if !SHELLS.contains(&language) {
         return Ok(Mark::NotShell);
@@ -145,11 +179,10 @@ fn mark(info: &str) -> Result<Mark, String> {
         Some("far-side") => Ok(Mark::FarSide),
         Some("upstream" | "host") => Ok(Mark::Elsewhere),
         Some("synopsis") => Ok(Mark::Synopsis),
-        other => Err(format!(
-            "a ```{language} block marked {other:?}: add `world` (the test runs it in the test \
-             world), `far-side`, `upstream` or `host` (not run; its cks-iso commands are parsed) \
-             or `synopsis` (a command's form; its flags are checked) after the language"
-        )),
+        other => Err(Problem::Unmarked {
+            language: language.to_owned(),
+            second: other.map(str::to_owned),
+        }),
     }
 }
 
@@ -191,8 +224,8 @@ fn lines(block: &Block) -> Vec<String> {
 
 /// The simple commands of a shell line, each as its words without the variable assignments and
 /// redirections around it; `sh -c 'TEXT'` (also after `cks-iso-world`) gives TEXT's commands.
-fn commands(line: &str) -> Result<Vec<Vec<String>>, String> {
-    let words = shlex::split(line).ok_or_else(|| format!("cannot split into words: {line}"))?;
+fn commands(line: &str) -> Result<Vec<Vec<String>>, Problem> {
+    let words = shlex::split(line).ok_or_else(|| Problem::Unsplittable(line.to_owned()))?;
     let mut out = Vec::new();
     let mut current: Vec<String> = Vec::new();
     let (mut skip_next, mut in_substitution) = (false, false);
@@ -258,11 +291,14 @@ fn program(word: &str) -> &str {
 /// Whether cks-iso understands `words` (a `cks-iso …` command): its parser takes them, and a
 /// `build` of a new request names everything a build needs, as the binary checks before any
 /// request. `--help` and `--version` count as understood.
-fn understood(words: &[String]) -> Result<(), String> {
+fn understood(words: &[String]) -> Result<(), Problem> {
     let cli = match Cli::try_parse_from(words) {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => return Ok(()),
-        Err(e) => return Err(e.to_string().lines().next().unwrap_or_default().to_owned()),
+        Err(e) => {
+            let first = e.to_string().lines().next().unwrap_or_default().to_owned();
+            return Err(Problem::Parse(first));
+        }
     };
     // `…` stands for flags the page leaves out: the request is not whole on the page.
     let elided = words.iter().any(|w| w.contains('…'));
@@ -284,7 +320,7 @@ fn understood(words: &[String]) -> Result<(), String> {
             output: args.output.clone(),
             name: args.request.name.clone(),
         };
-        plan::request(&args.positional, flags).map_err(|e| e.to_string())?;
+        plan::request(&args.positional, flags).map_err(|e| Problem::Request(e.to_string()))?;
     }
     Ok(())
 }
@@ -441,7 +477,7 @@ fn the_check_catches_unmarked_blocks_unknown_flags_and_incomplete_builds() {
                 [--trusted-root FILE | --no-such-flag]\n```\n";
     let blocks = blocks("t.md", page);
     assert_eq!(blocks.len(), 5, "{blocks:?}");
-    assert_eq!(mark(&blocks[4].info), Ok(Mark::Synopsis));
+    assert!(matches!(mark(&blocks[4].info), Ok(Mark::Synopsis)));
     assert_eq!(
         synopsis_problems("t.md:20", &lines(&blocks[4])),
         ["t.md:20: `cks-iso cache import` takes no --no-such-flag"]
@@ -449,11 +485,17 @@ fn the_check_catches_unmarked_blocks_unknown_flags_and_incomplete_builds() {
     assert!(
         mark(&blocks[0].info)
             .unwrap_err()
+            .to_string()
             .contains("without an info string")
     );
-    assert!(mark(&blocks[1].info).unwrap_err().contains("add `world`"));
-    assert_eq!(mark(&blocks[2].info), Ok(Mark::Elsewhere));
-    assert_eq!(mark(&blocks[3].info), Ok(Mark::NotShell));
+    assert!(
+        mark(&blocks[1].info)
+            .unwrap_err()
+            .to_string()
+            .contains("add `world`")
+    );
+    assert!(matches!(mark(&blocks[2].info), Ok(Mark::Elsewhere)));
+    assert!(matches!(mark(&blocks[3].info), Ok(Mark::NotShell)));
     let lines = lines(&blocks[2]);
     assert_eq!(lines.len(), 6, "{lines:?}");
     let problems = misunderstood("t.md:9", &lines);

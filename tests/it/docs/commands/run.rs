@@ -93,8 +93,11 @@ fn the_blocks_marked_world_run_in_the_world_and_far_side_blocks_without_it() {
     let home = tmp.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let blocks = all_blocks();
-    let marked =
-        |m: Mark| -> Vec<&Block> { (blocks.iter()).filter(|b| mark(&b.info) == Ok(m)).collect() };
+    let marked = |m: Mark| -> Vec<&Block> {
+        (blocks.iter())
+            .filter(|b| mark(&b.info).is_ok_and(|k| k == m))
+            .collect()
+    };
     let dir_of = |page: &str| {
         let dir = tmp.path().join(page.replace('/', "_"));
         std::fs::create_dir_all(&dir).unwrap();
