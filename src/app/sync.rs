@@ -67,6 +67,7 @@ pub fn run(args: SyncArgs, ui: &Ui) -> Result<(), AppError> {
         ));
     }
     let keyless = keyless(&args, &desired)?;
+    let tlog = tlog(&args, &desired)?;
     // Only a run that acts takes the lock: a plan changes nothing.
     let _lock = match args.plan {
         true => None,
@@ -110,7 +111,10 @@ pub fn run(args: SyncArgs, ui: &Ui) -> Result<(), AppError> {
         http: &http,
         gate: &gate,
         signers: signers.as_ref().zip(root.as_ref()),
-        keyless: keyless.as_ref(),
+        signing: crate::sync::Signing {
+            keyless: keyless.as_ref(),
+            tlog: tlog.as_ref(),
+        },
         poll: Duration::from_secs_f64(args.poll_interval.max(0.05)),
         timeout: Duration::from_secs(args.timeout),
     };
@@ -163,6 +167,36 @@ fn keyless(
         ));
     }
     Ok(Some(options))
+}
+
+/// `tlog: true`: where each `sign-key` signature is entered (`--rekor-url`, else the desired
+/// state's `signing-config`, else the public-good Rekor) and the root its entry is proven
+/// against. `--offline` is refused before the run takes its lock, as `build --tlog --offline` is.
+fn tlog(
+    args: &SyncArgs,
+    desired: &Desired,
+) -> Result<Option<crate::trust::keyless::KeylessOptions>, AppError> {
+    if !desired.tlog {
+        return Ok(None);
+    }
+    if args.offline && !args.plan {
+        return Err(AppError::usage(
+            anyhow::anyhow!(
+                "desired state: tlog enters each signature in Rekor, and --offline forbids the \
+                 network"
+            ),
+            Some(
+                "leave tlog out on the far side of an air gap (the key signature stands alone)"
+                    .into(),
+            ),
+        ));
+    }
+    Ok(Some(crate::trust::keyless::KeylessOptions {
+        signing_config: desired.signing_config.clone(),
+        rekor_url: args.rekor_url.clone(),
+        trusted_root: desired.trusted_root.clone(),
+        ..Default::default()
+    }))
 }
 
 /// The signature flags of the builds, from the desired state.

@@ -13,14 +13,13 @@ use super::desired::Desired;
 use super::failure::{ItemError, error_text};
 use super::report::{Item, Report};
 use super::run::{
-    Context, Listed, STAGING_PREFIX, Slot, carried, in_use, is_pinned, options, slot_of,
+    Context, Listed, STAGING_PREFIX, Signing, Slot, carried, in_use, is_pinned, options, slot_of,
 };
 use crate::cloudstack::IsoToRegister;
 use crate::cloudstack::plan::listed_arch;
 use crate::cloudstack::run::{self as registering, Options, Target};
 use crate::pipeline::matrix::Matrix;
 use crate::pipeline::{BuildOptions, Built, RequestOptions, Setup};
-use crate::trust::keyless::KeylessOptions;
 use crate::trust::sign::Signers;
 use cks_iso_sigstore::TrustedRoot;
 
@@ -40,15 +39,15 @@ pub(super) fn build_all(ctx: &Context<'_>, desired: &Desired, slots: &mut [Slot]
             .push(i);
     }
     let mut alone = Vec::new();
-    let keyless = ctx.keyless;
+    let signing = ctx.signing;
     let groups = versions.into_values().collect();
-    for (group, why) in build_round(&matrix, desired, keyless, slots, groups) {
+    for (group, why) in build_round(&matrix, desired, signing, slots, groups) {
         match group.len() {
             1 => fail(&mut slots[group[0]].item, why),
             _ => alone.extend(group.iter().map(|i| vec![*i])),
         }
     }
-    for (group, why) in build_round(&matrix, desired, keyless, slots, alone) {
+    for (group, why) in build_round(&matrix, desired, signing, slots, alone) {
         fail(&mut slots[group[0]].item, why);
     }
 }
@@ -64,14 +63,14 @@ pub(super) fn fail(item: &mut Item, why: String) {
 fn build_round(
     matrix: &Matrix<'_>,
     desired: &Desired,
-    keyless: Option<&KeylessOptions>,
+    signing: Signing<'_>,
     slots: &mut [Slot],
     groups: Vec<Vec<usize>>,
 ) -> Vec<(Vec<usize>, String)> {
     let mut failed = Vec::new();
     let (mut staged, mut setups) = (Vec::new(), Vec::new());
     for group in groups {
-        match setup(desired, keyless, slots, &group) {
+        match setup(desired, signing, slots, &group) {
             Ok((staging, setup)) => {
                 setups.push((slots[group[0]].wanted.version.clone(), setup));
                 staged.push((group, staging));
@@ -96,10 +95,11 @@ fn build_round(
 /// The build of the slots `group` (one version): its staging directory inside the publish
 /// directory, and its setup — the desired state's request for that version and those arches, or
 /// with `sync --locks` exactly its lock, its content first taken from the ISOs already published;
-/// each ISO signed with `sign-key`, or keyless as `keyless` says (`sign: keyless`).
+/// each ISO signed with `sign-key` (entered in Rekor with `tlog: true`), or keyless (`sign:
+/// keyless`), as `signing` says.
 fn setup(
     desired: &Desired,
-    keyless: Option<&KeylessOptions>,
+    signing: Signing<'_>,
     slots: &[Slot],
     group: &[usize],
 ) -> Result<(tempfile::TempDir, Setup), ItemError> {
@@ -132,7 +132,8 @@ fn setup(
             None => Vec::new(),
         },
         sign_key: desired.sign_key.clone(),
-        keyless: keyless.cloned(),
+        keyless: signing.keyless.cloned(),
+        tlog: signing.tlog.cloned(),
         ..BuildOptions::default()
     };
     let setup = Setup::new(&options)?;

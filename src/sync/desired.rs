@@ -54,6 +54,11 @@ pub struct Desired {
     /// published beside it).
     #[serde(default)]
     pub sign_key: Option<PathBuf>,
+    /// `build --tlog`: each `sign-key` signature entered in Rekor (the Rekor of `--rekor-url`,
+    /// else of `signing-config`, else the public-good one), its entry in the bundle. Not
+    /// without `sign-key`.
+    #[serde(default)]
+    pub tlog: bool,
     /// `build --sign`: `keyless` signs every ISO keyless (a short-lived Fulcio certificate for
     /// the OIDC identity of the token, the signature entered in Rekor; `ISO.sigstore.json`
     /// published beside it). Not with `sign-key`.
@@ -332,9 +337,16 @@ impl Desired {
                 "both",
             ));
         }
+        if self.tlog && self.sign_key.is_none() {
+            return Err(bad("tlog", "sign-key beside it", "no sign-key"));
+        }
+        // `signing-config` names the Rekor too, which `tlog` uses.
         let keyless_keys = [
             ("identity-token-file", self.identity_token_file.is_some()),
-            ("signing-config", self.signing_config.is_some()),
+            (
+                "signing-config",
+                self.signing_config.is_some() && !self.tlog,
+            ),
             ("fulcio-url", self.fulcio_url.is_some()),
         ];
         if self.sign.is_none()
@@ -447,6 +459,14 @@ keep: 1
         d.check(Path::new("d.yaml")).unwrap();
         assert_eq!(d.sign, Some(SignHow::Keyless));
         assert!(Desired::parse(&format!("{FULL}sign: key\n")).is_err());
+        let d = Desired::parse(&format!("{FULL}tlog: true\n")).unwrap();
+        let err = d.check(Path::new("d.yaml")).unwrap_err().to_string();
+        assert!(err.contains("tlog: expected sign-key beside it"), "{err}");
+        let text = format!("{FULL}sign-key: k.pem\ntlog: true\nsigning-config: s.json\n");
+        Desired::parse(&text)
+            .unwrap()
+            .check(Path::new("d.yaml"))
+            .unwrap();
         let d = Desired::parse(&FULL.replace("\"1.32.4\"", "\"1.33.2\"")).unwrap();
         let err = d.check(Path::new("d.yaml")).unwrap_err().to_string();
         assert!(err.contains("each minor once"), "{err}");

@@ -18,7 +18,7 @@ mod runlock;
 
 pub use desired::{Desired, DesiredError, SignHow};
 pub use failure::GateError;
-pub use run::{Context, Mode, SyncError};
+pub use run::{Context, Mode, Signing, SyncError};
 pub use runlock::{LockError, RunLock};
 
 use crate::pipeline::Build;

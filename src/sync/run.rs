@@ -44,13 +44,23 @@ pub struct Context<'a> {
     /// Who must have signed an ISO before it is registered, and the root keyless signatures are
     /// judged against; `None`: no signer policy, no check.
     pub signers: Option<(&'a Signers, &'a TrustedRoot)>,
-    /// `sign: keyless`: the token (or its file) and services every build signs with; `None`:
-    /// no keyless signing.
-    pub keyless: Option<&'a crate::trust::keyless::KeylessOptions>,
+    /// How the builds sign beyond `sign-key`: keyless, or `sign-key` entered in Rekor.
+    pub signing: Signing<'a>,
     /// Between polls of Ready and of async jobs.
     pub poll: Duration,
     /// The longest wait for Ready, and for a delete's job.
     pub timeout: Duration,
+}
+
+/// How a sync's builds sign, beyond the desired state's `sign-key`: keyless (`sign: keyless`,
+/// the token or its file and the services), and where `tlog: true` enters each `sign-key`
+/// signature (the Rekor and the root it is proven against). `None`: not so.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Signing<'a> {
+    /// `sign: keyless`.
+    pub keyless: Option<&'a crate::trust::keyless::KeylessOptions>,
+    /// `tlog: true` beside `sign-key`.
+    pub tlog: Option<&'a crate::trust::keyless::KeylessOptions>,
 }
 
 /// A sync that could not look: nothing was changed.

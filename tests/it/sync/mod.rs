@@ -3,5 +3,6 @@
 
 mod e2e;
 mod faults;
+mod key_tlog;
 mod keyless;
 mod offline;
