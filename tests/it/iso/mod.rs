@@ -8,7 +8,7 @@ mod errors;
 /// Key signatures entered in Rekor (`--tlog`), proven by sigstore-python's entry verifier.
 mod key_tlog;
 /// Keyless signing's stand-ins proven against sigstore-python, then `build --sign` judged.
-mod keyless;
+pub(crate) mod keyless;
 /// Files of 4 GiB and more, in flat memory.
 mod large;
 /// A cosign key's password typed on a real terminal.

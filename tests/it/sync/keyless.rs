@@ -14,33 +14,13 @@ use cks_iso_testworld::cloudstack::Options as CloudOptions;
 use cks_iso_testworld::oidc::Claims;
 use cks_iso_testworld::world::{Options, World};
 
+use crate::iso::keyless::token_nowhere;
 use crate::support::cloud::Cloud;
 use crate::support::sync::{sync, write_desired};
 use crate::support::*;
 
 const ADD: &str = "addKubernetesSupportedVersion";
 const RELEASER: &str = "release@cks.example";
-
-/// No output and no file under `dir` holds the token's signature part (what makes it usable).
-fn token_nowhere(token: &str, dir: &Path, outputs: &[&str]) {
-    let secret = token.rsplit('.').next().unwrap();
-    for out in outputs {
-        assert!(!out.contains(secret), "the token shows in:\n{out}");
-    }
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let path = e.unwrap().path();
-            if path.is_dir() && !path.is_symlink() {
-                stack.push(path);
-            } else if path.is_file() {
-                let bytes = fs::read(&path).unwrap();
-                let found = bytes.windows(secret.len()).any(|w| w == secret.as_bytes());
-                assert!(!found, "{} holds the identity token", path.display());
-            }
-        }
-    }
-}
 
 /// A desired state signing keyless with the token in `token_file`, through the world's signing
 /// config, and a signer policy letting only [`RELEASER`] of the world's issuer through.
