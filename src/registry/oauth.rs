@@ -19,7 +19,8 @@ const MAX_TOKEN_REDIRECTS: u32 = 5;
 /// The token request's body: application/x-www-form-urlencoded, as a URL's query encodes it.
 /// The scopes are the GET request's (`url`'s `scope` pairs: the repository with the actions the
 /// caller needs, `pull,push` for a push, and a mount's source), in one `scope` field separated
-/// by spaces, as distribution's OAuth2 spec and Docker's client send them; a URL with none asks
+/// by spaces, as distribution's OAuth2 spec says and containerd's client sends them
+/// (`remotes/docker/auth/fetch.go`, `FetchTokenWithOAuth`); a URL with none asks
 /// `pull` on `name`.
 fn form(url: &reqwest::Url, name: &str, service: Option<&str>, refresh: &str) -> Vec<u8> {
     let scopes: Vec<String> = (url.query_pairs())

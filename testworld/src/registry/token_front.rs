@@ -182,8 +182,9 @@ fn form_decoded(value: &str) -> String {
 }
 
 /// The scopes a token is granted: for OAuth2 the POSTed form's one `scope` field, its scopes
-/// separated by spaces (distribution's token server reads `scope` from the form and splits it on
-/// spaces); otherwise the GET query's `scope` parameters.
+/// separated by spaces (distribution's OAuth2 spec, `docs/spec/auth/oauth.md`; containerd's
+/// client joins its scopes so, `remotes/docker/auth/fetch.go`); otherwise the GET query's
+/// `scope` parameters.
 fn granted(auth: &FrontAuth, request: &Incoming, asked: &[String]) -> Vec<String> {
     match auth {
         FrontAuth::RefreshToken(_) => {
